@@ -1,0 +1,224 @@
+"""Result records and run files.
+
+A *record* is one (probe, variant, size, mode) measurement: its per-round samples in `unit`,
+status, kernels per call and the round-by-round ratio to the probe's baseline.
+
+A *run file* is pytest-benchmark's JSON (`--benchmark-json`): one entry per measured record
+in `benchmarks` (stats and raw `data` in seconds, our fields in `extra_info`), the environment
+fingerprint in `machine_info["hostbench"]`, and records that have no samples (unsupported,
+failed, errored) in `hostbench["unmeasured"]`. While a run is in progress each record is also
+appended to a JSON-lines file, so a crash or Ctrl-C keeps what was measured.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from . import stats
+
+SCHEMA = 1
+MODES = ("eager", "graph", "device", "host")
+# seconds per unit: pytest-benchmark stores seconds, records keep the unit they were measured in
+UNIT_SECONDS = {"us/call": 1e-6, "us/op": 1e-6, "us/step": 1e-6, "ms": 1e-3, "us": 1e-6}
+
+
+class RunFileError(ValueError):
+    """A run file that cannot be read; the message names the file and what is wrong."""
+
+
+@dataclass
+class Record:
+    probe: str
+    variant: str
+    size: str
+    mode: str
+    status: str = "ok"
+    role: str = ""
+    unit: str = "us/call"
+    samples: list = field(default_factory=list)
+    calls_per_round: int = 0
+    kernels_per_call: float | None = None
+    kernel_names: list = field(default_factory=list)
+    ratio: dict | None = None          # summary of round-by-round ratios to `baseline`
+    baseline: str = ""
+    label: str = ""
+    note: str = ""
+
+    @property
+    def key(self) -> tuple:
+        return (self.probe, self.variant, self.size, self.mode)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok" and bool(self.samples)
+
+    def summary(self) -> dict:
+        return stats.summarize(self.samples)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Record":
+        names = {f.name for f in dataclasses.fields(cls)}
+        missing = {"probe", "variant", "size", "mode"} - d.keys()
+        if missing:
+            raise KeyError(f"record lacks {sorted(missing)}")
+        # unknown (newer) fields are ignored, absent (older) ones take defaults
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+def test_name(r: Record) -> str:
+    """pytest id of a record; free of versions so runs compare across versions."""
+    return f"test_{r.probe}[{r.size}-{r.variant}-{r.mode}]"
+
+
+class JsonlWriter:
+    """Appends one record per line and flushes it to disk at once."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = open(self.path, "a", encoding="utf-8")
+
+    def write(self, obj: dict) -> None:
+        self._fh.write(json.dumps(obj, default=str) + "\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+def benchmark_entry(r: Record) -> dict:
+    """The pytest-benchmark `benchmarks[]` entry for a measured record (stats in seconds)."""
+    scale = UNIT_SECONDS.get(r.unit, 1e-6)
+    data = [x * scale for x in r.samples]
+    s = stats.summarize(data)
+    extra = {k: v for k, v in r.to_dict().items() if k != "samples"}
+    return {
+        "group": f"{r.probe}[{r.size}]",
+        "name": test_name(r),
+        "fullname": f"probes/probe_{r.probe}.py::{test_name(r)}",
+        "params": {"size": r.size, "variant": r.variant, "mode": r.mode},
+        "param": f"{r.size}-{r.variant}-{r.mode}",
+        "extra_info": extra,
+        "options": {"timer": "hostbench", "min_rounds": len(data), "warmup": False},
+        "stats": {
+            "min": s["min"], "max": s["max"], "mean": s["mean"], "stddev": s["stddev"],
+            "rounds": s["n"], "median": s["median"], "iqr": s["iqr"], "q1": s["q1"], "q3": s["q3"],
+            "iqr_outliers": 0, "stddev_outliers": 0, "outliers": "0;0",
+            "ld15iqr": s["min"], "hd15iqr": s["max"],
+            "ops": 1.0 / s["mean"] if s["mean"] else 0.0, "total": sum(data),
+            "data": data, "iterations": 1,
+        },
+    }
+
+
+def run_document(records: Iterable[Record], fingerprint: dict, machine_info: dict | None = None) -> dict:
+    """A whole run file, in pytest-benchmark's layout, from records made outside pytest."""
+    records = list(records)
+    mi = dict(machine_info or {})
+    mi["hostbench"] = fingerprint
+    return {
+        "machine_info": mi,
+        "commit_info": fingerprint.get("commit_info", {}),
+        "benchmarks": [benchmark_entry(r) for r in records if r.ok],
+        "datetime": fingerprint.get("datetime") or _dt.datetime.now(_dt.timezone.utc).isoformat(),
+        "version": "hostbench",
+        "hostbench": {"schema": SCHEMA, "unmeasured": [r.to_dict() for r in records if not r.ok]},
+    }
+
+
+def write_run(path: str | os.PathLike, doc: dict) -> Path:
+    """Writes a run file atomically (temp file, then rename), so a crash never leaves half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=1, default=str), encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+@dataclass
+class Run:
+    path: str
+    fingerprint: dict
+    records: list
+    datetime: str = ""
+
+    def find(self, probe, variant, size, mode) -> Record | None:
+        for r in self.records:
+            if r.key == (probe, variant, size, mode):
+                return r
+        return None
+
+
+def _record_from_entry(b: dict) -> Record:
+    extra = dict(b.get("extra_info") or {})
+    params = b.get("params") or {}
+    for k in ("size", "variant", "mode"):
+        extra.setdefault(k, params.get(k))
+    if "probe" not in extra:
+        # a plain pytest-benchmark entry: take the probe from the test name
+        extra["probe"] = b.get("name", "?").split("[")[0].removeprefix("test_")
+    rec = Record.from_dict(extra)
+    data = (b.get("stats") or {}).get("data")
+    if data:
+        scale = UNIT_SECONDS.get(rec.unit, 1e-6)
+        rec.samples = [x / scale for x in data]
+    return rec
+
+
+def load_run(path: str | os.PathLike) -> Run:
+    """Loads a run file (pytest-benchmark JSON) or a partial JSON-lines file.
+
+    Raises RunFileError naming the file for anything unreadable; tolerates unknown fields.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise RunFileError(f"{path}: cannot read run file ({e.strerror or e})") from e
+    if path.suffix == ".jsonl":
+        return _load_jsonl(path, text)
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise RunFileError(f"{path}: not valid JSON (truncated or corrupt?) at line {e.lineno}: {e.msg}") from e
+    if not isinstance(doc, dict) or "benchmarks" not in doc:
+        raise RunFileError(f"{path}: not a pytest-benchmark/hostbench run file (no 'benchmarks' list)")
+    fp = (doc.get("machine_info") or {}).get("hostbench") or {}
+    recs = []
+    try:
+        for b in doc["benchmarks"]:
+            recs.append(_record_from_entry(b))
+        for u in (doc.get("hostbench") or {}).get("unmeasured", []):
+            recs.append(Record.from_dict(u))
+    except (KeyError, TypeError, AttributeError) as e:
+        raise RunFileError(f"{path}: malformed benchmark entry ({e})") from e
+    return Run(str(path), fp, recs, doc.get("datetime") or fp.get("datetime", ""))
+
+
+def _load_jsonl(path: Path, text: str) -> Run:
+    fp, recs = {}, []
+    lines = text.splitlines()
+    for i, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            if i == len(lines):  # a last line cut off by a crash: keep everything before it
+                break
+            raise RunFileError(f"{path}:{i}: corrupt line ({e.msg})") from e
+        if obj.get("kind") == "fingerprint":
+            fp = obj.get("fingerprint", {})
+        elif obj.get("kind") == "record":
+            recs.append(Record.from_dict(obj["record"]))
+    return Run(str(path), fp, recs, fp.get("datetime", ""))
