@@ -66,7 +66,7 @@ class Record:
     @classmethod
     def from_dict(cls, d: dict) -> "Record":
         names = {f.name for f in dataclasses.fields(cls)}
-        missing = {"probe", "variant", "size", "mode"} - d.keys()
+        missing = {k for k in ("probe", "variant", "size", "mode") if d.get(k) is None}
         if missing:
             raise KeyError(f"record lacks {sorted(missing)}")
         # unknown (newer) fields are ignored, absent (older) ones take defaults

@@ -1,0 +1,114 @@
+"""Environment fingerprint stored with every run: what the numbers were measured on."""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return ""
+
+
+def cpu_model() -> str:
+    for line in _read("/proc/cpuinfo").splitlines():
+        if line.lower().startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def clock_source() -> str:
+    return _read("/sys/devices/system/clocksource/clocksource0/current_clocksource") or "unknown"
+
+
+def cudnn_env() -> dict:
+    """CUDNN_* variables: frontend/backend logging changes host cost, so record them."""
+    return {k: v for k, v in sorted(os.environ.items()) if k.startswith("CUDNN")}
+
+
+def driver_version() -> str:
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=10)
+        return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else ""
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return ""
+
+
+def git_commit(root: str | os.PathLike = ".") -> dict:
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=5)
+        if sha.returncode:
+            return {}
+        return {"id": sha.stdout.strip(), "dirty": bool(dirty.stdout.strip())}
+    except (OSError, subprocess.SubprocessError):
+        return {}
+
+
+def host_fingerprint() -> dict:
+    """The parts that need no GPU."""
+    try:
+        affinity = sorted(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        affinity = []
+    return {
+        "datetime": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu_model": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "cpu_affinity": affinity,
+        "clock_source": clock_source(),
+        "cudnn_env": cudnn_env(),
+        "commit_info": git_commit(Path(__file__).resolve().parent.parent),
+        "argv": sys.argv[:8],
+    }
+
+
+def gpu_fingerprint(cudnn=None, device: int = 0) -> dict:
+    """GPU, driver, CUDA, torch, cuDNN backend (frontend's and torch's) and frontend versions."""
+    fp = {}
+    try:
+        import torch
+    except ImportError:
+        return {"torch": None}
+    fp["torch"] = torch.__version__
+    fp["cuda"] = torch.version.cuda
+    fp["cudnn_torch"] = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    if torch.cuda.is_available():
+        p = torch.cuda.get_device_properties(device)
+        fp["gpu_name"] = p.name
+        fp["sm_count"] = p.multi_processor_count
+        fp["compute_capability"] = f"{p.major}.{p.minor}"
+        fp["gpu_memory_gib"] = round(p.total_memory / 2**30, 1)
+        fp["driver"] = driver_version()
+    if cudnn is not None:
+        fp["cudnn_frontend"] = getattr(cudnn, "__version__", None)
+        try:
+            fp["cudnn_backend"] = int(cudnn.backend_version())
+        except Exception as e:  # noqa: BLE001 - record, never fail the run for it
+            fp["cudnn_backend"] = None
+            fp["cudnn_backend_error"] = str(e)
+        tb, be = fp.get("cudnn_torch"), fp.get("cudnn_backend")
+        fp["cudnn_mismatch"] = bool(tb and be and tb != be)
+    return fp
+
+
+def fingerprint(cudnn=None) -> dict:
+    fp = host_fingerprint()
+    fp.update(gpu_fingerprint(cudnn))
+    return fp
+
+
+def gpu_slug(fp: dict) -> str:
+    """Folder name for a GPU's runs, e.g. 'NVIDIA H200' -> 'h200'."""
+    name = (fp.get("gpu_name") or "cpu").lower().replace("nvidia", "").strip()
+    return "-".join(name.split()) or "gpu"

@@ -1,0 +1,259 @@
+"""Runs probes: builds and checks every variant, then times them in interleaved rounds.
+
+Host modes (eager, graph) of a (probe, size) are measured together on first request; device
+mode is measured separately and must come after every host measurement in the process.
+Every record is written to a JSON-lines file the moment it exists.
+"""
+from __future__ import annotations
+
+import math
+import traceback
+from pathlib import Path
+
+from . import cudnn_support as cs
+from . import fingerprint as fpmod
+from . import records, stats, timing
+from .context import GpuContext, NoGpuError
+from .nvtx_ranges import nvtx_range
+from .records import Record
+
+
+def _status_of(exc: BaseException) -> str:
+    if isinstance(exc, cs.Unsupported):
+        return f"unsupported: {exc}"
+    name = type(exc).__name__
+    if "NotSupported" in name:  # cudnn.cudnnGraphNotSupportedError is not a RuntimeError
+        return f"unsupported: {exc}"
+    return f"error: {name}: {exc}"
+
+
+class Session:
+    def __init__(self, out_dir: str | Path, opt: timing.Options | None = None, modes=("eager", "graph", "device")):
+        self.out_dir = Path(out_dir)
+        self.opt = opt or timing.Options()
+        self.modes = tuple(modes)
+        self.records: dict = {}
+        self._cases: dict = {}
+        self._ctx = None
+        self.ctx_error = None
+        self.fingerprint: dict = {}
+        self.writer = records.JsonlWriter(self.out_dir / "records.jsonl")
+
+    # -- context ---------------------------------------------------------------------------
+    def context(self) -> GpuContext:
+        if self._ctx is None and self.ctx_error is None:
+            try:
+                self._ctx = GpuContext()
+            except NoGpuError as e:
+                self.ctx_error = str(e)
+            else:
+                self.fingerprint = fpmod.fingerprint(self._ctx.cudnn)
+                self.fingerprint["cpu_affinity_pinned"] = self._ctx.affinity
+                self.fingerprint["cudnn_error"] = self._ctx.cudnn_error
+                self.fingerprint["capabilities"] = self._ctx.caps
+                self.fingerprint["calibration_us"] = {"before": timing.calibration_us()}
+                self.fingerprint["options"] = vars(self.opt)
+                self.writer.write({"kind": "fingerprint", "fingerprint": self.fingerprint})
+        if self._ctx is None:
+            raise NoGpuError(self.ctx_error)
+        return self._ctx
+
+    # -- records ---------------------------------------------------------------------------
+    def _put(self, rec: Record) -> Record:
+        self.records[rec.key] = rec
+        self.writer.write({"kind": "record", "record": rec.to_dict()})
+        return rec
+
+    def _mark_all(self, probe, size, names, status: str) -> None:
+        for n in names:
+            v = probe.variant(n)
+            for m in v.modes:
+                if m in self.modes:
+                    self._put(Record(probe.name, n, size, m, status=status, role=v.role, unit=v.unit, label=v.label))
+
+    def record(self, probe, size: str, variant: str, mode: str) -> Record:
+        key = (probe.name, variant, size, mode)
+        if key not in self.records:
+            if mode == "device":
+                self.measure_device(probe, size)
+            elif mode == "host":
+                self.measure_custom(probe, size)
+            else:
+                self.measure_host(probe, size)
+        return self.records.get(key) or self._put(Record(probe.name, variant, size, mode, status="error: not measured"))
+
+    # -- building and checking ---------------------------------------------------------------
+    def cases(self, probe, size) -> dict:
+        """Built, numerically checked cases of a (probe, size); failures become records."""
+        key = (probe.name, size)
+        if key in self._cases:
+            return self._cases[key]
+        ctx = self.context()
+        names = [v.name for v in probe.variants]
+        good = {}
+        try:
+            if probe.needs_cudnn:
+                ctx.require_cudnn()
+            built = probe.build(ctx, size)
+        except Exception as e:  # noqa: BLE001 - becomes the status of every variant
+            self._mark_all(probe, size, names, _status_of(e))
+            self._cases[key] = good
+            return good
+        for name in names:
+            case = built.get(name, cs.Unsupported("not built for this size"))
+            if isinstance(case, BaseException):
+                self._mark_all(probe, size, [name], _status_of(case))
+                continue
+            status = self._check(case, ctx)
+            if status != "ok":
+                self._mark_all(probe, size, [name], status)
+                continue
+            good[name] = case
+        self._cases[key] = good
+        return good
+
+    @staticmethod
+    def _check(case, ctx) -> str:
+        try:
+            with ctx.torch.cuda.stream(ctx.stream):
+                case.poison()
+                out = case.fn()
+            ctx.sync()
+            err = case.check(out)
+        except Exception as e:  # noqa: BLE001
+            return _status_of(e)
+        if err is not None and (math.isnan(err) or err > case.tol):
+            return f"failed: numerics rel_err={err:.3g} > tol {case.tol:g} vs torch reference"
+        return "ok"
+
+    def _ratio(self, probe, samples: dict, name: str):
+        base = probe.baseline
+        if not base or base not in samples or name == base:
+            return None
+        return stats.ratio_summary(samples[name], samples[base])
+
+    # -- host modes ----------------------------------------------------------------------------
+    def measure_host(self, probe, size) -> None:
+        ctx = self.context()
+        cases = self.cases(probe, size)
+        torch = ctx.torch
+        tag = f"{probe.name}/{size}"
+        eager = {n: c.fn for n, c in cases.items() if "eager" in probe.variant(n).modes}
+        calls = {}
+        if "eager" in self.modes and eager:
+            try:
+                with torch.cuda.stream(ctx.stream), nvtx_range(f"{tag}/eager"):
+                    res = timing.measure_eager(eager, ctx.sync, self.opt, ranges=lambda n: nvtx_range(f"{tag}/{n}/eager"))
+            except timing.ContaminatedError as e:
+                self._mark_all(probe, size, list(eager), f"error: {e}")
+            else:
+                per = {n: [x / probe.variant(n).ops_per_call for x in s] for n, (s, _) in res.items()}
+                for n, (s, c) in res.items():
+                    calls[n] = c
+                    v = probe.variant(n)
+                    self._put(Record(probe.name, n, size, "eager", role=v.role, unit=v.unit, samples=per[n],
+                                     calls_per_round=c, ratio=self._ratio(probe, per, n),
+                                     baseline=probe.baseline or "", label=v.label, note=cases[n].note))
+        if "graph" in self.modes:
+            self._measure_graph(probe, size, cases, calls, tag)
+
+    def _measure_graph(self, probe, size, cases, calls, tag) -> None:
+        ctx = self.context()
+        captured = {}
+        for n, case in cases.items():
+            v = probe.variant(n)
+            if "graph" not in v.modes:
+                continue
+            try:
+                with nvtx_range(f"{tag}/{n}/capture"):
+                    cap = timing.capture(case.fn, calls.get(n, self.opt.min_calls * 4), ctx.stream)
+                with ctx.torch.cuda.stream(ctx.stream):
+                    case.poison()  # after capture, so only the replay can write the output
+                    cap.graph.replay()
+                ctx.sync()
+                err = case.check(cap.last)
+            except timing.CaptureError as e:
+                self._put(Record(probe.name, n, size, "graph", status=f"capture failed: {e}", role=v.role,
+                                 unit=v.unit, label=v.label))
+                continue
+            except Exception as e:  # noqa: BLE001
+                self._put(Record(probe.name, n, size, "graph", status=_status_of(e), role=v.role, unit=v.unit, label=v.label))
+                continue
+            if err is not None and (math.isnan(err) or err > case.tol):
+                self._put(Record(probe.name, n, size, "graph", role=v.role, unit=v.unit, label=v.label,
+                                 status=f"failed: output after replay rel_err={err:.3g} > tol {case.tol:g}"))
+                continue
+            captured[n] = cap
+        if not captured:
+            return
+        try:
+            with nvtx_range(f"{tag}/graph"):
+                res = timing.measure_graph(captured, ctx.stream, self.opt,
+                                           ranges=lambda n: nvtx_range(f"{tag}/{n}/graph"))
+        except timing.ContaminatedError as e:
+            self._mark_all(probe, size, list(captured), f"error: {e}")
+            return
+        finally:
+            del captured
+        per = {n: [x / probe.variant(n).ops_per_call for x in s] for n, s in res.items()}
+        for n in res:
+            v = probe.variant(n)
+            self._put(Record(probe.name, n, size, "graph", role=v.role, unit=v.unit, samples=per[n],
+                             calls_per_round=calls.get(n, self.opt.min_calls * 4), ratio=self._ratio(probe, per, n),
+                             baseline=probe.baseline or "", label=v.label, note=cases[n].note))
+
+    # -- device mode ---------------------------------------------------------------------------
+    def measure_device(self, probe, size) -> None:
+        ctx = self.context()
+        cases = self.cases(probe, size)
+        fns = {n: c.fn for n, c in cases.items() if "device" in probe.variant(n).modes}
+        if not fns:
+            return
+        tag = f"{probe.name}/{size}"
+        try:
+            with ctx.torch.cuda.stream(ctx.stream), nvtx_range(f"{tag}/device"):
+                res = timing.measure_device(fns, ctx.sync, self.opt, ranges=lambda n: nvtx_range(f"{tag}/{n}/device"))
+        except Exception as e:  # noqa: BLE001 - the profiler itself failed: record, keep going
+            self._mark_all(probe, size, list(fns), f"error: profiler: {type(e).__name__}: {e}")
+            return
+        per = {n: [d.per_call_us / probe.variant(n).ops_per_call for d in ds] for n, ds in res.items()}
+        for n, ds in res.items():
+            v = probe.variant(n)
+            kpc = sorted(d.kernels_per_call for d in ds)[len(ds) // 2] / v.ops_per_call
+            last = ds[-1]
+            names = [f"{k} x{c / self.opt.device_calls:g}" for k, c in last.names.most_common()]
+            self._put(Record(probe.name, n, size, "device", role=v.role, unit=v.unit, samples=per[n],
+                             calls_per_round=self.opt.device_calls, kernels_per_call=kpc, kernel_names=names,
+                             ratio=self._ratio(probe, per, n), baseline=probe.baseline or "", label=v.label,
+                             note=cases[n].note))
+
+    # -- custom (build-time) probes -------------------------------------------------------------
+    def measure_custom(self, probe, size) -> None:
+        ctx = self.context()
+        try:
+            if probe.needs_cudnn:
+                ctx.require_cudnn()
+            recs = probe.extra["measure"](ctx, size, self.opt)
+        except Exception as e:  # noqa: BLE001
+            self._mark_all(probe, size, [v.name for v in probe.variants], _status_of(e))
+            return
+        for r in recs:
+            self._put(r)
+
+    # -- end of run -------------------------------------------------------------------------------
+    def finish(self, name: str = "run.json") -> Path | None:
+        self.writer.close()
+        if not self.records:
+            return None
+        if self._ctx is not None:
+            cal = self.fingerprint.setdefault("calibration_us", {})
+            cal["after"] = timing.calibration_us()
+            if cal.get("before"):
+                cal["after_over_before"] = cal["after"] / cal["before"]
+            cal["profiler_ran"] = timing.profiler_has_run()
+        doc = records.run_document(self.records.values(), self.fingerprint)
+        return records.write_run(self.out_dir / name, doc)
+
+
+def safe_traceback() -> str:
+    return traceback.format_exc(limit=3)

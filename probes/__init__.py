@@ -1,0 +1,1 @@
+"""One module per integration trap; `pytest probes --benchmark-only` collects them."""

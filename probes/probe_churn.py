@@ -1,0 +1,74 @@
+"""Trap 4: per-call Python churn (a new variant-pack dict, a torch.empty output, a recomputed
+(shape, stride) cache key), each alone and all together, vs reusing them."""
+from bench.cudnn_support import GraphCache
+from bench.matmul import Matmul, cube_sizes
+from bench.probe import Probe, Variant
+
+
+def build(ctx, size):
+    mm = Matmul.build(ctx, size)
+    torch = ctx.torch
+    g, ws, h, i = mm.mg.graph, mm.mg.workspace, ctx.handle, mm.mg.pinned
+    tA, tB, tC = mm.mg.tensors["A"], mm.mg.tensors["B"], mm.mg.tensors["C"]
+    a, b, c, vp = mm.a, mm.b, mm.c, mm.vp
+    shape, dtype, dev = tuple(c.shape), c.dtype, c.device
+    cache = {GraphCache.key(a, b): g}
+
+    def new_dict():
+        g.execute_plan_at_index({tA: a, tB: b, tC: c}, ws, i, handle=h)
+        return c
+
+    own = dict(vp)  # its own long-lived pack: only the output entry changes per call
+
+    def new_output():
+        out = torch.empty(shape, dtype=dtype, device=dev)
+        own[tC] = out
+        g.execute_plan_at_index(own, ws, i, handle=h)
+        return out
+
+    def cache_key():
+        gg = cache[GraphCache.key(a, b)]
+        gg.execute_plan_at_index(vp, ws, i, handle=h)
+        return c
+
+    def all_three():
+        gg = cache[GraphCache.key(a, b)]
+        out = torch.empty(shape, dtype=dtype, device=dev)
+        gg.execute_plan_at_index({tA: a, tB: b, tC: out}, ws, i, handle=h)
+        return out
+
+    fixed = mm.pinned_call()
+
+    def reuse():
+        fixed()
+        return c
+
+    cases = {
+        "torch_mm": mm.case(mm.torch_mm_call()),
+        "reuse": mm.case(reuse),
+        "new_dict": mm.case(new_dict),
+        "new_output": mm.case(new_output),
+        "cache_key": mm.case(cache_key),
+        "all_three": mm.case(all_three),
+    }
+    return cases
+
+
+PROBE = Probe(
+    name="churn",
+    doc=__doc__,
+    variants=[
+        Variant("torch_mm", "baseline", "torch.mm (cuBLAS)"),
+        Variant("reuse", "fixed", "prebuilt pack + reused output"),
+        Variant("new_dict", "trap", "new variant-pack dict per call"),
+        Variant("new_output", "trap", "torch.empty output per call"),
+        Variant("cache_key", "trap", "(shape, stride, dtype) cache key per call"),
+        Variant("all_three", "trap", "dict + torch.empty + cache key per call"),
+    ],
+    build=build,
+    sizes=cube_sizes,
+)
+
+
+def test_churn(hb_run):
+    hb_run()

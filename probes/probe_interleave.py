@@ -1,0 +1,62 @@
+"""Trap 7: cuDNN execute and torch.mm alternating op by op vs the same ops batched by phase.
+Figures are per op (a call runs 8 GEMMs)."""
+from bench.matmul import Matmul, cube_sizes
+from bench.probe import Probe, Variant
+
+PAIRS = 4  # a call = PAIRS cuDNN GEMMs + PAIRS torch GEMMs
+
+
+def build(ctx, size):
+    mm = Matmul.build(ctx, size)
+    cud = mm.pinned_call()
+    tmm = mm.torch_mm_call()
+    c = mm.c
+
+    def alternating():
+        for _ in range(PAIRS):
+            cud()
+            tmm()
+        return c
+
+    def phased():
+        for _ in range(PAIRS):
+            cud()
+        for _ in range(PAIRS):
+            tmm()
+        return c
+
+    def cudnn_only():
+        for _ in range(2 * PAIRS):
+            cud()
+        return c
+
+    def torch_only():
+        for _ in range(2 * PAIRS - 1):
+            tmm()
+        return tmm()
+
+    return {
+        "torch_only": mm.case(torch_only),
+        "cudnn_only": mm.case(cudnn_only),
+        "alternating": mm.case(alternating),
+        "phased": mm.case(phased),
+    }
+
+
+PROBE = Probe(
+    name="interleave",
+    doc=__doc__,
+    variants=[
+        Variant("torch_only", "baseline", "8 x torch.mm", ops_per_call=2 * PAIRS),
+        Variant("cudnn_only", "info", "8 x pinned cuDNN execute", ops_per_call=2 * PAIRS),
+        Variant("alternating", "trap", "cuDNN, torch.mm, cuDNN, ... op by op", ops_per_call=2 * PAIRS),
+        Variant("phased", "fixed", "4 x cuDNN then 4 x torch.mm", ops_per_call=2 * PAIRS),
+    ],
+    build=build,
+    sizes=cube_sizes,
+    baseline="torch_only",
+)
+
+
+def test_interleave(hb_run):
+    hb_run()

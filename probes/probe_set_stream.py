@@ -1,0 +1,57 @@
+"""Trap 3: set_stream on every call (and asking torch for its current stream every call) vs
+setting it once. Frontend >= 1.28 caches an unchanged stream: measured, not assumed."""
+from bench import cudnn_support as cs
+from bench.matmul import Matmul, cube_sizes
+from bench.probe import Probe, Variant
+
+
+def build(ctx, size):
+    mm = Matmul.build(ctx, size)
+    cudnn, h, s = ctx.cudnn, ctx.handle, ctx.stream_ptr
+    pinned = mm.pinned_call()
+    torch = ctx.torch
+
+    def set_same():
+        cudnn.set_stream(handle=h, stream=s)
+        return pinned()
+
+    def set_raw():
+        cs.raw_set_stream(cudnn, h, s)
+        return pinned()
+
+    def query_and_set():
+        cudnn.set_stream(handle=h, stream=torch.cuda.current_stream().cuda_stream)
+        return pinned()
+
+    def query_only():
+        torch.cuda.current_stream().cuda_stream
+        return pinned()
+
+    return {
+        "torch_mm": mm.case(mm.torch_mm_call()),
+        "set_once": mm.case(pinned),
+        "set_stream_same": mm.case(set_same),
+        "raw_set_stream": mm.case(set_raw, note="backend cudnnSetStream every call"),
+        "query_stream": mm.case(query_only),
+        "query_and_set": mm.case(query_and_set),
+    }
+
+
+PROBE = Probe(
+    name="set_stream",
+    doc=__doc__,
+    variants=[
+        Variant("torch_mm", "baseline", "torch.mm (cuBLAS)"),
+        Variant("set_once", "fixed", "stream set once, pinned execute"),
+        Variant("set_stream_same", "trap", "cudnn.set_stream(same stream) per call"),
+        Variant("raw_set_stream", "trap", "backend cudnnSetStream per call"),
+        Variant("query_stream", "trap", "torch.cuda.current_stream().cuda_stream per call"),
+        Variant("query_and_set", "trap", "query torch stream + set_stream per call"),
+    ],
+    build=build,
+    sizes=cube_sizes,
+)
+
+
+def test_set_stream(hb_run):
+    hb_run()

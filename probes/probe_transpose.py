@@ -1,0 +1,79 @@
+"""Trap 5: an nn.Linear weight W[out=5120, in=17408] bf16 bound as W.t().contiguous() (a
+transpose kernel every call) vs declared with the .t() view's strides and bound as the view.
+Y[M,5120] = X[M,17408] @ W.t(); torch baseline torch.mm(X, W.t())."""
+from bench import cudnn_support as cs
+from bench.probe import Case, Probe, Variant, rel_err
+
+OUT_F, IN_F = 5120, 17408
+
+
+def _sizes(config):
+    return [f"t{t.strip()}" for t in config.getoption("--hb-tokens").split(",") if t.strip()]
+
+
+def build(ctx, size):
+    torch = ctx.torch
+    m = int(size.lstrip("t"))
+    x = ctx.randn(1, m, IN_F, scale=IN_F ** -0.5)
+    w = ctx.randn(OUT_F, IN_F)                      # nn.Linear layout [out, in]
+    wt_view = w.t().unsqueeze(0)                    # [1, in, out], strides [.., 1, in]: no copy
+    y = torch.empty(1, m, OUT_F, dtype=torch.bfloat16, device=ctx.device)
+    ref = torch.matmul(x.float(), w.float().t())
+    check = lambda out: rel_err(out if isinstance(out, torch.Tensor) else y, ref)  # noqa: E731
+    poison = lambda: y.fill_(float("nan"))  # noqa: E731
+
+    # fixed: B declared with the view's strides, the view bound directly
+    view_g = cs.build_matmul(ctx.cudnn, ctx.handle, x, wt_view, y)
+    t = view_g.tensors
+    vp_view = {t["A"]: x, t["B"]: wt_view, t["C"]: y}
+    i_view = cs.pin_plan(view_g, vp_view, ctx.handle, ctx.stream)
+    # trap: B declared contiguous; the weight is transposed into a new buffer every call
+    wt_contig = w.t().contiguous().unsqueeze(0)
+    cont_g = cs.build_matmul(ctx.cudnn, ctx.handle, x, wt_contig, y)
+    tc = cont_g.tensors
+    i_cont = cs.pin_plan(cont_g, {tc["A"]: x, tc["B"]: wt_contig, tc["C"]: y}, ctx.handle, ctx.stream)
+    h = ctx.handle
+
+    def strided_view():
+        view_g.graph.execute_plan_at_index(vp_view, view_g.workspace, i_view, handle=h)
+        return y
+
+    def contiguous_copy():
+        b = w.t().contiguous().unsqueeze(0)
+        cont_g.graph.execute_plan_at_index({tc["A"]: x, tc["B"]: b, tc["C"]: y}, cont_g.workspace, i_cont, handle=h)
+        return y
+
+    vp_pre = {tc["A"]: x, tc["B"]: wt_contig, tc["C"]: y}
+
+    def pretransposed():
+        cont_g.graph.execute_plan_at_index(vp_pre, cont_g.workspace, i_cont, handle=h)
+        return y
+
+    x2 = x[0]
+    return {
+        "torch_mm": Case(fn=lambda: torch.mm(x2, w.t()), check=check, poison=poison),
+        "strided_view": Case(fn=strided_view, check=check, poison=poison,
+                             note=f"plan {cs.plan_name(view_g, i_view)}"),
+        "contiguous_copy": Case(fn=contiguous_copy, check=check, poison=poison,
+                                note=f"plan {cs.plan_name(cont_g, i_cont)}"),
+        "pretransposed": Case(fn=pretransposed, check=check, poison=poison,
+                              note="W.t().contiguous() made once (2x weight memory)"),
+    }
+
+
+PROBE = Probe(
+    name="transpose",
+    doc=__doc__,
+    variants=[
+        Variant("torch_mm", "baseline", "torch.mm(X, W.t())"),
+        Variant("strided_view", "fixed", "bind W.t() view, strides declared"),
+        Variant("contiguous_copy", "trap", "bind W.t().contiguous() per call"),
+        Variant("pretransposed", "info", "contiguous W^T made once"),
+    ],
+    build=build,
+    sizes=_sizes,
+)
+
+
+def test_transpose(hb_run):
+    hb_run()

@@ -1,0 +1,244 @@
+"""`hostbench compare BASE NEW`: per-benchmark verdicts between two runs, for people and CI.
+
+Verdict rule, per (probe, variant, size, mode), on the raw per-round samples:
+  SLOWER / FASTER  the medians differ by more than `threshold` (default 5 %) AND a two-sided
+                   Mann-Whitney U test gives p < `alpha` (default 0.01) AND the rank test
+                   points the same way as the medians;
+  UNSURE           fewer than `min_samples` (5) samples on a side, or the medians moved by more
+                   than the threshold but the rank test does not confirm it (p >= alpha, or it
+                   points the other way: a skewed or bimodal sample);
+  SAME             the medians moved by no more than the threshold (a significant but smaller
+                   shift is not worth a verdict).
+Rows that exist in one run only are ADDED / REMOVED; rows where either side has no samples
+(unsupported, failed) are UNMEASURED with the statuses in `note`.
+
+alpha is 0.01, not 0.05, because a suite has hundreds of rows and both tests must agree anyway;
+with 5 samples a side only fully separated samples reach it (exact p = 0.008).
+
+With `normalize`, every sample is first divided by the same run's baseline variant (usually
+torch_mm) of the same probe/size/mode, round by round when the rounds pair up, else by the
+baseline's median, so a slower host or clock moves both and cancels out.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+
+from bench.records import Record, Run, RunFileError, load_run
+
+from . import store
+
+# fingerprint fields that describe the run itself rather than the environment
+NOT_ENV = {"datetime", "commit_info", "hostname", "argv", "duration_s", "run_id", "started", "finished"}
+# shown first when they differ: the ones most likely to explain a change
+KEY_FIELDS = ("gpu_name", "sm_count", "driver", "cuda", "cudnn_backend", "cudnn_torch",
+              "cudnn_frontend", "torch", "python", "cpu_model", "clock_source", "cudnn_env")
+COLUMNS = ["probe", "variant", "size", "mode", "unit", "base", "new", "change", "p",
+           "n_base", "n_new", "verdict", "note"]
+
+
+def baseline_of(run: Run, rec: Record) -> Record | None:
+    """The record `rec` is measured against: its `baseline` variant, else the one with role
+    'baseline', else torch_mm, in the same probe/size/mode of the same run."""
+    names = [rec.baseline] if rec.baseline else []
+    names += [r.variant for r in run.records if r.role == "baseline" and r.probe == rec.probe
+              and r.size == rec.size and r.mode == rec.mode]
+    names.append("torch_mm")
+    for name in names:
+        b = run.find(rec.probe, name, rec.size, rec.mode)
+        if b is not None and b.ok:
+            return b
+    return None
+
+
+def normalized(run: Run, rec: Record) -> list[float] | None:
+    """`rec`'s samples over its baseline's, paired by round when the rounds align."""
+    b = baseline_of(run, rec)
+    if b is None:
+        return None
+    if len(b.samples) == len(rec.samples):
+        return [x / y for x, y in zip(rec.samples, b.samples) if y and y > 0]
+    med = statistics.median(b.samples)
+    return [x / med for x in rec.samples] if med > 0 else None
+
+
+def verdict(a: list[float], b: list[float], threshold: float = 0.05, alpha: float = 0.01,
+            min_samples: int = 5) -> tuple[str, float, float, str]:
+    """(verdict, relative change of medians, p-value, note) for base samples `a`, new `b`."""
+    from scipy.stats import mannwhitneyu
+
+    if not a or not b:
+        return "UNMEASURED", float("nan"), float("nan"), "no samples"
+    ma, mb = statistics.median(a), statistics.median(b)
+    change = mb / ma - 1 if ma else float("nan")
+    if len(a) < min_samples or len(b) < min_samples:
+        return "UNSURE", change, float("nan"), f"too few samples (< {min_samples} a side)"
+    res = mannwhitneyu(b, a, alternative="two-sided")
+    p = float(res.pvalue)
+    if not abs(change) > threshold:
+        return "SAME", change, p, ""
+    if not p < alpha:
+        return "UNSURE", change, p, "median moved, rank test not significant"
+    # U of new vs base above n*m/2: new samples tend to be larger (slower)
+    rank_slower = res.statistic > len(a) * len(b) / 2
+    if rank_slower != (change > 0):
+        return "UNSURE", change, p, "rank test and medians disagree on direction"
+    return ("SLOWER" if change > 0 else "FASTER"), change, p, ""
+
+
+def compare(base: Run, new: Run, threshold: float = 0.05, alpha: float = 0.01,
+            normalize: bool = False, min_samples: int = 5):
+    """A DataFrame with one row per (probe, variant, size, mode) in either run (see COLUMNS)."""
+    import pandas as pd
+
+    a = {r.key: r for r in base.records}
+    b = {r.key: r for r in new.records}
+    keys = list(a) + [k for k in b if k not in a]
+    # keep each probe/size/mode together (unmeasured records come last in a run file)
+    first = {}
+    for k in keys:
+        first.setdefault((k[0], k[2], k[3]), len(first))
+    keys.sort(key=lambda k: first[(k[0], k[2], k[3])])
+    rows = []
+    for key in keys:
+        ra, rb = a.get(key), b.get(key)
+        row = dict(zip(("probe", "variant", "size", "mode"), key))
+        row.update(unit=(ra or rb).unit, base=float("nan"), new=float("nan"), change=float("nan"),
+                   p=float("nan"), n_base=len(ra.samples) if ra else 0,
+                   n_new=len(rb.samples) if rb else 0, note="")
+        if ra is None or rb is None:
+            r = ra or rb
+            row["verdict"] = "REMOVED" if rb is None else "ADDED"
+            if r.ok:
+                row["base" if rb is None else "new"] = statistics.median(r.samples)
+            row["note"] = "" if r.ok else r.status
+            rows.append(row)
+            continue
+        if not (ra.ok and rb.ok):
+            row["verdict"] = "UNMEASURED"
+            row["note"] = f"base: {ra.status}; new: {rb.status}"
+            rows.append(row)
+            continue
+        xa, xb = ra.samples, rb.samples
+        if normalize:
+            xa, xb = normalized(base, ra), normalized(new, rb)
+            row["unit"] = f"x {(baseline_of(base, ra) or ra).variant}" if xa else ra.unit
+            if not xa or not xb:
+                row.update(verdict="UNSURE", note="no baseline to normalize by")
+                rows.append(row)
+                continue
+        v, change, p, note = verdict(xa, xb, threshold, alpha, min_samples)
+        if normalize and baseline_of(base, ra) is ra:
+            note = note or "the baseline itself"
+        row.update(base=statistics.median(xa), new=statistics.median(xb), change=change, p=p,
+                   verdict=v, note=note)
+        if ra.unit != rb.unit and not normalize:
+            row.update(verdict="UNSURE", note=f"units differ ({ra.unit} vs {rb.unit})")
+        rows.append(row)
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _same(x, y) -> bool:
+    return json.dumps(x, sort_keys=True, default=str) == json.dumps(y, sort_keys=True, default=str)
+
+
+def fingerprint_diff(base: Run, new: Run) -> list[tuple[str, object, object]]:
+    """(field, base value, new value) for each environment field that differs, key fields first."""
+    fa, fb = base.fingerprint or {}, new.fingerprint or {}
+    fields = [k for k in KEY_FIELDS if k in fa or k in fb]
+    fields += sorted(k for k in set(fa) | set(fb) if k not in KEY_FIELDS and k not in NOT_ENV)
+    return [(k, fa.get(k), fb.get(k)) for k in fields if not _same(fa.get(k), fb.get(k))]
+
+
+def _num(x: float, unit: str) -> str:
+    if x != x:  # NaN
+        return "-"
+    return f"{x:.3f}" if unit.startswith("x ") else f"{x:.2f}"
+
+
+def table_rows(df) -> list[list[str]]:
+    out = []
+    for r in df.itertuples(index=False):
+        out.append([r.probe, str(r.size), r.mode, r.variant, _num(r.base, r.unit), _num(r.new, r.unit),
+                    r.unit, "-" if r.change != r.change else f"{r.change * 100:+.1f}%",
+                    "-" if r.p != r.p else f"{r.p:.2g}", r.verdict, r.note])
+    return out
+
+
+HEADER = ["probe", "size", "mode", "variant", "base", "new", "unit", "change", "p", "verdict", "note"]
+
+
+def text_table(df) -> str:
+    rows = [HEADER] + table_rows(df)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _md_cell(x) -> str:
+    return str(x).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(df, base: Run, new: Run, diff, threshold: float, alpha: float, normalize: bool) -> str:
+    lines = [f"# hostbench compare", "", f"- base: `{base.path}` ({base.datetime or 'no date'})",
+             f"- new: `{new.path}` ({new.datetime or 'no date'})",
+             f"- rule: |change of medians| > {threshold * 100:g} % and Mann-Whitney U p < {alpha:g}"
+             + (" on samples normalized by the run's baseline variant" if normalize else ""),
+             f"- {summary(df)}", ""]
+    if diff:
+        lines += ["## Environment differences", "", "| field | base | new |", "| --- | --- | --- |"]
+        lines += [f"| {k} | {_md_cell(a)} | {_md_cell(b)} |" for k, a, b in diff] + [""]
+    lines += ["## Results", "", "| " + " | ".join(HEADER) + " |", "|" + " --- |" * len(HEADER)]
+    lines += ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in table_rows(df)]
+    return "\n".join(lines) + "\n"
+
+
+def summary(df) -> str:
+    counts = df["verdict"].value_counts()
+    order = ["SLOWER", "FASTER", "UNSURE", "SAME", "ADDED", "REMOVED", "UNMEASURED"]
+    return ", ".join(f"{counts[v]} {v}" for v in order if v in counts) or "nothing to compare"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="hostbench compare", description=__doc__.split("\n")[0])
+    ap.add_argument("base", help="run file (JSON, or partial JSONL) to compare against")
+    ap.add_argument("new", help="run file to judge")
+    ap.add_argument("--threshold", default="5", help="minimum change of medians, in percent (default 5)")
+    ap.add_argument("--alpha", type=float, default=0.01, help="Mann-Whitney U significance (default 0.01)")
+    ap.add_argument("--min-samples", type=int, default=5, help="fewer samples a side give UNSURE (5)")
+    ap.add_argument("--normalize", action="store_true", help="divide by each run's torch_mm baseline first")
+    ap.add_argument("--fail-on-regression", action="store_true", help="exit 1 when any row is SLOWER")
+    ap.add_argument("--markdown", metavar="OUT.md", help="also write the comparison as Markdown")
+    ap.add_argument("--changes-only", action="store_true", help="print only rows that are not SAME")
+    args = ap.parse_args(argv)
+    try:
+        threshold = float(str(args.threshold).rstrip("%")) / 100
+    except ValueError:
+        ap.error(f"--threshold: not a percentage: {args.threshold!r}")
+    try:
+        base, new = load_run(args.base), load_run(args.new)
+    except RunFileError as e:
+        print(f"hostbench compare: {e}", file=sys.stderr)
+        return 2
+    df = compare(base, new, threshold, args.alpha, args.normalize, args.min_samples)
+    diff = fingerprint_diff(base, new)
+    if store.gpu(base) != store.gpu(new):
+        print(f"warning: different GPUs ({store.gpu(base)} vs {store.gpu(new)})", file=sys.stderr)
+    if diff:
+        print("environment differs: " + "; ".join(f"{k}: {a} -> {b}" for k, a, b in diff))
+    shown = df[df["verdict"] != "SAME"] if args.changes_only else df
+    print(text_table(shown))
+    print(summary(df))
+    if args.markdown:
+        with open(args.markdown, "w", encoding="utf-8") as fh:
+            fh.write(markdown(df, base, new, diff, threshold, args.alpha, args.normalize))
+    if args.fail_on_regression and (df["verdict"] == "SLOWER").any():
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

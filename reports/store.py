@@ -1,0 +1,135 @@
+"""Run store: load many run files from files or folders, group them by GPU, order them.
+
+A folder is scanned recursively for `*.json` run files and `*.jsonl` partial runs. A file
+that cannot be read becomes an error naming it; the other runs still load.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Iterable
+
+from bench.records import UNIT_SECONDS, Run, RunFileError, load_run
+
+# JSON files that live beside runs but are not runs (version-matrix status)
+NOT_RUNS = {"matrix.json"}
+
+
+def run_files(paths: Iterable[str | Path]) -> tuple[list[Path], list[RunFileError]]:
+    """The run files named by `paths` (files, or folders scanned recursively)."""
+    files, errors = [], []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found = sorted(f for f in p.rglob("*") if f.suffix in (".json", ".jsonl") and f.is_file()
+                           and f.name not in NOT_RUNS)
+            # a finished run supersedes the partial JSON-lines file it was written from
+            done = {f.with_suffix("") for f in found if f.suffix == ".json"}
+            files += [f for f in found if f.suffix == ".json" or f.with_suffix("") not in done]
+        elif p.is_file():
+            files.append(p)
+        else:
+            errors.append(RunFileError(f"{p}: no such file or folder"))
+    return files, errors
+
+
+def load_runs(paths: Iterable[str | Path], order: str = "date") -> tuple[list[Run], list[RunFileError]]:
+    """Loads every run under `paths`; returns (runs ordered by `order`, errors)."""
+    files, errors = run_files(paths)
+    runs = []
+    for f in files:
+        try:
+            runs.append(load_run(f))
+        except RunFileError as e:
+            errors.append(e)
+    return sort_runs(runs, order), errors
+
+
+def gpu(run: Run) -> str:
+    return str(run.fingerprint.get("gpu_name") or "unknown GPU")
+
+
+def by_gpu(runs: Iterable[Run]) -> dict[str, list[Run]]:
+    """Runs grouped by GPU name, each group keeping the given order."""
+    groups: dict[str, list[Run]] = {}
+    for r in runs:
+        groups.setdefault(gpu(r), []).append(r)
+    return groups
+
+
+def frontend_version(run: Run) -> str:
+    """The run's nvidia-cudnn-frontend version, from its fingerprint or its file name (run-fe1.2.0)."""
+    v = run.fingerprint.get("cudnn_frontend")
+    if isinstance(v, dict):
+        v = v.get("version")
+    if v:
+        return str(v)
+    m = re.search(r"fe-?(\d+(?:\.\d+)+)", Path(run.path).name)
+    return m.group(1) if m else ""
+
+
+def version_key(v: str) -> tuple:
+    """Sort key that puts 1.9.0 before 1.20.0; an empty version sorts last."""
+    parts = re.findall(r"\d+|[A-Za-z]+", v or "")
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts) or ((2, 0, ""),)
+
+
+def sort_runs(runs: Iterable[Run], order: str = "date") -> list[Run]:
+    """Orders by run datetime ("date") or by frontend version, then date ("version")."""
+    if order == "version":
+        return sorted(runs, key=lambda r: (version_key(frontend_version(r)), r.datetime or "", r.path))
+    if order == "date":
+        return sorted(runs, key=lambda r: (r.datetime or "", r.path))
+    raise ValueError(f"order must be 'date' or 'version', not {order!r}")
+
+
+def label(run: Run, order: str = "date") -> str:
+    """A short column name for a run: its frontend version or its date, else its file name."""
+    v = frontend_version(run)
+    date = (run.datetime or "")[:16].replace("T", " ")
+    if order == "version" and v:
+        return f"fe {v}"
+    return date or Path(run.path).stem
+
+
+def unique_labels(runs: list[Run], order: str = "date") -> list[str]:
+    """Labels that stay distinct when two runs would get the same one."""
+    labels = [label(r, order) for r in runs]
+    seen: dict[str, int] = {}
+    out = []
+    for lab in labels:
+        seen[lab] = seen.get(lab, 0) + 1
+        out.append(lab if labels.count(lab) == 1 else f"{lab} #{seen[lab]}")
+    return out
+
+
+def to_us(value: float, unit: str) -> float:
+    """A value in a record's unit as microseconds (all units are times per call/op/step)."""
+    return value * UNIT_SECONDS.get(unit, 1e-6) / 1e-6
+
+
+def records_frame(runs: list[Run], labels: list[str] | None = None):
+    """One row per (run, record): medians in µs and the µs above the same run's baseline."""
+    import pandas as pd
+
+    labels = labels or unique_labels(runs)
+    rows = []
+    for i, (run, lab) in enumerate(zip(runs, labels)):
+        med = {}
+        for r in run.records:
+            if r.ok:
+                med[r.key] = to_us(r.summary()["median"], r.unit)
+        for r in run.records:
+            base = r.baseline or "torch_mm"
+            b = med.get((r.probe, base, r.size, r.mode))
+            m = med.get(r.key)
+            rows.append({
+                "run": lab, "run_index": i, "gpu": gpu(run), "frontend": frontend_version(run),
+                "probe": r.probe, "variant": r.variant, "size": str(r.size), "mode": r.mode,
+                "role": r.role, "status": r.status, "baseline": base, "is_baseline": r.variant == base,
+                "median_us": m, "baseline_us": b,
+                "above_us": (m - b) if m is not None and b is not None else None,
+                "n": len(r.samples),
+            })
+    return pd.DataFrame(rows, columns=[
+        "run", "run_index", "gpu", "frontend", "probe", "variant", "size", "mode", "role", "status",
+        "baseline", "is_baseline", "median_us", "baseline_us", "above_us", "n"])

@@ -1,0 +1,68 @@
+"""`hostbench run`: the probes on this GPU, or the committed reference run without one.
+
+With a GPU it runs `pytest probes --benchmark-only` (extra arguments pass through), which writes
+results/<stamp>/run.json, records.jsonl, table.csv and table.md and prints the table.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+REFERENCE = ROOT / "reports" / "reference"
+
+
+def reference_runs() -> list[Path]:
+    return sorted(REFERENCE.glob("*/run.json"))
+
+
+def cuda_available() -> tuple[bool, str]:
+    try:
+        import torch
+    except ImportError as e:
+        return False, f"torch is not importable ({e})"
+    if not torch.cuda.is_available():
+        return False, "torch sees no CUDA GPU"
+    return True, ""
+
+
+def render_reference() -> int:
+    from bench import records
+    from reports import table
+    runs = reference_runs()
+    if not runs:
+        print("no committed reference run under reports/reference/", file=sys.stderr)
+        return 2
+    for path in runs:
+        try:
+            run = records.load_run(path)
+        except records.RunFileError as e:
+            print(f"skipping reference run: {e}", file=sys.stderr)
+            continue
+        print(f"\nreference run {path.relative_to(ROOT)}\n{table.caption(run)}")
+        print(table.render_text(table.build_table(run)))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="hostbench run", description=__doc__)
+    ap.add_argument("--out", help="result folder (default results/<stamp>)")
+    ap.add_argument("--reference", action="store_true", help="render the committed reference run(s) only")
+    a, rest = ap.parse_known_args(argv)
+    ok, why = cuda_available()
+    if a.reference or not ok:
+        if not a.reference:
+            print(f"hostbench run: {why}; probes need a CUDA GPU. Showing the committed reference run(s) "
+                  "instead (measured on real hardware; see docs/measurements.md).")
+        return render_reference()
+    import pytest
+    out = Path(a.out or ROOT / "results" / _dt.datetime.now().strftime("%Y%m%d-%H%M%S"))
+    args = [str(ROOT / "probes"), "--benchmark-only", "-q", "-p", "no:cacheprovider", "-rfs",
+            f"--benchmark-json={out / 'benchmark.json'}", f"--hb-out={out}", "--rootdir", str(ROOT),
+            "-o", "testpaths=probes", *rest]
+    code = pytest.main(args)
+    # pytest's 1 means some probe failed its numerics: the figures that were measured are kept
+    print(f"results in {out}")
+    return int(code)

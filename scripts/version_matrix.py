@@ -1,0 +1,268 @@
+"""Run the probe suite under several nvidia-cudnn-frontend wheels and merge the runs.
+
+    python3 scripts/version_matrix.py --wheels .whlm .whl --out OUT/matrix -- --hb-sizes 256 -k "execute"
+
+Each wheel is installed with pip into its own folder (/tmp/fe-<ver>, --no-deps, nothing else
+touched) and the suite runs in its own process with that folder first on PYTHONPATH, so the
+versions never share an interpreter. `--cudnn-lib DIR` (repeatable) runs every version once per
+cuDNN backend library folder, put first on LD_LIBRARY_PATH; without it the backend that torch
+loads is used (the H200 device has only that one).
+
+Outputs, all directly in --out (few files, as the device returns at most 8):
+  run-fe<ver>[-cudnn<lib>].json  one pytest-benchmark run per version (and backend)
+  matrix.json                    per version: status (ok / install failed / import failed /
+                                 timed out / failed), imported version, stderr tail, run file
+  matrix.md                      status, median µs and µs above torch_mm per version, and the
+                                 verdicts that change from one version to the next
+`--merge-only` rebuilds matrix.md from the run files already in --out. Only the merge needs
+pandas and scipy; without them matrix.md holds the status table alone.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as a file: make `bench` and `reports` importable
+    sys.path.insert(0, str(ROOT))
+
+from reports import store  # noqa: E402  (stdlib-only until the merge)
+
+WHEEL = re.compile(r"^nvidia_cudnn_frontend-([0-9][^-]*)-.*\.whl$")
+TAIL = 2000
+IMPORT_CHECK = (
+    "import cudnn, sys\n"
+    "print(getattr(cudnn, '__version__', '?'))\n"
+    "print(cudnn.__file__)\n"
+    "try:\n    print(cudnn.backend_version())\n"
+    "except Exception as e:\n    print(f'backend_version failed: {e}')\n"
+)
+
+
+def find_wheels(dirs) -> dict[str, Path]:
+    """{version: wheel} over the folders, first folder wins, ordered by version."""
+    found: dict[str, Path] = {}
+    for d in dirs:
+        for w in sorted(Path(d).glob("*.whl")) if Path(d).is_dir() else []:
+            m = WHEEL.match(w.name)
+            if m and m.group(1) not in found:
+                found[m.group(1)] = w
+    return dict(sorted(found.items(), key=lambda kv: store.version_key(kv[0])))
+
+
+def lib_label(d: str) -> str:
+    """A backend folder's name in file names: its libcudnn.so.X.Y.Z version, else the folder name."""
+    vers = sorted(re.findall(r"libcudnn\.so\.(\d+(?:\.\d+)*)", " ".join(os.listdir(d)))) if os.path.isdir(d) else []
+    return max(vers, key=store.version_key) if vers else re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(d).name)
+
+
+def tail(text: str | bytes | None) -> str:
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    return (text or "")[-TAIL:]
+
+
+def run_proc(cmd, env, cwd, timeout) -> tuple[int | None, str, str]:
+    """(returncode or None on timeout, stdout, stderr); a timeout kills the whole process group."""
+    p = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+        return p.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+        return None, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
+def install(python: str, wheel: Path, target: Path) -> tuple[bool, str]:
+    if target.exists():  # pip --target will not replace an existing package without --upgrade
+        shutil.rmtree(target)
+    cmd = [python, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
+           "--disable-pip-version-check", "--target", str(target), str(wheel)]
+    rc, out, err = run_proc(cmd, os.environ.copy(), None, 300)
+    return rc == 0, tail(out + err)
+
+
+def run_one(args, ver: str, lib: str | None, target: Path, pytest_args: list[str], timeout: float) -> dict:
+    """Import check, then the suite, for one frontend version (and backend folder)."""
+    label = ver if lib is None else f"{ver}+cudnn{lib_label(lib)}"
+    name = f"run-fe{ver}" + ("" if lib is None else f"-cudnn{lib_label(lib)}") + ".json"
+    out_file = Path(args.out) / name
+    entry = {"version": ver, "label": label, "cudnn_lib": lib, "run_file": name, "status": "", "detail": ""}
+    env = os.environ.copy()
+    env["PYTHONPATH"] = os.pathsep.join([str(target)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    if lib:
+        env["LD_LIBRARY_PATH"] = os.pathsep.join([lib] + ([env["LD_LIBRARY_PATH"]] if env.get("LD_LIBRARY_PATH") else []))
+    rc, out, err = run_proc([args.python, "-c", IMPORT_CHECK], env, str(args.root), min(120, timeout))
+    if rc != 0:
+        what = "timed out" if rc is None else f"rc {rc}"
+        return {**entry, "status": "import failed", "detail": f"{what}: {tail(err or out)}"}
+    lines = out.splitlines() + ["", "", ""]
+    entry.update(imported=lines[0], imported_from=lines[1], backend=lines[2])
+    if not lines[1].startswith(str(target)):
+        return {**entry, "status": "import failed", "detail": f"cudnn came from {lines[1]}, not {target}"}
+    out_file.unlink(missing_ok=True)
+    cmd = [args.python, "-m", "pytest", "probes", "--benchmark-only", "--benchmark-json", str(out_file),
+           "-q", "-p", "no:cacheprovider", *pytest_args]
+    t0 = time.monotonic()
+    rc, out, err = run_proc(cmd, env, str(args.root), timeout)
+    entry["seconds"] = round(time.monotonic() - t0, 1)
+    entry["pytest_rc"] = rc
+    if rc is None:
+        return {**entry, "status": "timed out", "detail": f"after {timeout:.0f} s: {tail(err or out)}"}
+    if not out_file.exists():
+        return {**entry, "status": "failed", "detail": f"pytest rc {rc}, no run file: {tail(out + err)}"}
+    # rc 1: some tests failed, the rest were measured and saved
+    detail = "" if rc == 0 else f"pytest rc {rc}: {tail(out.strip().splitlines()[-1] if out.strip() else err)}"
+    return {**entry, "status": "ok", "detail": detail}
+
+
+def md_table(headers, rows) -> str:
+    def cell(x):
+        return str(x).replace("|", "\\|").replace("\n", " ")
+    lines = ["| " + " | ".join(map(cell, headers)) + " |", "|" + " --- |" * len(headers)]
+    return "\n".join(lines + ["| " + " | ".join(map(cell, r)) + " |" for r in rows])
+
+
+def pivot(frame, value: str, labels: list[str]):
+    """Rows (probe, variant, mode, size), one column of `value` per version label."""
+    t = frame.pivot_table(index=["probe", "variant", "mode", "size"], columns="run", values=value,
+                          aggfunc="median", sort=False)
+    return t[[c for c in labels if c in t.columns]]
+
+
+def frame_md(t) -> str:
+    rows = [[*idx, *("-" if v != v else f"{v:.2f}" for v in vals)] for idx, vals in zip(t.index, t.values)]
+    return md_table(["probe", "variant", "mode", "size", *t.columns], rows)
+
+
+def merge(out: Path, entries: list[dict], dashboard: str | None = None):
+    """Loads the ok runs, writes matrix.md; returns the median µs table (or None without pandas)."""
+    status = md_table(["version", "status", "seconds", "imported", "detail"],
+                      [[e["label"], e["status"], e.get("seconds", ""), e.get("imported", ""),
+                        (e.get("detail") or "")[-300:]] for e in entries])
+    text = ["# nvidia-cudnn-frontend version matrix", "", status, ""]
+    files = [out / e["run_file"] for e in entries if e["status"] == "ok"]
+    try:
+        import pandas  # noqa: F401
+        import scipy  # noqa: F401
+    except ImportError as e:
+        text += [f"Merge skipped ({e}); run `python3 scripts/version_matrix.py --merge-only --out {out}` "
+                 "where pandas and scipy are installed."]
+        (out / "matrix.md").write_text("\n".join(text) + "\n", encoding="utf-8")
+        return None
+    from reports import compare
+
+    runs, errors = store.load_runs(files)
+    by_path = {str(out / e["run_file"]): e["label"] for e in entries}
+    runs = [r for r in runs if r.path in by_path]
+    runs.sort(key=lambda r: store.version_key(by_path[r.path]))
+    labels = [by_path[r.path] for r in runs]
+    text += [f"- could not load: {e}" for e in errors]
+    if not runs:
+        (out / "matrix.md").write_text("\n".join(text + ["No run to merge."]) + "\n", encoding="utf-8")
+        return None
+    frame = store.records_frame(runs, labels)
+    med = pivot(frame, "median_us", labels)
+    above = pivot(frame[~frame.is_baseline], "above_us", labels)
+    text += ["## Median µs per call (per op / step where the unit says so)", "", frame_md(med), "",
+             "## µs above the baseline (torch_mm), same mode and size", "", frame_md(above), ""]
+    changes = []
+    for (la, a), (lb, b) in zip(zip(labels, runs), list(zip(labels, runs))[1:]):
+        df = compare.compare(a, b)
+        for r in df[df.verdict.isin(["SLOWER", "FASTER"])].itertuples(index=False):
+            changes.append([f"{la} → {lb}", r.probe, r.variant, r.mode, r.size,
+                            f"{r.base:.2f}", f"{r.new:.2f}", f"{r.change * 100:+.1f}%", r.verdict])
+    gone = frame[frame.median_us.isna()]
+    if not gone.empty:
+        text += ["## Not measured", "", md_table(["version", "probe", "variant", "mode", "size", "status"],
+                 gone[["run", "probe", "variant", "mode", "size", "status"]].values.tolist()), ""]
+    text += ["## Verdicts from one version to the next (SLOWER/FASTER only; `hostbench compare` rule)", "",
+             md_table(["versions", "probe", "variant", "mode", "size", "before", "after", "change", "verdict"],
+                      changes) if changes else "No significant change between neighbouring versions.", ""]
+    (out / "matrix.md").write_text("\n".join(text), encoding="utf-8")
+    if dashboard:
+        from reports import dashboard as dash
+        dash.build(runs, dashboard, errors, order="version", title="nvidia-cudnn-frontend version matrix")
+    return med
+
+
+def entries_for_merge(out: Path) -> list[dict]:
+    """matrix.json's entries, plus run-fe*.json files in `out` that it does not list."""
+    mj = out / "matrix.json"
+    entries = json.loads(mj.read_text(encoding="utf-8"))["versions"] if mj.exists() else []
+    known = {e["run_file"] for e in entries}
+    for f in sorted(out.glob("run-*.json")):
+        if f.name not in known:
+            m = re.match(r"run-fe(.+)\.json$", f.name)
+            v = m.group(1).replace("-cudnn", "+cudnn") if m else f.stem
+            entries.append({"version": v, "label": v, "run_file": f.name, "status": "ok", "detail": "found"})
+    return entries
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ours, pytest_args = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog="arguments after -- go to pytest")
+    ap.add_argument("--wheels", nargs="+", default=[".whlm", ".whl"], help="folders of frontend wheels")
+    ap.add_argument("--out", default="results/matrix", help="folder for run files, matrix.json, matrix.md")
+    ap.add_argument("--timeout", type=float, default=240, help="seconds per version for the suite (240)")
+    ap.add_argument("--deadline", type=float, default=0,
+                    help="seconds for the whole matrix; versions that no longer fit are skipped (0: none)")
+    ap.add_argument("--cudnn-lib", action="append", default=[], metavar="DIR",
+                    help="cuDNN backend library folder, put first on LD_LIBRARY_PATH (repeatable)")
+    ap.add_argument("--merge-only", action="store_true", help="only merge the run files already in --out")
+    ap.add_argument("--dashboard", metavar="DIR", help="also write a dashboard there (many files)")
+    ap.add_argument("--python", default=sys.executable, help="interpreter for pip and pytest")
+    ap.add_argument("--root", default=str(ROOT), help="where `probes/` is (the repository root)")
+    ap.add_argument("--target-root", default="/tmp", help="where the fe-<ver> install folders go")
+    args = ap.parse_args(ours)
+    out = Path(args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    args.out = str(out)
+    if args.merge_only:
+        entries = entries_for_merge(out)
+    else:
+        wheels = find_wheels(args.wheels)
+        if not wheels:
+            print(f"no nvidia_cudnn_frontend-*.whl in {args.wheels}", file=sys.stderr)
+            return 2
+        entries, start = [], time.monotonic()
+        doc = {"pytest_args": pytest_args, "python": sys.version.split()[0], "versions": entries}
+        for ver, wheel in wheels.items():
+            target = Path(args.target_root) / f"fe-{ver}"
+            ok, log = install(args.python, wheel, target)
+            for lib in args.cudnn_lib or [None]:
+                left = args.deadline - (time.monotonic() - start) if args.deadline else args.timeout
+                base = {"version": ver, "label": ver if lib is None else f"{ver}+cudnn{lib_label(lib)}",
+                        "cudnn_lib": lib, "wheel": wheel.name, "run_file": "", "detail": ""}
+                if not ok:
+                    e = {**base, "status": "install failed", "detail": log}
+                elif left < 30:
+                    e = {**base, "status": "skipped", "detail": "out of time (--deadline)"}
+                else:
+                    e = {"wheel": wheel.name, **run_one(args, ver, lib, target, pytest_args,
+                                                        min(args.timeout, left))}
+                entries.append(e)
+                print(f"fe {e['label']}: {e['status']} {e.get('detail', '')[-200:]}".rstrip(), flush=True)
+                # rewritten after every version, so a killed matrix keeps what it finished
+                (out / "matrix.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    med = merge(out, entries, args.dashboard)
+    if med is not None:
+        print(med.to_string(float_format=lambda v: f"{v:.2f}"))
+    print(f"wrote {out / 'matrix.md'}")
+    return 0 if any(e["status"] == "ok" for e in entries) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,219 @@
+"""Harness core on CPU: statistics, eager timing math, fingerprint, run files, table."""
+import json
+import math
+import time
+
+import pytest
+
+from bench import fingerprint, records, stats, timing
+from bench.probe import Probe, Variant
+from reports import table
+from tests.helpers import FINGERPRINT, synthetic_records, write_synthetic_run
+
+
+# -- statistics -------------------------------------------------------------------------------
+def test_summarize_matches_numpy_quantiles():
+    import numpy as np
+    xs = [5.0, 1.0, 4.0, 2.0, 3.0, 10.0]
+    s = stats.summarize(xs)
+    assert s["median"] == pytest.approx(np.median(xs))
+    assert s["q1"] == pytest.approx(np.quantile(xs, 0.25))
+    assert s["q3"] == pytest.approx(np.quantile(xs, 0.75))
+    assert s["iqr"] == pytest.approx(s["q3"] - s["q1"])
+    assert (s["min"], s["max"], s["n"]) == (1.0, 10.0, 6)
+    assert s["stddev"] == pytest.approx(np.std(xs, ddof=1))
+
+
+def test_summarize_drops_nan_and_handles_empty():
+    assert stats.summarize([]) == {"n": 0}
+    assert stats.summarize([float("nan"), 2.0])["median"] == 2.0
+
+
+def test_paired_ratios_cancel_shared_drift():
+    drift = [1.0, 1.4, 0.8, 1.2]
+    a = [10 * d for d in drift]
+    b = [8 * d for d in drift]
+    r = stats.ratio_summary(a, b)
+    assert r["median"] == pytest.approx(1.25) and r["iqr"] == pytest.approx(0.0)
+    assert stats.ratio_summary(a, b[:2]) is None
+    with pytest.raises(ValueError):
+        stats.paired_ratios(a, b[:2])
+
+
+# -- timing math on CPU callables ---------------------------------------------------------------
+def test_run_calls_calls_exactly_n_times():
+    for n in (0, 1, 15, 16, 17, 100):
+        box = [0]
+
+        def fn():
+            box[0] += 1
+        timing.run_calls(fn, n)
+        assert box[0] == n
+
+
+def test_eager_round_divides_by_calls_and_syncs_twice():
+    clock = iter([10.0, 10.5])
+    syncs = []
+    per = timing.eager_round(lambda: None, 50, lambda: syncs.append(1), clock=lambda: next(clock))
+    assert per == pytest.approx(0.5 / 50)
+    assert len(syncs) == 2
+
+
+def test_measure_eager_interleaves_and_sizes_rounds():
+    order = []
+    fns = {n: (lambda n=n: order.append(n)) for n in "ABC"}
+    opt = timing.Options(rounds=6, warmup_rounds=1, target_round_s=1e-5, min_calls=1, max_calls=1)
+    res = timing.measure_eager(fns, lambda: None, opt)
+    assert all(len(res[n][0]) == 6 and res[n][1] == 1 for n in "ABC")
+    tail = order[-3 * 7:]  # last 7 rounds (1 warm-up + 6), one call per variant per round
+    rounds = [tail[i:i + 3] for i in range(0, len(tail), 3)]
+    assert all(sorted(r) == ["A", "B", "C"] for r in rounds)
+    assert len({r[0] for r in rounds}) == 3  # the starting variant rotates
+
+
+def test_measure_eager_orders_a_slower_callable_slower():
+    fns = {"fast": lambda: None, "slow": lambda: time.sleep(2e-4)}
+    opt = timing.Options(rounds=5, warmup_rounds=1, target_round_s=2e-3, min_calls=4, max_calls=64)
+    res = timing.measure_eager(fns, lambda: None, opt)
+    fast = stats.summarize(res["fast"][0])["median"]
+    slow = stats.summarize(res["slow"][0])["median"]
+    assert slow > 150 > fast  # µs per call
+
+
+def test_calls_for_clamps():
+    assert timing.calls_for(1e-6, 2e-3, 16, 512) == 512
+    assert timing.calls_for(1e-3, 2e-3, 16, 512) == 16
+    assert timing.calls_for(2e-5, 2e-3, 16, 512) == 100
+    assert timing.calls_for(0.0, 2e-3, 16, 512) == 512
+
+
+def test_host_timing_refused_after_profiler(monkeypatch):
+    monkeypatch.setattr(timing, "_profiled", True)
+    with pytest.raises(timing.ContaminatedError):
+        timing.measure_eager({"a": lambda: None}, lambda: None, timing.Options(rounds=1))
+    with pytest.raises(timing.ContaminatedError):
+        timing.measure_graph({}, None, timing.Options(rounds=1))
+
+
+def test_device_events_sum_kernels_and_count_only_kernels():
+    ev = [("nvjet_gemm", 3.0), ("Memset (Device)", 0.5), ("nvjet_gemm", 3.0), ("copy_kernel", 1.0)]
+    d = timing.summarize_device_events(ev, calls=2)
+    assert d.per_call_us == pytest.approx(3.75)
+    assert d.kernels_per_call == pytest.approx(1.5)  # the memset is device time, not a kernel
+    assert d.names["nvjet_gemm"] == 2
+
+
+def test_noop_eager_floor_on_cpu_is_small():
+    xs = [timing.eager_round(lambda: None, 20000, lambda: None) * 1e6 for _ in range(5)]
+    assert min(xs) < 1.0  # µs; the GPU box's figure is in the reference run
+
+
+# -- probes collect without a GPU -------------------------------------------------------------
+def test_probe_cases_and_roles():
+    p = Probe("x", "doc", [Variant("torch_mm", "baseline", "mm"), Variant("a", "trap", "a", modes=("eager",))],
+              build=None, sizes=lambda cfg: ["256"])
+    assert p.cases(None) == [("256", "torch_mm", "eager"), ("256", "torch_mm", "graph"),
+                             ("256", "torch_mm", "device"), ("256", "a", "eager")]
+    with pytest.raises(ValueError):
+        Variant("b", "nonsense", "b")
+    assert Variant("c", "trap", "c", ops_per_call=8).unit == "us/op"
+
+
+# -- fingerprint -------------------------------------------------------------------------------
+def test_fingerprint_host_fields():
+    fp = fingerprint.fingerprint()
+    for k in ("python", "cpu_model", "clock_source", "cudnn_env", "datetime", "torch"):
+        assert k in fp
+    assert fingerprint.gpu_slug({"gpu_name": "NVIDIA H200"}) == "h200"
+    assert fingerprint.gpu_slug({"gpu_name": "NVIDIA B200"}) == "b200"
+    assert fingerprint.gpu_slug({}) == "cpu"
+
+
+def test_fingerprint_records_cudnn_env(monkeypatch):
+    monkeypatch.setenv("CUDNN_LOGLEVEL_DBG", "2")
+    assert fingerprint.cudnn_env()["CUDNN_LOGLEVEL_DBG"] == "2"
+
+
+# -- run files -----------------------------------------------------------------------------------
+def test_run_file_round_trip(tmp_path):
+    recs = synthetic_records(1)
+    path = records.write_run(tmp_path / "run.json", records.run_document(recs, dict(FINGERPRINT)))
+    run = records.load_run(path)
+    assert run.fingerprint["gpu_name"] == "NVIDIA H200"
+    assert len(run.records) == len(recs)
+    a = recs[0]
+    b = run.find(*a.key[:3], a.mode)
+    assert b.samples == pytest.approx(a.samples)
+    assert b.ratio == a.ratio and b.role == a.role
+    un = run.find("execute", "ordered", "256", "eager")
+    assert un.status.startswith("unsupported") and not un.ok
+    doc = json.loads(path.read_text())  # pytest-benchmark layout: stats in seconds, raw data kept
+    e = doc["benchmarks"][0]
+    assert e["stats"]["median"] == pytest.approx(stats.summarize(a.samples)["median"] * 1e-6)
+    assert len(e["stats"]["data"]) == len(a.samples)
+    assert e["name"] == "test_execute[256-torch_mm-eager]"
+
+
+def test_load_run_tolerates_unknown_and_missing_fields(tmp_path):
+    path = write_synthetic_run(tmp_path / "run.json")
+    doc = json.loads(path.read_text())
+    doc["benchmarks"][0]["extra_info"]["future_field"] = 42
+    del doc["benchmarks"][0]["extra_info"]["kernel_names"]
+    doc.pop("hostbench")
+    path.write_text(json.dumps(doc))
+    run = records.load_run(path)
+    assert run.records[0].kernel_names == []
+
+
+@pytest.mark.parametrize("content,match", [
+    ('{"benchmarks": [', "not valid JSON"),
+    ('{"foo": 1}', "no 'benchmarks'"),
+    ('{"benchmarks": [{"extra_info": {"probe": "x"}, "params": {}}]}', "record lacks"),
+])
+def test_corrupt_run_files_are_named(tmp_path, content, match):
+    p = tmp_path / "bad.json"
+    p.write_text(content)
+    with pytest.raises(records.RunFileError, match=match) as ei:
+        records.load_run(p)
+    assert str(p) in str(ei.value)
+    with pytest.raises(records.RunFileError, match="cannot read"):
+        records.load_run(tmp_path / "missing.json")
+
+
+def test_partial_jsonl_survives_a_cut_last_line(tmp_path):
+    w = records.JsonlWriter(tmp_path / "records.jsonl")
+    w.write({"kind": "fingerprint", "fingerprint": FINGERPRINT})
+    for r in synthetic_records(2)[:3]:
+        w.write({"kind": "record", "record": r.to_dict()})
+    w.close()
+    with open(tmp_path / "records.jsonl", "a") as fh:
+        fh.write('{"kind": "record", "rec')  # a crash mid-write
+    run = records.load_run(tmp_path / "records.jsonl")
+    assert len(run.records) == 3 and run.fingerprint["gpu_name"] == "NVIDIA H200"
+
+
+# -- table ----------------------------------------------------------------------------------------
+def test_table_from_saved_run(tmp_path):
+    run = records.load_run(write_synthetic_run(tmp_path / "run.json", seed=3))
+    df = table.build_table(run)
+    row = df[(df.variant == "generic") & (df["size"] == "256")].iloc[0]
+    assert 1.4 < row["eager_ratio"] < 1.9          # 13/8 with noise
+    assert row["host_overhead"] == pytest.approx(row["eager"] - row["device"])
+    assert row["kernels_per_call"] == 1.0
+    un = df[df.variant == "ordered"].iloc[0]
+    assert "unsupported" in un["status"] and math.isnan(un["eager"])
+    text = table.render_text(df)
+    assert "generic" in text and "unsupported" in text
+    csv_path, md_path = table.write_outputs(run, tmp_path)
+    md = md_path.read_text()
+    assert "| execute | generic | 256 |" in md and "H200" in md
+    assert "eager_ratio" in csv_path.read_text().splitlines()[0]
+
+
+def test_table_cli(tmp_path, capsys):
+    path = write_synthetic_run(tmp_path / "run.json")
+    assert table.main([str(path), "--markdown", "--out", str(tmp_path / "o")]) == 0
+    assert "| execute | pinned |" in capsys.readouterr().out
+    (tmp_path / "bad.json").write_text("{")
+    assert table.main([str(tmp_path / "bad.json")]) == 2
+    assert "bad.json" in capsys.readouterr().err
