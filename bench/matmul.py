@@ -58,6 +58,16 @@ class Matmul:
     def poison(self) -> None:
         self.c.fill_(float("nan"))
 
+    def plan_note(self) -> str:
+        mg = self.mg
+        us = mg.plan_us.get(mg.pinned)
+        return (f"pinned plan {mg.pinned} '{cs.plan_name(mg, mg.pinned)}' of {len(mg.built)} built"
+                + (f" ({us:.2f} us by events)" if us else ""))
+
+    def heuristic_note(self) -> str:
+        i = getattr(self.mg.graph, "_plan_index", None)  # private; absent before 1.27
+        return "execute runs the heuristic's pick" + (f": plan {i} '{cs.plan_name(self.mg, i)}'" if i is not None else "")
+
     def case(self, fn, note: str = "") -> Case:
         return Case(fn=fn, check=self.check_out, poison=self.poison, note=note)
 

@@ -7,6 +7,7 @@ Every record is written to a JSON-lines file the moment it exists.
 from __future__ import annotations
 
 import math
+import time
 import traceback
 from pathlib import Path
 
@@ -38,6 +39,8 @@ class Session:
         self.ctx_error = None
         self.fingerprint: dict = {}
         self.writer = records.JsonlWriter(self.out_dir / "records.jsonl")
+        self.t0 = time.perf_counter()
+        self.wall_s: dict = {}      # seconds spent per probe/size/phase: the suite's time budget
 
     # -- context ---------------------------------------------------------------------------
     def context(self) -> GpuContext:
@@ -74,12 +77,16 @@ class Session:
     def record(self, probe, size: str, variant: str, mode: str) -> Record:
         key = (probe.name, variant, size, mode)
         if key not in self.records:
+            phase = {"device": "device", "host": "host"}.get(mode, "eager+graph")
+            t0 = time.perf_counter()
             if mode == "device":
                 self.measure_device(probe, size)
             elif mode == "host":
                 self.measure_custom(probe, size)
             else:
                 self.measure_host(probe, size)
+            k = f"{probe.name}/{size}/{phase}"
+            self.wall_s[k] = self.wall_s.get(k, 0.0) + time.perf_counter() - t0
         return self.records.get(key) or self._put(Record(probe.name, variant, size, mode, status="error: not measured"))
 
     # -- building and checking ---------------------------------------------------------------
@@ -251,6 +258,8 @@ class Session:
             if cal.get("before"):
                 cal["after_over_before"] = cal["after"] / cal["before"]
             cal["profiler_ran"] = timing.profiler_has_run()
+            self.fingerprint["suite_wall_s"] = time.perf_counter() - self.t0
+            self.fingerprint["wall_s"] = {k: round(v, 2) for k, v in self.wall_s.items()}
         doc = records.run_document(self.records.values(), self.fingerprint)
         return records.write_run(self.out_dir / name, doc)
 

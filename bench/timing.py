@@ -23,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
-UNROLL = 16
+UNROLL = 64
 _profiled = False
 
 
@@ -188,6 +188,16 @@ class DeviceSample:
     names: Counter = field(default_factory=Counter)
 
 
+def short_kernel_name(name: str, width: int = 90) -> str:
+    """Kernel names without template arguments; keeps a copy/transpose hint that the base drops."""
+    name = name.removeprefix("void ").strip()
+    if len(name) <= width:
+        return name
+    base = name.split("<", 1)[0].split("(", 1)[0]
+    tags = [t for t in ("copy", "transpose", "splitKreduce", "reduce") if t in name and t not in base]
+    return base + (f" [{','.join(tags)}]" if tags else "")
+
+
 def is_kernel(name: str) -> bool:
     return not (name.startswith("Memcpy") or name.startswith("Memset"))
 
@@ -202,7 +212,7 @@ def summarize_device_events(events, calls: int) -> DeviceSample:
     names = Counter()
     for name, dur in events:
         total += dur
-        names[name] += 1
+        names[short_kernel_name(name)] += 1
     kernels = sum(c for n, c in names.items() if is_kernel(n))
     return DeviceSample(total / calls, kernels / calls, names)
 

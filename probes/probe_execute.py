@@ -8,8 +8,8 @@ def build(ctx, size):
     mm = Matmul.build(ctx, size)
     return {
         "torch_mm": mm.case(mm.torch_mm_call()),
-        "generic": mm.case(mm.generic_call()),
-        "pinned": mm.case(mm.pinned_call(), note=f"plan {mm.mg.pinned} of {len(mm.mg.built)} built"),
+        "generic": mm.case(mm.generic_call(), note=mm.heuristic_note()),
+        "pinned": mm.case(mm.pinned_call(), note=mm.plan_note()),
         "ordered": try_case(lambda: mm.case(mm.ordered_call())),
         "ordered_pinned": try_case(lambda: mm.case(mm.ordered_call(pinned=True))),
         "raw_floor": try_case(lambda: mm.case(mm.raw_floor_call(), note="PRIVATE API: _execute_with_raw_ptrs")),

@@ -59,8 +59,10 @@ def main(argv: list[str] | None = None) -> int:
         return render_reference()
     import pytest
     out = Path(a.out or ROOT / "results" / _dt.datetime.now().strftime("%Y%m%d-%H%M%S"))
+    out.mkdir(parents=True, exist_ok=True)
     args = [str(ROOT / "probes"), "--benchmark-only", "-q", "-p", "no:cacheprovider", "-rfs",
             f"--benchmark-json={out / 'benchmark.json'}", f"--hb-out={out}", "--rootdir", str(ROOT),
+            "--benchmark-columns=median,iqr,min,max,rounds", "--benchmark-sort=name",
             "-o", "testpaths=probes", *rest]
     code = pytest.main(args)
     # pytest's 1 means some probe failed its numerics: the figures that were measured are kept
