@@ -54,6 +54,7 @@ class Session:
                 self.fingerprint["cpu_affinity_pinned"] = self._ctx.affinity
                 self.fingerprint["cudnn_error"] = self._ctx.cudnn_error
                 self.fingerprint["capabilities"] = self._ctx.caps
+                timing.warm_host()
                 self.fingerprint["calibration_us"] = {"before": timing.calibration_us()}
                 self.fingerprint["options"] = vars(self.opt)
                 self.writer.write({"kind": "fingerprint", "fingerprint": self.fingerprint})
