@@ -107,12 +107,17 @@ def run_case(benchmark, request, case) -> records.Record:
         rec = session.record(probe, size, variant, mode)
     except Exception as e:  # noqa: BLE001 - e.g. no GPU context: say why, keep the run going
         pytest.skip(f"cannot measure: {type(e).__name__}: {e}")
+    return report_record(benchmark, rec, f"{probe.name}/{variant}/{size}/{mode}")
+
+
+def report_record(benchmark, rec: records.Record, where: str) -> records.Record:
+    """Hands a record's measured samples to pytest-benchmark (or skips/fails with its status)."""
     benchmark.extra_info.update({k: v for k, v in rec.to_dict().items() if k != "samples"})
     if rec.status.startswith("failed"):
-        pytest.fail(f"{probe.name}/{variant}/{size}/{mode}: {rec.status}", pytrace=False)
+        pytest.fail(f"{where}: {rec.status}", pytrace=False)
     if not rec.ok:
         if rec.status.startswith("error"):
-            pytest.fail(f"{probe.name}/{variant}/{size}/{mode}: {rec.status}", pytrace=False)
+            pytest.fail(f"{where}: {rec.status}", pytrace=False)
         pytest.skip(rec.status)
     scale = records.UNIT_SECONDS.get(rec.unit, 1e-6)
     it = iter(rec.samples)
@@ -166,6 +171,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     terminalreporter.write_sep("=", "cudnn-hostbench: µs per call against torch.mm")
     terminalreporter.write_line(table.render_text(table.build_table(run)))
     terminalreporter.write_line(f"run file: {path}  (table.csv, table.md beside it)")
+    if run.fingerprint.get("cudnn_error"):
+        terminalreporter.write_line(f"cuDNN was not usable, so every cuDNN variant is unsupported: "
+                                    f"{run.fingerprint['cudnn_error']}", red=True)
     cal = run.fingerprint.get("calibration_us", {})
     if cal.get("after_over_before", 1) > 1.2:
         terminalreporter.write_line(

@@ -1,0 +1,68 @@
+"""The pytest glue on CPU: measured samples reach pytest-benchmark's stats; probes skip with a reason."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import conftest
+from bench.records import Record
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.benchmark(timer=conftest.CLOCK)
+def test_injected_samples_become_the_benchmark_stats(benchmark):
+    rec = Record("execute", "pinned", "256", "eager", samples=[9.0, 11.0, 10.0, 12.0], calls_per_round=100)
+    conftest.report_record(benchmark, rec, "t")
+    data = benchmark.stats.stats.data
+    assert data == pytest.approx([9e-6, 11e-6, 10e-6, 12e-6])
+    assert benchmark.stats.stats.median == pytest.approx(10.5e-6)
+    assert benchmark.extra_info["mode"] == "eager" and "samples" not in benchmark.extra_info
+
+
+@pytest.mark.benchmark(timer=conftest.CLOCK)
+def test_unsupported_record_skips_with_its_reason(benchmark):
+    rec = Record("execute", "ordered", "256", "eager", status="unsupported: needs frontend >= 1.31")
+    with pytest.raises(pytest.skip.Exception, match="needs frontend"):
+        conftest.report_record(benchmark, rec, "t")
+
+
+@pytest.mark.benchmark(timer=conftest.CLOCK)
+def test_failed_numerics_fail_the_probe(benchmark):
+    rec = Record("execute", "generic", "256", "eager", status="failed: numerics rel_err=0.5")
+    with pytest.raises(pytest.fail.Exception, match="rel_err"):
+        conftest.report_record(benchmark, rec, "t")
+
+
+def test_probes_skip_with_a_reason_without_gpu(tmp_path):
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: the probes would run")
+    out = subprocess.run([sys.executable, "-m", "pytest", "probes", "--benchmark-only", "-q", "-rs",
+                          "-p", "no:cacheprovider", f"--hb-out={tmp_path}", "-o", "testpaths=probes",
+                          "--hb-sizes=256", "--hb-tokens=256"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "no CUDA GPU visible" in out.stdout
+    assert " passed" not in out.stdout and " skipped" in out.stdout
+
+
+def test_cli_run_without_gpu_renders_reference_or_says_why(capsys):
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    from scripts import run
+    code = run.main([])
+    out = capsys.readouterr()
+    if run.reference_runs():
+        assert code == 0 and "reference run" in out.out and "torch_mm" in out.out
+    else:
+        assert code == 2 and "no committed reference run" in out.err
+
+
+def test_cli_dispatch_usage(capsys):
+    from scripts import cli
+    assert cli.main([]) == 2
+    assert "table" in capsys.readouterr().out
