@@ -30,11 +30,11 @@ from bench.records import Record, Run, RunFileError, load_run
 
 from . import store
 
-# fingerprint fields that describe the run itself rather than the environment
-NOT_ENV = {"datetime", "commit_info", "hostname", "argv", "duration_s", "run_id", "started", "finished"}
+# fingerprint fields that describe the run itself (or are measurements), not the environment
+NOT_ENV = {"datetime", "commit_info", "argv", "suite_wall_s", "wall_s", "calibration_us"}
 # shown first when they differ: the ones most likely to explain a change
 KEY_FIELDS = ("gpu_name", "sm_count", "driver", "cuda", "cudnn_backend", "cudnn_torch",
-              "cudnn_frontend", "torch", "python", "cpu_model", "clock_source", "cudnn_env")
+              "cudnn_frontend", "torch", "python", "cpu_model", "clock_source", "cudnn_env", "options")
 COLUMNS = ["probe", "variant", "size", "mode", "unit", "base", "new", "change", "p",
            "n_base", "n_new", "verdict", "note"]
 

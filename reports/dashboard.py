@@ -12,6 +12,7 @@ import datetime as _dt
 import json
 import re
 import sys
+import warnings
 from pathlib import Path
 
 from . import changepoints, store
@@ -69,8 +70,10 @@ def heatmap(df, runs: list[str], path: Path) -> str | None:
     t = d.pivot_table(index="row", columns="run", values="above_us", aggfunc="median", sort=False)
     t = t[[r for r in runs if r in t.columns]]
     fig, ax = plt.subplots(figsize=(2.5 + 1.1 * t.shape[1], 1.2 + 0.32 * t.shape[0]))
-    sns.heatmap(t, center=0, cmap="RdBu_r", annot=t.size <= 600, fmt=".1f", linewidths=0.5,
-                cbar_kws={"label": "µs above baseline (median − median)"}, ax=ax)
+    with warnings.catch_warnings():  # seaborn's own use of a deprecated matplotlib call
+        warnings.simplefilter("ignore", PendingDeprecationWarning)
+        sns.heatmap(t, center=0, cmap="RdBu_r", annot=t.size <= 600, fmt=".1f", linewidths=0.5,
+                    cbar_kws={"label": "µs above baseline (median − median)"}, ax=ax)
     ax.set_xlabel("")
     ax.set_ylabel("")
     ax.tick_params(axis="x", rotation=30)
@@ -78,27 +81,31 @@ def heatmap(df, runs: list[str], path: Path) -> str | None:
 
 
 def history(df, probe: str, runs: list[str], path: Path) -> tuple[str, list[dict]]:
-    """Medians per variant/mode/size across runs; change points circled and returned as rows."""
+    """Medians across runs, one panel per mode, a line per variant/size; change points circled
+    and returned as table rows."""
     plt = _plt()
     d = df[(df.probe == probe)]
-    fig, ax = plt.subplots(figsize=(max(5, 0.8 * len(runs) + 3), 3.6))
+    modes = [m for m in MODE_ORDER if m in set(d["mode"])] + sorted(set(d["mode"]) - set(MODE_ORDER))
+    fig, axes = plt.subplots(1, len(modes), figsize=(max(4.5, 0.7 * len(runs) + 2.5) * len(modes), 3.4),
+                             squeeze=False)
     steps = []
-    for (variant, mode, size), g in d.groupby(["variant", "mode", "size"], sort=False):
-        by_run = dict(zip(g.run, g.median_us))
-        ys = [by_run.get(r) for r in runs]
-        ys = [float("nan") if y is None else float(y) for y in ys]
-        if all(y != y for y in ys):  # never measured (unsupported): nothing to draw
-            continue
-        ax.plot(range(len(runs)), ys, marker="o", ms=3, label=f"{variant} · {mode} · {size}")
-        for s in changepoints.detect(ys):
-            ax.plot([s.index], [ys[s.index]], "o", ms=11, mfc="none", mec="red", mew=1.5)
-            ax.axvline(s.index - 0.5, color="red", ls=":", lw=0.8)
-            steps.append({"series": f"{variant} · {mode} · {size}", "run": runs[s.index],
-                          "before": s.before, "after": s.after, "change": s.change})
-    ax.set_xticks(range(len(runs)), runs, rotation=30, ha="right")
-    ax.set_ylabel("median µs")
-    ax.set_title(f"{probe}: history (red rings: change points)")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
+    for ax, mode in zip(axes[0], modes):
+        for (variant, size), g in d[d["mode"] == mode].groupby(["variant", "size"], sort=False):
+            by_run = dict(zip(g.run, g.median_us))
+            ys = [float("nan") if by_run.get(r) is None else float(by_run[r]) for r in runs]
+            if all(y != y for y in ys):  # never measured (unsupported): nothing to draw
+                continue
+            ax.plot(range(len(runs)), ys, marker="o", ms=3, label=f"{variant} · {size}")
+            for s in changepoints.detect(ys):
+                ax.plot([s.index], [ys[s.index]], "o", ms=11, mfc="none", mec="red", mew=1.5)
+                ax.axvline(s.index - 0.5, color="red", ls=":", lw=0.8)
+                steps.append({"series": f"{variant} · {mode} · {size}", "run": runs[s.index],
+                              "before": s.before, "after": s.after, "change": s.change})
+        ax.set_xticks(range(len(runs)), runs, rotation=30, ha="right")
+        ax.set_ylabel("median µs")
+        ax.set_title(f"{probe} · {mode}")
+        ax.legend(fontsize=7)
+    fig.suptitle("history across runs (red rings: change points)", fontsize=9)
     return _save(fig, path), steps
 
 

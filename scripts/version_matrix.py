@@ -14,8 +14,10 @@ Outputs, all directly in --out (few files, as the device returns at most 8):
                                  timed out / failed), imported version, stderr tail, run file
   matrix.md                      status, median µs and µs above torch_mm per version, and the
                                  verdicts that change from one version to the next
-`--merge-only` rebuilds matrix.md from the run files already in --out. Only the merge needs
-pandas and scipy; without them matrix.md holds the status table alone.
+`--only 1.20.0,1.26.0` splits a matrix over several calls (one device command may run 10 min);
+`--merge-only [--from DIR...]` rebuilds matrix.md (and, with --from, a combined matrix.json)
+from the outputs already written. Only the merge needs pandas and scipy; without them matrix.md
+holds the status table alone.
 """
 from __future__ import annotations
 
@@ -114,6 +116,9 @@ def run_one(args, ver: str, lib: str | None, target: Path, pytest_args: list[str
     out_file.unlink(missing_ok=True)
     cmd = [args.python, "-m", "pytest", "probes", "--benchmark-only", "--benchmark-json", str(out_file),
            "-q", "-p", "no:cacheprovider", *pytest_args]
+    if (Path(args.root) / "conftest.py").exists() and not any(a.startswith("--hb-out") for a in pytest_args):
+        # the suite's own outputs (records.jsonl, run.json, tables) stay out of --out
+        cmd += ["--hb-out", str(target) + "-results"]
     t0 = time.monotonic()
     rc, out, err = run_proc(cmd, env, str(args.root), timeout)
     entry["seconds"] = round(time.monotonic() - t0, 1)
@@ -152,7 +157,8 @@ def merge(out: Path, entries: list[dict], dashboard: str | None = None):
                       [[e["label"], e["status"], e.get("seconds", ""), e.get("imported", ""),
                         (e.get("detail") or "")[-300:]] for e in entries])
     text = ["# nvidia-cudnn-frontend version matrix", "", status, ""]
-    files = [out / e["run_file"] for e in entries if e["status"] == "ok"]
+    path = {e["label"]: Path(e.get("path") or out / e["run_file"]) for e in entries}
+    files = [path[e["label"]] for e in entries if e["status"] == "ok"]
     try:
         import pandas  # noqa: F401
         import scipy  # noqa: F401
@@ -164,7 +170,7 @@ def merge(out: Path, entries: list[dict], dashboard: str | None = None):
     from reports import compare
 
     runs, errors = store.load_runs(files)
-    by_path = {str(out / e["run_file"]): e["label"] for e in entries}
+    by_path = {str(p): label for label, p in path.items()}
     runs = [r for r in runs if r.path in by_path]
     runs.sort(key=lambda r: store.version_key(by_path[r.path]))
     labels = [by_path[r.path] for r in runs]
@@ -197,17 +203,22 @@ def merge(out: Path, entries: list[dict], dashboard: str | None = None):
     return med
 
 
-def entries_for_merge(out: Path) -> list[dict]:
-    """matrix.json's entries, plus run-fe*.json files in `out` that it does not list."""
-    mj = out / "matrix.json"
-    entries = json.loads(mj.read_text(encoding="utf-8"))["versions"] if mj.exists() else []
-    known = {e["run_file"] for e in entries}
-    for f in sorted(out.glob("run-*.json")):
-        if f.name not in known:
-            m = re.match(r"run-fe(.+)\.json$", f.name)
-            v = m.group(1).replace("-cudnn", "+cudnn") if m else f.stem
-            entries.append({"version": v, "label": v, "run_file": f.name, "status": "ok", "detail": "found"})
-    return entries
+def entries_for_merge(folders) -> list[dict]:
+    """matrix.json's entries, plus run-*.json files it does not list, from each folder; a later
+    folder's entry for the same label wins (a re-run of one version)."""
+    found: dict[str, dict] = {}
+    for folder in map(Path, folders):
+        mj = folder / "matrix.json"
+        entries = json.loads(mj.read_text(encoding="utf-8"))["versions"] if mj.exists() else []
+        known = {e["run_file"] for e in entries}
+        for f in sorted(folder.glob("run-*.json")):
+            if f.name not in known:
+                m = re.match(r"run-fe(.+)\.json$", f.name)
+                v = m.group(1).replace("-cudnn", "+cudnn") if m else f.stem
+                entries.append({"version": v, "label": v, "run_file": f.name, "status": "ok", "detail": "found"})
+        for e in entries:
+            found[e["label"]] = {**e, "path": str(folder / e["run_file"])} if e.get("run_file") else e
+    return sorted(found.values(), key=lambda e: store.version_key(e["label"]))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -221,7 +232,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="seconds for the whole matrix; versions that no longer fit are skipped (0: none)")
     ap.add_argument("--cudnn-lib", action="append", default=[], metavar="DIR",
                     help="cuDNN backend library folder, put first on LD_LIBRARY_PATH (repeatable)")
-    ap.add_argument("--merge-only", action="store_true", help="only merge the run files already in --out")
+    ap.add_argument("--only", metavar="V1,V2", help="run only these frontend versions (to split a matrix)")
+    ap.add_argument("--merge-only", action="store_true", help="only merge run files already written")
+    ap.add_argument("--from", dest="sources", nargs="+", metavar="DIR",
+                    help="with --merge-only: folders of earlier matrix outputs to merge (default --out)")
     ap.add_argument("--dashboard", metavar="DIR", help="also write a dashboard there (many files)")
     ap.add_argument("--python", default=sys.executable, help="interpreter for pip and pytest")
     ap.add_argument("--root", default=str(ROOT), help="where `probes/` is (the repository root)")
@@ -231,9 +245,14 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     args.out = str(out)
     if args.merge_only:
-        entries = entries_for_merge(out)
+        entries = entries_for_merge(args.sources or [out])
+        if args.sources:  # the combined status, beside the combined matrix.md
+            doc = {"merged_from": args.sources, "versions": entries}
+            (out / "matrix.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
     else:
         wheels = find_wheels(args.wheels)
+        if args.only:
+            wheels = {v: w for v, w in wheels.items() if v in args.only.split(",")}
         if not wheels:
             print(f"no nvidia_cudnn_frontend-*.whl in {args.wheels}", file=sys.stderr)
             return 2
@@ -243,12 +262,12 @@ def main(argv: list[str] | None = None) -> int:
             target = Path(args.target_root) / f"fe-{ver}"
             ok, log = install(args.python, wheel, target)
             for lib in args.cudnn_lib or [None]:
-                left = args.deadline - (time.monotonic() - start) if args.deadline else args.timeout
+                left = args.deadline - (time.monotonic() - start) if args.deadline else float("inf")
                 base = {"version": ver, "label": ver if lib is None else f"{ver}+cudnn{lib_label(lib)}",
                         "cudnn_lib": lib, "wheel": wheel.name, "run_file": "", "detail": ""}
                 if not ok:
                     e = {**base, "status": "install failed", "detail": log}
-                elif left < 30:
+                elif left < min(30, args.timeout):
                     e = {**base, "status": "skipped", "detail": "out of time (--deadline)"}
                 else:
                     e = {"wheel": wheel.name, **run_one(args, ver, lib, target, pytest_args,

@@ -1,0 +1,255 @@
+"""hostbench compare: verdicts, normalization, fingerprint diff, CLI exit codes; version matrix."""
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from bench.records import Record, load_run, run_document, write_run
+from reports import compare as cmp
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+import version_matrix as vm  # noqa: E402
+
+VARIANTS = {"execute": {"torch_mm": 10.0, "generic": 14.0, "pinned": 12.0},
+            "set_stream": {"torch_mm": 10.0, "set_stream": 15.0}}
+
+
+def make_run(path, seed, n=30, host=1.0, slow=None, fp=None, drop=(), extra=()):
+    """A run of interleaved rounds: a per-round host factor shared by all variants, plus
+    right-skewed per-sample noise and rare outliers. `slow` scales (probe, variant) medians."""
+    rng = random.Random(seed)
+    slow = slow or {}
+    recs = []
+    for probe, variants in VARIANTS.items():
+        for mode in ("eager", "graph"):
+            rounds = [host * (1 + rng.gauss(0, 0.01)) for _ in range(n)]
+            for v, mu in variants.items():
+                if (probe, v) in drop:
+                    continue
+                k = slow.get((probe, v), 1.0)
+                xs = [mu * k * f * (1 + abs(rng.gauss(0, 0.04))) * (1.3 if rng.random() < 0.03 else 1)
+                      for f in rounds]
+                recs.append(Record(probe, v, "256", mode, samples=xs, baseline="torch_mm",
+                                   role="baseline" if v == "torch_mm" else "trap"))
+    recs += list(extra)
+    fingerprint = {"gpu_name": "NVIDIA H200", "driver": "570.1", "cudnn_frontend": "1.32.0",
+                   "torch": "2.13", "datetime": f"2025-01-01T00:00:{seed % 60:02d}", **(fp or {})}
+    return load_run(write_run(path, run_document(recs, fingerprint)))
+
+
+def verdicts(df, **where):
+    for k, v in where.items():
+        df = df[df[k] == v]
+    return list(df.verdict)
+
+
+def test_aa_gives_no_verdict(tmp_path):
+    for seed in range(8):
+        a = make_run(tmp_path / "a.json", 2 * seed)
+        b = make_run(tmp_path / "b.json", 2 * seed + 1)
+        df = cmp.compare(a, b)
+        assert len(df) == 10
+        assert set(df.verdict) <= {"SAME", "UNSURE"}, df[df.verdict != "SAME"]
+        assert (df.change.abs() < 0.05).all()
+
+
+@pytest.mark.parametrize("factor,word", [(1.10, "SLOWER"), (0.90, "FASTER")])
+def test_injected_change_is_found(tmp_path, factor, word):
+    for seed in range(3):
+        a = make_run(tmp_path / "a.json", seed)
+        b = make_run(tmp_path / "b.json", seed + 100, slow={("execute", "generic"): factor})
+        df = cmp.compare(a, b)
+        assert verdicts(df, variant="generic") == [word, word]
+        assert set(verdicts(df[df.variant != "generic"])) == {"SAME"}
+        row = df[df.variant == "generic"].iloc[0]
+        assert row.p < 0.01 and abs(row.change - (factor - 1)) < 0.04
+
+
+def test_threshold_is_configurable(tmp_path):
+    a = make_run(tmp_path / "a.json", 1)
+    b = make_run(tmp_path / "b.json", 2, slow={("execute", "generic"): 1.10})
+    assert verdicts(cmp.compare(a, b, threshold=0.20), variant="generic") == ["SAME", "SAME"]
+
+
+def test_too_few_samples_is_unsure(tmp_path):
+    a = make_run(tmp_path / "a.json", 1, n=4)
+    b = make_run(tmp_path / "b.json", 2, n=4, slow={("execute", "generic"): 1.5})
+    df = cmp.compare(a, b)
+    assert set(df.verdict) == {"UNSURE"}
+    assert all("too few" in n for n in df.note)
+
+
+def test_unsure_when_rank_test_does_not_confirm():
+    # medians +12.5 %, but the samples overlap almost completely
+    v, change, p, note = cmp.verdict([1, 2, 3, 4, 5, 6, 7], [1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5])
+    assert (v, round(change, 3)) == ("UNSURE", 0.125) and p > 0.5 and "not significant" in note
+    # medians say +10 % slower, but 70 % of pairs say faster: bimodal samples
+    v, change, p, note = cmp.verdict([100] * 30 + [1000] * 25, [1] * 25 + [110] * 30)
+    assert (v, round(change, 3)) == ("UNSURE", 0.1) and p < 0.01 and "direction" in note
+    assert cmp.verdict([10] * 6, [10] * 6)[0] == "SAME"  # all ties: p = 1, no crash
+
+
+def test_normalize_cancels_a_slower_host(tmp_path):
+    a = make_run(tmp_path / "a.json", 1)
+    b = make_run(tmp_path / "b.json", 2, host=1.2)
+    assert set(cmp.compare(a, b).verdict) == {"SLOWER"}
+    df = cmp.compare(a, b, normalize=True)
+    assert set(df.verdict) == {"SAME"}
+    assert (df.unit == "x torch_mm").all()
+    # a real regression still shows through the slower host
+    c = make_run(tmp_path / "c.json", 3, host=1.2, slow={("set_stream", "set_stream"): 1.15})
+    df = cmp.compare(a, c, normalize=True)
+    assert verdicts(df, variant="set_stream") == ["SLOWER", "SLOWER"]
+    assert set(verdicts(df[df.variant != "set_stream"])) == {"SAME"}
+
+
+def test_normalize_by_median_when_rounds_do_not_pair(tmp_path):
+    a = make_run(tmp_path / "a.json", 1)
+    b = make_run(tmp_path / "b.json", 2, host=1.2)
+    for r in b.records:
+        if r.variant == "torch_mm":
+            r.samples = r.samples[:-3]
+    assert set(cmp.compare(a, b, normalize=True).verdict) == {"SAME"}
+
+
+def test_added_removed_and_unmeasured_rows(tmp_path):
+    extra = [Record("execute", "graph_replay", "256", "device", status="unsupported: no graphs")]
+    a = make_run(tmp_path / "a.json", 1, extra=extra)
+    new_probe = Record("wrapper", "torch_mm", "256", "eager", samples=[5.0] * 10)
+    b = make_run(tmp_path / "b.json", 2, drop=[("execute", "pinned")],
+                 extra=extra + [new_probe])
+    df = cmp.compare(a, b)
+    assert verdicts(df, variant="pinned") == ["REMOVED", "REMOVED"]
+    assert verdicts(df, probe="wrapper") == ["ADDED"]
+    assert verdicts(df, variant="graph_replay") == ["UNMEASURED"]
+    assert "unsupported" in df[df.variant == "graph_replay"].note.iloc[0]
+    assert df[df.probe == "wrapper"].new.iloc[0] == 5.0
+    # normalizing a run that lost its baseline is UNSURE, not a crash
+    c = make_run(tmp_path / "c.json", 3, drop=[("set_stream", "torch_mm")])
+    df = cmp.compare(a, c, normalize=True)
+    assert verdicts(df, variant="set_stream") == ["UNSURE", "UNSURE"]
+
+
+def test_fingerprint_diff_names_changed_fields(tmp_path):
+    a = make_run(tmp_path / "a.json", 1)
+    b = make_run(tmp_path / "b.json", 2, fp={"driver": "580.2", "cudnn_backend": "9.10"})
+    diff = cmp.fingerprint_diff(a, b)
+    assert [d[0] for d in diff] == ["driver", "cudnn_backend"]  # datetime is not the environment
+    assert diff[0][1:] == ("570.1", "580.2")
+
+
+def test_cli_exit_codes_and_markdown(tmp_path, capsys):
+    a = make_run(tmp_path / "a.json", 1)
+    b = make_run(tmp_path / "b.json", 2, slow={("execute", "generic"): 1.2}, fp={"driver": "580"})
+    same = make_run(tmp_path / "same.json", 3)
+    assert cmp.main([a.path, same.path, "--fail-on-regression"]) == 0
+    assert cmp.main([a.path, b.path]) == 0
+    md = tmp_path / "out.md"
+    assert cmp.main([a.path, b.path, "--fail-on-regression", "--markdown", str(md)]) == 1
+    out = capsys.readouterr().out
+    assert "SLOWER" in out and "driver: 570.1 -> 580" in out
+    text = md.read_text()
+    assert "| driver | 570.1 | 580 |" in text and "SLOWER" in text
+    # a large threshold (in percent) turns the regression into SAME
+    assert cmp.main([a.path, b.path, "--fail-on-regression", "--threshold", "30"]) == 0
+    # a truncated file: exit 2 and its name in the message
+    bad = tmp_path / "cut.json"
+    bad.write_text(Path(b.path).read_text()[:500])
+    capsys.readouterr()
+    assert cmp.main([a.path, str(bad)]) == 2
+    assert str(bad) in capsys.readouterr().err
+
+
+def test_hostbench_dispatches_compare(tmp_path):
+    from scripts import cli
+    a = make_run(tmp_path / "a.json", 1)
+    b = make_run(tmp_path / "b.json", 2, host=1.3)
+    assert cli.main(["compare", a.path, b.path, "--fail-on-regression"]) == 1
+    assert cli.main(["compare", a.path, b.path, "--fail-on-regression", "--normalize"]) == 0
+
+
+# --- version matrix -------------------------------------------------------------------------
+
+def fake_wheel(folder: Path, version: str, init: str) -> Path:
+    """A pure-Python stand-in for nvidia-cudnn-frontend: `cudnn/__init__.py` is `init`."""
+    name = f"nvidia_cudnn_frontend-{version}"
+    path = folder / f"{name}-py3-none-any.whl"
+    info = f"{name}.dist-info"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("cudnn/__init__.py", init)
+        z.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: nvidia-cudnn-frontend\nVersion: {version}\n")
+        z.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        z.writestr(f"{info}/RECORD", f"cudnn/__init__.py,,\n{info}/METADATA,,\n{info}/WHEEL,,\n{info}/RECORD,,\n")
+    return path
+
+
+PROBE = '''
+import time, cudnn
+
+def test_quick(benchmark):
+    benchmark.extra_info.update(probe="fake", variant="torch_mm", size="256", mode="eager",
+                                note=cudnn.__version__)
+    benchmark.pedantic(lambda: None, rounds=6, iterations=1)
+
+def test_slow(benchmark):
+    time.sleep(60)
+'''
+
+
+def test_version_matrix_runs_each_wheel_in_its_own_process(tmp_path):
+    wheels, root, out = tmp_path / "wheels", tmp_path / "repo", tmp_path / "out"
+    wheels.mkdir()
+    (root / "probes").mkdir(parents=True)
+    (root / "probes" / "test_probe.py").write_text(PROBE)
+    good = fake_wheel(wheels, "1.10.0", '__version__ = "1.10.0"\ndef backend_version(): return 91000\n')
+    fake_wheel(wheels, "1.11.0", 'raise ImportError("libcudnn.so.9: cannot open shared object file")')
+    (wheels / "nvidia_cudnn_frontend-1.0.0-py3-none-any.whl").write_text("not a zip")
+    (wheels / "nvtx-0.2-py3-none-any.whl").write_text("ignored: not the frontend")
+    common = ["--out", str(out), "--root", str(root), "--target-root", str(tmp_path / "t")]
+    assert vm.main(["--wheels", str(wheels), *common, "--", "-k", "quick"]) == 0
+    status = {e["version"]: e for e in json.loads((out / "matrix.json").read_text())["versions"]}
+    assert [status[v]["status"] for v in ("1.0.0", "1.10.0", "1.11.0")] == ["install failed", "ok", "import failed"]
+    assert "libcudnn.so.9" in status["1.11.0"]["detail"]
+    assert status["1.10.0"]["imported"] == "1.10.0" and status["1.10.0"]["backend"] == "91000"
+    rec = load_run(out / "run-fe1.10.0.json").records[0]
+    assert (rec.probe, rec.note, len(rec.samples)) == ("fake", "1.10.0", 6)  # ran under that wheel
+    md = (out / "matrix.md").read_text()
+    assert "| fake | torch_mm | eager | 256 |" in md and "install failed" in md
+    assert len(list(out.iterdir())) <= 8
+
+    # a suite that hangs is killed and recorded as timed out
+    one = tmp_path / "one"
+    one.mkdir()
+    shutil.copy(good, one)
+    assert vm.main(["--wheels", str(one), *common, "--timeout", "2", "--", "-k", "slow"]) == 1
+    (entry,) = json.loads((out / "matrix.json").read_text())["versions"]
+    assert entry["status"] == "timed out"
+
+
+def test_version_matrix_merge_only(tmp_path):
+    # two matrix calls (split with --only), merged afterwards in version order
+    for i, v in enumerate(["1.20.0", "1.9.0", "1.31.0"]):
+        folder = tmp_path / ("a" if v != "1.31.0" else "b")
+        make_run(folder / f"run-fe{v}.json", i, slow={("execute", "generic"): 1.2 if v == "1.31.0" else 1},
+                 fp={"cudnn_frontend": v})
+    (tmp_path / "b" / "matrix.json").write_text(json.dumps({"versions": [
+        {"version": "1.31.0", "label": "1.31.0", "run_file": "run-fe1.31.0.json", "status": "ok", "detail": ""},
+        {"version": "1.32.0", "label": "1.32.0", "run_file": "", "status": "import failed", "detail": "boom"}]}))
+    out = tmp_path / "merged"
+    assert vm.main(["--merge-only", "--out", str(out), "--from", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    md = (out / "matrix.md").read_text()
+    assert "| probe | variant | mode | size | 1.9.0 | 1.20.0 | 1.31.0 |" in md
+    assert "| 1.32.0 | import failed |" in md
+    assert "1.20.0 → 1.31.0 | execute | generic" in md and "1.9.0 → 1.20.0" not in md
+    assert [e["label"] for e in json.loads((out / "matrix.json").read_text())["versions"]] == \
+        ["1.9.0", "1.20.0", "1.31.0", "1.32.0"]
+    # and in place, from the run files alone
+    assert vm.main(["--merge-only", "--out", str(tmp_path / "a")]) == 0
+    assert "| 1.9.0 | 1.20.0 |" in (tmp_path / "a" / "matrix.md").read_text()
