@@ -145,11 +145,20 @@ def _same(x, y) -> bool:
 
 
 def fingerprint_diff(base: Run, new: Run) -> list[tuple[str, object, object]]:
-    """(field, base value, new value) for each environment field that differs, key fields first."""
+    """(field, base value, new value) for each environment field that differs, key fields first;
+    dict fields (capabilities, cudnn_env) are named down to the entry that differs."""
     fa, fb = base.fingerprint or {}, new.fingerprint or {}
     fields = [k for k in KEY_FIELDS if k in fa or k in fb]
     fields += sorted(k for k in set(fa) | set(fb) if k not in KEY_FIELDS and k not in NOT_ENV)
-    return [(k, fa.get(k), fb.get(k)) for k in fields if not _same(fa.get(k), fb.get(k))]
+    out = []
+    for k in fields:
+        a, b = fa.get(k), fb.get(k)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += [(f"{k}.{s}", a.get(s), b.get(s)) for s in sorted(set(a) | set(b), key=str)
+                    if not _same(a.get(s), b.get(s))]
+        elif not _same(a, b):
+            out.append((k, a, b))
+    return out
 
 
 def _num(x: float, unit: str) -> str:

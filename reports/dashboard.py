@@ -135,7 +135,7 @@ def build(runs, out: str | Path, errors=(), order: str = "date", title: str = "h
         labels = store.unique_labels(group, order)
         df = store.records_frame(group, labels)
         g = _slug(gpu)
-        sec = {"gpu": gpu, "runs": [{"label": l, "path": r.path, "datetime": r.datetime}
+        sec = {"gpu": gpu, "runs": [{"label": l, "path": r.path, "datetime": (r.datetime or "")[:19].replace("T", " ")}
                                      for l, r in zip(labels, group)],
                "heatmap": heatmap(df, labels, img / f"{g}-heatmap.png"), "probes": [],
                "fingerprints": fingerprints(group, labels), "labels": labels}

@@ -139,10 +139,13 @@ def test_added_removed_and_unmeasured_rows(tmp_path):
 
 def test_fingerprint_diff_names_changed_fields(tmp_path):
     a = make_run(tmp_path / "a.json", 1)
-    b = make_run(tmp_path / "b.json", 2, fp={"driver": "580.2", "cudnn_backend": "9.10"})
+    b = make_run(tmp_path / "b.json", 2, fp={"driver": "580.2", "cudnn_backend": "9.10",
+                                            "capabilities": {"ir": True, "ordered": False}})
+    a.fingerprint["capabilities"] = {"ir": False, "ordered": False}
     diff = cmp.fingerprint_diff(a, b)
-    assert [d[0] for d in diff] == ["driver", "cudnn_backend"]  # datetime is not the environment
-    assert diff[0][1:] == ("570.1", "580.2")
+    # datetime is not the environment; a dict is named down to the entry that changed
+    assert [d[0] for d in diff] == ["driver", "cudnn_backend", "capabilities.ir"]
+    assert diff[0][1:] == ("570.1", "580.2") and diff[2][1:] == (False, True)
 
 
 def test_cli_exit_codes_and_markdown(tmp_path, capsys):
