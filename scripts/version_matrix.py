@@ -94,6 +94,10 @@ def install(python: str, wheel: Path, target: Path) -> tuple[bool, str]:
     return rc == 0, tail(out + err)
 
 
+def _prepend(path: str, existing: str | None) -> str:
+    return os.pathsep.join([path] + ([existing] if existing else []))
+
+
 def run_one(args, ver: str, lib: str | None, target: Path, pytest_args: list[str], timeout: float) -> dict:
     """Import check, then the suite, for one frontend version (and backend folder)."""
     label = ver if lib is None else f"{ver}+cudnn{lib_label(lib)}"
@@ -101,10 +105,10 @@ def run_one(args, ver: str, lib: str | None, target: Path, pytest_args: list[str
     out_file = Path(args.out) / name
     entry = {"version": ver, "label": label, "cudnn_lib": lib, "run_file": name, "status": "", "detail": ""}
     env = os.environ.copy()
-    env["PYTHONPATH"] = os.pathsep.join([str(target)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env["PYTHONPATH"] = _prepend(str(target), env.get("PYTHONPATH"))
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     if lib:
-        env["LD_LIBRARY_PATH"] = os.pathsep.join([lib] + ([env["LD_LIBRARY_PATH"]] if env.get("LD_LIBRARY_PATH") else []))
+        env["LD_LIBRARY_PATH"] = _prepend(lib, env.get("LD_LIBRARY_PATH"))
     rc, out, err = run_proc([args.python, "-c", IMPORT_CHECK], env, str(args.root), min(120, timeout))
     if rc != 0:
         what = "timed out" if rc is None else f"rc {rc}"
