@@ -164,9 +164,14 @@ def _record_from_entry(b: dict) -> Record:
     params = b.get("params") or {}
     for k in ("size", "variant", "mode"):
         extra.setdefault(k, params.get(k))
-    if "probe" not in extra:
-        # a plain pytest-benchmark entry: take the probe from the test name
-        extra["probe"] = b.get("name", "?").split("[")[0].removeprefix("test_")
+    if not extra.get("probe"):
+        # a plain pytest-benchmark entry (not ours): probe from the test name, its param as the
+        # variant, and pytest-benchmark's own wall time as an eager figure
+        name = b.get("name", "?")
+        extra["probe"] = name.split("[")[0].removeprefix("test_")
+        extra["variant"] = extra.get("variant") or b.get("param") or "-"
+        extra["size"] = extra.get("size") or "-"
+        extra["mode"] = extra.get("mode") or "eager"
     rec = Record.from_dict(extra)
     data = (b.get("stats") or {}).get("data")
     if data:

@@ -169,6 +169,7 @@ def test_load_run_tolerates_unknown_and_missing_fields(tmp_path):
     ('{"benchmarks": [', "not valid JSON"),
     ('{"foo": 1}', "no 'benchmarks'"),
     ('{"benchmarks": [{"extra_info": {"probe": "x"}, "params": {}}]}', "record lacks"),
+    ('{"benchmarks": [7]}', "malformed"),
 ])
 def test_corrupt_run_files_are_named(tmp_path, content, match):
     p = tmp_path / "bad.json"
@@ -217,3 +218,13 @@ def test_table_cli(tmp_path, capsys):
     (tmp_path / "bad.json").write_text("{")
     assert table.main([str(tmp_path / "bad.json")]) == 2
     assert "bad.json" in capsys.readouterr().err
+
+
+def test_plain_pytest_benchmark_entries_load(tmp_path):
+    doc = {"benchmarks": [{"name": "test_foo[a]", "param": "a", "params": {"x": "a"},
+                           "stats": {"data": [1e-6, 2e-6]}, "extra_info": {}}]}
+    p = tmp_path / "plain.json"
+    p.write_text(json.dumps(doc))
+    r = records.load_run(p).records[0]
+    assert (r.probe, r.variant, r.size, r.mode) == ("foo", "a", "-", "eager")
+    assert r.samples == pytest.approx([1.0, 2.0])
