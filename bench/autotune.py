@@ -1,0 +1,147 @@
+"""Plan sweeps: build every plan of a graph one index at a time, check and time each one.
+
+Each plan is built with `build_plan_at_index`, its workspace read with
+`get_workspace_size_plan_at_index`, its output checked against the torch reference, then timed
+with `execute_plan_at_index` by CUDA-graph replay (what picks the winner: captured GPU time, host
+bubbles excluded) and eagerly (host clock). `max_plans` and `time_box_s` bound the default run;
+the heavy option lifts them.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from . import graphs
+
+
+@dataclass
+class PlanResult:
+    index: int
+    name: str
+    mode: str = ""
+    build_ms: float = float("nan")
+    workspace: int = 0
+    graph_us: float = float("nan")
+    eager_us: float = float("nan")
+    status: str = "ok"
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok" and self.graph_us == self.graph_us
+
+
+@dataclass
+class Sweep:
+    total: int                                   # plans in the ranked list
+    plans: list = field(default_factory=list)    # PlanResult, in index order
+    wall_ms: float = 0.0
+    truncated: str = ""
+    workspace: object = None                     # sized for the largest built plan
+
+    @property
+    def timed(self) -> list:
+        return [p for p in self.plans if p.ok]
+
+    @property
+    def heuristic(self) -> PlanResult | None:
+        """What HEURISTICS_CHOICE would run: the first plan in rank order that builds and executes."""
+        t = self.timed
+        return min(t, key=lambda p: p.index) if t else None
+
+    @property
+    def best(self) -> PlanResult | None:
+        t = self.timed
+        return min(t, key=lambda p: p.graph_us) if t else None
+
+    @property
+    def worst(self) -> PlanResult | None:
+        t = self.timed
+        return max(t, key=lambda p: p.graph_us) if t else None
+
+    def summary(self) -> str:
+        h, b, w = self.heuristic, self.best, self.worst
+        if not b:
+            return f"no plan of {self.total} timed"
+        return (f"{len(self.timed)}/{self.total} plans timed{' (' + self.truncated + ')' if self.truncated else ''}; "
+                f"best [{b.index}] {b.graph_us:.2f} us, worst [{w.index}] {w.graph_us:.2f} us "
+                f"(spread x{w.graph_us / b.graph_us:.2f}), heuristic's pick [{h.index}] "
+                f"x{h.graph_us / b.graph_us:.2f} of best")
+
+    def listing(self, limit: int = 40) -> str:
+        rows = []
+        for p in self.plans[:limit]:
+            if p.ok:
+                rows.append(f"[{p.index}]{p.mode} {p.name} ws={p.workspace}B graph={p.graph_us:.2f}us "
+                            f"eager={p.eager_us:.2f}us build={p.build_ms:.0f}ms")
+            else:
+                rows.append(f"[{p.index}]{p.mode} {p.name}: {p.status[:80]}")
+        more = len(self.plans) - limit
+        return "; ".join(rows) + (f"; ... {more} more" if more > 0 else "")
+
+    def to_extra(self) -> dict:
+        """What the winners file keeps besides the winner itself."""
+        h, w = self.heuristic, self.worst
+        return {"heuristic_index": h.index if h else None, "heuristic_us": h.graph_us if h else None,
+                "worst_index": w.index if w else None, "worst_us": w.graph_us if w else None,
+                "plans_total": self.total, "plans_timed": len(self.timed), "truncated": self.truncated,
+                "sweep_ms": round(self.wall_ms, 1)}
+
+
+def plan_mode(g, i) -> str:
+    """Heuristic mode that proposed plan i (IR frontends record it per entry), e.g. ' A'."""
+    try:
+        m = g.plans[i].mode
+    except Exception:  # noqa: BLE001 - classic frontends do not say
+        return ""
+    return "" if m is None else " " + str(m).rsplit(".", 1)[-1]
+
+
+def sweep(ctx, g, run_at: Callable[[int, object], Callable[[], object]], check: Callable[[object], float],
+          poison: Callable[[], None], max_plans: int | None = None, time_box_s: float | None = None,
+          tol: float = 2e-2, graph_calls: int = 10, replays: int = 5) -> Sweep:
+    """g: planned (create_execution_plans + check_support done). run_at(i, workspace) -> fn making
+    one call with plan i. Workspace is allocated once at the largest size any built plan needs."""
+    torch = ctx.torch
+    t_start = time.perf_counter()
+    total = g.get_execution_plan_count()
+    res = Sweep(total)
+    upto = total if max_plans is None else min(total, max_plans)
+    if upto < total:
+        res.truncated = f"first {upto} of {total} plans; --hb-heavy times all"
+    for i in range(upto):
+        if time_box_s is not None and time.perf_counter() - t_start > time_box_s:
+            res.truncated = f"time box {time_box_s:.0f} s reached after {i} plans; --hb-heavy times all"
+            break
+        p = PlanResult(i, graphs.plan_name(g, i), plan_mode(g, i))
+        t0 = time.perf_counter()
+        try:
+            g.build_plan_at_index(i)
+            p.build_ms = (time.perf_counter() - t0) * 1e3
+            p.workspace = int(g.get_workspace_size_plan_at_index(i))
+            p.name = graphs.plan_name(g, i)
+        except Exception as e:  # noqa: BLE001 - a listed config that does not build: skip it
+            p.build_ms = (time.perf_counter() - t0) * 1e3
+            p.status = f"build failed: {type(e).__name__}: {e}"
+        res.plans.append(p)
+    built = [p for p in res.plans if p.status == "ok"]
+    ws = graphs.workspace_for(ctx, max([p.workspace for p in built] or [0]))
+    for p in built:
+        try:
+            fn = run_at(p.index, ws)
+            with torch.cuda.stream(ctx.stream):
+                poison()
+                out = fn()
+            ctx.sync()
+            err = check(out)
+            if err is not None and not err <= tol:
+                p.status = f"wrong result: rel_err {err:.3g}"
+                continue
+            p.graph_us = graphs.graph_us(ctx, fn, graph_calls, replays)
+            p.eager_us = graphs.eager_us(ctx, fn, graph_calls)
+        except Exception as e:  # noqa: BLE001 - builds but does not run (or capture): skip it
+            torch.cuda.synchronize()
+            p.status = f"execute failed: {type(e).__name__}: {e}"
+    res.wall_ms = (time.perf_counter() - t_start) * 1e3
+    res.workspace = ws
+    return res

@@ -1,0 +1,175 @@
+"""The CUDA-graph ceiling: a GEMM-heavy layer step (Llama-like, hidden 4096, MLP 11008, bf16,
+nn.Linear weights): Q, K, V projections, O projection (V stands in for attention), gate and up
+projections, SiLU * up in torch, down projection: 7 GEMMs + 2 pointwise kernels per step. Run as
+torch only, through a naive cuDNN wrapper (per GEMM: stream query + set_stream, new pack dict,
+torch.empty output, generic execute), through a fixed one (stream set once, prebuilt packs and
+outputs, pinned plans, ordered execute), and as the fixed step captured once in one CUDA graph and
+replayed. One call = one step, so µs/call is µs per step."""
+from bench import cudnn_support as cs
+from bench import graphs, timing
+from bench.cache_keys import problem_key
+from bench.probe import Probe, Variant
+from bench.winners import tuned_index
+
+
+def _sizes(config):
+    sizes = ["t256h4096i11008"]
+    if graphs.heavy(config):
+        sizes += ["t32h4096i11008", "t2048h4096i11008"]
+    return sizes
+
+
+class _Gemm:
+    """One cuDNN matmul graph for an (activation, weight view) shape; reused by every GEMM of that shape."""
+
+    def __init__(self, ctx, a, w_view, out):
+        self.ctx = ctx
+        self.mg = cs.build_matmul(ctx.cudnn, ctx.handle, a, w_view, out)
+        t = self.mg.tensors
+        vp = {t["A"]: a, t["B"]: w_view, t["C"]: out}
+        self.problem = problem_key("matmul", a, w_view, out)
+        self.index, self.source = tuned_index(
+            ctx, self.mg.graph, self.problem,
+            lambda: self._tune(vp), name_at=lambda i: cs.plan_name(self.mg, i))
+        if self.index not in self.mg.built:
+            raise cs.Unsupported(f"pinned plan {self.index} did not build here")
+
+    def _tune(self, vp):
+        i = cs.pin_plan(self.mg, vp, self.ctx.handle, self.ctx.stream)
+        return i, cs.plan_name(self.mg, i), self.mg.plan_us.get(i, float("nan")), {"by": "bench.cudnn_support.pin_plan"}
+
+    def fixed(self, a, w_view, out):
+        g, ws, h, i = self.mg.graph, self.mg.workspace, self.ctx.handle, self.index
+        if self.ctx.caps.get("ordered"):
+            bufs, uids = (a, w_view, out), tuple(cs.MatmulGraph.UIDS[k] for k in ("A", "B", "C"))
+            return lambda: g.execute_plan_at_index(bufs, ws, i, handle=h, tensor_uids=uids)
+        pack = {cs.MatmulGraph.UIDS["A"]: a, cs.MatmulGraph.UIDS["B"]: w_view, cs.MatmulGraph.UIDS["C"]: out}
+        return lambda: g.execute_plan_at_index(pack, ws, i, handle=h)
+
+    def naive(self, a, w_view, shape):
+        """What a first integration writes: everything per call."""
+        torch, cudnn, h = self.ctx.torch, self.ctx.cudnn, self.ctx.handle
+        g, ws = self.mg.graph, self.mg.workspace
+        tA, tB, tC = self.mg.tensors["A"], self.mg.tensors["B"], self.mg.tensors["C"]
+
+        def run():
+            cudnn.set_stream(handle=h, stream=torch.cuda.current_stream().cuda_stream)
+            out = torch.empty(shape, dtype=a.dtype, device=a.device)
+            g.execute({tA: a, tB: w_view, tC: out}, ws, handle=h)
+            return out
+        return run
+
+
+def build(ctx, size):
+    torch = ctx.torch
+    F = torch.nn.functional
+    d = graphs.parse_dims(size)
+    t, hd, inter = d["t"], d["h"], d["i"]
+    x = ctx.randn(1, t, hd, scale=1.0)
+
+    def linear(out_f, in_f):                                   # nn.Linear layout [out, in]
+        return ctx.randn(out_f, in_f, scale=in_f ** -0.5)
+    wq, wk, wv, wo = (linear(hd, hd) for _ in range(4))
+    wg, wu, wd = linear(inter, hd), linear(inter, hd), linear(hd, inter)
+    view = {n: w.t().unsqueeze(0) for n, w in (("q", wq), ("k", wk), ("v", wv), ("o", wo),
+                                                ("g", wg), ("u", wu), ("d", wd))}
+    bf = dict(dtype=torch.bfloat16, device=ctx.device)
+    q, k, v, o = (torch.empty(1, t, hd, **bf) for _ in range(4))
+    gt, up, hh = (torch.empty(1, t, inter, **bf) for _ in range(3))
+    y = torch.empty(1, t, hd, **bf)
+
+    # reference: the same chain in fp32 with the step's bf16 rounding points
+    def r(z):
+        return z.to(torch.bfloat16).float()
+    xf = x.float()
+    vf = r(xf @ wv.float().t())
+    of = r(vf @ wo.float().t())
+    hf = r(F.silu(r(of @ wg.float().t())) * r(of @ wu.float().t()))
+    ref = hf @ wd.float().t()
+    del xf, vf, of, hf
+
+    def check(out):
+        return graphs.rel_err_of(out if isinstance(out, torch.Tensor) else y, ref)
+    poison = graphs.nan_fill(y)
+
+    x2 = x[0]
+
+    def torch_step():
+        torch.mm(x2, wq.t())
+        torch.mm(x2, wk.t())
+        vv = torch.mm(x2, wv.t())
+        oo = torch.mm(vv, wo.t())
+        hh_ = F.silu(torch.mm(oo, wg.t())) * torch.mm(oo, wu.t())
+        return torch.mm(hh_, wd.t())
+    cases = {"torch_only": graphs.checked_case(torch_step, check, poison, note="7 x torch.mm + SiLU + mul")}
+
+    def cudnn_cases():
+        g_hh = _Gemm(ctx, x, view["q"], q)           # [T,H] x [H,H]: q, k, v, o
+        g_hi = _Gemm(ctx, x, view["g"], gt)          # [T,H] x [H,I]: gate, up
+        g_ih = _Gemm(ctx, hh, view["d"], y)          # [T,I] x [I,H]: down
+        fx = [g_hh.fixed(x, view["q"], q), g_hh.fixed(x, view["k"], k), g_hh.fixed(x, view["v"], v),
+              g_hh.fixed(v, view["o"], o), g_hi.fixed(o, view["g"], gt), g_hi.fixed(o, view["u"], up)]
+        fd = g_ih.fixed(hh, view["d"], y)
+        silu, mul = F.silu, torch.mul
+
+        def fixed():
+            for f in fx:
+                f()
+            mul(silu(gt), up, out=hh)
+            fd()
+            return y
+
+        shp_h, shp_i = (1, t, hd), (1, t, inter)
+        nq, nk, nv = (g_hh.naive(x, view[n], shp_h) for n in ("q", "k", "v"))
+
+        def naive():
+            nq()
+            nk()
+            vv = nv()
+            oo = g_hh.naive(vv, view["o"], shp_h)()
+            hh_ = silu(g_hi.naive(oo, view["g"], shp_i)()) * g_hi.naive(oo, view["u"], shp_i)()
+            return g_ih.naive(hh_, view["d"], shp_h)()
+
+        plans = (f"plans {g_hh.index}/{g_hi.index}/{g_ih.index} "
+                 f"({'from the winners file' if {g_hh.source, g_hi.source, g_ih.source} == {'stored'} else 'tuned'})")
+        out = {"naive": graphs.checked_case(naive, check, poison, note="per GEMM: current_stream + set_stream, "
+                                                                       "dict pack, torch.empty, generic execute"),
+               "fixed": graphs.checked_case(fixed, check, poison, note=f"pinned, ordered execute; {plans}")}
+
+        def graphed():
+            cap = timing.capture(fixed, 1, ctx.stream)
+            cg = cap.graph
+
+            def replay():
+                cg.replay()
+                return y
+            return graphs.checked_case(replay, check, poison,
+                                       note="the fixed step captured once (torch.cuda.graph), replayed per call")
+        out["graphed"] = graphs.guard(graphed)
+        return out
+    got = graphs.guard(cudnn_cases)
+    if isinstance(got, dict):
+        cases.update(got)
+    else:
+        cases.update({"naive": got, "fixed": got, "graphed": got})
+    return cases
+
+
+PROBE = Probe(
+    name="ceiling",
+    doc=__doc__,
+    variants=[
+        Variant("torch_only", "baseline", "torch only: 7 x torch.mm + SiLU*up"),
+        Variant("naive", "trap", "naive cuDNN wrapper, per GEMM"),
+        Variant("fixed", "fixed", "fixed cuDNN wrapper"),
+        # replaying a graph inside another capture is not what this row is about: eager + device only
+        Variant("graphed", "floor", "whole step in one CUDA graph, replayed", modes=("eager", "device")),
+    ],
+    build=build,
+    sizes=_sizes,
+    baseline="torch_only",
+)
+
+
+def test_ceiling(hb_run):
+    hb_run()

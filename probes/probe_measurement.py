@@ -1,0 +1,96 @@
+"""Trap 8: measuring host bubbles instead of kernels. One fast kernel (256^3 bf16 matmul) and one
+slow one (4096^3), each a pinned cuDNN execute, timed four ways side by side: the harness's eager
+host clock, CUDA-graph replay and profiler device time (the `cudnn` row's three columns), and the
+common hand-rolled method, CUDA events recorded around each synchronized call, best of N (the
+`events_best_of_n` row, host column, in µs/call). For the fast kernel the event pair brackets the
+host dispatch as well as the kernel, so best-of-N reports the bubble; for the slow one it converges
+on the kernel time."""
+from bench import graphs
+from bench.matmul import Matmul
+from bench.probe import Probe, Variant
+
+N_PER_ROUND = 16
+_STATE: dict = {}
+
+
+def _sizes(config):
+    return ["256", "4096"]
+
+
+def _pinned(mm):
+    if mm.ctx.caps.get("ordered"):
+        return mm.ordered_call(pinned=True), "execute_plan_at_index(tuple, tensor_uids=...)"
+    return mm.pinned_call(), "execute_plan_at_index(dict)"
+
+
+def build(ctx, size):
+    mm = Matmul.build(ctx, size)
+    call, how = _pinned(mm)
+    _STATE[(id(ctx), size)] = (mm, call)
+    c = mm.c
+
+    def cudnn():
+        call()
+        return c
+    return {
+        "torch_mm": mm.case(mm.torch_mm_call()),
+        "cudnn": mm.case(cudnn, note=f"{how}; {mm.plan_note()}"),
+        **graphs.host_placeholders(PROBE),
+    }
+
+
+def measure(ctx, size, opt):
+    key = (id(ctx), size)
+    if key not in _STATE:
+        build(ctx, size)
+    mm, call = _STATE[key]
+    torch = ctx.torch
+    with torch.cuda.stream(ctx.stream):          # numerics first, as for every other row
+        mm.poison()
+        call()
+    ctx.sync()
+    err = mm.check_out(mm.c)
+    if not err <= 2e-2:
+        return [graphs.host_record(PROBE, size, "events_best_of_n",
+                                   status=f"failed: numerics rel_err={err:.3g} vs torch reference")]
+    s = ctx.stream
+    start = [torch.cuda.Event(enable_timing=True) for _ in range(N_PER_ROUND)]
+    end = [torch.cuda.Event(enable_timing=True) for _ in range(N_PER_ROUND)]
+    best, med = [], []
+    with torch.cuda.stream(s):
+        for r in range(opt.warmup_rounds + opt.rounds):
+            xs = []
+            for i in range(N_PER_ROUND):
+                s.synchronize()                    # each call starts on an idle GPU, as in the naive loop
+                start[i].record(s)
+                call()
+                end[i].record(s)
+                end[i].synchronize()
+                xs.append(start[i].elapsed_time(end[i]) * 1e3)
+            if r >= opt.warmup_rounds:
+                xs.sort()
+                best.append(xs[0])
+                med.append(xs[len(xs) // 2])
+    return [graphs.host_record(
+        PROBE, size, "events_best_of_n", best, unit="us/call",
+        note=(f"µs per call (not ms): CUDA events around each synchronized call, best of {N_PER_ROUND} per "
+              f"round; median-of-{N_PER_ROUND} {graphs.median(med):.2f} us; compare with the cudnn row's "
+              f"graph and device columns (kernel) and eager column (host clock)"))]
+
+
+PROBE = Probe(
+    name="measurement",
+    doc=__doc__,
+    variants=[
+        Variant("torch_mm", "baseline", "torch.mm (cuBLAS)"),
+        Variant("cudnn", "info", "pinned cuDNN execute: host clock / replay / device"),
+        Variant("events_best_of_n", "trap", "CUDA events per call, best of N (µs)", modes=("host",)),
+    ],
+    build=build,
+    sizes=_sizes,
+    extra={"measure": graphs.safe_measure(lambda: PROBE, measure)},
+)
+
+
+def test_measurement(hb_run):
+    hb_run()

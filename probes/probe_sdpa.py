@@ -1,0 +1,108 @@
+"""SDPA with causal masking, bf16: a cuDNN frontend SDPA graph vs
+torch.nn.functional.scaled_dot_product_attention at an LLM prefill shape (B=4, H=32, S=2048,
+D=128) and a short decode-like one (B=32, S=128; Sq = Skv, so top-left and bottom-right causal
+agree). Q/K/V/O live in [B, S, H, D] memory (what projections produce) viewed as [B, H, S, D].
+Notes record which backend torch dispatched to and which engine cuDNN ran (backend vs python)."""
+import math
+
+from bench import cudnn_support as cs
+from bench import graphs
+from bench.probe import Probe, Variant
+
+
+def _sizes(config):
+    sizes = ["b4h32s2048d128", "b32h32s128d128"]
+    if graphs.heavy(config):
+        sizes += ["b1h32s8192d128", "b8h32s1024d64"]
+    return sizes
+
+
+def _bhsd(ctx, b, h, s, d, scale=1.0):
+    """A [B, H, S, D] view of [B, S, H, D] memory."""
+    return ctx.randn(b, s, h, d, scale=scale).transpose(1, 2)
+
+
+def torch_backend(torch, q, k, v) -> str:
+    """The backend torch's dispatcher picks for these inputs (private torch._fused_sdp_choice)."""
+    try:
+        from torch.nn.attention import SDPBackend
+        choice = int(torch._fused_sdp_choice(q, k, v, None, 0.0, True))
+        for name, member in SDPBackend.__members__.items():
+            if int(member.value) == choice:
+                return name
+        return f"backend #{choice}"
+    except Exception as e:  # noqa: BLE001 - private API: say so, device-mode kernel names still show it
+        return f"unknown ({type(e).__name__}; see device-mode kernel names)"
+
+
+def build(ctx, size):
+    torch = ctx.torch
+    F = torch.nn.functional
+    dd = graphs.parse_dims(size)
+    b, h, s, d = dd["b"], dd["h"], dd["s"], dd["d"]
+    q, k, v = (_bhsd(ctx, b, h, s, d) for _ in range(3))
+    o = torch.empty(b, s, h, d, dtype=torch.bfloat16, device=ctx.device).transpose(1, 2)
+    scale = 1.0 / math.sqrt(d)
+    ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True, scale=scale)
+    poison = graphs.nan_fill(o)
+
+    def check(out):
+        return graphs.rel_err_of(out if isinstance(out, torch.Tensor) else o, ref)
+    picked = torch_backend(torch, q, k, v)
+    cases = {"torch_sdpa": graphs.checked_case(
+        lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale), check, poison,
+        note=f"torch dispatched to {picked} (torch._fused_sdp_choice)")}
+
+    def torch_cudnn():
+        op = getattr(torch.ops.aten, "_scaled_dot_product_cudnn_attention", None)
+        if op is None:
+            raise cs.Unsupported("needs torch.ops.aten._scaled_dot_product_cudnn_attention")
+
+        def fn():
+            return op(q, k, v, None, False, 0.0, True, False, scale=scale)[0]
+        try:                       # a refusal for this shape/GPU is "unsupported", not a probe error
+            with torch.cuda.stream(ctx.stream):
+                fn()
+            ctx.sync()
+        except (RuntimeError, NotImplementedError) as e:
+            raise cs.Unsupported(f"torch's cuDNN attention refused: {type(e).__name__}: {str(e)[:200]}") from e
+        return graphs.checked_case(fn, check, poison, note="torch's own cuDNN attention (C++ frontend), private aten op")
+    cases["torch_cudnn"] = graphs.guard(torch_cudnn)
+
+    def cudnn_sdpa():
+        cudnn = ctx.cudnn
+        caps = graphs.extra_caps(cudnn)
+        g = graphs.new_graph(ctx)
+        Q, K, V = (graphs.tensor_of(ctx, g, t, nm) for t, nm in ((q, "Q"), (k, "K"), (v, "V")))
+        kw = {"use_causal_mask": True, "attn_scale": scale, "name": "sdpa"}
+        if caps["gen_stats"]:
+            kw["generate_stats"] = False
+        else:
+            kw["is_inference"] = True
+        out = g.sdpa(q=Q, k=K, v=V, **kw)
+        O = out[0] if isinstance(out, (list, tuple)) else out
+        graphs.as_output(ctx, O, o)
+        bl = graphs.build(ctx, g, [Q, K, V, O], what="causal SDPA graph")
+        run = bl.call((q, k, v, o))
+        return graphs.checked_case(lambda: run() or o, check, poison,
+                                   note=f"cuDNN ran the {bl.engine}; plan {bl.index} '{bl.plan}'")
+    cases["cudnn_sdpa"] = graphs.guard(cudnn_sdpa)
+    return cases
+
+
+PROBE = Probe(
+    name="sdpa",
+    doc=__doc__,
+    variants=[
+        Variant("torch_sdpa", "baseline", "F.scaled_dot_product_attention(is_causal=True)"),
+        Variant("torch_cudnn", "info", "torch's cuDNN attention backend, forced"),
+        Variant("cudnn_sdpa", "fixed", "cuDNN frontend SDPA graph, causal"),
+    ],
+    build=build,
+    sizes=_sizes,
+    baseline="torch_sdpa",
+)
+
+
+def test_sdpa(hb_run):
+    hb_run()
