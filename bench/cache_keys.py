@@ -12,7 +12,7 @@ _DTYPES = {
     "torch.bfloat16": "bf16", "torch.float16": "f16", "torch.float32": "f32", "torch.float64": "f64",
     "torch.int8": "i8", "torch.int32": "i32", "torch.int64": "i64", "torch.uint8": "u8",
 }
-_SAFE = re.compile(r"^[A-Za-z0-9_.:=x,\-]+$")
+_SAFE = re.compile(r"^[A-Za-z0-9_.:=x,+\-]+$")
 
 
 def dtype_tag(dtype) -> str:

@@ -58,6 +58,7 @@ class ConvProblem:
         ho, wo = s.out_hw
         self.y = torch.empty(s.n, s.k, ho, wo, dtype=torch.bfloat16, device=ctx.device).contiguous(memory_format=cl)
         self.b_vec = self.b.reshape(s.k)
+        self.b_nhwc = self.b.as_strided((1, s.k, 1, 1), (s.k, 1, s.k, s.k))   # bound with the declared strides
         F = torch.nn.functional
         self.ref = F.relu(F.conv2d(self.x.float(), self.wt.float(), self.b_vec.float(), padding=s.pad))
 
@@ -71,9 +72,11 @@ class ConvProblem:
     def case(self, fn, note: str = "") -> graphs.Case:
         return graphs.checked_case(fn, self.check, self.poison, note)
 
-    def problem(self, fused: bool = True) -> str:
-        return problem_key("conv_bias_relu" if fused else "conv", self.x, self.wt, self.b,
-                           pad=self.shape.pad, stride=1)
+    def problem(self, modes: str = "A+FALLBACK") -> str:
+        """Key for persisted plans: operands, conv attributes, and the heuristic modes that made
+        the plan list (a plan index means nothing across lists made with other modes)."""
+        return problem_key("conv_bias_relu", self.x, self.wt, self.b_nhwc, pad=self.shape.pad, stride=1,
+                           modes=modes)
 
     # -- torch ---------------------------------------------------------------------------------
     def torch_unfused(self):
@@ -100,7 +103,9 @@ class ConvProblem:
         g = graphs.new_graph(ctx, **kw)
         X = graphs.tensor_of(ctx, g, self.x, "X")
         W = graphs.tensor_of(ctx, g, self.wt, "W")
-        B = graphs.tensor_of(ctx, g, self.b, "B")
+        # [1, K, 1, 1] in NHWC strides, as cuDNN's samples declare it (torch leaves size-1 dims' strides
+        # at 1, which addresses the same K contiguous values)
+        B = g.tensor(name="B", dim=[1, s.k, 1, 1], stride=[s.k, 1, s.k, s.k], data_type=cudnn.data_type.BFLOAT16)
         conv = g.conv_fprop(image=X, weight=W, padding=[s.pad, s.pad], stride=[1, 1], dilation=[1, 1],
                             compute_data_type=cudnn.data_type.FLOAT, name="conv")
         Y = g.relu(input=g.bias(input=conv, bias=B, name="bias"), name="relu")
@@ -112,7 +117,7 @@ class ConvProblem:
         return graphs.build(self.ctx, g, ts, modes=modes, policy=policy, what="conv-bias-relu graph")
 
     def buffers(self):
-        return (self.x, self.wt, self.b, self.y)
+        return (self.x, self.wt, self.b_nhwc, self.y)
 
 
 def require_conv(ctx) -> None:

@@ -13,6 +13,7 @@ from bench.probe import Probe, Variant
 from bench.winners import WinnerStore, env_of
 
 _STATE: dict = {}      # (id(ctx), size) -> what build() found, for the host rows
+MODES = "A+B+FALLBACK"  # part of every winner key: plan indices belong to the list these modes made
 
 
 def _sizes(config):
@@ -41,7 +42,7 @@ class _Matmul:
         self.b = ctx.randn(1, k, n)
         self.c = torch.empty(1, m, n, dtype=torch.bfloat16, device=ctx.device)
         self.ref = torch.matmul(self.a.float(), self.b.float())
-        self.problem = problem_key("matmul", self.a, self.b, self.c)
+        self.problem = problem_key("matmul", self.a, self.b, self.c, modes=MODES)
 
     def graph(self):
         ctx = self.ctx
@@ -69,7 +70,7 @@ class _Conv:
     def __init__(self, ctx, size):
         require_conv(ctx)
         self.p = ConvProblem(ctx, ConvShape.parse(size))
-        self.problem = self.p.problem()
+        self.problem = self.p.problem(modes=MODES)
 
     def graph(self):
         return self.p.graph()

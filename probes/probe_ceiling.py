@@ -27,7 +27,7 @@ class _Gemm:
         self.mg = cs.build_matmul(ctx.cudnn, ctx.handle, a, w_view, out)
         t = self.mg.tensors
         vp = {t["A"]: a, t["B"]: w_view, t["C"]: out}
-        self.problem = problem_key("matmul", a, w_view, out)
+        self.problem = problem_key("matmul", a, w_view, out, modes="A+FALLBACK")   # build_matmul's modes
         self.index, self.source = tuned_index(
             ctx, self.mg.graph, self.problem,
             lambda: self._tune(vp), name_at=lambda i: cs.plan_name(self.mg, i))

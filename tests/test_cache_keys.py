@@ -55,6 +55,8 @@ def test_problem_key_is_stable_and_discriminating():
     assert problem_key("matmul", a, b, act="relu") != problem_key("matmul", a, b, act="gelu")
     assert problem_key("conv", a, pad=(1, 1), stride=[1, 1]) == problem_key("conv", a, stride=(1, 1), pad=[1, 1])
     assert operands_key(a) == "1x256x256:rm:bf16"
+    # the heuristic modes are part of a plan-index key: indices belong to the list those modes made
+    assert problem_key("matmul", a, b, modes="A+B+FALLBACK") != problem_key("matmul", a, b, modes="A+FALLBACK")
     for bad in ("", "a|b"):
         with pytest.raises(ValueError):
             problem_key(bad, a)
