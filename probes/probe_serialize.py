@@ -41,16 +41,31 @@ class _Bmm:
         self.problem = problem_key("bmm", self.a, self.b, self.c)
         self.pack = {UIDS["A"]: self.a, UIDS["B"]: self.b, UIDS["C"]: self.c}   # integer UID keys
 
-    def build(self):
-        """Five steps on a fresh graph; UIDs fixed before serializing (a blob is executed by UID)."""
+        self.index = None          # the plan that is serialized; None: the heuristic's pick
+
+    def describe(self):
         ctx = self.ctx
         g = graphs.new_graph(ctx)
         A, B = graphs.tensor_of(ctx, g, self.a, "A"), graphs.tensor_of(ctx, g, self.b, "B")
         C = g.matmul(A=A, B=B, compute_data_type=ctx.cudnn.data_type.FLOAT, name="bmm")
         graphs.as_output(ctx, C, self.c)
         for t, k in ((A, "A"), (B, "B"), (C, "C")):
-            t.set_uid(UIDS[k])
-        graphs.five_steps(ctx.cudnn, g)
+            t.set_uid(UIDS[k])           # fixed before serializing: a blob is executed by UID
+        return g
+
+    def build(self):
+        """A fresh graph built to the plan that is serialized: the five steps with HEURISTICS_CHOICE,
+        or, when that plan cannot be serialized, planning then build_plan_at_index(self.index)."""
+        cudnn = self.ctx.cudnn
+        g = self.describe()
+        if self.index is None:
+            graphs.five_steps(cudnn, g)
+        else:
+            g.validate()
+            g.build_operation_graph()
+            g.create_execution_plans(graphs.default_modes(cudnn))
+            g.check_support()
+            g.build_plan_at_index(self.index)
         return g
 
     def deserialize(self, blob: bytes):
@@ -85,26 +100,47 @@ class _Bmm:
         return self.check(self.c)
 
 
-def _serialize(ctx, g) -> bytes:
+def _serialize_selected(ctx, g) -> bytes:
+    if graphs.extra_caps(ctx.cudnn)["serialize_bytes"]:
+        return g.serialize(as_bytes=True)
+    return plan_store.to_bytes(g.serialize())
+
+
+def _serialize(ctx, p, g) -> tuple[bytes, str]:
+    """The heuristic's pick serialized; if its engine cannot be, the first plan in rank order that
+    can (frontend 1.27+: build_plan_at_index selects the plan that serialize() writes)."""
     try:
-        if graphs.extra_caps(ctx.cudnn)["serialize_bytes"]:
-            return g.serialize(as_bytes=True)
-        return plan_store.to_bytes(g.serialize())
+        return _serialize_selected(ctx, g), f"heuristic's pick {graphs.plan_name(g, graphs.selected_index(g))!r}"
     except Exception as e:  # noqa: BLE001 - only some engines can be serialized
-        raise cs.Unsupported(f"serialize() refused this plan: {type(e).__name__}: {e}{graphs.last_error(ctx.cudnn)}") from e
+        first = f"{type(e).__name__}: {e}{graphs.last_error(ctx.cudnn)}"
+    if not graphs.extra_caps(ctx.cudnn)["ir"]:
+        raise cs.Unsupported(f"serialize() refused the heuristic's pick: {first}")
+    skipped = []
+    for i in range(g.get_execution_plan_count()):
+        if i == graphs.selected_index(g):
+            continue
+        try:
+            g.build_plan_at_index(i)
+            blob = _serialize_selected(ctx, g)
+        except Exception as e:  # noqa: BLE001
+            skipped.append(f"[{i}] {type(e).__name__}")
+            continue
+        p.index = i
+        return blob, (f"plan {i} {graphs.plan_name(g, i)!r}: the heuristic's pick refused ({first[:160]}); "
+                      f"also refused: {', '.join(skipped) or 'none'}")
+    raise cs.Unsupported(f"serialize() refused every plan: heuristic's pick: {first}; others: {', '.join(skipped)}")
 
 
 def build(ctx, size):
     p = _Bmm(ctx, size)
     torch = ctx.torch
     g1 = p.build()
-    cases = {"torch_bmm": graphs.checked_case(lambda: torch.bmm(p.a, p.b), p.check, p.poison),
-             "built": graphs.checked_case(p.call(g1), p.check, p.poison, note="five-step build, int UID pack")}
-    st = {"prob": p, "blob": None, "error": None, "dir": Path(tempfile.mkdtemp(prefix="hb-plans-"))}
+    cases = {"torch_bmm": graphs.checked_case(lambda: torch.bmm(p.a, p.b), p.check, p.poison)}
+    st = {"prob": p, "blob": None, "error": None, "dir": Path(tempfile.mkdtemp(prefix="hb-plans-")), "which": ""}
     atexit.register(shutil.rmtree, st["dir"], True)
     _STATE[(id(ctx), size)] = st
     try:
-        st["blob"] = _serialize(ctx, g1)
+        st["blob"], st["which"] = _serialize(ctx, p, g1)
         env = env_of(ctx)
         path = plan_store.save(st["dir"] / "bmm.hbplan", st["blob"], env, p.problem,
                                {"uids": UIDS, "size": size})
@@ -116,10 +152,13 @@ def build(ctx, size):
                                f"{[str(w.message) for w in caught]}")
         cases["deserialized"] = graphs.checked_case(
             p.call(out.value), p.check, p.poison,
-            note=f"deserialized from {len(st['blob'])}-byte blob, executed by int UIDs {sorted(p.pack)}")
+            note=f"deserialized from {len(st['blob'])}-byte blob of {st['which']}, executed by int UIDs {sorted(p.pack)}")
     except Exception as e:  # noqa: BLE001 - recorded on the deserialized row (and the host rows)
         st["error"] = e
         cases["deserialized"] = e
+    # the built graph runs the plan that was serialized (build_plan_at_index selected it, if it had to)
+    cases["built"] = graphs.checked_case(p.call(g1), p.check, p.poison,
+                                         note=f"five-step build, int UID pack; {st['which'] or 'heuristic pick'}")
     cases.update(graphs.host_placeholders(PROBE))
     return cases
 
@@ -155,7 +194,9 @@ def measure(ctx, size, opt):
     env = env_of(ctx)
     b_ms = [graphs.time_ms(p.build)[1] for _ in range(reps)]
     build_row = graphs.host_record(PROBE, size, "build", b_ms,
-                                   note="fresh graph + five steps (HEURISTICS_CHOICE, A + FALLBACK)")
+                                   note="fresh graph + five steps (HEURISTICS_CHOICE, A + FALLBACK)" if p.index is None
+                                   else f"fresh graph, planned (A + FALLBACK), build_plan_at_index({p.index}): "
+                                        f"the serialized plan")
     if st["error"] is not None:        # nothing to deserialize: the build row still stands
         why = graphs.status_of(st["error"])
         return [build_row] + [graphs.host_record(PROBE, size, v.name, status=why)
