@@ -68,11 +68,13 @@ class Session:
         self.writer.write({"kind": "record", "record": rec.to_dict()})
         return rec
 
-    def _mark_all(self, probe, size, names, status: str) -> None:
+    def _mark_all(self, probe, size, names, status: str, modes=None) -> None:
+        """Stamps status on the variants' records, in `modes` only when given (a failure of one
+        mode must not overwrite figures another mode already measured)."""
         for n in names:
             v = probe.variant(n)
             for m in v.modes:
-                if m in self.modes:
+                if m in self.modes and (modes is None or m in modes):
                     self._put(Record(probe.name, n, size, m, status=status, role=v.role, unit=v.unit, label=v.label))
 
     def record(self, probe, size: str, variant: str, mode: str) -> Record:
@@ -108,6 +110,8 @@ class Session:
             self._cases[key] = good
             return good
         for name in names:
+            if set(probe.variant(name).modes) <= {"host"}:
+                continue  # build-time rows: measured by probe.extra["measure"], not built here
             case = built.get(name, cs.Unsupported("not built for this size"))
             if isinstance(case, BaseException):
                 self._mark_all(probe, size, [name], _status_of(case))
@@ -153,7 +157,7 @@ class Session:
                 with torch.cuda.stream(ctx.stream), nvtx_range(f"{tag}/eager"):
                     res = timing.measure_eager(eager, ctx.sync, self.opt, ranges=lambda n: nvtx_range(f"{tag}/{n}/eager"))
             except timing.ContaminatedError as e:
-                self._mark_all(probe, size, list(eager), f"error: {e}")
+                self._mark_all(probe, size, list(eager), f"error: {e}", modes=("eager",))
             else:
                 per = {n: [x / probe.variant(n).ops_per_call for x in s] for n, (s, _) in res.items()}
                 for n, (s, c) in res.items():
@@ -199,7 +203,7 @@ class Session:
                 res = timing.measure_graph(captured, ctx.stream, self.opt,
                                            ranges=lambda n: nvtx_range(f"{tag}/{n}/graph"))
         except timing.ContaminatedError as e:
-            self._mark_all(probe, size, list(captured), f"error: {e}")
+            self._mark_all(probe, size, list(captured), f"error: {e}", modes=("graph",))
             return
         finally:
             del captured
@@ -222,7 +226,7 @@ class Session:
             with ctx.torch.cuda.stream(ctx.stream), nvtx_range(f"{tag}/device"):
                 res = timing.measure_device(fns, ctx.sync, self.opt, ranges=lambda n: nvtx_range(f"{tag}/{n}/device"))
         except Exception as e:  # noqa: BLE001 - the profiler itself failed: record, keep going
-            self._mark_all(probe, size, list(fns), f"error: profiler: {type(e).__name__}: {e}")
+            self._mark_all(probe, size, list(fns), f"error: profiler: {type(e).__name__}: {e}", modes=("device",))
             return
         per = {n: [d.per_call_us / probe.variant(n).ops_per_call for d in ds] for n, ds in res.items()}
         for n, ds in res.items():
@@ -243,7 +247,7 @@ class Session:
                 ctx.require_cudnn()
             recs = probe.extra["measure"](ctx, size, self.opt)
         except Exception as e:  # noqa: BLE001
-            self._mark_all(probe, size, [v.name for v in probe.variants], _status_of(e))
+            self._mark_all(probe, size, [v.name for v in probe.variants], _status_of(e), modes=("host",))
             return
         for r in recs:
             self._put(r)

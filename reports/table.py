@@ -75,8 +75,9 @@ def display_frame(df: pd.DataFrame) -> pd.DataFrame:
                                df.get(f"{m}_ratio_q3", df[f"{m}_ratio"]))]
     out["kern/call"] = df["kernels_per_call"].map(lambda x: _fmt(x, 1))
     out["host ovh"] = df["host_overhead"].map(_fmt)
-    if df["host"].notna().any():
-        out["host ms"] = df["host"].map(_fmt)
+    if df["host"].notna().any():  # build-time rows: ms, or the row's own unit when it says otherwise
+        out["host"] = [f"{_fmt(h)} {u}" if h == h and h is not None and u != "ms" else _fmt(h)
+                       for h, u in zip(df["host"], df["unit"])]
     out["status"] = df["status"].map(lambda s: "" if s == "ok" else s[:70])
     return out
 
