@@ -170,11 +170,11 @@ class Finding:
 def _part_cost(part, counts, run, measured) -> tuple[float | None, str]:
     """First source of a part that has a figure: (µs per step, citation)."""
     misses, zero = [], False
-    for src in part:
+    for k, src in enumerate(part):
         if isinstance(src, audit_rules.Measured):
             v = measured.get(src.key)
             if v is not None and v > 0:
-                return v, f"{v:.2f} µs/step: {src.cite()}"
+                return v, f"{v:.2f} µs/step: {src.cite()}" + _reference(part[k + 1:], run)
             misses.append(f"not measured: {src.label}")
             continue
         n = counts.get(src.count) or 0
@@ -189,6 +189,17 @@ def _part_cost(part, counts, run, measured) -> tuple[float | None, str]:
             return 0.0, f"{n:g} × 0 (no cost measured here: {cite})"
         return n * us, f"{n:g} × {us:.2f} µs ({cite})"
     return (0.0, "") if zero else (None, "; ".join(misses))
+
+
+def _reference(sources, run) -> str:
+    """Probe figures not used for the cost, cited so the reader can compare."""
+    refs = []
+    for src in sources:
+        if isinstance(src, audit_rules.Probe):
+            us, cite = probe_figure(run, src)
+            if us is not None:
+                refs.append(f"{us:.2f} µs per occurrence ({cite})")
+    return "; probe for reference: " + "; ".join(refs) if refs else ""
 
 
 def evaluate(counts: dict, run=None, measured: dict | None = None, capture_error: str | None = None,
@@ -443,11 +454,14 @@ def audit(step, *, run_file=None, rounds: int | None = None, count_steps: int = 
     measured = {"copy_kernel_us": sum(u for _, u in copies)}
     findings = evaluate(counts, run, measured, (modes["graph"].get("error")))
     eager, device = modes["eager"].get("median"), modes.get("device", {}).get("median")
+    avoidable = sum(f.cost_us for f in findings if f.cost_us is not None)
+    if eager is not None and device is not None and avoidable > eager - device:
+        notes.append("the avoidable sum exceeds the measured host overhead: run-file figures come from another "
+                     "process (host µs drift 10-40 % between processes) and from the probes' own problem")
     return AuditReport(
         target=target or getattr(step, "__qualname__", repr(step)), env=env, modes=modes, kernels_per_step=kpc,
         kernels=kernels, host_overhead_us=(eager - device) if eager is not None and device is not None else None,
-        counts=counts, findings=findings,
-        avoidable_us=sum(f.cost_us for f in findings if f.cost_us is not None),
+        counts=counts, findings=findings, avoidable_us=avoidable,
         run_file=run_path, run_note=run_note, notes=notes)
 
 

@@ -85,6 +85,17 @@ def test_backend_set_stream_and_fallbacks(run):
     assert v.cost_us == pytest.approx(40.0)
 
 
+def test_rebuild_probe_figure_preferred(tmp_path):
+    from bench.records import load_run
+    recs = [_rec("rebuild", "rebuild", "256", 2000.0), _rec("rebuild", "cache_hit", "256", 12.0),
+            _rec("rebuild", "prebuilt", "256", 11.0)]
+    r = load_run(write_run(tmp_path / "r.json", run_document(recs, {})))
+    f = by_rule(audit.evaluate(NAIVE, r))["rebuild"]           # the step's own build time first
+    assert f.cost_us == pytest.approx(1500.0) and "probe for reference: 1989.00" in f.cost_from[0]
+    f = by_rule(audit.evaluate(dict(NAIVE, build_us=0), r))["rebuild"]
+    assert f.cost_us == pytest.approx(1989.0) and "rebuild/prebuilt" in f.cost_from[0]
+
+
 def test_interleave_sync_and_no_run_file(run):
     f = by_rule(audit.evaluate(dict(FIXED, lib_switches=7, cublas_calls=4, syncs=1), run))
     assert set(f) == {"interleave", "sync"}
