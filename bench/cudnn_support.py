@@ -186,8 +186,12 @@ def build_matmul(cudnn, handle, a, b, c, policy_all=True, name="mm") -> MatmulGr
     return MatmulGraph(g, {"A": A, "B": B, "C": C}, ws, count, built, ms)
 
 
+SPIN_CYCLES = 2_000_000
+
+
 def pin_plan(mg: MatmulGraph, vp: dict, handle, stream, calls: int = 20, rounds: int = 3) -> int:
-    """Times every built plan once with execute_plan_at_index (CUDA events) and pins the fastest."""
+    """Times every built plan once with execute_plan_at_index (CUDA events, kernel time) and pins
+    the fastest."""
     import torch
     best, best_us = None, float("inf")
     with torch.cuda.stream(stream):
@@ -201,6 +205,10 @@ def pin_plan(mg: MatmulGraph, vp: dict, handle, stream, calls: int = 20, rounds:
             times = []
             for _ in range(rounds):
                 s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                # hold the stream with a ~1 ms spin so every launch is queued before the start
+                # event fires: the events then time the kernels, not the host's launch rate
+                # (at 256^3 the host is slower than the GPU and would pick plans at random)
+                torch.cuda._sleep(SPIN_CYCLES)
                 s.record(stream)
                 for _ in range(calls):
                     mg.graph.execute_plan_at_index(vp, mg.workspace, i, handle=handle)
