@@ -11,8 +11,8 @@ from typing import Iterable
 
 from bench.records import UNIT_SECONDS, Run, RunFileError, load_run
 
-# JSON files that live beside runs but are not runs (version-matrix status)
-NOT_RUNS = {"matrix.json"}
+# JSON files that live beside runs but are not runs (matrix status, audit reports, tuned plans)
+NOT_RUNS = {"matrix.json", "audit.json", "autotune_winners.json"}
 
 
 def run_files(paths: Iterable[str | Path]) -> tuple[list[Path], list[RunFileError]]:
