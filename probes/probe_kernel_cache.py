@@ -3,8 +3,9 @@ channels_last, bf16) that differ only in batch (8, 16, 24, 32), built in that or
 steps, each on a fresh graph: without a kernel cache (static shapes) and sharing one
 `cudnn.create_kernel_cache()` (dynamic shapes). Host ms per build, repeat by repeat with a fresh
 cache each repeat; every built graph's result is checked against torch once. Whether later builds
-hit the cache is stated from the timings (a hit: under half the first cached build and under half
-the uncached build of the same batch)."""
+hit the cache is stated from the timings: a hit is a later build under half the first cached
+build (which compiles the dynamic-shape kernel); each is also set against the static-shape build
+of the same batch, which needs no cache because its engine is precompiled."""
 import re
 import time
 
@@ -113,11 +114,11 @@ def _notes(ms, status) -> dict:
         if n == BATCHES[0]:
             notes[("shared_cache", n)] = f"first build into a fresh cache: {graphs.fmt_ms(sc)} (compiles)"
             continue
-        hit = sc < 0.5 * first and sc < 0.5 * nc
+        hit = sc < 0.5 * first
         hits.append(hit)
-        notes[("shared_cache", n)] = (f"{graphs.fmt_ms(sc)} = x{sc / first:.2f} of the first cached build, "
-                                      f"x{sc / nc:.2f} of the uncached build: "
-                                      + ("cache hit (from timings)" if hit else "no sign of a cache hit"))
+        notes[("shared_cache", n)] = (f"{graphs.fmt_ms(sc)} = x{sc / first:.2f} of the first cached build: "
+                                      + ("cache hit, no recompilation (from timings)" if hit else "no sign of a cache hit")
+                                      + f"; x{sc / nc:.2f} of the static-shape build without a cache")
     if all(status[(v, n)] == "ok" for n in BATCHES for v in ("shared_cache", "no_cache")):
         verdict = ("later builds hit the cache" if hits and all(hits) else
                    "later builds did NOT all hit the cache" if hits else "")
