@@ -15,9 +15,14 @@ from reports import table
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 REFERENCE = ROOT / "reports" / "reference" / "h200" / "run.json"
+MATRIX = REFERENCE.parent / "matrix"
+AUDITS = {"naive": REFERENCE.parent / "audit-naive" / "audit.md", "fixed": REFERENCE.parent / "audit-fixed" / "audit.md"}
+VERSION_ROWS = [("set_stream", "set_stream_same"), ("set_stream", "raw_set_stream"), ("set_stream", "set_once"),
+                ("execute", "generic"), ("execute", "pinned"), ("execute", "torch_mm")]
 
 # The guide's B200 figures (cuDNN 9.26, 256^3 bf16): quoted from the guide for comparison, not ours.
 GUIDE_B200 = {"torch.mm": 7.6, "pinned plan": 8.4, "generic execute": 13.2, "naive wrapper": 21.0}
+CORE_PROBES = {"noop", "execute", "set_stream", "churn", "transpose", "interleave", "wrapper"}
 HEADLINE = [  # (row label, probe, variant)
     ("torch.mm", "execute", "torch_mm"),
     ("pinned plan", "execute", "pinned"),
@@ -56,8 +61,11 @@ def headline(run) -> str:
     lines += probe_headlines(run)
     cal = run.fingerprint.get("calibration_us", {})
     floor = run.find("noop", "noop", "-", "eager")
+    wall = run.fingerprint.get("wall_s", {})
+    core = sum(v for k, v in wall.items() if k.split("/")[0] in CORE_PROBES)
     lines += ["", "Budgets, measured in this run: "
-              f"suite wall time {run.fingerprint.get('suite_wall_s', float('nan')):.0f} s; "
+              f"suite wall time {run.fingerprint.get('suite_wall_s', float('nan')):.0f} s "
+              f"(the core trap probes {core:.0f} s of it); "
               f"eager no-op floor {floor.summary()['median'] if floor and floor.ok else float('nan'):.3f} µs/call; "
               f"CPU-only calibration {cal.get('before', float('nan')):.2f} µs before the profiler phase, "
               f"{cal.get('after', float('nan')):.2f} µs after it."]
@@ -79,18 +87,68 @@ def probe_headlines(run) -> list[str]:
                 r = row.get(f"{m}_ratio")
                 return f"{v:.2f}" + (f" ({r:.2f}×)" if r == r and r is not None else "")
             host = row.get("host")
-            eager = f"{host:.2f} ms" if host == host and host is not None else c("eager")
+            unit = "ms" if row["unit"] == "ms" else row["unit"]
+            eager = f"{host:.2f} {unit}" if host == host and host is not None else c("eager")
             kpc = row.get("kernels_per_call")
             out.append(f"| {probe} | {size} | {row['variant']} ({row['role']}) | {eager} | {c('graph')} | "
                        f"{c('device')} | {'' if kpc != kpc or kpc is None else f'{kpc:g}'} |")
     return out
 
 
+def _version_key(run) -> tuple:
+    v = run.fingerprint.get("cudnn_frontend") or "0"
+    return tuple(int(x) if x.isdigit() else 0 for x in v.split("."))
+
+
+def versions() -> str:
+    runs = sorted((records.load_run(p) for p in MATRIX.glob("run-fe*.json")), key=_version_key)
+    if not runs:
+        return ""
+    head = [r.fingerprint.get("cudnn_frontend", "?") for r in runs]
+    lines = ["### Frontend versions at 256³ (H200, cuDNN 9.19, one process per version)", "",
+             "Eager µs/call (× torch.mm in the same rounds) / device µs. Each version ran in its own "
+             "process, so compare the ratios across columns, not the absolute eager figures "
+             "(see [docs/measurements.md](docs/measurements.md)).", "",
+             "| probe/variant | " + " | ".join(f"fe {v}" for v in head) + " |",
+             "|---|" + "---|" * len(runs)]
+    for probe, variant in VERSION_ROWS:
+        cells = []
+        for run in runs:
+            e, d = run.find(probe, variant, "256", "eager"), run.find(probe, variant, "256", "device")
+            if e is None or not e.ok:
+                cells.append(e.status.split(":")[0] if e else "–")
+                continue
+            ratio = f" ({e.ratio['median']:.2f}×)" if e.ratio else ""
+            dev = f" / {d.summary()['median']:.2f}" if d is not None and d.ok else ""
+            cells.append(f"{e.summary()['median']:.1f}{ratio}{dev}")
+        lines.append(f"| {probe}/{variant} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def audit_example() -> str:
+    path = AUDITS["naive"]
+    if not path.exists():
+        return ""
+    text = path.read_text(encoding="utf-8")
+    head = text.split("## Findings", 1)[0].strip().splitlines()
+    body = text.split("## Findings", 1)[1].split("\n## ", 1)[0]
+    fixed = AUDITS["fixed"].read_text(encoding="utf-8").split("\n## ", 1)[0].strip().splitlines() \
+        if AUDITS["fixed"].exists() else []
+    return "\n".join(["#### `hostbench audit examples/naive_integration.py:make_step` on the H200", "",
+                      *head[2:], "", "Findings" + body.rstrip(), "",
+                      "The fixed example (`examples/fixed_integration.py`), same run file:", "",
+                      *fixed[2:],
+                      "", f"Full reports: [{path.parent.name}]({path.relative_to(ROOT)}), "
+                      f"[audit-fixed]({AUDITS['fixed'].relative_to(ROOT)})."])
+
+
 def sections() -> dict:
     out = {}
     if REFERENCE.exists():
         out["headline"] = headline(records.load_run(REFERENCE))
-    return out
+    out["versions"] = versions()
+    out["audit"] = audit_example()
+    return {k: v for k, v in out.items() if v}
 
 
 def render(text: str, secs: dict) -> str:

@@ -1,0 +1,27 @@
+"""The README's figures come from the committed runs, and its two set-up commands exist."""
+from pathlib import Path
+
+from scripts import readme_figures
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_readme_figures_match_committed_runs():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert readme_figures.render(text, readme_figures.sections()) == text, \
+        "README is out of date: run `python -m scripts.readme_figures`"
+
+
+def test_readme_names_its_two_commands_and_ci_runs_the_test_one():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    for cmd in ("scripts/gpu.sh", "scripts/test.sh"):
+        assert cmd in text and (ROOT / cmd).exists()
+    assert "scripts/test.sh" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_headline_rows_are_in_the_reference_run():
+    from bench import records
+    run = records.load_run(readme_figures.REFERENCE)
+    for _, probe, variant in readme_figures.HEADLINE:
+        rec = run.find(probe, variant, "256", "eager")
+        assert rec is not None and rec.ok, (probe, variant)
