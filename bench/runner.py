@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import time
-import traceback
 from pathlib import Path
 
 from . import cudnn_support as cs
@@ -267,7 +266,3 @@ class Session:
             self.fingerprint["wall_s"] = {k: round(v, 2) for k, v in self.wall_s.items()}
         doc = records.run_document(self.records.values(), self.fingerprint)
         return records.write_run(self.out_dir / name, doc)
-
-
-def safe_traceback() -> str:
-    return traceback.format_exc(limit=3)

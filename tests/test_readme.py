@@ -14,7 +14,7 @@ def test_readme_figures_match_committed_runs():
 
 def test_readme_names_its_two_commands_and_ci_runs_the_test_one():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    for cmd in ("scripts/gpu.sh", "scripts/test.sh"):
+    for cmd in ("scripts/bench.sh", "scripts/test.sh"):
         assert cmd in text and (ROOT / cmd).exists()
     assert "scripts/test.sh" in (ROOT / ".ci" / "run").read_text()
 
