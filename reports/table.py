@@ -69,7 +69,7 @@ def display_frame(df: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame({"probe": df["probe"], "variant": df["variant"], "size": df["size"], "unit": df["unit"]})
     for m in MODES:
         out[m] = df[m].map(_fmt)
-        out[f"{m} ×mm"] = [
+        out[f"{m} ×base"] = [
             _ratio_text({"n": 1, "median": r, "q1": a, "q3": b}) if r == r and r is not None else "–"
             for r, a, b in zip(df[f"{m}_ratio"], df.get(f"{m}_ratio_q1", df[f"{m}_ratio"]),
                                df.get(f"{m}_ratio_q3", df[f"{m}_ratio"]))]
@@ -112,7 +112,9 @@ def write_outputs(run: rec_mod.Run, out_dir: str | Path) -> tuple[Path, Path]:
     md_path = out_dir / "table.md"
     df.to_csv(csv_path, index=False, float_format="%.4g")
     md = (f"Run: `{Path(run.path).name}` — {caption(run)}\n\n"
-          "Medians of per-round µs/call; `×mm` is the median of round-by-round ratios to torch.mm "
+          "Medians of per-round µs/call (µs/op where the unit says so; build-time rows: host ms in "
+          "`host`); `×base` is the median of round-by-round ratios to the probe's baseline (torch.mm "
+          "unless the probe names another: autotune's is the heuristic's pick, interleave's torch_only) "
           "of the same size and mode, [IQR]. host ovh = eager − device.\n\n" + render_markdown(df))
     md_path.write_text(md, encoding="utf-8")
     return csv_path, md_path
