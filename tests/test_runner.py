@@ -1,0 +1,113 @@
+"""The runner's bookkeeping on CPU, with a stand-in GPU context: checks before timing, statuses per
+mode, a failed capture that keeps the other modes' figures, incremental records and the run file."""
+import contextlib
+import json
+
+import pytest
+
+from bench import cudnn_support as cs
+from bench import records, timing
+from bench.probe import Case, Probe, Variant
+from bench.runner import Session
+
+
+class _Cuda:
+    @staticmethod
+    def stream(_s):
+        return contextlib.nullcontext()
+
+
+class _Torch:
+    cuda = _Cuda
+
+
+class FakeCtx:
+    torch = _Torch
+    stream = None
+    cudnn = None
+
+    def sync(self):
+        pass
+
+    def require_cudnn(self):
+        raise cs.Unsupported("no cuDNN here")
+
+
+def _probe():
+    def build(ctx, size):
+        return {
+            "base": Case(fn=lambda: 1.0, check=lambda out: 0.0),
+            "trap": Case(fn=lambda: 1.0, check=lambda out: 0.001),
+            "wrong": Case(fn=lambda: 2.0, check=lambda out: 0.5),
+            "old": cs.Unsupported("needs frontend >= 9.99"),
+        }
+    return Probe("toy", "doc", [Variant("base", "baseline", "b"), Variant("trap", "trap", "t"),
+                                Variant("wrong", "trap", "w"), Variant("old", "fixed", "o")],
+                 build=build, sizes=lambda cfg: ["8"], baseline="base", needs_cudnn=False)
+
+
+@pytest.fixture
+def session(tmp_path, monkeypatch):
+    s = Session(tmp_path, timing.Options(rounds=4, warmup_rounds=1, target_round_s=1e-5, min_calls=2, max_calls=4,
+                                         device_rounds=3, device_calls=2))
+    s._ctx = FakeCtx()
+    s.fingerprint = {"gpu_name": "fake"}
+
+    def capture(fn, calls, stream, warmup=3):
+        if fn is s._cases[("toy", "8")]["trap"].fn:
+            raise timing.CaptureError("RuntimeError: operation not permitted when stream is capturing")
+        return timing.Captured(graph=type("G", (), {"replay": lambda self: None})(), calls=calls, last=fn())
+
+    monkeypatch.setattr(timing, "capture", capture)
+    monkeypatch.setattr(timing, "measure_graph", lambda caps, stream, opt, ranges=None: {n: [2.0, 2.2, 2.1, 2.0] for n in caps})
+    monkeypatch.setattr(timing, "measure_device", lambda fns, sync, opt, ranges=None: {
+        n: [timing.DeviceSample(1.5, 1.0, __import__("collections").Counter({"k": 2}))] * 3 for n in fns})
+    return s
+
+
+def test_statuses_per_variant_and_mode(session, tmp_path):
+    p = _probe()
+    for mode in ("eager", "graph", "device"):
+        for v in ("base", "trap", "wrong", "old"):
+            session.record(p, "8", v, mode)
+    get = lambda v, m: session.records[("toy", v, "8", m)]  # noqa: E731
+    assert get("base", "eager").ok and get("trap", "eager").ok
+    assert get("trap", "eager").ratio is not None and get("base", "eager").ratio is None
+    assert get("trap", "graph").status.startswith("capture failed") and get("base", "graph").ok
+    assert get("trap", "device").ok and get("trap", "device").kernels_per_call == 1.0
+    for m in ("eager", "graph", "device"):  # never timed: failed numerics, unsupported
+        assert get("wrong", m).status.startswith("failed: numerics rel_err=0.5")
+        assert get("old", m).status == "unsupported: needs frontend >= 9.99"
+    lines = (tmp_path / "records.jsonl").read_text().splitlines()
+    assert len(lines) == 12  # written as they were made
+    run = records.load_run(session.finish())
+    assert run.find("toy", "trap", "8", "graph").status.startswith("capture failed")
+    assert run.find("toy", "trap", "8", "eager").samples == pytest.approx(get("trap", "eager").samples)
+    doc = json.loads((tmp_path / "run.json").read_text())
+    assert {u["variant"] for u in doc["hostbench"]["unmeasured"]} == {"trap", "wrong", "old"}
+
+
+def test_cudnn_probe_without_cudnn_is_unsupported_everywhere(session):
+    p = _probe()
+    p.needs_cudnn = True
+    rec = session.record(p, "8", "base", "eager")
+    assert rec.status == "unsupported: no cuDNN here"
+    assert session.records[("toy", "trap", "8", "device")].status == "unsupported: no cuDNN here"
+
+
+def test_profiler_failure_keeps_host_figures(session, monkeypatch):
+    p = _probe()
+    session.record(p, "8", "base", "eager")
+
+    def boom(*a, **k):
+        raise RuntimeError("CUPTI unavailable")
+    monkeypatch.setattr(timing, "measure_device", boom)
+    assert session.record(p, "8", "base", "device").status.startswith("error: profiler")
+    assert session.records[("toy", "base", "8", "eager")].ok
+
+
+def test_nvtx_range_is_a_harmless_context_on_cpu():
+    from bench.nvtx_ranges import backend, nvtx_range
+    with nvtx_range("toy/8/base/eager"):
+        pass
+    assert backend() in ("nvtx", "torch.cuda.nvtx")
