@@ -8,7 +8,6 @@ figures (not pytest-benchmark's wall time around them).
 from __future__ import annotations
 
 import datetime as _dt
-import os
 from pathlib import Path
 
 import pytest

@@ -64,7 +64,7 @@ class ConvProblem:
 
     # -- checks ------------------------------------------------------------------------------
     def check(self, out) -> float:
-        return graphs.rel_err_of(out if isinstance(out, self.ctx.torch.Tensor) else self.y, self.ref)
+        return graphs.rel_err(out if isinstance(out, self.ctx.torch.Tensor) else self.y, self.ref)
 
     def poison(self) -> None:
         self.y.fill_(float("nan"))

@@ -22,6 +22,18 @@ class Unsupported(Exception):
     """A variant this frontend/backend/GPU cannot run; the message says what it needs."""
 
 
+def is_not_supported(e: BaseException) -> bool:
+    """Unsupported, or the frontend's cudnnGraphNotSupportedError (which is not a RuntimeError)."""
+    return isinstance(e, Unsupported) or "NotSupported" in type(e).__name__
+
+
+def status_of(e: BaseException) -> str:
+    """The record status of a failure: 'unsupported: …' or 'error: <type>: …'."""
+    if is_not_supported(e):
+        return f"unsupported: {e}"
+    return f"error: {type(e).__name__}: {e}"
+
+
 def load_cudnn():
     """Imports the frontend after torch has loaded its libcudnn, and checks the backend answers."""
     try:
@@ -44,7 +56,7 @@ def load_cudnn():
     return cudnn
 
 
-def _has_kw(fn, kw: str) -> bool:
+def has_kw(fn, kw: str) -> bool:
     try:
         return kw in inspect.signature(fn).parameters
     except (TypeError, ValueError):  # pybind builtins have no signature: read the docstring
@@ -61,8 +73,8 @@ def capabilities(cudnn) -> dict:
         "ir": ir,
         "handle_obj": hasattr(cudnn, "Handle"),
         "raw_set_stream": hasattr(pb, "_raw_set_stream"),
-        "ordered": ir and _has_kw(g.execute, "tensor_uids"),
-        "serialize_bytes": _has_kw(getattr(g, "serialize", None), "as_bytes"),
+        "ordered": ir and has_kw(g.execute, "tensor_uids"),
+        "serialize_bytes": has_kw(getattr(g, "serialize", None), "as_bytes"),
         "kernel_cache": hasattr(cudnn, "create_kernel_cache"),
         "plan_names": hasattr(g, "get_plan_name_at_index"),
         "raw_ptrs": raw_owner is not None and hasattr(raw_owner, "_execute_with_raw_ptrs"),

@@ -14,7 +14,6 @@ anything else propagates and is recorded as an error of that variant only (`guar
 """
 from __future__ import annotations
 
-import inspect
 import math
 import re
 import time
@@ -22,19 +21,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from . import cudnn_support as cs
-from . import timing
-from .probe import Case
+from . import stats, timing
+from .cudnn_support import has_kw, is_not_supported, status_of  # noqa: F401 - probes reach the last two via graphs
+from .probe import Case, rel_err
 from .records import Record
 
 
 # -- capability flags this module needs beyond ctx.caps ----------------------------------------------
-def _has_kw(fn, kw: str) -> bool:
-    try:
-        return kw in inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return kw in (getattr(fn, "__doc__", "") or "")
-
-
 def extra_caps(cudnn) -> dict:
     g = cudnn.pygraph
     ir = getattr(g, "__module__", "") == "cudnn._pygraph"
@@ -45,20 +38,16 @@ def extra_caps(cudnn) -> dict:
     return {
         "ir": ir,
         "backend": backend,
-        "dyn_kw": _has_kw(g.__init__, "is_dynamic_shape_enabled"),
+        "dyn_kw": has_kw(g.__init__, "is_dynamic_shape_enabled"),
         "gen_stats": ir or "generate_stats" in (getattr(g.sdpa, "__doc__", "") or ""),
         "diag_band": hasattr(cudnn, "diagonal_alignment"),
         "kernel_cache": hasattr(cudnn, "create_kernel_cache"),
-        "serialize_bytes": _has_kw(getattr(g, "serialize", None), "as_bytes"),
-        "uid_kw": _has_kw(g.tensor, "uid"),
+        "serialize_bytes": has_kw(getattr(g, "serialize", None), "as_bytes"),
+        "uid_kw": has_kw(g.tensor, "uid"),
     }
 
 
 # -- failures -------------------------------------------------------------------------------------------
-def is_not_supported(e: BaseException) -> bool:
-    return isinstance(e, cs.Unsupported) or "NotSupported" in type(e).__name__
-
-
 def guard(make: Callable[[], Any]) -> Any:
     """Runs a case factory; any exception becomes the variant's value (its recorded status)."""
     try:
@@ -199,14 +188,9 @@ def build(ctx, g, outs_and_ins: list, modes=None, policy=None, rejected_is_unsup
 
 
 # -- checks ------------------------------------------------------------------------------------------------
-def rel_err_of(out, ref) -> float:
-    from .probe import rel_err
-    return rel_err(out, ref)
-
-
 def check_all(pairs) -> float:
     """Max relative error over (output, reference) pairs."""
-    return max(rel_err_of(o, r) for o, r in pairs)
+    return max(rel_err(o, r) for o, r in pairs)
 
 
 def nan_fill(*ts) -> Callable[[], None]:
@@ -271,12 +255,6 @@ def host_placeholders(probe) -> dict:
             for v in probe.variants if set(v.modes) <= {"host"}}
 
 
-def status_of(e: BaseException) -> str:
-    if is_not_supported(e):
-        return f"unsupported: {e}"
-    return f"error: {type(e).__name__}: {e}"
-
-
 def safe_measure(get_probe: Callable[[], Any], measure: Callable) -> Callable:
     """Wraps a build-time measure so that it never raises: a failure becomes the status of the
     probe's host-mode variants only (the runner would otherwise stamp it on every variant,
@@ -297,17 +275,12 @@ def safe_measure(get_probe: Callable[[], Any], measure: Callable) -> Callable:
 
 def stats_ratio(num, den):
     """Summary of paired ratios num[i]/den[i] (repeat by repeat), or None."""
-    from . import stats
     n = min(len(num), len(den))
     return stats.ratio_summary(list(num)[:n], list(den)[:n]) if n else None
 
 
 def median(xs) -> float:
-    xs = sorted(xs)
-    if not xs:
-        return float("nan")
-    n = len(xs)
-    return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
+    return stats.summarize(xs).get("median", float("nan"))
 
 
 def fmt_ms(x: float) -> str:

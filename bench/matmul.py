@@ -118,6 +118,6 @@ def try_case(make):
     except cs.Unsupported as e:
         return e
     except Exception as e:  # noqa: BLE001 - e.g. cudnnGraphNotSupportedError
-        if "NotSupported" in type(e).__name__:
+        if cs.is_not_supported(e):
             return cs.Unsupported(str(e))
         raise

@@ -18,15 +18,6 @@ from .nvtx_ranges import nvtx_range
 from .records import Record
 
 
-def _status_of(exc: BaseException) -> str:
-    if isinstance(exc, cs.Unsupported):
-        return f"unsupported: {exc}"
-    name = type(exc).__name__
-    if "NotSupported" in name:  # cudnn.cudnnGraphNotSupportedError is not a RuntimeError
-        return f"unsupported: {exc}"
-    return f"error: {name}: {exc}"
-
-
 class Session:
     def __init__(self, out_dir: str | Path, opt: timing.Options | None = None, modes=("eager", "graph", "device")):
         self.out_dir = Path(out_dir)
@@ -105,7 +96,7 @@ class Session:
                 ctx.require_cudnn()
             built = probe.build(ctx, size)
         except Exception as e:  # noqa: BLE001 - becomes the status of every variant
-            self._mark_all(probe, size, names, _status_of(e))
+            self._mark_all(probe, size, names, cs.status_of(e))
             self._cases[key] = good
             return good
         for name in names:
@@ -113,7 +104,7 @@ class Session:
                 continue  # build-time rows: measured by probe.extra["measure"], not built here
             case = built.get(name, cs.Unsupported("not built for this size"))
             if isinstance(case, BaseException):
-                self._mark_all(probe, size, [name], _status_of(case))
+                self._mark_all(probe, size, [name], cs.status_of(case))
                 continue
             status = self._check(case, ctx)
             if status != "ok":
@@ -132,7 +123,7 @@ class Session:
             ctx.sync()
             err = case.check(out)
         except Exception as e:  # noqa: BLE001
-            return _status_of(e)
+            return cs.status_of(e)
         if err is not None and (math.isnan(err) or err > case.tol):
             return f"failed: numerics rel_err={err:.3g} > tol {case.tol:g} vs torch reference"
         return "ok"
@@ -188,7 +179,7 @@ class Session:
                                  unit=v.unit, label=v.label))
                 continue
             except Exception as e:  # noqa: BLE001
-                self._put(Record(probe.name, n, size, "graph", status=_status_of(e), role=v.role, unit=v.unit, label=v.label))
+                self._put(Record(probe.name, n, size, "graph", status=cs.status_of(e), role=v.role, unit=v.unit, label=v.label))
                 continue
             if err is not None and (math.isnan(err) or err > case.tol):
                 self._put(Record(probe.name, n, size, "graph", role=v.role, unit=v.unit, label=v.label,
@@ -246,7 +237,7 @@ class Session:
                 ctx.require_cudnn()
             recs = probe.extra["measure"](ctx, size, self.opt)
         except Exception as e:  # noqa: BLE001
-            self._mark_all(probe, size, [v.name for v in probe.variants], _status_of(e), modes=("host",))
+            self._mark_all(probe, size, [v.name for v in probe.variants], cs.status_of(e), modes=("host",))
             return
         for r in recs:
             self._put(r)

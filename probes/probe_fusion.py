@@ -67,7 +67,7 @@ def _biasgelu(ctx, d):
     ref = F_act(a.float() @ b.float() + bias.float())
 
     def check(out):
-        return graphs.rel_err_of(out, ref)
+        return graphs.rel_err(out, ref)
     a2, b2, bias2, bias1 = a[0], b[0], bias[0], bias.reshape(n)
     cases = {"torch_unfused": graphs.checked_case(lambda: F_act(torch.mm(a2, b2) + bias2), check, poison)}
 
@@ -152,7 +152,7 @@ def _epilogue(ctx, d):
 
     def check(out):
         oy, oa = out if isinstance(out, tuple) else (y, amax)
-        return max(graphs.rel_err_of(oy, ref_y), graphs.rel_err_of(oa.reshape(1, 1, 1), ref_amax))
+        return max(graphs.rel_err(oy, ref_y), graphs.rel_err(oa.reshape(1, 1, 1), ref_amax))
 
     def torch_unfused():
         yy = F_act(torch.baddbmm(bias, a, b, alpha=ALPHA))
@@ -207,7 +207,7 @@ def _swiglu(ctx, d):
     del gate_ref
 
     def check(out):
-        return graphs.rel_err_of(out, ref)
+        return graphs.rel_err(out, ref)
     x2 = x[0]
     cases = {
         "torch_unfused": graphs.checked_case(lambda: F.silu(torch.mm(x2, wg.t())) * torch.mm(x2, wu.t()),

@@ -47,7 +47,7 @@ def build(ctx, size):
     poison = graphs.nan_fill(o)
 
     def check(out):
-        return graphs.rel_err_of(out if isinstance(out, torch.Tensor) else o, ref)
+        return graphs.rel_err(out if isinstance(out, torch.Tensor) else o, ref)
     picked = torch_backend(torch, q, k, v)
     cases = {"torch_sdpa": graphs.checked_case(
         lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale), check, poison,
