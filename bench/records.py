@@ -48,6 +48,13 @@ class Record:
     baseline: str = ""
     label: str = ""
     note: str = ""
+    # trust signals (see bench/trust.py): what was thrown away and how reproducible the figure is
+    sentinel_us: float | None = None   # median host-state sentinel over the kept round cycles
+    rounds_discarded: dict = field(default_factory=dict)   # reason -> rounds thrown away
+    clock_mhz: dict = field(default_factory=dict)          # {"sm_min", "sm_max", "top"} over kept rounds
+    workers: list = field(default_factory=list)            # per worker: {"worker", "n", "median", "ratio"}
+    spread: float | None = None        # between-worker spread (max-min)/median of the judged figure
+    flags: list = field(default_factory=list)              # trust.FLAGS that apply to this figure
 
     @property
     def key(self) -> tuple:
