@@ -10,17 +10,26 @@ import math
 import time
 from pathlib import Path
 
+import statistics
+import sys
+
 from . import cudnn_support as cs
 from . import fingerprint as fpmod
-from . import records, stats, timing
+from . import records, stats, timing, trust
+from .gpustate import Clocks
+from .hoststate import HostState
 from .context import GpuContext, NoGpuError
 from .nvtx_ranges import nvtx_range
 from .records import Record
 
 
 class Session:
-    def __init__(self, out_dir: str | Path, opt: timing.Options | None = None, modes=("eager", "graph", "device")):
+    def __init__(self, out_dir: str | Path, opt: timing.Options | None = None, modes=("eager", "graph", "device"),
+                 worker: str = "", warm_max_s: float = 60.0):
         self.out_dir = Path(out_dir)
+        self.worker = worker            # "2/3" in a worker process: progress lines name it
+        self.warm_max_s = warm_max_s
+        self.watch = timing.Watch()
         self.opt = opt or timing.Options()
         self.modes = tuple(modes)
         self.records: dict = {}
@@ -44,13 +53,36 @@ class Session:
                 self.fingerprint["cpu_affinity_pinned"] = self._ctx.affinity
                 self.fingerprint["cudnn_error"] = self._ctx.cudnn_error
                 self.fingerprint["capabilities"] = self._ctx.caps
-                timing.warm_host()
+                self.watch = timing.Watch(host=HostState(), clocks=Clocks(self._ctx.device.index or 0))
+                self.say(f"warming the host (learning its fast-state floor, at most {self.warm_max_s:.0f} s)")
+                self.watch.host.warm(max_s=self.warm_max_s, say=self.say)
+                self.say(f"host floor {self.watch.host.floor:.2f} µs"
+                         + (" (UNSTABLE)" if self.watch.host.unstable else "")
+                         + f" after {self.watch.host.waited_s:.1f} s")
                 self.fingerprint["calibration_us"] = {"before": timing.calibration_us()}
+                self.fingerprint["gpu_clocks"] = self.watch.clocks.snapshot()
                 self.fingerprint["options"] = vars(self.opt)
                 self.writer.write({"kind": "fingerprint", "fingerprint": self.fingerprint})
         if self._ctx is None:
             raise NoGpuError(self.ctx_error)
         return self._ctx
+
+    def say(self, msg: str) -> None:
+        print(f"hostbench{' worker ' + self.worker if self.worker else ''}: {msg}", file=sys.stderr, flush=True)
+
+    def _trust(self, rec: Record, meta: dict) -> Record:
+        """Stamps what the watch threw away (and why) and the flags it earns on a record."""
+        rec.rounds_discarded = {k: v for k, v in meta.get("discarded", {}).items() if v}
+        if meta.get("sentinel"):
+            rec.sentinel_us = statistics.median(meta["sentinel"])
+        if meta.get("sm_mhz"):
+            rec.clock_mhz = {"sm_min": min(meta["sm_mhz"]), "sm_max": max(meta["sm_mhz"]), "top": meta.get("top_mhz")}
+        host = self.watch.host
+        rec.flags = trust.flags_for(rec, host_unstable=bool(host and host.unstable))
+        if meta.get("fell_back"):  # too few clean cycles: every cycle kept, and flagged
+            extra = "host_unstable" if rec.mode == "eager" else "clock_drop"
+            rec.flags = [f for f in trust.FLAGS if f in set(rec.flags) | {extra}]
+        return rec
 
     # -- records ---------------------------------------------------------------------------
     def _put(self, rec: Record) -> Record:
@@ -145,7 +177,9 @@ class Session:
         if "eager" in self.modes and eager:
             try:
                 with torch.cuda.stream(ctx.stream), nvtx_range(f"{tag}/eager"):
-                    res = timing.measure_eager(eager, ctx.sync, self.opt, ranges=lambda n: nvtx_range(f"{tag}/{n}/eager"))
+                    res = timing.measure_eager(eager, ctx.sync, self.opt, ranges=lambda n: nvtx_range(f"{tag}/{n}/eager"),
+                                               watch=self.watch)
+                meta = self.watch.meta()
             except timing.ContaminatedError as e:
                 self._mark_all(probe, size, list(eager), f"error: {e}", modes=("eager",))
             else:
@@ -153,9 +187,11 @@ class Session:
                 for n, (s, c) in res.items():
                     calls[n] = c
                     v = probe.variant(n)
-                    self._put(Record(probe.name, n, size, "eager", role=v.role, unit=v.unit, samples=per[n],
-                                     calls_per_round=c, ratio=self._ratio(probe, per, n),
-                                     baseline=probe.baseline or "", label=v.label, note=cases[n].note))
+                    self._put(self._trust(Record(
+                        probe.name, n, size, "eager", role=v.role, unit=v.unit, samples=per[n],
+                        calls_per_round=c, ratio=self._ratio(probe, per, n),
+                        baseline=probe.baseline or "", label=v.label, note=cases[n].note), meta))
+                self._progress(tag, "eager", meta)
         if "graph" in self.modes:
             self._measure_graph(probe, size, cases, calls, tag)
 
@@ -191,7 +227,8 @@ class Session:
         try:
             with nvtx_range(f"{tag}/graph"):
                 res = timing.measure_graph(captured, ctx.stream, self.opt,
-                                           ranges=lambda n: nvtx_range(f"{tag}/{n}/graph"))
+                                           ranges=lambda n: nvtx_range(f"{tag}/{n}/graph"), watch=self.watch)
+            meta = self.watch.meta()
         except timing.ContaminatedError as e:
             self._mark_all(probe, size, list(captured), f"error: {e}", modes=("graph",))
             return
@@ -200,9 +237,11 @@ class Session:
         per = {n: [x / probe.variant(n).ops_per_call for x in s] for n, s in res.items()}
         for n in res:
             v = probe.variant(n)
-            self._put(Record(probe.name, n, size, "graph", role=v.role, unit=v.unit, samples=per[n],
-                             calls_per_round=calls.get(n, self.opt.min_calls * 4), ratio=self._ratio(probe, per, n),
-                             baseline=probe.baseline or "", label=v.label, note=cases[n].note))
+            self._put(self._trust(Record(
+                probe.name, n, size, "graph", role=v.role, unit=v.unit, samples=per[n],
+                calls_per_round=calls.get(n, self.opt.min_calls * 4), ratio=self._ratio(probe, per, n),
+                baseline=probe.baseline or "", label=v.label, note=cases[n].note), meta))
+        self._progress(tag, "graph", meta)
 
     # -- device mode ---------------------------------------------------------------------------
     def measure_device(self, probe, size) -> None:
@@ -214,7 +253,9 @@ class Session:
         tag = f"{probe.name}/{size}"
         try:
             with ctx.torch.cuda.stream(ctx.stream), nvtx_range(f"{tag}/device"):
-                res = timing.measure_device(fns, ctx.sync, self.opt, ranges=lambda n: nvtx_range(f"{tag}/{n}/device"))
+                res = timing.measure_device(fns, ctx.sync, self.opt, ranges=lambda n: nvtx_range(f"{tag}/{n}/device"),
+                                            watch=self.watch)
+            meta = self.watch.meta()
         except Exception as e:  # noqa: BLE001 - the profiler itself failed: record, keep going
             self._mark_all(probe, size, list(fns), f"error: profiler: {type(e).__name__}: {e}", modes=("device",))
             return
@@ -224,10 +265,18 @@ class Session:
             kpc = sorted(d.kernels_per_call for d in ds)[len(ds) // 2] / v.ops_per_call
             last = ds[-1]
             names = [f"{k} x{c / self.opt.device_calls:g}" for k, c in last.names.most_common()]
-            self._put(Record(probe.name, n, size, "device", role=v.role, unit=v.unit, samples=per[n],
-                             calls_per_round=self.opt.device_calls, kernels_per_call=kpc, kernel_names=names,
-                             ratio=self._ratio(probe, per, n), baseline=probe.baseline or "", label=v.label,
-                             note=cases[n].note))
+            self._put(self._trust(Record(
+                probe.name, n, size, "device", role=v.role, unit=v.unit, samples=per[n],
+                calls_per_round=self.opt.device_calls, kernels_per_call=kpc, kernel_names=names,
+                ratio=self._ratio(probe, per, n), baseline=probe.baseline or "", label=v.label,
+                note=cases[n].note), meta))
+        self._progress(tag, "device", meta)
+
+    def _progress(self, tag: str, mode: str, meta: dict) -> None:
+        disc = meta.get("discarded") or {}
+        note = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in disc.items() if v)
+        self.say(f"{tag} {mode}" + (f": discarded {note}" if note else "")
+                 + (" (too few clean rounds: all kept, flagged)" if meta.get("fell_back") else ""))
 
     # -- custom (build-time) probes -------------------------------------------------------------
     def measure_custom(self, probe, size) -> None:
@@ -243,17 +292,29 @@ class Session:
             self._put(r)
 
     # -- end of run -------------------------------------------------------------------------------
-    def finish(self, name: str = "run.json") -> Path | None:
-        self.writer.close()
-        if not self.records:
-            return None
+    def finish(self, name: str | None = None) -> Path | None:
+        """Completes the fingerprint (and appends it to records.jsonl, where the last one wins);
+        writes a run file only when `name` is given: under pytest the run file is
+        pytest-benchmark's own JSON."""
         if self._ctx is not None:
             cal = self.fingerprint.setdefault("calibration_us", {})
             cal["after"] = timing.calibration_us()
             if cal.get("before"):
                 cal["after_over_before"] = cal["after"] / cal["before"]
             cal["profiler_ran"] = timing.profiler_has_run()
+            if self.watch.host is not None:
+                self.fingerprint["host_state"] = self.watch.host.summary()
+            if self.watch.clocks is not None:
+                self.fingerprint["gpu_clocks_end"] = self.watch.clocks.snapshot()
+                self.fingerprint["gpu_clocks_top_mhz"] = self.watch.clocks.top or None
             self.fingerprint["suite_wall_s"] = time.perf_counter() - self.t0
             self.fingerprint["wall_s"] = {k: round(v, 2) for k, v in self.wall_s.items()}
+            self.writer.write({"kind": "fingerprint", "fingerprint": self.fingerprint})
+        self.writer.close()
+        if not self.records or name is None:
+            return None
         doc = records.run_document(self.records.values(), self.fingerprint)
         return records.write_run(self.out_dir / name, doc)
+
+    def unmeasured(self) -> list:
+        return [r for r in self.records.values() if not r.ok]

@@ -1,18 +1,30 @@
-"""Order statistics over per-round samples, and round-by-round ratios."""
+"""Order statistics over per-round samples, and round-by-round ratios.
+
+Quartiles follow pytest-benchmark's own rule (Wikipedia's methods 2 and 3), so the IQR in a run
+file's `stats` and the IQR our tables print are the same number for the same samples.
+"""
 from __future__ import annotations
 
 import math
+import statistics
 from typing import Sequence
 
 
-def quantile(sorted_xs: Sequence[float], q: float) -> float:
-    """Linear-interpolated quantile (numpy's default) of an already sorted sequence."""
-    if not sorted_xs:
-        raise ValueError("quantile of an empty sample")
-    pos = (len(sorted_xs) - 1) * q
-    lo = math.floor(pos)
-    hi = math.ceil(pos)
-    return sorted_xs[lo] + (sorted_xs[hi] - sorted_xs[lo]) * (pos - lo)
+def quartiles(xs: Sequence[float]) -> tuple[float, float]:
+    """(q1, q3) of a sorted, non-empty sequence, exactly as pytest_benchmark.stats.Stats."""
+    n = len(xs)
+    if n == 1:
+        return xs[0], xs[0]
+    if n % 2 == 0:  # method 2: medians of the halves
+        return statistics.median(xs[: n // 2]), statistics.median(xs[n // 2:])
+    k, q = n // 4, n % 4  # method 3
+    if q == 1:
+        return 0.25 * xs[k - 1] + 0.75 * xs[k], 0.75 * xs[3 * k] + 0.25 * xs[3 * k + 1]
+    return 0.75 * xs[k] + 0.25 * xs[k + 1], 0.25 * xs[3 * k + 1] + 0.75 * xs[3 * k + 2]
+
+
+def median(xs: Sequence[float]) -> float:
+    return statistics.median(xs)
 
 
 def summarize(samples: Sequence[float]) -> dict:
@@ -23,10 +35,10 @@ def summarize(samples: Sequence[float]) -> dict:
     n = len(xs)
     mean = sum(xs) / n
     var = sum((x - mean) ** 2 for x in xs) / (n - 1) if n > 1 else 0.0
-    q1, q3 = quantile(xs, 0.25), quantile(xs, 0.75)
+    q1, q3 = quartiles(xs)
     return {
         "n": n,
-        "median": quantile(xs, 0.5),
+        "median": statistics.median(xs),
         "q1": q1,
         "q3": q3,
         "iqr": q3 - q1,
@@ -50,10 +62,3 @@ def ratio_summary(num: Sequence[float], den: Sequence[float]) -> dict | None:
         return None
     rs = paired_ratios(num, den)
     return summarize(rs) if rs else None
-
-
-def rel_spread(s: dict) -> float:
-    """IQR relative to the median: a quick noise figure for one summary."""
-    if not s or not s.get("n") or not s.get("median"):
-        return float("nan")
-    return s["iqr"] / s["median"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import itertools
+import statistics
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -94,13 +95,85 @@ class Options:
     max_calls: int = 512
     device_rounds: int = 5
     device_calls: int = 20
+    rotation: int = 0              # offset of the variant rotation (each worker its own)
+    max_round_factor: int = 3      # at most this many times the rounds, discards included
 
 
 def _no_range(name):
     return contextlib.nullcontext()
 
 
-def measure_eager(fns: dict, sync: Callable[[], None], opt: Options, ranges=_no_range) -> dict:
+@dataclass
+class Watch:
+    """What decides that a round cycle is kept, and what was thrown away.
+
+    host   : a hoststate.HostState; an eager cycle is kept only when the sentinel readings on
+             both sides of it are within tolerance of the host's fast-state floor.
+    clocks : a gpustate.Clocks; a graph or device cycle is kept only when the SM clock read
+             right after it is within 95 % of the top clock seen.
+    After each measure_* call: `discarded` (reason -> cycles), `sentinel` (readings next to
+    kept cycles), `sm_mhz` (clocks after kept cycles), `fell_back` (too few cycles were kept,
+    so every cycle is used and the figure is flagged).
+    """
+    host: object = None
+    clocks: object = None
+    min_kept: int = 3
+
+    def __post_init__(self):
+        self.begin()
+
+    def begin(self) -> None:
+        self.discarded, self.sentinel, self.sm_mhz, self.fell_back = Counter(), [], [], False
+
+    def host_read(self):
+        return self.host.read() if self.host is not None else None
+
+    def host_slow(self, before, after) -> bool:
+        return self.host is not None and not (self.host.fast(before) and self.host.fast(after))
+
+    def clock_read(self):
+        return self.clocks.sm_mhz() if self.clocks is not None else None
+
+    def meta(self) -> dict:
+        return {"discarded": dict(self.discarded), "sentinel": list(self.sentinel),
+                "sm_mhz": list(self.sm_mhz), "fell_back": self.fell_back,
+                "top_mhz": getattr(self.clocks, "top", 0) or None}
+
+
+def _cycles(names: list, opt: Options, run_cycle: Callable[[list], dict], judge, watch: "Watch | None",
+            rounds: int) -> dict:
+    """Runs rotated round cycles until `rounds` are kept (or max_round_factor x rounds ran).
+
+    run_cycle(order) -> {name: value}; judge() -> a discard reason or None, called right after
+    each cycle. Warm-up cycles are never kept. Returns {name: kept values}.
+    """
+    kept = {n: [] for n in names}
+    every = {n: [] for n in names}
+    if watch is not None:
+        watch.begin()
+    n_kept, r, limit = 0, 0, opt.warmup_rounds + rounds * max(1, opt.max_round_factor)
+    while n_kept < rounds and r < limit:
+        vals = run_cycle(rotated(names, r + opt.rotation))
+        why = judge() if watch is not None else None
+        r += 1
+        if r <= opt.warmup_rounds:
+            continue
+        for n in names:
+            every[n].append(vals[n])
+        if why:
+            watch.discarded[why] += 1
+            continue
+        n_kept += 1
+        for n in names:
+            kept[n].append(vals[n])
+    if watch is not None and n_kept < min(rounds, watch.min_kept):
+        watch.fell_back = True   # too few clean cycles: keep them all, and say so
+        return every
+    return kept
+
+
+def measure_eager(fns: dict, sync: Callable[[], None], opt: Options, ranges=_no_range,
+                  watch: Watch | None = None) -> dict:
     """Interleaved eager rounds. Returns {name: (samples in us/call, calls per round)}."""
     _guard()
     names = list(fns)
@@ -108,20 +181,44 @@ def measure_eager(fns: dict, sync: Callable[[], None], opt: Options, ranges=_no_
     for name in names:  # warm up, then size each variant's rounds from a short estimate
         est = min(eager_round(fns[name], 4, sync) for _ in range(3))
         calls[name] = calls_for(est, opt.target_round_s, opt.min_calls, opt.max_calls)
-    samples = {name: [] for name in names}
+
+    def cycle(order):
+        out = {}
+        for name in order:
+            with ranges(name):
+                out[name] = eager_round(fns[name], calls[name], sync) * 1e6
+        return out
+
+    state = {"before": watch.host_read() if watch is not None else None}
+
+    def judge():
+        before, after = state["before"], watch.host_read()
+        state["before"] = after
+        if watch.host_slow(before, after):
+            return "host_slow"
+        if watch.host is not None:
+            watch.sentinel.append(max(before, after))
+        return None
+
     gc_was = gc.isenabled()
     gc.disable()
     try:
-        for r in range(opt.warmup_rounds + opt.rounds):
-            for name in rotated(names, r):
-                with ranges(name):
-                    us = eager_round(fns[name], calls[name], sync) * 1e6
-                if r >= opt.warmup_rounds:
-                    samples[name].append(us)
+        samples = _cycles(names, opt, cycle, judge, watch, opt.rounds)
     finally:
         if gc_was:
             gc.enable()
     return {name: (samples[name], calls[name]) for name in names}
+
+
+def _judge_clock(watch: Watch):
+    def judge():
+        mhz = watch.clock_read()
+        if watch.clocks is not None and watch.clocks.dropped(mhz):
+            return "clock_drop"
+        if mhz is not None:
+            watch.sm_mhz.append(mhz)
+        return None
+    return judge
 
 
 @dataclass
@@ -167,18 +264,19 @@ def replay_us(cap: Captured, stream) -> float:
     return start.elapsed_time(end) * 1e3 / cap.calls
 
 
-def measure_graph(caps: dict, stream, opt: Options, ranges=_no_range) -> dict:
+def measure_graph(caps: dict, stream, opt: Options, ranges=_no_range, watch: Watch | None = None) -> dict:
     """Interleaved replay rounds over captured graphs. Returns {name: samples in us/call}."""
     _guard()
     names = list(caps)
-    samples = {name: [] for name in names}
-    for r in range(opt.warmup_rounds + opt.rounds):
-        for name in rotated(names, r):
+
+    def cycle(order):
+        out = {}
+        for name in order:
             with ranges(name):
-                us = replay_us(caps[name], stream)
-            if r >= opt.warmup_rounds:
-                samples[name].append(us)
-    return samples
+                out[name] = replay_us(caps[name], stream)
+        return out
+
+    return _cycles(names, opt, cycle, _judge_clock(watch) if watch else None, watch, opt.rounds)
 
 
 @dataclass
@@ -234,39 +332,26 @@ def profile_calls(fn: Callable, calls: int, sync: Callable[[], None]) -> DeviceS
     return summarize_device_events(_device_events(prof), calls)
 
 
-def measure_device(fns: dict, sync: Callable[[], None], opt: Options, ranges=_no_range) -> dict:
+def measure_device(fns: dict, sync: Callable[[], None], opt: Options, ranges=_no_range,
+                   watch: Watch | None = None) -> dict:
     """Interleaved profiler rounds. Returns {name: [DeviceSample per round]}."""
     names = list(fns)
     for name in names:
         run_calls(fns[name], 3)
-    out = {name: [] for name in names}
-    for r in range(opt.device_rounds):
-        for name in rotated(names, r):
+
+    def cycle(order):
+        out = {}
+        for name in order:
             with ranges(name):
-                out[name].append(profile_calls(fns[name], opt.device_calls, sync))
-    return out
+                out[name] = profile_calls(fns[name], opt.device_calls, sync)
+        return out
+
+    dev = Options(**{**vars(opt), "warmup_rounds": 0})
+    return _cycles(names, dev, cycle, _judge_clock(watch) if watch else None, watch, opt.device_rounds)
 
 
-def calibration_us(rounds: int = 15, calls: int = 2000) -> float:
-    """Median host cost of a CPU-only torch.empty: taken before and after the profiler phase
-    to show (and detect) the slowdown a profiler session leaves behind."""
-    import torch
-    fn = lambda: torch.empty(16)  # noqa: E731
-    xs = sorted(eager_round(fn, calls, lambda: None) * 1e6 for _ in range(rounds))
-    return xs[len(xs) // 2]
-
-
-def warm_host(max_s: float = 3.0, tol: float = 0.05) -> float:
-    """Repeats the calibration until two readings agree within tol (or max_s passes).
-
-    On the lent VM the first seconds of a process run measurably slower (seen: 1.9 µs for the
-    calibration call at start, 1.0 µs later), which would bias whichever probe ran first.
-    """
-    t_end = time.perf_counter() + max_s
-    prev = calibration_us(rounds=5, calls=2000)
-    while time.perf_counter() < t_end:
-        cur = calibration_us(rounds=5, calls=2000)
-        if abs(cur - prev) <= tol * prev:
-            return cur
-        prev = cur
-    return prev
+def calibration_us(readings: int = 15) -> float:
+    """Median host-state sentinel reading (a CPU-only torch.empty): taken before and after the
+    profiler phase to show (and detect) the slowdown a profiler session can leave behind."""
+    from .hoststate import sentinel_us
+    return statistics.median(sentinel_us() for _ in range(readings))

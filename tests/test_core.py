@@ -12,14 +12,23 @@ from tests.helpers import FINGERPRINT, synthetic_records, write_synthetic_run
 
 
 # -- statistics -------------------------------------------------------------------------------
-def test_summarize_matches_numpy_quantiles():
+def test_summarize_uses_pytest_benchmarks_quartiles():
+    """One quartile rule: the table's IQR equals the run file's pytest-benchmark stats."""
+    import random
+
     import numpy as np
+    from pytest_benchmark.stats import Stats
+    rng = random.Random(3)
+    for n in range(1, 30):
+        xs = [rng.lognormvariate(0, 0.3) for _ in range(n)]
+        pb = Stats()
+        for x in xs:
+            pb.update(x)
+        s = stats.summarize(xs)
+        for k in ("median", "q1", "q3", "iqr", "min", "max", "mean"):
+            assert s[k] == pytest.approx(getattr(pb, k)), (n, k)
     xs = [5.0, 1.0, 4.0, 2.0, 3.0, 10.0]
     s = stats.summarize(xs)
-    assert s["median"] == pytest.approx(np.median(xs))
-    assert s["q1"] == pytest.approx(np.quantile(xs, 0.25))
-    assert s["q3"] == pytest.approx(np.quantile(xs, 0.75))
-    assert s["iqr"] == pytest.approx(s["q3"] - s["q1"])
     assert (s["min"], s["max"], s["n"]) == (1.0, 10.0, 6)
     assert s["stddev"] == pytest.approx(np.std(xs, ddof=1))
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-import conftest
+from bench import pytest_plugin as conftest
 from bench.records import Record
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -59,8 +59,8 @@ def session(tmp_path, monkeypatch):
         return timing.Captured(graph=type("G", (), {"replay": lambda self: None})(), calls=calls, last=fn())
 
     monkeypatch.setattr(timing, "capture", capture)
-    monkeypatch.setattr(timing, "measure_graph", lambda caps, stream, opt, ranges=None: {n: [2.0, 2.2, 2.1, 2.0] for n in caps})
-    monkeypatch.setattr(timing, "measure_device", lambda fns, sync, opt, ranges=None: {
+    monkeypatch.setattr(timing, "measure_graph", lambda caps, stream, opt, ranges=None, watch=None: {n: [2.0, 2.2, 2.1, 2.0] for n in caps})
+    monkeypatch.setattr(timing, "measure_device", lambda fns, sync, opt, ranges=None, watch=None: {
         n: [timing.DeviceSample(1.5, 1.0, __import__("collections").Counter({"k": 2}))] * 3 for n in fns})
     return s
 
@@ -80,7 +80,7 @@ def test_statuses_per_variant_and_mode(session, tmp_path):
         assert get("old", m).status == "unsupported: needs frontend >= 9.99"
     lines = (tmp_path / "records.jsonl").read_text().splitlines()
     assert len(lines) == 12  # written as they were made
-    run = records.load_run(session.finish())
+    run = records.load_run(session.finish("run.json"))
     assert run.find("toy", "trap", "8", "graph").status.startswith("capture failed")
     assert run.find("toy", "trap", "8", "eager").samples == pytest.approx(get("trap", "eager").samples)
     doc = json.loads((tmp_path / "run.json").read_text())

@@ -1,0 +1,112 @@
+"""Host-state sentinel: tells a VM host's fast vCPU state from its slow one, so rounds timed in
+the slow state can be thrown away instead of averaged in.
+
+Seen on the H200 host (a 2.1 GHz Xeon VM): a CPU-only torch.empty costs about 1.0 µs in the fast
+state and about 2.0 µs in the slow one; states last ~0.35 s (up to seconds) and the slow one can
+hold most of the time for minutes after a start. Python-heavy paths slow more than torch.mm, so
+even round-by-round ratios move with the state: only discarding slow rounds keeps them steady.
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+from typing import Callable
+
+CHUNK = 32          # torch.empty calls per chunk; three chunks a reading, ~0.1-0.3 ms in all
+TOL = 0.10          # a reading more than this above the floor is the slow state
+FLOOR_ENV = "HB_HOST_FLOOR_US"   # a floor learned by an earlier worker of the same run
+
+
+def _cpu_empty():
+    import torch
+    return lambda: torch.empty(16)
+
+
+def sentinel_us(fn: Callable | None = None, chunks: int = 3, clock=time.perf_counter) -> float:
+    """Median over `chunks` of the per-call µs of CHUNK CPU-only calls plus a short Python loop."""
+    fn = fn or _cpu_empty()
+    xs = []
+    for _ in range(chunks):
+        t0 = clock()
+        for _ in range(CHUNK):
+            fn()
+        sum(range(64))  # a little pure Python too: the slow state hurts it most
+        xs.append((clock() - t0) * 1e6 / CHUNK)
+    return statistics.median(xs)
+
+
+class HostState:
+    """Learns the host's fast-state floor from sentinel readings and judges rounds by it."""
+
+    def __init__(self, read: Callable[[], float] | None = None, tol: float = TOL,
+                 floor: float | None = None, clock=time.perf_counter, sleep=time.sleep):
+        self._read = read or sentinel_us
+        self.tol = tol
+        self.floor = floor if floor is not None else _env_floor()
+        self.clock, self.sleep = clock, sleep
+        self.readings: list[float] = []
+        self.unstable = False
+        self.waited_s = 0.0
+
+    def read(self) -> float:
+        us = self._read()
+        self.readings.append(us)
+        if self.floor is None or us < self.floor:
+            self.floor = us
+        return us
+
+    def fast(self, us: float) -> bool:
+        return self.floor is not None and us <= self.floor * (1 + self.tol)
+
+    def warm(self, learn_s: float = 2.0, hold_s: float = 0.25, max_s: float = 60.0,
+             every_s: float = 0.01, say: Callable[[str], None] | None = None) -> bool:
+        """Learns the floor for `learn_s`, then waits until the host holds it for `hold_s`
+        (every reading fast), printing progress; gives up after `max_s` and marks the host
+        unstable. Returns whether the floor was held."""
+        say = say or _stderr
+        t0 = self.clock()
+        while self.clock() - t0 < learn_s:
+            self.read()
+            self.sleep(every_s)
+        held_since, next_note = None, t0 + 5.0
+        while True:
+            now = self.clock()
+            us = self.read()
+            if self.fast(us):
+                held_since = held_since if held_since is not None else now
+                if now - held_since >= hold_s:
+                    self.waited_s = now - t0
+                    return True
+            else:
+                held_since = None
+            if now - t0 > max_s:
+                self.unstable, self.waited_s = True, now - t0
+                say(f"host: never held its fast-state floor ({self.floor:.2f} µs) in {max_s:.0f} s; "
+                    f"last reading {us:.2f} µs: this run is marked host-unstable")
+                return False
+            if now >= next_note:
+                say(f"host: waiting for the fast state: floor {self.floor:.2f} µs, now {us:.2f} µs "
+                    f"({now - t0:.0f} s of at most {max_s:.0f} s)")
+                next_note = now + 5.0
+            self.sleep(every_s)
+
+    def summary(self) -> dict:
+        xs = sorted(self.readings)
+        fast = sum(1 for x in xs if self.fast(x))
+        return {"floor_us": self.floor, "tol": self.tol, "unstable": self.unstable,
+                "waited_s": round(self.waited_s, 2), "readings": len(xs),
+                "fast_fraction": round(fast / len(xs), 3) if xs else None,
+                "median_us": statistics.median(xs) if xs else None}
+
+
+def _env_floor() -> float | None:
+    try:
+        return float(os.environ[FLOOR_ENV])
+    except (KeyError, ValueError):
+        return None
+
+
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)

@@ -1,0 +1,318 @@
+"""The pytest plugin that turns probes into pytest-benchmark benchmarks whose stats are GPU-measured µs.
+
+Each (probe, size, variant, mode) is one benchmark. The measurement happens in bench.runner,
+interleaved across the probe's variants; the test then hands its samples to pytest-benchmark
+through `pedantic` with an injected clock, so the run file stores the measured per-call figures
+(not pytest-benchmark's wall time around them).
+
+With --hb-workers K > 1 (the default) this process is the parent: at the first probe it runs the
+suite in K fresh worker processes one after another (bench.workers), merges their records, and
+its own tests report the merged figures. The one run file is pytest-benchmark's own JSON
+(`--benchmark-json`, default <out>/run.json), so its stats come from pytest-benchmark's Stats.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from . import records, timing
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_WORKERS = 3
+DEFAULT_ROUNDS = 10      # per worker: 3 workers pool 30 kept rounds
+
+
+class InjectedClock:
+    """A 'timer' that advances only by the externally measured seconds of each round."""
+
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        return self.t
+
+
+CLOCK = InjectedClock()
+
+
+def pytest_addoption(parser):
+    g = parser.getgroup("hostbench")
+    g.addoption("--hb-sizes", default="256,1024,4096", help="cube sizes M=N=K of the matmul probes (default %(default)s)")
+    g.addoption("--hb-tokens", default="256,4096", help="token counts of the transpose probe (default %(default)s)")
+    g.addoption("--hb-modes", default="eager,graph,device", help="timing modes to run (default %(default)s)")
+    g.addoption("--hb-rounds", type=int, default=DEFAULT_ROUNDS,
+                help="kept interleaved rounds per mode and worker (default %(default)s)")
+    g.addoption("--hb-workers", type=int, default=DEFAULT_WORKERS,
+                help="worker processes the suite runs in, one after another; 1 measures in this process "
+                     "(a quick look) (default %(default)s)")
+    g.addoption("--hb-out", default=None, help="folder for records.jsonl, run.json, table.csv/md (default results/<stamp>)")
+    g.addoption("--hb-heavy", action="store_true", help="heavy sweeps (every plan, every size)")
+    g.addoption("--hb-worker", default=None, help=argparse_suppress())
+
+
+def argparse_suppress():
+    import argparse
+    return argparse.SUPPRESS
+
+
+def _cuda_ok() -> tuple[bool, str]:
+    try:
+        import torch
+    except ImportError as e:
+        return False, f"torch not importable ({e})"
+    if not torch.cuda.is_available():
+        return False, ("no CUDA GPU visible (torch.cuda.is_available() is False): probes need one; "
+                       "`hostbench run` renders the committed reference run instead")
+    return True, ""
+
+
+class Parent:
+    """The parent of K workers: runs them at its first probe, then serves their merged records."""
+
+    def __init__(self, config, out: Path, k: int):
+        self.config, self.out, self.k = config, out, k
+        self.records: dict | None = None
+        self.fingerprint: dict = {}
+        self.t0 = time.perf_counter()
+
+    def worker_args(self) -> list[str]:
+        args, skip = [], False
+        for a in self.config.invocation_params.args:
+            if skip:
+                skip = False
+                continue
+            name = a.split("=", 1)[0]
+            if name in ("--benchmark-json", "--hb-out", "--hb-workers", "--hb-worker", "--benchmark-autosave",
+                        "--benchmark-save", "--benchmark-compare", "--benchmark-histogram"):
+                skip = "=" not in a and name not in ("--benchmark-autosave",)
+                continue
+            args.append(a)
+        if not any(not a.startswith("-") for a in args):
+            args = [str(ROOT / "probes")] + args   # the bare `pytest --benchmark-only` at the root
+        return [*args, "-q", "-p", "no:cacheprovider", "--hb-workers=1", f"--rootdir={ROOT}",
+                "-o", "testpaths=probes"]
+
+    def record(self, probe, size, variant, mode) -> records.Record:
+        if self.records is None:
+            self._run()
+        rec = self.records.get((probe.name, variant, size, mode))
+        return rec or records.Record(probe.name, variant, size, mode, status="error: not measured by any worker")
+
+    def _run(self) -> None:
+        from .workers import merge_runs, run_workers
+        say = lambda m: print(f"hostbench: {m}", file=sys.stderr, flush=True)  # noqa: E731
+        say(f"running the suite in {self.k} worker processes, one after another (--hb-workers)")
+        paths = run_workers(self.k, self.worker_args(), self.out, say=say)
+        runs = []
+        for p in paths:
+            try:
+                runs.append(records.load_run(p))
+            except records.RunFileError as e:
+                say(f"skipping a worker's records: {e}")
+        recs, self.fingerprint = merge_runs(runs, wall_s=time.perf_counter() - self.t0)
+        self.records = {r.key: r for r in recs}
+        w = records.JsonlWriter(self.out / "records.jsonl")
+        w.write({"kind": "fingerprint", "fingerprint": self.fingerprint})
+        for r in recs:
+            w.write({"kind": "record", "record": r.to_dict()})
+        w.close()
+
+    def finish(self) -> None:
+        if self.fingerprint:
+            self.fingerprint["suite_wall_s"] = time.perf_counter() - self.t0
+
+    def unmeasured(self) -> list:
+        return [r for r in (self.records or {}).values() if not r.ok]
+
+
+def _options(config) -> timing.Options:
+    opt = timing.Options(rounds=config.getoption("--hb-rounds"))
+    w = config.getoption("--hb-worker")
+    if w:
+        opt.rotation = int(w.split("/")[0]) - 1   # each worker its own variant order
+    return opt
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    config.addinivalue_line("markers", "hostbench: a cudnn-hostbench probe benchmark")
+    config._hb_session = None
+    config._hb_run_path = None
+    ok, _ = _cuda_ok()
+    bench_only = config.getoption("benchmark_only", False)
+    from _pytest.config import Config
+    if bench_only and getattr(config, "args_source", None) == Config.ArgsSource.TESTPATHS:
+        # the bare `pytest --benchmark-only` at the root runs the probes, not the CPU tests
+        config.args[:] = [str(ROOT / "probes")]
+    worker = config.getoption("--hb-worker")
+    out = Path(config.getoption("--hb-out") or ROOT / "results" / _dt.datetime.now().strftime("%Y%m%d-%H%M%S"))
+    config._hb_out = out
+    config._hb_json_tmp = None
+    if ok and not worker and bench_only and config.getoption("benchmark_json", None) is None:
+        out.mkdir(parents=True, exist_ok=True)
+        config._hb_json_tmp = out / "run.json.tmp"
+        config.option.benchmark_json = open(config._hb_json_tmp, "wb")  # noqa: SIM115 - pytest-benchmark closes it
+    k = config.getoption("--hb-workers")
+    if k < 1:
+        raise pytest.UsageError(f"--hb-workers: must be at least 1, got {k}")
+    if ok and not worker and k > 1:
+        config._hb_session = Parent(config, out, k)
+
+
+def _session(config):
+    if config._hb_session is None:
+        from .runner import Session
+        modes = tuple(m.strip() for m in config.getoption("--hb-modes").split(",") if m.strip()) + ("host",)
+        w = config.getoption("--hb-worker") or ""
+        first = not w or w.startswith("1/")
+        config._hb_session = Session(config._hb_out, _options(config), modes, worker=w,
+                                     warm_max_s=60.0 if first else 20.0)
+    return config._hb_session
+
+
+def pytest_generate_tests(metafunc):
+    if "hb_case" not in metafunc.fixturenames:
+        return
+    probe = metafunc.module.PROBE
+    modes = {m.strip() for m in metafunc.config.getoption("--hb-modes").split(",")} | {"host"}
+    cases = [c for c in probe.cases(metafunc.config) if c[2] in modes]
+    metafunc.parametrize("hb_case", cases, ids=[f"{s}-{v}-{m}" for s, v, m in cases])
+
+
+def pytest_collection_modifyitems(config, items):
+    ok, why = _cuda_ok()
+    probe_items = [it for it in items if "hb_case" in getattr(it, "fixturenames", ())]
+    for it in probe_items:
+        size, variant, mode = it.callspec.params["hb_case"]
+        probe = it.module.PROBE
+        it.add_marker(pytest.mark.benchmark(timer=CLOCK, group=f"{probe.name}[{size}]-{mode}", disable_gc=False))
+        it.add_marker(pytest.mark.hostbench)
+        if not ok:
+            it.add_marker(pytest.mark.skip(reason=why))
+    # every profiler session comes after every host-timed one (it can slow host dispatch for
+    # the rest of the process); each worker takes the probes in its own rotated order
+    w = config.getoption("--hb-worker")
+    mods = list(dict.fromkeys(it.module.__name__ for it in probe_items))
+    shift = (int(w.split("/")[0]) - 1) % len(mods) if w and mods else 0
+    order = {m: i for i, m in enumerate(mods[shift:] + mods[:shift])}
+    rank = {it: (1 if it.callspec.params["hb_case"][2] == "device" else 0, order[it.module.__name__])
+            for it in probe_items}
+    items.sort(key=lambda it: rank.get(it, (0, -1)))
+
+
+def run_case(benchmark, request, case) -> records.Record:
+    """The body every probe test shares: measure (once per probe/size), then report."""
+    size, variant, mode = case
+    probe = request.module.PROBE
+    session = _session(request.config)
+    try:
+        rec = session.record(probe, size, variant, mode)
+    except Exception as e:  # noqa: BLE001 - e.g. no GPU context: say why, keep the run going
+        pytest.skip(f"cannot measure: {type(e).__name__}: {e}")
+    if request.config.getoption("--hb-worker"):
+        return rec   # a worker only writes records.jsonl; the parent reports the merged figures
+    return report_record(benchmark, rec, f"{probe.name}/{variant}/{size}/{mode}")
+
+
+def report_record(benchmark, rec: records.Record, where: str) -> records.Record:
+    """Hands a record's measured samples to pytest-benchmark (or skips/fails with its status)."""
+    benchmark.extra_info.update({k: v for k, v in rec.to_dict().items() if k != "samples"})
+    if rec.status.startswith("failed"):
+        pytest.fail(f"{where}: {rec.status}", pytrace=False)
+    if not rec.ok:
+        if rec.status.startswith("error"):
+            pytest.fail(f"{where}: {rec.status}", pytrace=False)
+        pytest.skip(rec.status)
+    scale = records.UNIT_SECONDS.get(rec.unit, 1e-6)
+    it = iter(rec.samples)
+
+    def one_round():
+        CLOCK.t += next(it) * scale
+
+    benchmark.pedantic(one_round, rounds=len(rec.samples), iterations=1, warmup_rounds=0)
+    return rec
+
+
+@pytest.fixture
+def hb_case(request):
+    return request.param
+
+
+@pytest.fixture
+def hb_run(benchmark, request, hb_case):
+    return lambda: run_case(benchmark, request, hb_case)
+
+
+def pytest_benchmark_update_machine_info(config, machine_info):
+    s = config._hb_session
+    if s is not None and s.fingerprint:
+        machine_info["hostbench"] = s.fingerprint
+
+
+def pytest_benchmark_update_json(config, benchmarks, output_json):
+    s = config._hb_session
+    if s is None:
+        return
+    # only probe benchmarks belong in a hostbench run file (not CPU tests' own benchmarks)
+    output_json["benchmarks"] = [b for b in output_json["benchmarks"] if (b.get("extra_info") or {}).get("probe")]
+    unmeasured = s.unmeasured()
+    output_json["hostbench"] = {"schema": records.SCHEMA, "unmeasured": [r.to_dict() for r in unmeasured]}
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_sessionfinish(session, exitstatus):
+    """Wraps pytest-benchmark's own finish: the fingerprint is complete before it writes the
+    run file, and the file is renamed into place (and tabulated) after."""
+    config = session.config
+    s = config._hb_session
+    if s is not None:
+        s.finish()
+    yield
+    tmp = config._hb_json_tmp
+    path = None
+    if tmp is not None:
+        fh = config.option.benchmark_json
+        if not fh.closed:
+            fh.close()
+        if tmp.exists() and tmp.stat().st_size > 0:
+            path = tmp.with_name("run.json")
+            os.replace(tmp, path)
+        else:
+            tmp.unlink(missing_ok=True)
+    elif s is not None and not config.getoption("--hb-worker"):
+        fh = config.getoption("benchmark_json", None)
+        path = Path(fh.name) if fh is not None and Path(fh.name).exists() else None
+    config._hb_run_path = path
+    if path is not None:
+        from reports import table
+        try:
+            table.write_outputs(records.load_run(path), path.parent)
+        except records.RunFileError as e:
+            print(f"hostbench: {e}", file=sys.stderr)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    path = getattr(config, "_hb_run_path", None)
+    if path is None:
+        return
+    from reports import table
+
+    from . import trust
+    run = records.load_run(path)
+    terminalreporter.write_sep("=", "cudnn-hostbench: µs per call against each probe's baseline")
+    terminalreporter.write_line(trust.summary_line(run))
+    terminalreporter.write_line(table.render_text(table.build_table(run)))
+    terminalreporter.write_line(f"run file: {path}  (table.csv, table.md beside it)")
+    if run.fingerprint.get("cudnn_error"):
+        terminalreporter.write_line(f"cuDNN was not usable, so every cuDNN variant is unsupported: "
+                                    f"{run.fingerprint['cudnn_error']}", red=True)
+    cal = run.fingerprint.get("calibration_us", {})
+    if cal.get("after_over_before", 1) > 1.2:
+        terminalreporter.write_line(
+            f"note: host calibration after the profiler phase is {cal['after_over_before']:.2f}x slower "
+            "than before it; host figures were all taken before it")

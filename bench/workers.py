@@ -1,0 +1,146 @@
+"""Worker processes as the unit of replication (as pyperf and asv do): the suite runs in K
+fresh processes one after another, each with its own rotation of probe and variant order, and
+the parent merges their records.
+
+Per row the merged record keeps every worker's kept rounds (pooled samples), each worker's median
+and median paired ratio, and reports the median over workers with the between-worker spread.
+"""
+from __future__ import annotations
+
+import copy
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from . import stats, trust
+from .hoststate import FLOOR_ENV
+from .records import Record, Run, load_run
+
+# flags a merged row carries when most of its workers carried them
+MAJORITY_FLAGS = ("host_unstable", "clock_drop")
+
+
+def _ratio_values(rec: Record, base: Record | None) -> list[float]:
+    if base is None or not base.ok or len(base.samples) != len(rec.samples):
+        return []
+    return stats.paired_ratios(rec.samples, base.samples)
+
+
+def merge_records(per_worker: list[list[Record]], host_unstable: bool = False) -> list[Record]:
+    """One record per (probe, variant, size, mode) over the workers' records (worker i = index i+1)."""
+    groups: dict = {}
+    for i, recs in enumerate(per_worker, 1):
+        for r in recs:
+            groups.setdefault(r.key, []).append((i, r))
+    index = [{r.key: r for r in recs} for recs in per_worker]
+    out = []
+    for key, items in groups.items():
+        ok = [(i, r) for i, r in items if r.ok]
+        if not ok:
+            out.append(copy.deepcopy(items[0][1]))
+            continue
+        m = copy.deepcopy(ok[0][1])
+        m.samples, m.workers, ratios = [], [], []
+        disc: dict = {}
+        sentinels, clocks, names = [], [], {}
+        for i, r in ok:
+            base = index[i - 1].get((r.probe, r.baseline, r.size, r.mode)) if r.baseline else None
+            rv = _ratio_values(r, base) if r.variant != r.baseline else []
+            ratios += rv
+            m.samples += r.samples
+            m.workers.append({"worker": i, "n": len(r.samples), "median": stats.median(r.samples),
+                              "ratio": stats.median(rv) if rv else None, "sentinel_us": r.sentinel_us})
+            for k, v in (r.rounds_discarded or {}).items():
+                disc[k] = disc.get(k, 0) + v
+            if r.sentinel_us is not None:
+                sentinels.append(r.sentinel_us)
+            if r.clock_mhz:
+                clocks.append(r.clock_mhz)
+            if r.kernel_names:
+                names.setdefault(tuple(r.kernel_names), []).append(i)
+        m.rounds_discarded = disc
+        m.sentinel_us = stats.median(sentinels) if sentinels else None
+        if clocks:
+            m.clock_mhz = {"sm_min": min(c["sm_min"] for c in clocks), "sm_max": max(c["sm_max"] for c in clocks),
+                           "top": max(c.get("top") or 0 for c in clocks) or None}
+        if ratios:
+            m.ratio = stats.summarize(ratios)
+            m.ratio["median"] = stats.median([w["ratio"] for w in m.workers if w["ratio"] is not None])
+        if names:  # the kernels most workers ran; say so when workers disagree
+            m.kernel_names = list(max(names.items(), key=lambda kv: len(kv[1]))[0])
+            if len(names) > 1:
+                alt = "; ".join(f"workers {ws}: {', '.join(n[:2])}" for n, ws in names.items())
+                m.note = (m.note + " | " if m.note else "") + f"workers ran different kernels ({alt})"
+        judged = [w["ratio"] for w in m.workers] if ratios and m.mode == "eager" else [w["median"] for w in m.workers]
+        m.spread = trust.relative_spread(judged)
+        flags = set(trust.flags_for(m, host_unstable=host_unstable))
+        for f in MAJORITY_FLAGS:
+            if sum(1 for _, r in ok if f in (r.flags or ())) * 2 > len(ok):
+                flags.add(f)
+        m.flags = [f for f in trust.FLAGS if f in flags]
+        out.append(m)
+    return out
+
+
+def merge_fingerprints(fps: list[dict], wall_s: float | None = None) -> dict:
+    """The first worker's environment, plus the run's host state over all workers."""
+    fps = [f for f in fps if f]
+    if not fps:
+        return {}
+    fp = copy.deepcopy(fps[0])
+    hs = [f.get("host_state") or {} for f in fps]
+    floors = [h["floor_us"] for h in hs if h.get("floor_us")]
+    unstable = sum(1 for h in hs if h.get("unstable"))
+    fp["workers"] = len(fps)
+    fp["host_state"] = {"floor_us": min(floors) if floors else None, "unstable": unstable * 2 > len(fps),
+                        "unstable_workers": unstable, "per_worker": hs}
+    walls: dict = {}
+    for f in fps:
+        for k, v in (f.get("wall_s") or {}).items():
+            walls[k] = round(walls.get(k, 0.0) + v, 2)
+    fp["wall_s"] = walls
+    fp["worker_wall_s"] = [round(f.get("suite_wall_s") or 0.0, 1) for f in fps]
+    fp["calibration_us"] = {"per_worker": [f.get("calibration_us") for f in fps],
+                            **(fps[0].get("calibration_us") or {})}
+    if wall_s is not None:
+        fp["suite_wall_s"] = wall_s
+    return fp
+
+
+def merge_runs(runs: list[Run], wall_s: float | None = None) -> tuple[list[Record], dict]:
+    fp = merge_fingerprints([r.fingerprint for r in runs], wall_s)
+    return merge_records([r.records for r in runs], bool(fp.get("host_state", {}).get("unstable"))), fp
+
+
+def run_workers(k: int, pytest_args: list[str], out: Path, say=print, env=None) -> list[Path]:
+    """Runs the suite in k fresh processes, one after another; returns their records.jsonl files.
+
+    Each later worker starts from the host floor the earlier ones learned, so it need not
+    relearn it (and all workers judge rounds by the same floor).
+    """
+    env = dict(os.environ if env is None else env)
+    env["PYTHONUNBUFFERED"] = "1"
+    paths, floor = [], None
+    for i in range(1, k + 1):
+        wdir = out / "workers" / f"w{i}"
+        wdir.mkdir(parents=True, exist_ok=True)
+        if floor is not None:
+            env[FLOOR_ENV] = f"{floor:.6f}"
+        cmd = [sys.executable, "-m", "pytest", *pytest_args, f"--hb-worker={i}/{k}", f"--hb-out={wdir}"]
+        say(f"worker {i}/{k}: starting")
+        t0 = time.perf_counter()
+        with open(wdir / "pytest.log", "w", encoding="utf-8") as log:
+            rc = subprocess.call(cmd, env=env, stdout=log, stderr=None)
+        say(f"worker {i}/{k}: done in {time.perf_counter() - t0:.0f} s (exit {rc}; log {wdir / 'pytest.log'})")
+        path = wdir / "records.jsonl"
+        if path.exists():
+            paths.append(path)
+            try:
+                f = (load_run(path).fingerprint.get("host_state") or {}).get("floor_us")
+            except Exception:  # noqa: BLE001 - a broken worker file is reported by the merge
+                f = None
+            if f:
+                floor = f if floor is None else min(floor, f)
+    return paths
