@@ -71,6 +71,10 @@ def _cuda_ok() -> tuple[bool, str]:
     return True, ""
 
 
+VALUED = ("--benchmark-json", "--hb-out", "--hb-workers", "--hb-worker", "--benchmark-save")
+FLAGS = ("--benchmark-autosave", "--benchmark-save-data")
+
+
 class Parent:
     """The parent of K workers: runs them at its first probe, then serves their merged records."""
 
@@ -87,9 +91,8 @@ class Parent:
                 skip = False
                 continue
             name = a.split("=", 1)[0]
-            if name in ("--benchmark-json", "--hb-out", "--hb-workers", "--hb-worker", "--benchmark-autosave",
-                        "--benchmark-save", "--benchmark-compare", "--benchmark-histogram"):
-                skip = "=" not in a and name not in ("--benchmark-autosave",)
+            if name in VALUED or name in FLAGS:   # the parent's outputs, not a worker's
+                skip = "=" not in a and name in VALUED
                 continue
             args.append(a)
         if not any(not a.startswith("-") for a in args):
@@ -287,6 +290,7 @@ def pytest_sessionfinish(session, exitstatus):
     elif s is not None and not config.getoption("--hb-worker"):
         fh = config.getoption("benchmark_json", None)
         path = Path(fh.name) if fh is not None and Path(fh.name).exists() else None
+        path = path if path is not None and path.stat().st_size > 0 else None
     config._hb_run_path = path
     if path is not None:
         from reports import table

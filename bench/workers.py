@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from . import stats, trust
-from .hoststate import FLOOR_ENV
+from .hoststate import FLOOR_ENV, TOL
 from .records import Record, Run, load_run
 
 # flags a merged row carries when most of its workers carried them
@@ -26,6 +26,23 @@ def _ratio_values(rec: Record, base: Record | None) -> list[float]:
     if base is None or not base.ok or len(base.samples) != len(rec.samples):
         return []
     return stats.paired_ratios(rec.samples, base.samples)
+
+
+def stale_host(per_worker: list[list[Record]], floor: float | None, tol: float = TOL) -> list[list[Record]]:
+    """Flags eager records whose sentinel sat above the run's fast floor: they were judged
+    against a floor their worker learned while its host was still slow."""
+    if not floor:
+        return per_worker
+    out = []
+    for recs in per_worker:
+        fixed = []
+        for r in recs:
+            if r.mode == "eager" and r.sentinel_us and r.sentinel_us > floor * (1 + tol) and "host_unstable" not in r.flags:
+                r = copy.copy(r)
+                r.flags = [*r.flags, "host_unstable"]
+            fixed.append(r)
+        out.append(fixed)
+    return out
 
 
 def merge_records(per_worker: list[list[Record]], host_unstable: bool = False) -> list[Record]:
@@ -111,7 +128,9 @@ def merge_fingerprints(fps: list[dict], wall_s: float | None = None) -> dict:
 
 def merge_runs(runs: list[Run], wall_s: float | None = None) -> tuple[list[Record], dict]:
     fp = merge_fingerprints([r.fingerprint for r in runs], wall_s)
-    return merge_records([r.records for r in runs], bool(fp.get("host_state", {}).get("unstable"))), fp
+    hs = fp.get("host_state") or {}
+    per = stale_host([r.records for r in runs], hs.get("floor_us"))
+    return merge_records(per, bool(hs.get("unstable"))), fp
 
 
 def run_workers(k: int, pytest_args: list[str], out: Path, say=print, env=None) -> list[Path]:

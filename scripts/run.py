@@ -1,7 +1,8 @@
 """`hostbench run`: the probes on this GPU, or the committed reference run without one.
 
-With a GPU it runs `pytest probes --benchmark-only` (extra arguments pass through), which writes
-results/<stamp>/run.json, records.jsonl, table.csv and table.md and prints the table.
+With a GPU it runs `pytest probes --benchmark-only` (extra arguments pass through to pytest, e.g.
+--hb-workers 1 --hb-sizes 256 -k execute), which runs the suite in worker processes and writes
+results/<stamp>/run.json (one pytest-benchmark JSON), records.jsonl, table.csv and table.md.
 """
 from __future__ import annotations
 
@@ -48,21 +49,27 @@ def render_reference() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="hostbench run", description=__doc__)
+    ap = argparse.ArgumentParser(prog="hostbench run", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", help="result folder (default results/<stamp>)")
     ap.add_argument("--reference", action="store_true", help="render the committed reference run(s) only")
     a, rest = ap.parse_known_args(argv)
     ok, why = cuda_available()
     if a.reference or not ok:
         if not a.reference:
+            ignored = ([f"--out {a.out}"] if a.out else []) + rest
             print(f"hostbench run: {why}; probes need a CUDA GPU. Showing the committed reference run(s) "
-                  "instead (measured on real hardware; see docs/measurements.md).")
+                  "instead (measured on real hardware; see docs/measurements.md)."
+                  + (f" Ignored: {' '.join(ignored)}." if ignored else ""), file=sys.stderr)
         return render_reference()
     import pytest
     out = Path(a.out or ROOT / "results" / _dt.datetime.now().strftime("%Y%m%d-%H%M%S"))
+    if out.exists() and not out.is_dir():
+        print(f"hostbench run: --out {out}: exists and is not a folder", file=sys.stderr)
+        return 2
     out.mkdir(parents=True, exist_ok=True)
     args = [str(ROOT / "probes"), "--benchmark-only", "-q", "-p", "no:cacheprovider", "-rfs",
-            f"--benchmark-json={out / 'benchmark.json'}", f"--hb-out={out}", "--rootdir", str(ROOT),
+            f"--hb-out={out}", "--rootdir", str(ROOT),
             "--benchmark-columns=median,iqr,min,max,rounds", "--benchmark-sort=name",
             "-o", "testpaths=probes", *rest]
     code = pytest.main(args)

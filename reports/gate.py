@@ -1,0 +1,83 @@
+"""The regression gate: judges a change on process-level noise, not on rounds of one process.
+
+Within one process the rounds are tight, so a rank test over rounds calls any between-process
+offset significant. The unit of replication is the worker process (bench.workers): per row each
+run has one value per worker (the worker's median; for eager rows with a baseline, its median
+paired ratio to the baseline, so a slower host moves both and cancels).
+
+  SLOWER / FASTER  the change of the medians over workers exceeds the row's noise floor, which is
+                   at least `threshold` and SPREAD_MULT x the larger between-worker spread of the
+                   two runs, AND the workers agree: every new worker lies beyond every base worker
+                   (complete separation) or a Mann-Whitney U test on worker values gives p < alpha;
+  KERNEL CHANGED   would be SLOWER or FASTER, but the device kernels differ between the runs;
+  UNSURE           past the noise floor but the workers overlap, or an eager row of a run whose
+                   host never held its fast state;
+  SAME             within the noise floor ("noise-limited: detects >= N %" when that floor is
+                   above the threshold).
+Runs without worker values (one process) fall back to the per-round test, and say so.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from bench import trust
+
+THRESHOLD = {"eager": 0.05, "graph": 0.04, "device": 0.04, "host": 0.05}
+SPREAD_MULT = 1.5
+ALPHA = 0.01
+
+
+@dataclass
+class Side:
+    values: list          # worker-level values (one per worker), or [] when not measured
+    rounds: list          # the raw per-round samples (or per-round ratios), for the fallback test
+    host_unstable: bool = False
+    kernels: frozenset = frozenset()
+
+    @property
+    def spread(self) -> float:
+        return trust.relative_spread(self.values) or 0.0
+
+
+def _mwu(a, b) -> tuple[float, float]:
+    from scipy.stats import mannwhitneyu
+    r = mannwhitneyu(b, a, alternative="two-sided")
+    return float(r.pvalue), float(r.statistic)
+
+
+def judge(a: Side, b: Side, mode: str, threshold: float | None = None, alpha: float = ALPHA,
+          min_samples: int = 5) -> tuple[str, float, float, str]:
+    """(verdict, relative change of the medians over workers, p, note) for base a and new b."""
+    if not a.values or not b.values:
+        return "UNMEASURED", float("nan"), float("nan"), "no samples"
+    thr = THRESHOLD.get(mode, 0.05) if threshold is None else threshold
+    ma, mb = statistics.median(a.values), statistics.median(b.values)
+    change = mb / ma - 1 if ma else float("nan")
+    if a.values == b.values and a.rounds == b.rounds:
+        return "SAME", 0.0, 1.0, "identical samples"
+    kern = ""
+    if a.kernels and b.kernels and a.kernels != b.kernels:
+        kern = f"kernels: base {', '.join(sorted(a.kernels))}; new {', '.join(sorted(b.kernels))}"
+    if len(a.values) >= 2 and len(b.values) >= 2:
+        noise = max(thr, SPREAD_MULT * max(a.spread, b.spread))
+        p, _ = _mwu(a.values, b.values)
+        beyond = min(b.values) > max(a.values) if change > 0 else max(b.values) < min(a.values)
+        agree, how = beyond or p < alpha, "workers overlap"
+    else:  # one process a side: the per-round test is all there is
+        if len(a.rounds) < min_samples or len(b.rounds) < min_samples:
+            return "UNSURE", change, float("nan"), f"too few samples (< {min_samples} a side)"
+        noise = thr
+        p, u = _mwu(a.rounds, b.rounds)
+        agree = p < alpha and (u > len(a.rounds) * len(b.rounds) / 2) == (change > 0)
+        how = "single process: per-round test not significant"
+    note = f"noise-limited: detects >= {noise * 100:.0f} %" if noise > thr else ""
+    if not abs(change) > noise:
+        return "SAME", change, p, "; ".join(x for x in (note, kern) if x)
+    if mode == "eager" and (a.host_unstable or b.host_unstable):
+        return "UNSURE", change, p, "host-unstable run: eager rows are not judged"
+    if not agree:
+        return "UNSURE", change, p, "; ".join(x for x in (how, note) if x)
+    if kern:
+        return "KERNEL CHANGED", change, p, kern
+    return ("SLOWER" if change > 0 else "FASTER"), change, p, note

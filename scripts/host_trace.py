@@ -1,0 +1,65 @@
+"""Traces the host-state sentinel for a while: is this host bistable, and where is its floor?
+
+    python3 -m scripts.host_trace --seconds 20 [--out trace.json]
+
+Prints the floor, the fraction of readings within 5/10/15/25 % of it, and how long fast and slow
+spells last (a VM host's vCPU can flip between a fast and a slow state; the harness discards
+rounds timed in the slow one).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+
+def spells(flags: list[bool], times: list[float]) -> dict:
+    """Median and longest run length (seconds) of consecutive True and False readings."""
+    out = {True: [], False: []}
+    start = 0
+    for i in range(1, len(flags) + 1):
+        if i == len(flags) or flags[i] != flags[start]:
+            out[flags[start]].append(times[i - 1] - times[start])
+            start = i
+    return {("fast" if k else "slow"): {"n": len(v), "median_s": round(statistics.median(v), 3) if v else None,
+                                         "max_s": round(max(v), 3) if v else None} for k, v in out.items()}
+
+
+def summarize(readings: list[tuple[float, float]], tol: float = 0.10) -> dict:
+    times = [t for t, _ in readings]
+    xs = [x for _, x in readings]
+    floor = min(xs)
+    frac = {f"within_{int(k * 100)}pct": round(sum(x <= floor * (1 + k) for x in xs) / len(xs), 3)
+            for k in (0.05, 0.10, 0.15, 0.25)}
+    return {"readings": len(xs), "floor_us": floor, "median_us": statistics.median(xs),
+            "p90_us": sorted(xs)[int(0.9 * (len(xs) - 1))], **frac,
+            "spells": spells([x <= floor * (1 + tol) for x in xs], times)}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="host_trace", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seconds", type=float, default=20.0, help="how long to trace (default %(default)s)")
+    ap.add_argument("--every", type=float, default=0.01, help="seconds between readings (default %(default)s)")
+    ap.add_argument("--out", help="also write the readings and summary as JSON")
+    a = ap.parse_args(argv)
+    from bench.context import pin_main_thread
+    from bench.hoststate import sentinel_us
+    pin_main_thread()
+    t0 = time.perf_counter()
+    readings = []
+    while time.perf_counter() - t0 < a.seconds:
+        readings.append((time.perf_counter() - t0, sentinel_us()))
+        time.sleep(a.every)
+    s = summarize(readings)
+    print(json.dumps(s, indent=1))
+    if a.out:
+        with open(a.out, "w", encoding="utf-8") as fh:
+            json.dump({"summary": s, "readings": readings}, fh)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,274 @@
+"""The reproducibility machinery on CPU: host-state sentinel, worker merge, gate, KERNEL CHANGED."""
+import random
+
+import pytest
+
+from bench import timing, trust
+from bench.hoststate import HostState
+from bench.records import Record, Run
+from bench.workers import merge_fingerprints, merge_records
+from reports import compare as cmp
+from reports import gate
+
+
+# -- sentinel ------------------------------------------------------------------------------------
+class Bistable:
+    """A synthetic host: fast (1.0 µs) or slow (2.0 µs) by a fixed schedule of state lengths."""
+
+    def __init__(self, schedule, jitter=0.02, seed=0):
+        self.schedule = schedule      # [(state, seconds), ...], repeated
+        self.t = 0.0
+        self.rng = random.Random(seed)
+        self.jitter = jitter
+
+    def state(self):
+        period = sum(s for _, s in self.schedule)
+        t = self.t % period
+        for st, s in self.schedule:
+            if t < s:
+                return st
+            t -= s
+        return self.schedule[-1][0]
+
+    def read(self):
+        self.t += 0.001
+        base = 1.0 if self.state() == "fast" else 2.0
+        return base * (1 + self.rng.uniform(-self.jitter, self.jitter))
+
+    def clock(self):
+        return self.t
+
+    def sleep(self, s):
+        self.t += s
+
+
+def test_warm_learns_the_fast_floor_and_waits_for_it():
+    h = Bistable([("slow", 1.0), ("fast", 0.2), ("slow", 7.0), ("fast", 0.5)])
+    hs = HostState(read=h.read, clock=h.clock, sleep=h.sleep, floor=None)
+    said = []
+    assert hs.warm(learn_s=1.5, hold_s=0.25, max_s=20, say=said.append)
+    assert hs.floor == pytest.approx(1.0, rel=0.03) and h.state() == "fast"
+    assert any("waiting for the fast state" in s for s in said)   # it said so while it waited
+    assert not hs.unstable
+
+
+def test_a_host_that_never_holds_its_floor_is_marked_unstable():
+    h = Bistable([("slow", 1.0), ("fast", 0.05)])   # fast spells too short to hold 0.25 s
+    hs = HostState(read=h.read, clock=h.clock, sleep=h.sleep, floor=None)
+    said = []
+    assert not hs.warm(learn_s=2.0, hold_s=0.25, max_s=5, say=said.append)
+    assert hs.unstable and "host-unstable" in said[-1]
+    assert hs.summary()["unstable"] is True
+
+
+def test_eager_cycles_in_the_slow_state_are_discarded_and_redone():
+    h = Bistable([("fast", 0.1), ("slow", 0.05)])
+    hs = HostState(read=h.read, clock=h.clock, sleep=h.sleep, floor=1.0)
+    watch = timing.Watch(host=hs)
+    slow_now = lambda: h.state() == "slow"  # noqa: E731
+    # a variant that is 2x slower while the host is slow (as Python-heavy paths are)
+    fns = {"a": lambda: None, "b": lambda: None}
+    seen = {"a": [], "b": []}
+
+    def fake_round(fn, n, sync, clock=None):
+        h.t += 0.004
+        return 2.0 if slow_now() else 1.0
+
+    opt = timing.Options(rounds=10, warmup_rounds=1)
+    orig = timing.eager_round
+    timing.eager_round = fake_round
+    try:
+        res = timing.measure_eager(fns, lambda: None, opt, watch=watch)
+    finally:
+        timing.eager_round = orig
+    for n in fns:
+        seen[n] = res[n][0]
+    meta = watch.meta()
+    assert meta["discarded"].get("host_slow", 0) > 0
+    assert len(seen["a"]) == 10 and all(x == pytest.approx(1e6) for x in seen["a"])
+    assert not meta["fell_back"]
+
+
+def test_too_few_clean_cycles_keep_all_and_say_so():
+    hs = HostState(read=lambda: 2.0, floor=1.0)   # always slow
+    watch = timing.Watch(host=hs)
+    opt = timing.Options(rounds=4, warmup_rounds=0, max_round_factor=2)
+    res = timing.measure_eager({"a": lambda: None}, lambda: None, opt, watch=watch)
+    assert len(res["a"][0]) == 8 and watch.meta()["fell_back"]
+    assert watch.meta()["discarded"]["host_slow"] == 8
+
+
+class FakeClocks:
+    def __init__(self, seq):
+        self.seq, self.top = list(seq), 0
+
+    def sm_mhz(self):
+        mhz = self.seq.pop(0) if self.seq else 1980
+        self.top = max(self.top, mhz)
+        return mhz
+
+    def dropped(self, mhz):
+        return mhz < 0.95 * self.top
+
+
+def test_graph_rounds_after_a_clock_drop_are_discarded():
+    watch = timing.Watch(clocks=FakeClocks([1980, 1500, 1980, 1700, 1980, 1980]))
+    caps = {"a": object()}
+    orig = timing.replay_us
+    timing.replay_us = lambda cap, stream: 2.0
+    try:
+        res = timing.measure_graph(caps, None, timing.Options(rounds=4, warmup_rounds=0), watch=watch)
+    finally:
+        timing.replay_us = orig
+    assert len(res["a"]) == 4 and watch.meta()["discarded"] == {"clock_drop": 2}
+    assert min(watch.meta()["sm_mhz"]) == 1980
+
+
+# -- worker merge --------------------------------------------------------------------------------
+def _worker_records(seed, host=1.0, ratio=1.5, kernel="nvjet_tst", rounds=10, flags=()):
+    rng = random.Random(seed)
+    drift = [rng.uniform(0.97, 1.03) for _ in range(rounds)]
+    out = []
+    for mode in ("eager", "graph", "device"):
+        h = host if mode == "eager" else 1.0
+        base = [10.0 * h * d * rng.uniform(0.99, 1.01) for d in drift]
+        trap = [b * ratio * rng.uniform(0.99, 1.01) for b in base]
+        kn = [f"{kernel} x1"] if mode == "device" else []
+        out.append(Record("execute", "torch_mm", "256", mode, role="baseline", samples=base, baseline="torch_mm",
+                          kernel_names=["nvjet x1"] if mode == "device" else [], flags=list(flags)))
+        out.append(Record("execute", "generic", "256", mode, role="trap", samples=trap, baseline="torch_mm",
+                          kernel_names=kn, rounds_discarded={"host_slow": 2} if mode == "eager" else {},
+                          flags=list(flags)))
+    return out
+
+
+def _run(seed, hosts=(1.0, 1.0, 1.0), unstable=False, **kw):
+    per = [_worker_records(seed * 10 + i, host=h, **kw) for i, h in enumerate(hosts)]
+    fps = [{"gpu_name": "NVIDIA H200", "host_state": {"floor_us": 1.0 + 0.01 * i, "unstable": unstable}}
+           for i in range(len(hosts))]
+    fp = merge_fingerprints(fps, wall_s=100.0)
+    return Run(f"run{seed}.json", fp, merge_records(per, fp["host_state"]["unstable"]))
+
+
+def test_merge_keeps_each_workers_median_and_ratio_and_reports_the_median_over_workers():
+    run = _run(1, hosts=(1.0, 1.3, 1.0))
+    r = run.find("execute", "generic", "256", "eager")
+    assert len(r.workers) == 3 and len(r.samples) == 30
+    assert r.ratio["median"] == pytest.approx(1.5, rel=0.02)      # host speed cancels in ratios
+    assert r.summary()["median"] == pytest.approx(sorted(w["median"] for w in r.workers)[1])
+    assert r.rounds_discarded == {"host_slow": 6} and "discarded" in r.flags
+    assert r.spread == pytest.approx(trust.relative_spread([w["ratio"] for w in r.workers]))
+    tm = run.find("execute", "torch_mm", "256", "eager")
+    assert tm.spread > 0.2 and "wide_spread" in tm.flags   # absolute µs: one worker's host was slow
+    assert run.fingerprint["workers"] == 3 and run.fingerprint["host_state"]["floor_us"] == 1.0
+
+
+def test_merge_names_workers_that_ran_different_kernels():
+    per = [_worker_records(1), _worker_records(2), _worker_records(3, kernel="sm90_xmma")]
+    merged = {r.key: r for r in merge_records(per)}
+    d = merged[("execute", "generic", "256", "device")]
+    assert d.kernel_names == ["nvjet_tst x1"] and "workers ran different kernels" in d.note
+
+
+# -- the gate --------------------------------------------------------------------------------
+def test_a_a_between_processes_with_a_host_offset_is_all_same():
+    # what the sentinel leaves: a few % between processes
+    a = _run(1, hosts=(1.0, 1.03, 1.0))
+    b = _run(2, hosts=(1.02, 1.0, 1.04))
+    df = cmp.compare(a, b)
+    assert set(df.verdict) == {"SAME"}, df.to_string()
+    eager_trap = df[(df.variant == "generic") & (df["mode"] == "eager")].iloc[0]
+    assert eager_trap.unit == "x torch_mm" and eager_trap.base_abs > 0
+
+
+def test_a_slower_host_moves_only_the_baselines_absolute_eager_figure():
+    a = _run(1, hosts=(1.0, 1.03, 1.0))
+    b = _run(2, hosts=(1.6, 1.5, 1.7))   # a slower host in every worker of the second run
+    df = cmp.compare(a, b)
+    judged = df[df.verdict != "SAME"]
+    assert list(zip(judged.variant, judged["mode"], judged.verdict)) == [("torch_mm", "eager", "SLOWER")]
+
+
+@pytest.mark.parametrize("mode,factor", [("graph", 1.05), ("device", 1.05), ("eager", 1.10)])
+def test_an_injected_slowdown_is_caught_alone(mode, factor):
+    a, b = _run(1), _run(2)
+    r = b.find("execute", "generic", "256", mode)
+    r.samples = [x * factor for x in r.samples]
+    for w in r.workers:
+        w["median"] *= factor
+        if w["ratio"] is not None:
+            w["ratio"] *= factor
+    df = cmp.compare(a, b)
+    bad = df[df.verdict.isin(["SLOWER", "FASTER", "UNSURE", "KERNEL CHANGED"])]
+    assert list(zip(bad.variant, bad["mode"], bad.verdict)) == [("generic", mode, "SLOWER")], df.to_string()
+
+
+def test_noise_limited_rows_say_what_they_can_detect():
+    a = _run(1, hosts=(1.0, 1.0, 1.0))
+    b = _run(2, hosts=(1.0, 1.0, 1.0))
+    for run in (a, b):
+        r = run.find("execute", "generic", "256", "graph")
+        for w, f in zip(r.workers, (0.9, 1.0, 1.1)):
+            w["median"] *= f
+    v, change, p, note = gate.judge(
+        gate.Side([1.0, 1.1, 0.9], []), gate.Side([1.08, 1.12, 1.0], []), "graph")
+    assert v == "SAME" and note.startswith("noise-limited: detects >= 30 %")
+    df = cmp.compare(a, b)
+    row = df[(df.variant == "generic") & (df["mode"] == "graph")].iloc[0]
+    assert row.verdict == "SAME" and "noise-limited" in row.note
+
+
+def test_a_host_unstable_run_judges_no_eager_row():
+    a = _run(1)
+    b = _run(2, unstable=True)
+    r = b.find("execute", "generic", "256", "eager")
+    for w in r.workers:
+        w["ratio"] *= 1.3
+    df = cmp.compare(a, b)
+    row = df[(df.variant == "generic") & (df["mode"] == "eager")].iloc[0]
+    assert row.verdict == "UNSURE" and "host-unstable" in row.note
+    assert "host_unstable" in r.flags
+
+
+def test_kernel_changed_instead_of_slower():
+    a = _run(1)
+    b = _run(2, kernel="sm90_xmma_gemm")
+    r = b.find("execute", "generic", "256", "device")
+    for w in r.workers:
+        w["median"] *= 1.3
+    df = cmp.compare(a, b)
+    row = df[(df.variant == "generic") & (df["mode"] == "device")].iloc[0]
+    assert row.verdict == "KERNEL CHANGED"
+    assert "nvjet_tst" in row.note and "sm90_xmma_gemm" in row.note
+
+
+def test_identical_runs_are_same_even_with_single_samples():
+    rec = Record("kernel_cache", "no_cache", "n8", "host", unit="ms", samples=[4.7])
+    run = Run("r.json", {}, [rec])
+    df = cmp.compare(run, run)
+    assert list(df.verdict) == ["SAME"]
+
+
+def test_trust_flags_and_summary_line():
+    run = _run(1, hosts=(1.0, 1.4, 1.0))
+    line = trust.summary_line(run)
+    assert "3 worker(s)" in line and "discarded (6 host slow" in line and "flagged" in line
+    flagged = run.find("execute", "torch_mm", "256", "eager")
+    assert trust.badge(flagged) == "⚑w"
+
+
+def test_records_judged_against_a_stale_floor_are_flagged_at_merge():
+    from bench.workers import merge_runs
+    runs = []
+    for i, sentinel in enumerate((1.9, 1.0, 1.02)):   # worker 1 learned its floor while slow
+        recs = _worker_records(i)
+        for r in recs:
+            r.sentinel_us = sentinel if r.mode == "eager" else None
+        runs.append(Run(f"w{i}", {"host_state": {"floor_us": sentinel, "unstable": False}}, recs))
+    merged, fp = merge_runs(runs)
+    r = next(m for m in merged if m.key == ("execute", "generic", "256", "eager"))
+    assert "host_unstable" not in r.flags      # one stale worker of three: the majority is clean
+    runs[1].records = [Record(**{**vars(x), "sentinel_us": 1.9}) if x.mode == "eager" else x for x in runs[1].records]
+    merged, _ = merge_runs(runs)
+    r = next(m for m in merged if m.key == ("execute", "generic", "256", "eager"))
+    assert "host_unstable" in r.flags
