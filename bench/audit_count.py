@@ -9,11 +9,17 @@ looks them up from (`cudnn.set_stream`, `torch.empty`, methods of `cudnn.pygraph
 Variant-pack dicts cannot be wrapped, so a pack is "new" when execute gets a container object it
 has not seen before in this pass (every pack seen is kept alive until the pass ends, so a freed
 dict's id cannot be reused by the next one).
+
+The pieces that decide what a count means are plain functions, testable without a GPU:
+`allocator_requests` (the caching allocator's statistics), `lib_switches` (cuDNN↔cuBLAS switches,
+step boundaries included) and `copy_kind` (what a copy materializes, from shape and strides).
 """
 from __future__ import annotations
 
+import sys
 import time
 from collections import Counter
+from pathlib import Path
 
 BUILD_STEPS = ("validate", "build_operation_graph", "create_execution_plans", "check_support",
                "build_plans", "build_plan_at_index", "build", "deserialize")
@@ -23,46 +29,159 @@ ALLOC_FNS = ("empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones
 ALLOC_METHODS = ("new_empty", "new_zeros", "new_ones", "new_full")
 CUBLAS_FNS = ("mm", "matmul", "bmm", "addmm", "baddbmm")
 CUBLAS_METHODS = ("mm", "matmul", "__matmul__")
-SYNC_METHODS = ("item", "cpu", "tolist")
+# Tensor methods that wait for the device when called on a CUDA tensor, and the name shown
+SYNC_METHODS = {"item": ".item()", "cpu": ".cpu()", "tolist": ".tolist()", "__bool__": "bool(tensor)",
+                "__int__": "int(tensor)", "__float__": "float(tensor)"}
+COPY_KINDS = ("transposed", "channels_last", "other")
+ALLOC_STAT = "allocation.all.allocated"    # allocator requests, cached blocks included
+MIN_STEPS = 2                              # a step boundary must be seen to count switches across it
 
 # every per-step count the pass reports, so absent ones read as 0
 COUNT_KEYS = (
     "graphs_created", *BUILD_STEPS, "graph_builds", "build_us",
     "execute", "execute_plan_at_index", "execute_ordered", "executes", "new_packs",
     "set_stream", "set_stream_backend", "set_stream_cached", "stream_queries",
-    "cuda_allocs", "contiguous_copies", "cublas_calls", "lib_switches", "syncs",
+    "cuda_allocs", "cuda_allocs_explicit", "cuda_factory_calls",
+    "copies", *(f"copies_{k}" for k in COPY_KINDS), *(f"copy_bytes_{k}" for k in COPY_KINDS),
+    "cublas_calls", "lib_switches", "syncs",
 )
 
 
+# -- plain functions: what the counts mean ---------------------------------------------------------
+
+def allocator_requests(stats) -> int | None:
+    """Allocation requests so far from torch.cuda.memory_stats(); None when the allocator does not
+    keep them (caching disabled, another backend, no stats)."""
+    if not isinstance(stats, dict):
+        return None
+    v = stats.get(ALLOC_STAT)
+    return int(v) if isinstance(v, (int, float)) else None
+
+
+def allocs_per_step(before, after, steps: int) -> float | None:
+    """Allocator requests per step between two memory_stats() dicts; None when either lacks them."""
+    a, b = allocator_requests(before), allocator_requests(after)
+    if a is None or b is None or b < a or steps < 1:
+        return None
+    return (b - a) / steps
+
+
+def lib_switches(per_step: list) -> float:
+    """cuDNN↔cuBLAS switches per step from the library of each call, one list per consecutive step.
+
+    In steady state one step follows another, so the switch from a step's last call to the next
+    step's first counts too: within-step switches per step, plus the switches seen at the step
+    boundaries per boundary. A single step wraps onto itself.
+    """
+    steps = len(per_step)
+    if steps == 0:
+        return 0.0
+    within = sum(sum(1 for a, b in zip(s, s[1:]) if a != b) for s in per_step)
+    calls = [s for s in per_step if s]
+    if steps == 1:
+        s = per_step[0]
+        return float(within + (1 if s and s[-1] != s[0] else 0))
+    across = sum(1 for a, b in zip(calls, calls[1:]) if a[-1] != b[0])
+    return within / steps + across / (steps - 1)
+
+
+def _dense_order(shape, stride) -> tuple | None:
+    """Dims of size > 1, outermost first, if the tensor is a permutation of a contiguous one;
+    None if it is not dense (a slice, a broadcast)."""
+    dims = [d for d, n in enumerate(shape) if n > 1]
+    order = sorted(dims, key=lambda d: -stride[d])
+    expect = 1
+    for d in reversed(order):
+        if stride[d] != expect:
+            return None
+        expect *= shape[d]
+    return tuple(order)
+
+
+def is_transposed_view(shape, stride) -> bool:
+    """Strides are a permutation of a contiguous tensor's, in another order (e.g. W.t())."""
+    order = _dense_order(shape, stride)
+    return order is not None and list(order) != sorted(order)
+
+
+def is_channels_last(shape, stride) -> bool:
+    """A 4-D (N, C, H, W) tensor laid out NHWC, or 5-D laid out NDHWC."""
+    order = _dense_order(shape, stride)
+    if order is None or len(shape) not in (4, 5):
+        return False
+    want = tuple(d for d in ((0, 2, 3, 1) if len(shape) == 4 else (0, 2, 3, 4, 1)) if shape[d] > 1)
+    return order == want and list(order) != sorted(order)
+
+
+def copy_kind(shape, src_stride, out_stride=None) -> str:
+    """What a copy of a tensor (shape, src_stride) into out_stride (None: contiguous) materializes:
+    "channels_last" (into or out of NHWC), "transposed" (a transposed view made contiguous),
+    else "other"."""
+    shape, src = tuple(shape), tuple(src_stride)
+    out = tuple(out_stride) if out_stride is not None else contiguous_strides(shape)
+    if len(out) != len(shape):
+        return "other"
+    if is_channels_last(shape, src) != is_channels_last(shape, out):
+        return "channels_last"
+    if is_transposed_view(shape, src) and _dense_order(shape, out) == tuple(d for d, n in enumerate(shape) if n > 1):
+        return "transposed"
+    return "other"
+
+
+def contiguous_strides(shape) -> tuple:
+    out, s = [], 1
+    for n in reversed(tuple(shape)):
+        out.append(s)
+        s *= max(n, 1)
+    return tuple(reversed(out))
+
+
+# -- the tally of one pass ---------------------------------------------------------------------------
+
 class Tally:
-    """Counts of one pass; `step_start`/`step_end` bracket each step."""
+    """Counts of one pass; `step_start` opens each counted step."""
 
     def __init__(self):
         self.total = Counter()
         self.depth = Counter()           # re-entrancy per family: count outermost calls only
         self.seen_packs = {}             # id -> pack, kept alive for the whole pass
-        self.libs = []                   # "cudnn"/"cublas" in call order, this step
+        self.libs = []                   # per counted step: "cudnn"/"cublas" in call order
+        self.names = {"alloc": Counter(), "sync": Counter()}
+        self.copies = Counter()          # (call, where, kind, shape, dtype, stride, transposed, bytes) -> n
         self.counting = False
 
     def add(self, key: str, n: float = 1) -> None:
         if self.counting:
             self.total[key] += n
 
-    def lib(self, name: str) -> None:
+    def name(self, family: str, name: str) -> None:
         if self.counting:
-            self.libs.append(name)
+            self.names[family][name] += 1
+
+    def lib(self, name: str) -> None:
+        if self.counting and self.libs:
+            self.libs[-1].append(name)
 
     def step_start(self) -> None:
-        self.libs = []
-
-    def step_end(self) -> None:
-        switches = sum(1 for a, b in zip(self.libs, self.libs[1:]) if a != b)
-        self.add("lib_switches", switches)
+        if self.counting:
+            self.libs.append([])
 
     def pack(self, obj) -> None:
         if isinstance(obj, (dict, list, tuple)) and id(obj) not in self.seen_packs:
             self.seen_packs[id(obj)] = obj
             self.add("new_packs")
+
+    def copy(self, call: str, where: str, src, out_stride) -> None:
+        if not self.counting:
+            return
+        shape, stride = tuple(src.shape), tuple(src.stride())
+        kind = copy_kind(shape, stride, out_stride)
+        nbytes = src.numel() * src.element_size()
+        dtype = str(src.dtype).replace("torch.", "")
+        self.copies[(call, where, kind, shape, dtype, stride, is_transposed_view(shape, stride), nbytes)] += 1
+        self.add("copies")
+        self.add(f"copies_{kind}")
+        self.add(f"copy_bytes_{kind}", nbytes)
 
 
 class Patcher:
@@ -93,6 +212,15 @@ class Patcher:
 def _on_device(x, device_type: str) -> bool:
     dev = getattr(x, "device", None)
     return getattr(dev, "type", None) == device_type
+
+
+def _caller(depth: int = 2) -> str:
+    """file:line of the user code that made the call (for naming copies)."""
+    try:
+        f = sys._getframe(depth)
+    except ValueError:
+        return "?"
+    return f"{Path(f.f_code.co_filename).name}:{f.f_lineno}"
 
 
 # -- wrapper factories: each returns make(orig) -> wrapper ------------------------------------
@@ -174,50 +302,111 @@ def _build_wrapper(tally, name, orig):
     return wrapper
 
 
+def _copy_wrapper(tally, call, orig, device_type, made):
+    """made(args, kwargs, out) -> (source tensor, strides of what it was copied into) when the
+    call copied a device tensor, else None."""
+    def wrapper(*args, **kwargs):
+        outer = tally.depth["copy"] == 0
+        tally.depth["copy"] += 1
+        try:
+            out = orig(*args, **kwargs)
+        finally:
+            tally.depth["copy"] -= 1
+        if outer and tally.counting:
+            got = made(args, kwargs, out)
+            if got is not None and _on_device(got[0], device_type) and got[0].numel() > 0:
+                tally.copy(call(args, kwargs), _caller(), *got)
+        return out
+    return wrapper
+
+
+def _fmt_kw(kwargs, name="memory_format") -> str:
+    mf = kwargs.get(name)
+    return f"{name}={mf}" if mf is not None else ""
+
+
+def _wrap_copies(p: Patcher, tally: Tally, Tensor, device_type: str) -> None:
+    def new_tensor(args, kwargs, out):   # .contiguous/.to/.clone: a copy when a new tensor comes back
+        src = args[0]
+        if out is src or getattr(out, "stride", None) is None:
+            return None
+        return src, tuple(out.stride())
+
+    def into(args, kwargs, out):         # dst.copy_(src), device to device
+        src = args[1] if len(args) > 1 else kwargs.get("src")
+        if src is None or not hasattr(src, "stride") or src is out or not _on_device(out, device_type):
+            return None
+        # a broadcast into another shape is a plain copy: no strides to compare
+        return src, tuple(out.stride()) if tuple(src.shape) == tuple(out.shape) else ()
+
+    def to_layout(args, kwargs, out):    # .to(...) counts only as a layout conversion
+        return new_tensor(args, kwargs, out) if kwargs.get("memory_format") is not None else None
+
+    p.patch(Tensor, "contiguous", lambda o: _copy_wrapper(
+        tally, lambda a, k: f".contiguous({_fmt_kw(k)})", o, device_type, new_tensor))
+    p.patch(Tensor, "to", lambda o: _copy_wrapper(
+        tally, lambda a, k: f".to({_fmt_kw(k)})", o, device_type, to_layout))
+    p.patch(Tensor, "clone", lambda o: _copy_wrapper(
+        tally, lambda a, k: f".clone({_fmt_kw(k)})", o, device_type, new_tensor))
+    p.patch(Tensor, "copy_", lambda o: _copy_wrapper(tally, lambda a, k: ".copy_()", o, device_type, into))
+
+
 def _wrap_torch(p: Patcher, tally: Tally, torch, device_type: str) -> None:
-    def if_device(key, lib=None):
+    def alloc(name):
         def after(args, kwargs, out):
             if _on_device(out, device_type):
-                tally.add(key)
-                if lib:
-                    tally.lib(lib)
+                tally.add("cuda_factory_calls")
+                if out.numel() * out.element_size() > 0:
+                    tally.add("cuda_allocs_explicit")
+                    tally.name("alloc", name)
+                else:  # no allocator request, but still a tensor made per step
+                    tally.name("alloc", name + " (0 bytes)")
         return after
 
-    def on_self(key):
+    def blas(args, kwargs, out):
+        if _on_device(out, device_type):
+            tally.add("cublas_calls")
+            tally.lib("cublas")
+
+    def sync_on_self(name):
         def before(args, kwargs):
             if args and _on_device(args[0], device_type):
-                tally.add(key)
+                tally.add("syncs")
+                tally.name("sync", name)
+        return before
+
+    def sync(name):
+        def before(args, kwargs):
+            tally.add("syncs")
+            tally.name("sync", name)
         return before
 
     for name in ALLOC_FNS:
-        p.patch(torch, name, lambda o: _nested(tally, "alloc", "_alloc_calls", o, after=if_device("cuda_allocs")))
+        p.patch(torch, name, lambda o, n=name: _nested(tally, "alloc", "_alloc_calls", o, after=alloc(f"torch.{n}")))
     Tensor = getattr(torch, "Tensor", None)
     for name in ALLOC_METHODS:
-        p.patch(Tensor, name, lambda o: _nested(tally, "alloc", "_alloc_calls", o, after=if_device("cuda_allocs")))
+        p.patch(Tensor, name, lambda o, n=name: _nested(tally, "alloc", "_alloc_calls", o, after=alloc(f"Tensor.{n}")))
     for name in CUBLAS_FNS:
-        p.patch(torch, name, lambda o: _nested(tally, "blas", "_blas_calls", o,
-                                                after=if_device("cublas_calls", "cublas")))
+        p.patch(torch, name, lambda o: _nested(tally, "blas", "_blas_calls", o, after=blas))
     for name in CUBLAS_METHODS:
-        p.patch(Tensor, name, lambda o: _nested(tally, "blas", "_blas_calls", o,
-                                                 after=if_device("cublas_calls", "cublas")))
+        p.patch(Tensor, name, lambda o: _nested(tally, "blas", "_blas_calls", o, after=blas))
     nn = getattr(torch, "nn", None)
     p.patch(getattr(nn, "functional", None), "linear",
-            lambda o: _nested(tally, "blas", "_blas_calls", o, after=if_device("cublas_calls", "cublas")))
-    for name in SYNC_METHODS:
-        p.patch(Tensor, name, lambda o: _nested(tally, "sync", "_sync_calls", o, before=on_self("syncs")))
-
-    def contiguous_before(args, kwargs):
-        t = args[0]
-        if _on_device(t, device_type) and not t.is_contiguous():
-            tally.add("contiguous_copies")
-    p.patch(Tensor, "contiguous", lambda o: _nested(tally, "contig", "_contiguous_calls", o, before=contiguous_before))
+            lambda o: _nested(tally, "blas", "_blas_calls", o, after=blas))
+    for name, shown in SYNC_METHODS.items():
+        p.patch(Tensor, name, lambda o, s=shown: _nested(tally, "sync", "_sync_calls", o, before=sync_on_self(s)))
+    _wrap_copies(p, tally, Tensor, device_type)
 
     cuda = getattr(torch, "cuda", None)
     p.patch(cuda, "current_stream", lambda o: _nested(tally, "stream", "stream_queries", o))
-    p.patch(cuda, "synchronize", lambda o: _nested(tally, "sync", "syncs", o))
+    p.patch(cuda, "synchronize", lambda o: _nested(tally, "sync", "_sync_calls", o,
+                                                    before=sync("torch.cuda.synchronize")))
     for cls_name in ("Stream", "Event"):
-        p.patch(getattr(cuda, cls_name, None), "synchronize", lambda o: _nested(tally, "sync", "syncs", o))
+        p.patch(getattr(cuda, cls_name, None), "synchronize",
+                lambda o, c=cls_name: _nested(tally, "sync", "_sync_calls", o, before=sync(f"{c}.synchronize")))
 
+
+# -- per-step results ----------------------------------------------------------------------------------
 
 def per_step(total: Counter, steps: int) -> dict:
     out = {k: 0.0 for k in COUNT_KEYS}
@@ -230,13 +419,48 @@ def per_step(total: Counter, steps: int) -> dict:
     return out
 
 
-def count_step(step, steps: int = 10, *, cudnn=None, torch=None, device_type: str = "cuda") -> dict:
-    """Per-step counts over `steps` calls of step, after one uncounted call inside the wrapped
-    window (so packs and graphs made before the pass are known, and lazy set-up is done).
+def _results(tally: Tally, steps: int, stats_before, stats_after) -> dict:
+    out = per_step(tally.total, steps)
+    out["lib_switches"] = lib_switches(tally.libs)
+    from_stats = allocs_per_step(stats_before, stats_after, steps)
+    explicit = out["cuda_allocs_explicit"]
+    # the allocator sees every request; factory calls are the floor when it keeps no statistics
+    out["cuda_allocs"] = max(from_stats, explicit) if from_stats is not None else explicit
+    out["alloc_counted_by"] = "allocator" if from_stats is not None else "factory calls"
+    out["alloc_calls"] = {k: v / steps for k, v in sorted(tally.names["alloc"].items())}
+    out["sync_calls"] = {k: v / steps for k, v in sorted(tally.names["sync"].items())}
+    out["copy_list"] = [
+        {"call": call, "where": where, "kind": kind, "shape": list(shape), "dtype": dtype, "stride": list(stride),
+         "transposed_view": transposed, "bytes": nbytes, "per_step": n / steps}
+        for (call, where, kind, shape, dtype, stride, transposed, nbytes), n in tally.copies.items()]
+    return out
+
+
+def _default_stats(torch, device_type: str):
+    cuda = getattr(torch, "cuda", None)
+    if device_type == "cuda" and cuda is not None and cuda.is_available():
+        return cuda.memory_stats
+    return None
+
+
+def _read(stats_fn):
+    try:
+        return stats_fn() if stats_fn is not None else None
+    except Exception:  # noqa: BLE001 - an allocator without statistics: counted from factory calls
+        return None
+
+
+def count_step(step, steps: int = 10, *, cudnn=None, torch=None, device_type: str = "cuda",
+               memory_stats=None) -> dict:
+    """Per-step counts over `steps` calls of step (at least MIN_STEPS), after one uncounted call
+    inside the wrapped window (so packs and graphs made before the pass are known, and lazy set-up
+    is done). CUDA allocations come from `memory_stats()` read around the counted steps
+    (default torch.cuda.memory_stats on CUDA; tests pass fakes), else from factory calls alone.
 
     cudnn/torch default to the imported modules; tests pass fakes. Whatever happens, every
     wrapped attribute is restored before this returns or raises.
     """
+    steps = max(int(steps), MIN_STEPS)
     if torch is None:
         import torch
     if cudnn is None:
@@ -244,20 +468,23 @@ def count_step(step, steps: int = 10, *, cudnn=None, torch=None, device_type: st
             import cudnn
         except (ImportError, OSError):
             cudnn = None
+    if memory_stats is None:
+        memory_stats = _default_stats(torch, device_type)
     tally = Tally()
     p = Patcher()
     try:
         if cudnn is not None:
             _wrap_cudnn(p, tally, cudnn)
         _wrap_torch(p, tally, torch, device_type)
-        tally.step_start()
         step()
+        before = _read(memory_stats)
         tally.counting = True
         for _ in range(steps):
             tally.step_start()
             step()
-            tally.step_end()
+        tally.counting = False
+        after = _read(memory_stats)
     finally:
         tally.counting = False
         p.restore()
-    return per_step(tally.total, steps)
+    return _results(tally, steps, before, after)

@@ -12,9 +12,13 @@ Probe figures of later sources are still cited, for reference.
 
 Thresholds are counts, not timings, so the verdict does not move with machine noise. To follow
 a frontend change, edit or add rows here.
+
+Also here, as plain functions: how the copy kernels' device time is shared over the kinds of
+copy counted (`split_copy_time`), and a failed CUDA-graph capture in one line (`capture_summary`).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -54,6 +58,8 @@ class Rule:
     parts: tuple = ()       # each part: a tuple of sources, first with a figure wins
     fix: str = ""
     guide: str = ""         # guide section when trap is None
+    detail: Callable[[dict], str] | None = None   # more evidence from the counts' named entries
+    cost_note: Callable[[dict], str] | None = None  # what the cost leaves out, from the counts
 
     def label(self) -> str:
         return f"trap {self.trap}" if self.trap is not None else (self.guide or "extra")
@@ -74,9 +80,67 @@ def _n(c: dict, *keys) -> float:
     return sum(c.get(k, 0) or 0 for k in keys)
 
 
-# the interleave probe runs 4 cuDNN + 4 torch.mm GEMMs per call (figures per op): alternating has
-# 7 library switches, phased 1, so one extra switch costs (alternating − phased) × 8 / 6
+def _times(named: dict | None) -> str:
+    """{'torch.empty': 2.0} -> 'torch.empty ×2'."""
+    return ", ".join(f"{k} ×{v:g}" for k, v in (named or {}).items())
+
+
+def alloc_detail(c: dict) -> str:
+    """'(2 explicit: torch.empty ×2; the rest inside ops)' and what the count rests on."""
+    total, explicit = _n(c, "cuda_allocs"), _n(c, "cuda_allocs_explicit")
+    named = {k: v for k, v in (c.get("alloc_calls") or {}).items() if not k.endswith("(0 bytes)")}
+    zero = {k: v for k, v in (c.get("alloc_calls") or {}).items() if k.endswith("(0 bytes)")}
+    if c.get("alloc_counted_by") == "factory calls":
+        text = (f" (factory calls only: {_times(named) or 'none'}; the allocator kept no statistics, "
+                "so allocations inside ops are not seen)")
+    elif explicit <= 0:
+        text = " (all inside ops: copies, op outputs)" if total > 0 else ""
+    elif explicit >= total:
+        text = f" ({explicit:g} explicit: {_times(named)})"
+    else:
+        text = f" ({explicit:g} explicit: {_times(named)}; the rest inside ops)"
+    if zero:
+        text += f"; also {_times(zero)}: no allocation, still a tensor made per step"
+    return text
+
+
+def alloc_cost_note(c: dict) -> str:
+    inside = _n(c, "cuda_allocs") - _n(c, "cuda_allocs_explicit")
+    return (f"allocations inside ops ({inside:g} per step) not priced: their cost is part of the op that "
+            f"makes them (the churn probe times an explicit torch.empty)") if inside > 0 else ""
+
+
+def copy_detail(kind: str) -> Callable[[dict], str]:
+    """Which tensor each copy of this kind copied, and by which call."""
+    def detail(c: dict) -> str:
+        items = [x for x in c.get("copy_list") or () if x.get("kind") == kind]
+        out = []
+        for x in items:
+            view = ", a transposed view" if x.get("transposed_view") else ""
+            out.append(f"{x['per_step']:g} × {x['call']} at {x['where']} of {x['dtype']} {list(x['shape'])} "
+                       f"strides {tuple(x['stride'])}{view}")
+        return (": " + "; ".join(out)) if out else ""
+    return detail
+
+
+def unexplained_detail(c: dict) -> str:
+    n = _n(c, "copy_kernels_unexplained")
+    return (f"; {n:g} copy kernels per step from no counted call (a dtype cast, a copy inside an op, "
+            f"or a call bound before the audit)") if n > 0 else ""
+
+
+def sync_detail(c: dict) -> str:
+    return f" ({_times(c.get('sync_calls'))})" if c.get("sync_calls") else ""
+
+
+# the interleave probe runs 4 cuDNN + 4 torch.mm GEMMs per call, back to back (figures per op):
+# counted across call boundaries, alternating has 8 library switches and phased 2, so one extra
+# switch costs (alternating − phased) × 8 / 6. Two switches per step is the floor of any step
+# that uses both libraries.
 _PER_SWITCH = 8 / 6
+MIN_SWITCHES = 2
+
+_COPY_COST = "device time of this step's copy kernels, this kind's share by bytes"
 
 RULES = (
     Rule(
@@ -127,31 +191,56 @@ RULES = (
     ),
     Rule(
         id="new_output", trap=4, title="CUDA tensors allocated every step",
-        fires=lambda c: _n(c, "cuda_allocs") > 0,
-        evidence="{cuda_allocs:g} torch.empty/zeros/...(device='cuda') per step",
-        parts=((Probe("churn", "new_output", ("reuse",), "cuda_allocs"),),),
-        fix="allocate outputs and workspaces once and reuse them where lifetimes allow",
+        fires=lambda c: _n(c, "cuda_allocs", "cuda_factory_calls") > 0,
+        evidence="{cuda_allocs:g} CUDA allocations per step",
+        detail=alloc_detail,
+        # priced per explicit factory call: that is what the churn probe's trap variant does
+        parts=((Probe("churn", "new_output", ("reuse",), "cuda_factory_calls"),),),
+        cost_note=alloc_cost_note,
+        fix=("allocate outputs and workspaces once and reuse them where lifetimes allow; "
+             "for allocations inside ops, pass out= or reuse a preallocated buffer"),
     ),
     Rule(
-        id="transpose", trap=5, title="transposed weight materialized every step",
-        fires=lambda c: _n(c, "contiguous_copies", "copy_kernels") > 0,
-        evidence="{contiguous_copies:g} .contiguous() copies of non-contiguous CUDA tensors, {copy_kernels:g} copy/transpose kernels per step",
-        parts=((Measured("copy_kernel_us", "device time of copy/transpose kernels per step"),
-                Probe("transpose", "contiguous_copy", ("strided_view",), "contiguous_copies", size="t256")),),
+        id="transpose", trap=5, title="transposed view materialized every step (a W.t() weight made contiguous)",
+        fires=lambda c: _n(c, "copies_transposed") > 0,
+        evidence="{copies_transposed:g} copies of a transposed view into a contiguous tensor per step",
+        detail=copy_detail("transposed"),
+        parts=((Measured("copy_us_transposed", _COPY_COST),
+                Probe("transpose", "contiguous_copy", ("strided_view",), "copies_transposed", size="t256")),),
         fix=("declare the weight tensor with the strides of W.t() and bind the view "
-             "(W.t().unsqueeze(0)): no copy kernel"),
+             "(W.t().unsqueeze(0)): no copy kernel; any other transposed view, declare with its own strides"),
+    ),
+    Rule(
+        id="layout_copy", trap=None, guide="extra", title="tensor converted to or from channels_last every step",
+        fires=lambda c: _n(c, "copies_channels_last") > 0,
+        evidence="{copies_channels_last:g} layout conversions (NCHW ↔ NHWC) per step",
+        detail=copy_detail("channels_last"),
+        parts=((Measured("copy_us_channels_last", _COPY_COST),),),
+        fix=("keep activations in channels_last end to end, and declare the graph tensor with NHWC strides "
+             "(dims N, C, H, W; strides H·W·C, 1, W·C, C) so cuDNN reads the tensor as it is"),
+    ),
+    Rule(
+        id="copy", trap=None, guide="extra", title="tensor copied every step",
+        fires=lambda c: _n(c, "copies_other", "copy_kernels_unexplained") > 0,
+        evidence="{copies_other:g} other copies per step (.contiguous/.to/.clone/.copy_)",
+        detail=lambda c: copy_detail("other")(c) + unexplained_detail(c),
+        parts=((Measured("copy_us_other", _COPY_COST),),),
+        fix=("allocate the output in the layout its consumer wants, or have the producer write into the "
+             "buffer directly (out=, or bind that buffer in the graph: cuDNN takes strided tensors), so nothing is copied"),
     ),
     Rule(
         id="interleave", trap=7, title="cuDNN and cuBLAS calls alternate within the step",
-        fires=lambda c: _n(c, "lib_switches") > 1,
-        evidence="{lib_switches:g} cuDNN↔cuBLAS switches per step ({executes:g} cuDNN executes, {cublas_calls:g} cuBLAS calls)",
+        fires=lambda c: _n(c, "lib_switches") > MIN_SWITCHES,
+        evidence=("{lib_switches:g} cuDNN↔cuBLAS switches per step, the switch into the next step included "
+                  "({executes:g} cuDNN executes, {cublas_calls:g} cuBLAS calls; 2 is the floor)"),
         parts=((Probe("interleave", "alternating", ("phased",), "extra_switches", scale=_PER_SWITCH),),),
         fix="group independent GEMMs by library (all cuDNN, then all torch.mm), or capture the step in a CUDA graph",
     ),
     Rule(
         id="sync", trap=None, guide="extra", title="device synchronization inside the step",
         fires=lambda c: _n(c, "syncs") > 0,
-        evidence="{syncs:g} synchronize()/.item()/.cpu()/.tolist() on CUDA per step",
+        evidence="{syncs:g} host waits for the device per step",
+        detail=sync_detail,
         fix="keep results on the device; a sync stalls the host every step and cannot be captured in a CUDA graph",
     ),
 )
@@ -169,6 +258,91 @@ def derived(counts: dict) -> dict:
     """Counts the rules read that are computed from others."""
     c = dict(counts)
     c.setdefault("copy_kernels", 0.0)
-    c["extra_switches"] = max(0.0, (c.get("lib_switches") or 0) - 1)
+    c["extra_switches"] = max(0.0, (c.get("lib_switches") or 0) - MIN_SWITCHES)
+    c["copy_kernels_unexplained"] = max(0.0, (c.get("copy_kernels") or 0) - (c.get("copies") or 0))
     return c
 
+
+def split_copy_time(total_us, counts: dict) -> dict:
+    """The device time of a step's copy kernels split over the kinds of copy counted.
+
+    Kernel names do not say which tensor they copied, so: kernels beyond the counted copies go to
+    "other" (one kernel per copy), the rest is shared by bytes copied (by count without bytes).
+    Returns {"copy_us_<kind>": µs per step} for kinds with a share."""
+    if not total_us or total_us <= 0:
+        return {}
+    c = derived(counts)
+    kinds = ("transposed", "channels_last", "other")
+    share = dict.fromkeys(kinds, 0.0)
+    kernels, extra = c.get("copy_kernels") or 0, c["copy_kernels_unexplained"]
+    if kernels > 0 and extra > 0:
+        share["other"] = total_us * extra / kernels
+    weights = {k: _n(c, f"copy_bytes_{k}") for k in kinds}
+    if not sum(weights.values()):
+        weights = {k: _n(c, f"copies_{k}") for k in kinds}
+    rest, w = total_us - share["other"], sum(weights.values())
+    if w > 0:
+        for k in kinds:
+            share[k] += rest * weights[k] / w
+    else:
+        share["other"] = total_us
+    return {f"copy_us_{k}": v for k, v in share.items() if v > 0}
+
+
+# -- a failed CUDA-graph capture, in one line ------------------------------------------------------
+
+# (lowercase text of the CUDA/torch message, what the step did); the first match names the cause
+CAPTURE_CAUSES = (
+    ("legacy stream depend on a capturing", "the step runs work on the legacy default stream (a cuDNN handle "
+                                            "or op not on the capture stream)"),
+    ("unjoined", "the step forks work onto another stream and does not join it back"),
+    ("event last recorded in a capturing stream", "the step waits on or queries an event recorded during capture"),
+    ("dependency created on uncaptured work", "the step waits on work outside the capture"),
+    ("wrong thread", "capture was touched from another thread"),
+    ("cudnn_status", "a cuDNN call failed"),
+)
+FORBIDDEN = "operation not permitted when stream is capturing"
+SECONDARY = ("operation failed due to a previous error during capture", "capture invalidated",
+             "streamcaptureinvalidated")
+_BOILERPLATE = ("cuda kernel errors might be asynchronously reported", "for debugging consider passing",
+                "compile with `torch_use_cuda_dsa`", "search for `cuda", "device-side assertions")
+_PREFIX = re.compile(r"^\s*(?:[A-Za-z_][\w.]*(?:Error|Exception)\s*:\s*|CUDA error\s*:\s*)+")
+
+
+def error_messages(exc) -> list[str]:
+    """Messages of an exception and the ones it was raised from or while handling, earliest first."""
+    out, seen = [], set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        out.append(f"{type(exc).__name__}: {exc}")
+        exc = exc.__cause__ or exc.__context__
+    return out[::-1]
+
+
+def error_line(message: str) -> str:
+    """The one line of a CUDA/torch error message that says what went wrong."""
+    for line in str(message).splitlines():
+        text = _PREFIX.sub("", line).strip()
+        if text and not any(b in text.lower() for b in _BOILERPLATE):
+            return text[:200]
+    return ""
+
+
+def capture_summary(messages, counts: dict | None = None) -> str:
+    """'not capturable — <what the step did> during capture: <CUDA's own words>' from the error
+    messages of a failed capture (earliest first) and the step's counts."""
+    lines = [x for x in (error_line(m) for m in messages) if x]
+    if not lines:
+        return "not capturable — the capture failed without a message"
+    primary = next((x for x in lines if not any(s in x.lower() for s in SECONDARY)), lines[0])
+    low, c = primary.lower(), counts or {}
+    why = next((text for key, text in CAPTURE_CAUSES if key in low), None)
+    generic = FORBIDDEN in low or any(s in low for s in SECONDARY)
+    if why is None and _n(c, "syncs") > 0:    # a host sync can never be captured, whatever CUDA said
+        names = " / ".join((c.get("sync_calls") or {}).keys()) or "torch.cuda.synchronize / .item() / .cpu()"
+        why = f"the step synchronizes ({names})"
+    elif why is None and generic and _n(c, "graph_builds") > 0:
+        why = "the step builds or plans a cuDNN graph"
+    elif why is None and generic:
+        why = "the step calls something capture forbids (a host sync, a blocking copy, cudaMalloc outside torch)"
+    return f"not capturable — {why} during capture: {primary}" if why else f"not capturable — {primary}"
