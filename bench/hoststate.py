@@ -15,7 +15,8 @@ import time
 from typing import Callable
 
 CHUNK = 32          # torch.empty calls per chunk; three chunks a reading, ~0.1-0.3 ms in all
-TOL = 0.10          # a reading more than this above the floor is the slow state
+TOL = 0.10          # a reading within this of the floor is the fast state
+SLOW_AT = 1.40      # a reading at least this times the floor is the slow state (in between: a switch)
 FLOOR_ENV = "HB_HOST_FLOOR_US"   # a floor learned by an earlier worker of the same run
 
 
@@ -47,7 +48,8 @@ class HostState:
         self.floor = floor if floor is not None else _env_floor()
         self.clock, self.sleep = clock, sleep
         self.readings: list[float] = []
-        self.unstable = False
+        self.held = None        # whether warm() saw the host hold its fast floor
+        self.unstable = False   # set by the runner: floor never held and no steady state kept
         self.waited_s = 0.0
 
     def read(self) -> float:
@@ -60,11 +62,18 @@ class HostState:
     def fast(self, us: float) -> bool:
         return self.floor is not None and us <= self.floor * (1 + self.tol)
 
+    def state(self, us: float) -> str:
+        """'fast', 'slow', or 'mixed' (between the two: the reading straddled a switch)."""
+        if self.fast(us):
+            return "fast"
+        return "slow" if self.floor is not None and us >= self.floor * SLOW_AT else "mixed"
+
     def warm(self, learn_s: float = 2.0, hold_s: float = 0.25, max_s: float = 60.0,
              every_s: float = 0.01, say: Callable[[str], None] | None = None) -> bool:
         """Learns the floor for `learn_s`, then waits until the host holds it for `hold_s`
-        (every reading fast), printing progress; gives up after `max_s` and marks the host
-        unstable. Returns whether the floor was held."""
+        (every reading fast), printing progress; gives up after `max_s`, says so and marks the
+        host unstable (its eager rounds will then mostly be timed in the slow state, which the
+        records say). Returns whether the floor was held."""
         say = say or _stderr
         t0 = self.clock()
         while self.clock() - t0 < learn_s:
@@ -77,14 +86,15 @@ class HostState:
             if self.fast(us):
                 held_since = held_since if held_since is not None else now
                 if now - held_since >= hold_s:
-                    self.waited_s = now - t0
+                    self.waited_s, self.held = now - t0, True
                     return True
             else:
                 held_since = None
             if now - t0 > max_s:
-                self.unstable, self.waited_s = True, now - t0
-                say(f"host: never held its fast-state floor ({self.floor:.2f} µs) in {max_s:.0f} s; "
-                    f"last reading {us:.2f} µs: this run is marked host-unstable")
+                self.held, self.waited_s = False, now - t0
+                say(f"host: never held its fast-state floor ({self.floor:.2f} µs) for {hold_s:g} s in "
+                    f"{max_s:.0f} s (last reading {us:.2f} µs): eager rounds are kept per host state "
+                    "and each record says which")
                 return False
             if now >= next_note:
                 say(f"host: waiting for the fast state: floor {self.floor:.2f} µs, now {us:.2f} µs "
@@ -95,7 +105,7 @@ class HostState:
     def summary(self) -> dict:
         xs = sorted(self.readings)
         fast = sum(1 for x in xs if self.fast(x))
-        return {"floor_us": self.floor, "tol": self.tol, "unstable": self.unstable,
+        return {"floor_us": self.floor, "tol": self.tol, "held_floor": self.held, "unstable": self.unstable,
                 "waited_s": round(self.waited_s, 2), "readings": len(xs),
                 "fast_fraction": round(fast / len(xs), 3) if xs else None,
                 "median_us": statistics.median(xs) if xs else None}

@@ -174,7 +174,7 @@ def _session(config):
         w = config.getoption("--hb-worker") or ""
         first = not w or w.startswith("1/")
         config._hb_session = Session(config._hb_out, _options(config), modes, worker=w,
-                                     warm_max_s=60.0 if first else 20.0)
+                                     warm_max_s=20.0 if first else 5.0)
     return config._hb_session
 
 

@@ -57,7 +57,7 @@ class Session:
                 self.say(f"warming the host (learning its fast-state floor, at most {self.warm_max_s:.0f} s)")
                 self.watch.host.warm(max_s=self.warm_max_s, say=self.say)
                 self.say(f"host floor {self.watch.host.floor:.2f} µs"
-                         + (" (UNSTABLE)" if self.watch.host.unstable else "")
+                         + ("" if self.watch.host.held else " (never held: the host is mostly in its slow state)")
                          + f" after {self.watch.host.waited_s:.1f} s")
                 self.fingerprint["calibration_us"] = {"before": timing.calibration_us()}
                 self.fingerprint["gpu_clocks"] = self.watch.clocks.snapshot()
@@ -77,8 +77,9 @@ class Session:
             rec.sentinel_us = statistics.median(meta["sentinel"])
         if meta.get("sm_mhz"):
             rec.clock_mhz = {"sm_min": min(meta["sm_mhz"]), "sm_max": max(meta["sm_mhz"]), "top": meta.get("top_mhz")}
-        host = self.watch.host
-        rec.flags = trust.flags_for(rec, host_unstable=bool(host and host.unstable))
+        if rec.mode == "eager":
+            rec.host_state = meta.get("host_state") or ""
+        rec.flags = trust.flags_for(rec)
         if meta.get("fell_back"):  # too few clean cycles: every cycle kept, and flagged
             extra = "host_unstable" if rec.mode == "eager" else "clock_drop"
             rec.flags = [f for f in trust.FLAGS if f in set(rec.flags) | {extra}]
@@ -302,8 +303,12 @@ class Session:
             if cal.get("before"):
                 cal["after_over_before"] = cal["after"] / cal["before"]
             cal["profiler_ran"] = timing.profiler_has_run()
-            if self.watch.host is not None:
-                self.fingerprint["host_state"] = self.watch.host.summary()
+            host = self.watch.host
+            if host is not None:
+                eager = [r for r in self.records.values() if r.mode == "eager" and r.ok]
+                fell = sum(1 for r in eager if "host_unstable" in r.flags)
+                host.unstable = host.held is False and fell * 2 > len(eager)
+                self.fingerprint["host_state"] = host.summary()
             if self.watch.clocks is not None:
                 self.fingerprint["gpu_clocks_end"] = self.watch.clocks.snapshot()
                 self.fingerprint["gpu_clocks_top_mhz"] = self.watch.clocks.top or None

@@ -107,8 +107,9 @@ def _no_range(name):
 class Watch:
     """What decides that a round cycle is kept, and what was thrown away.
 
-    host   : a hoststate.HostState; an eager cycle is kept only when the sentinel readings on
-             both sides of it are within tolerance of the host's fast-state floor.
+    host   : a hoststate.HostState; the sentinel readings on both sides of an eager cycle put it
+             in the fast or the slow host state (or 'mixed': a switch, always discarded); a
+             record keeps the cycles of one state, the fast one when it has enough of them.
     clocks : a gpustate.Clocks; a graph or device cycle is kept only when the SM clock read
              right after it is within 95 % of the top clock seen.
     After each measure_* call: `discarded` (reason -> cycles), `sentinel` (readings next to
@@ -124,52 +125,74 @@ class Watch:
 
     def begin(self) -> None:
         self.discarded, self.sentinel, self.sm_mhz, self.fell_back = Counter(), [], [], False
+        self.state = ""        # host state of the kept eager cycles: 'fast' or 'slow' 
 
     def host_read(self):
         return self.host.read() if self.host is not None else None
 
-    def host_slow(self, before, after) -> bool:
-        return self.host is not None and not (self.host.fast(before) and self.host.fast(after))
+    def host_state(self, before, after) -> str | None:
+        """The host state both sentinel readings around a cycle agree on, else 'mixed'."""
+        if self.host is None:
+            return None
+        a, b = self.host.state(before), self.host.state(after)
+        return a if a == b else "mixed"
 
     def clock_read(self):
         return self.clocks.sm_mhz() if self.clocks is not None else None
 
     def meta(self) -> dict:
         return {"discarded": dict(self.discarded), "sentinel": list(self.sentinel),
-                "sm_mhz": list(self.sm_mhz), "fell_back": self.fell_back,
+                "sm_mhz": list(self.sm_mhz), "fell_back": self.fell_back, "host_state": self.state,
                 "top_mhz": getattr(self.clocks, "top", 0) or None}
 
 
 def _cycles(names: list, opt: Options, run_cycle: Callable[[list], dict], judge, watch: "Watch | None",
             rounds: int) -> dict:
-    """Runs rotated round cycles until `rounds` are kept (or max_round_factor x rounds ran).
+    """Runs rotated round cycles until one bucket holds `rounds` kept cycles (or the limit of
+    max_round_factor x rounds is reached).
 
-    run_cycle(order) -> {name: value}; judge() -> a discard reason or None, called right after
-    each cycle. Warm-up cycles are never kept. Returns {name: kept values}.
+    run_cycle(order) -> {name: value}; judge() -> (bucket, sentinel), called right after each
+    cycle: bucket None keeps the cycle, 'fast'/'slow' put it in that host state's bucket, any
+    other string is a discard reason. Warm-up cycles are never kept. Of the host buckets the fast
+    one is kept when it holds at least half the rounds (or min_kept), else the fuller one.
+    Returns {name: kept values}.
     """
-    kept = {n: [] for n in names}
+    buckets: dict = {}
     every = {n: [] for n in names}
     if watch is not None:
         watch.begin()
-    n_kept, r, limit = 0, 0, opt.warmup_rounds + rounds * max(1, opt.max_round_factor)
-    while n_kept < rounds and r < limit:
+    r, limit = 0, opt.warmup_rounds + rounds * max(1, opt.max_round_factor)
+    while r < limit and max((len(b) for b in buckets.values()), default=0) < rounds:
         vals = run_cycle(rotated(names, r + opt.rotation))
-        why = judge() if watch is not None else None
+        bucket, sentinel = judge() if watch is not None else (None, None)
         r += 1
         if r <= opt.warmup_rounds:
             continue
         for n in names:
             every[n].append(vals[n])
-        if why:
-            watch.discarded[why] += 1
+        if bucket not in (None, "fast", "slow"):
+            watch.discarded[bucket] += 1
             continue
-        n_kept += 1
-        for n in names:
-            kept[n].append(vals[n])
-    if watch is not None and n_kept < min(rounds, watch.min_kept):
-        watch.fell_back = True   # too few clean cycles: keep them all, and say so
-        return every
-    return kept
+        buckets.setdefault(bucket, []).append((vals, sentinel))
+    need = watch.min_kept if watch is not None else 1
+    chosen = None
+    if None in buckets:
+        chosen = None
+    elif len(buckets.get("fast", ())) >= max(need, min(rounds, (rounds + 1) // 2)):
+        chosen = "fast"
+    elif buckets:
+        chosen = max(buckets, key=lambda k: len(buckets[k]))
+    kept = buckets.get(chosen, [])
+    if watch is not None:
+        for k, b in buckets.items():
+            if k != chosen:
+                watch.discarded[f"host_{k}"] += len(b)
+        watch.state = chosen or ""
+        watch.sentinel += [s for _, s in kept if s is not None]
+        if len(kept) < min(rounds, need):
+            watch.fell_back = True   # too few clean cycles: keep them all, and say so
+            return every
+    return {n: [v[n] for v, _ in kept] for n in names}
 
 
 def measure_eager(fns: dict, sync: Callable[[], None], opt: Options, ranges=_no_range,
@@ -194,11 +217,9 @@ def measure_eager(fns: dict, sync: Callable[[], None], opt: Options, ranges=_no_
     def judge():
         before, after = state["before"], watch.host_read()
         state["before"] = after
-        if watch.host_slow(before, after):
-            return "host_slow"
-        if watch.host is not None:
-            watch.sentinel.append(max(before, after))
-        return None
+        if watch.host is None:
+            return None, None
+        return watch.host_state(before, after), max(before, after)
 
     gc_was = gc.isenabled()
     gc.disable()
@@ -214,10 +235,10 @@ def _judge_clock(watch: Watch):
     def judge():
         mhz = watch.clock_read()
         if watch.clocks is not None and watch.clocks.dropped(mhz):
-            return "clock_drop"
+            return "clock_drop", None
         if mhz is not None:
             watch.sm_mhz.append(mhz)
-        return None
+        return None, None
     return judge
 
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 FLAGS = {
     "discarded": ("d", "some rounds were discarded (host in its slow state, or GPU clock drop) and redone"),
     "clock_drop": ("c", "the GPU clock dropped below 95 % of the run's top clock during kept rounds"),
-    "host_unstable": ("h", "the host never held its fast-state floor: eager figures are not comparable"),
+    "host_unstable": ("h", "no steady host state: too few clean rounds, every round kept; not comparable"),
+    "slow_host": ("s", "eager figure timed in the host's slow state (its fast state was too rare): "
+                       "compared only with slow-state figures"),
     "wide_spread": ("w", "worker processes disagree by more than 10 %"),
 }
 WIDE_SPREAD = 0.10
@@ -43,6 +45,8 @@ def flags_for(rec, host_unstable: bool = False) -> list[str]:
         out.append("clock_drop")
     if host_unstable and rec.mode == "eager":
         out.append("host_unstable")
+    if rec.mode == "eager" and getattr(rec, "host_state", "") == "slow":
+        out.append("slow_host")
     if rec.spread is not None and rec.spread > WIDE_SPREAD:
         out.append("wide_spread")
     return out
@@ -60,8 +64,10 @@ def summary_line(run) -> str:
     parts = [f"{fp.get('workers', 1)} worker(s)"]
     if hs.get("floor_us"):
         parts.append(f"host floor {hs['floor_us']:.2f} µs")
+    states = [r.host_state for r in run.records if r.mode == "eager" and r.ok and getattr(r, "host_state", "")]
     parts.append("host UNSTABLE (eager figures not comparable)" if hs.get("unstable") else
-                 "host stable" if hs else "host state not recorded")
+                 (f"eager figures in the host's fast state {states.count('fast')}, slow {states.count('slow')}"
+                  if states else "host stable" if hs else "host state not recorded"))
     disc = sum(why.values())
     parts.append(f"{kept} rounds kept, {disc} discarded"
                  + (" (" + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in sorted(why.items())) + ")" if disc else ""))

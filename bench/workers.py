@@ -37,7 +37,8 @@ def stale_host(per_worker: list[list[Record]], floor: float | None, tol: float =
     for recs in per_worker:
         fixed = []
         for r in recs:
-            if r.mode == "eager" and r.sentinel_us and r.sentinel_us > floor * (1 + tol) and "host_unstable" not in r.flags:
+            if (r.mode == "eager" and r.host_state == "fast" and r.sentinel_us
+                    and r.sentinel_us > floor * (1 + tol) and "host_unstable" not in r.flags):
                 r = copy.copy(r)
                 r.flags = [*r.flags, "host_unstable"]
             fixed.append(r)
@@ -58,7 +59,12 @@ def merge_records(per_worker: list[list[Record]], host_unstable: bool = False) -
         if not ok:
             out.append(copy.deepcopy(items[0][1]))
             continue
+        states = [r.host_state for _, r in ok if r.host_state]
+        state = max(set(states), key=lambda s: (states.count(s), s == "fast")) if states else ""
+        left_out = [i for i, r in ok if r.host_state and r.host_state != state]
+        ok = [(i, r) for i, r in ok if i not in left_out]   # one host state per merged figure
         m = copy.deepcopy(ok[0][1])
+        m.host_state = state
         m.samples, m.workers, ratios = [], [], []
         disc: dict = {}
         sentinels, clocks, names = [], [], {}
@@ -77,6 +83,10 @@ def merge_records(per_worker: list[list[Record]], host_unstable: bool = False) -
                 clocks.append(r.clock_mhz)
             if r.kernel_names:
                 names.setdefault(tuple(r.kernel_names), []).append(i)
+        if left_out:
+            disc["worker_other_host_state"] = len(left_out)
+            m.note = (m.note + " | " if m.note else "") + \
+                f"workers {left_out} measured in the other host state: left out"
         m.rounds_discarded = disc
         m.sentinel_us = stats.median(sentinels) if sentinels else None
         if clocks:
