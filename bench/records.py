@@ -31,6 +31,10 @@ class RunFileError(ValueError):
     """A run file that cannot be read; the message names the file and what is wrong."""
 
 
+class NoRecordsError(RunFileError):
+    """A readable run file that holds no record (a run that stopped before its first figure)."""
+
+
 @dataclass
 class Record:
     probe: str
@@ -50,6 +54,7 @@ class Record:
     note: str = ""
     # trust signals (see bench/trust.py): what was thrown away and how reproducible the figure is
     sentinel_us: float | None = None   # median host-state sentinel over the kept round cycles
+    host_state: str = ""               # eager: host state of the kept cycles, 'fast' or 'slow' 
     rounds_discarded: dict = field(default_factory=dict)   # reason -> rounds thrown away
     clock_mhz: dict = field(default_factory=dict)          # {"sm_min", "sm_max", "top"} over kept rounds
     workers: list = field(default_factory=list)            # per worker: {"worker", "n", "median", "ratio"}
@@ -65,7 +70,13 @@ class Record:
         return self.status == "ok" and bool(self.samples)
 
     def summary(self) -> dict:
-        return stats.summarize(self.samples)
+        """Summary of the pooled samples; the median is the median over worker processes when
+        the record merges several (the reported figure), else the samples' own median."""
+        s = stats.summarize(self.samples)
+        meds = [w["median"] for w in self.workers if w.get("median") is not None]
+        if s.get("n") and len(meds) > 1:
+            s["median"] = stats.median(meds)
+        return s
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -158,6 +169,7 @@ class Run:
     fingerprint: dict
     records: list
     datetime: str = ""
+    warnings: list = field(default_factory=list)   # what loading had to skip, for commands to print
 
     def find(self, probe, variant, size, mode) -> Record | None:
         for r in self.records:
@@ -187,50 +199,70 @@ def _record_from_entry(b: dict) -> Record:
     return rec
 
 
-def load_run(path: str | os.PathLike) -> Run:
+def load_run(path: str | os.PathLike, need_records: bool = False) -> Run:
     """Loads a run file (pytest-benchmark JSON) or a partial JSON-lines file.
 
     Raises RunFileError naming the file for anything unreadable; tolerates unknown fields.
+    An empty run is valid (a run in progress); `need_records` makes it a NoRecordsError.
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_bytes().decode("utf-8")
     except OSError as e:
         raise RunFileError(f"{path}: cannot read run file ({e.strerror or e})") from e
-    if path.suffix == ".jsonl":
-        return _load_jsonl(path, text)
+    except UnicodeDecodeError as e:
+        raise RunFileError(f"{path}: not a run file (not UTF-8 text)") from e
+    run = _load_jsonl(path, text) if path.suffix == ".jsonl" else _load_json(path, text)
+    if need_records and not run.records:
+        raise NoRecordsError(f"no records in {path} (a run that stops before its first figure leaves none)")
+    return run
+
+
+def _load_json(path: Path, text: str) -> Run:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise RunFileError(f"{path}: not valid JSON (truncated or corrupt?) at line {e.lineno}: {e.msg}") from e
     if not isinstance(doc, dict) or "benchmarks" not in doc:
         raise RunFileError(f"{path}: not a pytest-benchmark/hostbench run file (no 'benchmarks' list)")
-    fp = (doc.get("machine_info") or {}).get("hostbench") or {}
     recs = []
     try:
+        fp = (doc.get("machine_info") or {}).get("hostbench") or {}
         for b in doc["benchmarks"]:
             recs.append(_record_from_entry(b))
         for u in (doc.get("hostbench") or {}).get("unmeasured", []):
             recs.append(Record.from_dict(u))
     except (KeyError, TypeError, AttributeError) as e:
         raise RunFileError(f"{path}: malformed benchmark entry ({e})") from e
-    return Run(str(path), fp, recs, doc.get("datetime") or fp.get("datetime", ""))
+    if not isinstance(fp, dict):
+        raise RunFileError(f"{path}: malformed fingerprint (machine_info.hostbench is not an object)")
+    return Run(str(path), fp, recs, str(doc.get("datetime") or fp.get("datetime", "")))
 
 
 def _load_jsonl(path: Path, text: str) -> Run:
-    fp, recs = {}, []
+    fp, recs, warnings = {}, [], []
     lines = text.splitlines()
+    last = max((i for i, line in enumerate(lines, 1) if line.strip()), default=0)
     for i, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as e:
-            if i == len(lines):  # a last line cut off by a crash: keep everything before it
+            if i == last:  # a last line cut off by a crash: keep everything before it, and say so
+                warnings.append(f"{path}:{i}: last line is cut off (a crash mid-write?); "
+                                f"kept the {len(recs)} record(s) before it")
                 break
             raise RunFileError(f"{path}:{i}: corrupt line ({e.msg})") from e
-        if obj.get("kind") == "fingerprint":
-            fp = obj.get("fingerprint", {})
-        elif obj.get("kind") == "record":
-            recs.append(Record.from_dict(obj["record"]))
-    return Run(str(path), fp, recs, fp.get("datetime", ""))
+        if not isinstance(obj, dict):
+            raise RunFileError(f"{path}:{i}: not a run-file line (expected a JSON object)")
+        try:
+            if obj.get("kind") == "fingerprint":
+                fp = obj.get("fingerprint") or {}
+                if not isinstance(fp, dict):
+                    raise TypeError("fingerprint is not an object")
+            elif obj.get("kind") == "record":
+                recs.append(Record.from_dict(obj["record"]))
+        except (KeyError, TypeError, AttributeError) as e:
+            raise RunFileError(f"{path}:{i}: malformed {obj.get('kind')} line ({e})") from e
+    return Run(str(path), fp, recs, str(fp.get("datetime", "")), warnings)
