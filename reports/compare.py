@@ -208,42 +208,77 @@ def markdown(df, base: Run, new: Run, diff, threshold: float, alpha: float, norm
 def summary(df) -> str:
     counts = df["verdict"].value_counts()
     order = ["SLOWER", "FASTER", "UNSURE", "SAME", "ADDED", "REMOVED", "UNMEASURED"]
+    order += sorted(v for v in counts.index if v not in order)  # a verdict added later still counts
     return ", ".join(f"{counts[v]} {v}" for v in order if v in counts) or "nothing to compare"
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="hostbench compare", description=__doc__.split("\n")[0])
+    from pathlib import Path
+
+    from scripts.cli import ArgParser, check_out_file, write_text_atomic
+
+    epilog = """verdicts, per (probe, variant, size, mode):
+  SLOWER / FASTER  the medians differ by more than --threshold and the Mann-Whitney U test on
+                   the raw samples gives p < --alpha, both pointing the same way
+  UNSURE           fewer than --min-samples samples a side, or the medians moved past the
+                   threshold but the rank test does not confirm it
+  SAME             the medians moved by no more than --threshold
+  ADDED / REMOVED  the row exists in one run only
+  UNMEASURED       a side has no samples (unsupported, failed); the note says why
+
+exit status: 0 compared (no SLOWER row, or no --fail-on-regression); 1 a SLOWER row with
+--fail-on-regression; 2 bad input (an unreadable or empty run file, a bad option, a --markdown
+path that cannot be written). Details: docs/compare.md"""
+    ap = ArgParser(prog="hostbench compare", description=__doc__.split("\n")[0], epilog=epilog)
     ap.add_argument("base", help="run file (JSON, or partial JSONL) to compare against")
     ap.add_argument("new", help="run file to judge")
-    ap.add_argument("--threshold", default="5", help="minimum change of medians, in percent (default 5)")
-    ap.add_argument("--alpha", type=float, default=0.01, help="Mann-Whitney U significance (default 0.01)")
-    ap.add_argument("--min-samples", type=int, default=5, help="fewer samples a side give UNSURE (5)")
-    ap.add_argument("--normalize", action="store_true", help="divide by each run's torch_mm baseline first")
+    ap.add_argument("--threshold", default="5", help="minimum change of medians, in percent")
+    ap.add_argument("--alpha", type=float, default=0.01, help="Mann-Whitney U significance level")
+    ap.add_argument("--min-samples", type=int, default=5, help="fewer samples than this on a side give UNSURE")
+    ap.add_argument("--normalize", action="store_true",
+                    help="first divide every sample by the probe's baseline variant in the same run "
+                         "(usually torch_mm), so a slower host cancels out")
     ap.add_argument("--fail-on-regression", action="store_true", help="exit 1 when any row is SLOWER")
-    ap.add_argument("--markdown", metavar="OUT.md", help="also write the comparison as Markdown")
+    ap.add_argument("--markdown", metavar="OUT.md",
+                    help="also write the comparison as Markdown to this file (its folder must exist; "
+                         "an old file is replaced)")
     ap.add_argument("--changes-only", action="store_true", help="print only rows that are not SAME")
     args = ap.parse_args(argv)
     try:
         threshold = float(str(args.threshold).rstrip("%")) / 100
     except ValueError:
         ap.error(f"--threshold: not a percentage: {args.threshold!r}")
+    if not threshold >= 0:
+        ap.error(f"--threshold: must be 0 or more: {args.threshold!r}")
+    if not 0 < args.alpha < 1:
+        ap.error(f"--alpha: must be between 0 and 1: {args.alpha!r}")
+    if args.min_samples < 1:
+        ap.error(f"--min-samples: must be 1 or more: {args.min_samples!r}")
+    # every check before any work or output: bad input exits 2, never 1 (1 means a regression)
     try:
-        base, new = load_run(args.base), load_run(args.new)
+        base, new = load_run(args.base, need_records=True), load_run(args.new, need_records=True)
     except RunFileError as e:
         print(f"hostbench compare: {e}", file=sys.stderr)
         return 2
+    problem = args.markdown and check_out_file(args.markdown)
+    if args.markdown and any(Path(args.markdown).resolve() == Path(f).resolve() for f in (args.base, args.new)):
+        problem = "is one of the run files being compared"
+    if problem:
+        print(f"hostbench compare: --markdown {args.markdown}: {problem}", file=sys.stderr)
+        return 2
+    for w in base.warnings + new.warnings:
+        print(f"warning: {w}", file=sys.stderr)
     df = compare(base, new, threshold, args.alpha, args.normalize, args.min_samples)
     diff = fingerprint_diff(base, new)
     if store.gpu(base) != store.gpu(new):
         print(f"warning: different GPUs ({store.gpu(base)} vs {store.gpu(new)})", file=sys.stderr)
+    if args.markdown:
+        write_text_atomic(args.markdown, markdown(df, base, new, diff, threshold, args.alpha, args.normalize))
     if diff:
         print("environment differs: " + "; ".join(f"{k}: {a} -> {b}" for k, a, b in diff))
     shown = df[df["verdict"] != "SAME"] if args.changes_only else df
     print(text_table(shown))
     print(summary(df))
-    if args.markdown:
-        with open(args.markdown, "w", encoding="utf-8") as fh:
-            fh.write(markdown(df, base, new, diff, threshold, args.alpha, args.normalize))
     if args.fail_on_regression and (df["verdict"] == "SLOWER").any():
         return 1
     return 0

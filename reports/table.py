@@ -1,19 +1,23 @@
-"""The table: µs per call by mode, kernels per call, ratio to torch.mm with its spread, host overhead.
+"""The table: µs per call by mode, kernels per call, ratio to the probe's baseline with its spread,
+host overhead.
 
 Rows are probe / variant / size; built from a run's records only.
 """
 from __future__ import annotations
 
-import argparse
 import math
 import sys
+import textwrap
 from pathlib import Path
 
 import pandas as pd
 
 from bench import records as rec_mod
+from bench import trust
 
 MODES = ("eager", "graph", "device")
+STATUS_WIDTH = 60
+ROW_FIELDS = ("probe", "variant", "size", "role", "unit", "status", "label", "baseline", "flags")
 
 
 def _fmt(x, digits=2) -> str:
@@ -28,8 +32,21 @@ def _ratio_text(r: dict | None) -> str:
     return f"{r['median']:.2f} [{r['q1']:.2f}–{r['q3']:.2f}]"
 
 
+def _cut(s: str, width: int = STATUS_WIDTH) -> str:
+    """`s` in at most `width` characters, cut at a word boundary with '…'."""
+    if len(s) <= width:
+        return s
+    head = s[:width - 1]
+    if " " in head:
+        head = head[:head.rindex(" ")]
+    return head.rstrip(" ,;:") + "…"
+
+
 def build_table(run: rec_mod.Run) -> pd.DataFrame:
-    """One row per (probe, variant, size); numeric medians plus display strings."""
+    """One row per (probe, variant, size); numeric medians plus display strings.
+
+    `{mode}_badge` holds each figure's trust mark, `flags` the flags by mode (for the CSV).
+    """
     rows = {}
     order = []
     for r in run.records:
@@ -37,38 +54,82 @@ def build_table(run: rec_mod.Run) -> pd.DataFrame:
         if key not in rows:
             order.append(key)
             rows[key] = {"probe": r.probe, "variant": r.variant, "size": r.size, "role": r.role,
-                         "unit": r.unit, "status": "ok", "label": r.label}
+                         "unit": r.unit, "status": "ok", "label": r.label, "baseline": "", "flags": ""}
         row = rows[key]
+        # a record that says ok but lost its samples has no figure, so no ratio either
+        status = "no samples" if r.status == "ok" and not r.samples else r.status
+        measured = status == "ok"
+        ratio = (r.ratio or {}) if measured else {}
+        if r.flags:
+            row["flags"] = "; ".join(x for x in (row["flags"], f"{r.mode}: {','.join(r.flags)}") if x)
         if r.mode == "host":  # build-time probes: host milliseconds
-            row["host"] = r.summary().get("median") if r.ok else None
+            row["host"] = r.summary().get("median") if measured else None
+            row["host_badge"] = trust.badge(r)
             row["unit"] = r.unit
         elif r.mode in MODES:
-            s = r.summary() if r.ok else {}
+            s = r.summary() if measured else {}
             row[r.mode] = s.get("median")
+            row[f"{r.mode}_badge"] = trust.badge(r)
             row[f"{r.mode}_iqr"] = s.get("iqr")
-            row[f"{r.mode}_ratio"] = (r.ratio or {}).get("median")
-            row[f"{r.mode}_ratio_q1"] = (r.ratio or {}).get("q1")
-            row[f"{r.mode}_ratio_q3"] = (r.ratio or {}).get("q3")
-            row[f"{r.mode}_ratio_min"] = (r.ratio or {}).get("min")
-            row[f"{r.mode}_ratio_max"] = (r.ratio or {}).get("max")
+            if ratio.get("median") is not None and r.baseline:  # the baseline of a shown ratio
+                row["baseline"] = r.baseline
+            for k in ("median", "q1", "q3", "min", "max"):
+                row[f"{r.mode}_ratio" + ("" if k == "median" else f"_{k}")] = ratio.get(k)
             if r.mode == "device":
                 row["kernels_per_call"] = r.kernels_per_call
                 row["kernels"] = "; ".join(r.kernel_names[:4])
-        if not r.ok and row["status"] == "ok":
-            row["status"] = f"{r.mode}: {r.status}"
+        if not measured and row["status"] == "ok":
+            row["status"] = f"{r.mode}: {status}"
     df = pd.DataFrame([rows[k] for k in order])
+    for col in ROW_FIELDS:
+        if col not in df:
+            df[col] = pd.Series(dtype=object)
     for col in [*MODES, *(f"{m}_ratio" for m in MODES), "kernels_per_call", "host"]:
         if col not in df:
             df[col] = float("nan")
+    for col in [f"{m}_badge" for m in (*MODES, "host")]:
+        df[col] = df[col].fillna("") if col in df else ""
     df["host_overhead"] = df["eager"] - df["device"]
     return df
+
+
+def baselines(df: pd.DataFrame) -> dict[str, str]:
+    """probe -> the baseline variant(s) its ratios are taken against, in table order."""
+    out: dict[str, list] = {}
+    for probe, b in zip(df["probe"], df["baseline"]):
+        if b and b not in out.setdefault(probe, []):
+            out[probe].append(b)
+    return {p: ", ".join(bs) for p, bs in out.items() if bs}
+
+
+def key_text(df: pd.DataFrame) -> str:
+    """What the columns mean, naming each probe's baseline."""
+    names = "; ".join(f"{p}: {b}" for p, b in baselines(df).items())
+    return ("Medians of per-round µs/call (µs/op where the unit says so; build-time rows: host ms in "
+            "`host`); `×base` is the median of round-by-round ratios to the probe's baseline of the "
+            "same size and mode, [IQR]" + (f" (baselines: {names})" if names else "")
+            + ". host ovh = eager − device.")
+
+
+def _flagged(df: pd.DataFrame) -> bool:
+    return bool(df["flags"].fillna("").astype(bool).any())
+
+
+def _legend(df: pd.DataFrame) -> list[str]:
+    """The legend of the trust marks, when any figure is flagged."""
+    return [f"⚑ marks: {trust.LEGEND}"] if _flagged(df) else []
+
+
+def _figure(x, badge: str) -> str:
+    text = _fmt(x)
+    return f"{text} {badge}" if badge and text != "–" else text
 
 
 def display_frame(df: pd.DataFrame) -> pd.DataFrame:
     """The human table: medians with ratio to the baseline [IQR of round-by-round ratios]."""
     out = pd.DataFrame({"probe": df["probe"], "variant": df["variant"], "size": df["size"], "unit": df["unit"]})
     for m in MODES:
-        out[m] = df[m].map(_fmt)
+        out[m] = [_figure(x, b) for x, b in zip(df[m], df[f"{m}_badge"])]
         out[f"{m} ×base"] = [
             _ratio_text({"n": 1, "median": r, "q1": a, "q3": b}) if r == r and r is not None else "–"
             for r, a, b in zip(df[f"{m}_ratio"], df.get(f"{m}_ratio_q1", df[f"{m}_ratio"]),
@@ -76,14 +137,20 @@ def display_frame(df: pd.DataFrame) -> pd.DataFrame:
     out["kern/call"] = df["kernels_per_call"].map(lambda x: _fmt(x, 1))
     out["host ovh"] = df["host_overhead"].map(_fmt)
     if df["host"].notna().any():  # build-time rows: ms, or the row's own unit when it says otherwise
-        out["host"] = [f"{_fmt(h)} {u}" if h == h and h is not None and u != "ms" else _fmt(h)
-                       for h, u in zip(df["host"], df["unit"])]
-    out["status"] = df["status"].map(lambda s: "" if s == "ok" else s[:70])
+        out["host"] = [_figure(h, b) + (f" {u}" if h == h and h is not None and u != "ms" else "")
+                       for h, u, b in zip(df["host"], df["unit"], df["host_badge"])]
+    out["status"] = df["status"].map(lambda s: "" if s == "ok" else _cut(str(s)))
     return out
 
 
 def render_text(df: pd.DataFrame) -> str:
-    return display_frame(df).to_string(index=False)
+    """The terminal table: the legend of trust marks on top when any figure has one, what ×base
+    means and each probe's baseline underneath. Callers print caption() and
+    trust.summary_line(run) above it."""
+    d = display_frame(df)
+    width = max([len(s) for s in d["status"]] + [0])
+    body = d.to_string(index=False, formatters={"status": lambda s: s.ljust(width)})  # text reads left to right
+    return "\n".join([*_legend(df), body, *textwrap.wrap(key_text(df), 100)])
 
 
 def render_markdown(df: pd.DataFrame, title: str = "") -> str:
@@ -96,6 +163,17 @@ def render_markdown(df: pd.DataFrame, title: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
+def markdown_document(run: rec_mod.Run, df: pd.DataFrame) -> str:
+    """table.md: caption, trust summary (and legend), what the columns mean, the table."""
+    head = [f"Run: `{Path(run.path).name}` — {caption(run)}", trust.summary_line(run), *_legend(df), key_text(df)]
+    return "\n\n".join(head) + "\n\n" + render_markdown(df)
+
+
+def csv_text(df: pd.DataFrame) -> str:
+    """table.csv: every numeric column and `flags`; the badges are display only."""
+    return df.drop(columns=[c for c in df if c.endswith("_badge")]).to_csv(index=False, float_format="%.4g")
+
+
 def caption(run: rec_mod.Run) -> str:
     fp = run.fingerprint
     be = fp.get("cudnn_backend")
@@ -105,38 +183,56 @@ def caption(run: rec_mod.Run) -> str:
 
 
 def write_outputs(run: rec_mod.Run, out_dir: str | Path) -> tuple[Path, Path]:
+    from scripts.cli import write_text_atomic
+
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     df = build_table(run)
     csv_path = out_dir / "table.csv"
     md_path = out_dir / "table.md"
-    df.to_csv(csv_path, index=False, float_format="%.4g")
-    md = (f"Run: `{Path(run.path).name}` — {caption(run)}\n\n"
-          "Medians of per-round µs/call (µs/op where the unit says so; build-time rows: host ms in "
-          "`host`); `×base` is the median of round-by-round ratios to the probe's baseline (torch.mm "
-          "unless the probe names another: autotune's is the heuristic's pick, interleave's torch_only) "
-          "of the same size and mode, [IQR]. host ovh = eager − device.\n\n" + render_markdown(df))
-    md_path.write_text(md, encoding="utf-8")
+    write_text_atomic(csv_path, csv_text(df))
+    write_text_atomic(md_path, markdown_document(run, df))
     return csv_path, md_path
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="hostbench table", description=__doc__)
+    from scripts.cli import ArgParser, check_out_dir
+
+    ap = ArgParser(prog="hostbench table", description=__doc__)
     ap.add_argument("run", help="run file (run.json, a --benchmark-json file, or a partial records.jsonl)")
-    ap.add_argument("--out", help="also write table.csv and table.md into this folder")
+    ap.add_argument("--out", metavar="DIR",
+                    help="also write table.csv and table.md (whole run) into this folder; made if missing, "
+                         "files of those names replaced")
     ap.add_argument("--probe", help="only rows of this probe")
-    ap.add_argument("--markdown", action="store_true", help="print Markdown instead of text")
+    ap.add_argument("--markdown", action="store_true", help="print Markdown (as in table.md) instead of text")
     a = ap.parse_args(argv)
-    try:
-        run = rec_mod.load_run(a.run)
-    except rec_mod.RunFileError as e:
-        print(f"hostbench table: {e}", file=sys.stderr)
+
+    def bad(msg: str) -> int:
+        print(f"hostbench table: {msg}", file=sys.stderr)
         return 2
+
+    # every check before the first line of output, so bad input never leaves half a result
+    try:
+        run = rec_mod.load_run(a.run, need_records=True)
+    except rec_mod.RunFileError as e:
+        return bad(str(e))
+    probes = list(dict.fromkeys(r.probe for r in run.records))
+    if a.probe is not None and a.probe not in probes:
+        return bad(f"--probe {a.probe!r}: no such probe in {a.run} (it has: {', '.join(probes)})")
+    problem = a.out and check_out_dir(a.out, ("table.csv", "table.md"))
+    if problem:
+        return bad(f"--out {a.out}: {problem}")
+    for w in run.warnings:
+        print(f"warning: {w}", file=sys.stderr)
     df = build_table(run)
-    if a.probe:
+    if a.probe is not None:
         df = df[df["probe"] == a.probe]
-    print(caption(run))
-    print(render_markdown(df) if a.markdown else render_text(df))
+    if a.markdown:
+        print(markdown_document(run, df), end="")
+    else:
+        print(caption(run))
+        print(trust.summary_line(run))
+        print(render_text(df))
     if a.out:
         for p in write_outputs(run, a.out):
             print(f"wrote {p}")

@@ -200,6 +200,19 @@ def test_partial_jsonl_survives_a_cut_last_line(tmp_path):
         fh.write('{"kind": "record", "rec')  # a crash mid-write
     run = records.load_run(tmp_path / "records.jsonl")
     assert len(run.records) == 3 and run.fingerprint["gpu_name"] == "NVIDIA H200"
+    assert run.warnings == [f"{tmp_path / 'records.jsonl'}:5: last line is cut off (a crash mid-write?); "
+                            "kept the 3 record(s) before it"]
+
+
+def test_empty_run_loads_unless_records_are_needed(tmp_path):
+    p = tmp_path / "records.jsonl"
+    p.write_text(json.dumps({"kind": "fingerprint", "fingerprint": FINGERPRINT}) + "\n")
+    assert records.load_run(p).records == []  # a run in progress: nothing measured yet
+    with pytest.raises(records.NoRecordsError, match="no records in"):
+        records.load_run(p, need_records=True)
+    (tmp_path / "bin.json").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xff")
+    with pytest.raises(records.RunFileError, match="not UTF-8"):
+        records.load_run(tmp_path / "bin.json")
 
 
 # -- table ----------------------------------------------------------------------------------------
@@ -227,6 +240,60 @@ def test_table_cli(tmp_path, capsys):
     (tmp_path / "bad.json").write_text("{")
     assert table.main([str(tmp_path / "bad.json")]) == 2
     assert "bad.json" in capsys.readouterr().err
+
+
+def test_table_names_baselines_and_cuts_status_at_a_word(tmp_path):
+    recs = synthetic_records(4)
+    long = "unsupported: " + "word " * 30
+    recs.append(records.Record("execute", "raw", "256", "eager", status=long, role="private"))
+    df = table.build_table(records.Run("r.json", dict(FINGERPRINT), recs))
+    text = table.render_text(df)
+    assert "×base" in text and "execute: torch_mm" in text and "probe's baseline" in text
+    status = table.display_frame(df).set_index("variant").loc["raw", "status"]
+    assert status.endswith("word…") and len(status) <= table.STATUS_WIDTH
+    assert f"eager: {long}".startswith(status[:-1] + " ")
+
+
+def test_table_figure_without_samples_has_no_ratio(tmp_path):
+    recs = synthetic_records(5)
+    lost = next(r for r in recs if (r.variant, r.size, r.mode) == ("generic", "256", "eager"))
+    lost.samples = []  # status still "ok", ratio still set: as a run file with its data stripped
+    df = table.build_table(records.Run("r.json", dict(FINGERPRINT), recs))
+    row = df[(df.variant == "generic") & (df["size"] == "256")].iloc[0]
+    assert row["status"] == "eager: no samples" and math.isnan(row["eager_ratio"])
+    shown = table.display_frame(df)
+    shown = shown[(shown.variant == "generic") & (shown["size"] == "256")].iloc[0]
+    assert (shown["eager"], shown["eager ×base"], shown["status"]) == ("–", "–", "eager: no samples")
+
+
+def test_table_shows_trust_marks(tmp_path, capsys):
+    from bench import trust
+    recs = synthetic_records(6)
+    for r in recs:
+        if (r.variant, r.size, r.mode) == ("pinned", "256", "eager"):
+            r.flags = ["discarded", "wide_spread"]
+            r.rounds_discarded = {"host_slow": 3}
+    run = records.Run(str(tmp_path / "run.json"), dict(FINGERPRINT), recs)
+    df = table.build_table(run)
+    lines = table.render_text(df).splitlines()
+    assert trust.LEGEND in lines[0]
+    pinned = next(line for line in lines if " pinned " in line and " 256 " in line)
+    assert "⚑dw" in pinned
+    csv_path, md_path = table.write_outputs(run, tmp_path)
+    md = md_path.read_text()
+    assert trust.summary_line(run) in md and trust.LEGEND in md and "⚑dw" in md
+    head, *rows = csv_path.read_text().splitlines()
+    assert "flags" in head.split(",") and "badge" not in head
+    assert sum("eager: discarded,wide_spread" in r for r in rows) == 1
+    # `hostbench table`: the run's summary line right under the caption
+    path = records.write_run(tmp_path / "flagged.json", records.run_document(recs, dict(FINGERPRINT)))
+    assert table.main([str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == table.caption(records.load_run(path)) and "1 figure(s) flagged" in out[1]
+    assert trust.LEGEND in out[2]
+    # no flag anywhere: no legend, no mark
+    clean = table.render_text(table.build_table(records.Run("r.json", dict(FINGERPRINT), synthetic_records(6))))
+    assert trust.LEGEND not in clean and "⚑" not in clean
 
 
 def test_plain_pytest_benchmark_entries_load(tmp_path):
