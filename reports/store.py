@@ -1,7 +1,8 @@
 """Run store: load many run files from files or folders, group them by GPU, order them.
 
 A folder is scanned recursively for `*.json` run files and `*.jsonl` partial runs. A file
-that cannot be read becomes an error naming it; the other runs still load.
+that cannot be read (damaged, not UTF-8, not a run, or a run with no records) becomes a one-line
+error naming it; the other runs still load.
 """
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import re
 from pathlib import Path
 from typing import Iterable
 
+from bench import trust
 from bench.records import UNIT_SECONDS, Run, RunFileError, load_run
 
 # JSON files that live beside runs but are not runs (matrix status, audit reports, tuned plans)
@@ -38,10 +40,27 @@ def load_runs(paths: Iterable[str | Path], order: str = "date") -> tuple[list[Ru
     runs = []
     for f in files:
         try:
-            runs.append(load_run(f))
+            run = load_run(f)
         except RunFileError as e:
-            errors.append(e)
+            errors.append(RunFileError(one_line(str(e))))
+            continue
+        except UnicodeDecodeError:  # load_run may not catch it itself (random or binary bytes)
+            errors.append(RunFileError(f"{f}: not UTF-8 text (a binary or damaged file?)"))
+            continue
+        except (ValueError, KeyError, TypeError, AttributeError) as e:  # valid JSON of the wrong shape
+            errors.append(RunFileError(one_line(f"{f}: not a run file ({type(e).__name__}: {e})")))
+            continue
+        if not run.records:
+            errors.append(RunFileError(f"no records in {f}"))
+            continue
+        runs.append(run)
     return sort_runs(runs, order), errors
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """A message squeezed onto one line (error texts may quote a file's bytes)."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def gpu(run: Run) -> str:
@@ -108,7 +127,9 @@ def to_us(value: float, unit: str) -> float:
 
 
 def records_frame(runs: list[Run], labels: list[str] | None = None):
-    """One row per (run, record): medians in µs and the µs above the same run's baseline."""
+    """One row per (run, record): medians in µs, the µs above the same run's baseline, and the
+    ratio to it (the record's median of round-by-round ratios where it has one, else the ratio
+    of the two medians), with the record's unit and trust badge."""
     import pandas as pd
 
     labels = labels or unique_labels(runs)
@@ -122,14 +143,18 @@ def records_frame(runs: list[Run], labels: list[str] | None = None):
             base = r.baseline or "torch_mm"
             b = med.get((r.probe, base, r.size, r.mode))
             m = med.get(r.key)
+            ratio = (r.ratio or {}).get("median") if m is not None else None
+            if ratio is None and m is not None and b:
+                ratio = m / b
             rows.append({
                 "run": lab, "run_index": i, "gpu": gpu(run), "frontend": frontend_version(run),
                 "probe": r.probe, "variant": r.variant, "size": str(r.size), "mode": r.mode,
                 "role": r.role, "status": r.status, "baseline": base, "is_baseline": r.variant == base,
                 "median_us": m, "baseline_us": b,
                 "above_us": (m - b) if m is not None and b is not None else None,
-                "n": len(r.samples),
+                "n": len(r.samples), "unit": r.unit, "ratio": 1.0 if r.variant == base and m is not None else ratio,
+                "badge": trust.badge(r),
             })
     return pd.DataFrame(rows, columns=[
         "run", "run_index", "gpu", "frontend", "probe", "variant", "size", "mode", "role", "status",
-        "baseline", "is_baseline", "median_us", "baseline_us", "above_us", "n"])
+        "baseline", "is_baseline", "median_us", "baseline_us", "above_us", "n", "unit", "ratio", "badge"])
