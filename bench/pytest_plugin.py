@@ -50,6 +50,9 @@ def pytest_addoption(parser):
     g.addoption("--hb-workers", type=int, default=DEFAULT_WORKERS,
                 help="worker processes the suite runs in, one after another; 1 measures in this process "
                      "(a quick look) (default %(default)s)")
+    g.addoption("--hb-warm-s", type=float, default=20.0,
+                help="seconds the first worker waits at most for the host's fast state (later ones a quarter) "
+                     "(default %(default)s)")
     g.addoption("--hb-out", default=None, help="folder for records.jsonl, run.json, table.csv/md (default results/<stamp>)")
     g.addoption("--hb-heavy", action="store_true", help="heavy sweeps (every plan, every size)")
     g.addoption("--hb-worker", default=None, help=argparse_suppress())
@@ -174,7 +177,7 @@ def _session(config):
         w = config.getoption("--hb-worker") or ""
         first = not w or w.startswith("1/")
         config._hb_session = Session(config._hb_out, _options(config), modes, worker=w,
-                                     warm_max_s=20.0 if first else 5.0)
+                                     warm_max_s=config.getoption("--hb-warm-s") * (1.0 if first else 0.25))
     return config._hb_session
 
 

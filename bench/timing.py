@@ -125,7 +125,8 @@ class Watch:
 
     def begin(self) -> None:
         self.discarded, self.sentinel, self.sm_mhz, self.fell_back = Counter(), [], [], False
-        self.state = ""        # host state of the kept eager cycles: 'fast' or 'slow' 
+        self.state = ""        # host state of the kept eager cycles: 'fast' or 'slow'
+        self.busy = []         # clock readings taken during the current cycle's GPU work
 
     def host_read(self):
         return self.host.read() if self.host is not None else None
@@ -139,6 +140,13 @@ class Watch:
 
     def clock_read(self):
         return self.clocks.sm_mhz() if self.clocks is not None else None
+
+    def busy_read(self) -> None:
+        """A clock reading taken while the GPU is working (after a launch, before its sync): an
+        idle GPU clocks down within microseconds, so a reading after the sync says nothing."""
+        mhz = self.clock_read()
+        if mhz is not None:
+            self.busy.append(mhz)
 
     def meta(self) -> dict:
         return {"discarded": dict(self.discarded), "sentinel": list(self.sentinel),
@@ -233,7 +241,8 @@ def measure_eager(fns: dict, sync: Callable[[], None], opt: Options, ranges=_no_
 
 def _judge_clock(watch: Watch):
     def judge():
-        mhz = watch.clock_read()
+        mhz = min(watch.busy) if watch.busy else None
+        watch.busy = []
         if watch.clocks is not None and watch.clocks.dropped(mhz):
             return "clock_drop", None
         if mhz is not None:
@@ -272,8 +281,9 @@ def capture(fn: Callable, calls: int, stream, warmup: int = 3) -> Captured:
     return Captured(g, calls, last)
 
 
-def replay_us(cap: Captured, stream) -> float:
-    """One timed replay, per call in microseconds (CUDA events on the capture stream)."""
+def replay_us(cap: Captured, stream, during: Callable[[], None] | None = None) -> float:
+    """One timed replay, per call in microseconds (CUDA events on the capture stream);
+    `during()` runs while the replay is in flight."""
     import torch
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
@@ -281,6 +291,8 @@ def replay_us(cap: Captured, stream) -> float:
         start.record(stream)
         cap.graph.replay()
         end.record(stream)
+    if during is not None:
+        during()
     end.synchronize()
     return start.elapsed_time(end) * 1e3 / cap.calls
 
@@ -294,7 +306,7 @@ def measure_graph(caps: dict, stream, opt: Options, ranges=_no_range, watch: Wat
         out = {}
         for name in order:
             with ranges(name):
-                out[name] = replay_us(caps[name], stream)
+                out[name] = replay_us(caps[name], stream, during=watch.busy_read if watch else None)
         return out
 
     return _cycles(names, opt, cycle, _judge_clock(watch) if watch else None, watch, opt.rounds)
@@ -343,12 +355,15 @@ def _device_events(prof):
             yield e.name, e.time_range.elapsed_us()
 
 
-def profile_calls(fn: Callable, calls: int, sync: Callable[[], None]) -> DeviceSample:
+def profile_calls(fn: Callable, calls: int, sync: Callable[[], None],
+                  during: Callable[[], None] | None = None) -> DeviceSample:
     from torch.profiler import ProfilerActivity, profile
     _mark_profiled()
     sync()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         run_calls(fn, calls)
+        if during is not None:
+            during()
         sync()
     return summarize_device_events(_device_events(prof), calls)
 
@@ -364,7 +379,8 @@ def measure_device(fns: dict, sync: Callable[[], None], opt: Options, ranges=_no
         out = {}
         for name in order:
             with ranges(name):
-                out[name] = profile_calls(fns[name], opt.device_calls, sync)
+                out[name] = profile_calls(fns[name], opt.device_calls, sync,
+                                          during=watch.busy_read if watch else None)
         return out
 
     dev = Options(**{**vars(opt), "warmup_rounds": 0})

@@ -28,7 +28,7 @@ import sys
 
 from bench.records import Record, Run, RunFileError, load_run
 
-from . import store
+from . import gate, store
 
 # fingerprint fields that describe the run itself (or are measurements), not the environment
 NOT_ENV = {"datetime", "commit_info", "argv", "suite_wall_s", "wall_s", "calibration_us"}
@@ -36,7 +36,7 @@ NOT_ENV = {"datetime", "commit_info", "argv", "suite_wall_s", "wall_s", "calibra
 KEY_FIELDS = ("gpu_name", "sm_count", "driver", "cuda", "cudnn_backend", "cudnn_torch",
               "cudnn_frontend", "torch", "python", "cpu_model", "clock_source", "cudnn_env", "options")
 COLUMNS = ["probe", "variant", "size", "mode", "unit", "base", "new", "change", "p",
-           "n_base", "n_new", "verdict", "note"]
+           "n_base", "n_new", "verdict", "note", "base_abs", "new_abs"]
 
 
 def baseline_of(run: Run, rec: Record) -> Record | None:
@@ -64,33 +64,38 @@ def normalized(run: Run, rec: Record) -> list[float] | None:
     return [x / med for x in rec.samples] if med > 0 else None
 
 
-def verdict(a: list[float], b: list[float], threshold: float = 0.05, alpha: float = 0.01,
-            min_samples: int = 5) -> tuple[str, float, float, str]:
-    """(verdict, relative change of medians, p-value, note) for base samples `a`, new `b`."""
-    from scipy.stats import mannwhitneyu
-
-    if not a or not b:
-        return "UNMEASURED", float("nan"), float("nan"), "no samples"
-    ma, mb = statistics.median(a), statistics.median(b)
-    change = mb / ma - 1 if ma else float("nan")
-    if len(a) < min_samples or len(b) < min_samples:
-        return "UNSURE", change, float("nan"), f"too few samples (< {min_samples} a side)"
-    res = mannwhitneyu(b, a, alternative="two-sided")
-    p = float(res.pvalue)
-    if not abs(change) > threshold:
-        return "SAME", change, p, ""
-    if not p < alpha:
-        return "UNSURE", change, p, "median moved, rank test not significant"
-    # U of new vs base above n*m/2: new samples tend to be larger (slower)
-    rank_slower = res.statistic > len(a) * len(b) / 2
-    if rank_slower != (change > 0):
-        return "UNSURE", change, p, "rank test and medians disagree on direction"
-    return ("SLOWER" if change > 0 else "FASTER"), change, p, ""
+def kernels_of(run: Run, rec: Record) -> frozenset:
+    """Names of the kernels the same (probe, variant, size) ran in device mode (counts dropped)."""
+    d = rec if rec.mode == "device" else run.find(rec.probe, rec.variant, rec.size, "device")
+    return frozenset(n.rsplit(" x", 1)[0] for n in (d.kernel_names if d is not None else []))
 
 
-def compare(base: Run, new: Run, threshold: float = 0.05, alpha: float = 0.01,
-            normalize: bool = False, min_samples: int = 5):
-    """A DataFrame with one row per (probe, variant, size, mode) in either run (see COLUMNS)."""
+def _side(run: Run, rec: Record, on_ratio: bool) -> gate.Side:
+    """A record's worker-level values (ratios to its baseline when on_ratio), and its rounds."""
+    if on_ratio:
+        vals = [w["ratio"] for w in rec.workers if w.get("ratio") is not None]
+        if not vals and rec.ratio and rec.ratio.get("median") is not None:
+            vals = [rec.ratio["median"]]
+        rounds = normalized(run, rec) or []
+        if not vals and rounds:
+            vals = [statistics.median(rounds)]
+    else:
+        vals = [w["median"] for w in rec.workers if w.get("median") is not None]
+        rounds = list(rec.samples)
+        if not vals and rounds:
+            vals = [statistics.median(rounds)]
+    hs = (run.fingerprint or {}).get("host_state") or {}
+    return gate.Side(vals, rounds, bool(hs.get("unstable")) or "host_unstable" in (rec.flags or ()),
+                     kernels_of(run, rec), rec.host_state)
+
+
+def compare(base: Run, new: Run, threshold: float | None = None, alpha: float = gate.ALPHA,
+            normalize: bool = False, min_samples: int = 5, absolute: bool = False):
+    """A DataFrame with one row per (probe, variant, size, mode) in either run (see COLUMNS).
+
+    Eager rows with a baseline are judged on their paired ratio to it (`absolute` turns that
+    off); `normalize` judges every mode so. `threshold` None takes gate.THRESHOLD per mode.
+    """
     import pandas as pd
 
     a = {r.key: r for r in base.records}
@@ -107,34 +112,48 @@ def compare(base: Run, new: Run, threshold: float = 0.05, alpha: float = 0.01,
         row = dict(zip(("probe", "variant", "size", "mode"), key))
         row.update(unit=(ra or rb).unit, base=float("nan"), new=float("nan"), change=float("nan"),
                    p=float("nan"), n_base=len(ra.samples) if ra else 0,
-                   n_new=len(rb.samples) if rb else 0, note="")
+                   n_new=len(rb.samples) if rb else 0, note="", base_abs=float("nan"), new_abs=float("nan"))
         if ra is None or rb is None:
             r = ra or rb
             row["verdict"] = "REMOVED" if rb is None else "ADDED"
             if r.ok:
-                row["base" if rb is None else "new"] = statistics.median(r.samples)
+                row["base" if rb is None else "new"] = r.summary()["median"]
             row["note"] = "" if r.ok else r.status
             rows.append(row)
             continue
         if not (ra.ok and rb.ok):
             row["verdict"] = "UNMEASURED"
-            row["note"] = f"base: {ra.status}; new: {rb.status}"
+            why = lambda r: r.status if r.status != "ok" else "no samples"  # noqa: E731
+            row["note"] = f"base: {why(ra)}; new: {why(rb)}"
             rows.append(row)
             continue
-        xa, xb = ra.samples, rb.samples
-        if normalize:
-            xa, xb = normalized(base, ra), normalized(new, rb)
-            row["unit"] = f"x {(baseline_of(base, ra) or ra).variant}" if xa else ra.unit
-            if not xa or not xb:
-                row.update(verdict="UNSURE", note="no baseline to normalize by")
-                rows.append(row)
-                continue
-        v, change, p, note = verdict(xa, xb, threshold, alpha, min_samples)
-        if normalize and baseline_of(base, ra) is ra:
-            note = note or "the baseline itself"
-        row.update(base=statistics.median(xa), new=statistics.median(xb), change=change, p=p,
-                   verdict=v, note=note)
-        if ra.unit != rb.unit and not normalize:
+        row.update(base_abs=ra.summary()["median"], new_abs=rb.summary()["median"])
+        bl = baseline_of(base, ra)
+        if normalize and (bl is None or bl is ra):
+            row.update(verdict="SAME" if bl is ra else "UNSURE",
+                       note="the baseline itself" if bl is ra else "no baseline to normalize by")
+            rows.append(row)
+            continue
+        on_ratio = (normalize or (ra.mode == "eager" and not absolute)) and bl is not None and bl is not ra
+        sa, sb = _side(base, ra, on_ratio), _side(new, rb, on_ratio)
+        if on_ratio and (not sa.values or not sb.values) and normalize:
+            row.update(verdict="UNSURE", note="no baseline to normalize by")
+            rows.append(row)
+            continue
+        if on_ratio and (not sa.values or not sb.values):
+            on_ratio = False
+            sa, sb = _side(base, ra, False), _side(new, rb, False)
+        if on_ratio:
+            row["unit"] = f"x {bl.variant}"
+        v, change, p, note = gate.judge(sa, sb, ra.mode, threshold, alpha, min_samples)
+        if ra.mode == "eager" and not on_ratio and not absolute and v in ("SLOWER", "FASTER"):
+            # a baseline's own eager µs move with the host between processes; its trap and fix
+            # rows are judged on ratios to it instead
+            v, note = "UNSURE", "absolute eager µs (host-bound between processes; --absolute judges them)"
+        row.update(base=statistics.median(sa.values) if sa.values else float("nan"),
+                   new=statistics.median(sb.values) if sb.values else float("nan"),
+                   change=change, p=p, verdict=v, note=note)
+        if ra.unit != rb.unit and not on_ratio:
             row.update(verdict="UNSURE", note=f"units differ ({ra.unit} vs {rb.unit})")
         rows.append(row)
     return pd.DataFrame(rows, columns=COLUMNS)
@@ -194,7 +213,10 @@ def _md_cell(x) -> str:
 def markdown(df, base: Run, new: Run, diff, threshold: float, alpha: float, normalize: bool) -> str:
     lines = [f"# hostbench compare", "", f"- base: `{base.path}` ({base.datetime or 'no date'})",
              f"- new: `{new.path}` ({new.datetime or 'no date'})",
-             f"- rule: |change of medians| > {threshold * 100:g} % and Mann-Whitney U p < {alpha:g}"
+             "- rule: |change of the median over workers| > the row's noise floor (at least "
+             + (f"{threshold * 100:g} %" if threshold is not None else
+                ", ".join(f"{m} {t * 100:g} %" for m, t in gate.THRESHOLD.items()))
+             + f", and 1.5x the between-worker spread) and the workers agree (separation or U test p < {alpha:g})"
              + (" on samples normalized by the run's baseline variant" if normalize else ""),
              f"- {summary(df)}", ""]
     if diff:
@@ -217,12 +239,16 @@ def main(argv: list[str] | None = None) -> int:
 
     from scripts.cli import ArgParser, check_out_file, write_text_atomic
 
-    epilog = """verdicts, per (probe, variant, size, mode):
-  SLOWER / FASTER  the medians differ by more than --threshold and the Mann-Whitney U test on
-                   the raw samples gives p < --alpha, both pointing the same way
-  UNSURE           fewer than --min-samples samples a side, or the medians moved past the
-                   threshold but the rank test does not confirm it
-  SAME             the medians moved by no more than --threshold
+    epilog = """verdicts, per (probe, variant, size, mode), on worker-level values (eager rows with a
+baseline: each worker's median paired ratio to it; other rows: each worker's median):
+  SLOWER / FASTER  the median over workers moved past the row's noise floor (at least
+                   --threshold, and 1.5x the between-worker spread of either run) and the
+                   workers agree (complete separation, or Mann-Whitney U p < --alpha)
+  KERNEL CHANGED   it would be SLOWER / FASTER, but the device kernels differ between the runs
+  UNSURE           past the noise floor but the workers overlap; an eager row of a host-unstable
+                   run, or timed in another host state (fast vs slow); a baseline's absolute
+                   eager µs (judged only with --absolute); single-process runs with too few samples
+  SAME             within the noise floor ("noise-limited: detects >= N %" when it is wider)
   ADDED / REMOVED  the row exists in one run only
   UNMEASURED       a side has no samples (unsupported, failed); the note says why
 
@@ -232,12 +258,15 @@ path that cannot be written). Details: docs/compare.md"""
     ap = ArgParser(prog="hostbench compare", description=__doc__.split("\n")[0], epilog=epilog)
     ap.add_argument("base", help="run file (JSON, or partial JSONL) to compare against")
     ap.add_argument("new", help="run file to judge")
-    ap.add_argument("--threshold", default="5", help="minimum change of medians, in percent")
+    ap.add_argument("--threshold", default=None,
+                    help="minimum change, in percent (default per mode: eager 7, graph 4, device 4, host 5)")
     ap.add_argument("--alpha", type=float, default=0.01, help="Mann-Whitney U significance level")
     ap.add_argument("--min-samples", type=int, default=5, help="fewer samples than this on a side give UNSURE")
     ap.add_argument("--normalize", action="store_true",
                     help="first divide every sample by the probe's baseline variant in the same run "
                          "(usually torch_mm), so a slower host cancels out")
+    ap.add_argument("--absolute", action="store_true",
+                    help="judge eager rows on absolute µs, not on their ratio to the baseline")
     ap.add_argument("--fail-on-regression", action="store_true", help="exit 1 when any row is SLOWER")
     ap.add_argument("--markdown", metavar="OUT.md",
                     help="also write the comparison as Markdown to this file (its folder must exist; "
@@ -245,10 +274,10 @@ path that cannot be written). Details: docs/compare.md"""
     ap.add_argument("--changes-only", action="store_true", help="print only rows that are not SAME")
     args = ap.parse_args(argv)
     try:
-        threshold = float(str(args.threshold).rstrip("%")) / 100
+        threshold = None if args.threshold is None else float(str(args.threshold).rstrip("%")) / 100
     except ValueError:
         ap.error(f"--threshold: not a percentage: {args.threshold!r}")
-    if not threshold >= 0:
+    if threshold is not None and not threshold >= 0:
         ap.error(f"--threshold: must be 0 or more: {args.threshold!r}")
     if not 0 < args.alpha < 1:
         ap.error(f"--alpha: must be between 0 and 1: {args.alpha!r}")
@@ -268,7 +297,7 @@ path that cannot be written). Details: docs/compare.md"""
         return 2
     for w in base.warnings + new.warnings:
         print(f"warning: {w}", file=sys.stderr)
-    df = compare(base, new, threshold, args.alpha, args.normalize, args.min_samples)
+    df = compare(base, new, threshold, args.alpha, args.normalize, args.min_samples, args.absolute)
     diff = fingerprint_diff(base, new)
     if store.gpu(base) != store.gpu(new):
         print(f"warning: different GPUs ({store.gpu(base)} vs {store.gpu(new)})", file=sys.stderr)

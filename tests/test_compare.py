@@ -86,23 +86,30 @@ def test_too_few_samples_is_unsure(tmp_path):
     assert all("too few" in n for n in df.note)
 
 
-def test_unsure_when_rank_test_does_not_confirm():
+def test_single_process_runs_fall_back_to_the_per_round_test():
+    from reports.gate import Side, judge
+    one = lambda xs: Side([sorted(xs)[len(xs) // 2]], list(xs))  # noqa: E731 - one worker a side
     # medians +12.5 %, but the samples overlap almost completely
-    v, change, p, note = cmp.verdict([1, 2, 3, 4, 5, 6, 7], [1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5])
-    assert (v, round(change, 3)) == ("UNSURE", 0.125) and p > 0.5 and "not significant" in note
-    # medians say +10 % slower, but 70 % of pairs say faster: bimodal samples
-    v, change, p, note = cmp.verdict([100] * 30 + [1000] * 25, [1] * 25 + [110] * 30)
-    assert (v, round(change, 3)) == ("UNSURE", 0.1) and p < 0.01 and "direction" in note
-    assert cmp.verdict([10] * 6, [10] * 6)[0] == "SAME"  # all ties: p = 1, no crash
+    v, change, p, note = judge(one([1, 2, 3, 4, 5, 6, 7]), one([1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5]), "graph")
+    assert (v, round(change, 3)) == ("UNSURE", 0.125) and p > 0.5 and "per-round test" in note
+    # medians say slower, but most pairs say faster: bimodal samples
+    v, change, p, note = judge(one([100] * 30 + [1000] * 25), one([1] * 25 + [110] * 30), "graph")
+    assert v == "UNSURE" and change > 0
+    assert judge(one([10] * 6), one([10] * 6), "graph")[0] == "SAME"  # all ties: no crash
 
 
 def test_normalize_cancels_a_slower_host(tmp_path):
     a = make_run(tmp_path / "a.json", 1)
     b = make_run(tmp_path / "b.json", 2, host=1.2)
-    assert set(cmp.compare(a, b).verdict) == {"SLOWER"}
+    df = cmp.compare(a, b)
+    # graph rows on absolute µs see the slower host; eager rows are judged on ratios by default
+    assert set(df[df["mode"] == "graph"].verdict) == {"SLOWER"}
+    eager = df[df["mode"] == "eager"]
+    assert set(eager[eager.variant != "torch_mm"].verdict) == {"SAME"}
+    assert set(eager[eager.variant == "torch_mm"].verdict) == {"UNSURE"}
     df = cmp.compare(a, b, normalize=True)
     assert set(df.verdict) == {"SAME"}
-    assert (df.unit == "x torch_mm").all()
+    assert (df[df.variant != "torch_mm"].unit == "x torch_mm").all()
     # a real regression still shows through the slower host
     c = make_run(tmp_path / "c.json", 3, host=1.2, slow={("set_stream", "set_stream"): 1.15})
     df = cmp.compare(a, c, normalize=True)
