@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from bench import records
+from bench import records, trust
 from reports import table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,16 +40,25 @@ def _cell(run, probe, variant, size, mode) -> str:
         return "–"
     if not r.ok:
         return r.status.split(":")[0]
-    med = r.summary()["median"]
-    ratio = f" ({r.ratio['median']:.2f}×)" if r.ratio else ""
-    return f"{med:.2f}{ratio}"
+    return f"{r.summary()['median']:.2f}{_ratio(r)}{trust.badge(r)}"
+
+
+def _ratio(r) -> str:
+    """' (1.16×)', or with workers ' (1.16× [1.14–1.18])': the min–max of the workers' ratios."""
+    if not r.ratio:
+        return ""
+    ws = sorted(w["ratio"] for w in r.workers if w.get("ratio") is not None)
+    span = f" [{ws[0]:.2f}–{ws[-1]:.2f}]" if len(ws) > 1 else ""
+    return f" ({r.ratio['median']:.2f}×{span})"
 
 
 def headline(run) -> str:
     lines = [
-        "### Headline: 256³ bf16 matmul, µs/call (× the same round's torch.mm)",
+        "### Headline: 256³ bf16 matmul, µs/call (× the same round's torch.mm [min–max over workers])",
         "",
         f"Measured: {table.caption(run)}. Reference column: the guide's B200 figures (cuDNN 9.26).",
+        "",
+        f"Run: {trust.summary_line(run)}. Marks: {trust.LEGEND}.",
         "",
         "| path | eager | graph | device | guide, B200 eager |",
         "|---|---|---|---|---|",
@@ -105,22 +114,23 @@ def versions() -> str:
     if not runs:
         return ""
     head = [r.fingerprint.get("cudnn_frontend", "?") for r in runs]
-    lines = ["### Frontend versions at 256³ (H200, cuDNN 9.19, one process per version)", "",
-             "Eager µs/call (× torch.mm in the same rounds) / device µs. Each version ran in its own "
-             "process, so compare the ratios across columns, not the absolute eager figures "
+    workers = max((r.fingerprint.get("workers", 1) for r in runs), default=1)
+    lines = ["### Frontend versions at 256³ (H200, cuDNN 9.19)", "",
+             f"Eager µs/call (× torch.mm in the same rounds [min–max over {workers} worker processes]) / "
+             "device µs. Each version ran in its own worker processes, so compare the ratios across "
+             "columns, and only where their worker ranges do not overlap "
              "(see [docs/measurements.md](docs/measurements.md)).", "",
              "| probe/variant | " + " | ".join(f"fe {v}" for v in head) + " |",
              "|---|" + "---|" * len(runs)]
-    for probe, variant in VERSION_ROWS:
+    for probe, variant in VERSION_ROWS + [("wrapper", "naive"), ("wrapper", "fixed")]:
         cells = []
         for run in runs:
             e, d = run.find(probe, variant, "256", "eager"), run.find(probe, variant, "256", "device")
             if e is None or not e.ok:
                 cells.append(e.status.split(":")[0] if e else "–")
                 continue
-            ratio = f" ({e.ratio['median']:.2f}×)" if e.ratio else ""
             dev = f" / {d.summary()['median']:.2f}" if d is not None and d.ok else ""
-            cells.append(f"{e.summary()['median']:.1f}{ratio}{dev}")
+            cells.append(f"{e.summary()['median']:.1f}{_ratio(e)}{trust.badge(e)}{dev}")
         lines.append(f"| {probe}/{variant} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
