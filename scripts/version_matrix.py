@@ -8,13 +8,13 @@ versions never share an interpreter. `--cudnn-lib DIR` (repeatable) runs every v
 cuDNN backend library folder, put first on LD_LIBRARY_PATH; without it the backend that torch
 loads is used (the H200 device has only that one).
 
-Outputs, all directly in --out (few files, as the device returns at most 8):
+Outputs, all directly in --out:
   run-fe<ver>[-cudnn<lib>].json  one pytest-benchmark run per version (and backend)
   matrix.json                    per version: status (ok / install failed / import failed /
                                  timed out / failed), imported version, stderr tail, run file
   matrix.md                      status, median µs and µs above torch_mm per version, and the
                                  verdicts that change from one version to the next
-`--only 1.20.0,1.26.0` splits a matrix over several calls (one device command may run 10 min);
+`--only 1.20.0,1.26.0` splits a matrix over several invocations;
 `--merge-only [--from DIR...]` rebuilds matrix.md (and, with --from, a combined matrix.json)
 from the outputs already written. Only the merge needs pandas and scipy; without them matrix.md
 holds the status table alone.
