@@ -12,6 +12,7 @@ its own tests report the merged figures. The one run file is pytest-benchmark's 
 """
 from __future__ import annotations
 
+import argparse
 import datetime as _dt
 import os
 import sys
@@ -55,12 +56,7 @@ def pytest_addoption(parser):
                      "(default %(default)s)")
     g.addoption("--hb-out", default=None, help="folder for records.jsonl, run.json, table.csv/md (default results/<stamp>)")
     g.addoption("--hb-heavy", action="store_true", help="heavy sweeps (every plan, every size)")
-    g.addoption("--hb-worker", default=None, help=argparse_suppress())
-
-
-def argparse_suppress():
-    import argparse
-    return argparse.SUPPRESS
+    g.addoption("--hb-worker", default=None, help=argparse.SUPPRESS)   # set by the parent only
 
 
 def _cuda_ok() -> tuple[bool, str]:

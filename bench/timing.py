@@ -183,12 +183,11 @@ def _cycles(names: list, opt: Options, run_cycle: Callable[[list], dict], judge,
             continue
         buckets.setdefault(bucket, []).append((vals, sentinel))
     need = watch.min_kept if watch is not None else 1
-    chosen = None
-    if None in buckets:
+    if None in buckets or not buckets:   # cycles not sorted by host state: keep them all
         chosen = None
     elif len(buckets.get("fast", ())) >= max(need, min(rounds, (rounds + 1) // 2)):
         chosen = "fast"
-    elif buckets:
+    else:
         chosen = max(buckets, key=lambda k: len(buckets[k]))
     kept = buckets.get(chosen, [])
     if watch is not None:

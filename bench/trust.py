@@ -7,6 +7,8 @@ fingerprint. Renderers show `badge(rec)` next to a figure and `LEGEND` once, and
 """
 from __future__ import annotations
 
+import statistics
+
 # flag -> (letter shown next to a figure, what it means)
 FLAGS = {
     "discarded": ("d", "some rounds were discarded (host in its slow state, or GPU clock drop) and redone"),
@@ -31,7 +33,7 @@ def relative_spread(values) -> float | None:
     xs = sorted(v for v in values if v is not None and v == v)
     if len(xs) < 2:
         return None
-    mid = xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+    mid = statistics.median(xs)
     return (xs[-1] - xs[0]) / mid if mid else None
 
 
