@@ -17,6 +17,7 @@ from typing import Callable
 CHUNK = 32          # torch.empty calls per chunk; three chunks a reading, ~0.1-0.3 ms in all
 TOL = 0.10          # a reading within this of the floor is the fast state
 SLOW_AT = 1.40      # a reading at least this times the floor is the slow state (in between: a switch)
+REST_S = 5.0       # after a fruitless wait for the fast state, cycles run without waiting this long
 FLOOR_ENV = "HB_HOST_FLOOR_US"   # a floor learned by an earlier worker of the same run
 
 
@@ -51,6 +52,11 @@ class HostState:
         self.held = None        # whether warm() saw the host hold its fast floor
         self.unstable = False   # set by the runner: floor never held and no steady state kept
         self.waited_s = 0.0
+        self.gate_s = 0.0       # seconds spent waiting for the fast state before eager cycles
+        self.gate_budget_s = None   # at most this much in all (None: no gate)
+        self.gate_timeouts = 0
+        self._gate_note = 10.0
+        self._gate_rest_until = float("-inf")
 
     def read(self) -> float:
         us = self._read()
@@ -102,11 +108,46 @@ class HostState:
                 next_note = now + 5.0
             self.sleep(every_s)
 
+    def gating(self) -> bool:
+        """Whether eager cycles wait for the fast state now (a budget is set, not spent, and the
+        gate is not resting after a fruitless wait)."""
+        return (self.gate_budget_s is not None and self.gate_s < self.gate_budget_s
+                and self.clock() >= self._gate_rest_until)
+
+    def await_fast(self, max_s: float = 1.0, every_s: float = 0.002,
+                   say: Callable[[str], None] | None = None) -> float:
+        """Reads the sentinel until a reading is fast (at most `max_s`, and within what is left of
+        the gate budget); returns the last reading. A cycle started right after a fast reading
+        usually ends in the same state (cycles take milliseconds, fast spells ~0.35 s), so the
+        run's eager figures come from one host state instead of whichever state dominated."""
+        us = self.read()
+        if self.fast(us) or not self.gating():
+            return us
+        t0 = self.clock()
+        limit = min(max_s, self.gate_budget_s - self.gate_s)
+        while not self.fast(us):
+            if self.clock() - t0 >= limit:
+                # no fast spell in max_s: the host is in a long slow stretch; waiting on every
+                # cycle would spend the budget for nothing, so rest the gate for a while
+                self.gate_timeouts += 1
+                self._gate_rest_until = self.clock() + REST_S
+                break
+            self.sleep(every_s)
+            us = self.read()
+        self.gate_s += self.clock() - t0
+        if self.gate_s >= self._gate_note:
+            (say or _stderr)(f"host: {self.gate_s:.0f} s spent waiting for the fast state before eager rounds "
+                             f"(at most {self.gate_budget_s:.0f} s, then rounds are kept per host state)")
+            self._gate_note += 10.0
+        return us
+
     def summary(self) -> dict:
         xs = sorted(self.readings)
         fast = sum(1 for x in xs if self.fast(x))
         return {"floor_us": self.floor, "tol": self.tol, "held_floor": self.held, "unstable": self.unstable,
                 "waited_s": round(self.waited_s, 2), "readings": len(xs),
+                "gate_s": round(self.gate_s, 2), "gate_budget_s": self.gate_budget_s,
+                "gate_timeouts": self.gate_timeouts,
                 "fast_fraction": round(fast / len(xs), 3) if xs else None,
                 "median_us": statistics.median(xs) if xs else None}
 

@@ -51,9 +51,12 @@ def pytest_addoption(parser):
     g.addoption("--hb-workers", type=int, default=DEFAULT_WORKERS,
                 help="worker processes the suite runs in, one after another; 1 measures in this process "
                      "(a quick look) (default %(default)s)")
-    g.addoption("--hb-warm-s", type=float, default=20.0,
+    g.addoption("--hb-warm-s", type=float, default=10.0,
                 help="seconds the first worker waits at most for the host's fast state (later ones a quarter) "
                      "(default %(default)s)")
+    g.addoption("--hb-fast-wait-s", type=float, default=10.0,
+                help="seconds each worker may spend in all waiting for the host's fast state before eager "
+                     "rounds; 0 times them in whatever state the host is in (default %(default)s)")
     g.addoption("--hb-out", default=None, help="folder for records.jsonl, run.json, table.csv/md (default results/<stamp>)")
     g.addoption("--hb-heavy", action="store_true", help="heavy sweeps (every plan, every size)")
     g.addoption("--hb-worker", default=None, help=argparse.SUPPRESS)   # set by the parent only
@@ -173,7 +176,8 @@ def _session(config):
         w = config.getoption("--hb-worker") or ""
         first = not w or w.startswith("1/")
         config._hb_session = Session(config._hb_out, _options(config), modes, worker=w,
-                                     warm_max_s=config.getoption("--hb-warm-s") * (1.0 if first else 0.25))
+                                     warm_max_s=config.getoption("--hb-warm-s") * (1.0 if first else 0.25),
+                                     fast_wait_s=config.getoption("--hb-fast-wait-s"))
     return config._hb_session
 
 

@@ -25,10 +25,11 @@ from .records import Record
 
 class Session:
     def __init__(self, out_dir: str | Path, opt: timing.Options | None = None, modes=("eager", "graph", "device"),
-                 worker: str = "", warm_max_s: float = 60.0):
+                 worker: str = "", warm_max_s: float = 60.0, fast_wait_s: float = 10.0):
         self.out_dir = Path(out_dir)
         self.worker = worker            # "2/3" in a worker process: progress lines name it
         self.warm_max_s = warm_max_s
+        self.fast_wait_s = fast_wait_s  # budget for waiting on the fast host state before eager cycles
         self.watch = timing.Watch()
         self.opt = opt or timing.Options()
         self.modes = tuple(modes)
@@ -56,6 +57,7 @@ class Session:
                 self.watch = timing.Watch(host=HostState(), clocks=Clocks(self._ctx.device.index or 0))
                 self.say(f"warming the host (learning its fast-state floor, at most {self.warm_max_s:.0f} s)")
                 self.watch.host.warm(max_s=self.warm_max_s, say=self.say)
+                self.watch.host.gate_budget_s = self.fast_wait_s if self.fast_wait_s > 0 else None
                 self.say(f"host floor {self.watch.host.floor:.2f} µs"
                          + ("" if self.watch.host.held else " (never held: the host is mostly in its slow state)")
                          + f" after {self.watch.host.waited_s:.1f} s")

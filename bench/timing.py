@@ -111,7 +111,7 @@ class Watch:
              in the fast or the slow host state (or 'mixed': a switch, always discarded); a
              record keeps the cycles of one state, the fast one when it has enough of them.
     clocks : a gpustate.Clocks; a graph or device cycle is kept only when the SM clock read
-             right after it is within 95 % of the top clock seen.
+             while its work runs is within 95 % of the median clock of the same work's cycles.
     After each measure_* call: `discarded` (reason -> cycles), `sentinel` (readings next to
     kept cycles), `sm_mhz` (clocks after kept cycles), `fell_back` (too few cycles were kept,
     so every cycle is used and the figure is flagged).
@@ -130,6 +130,14 @@ class Watch:
 
     def host_read(self):
         return self.host.read() if self.host is not None else None
+
+    def host_ready(self):
+        """The sentinel reading a cycle starts from; waits for the fast state while the host's
+        gate budget lasts."""
+        return self.host.await_fast() if self.host is not None else None
+
+    def want_fast(self) -> bool:
+        return self.host is not None and self.host.gating()
 
     def host_state(self, before, after) -> str | None:
         """The host state both sentinel readings around a cycle agree on, else 'mixed'."""
@@ -170,7 +178,13 @@ def _cycles(names: list, opt: Options, run_cycle: Callable[[list], dict], judge,
     if watch is not None:
         watch.begin()
     r, limit = 0, opt.warmup_rounds + rounds * max(1, opt.max_round_factor)
-    while r < limit and max((len(b) for b in buckets.values()), default=0) < rounds:
+
+    def full() -> bool:  # while the host gate lasts, only a full fast bucket ends the cycles
+        if watch is not None and watch.want_fast():
+            return len(buckets.get("fast", ())) >= rounds
+        return max((len(b) for b in buckets.values()), default=0) >= rounds
+
+    while r < limit and not full():
         vals = run_cycle(rotated(names, r + opt.rotation))
         bucket, sentinel = judge() if watch is not None else (None, None)
         r += 1
@@ -212,18 +226,19 @@ def measure_eager(fns: dict, sync: Callable[[], None], opt: Options, ranges=_no_
         est = min(eager_round(fns[name], 4, sync) for _ in range(3))
         calls[name] = calls_for(est, opt.target_round_s, opt.min_calls, opt.max_calls)
 
+    state = {"before": None}
+
     def cycle(order):
+        if watch is not None:
+            state["before"] = watch.host_ready()
         out = {}
         for name in order:
             with ranges(name):
                 out[name] = eager_round(fns[name], calls[name], sync) * 1e6
         return out
 
-    state = {"before": watch.host_read() if watch is not None else None}
-
     def judge():
         before, after = state["before"], watch.host_read()
-        state["before"] = after
         if watch.host is None:
             return None, None
         return watch.host_state(before, after), max(before, after)
@@ -239,10 +254,15 @@ def measure_eager(fns: dict, sync: Callable[[], None], opt: Options, ranges=_no_
 
 
 def _judge_clock(watch: Watch):
+    seen = []   # this workload's readings: its usual clock is their median
+
     def judge():
         mhz = min(watch.busy) if watch.busy else None
         watch.busy = []
-        if watch.clocks is not None and watch.clocks.dropped(mhz):
+        if mhz is not None:
+            seen.append(mhz)
+        ref = statistics.median(seen) if len(seen) >= 3 else None
+        if watch.clocks is not None and ref is not None and watch.clocks.dropped(mhz, ref):
             return "clock_drop", None
         if mhz is not None:
             watch.sm_mhz.append(mhz)

@@ -4,6 +4,7 @@ import random
 import pytest
 
 from bench import timing, trust
+from bench.gpustate import Clocks
 from bench.hoststate import HostState
 from bench.records import Record, Run
 from bench.workers import merge_fingerprints, merge_records
@@ -107,30 +108,83 @@ def test_too_few_clean_cycles_keep_all_and_say_so():
     assert watch.meta()["discarded"]["mixed"] == 8
 
 
-class FakeClocks:
+def _gated_run(h, budget):
+    hs = HostState(read=h.read, clock=h.clock, sleep=h.sleep, floor=1.0)
+    hs.gate_budget_s = budget
+    watch = timing.Watch(host=hs)
+
+    def fake_round(fn, n, sync, clock=None):
+        h.t += 0.004
+        return 2.0 if h.state() == "slow" else 1.0
+
+    orig, timing.eager_round = timing.eager_round, fake_round
+    try:
+        res = timing.measure_eager({"a": lambda: None, "b": lambda: None}, lambda: None,
+                                   timing.Options(rounds=10, warmup_rounds=1), watch=watch)
+    finally:
+        timing.eager_round = orig
+    return hs, watch.meta(), res
+
+
+def test_a_mostly_slow_host_still_gives_fast_figures_when_cycles_wait_for_the_fast_state():
+    slow_mostly = [("slow", 0.8), ("fast", 0.2)]
+    hs, meta, res = _gated_run(Bistable(slow_mostly), budget=30.0)
+    assert meta["host_state"] == "fast" and not meta["fell_back"]
+    assert all(x == pytest.approx(1e6) for x in res["a"][0])
+    assert 0 < hs.gate_s < 30 and hs.summary()["gate_s"] == round(hs.gate_s, 2)
+    # without the gate the same host hands over its slow state
+    hs0, meta0, res0 = _gated_run(Bistable(slow_mostly), budget=None)
+    assert meta0["host_state"] == "slow" and hs0.gate_s == 0
+
+
+def test_a_long_slow_stretch_rests_the_gate_instead_of_spending_its_budget():
+    hs, meta, res = _gated_run(Bistable([("slow", 50.0), ("fast", 0.3)]), budget=10.0)
+    assert hs.gate_timeouts >= 1 and hs.gate_s < 10.0   # waited max_s, then rested
+    assert meta["host_state"] == "slow" and len(res["a"][0]) == 10
+
+
+def test_a_spent_gate_budget_stops_waiting():
+    h = Bistable([("slow", 0.9), ("fast", 0.1)])
+    hs, meta, res = _gated_run(h, budget=0.5)
+    assert hs.gate_s == pytest.approx(0.5, abs=0.01) and not hs.gating()
+    assert len(res["a"][0]) == 10
+
+
+class FakeClocks(Clocks):
     def __init__(self, seq):
-        self.seq, self.top = list(seq), 0
+        self.seq, self.top, self.error = list(seq), 0, None
 
     def sm_mhz(self):
-        mhz = self.seq.pop(0) if self.seq else 1980
+        mhz = self.seq.pop(0) if self.seq else self.seq_end
         self.top = max(self.top, mhz)
         return mhz
 
-    def dropped(self, mhz):
-        return mhz < 0.95 * self.top
+    seq_end = 1980
 
 
-def test_graph_rounds_with_a_clock_drop_during_the_work_are_discarded():
-    watch = timing.Watch(clocks=FakeClocks([1980, 1500, 1980, 1700, 1980, 1980]))
-    caps = {"a": object()}
+def _graph_with(clocks, rounds=4):
+    watch = timing.Watch(clocks=clocks)
     orig = timing.replay_us
     timing.replay_us = lambda cap, stream, during=None: (during(), 2.0)[1]
     try:
-        res = timing.measure_graph(caps, None, timing.Options(rounds=4, warmup_rounds=0), watch=watch)
+        res = timing.measure_graph({"a": object()}, None, timing.Options(rounds=rounds, warmup_rounds=0), watch=watch)
     finally:
         timing.replay_us = orig
-    assert len(res["a"]) == 4 and watch.meta()["discarded"] == {"clock_drop": 2}
-    assert min(watch.meta()["sm_mhz"]) == 1980
+    return res, watch.meta()
+
+
+def test_graph_rounds_with_a_clock_drop_during_the_work_are_discarded():
+    res, meta = _graph_with(FakeClocks([1980, 1980, 1500, 1980, 1700, 1980]))
+    assert len(res["a"]) == 4 and meta["discarded"] == {"clock_drop": 2}
+    assert min(meta["sm_mhz"]) == 1980
+
+
+def test_heavy_work_that_runs_power_capped_is_not_a_clock_drop():
+    # a 4096^3 matmul on the H200 runs at ~1890 MHz throughout; small work earlier reached 1980
+    clocks = FakeClocks([1890] * 8)
+    clocks.top = 1980
+    res, meta = _graph_with(clocks)
+    assert len(res["a"]) == 4 and not meta["discarded"] and not meta["fell_back"]
 
 
 # -- worker merge --------------------------------------------------------------------------------
