@@ -1,2 +1,2 @@
-"""Loads the hostbench pytest plugin (bench/pytest_plugin.py): probes become benchmarks."""
-pytest_plugins = ["bench.pytest_plugin"]
+"""Loads the hostbench pytest plugin (bench/measure/pytest_plugin.py): probes become benchmarks."""
+pytest_plugins = ["bench.measure.pytest_plugin"]

@@ -5,12 +5,13 @@ best and the worst plan in all three modes, so their ratios are the heuristic-vs
 spread; host rows: the whole sweep, the startup cost of reusing the persisted winner (read from the
 winners file, build that one plan) and of a plain heuristic build. The winner is persisted per
 (GPU, cuDNN backend, frontend, problem) in results/autotune_winners.json ($HOSTBENCH_WINNERS)."""
-from bench import autotune, graphs
-from bench import cudnn_support as cs
-from bench.cache_keys import problem_key
-from bench.conv import ConvProblem, ConvShape, require_conv
-from bench.probe import Probe, Variant
-from bench.winners import WinnerStore, env_of
+from bench.cudnn_graphs import autotune
+from bench.cudnn_graphs import graphs
+from bench.cudnn_graphs import support as cs
+from bench.cudnn_graphs.cache_keys import problem_key
+from bench.cudnn_graphs.conv import ConvProblem, ConvShape, require_conv
+from bench.measure.probe import Probe, Variant
+from bench.cudnn_graphs.winners import WinnerStore, env_of
 
 _STATE: dict = {}      # (id(ctx), size) -> what build() found, for the host rows
 MODES = "A+B+FALLBACK"  # part of every winner key: plan indices belong to the list these modes made

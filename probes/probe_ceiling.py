@@ -5,11 +5,12 @@ torch only, through a naive cuDNN wrapper (per GEMM: stream query + set_stream, 
 torch.empty output, generic execute), through a fixed one (stream set once, prebuilt packs and
 outputs, pinned plans, ordered execute), and as the fixed step captured once in one CUDA graph and
 replayed. One call = one step, so µs/call is µs per step."""
-from bench import cudnn_support as cs
-from bench import graphs, timing
-from bench.cache_keys import problem_key
-from bench.probe import Probe, Variant
-from bench.winners import tuned_index
+from bench.cudnn_graphs import support as cs
+from bench.cudnn_graphs import graphs
+from bench.measure import timing
+from bench.cudnn_graphs.cache_keys import problem_key
+from bench.measure.probe import Probe, Variant
+from bench.cudnn_graphs.winners import tuned_index
 
 
 def _sizes(config):
@@ -36,7 +37,7 @@ class _Gemm:
 
     def _tune(self, vp):
         i = cs.pin_plan(self.mg, vp, self.ctx.handle, self.ctx.stream)
-        return i, cs.plan_name(self.mg, i), self.mg.plan_us.get(i, float("nan")), {"by": "bench.cudnn_support.pin_plan"}
+        return i, cs.plan_name(self.mg, i), self.mg.plan_us.get(i, float("nan")), {"by": "bench.cudnn_graphs.support.pin_plan"}
 
     def fixed(self, a, w_view, out):
         g, ws, h, i = self.mg.graph, self.mg.workspace, self.ctx.handle, self.index

@@ -1,8 +1,8 @@
 """Trap 4: per-call Python churn (a new variant-pack dict, a torch.empty output, a recomputed
 (shape, stride) cache key), each alone and all together, vs reusing them."""
-from bench.cudnn_support import GraphCache
-from bench.matmul import Matmul, cube_sizes
-from bench.probe import Probe, Variant
+from bench.cudnn_graphs.support import GraphCache
+from bench.cudnn_graphs.matmul import Matmul, cube_sizes
+from bench.measure.probe import Probe, Variant
 
 
 def build(ctx, size):

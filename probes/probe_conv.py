@@ -2,9 +2,9 @@
 H=W=56, K=256, 3x3, channels_last, bf16) as ONE fused cuDNN graph vs torch's conv2d + bias add +
 ReLU. The fused plan's eager column vs its graph column is the per-iteration cost of eager launch
 vs captured replay; the small size shows it where launch cost dominates."""
-from bench import graphs
-from bench.conv import ConvProblem, ConvShape, require_conv
-from bench.probe import Probe, Variant
+from bench.cudnn_graphs import graphs
+from bench.cudnn_graphs.conv import ConvProblem, ConvShape, require_conv
+from bench.measure.probe import Probe, Variant
 
 
 def _sizes(config):

@@ -1,7 +1,7 @@
 """Trap 2: generic graph.execute vs a pinned execute_plan_at_index (autotuned once) vs the
 ordered tensor_uids form; plus a private raw-pointer floor (what the backend itself costs)."""
-from bench.matmul import Matmul, cube_sizes, try_case
-from bench.probe import Probe, Variant
+from bench.cudnn_graphs.matmul import Matmul, cube_sizes, try_case
+from bench.measure.probe import Probe, Variant
 
 
 def build(ctx, size):

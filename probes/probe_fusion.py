@@ -12,9 +12,9 @@ torch running the same math as separate kernels (device mode shows kernels per c
 `cudnn_split` is the largest cuDNN graph that builds with the rest in torch (biasgelu: the GEMM
 alone; epilogue: everything but AMAX; swiglu: GEMM+SiLU, then GEMM+mul).
 """
-from bench import cudnn_support as cs
-from bench import graphs
-from bench.probe import Probe, Variant
+from bench.cudnn_graphs import support as cs
+from bench.cudnn_graphs import graphs
+from bench.measure.probe import Probe, Variant
 
 
 def _sizes(config):

@@ -1,7 +1,7 @@
 """Trap 7: cuDNN execute and torch.mm alternating op by op vs the same ops batched by phase.
 Figures are per op (a call runs 8 GEMMs)."""
-from bench.matmul import Matmul, cube_sizes
-from bench.probe import Probe, Variant
+from bench.cudnn_graphs.matmul import Matmul, cube_sizes
+from bench.measure.probe import Probe, Variant
 
 PAIRS = 4  # a call = PAIRS cuDNN GEMMs + PAIRS torch GEMMs
 

@@ -9,10 +9,10 @@ of the same batch, which needs no cache because its engine is precompiled."""
 import re
 import time
 
-from bench import cudnn_support as cs
-from bench import graphs
-from bench.conv import ConvProblem, ConvShape, require_conv
-from bench.probe import Probe, Variant
+from bench.cudnn_graphs import support as cs
+from bench.cudnn_graphs import graphs
+from bench.cudnn_graphs.conv import ConvProblem, ConvShape, require_conv
+from bench.measure.probe import Probe, Variant
 
 BATCHES = (8, 16, 24, 32)
 BASE = "c128hw56k256"

@@ -5,9 +5,9 @@ common hand-rolled method, CUDA events recorded around each synchronized call, b
 `events_best_of_n` row, host column, in µs/call). For the fast kernel the event pair brackets the
 host dispatch as well as the kernel, so best-of-N reports the bubble; for the slow one it converges
 on the kernel time."""
-from bench import graphs
-from bench.matmul import Matmul
-from bench.probe import Probe, Variant
+from bench.cudnn_graphs import graphs
+from bench.cudnn_graphs.matmul import Matmul
+from bench.measure.probe import Probe, Variant
 
 N_PER_ROUND = 16
 _STATE: dict = {}

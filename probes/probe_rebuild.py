@@ -3,10 +3,10 @@ build steps (validate, build_operation_graph, create_execution_plans, check_supp
 then execute, vs a shape-keyed cache hit then execute, vs execute alone. The cache key itself is
 timed both ways: the (shape, stride, dtype) tuple of the operands, and `graph.key()`, which needs
 the graph described (and, in the IR frontend, lowered) first. Host rows split one build by step."""
-from bench import cudnn_support as cs
-from bench import graphs
-from bench.matmul import mnk
-from bench.probe import Case, Probe, Variant
+from bench.cudnn_graphs import support as cs
+from bench.cudnn_graphs import graphs
+from bench.cudnn_graphs.matmul import mnk
+from bench.measure.probe import Case, Probe, Variant
 
 STEPS = ("describe", "validate", "build_operation_graph", "create_execution_plans", "check_support", "build_plans")
 CALL_MODES = ("eager", "device")      # per-call builds allocate and compile: never CUDA-graph captured

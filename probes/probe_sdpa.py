@@ -5,9 +5,9 @@ agree). Q/K/V/O live in [B, S, H, D] memory (what projections produce) viewed as
 Notes record which backend torch dispatched to and which engine cuDNN ran (backend vs python)."""
 import math
 
-from bench import cudnn_support as cs
-from bench import graphs
-from bench.probe import Probe, Variant
+from bench.cudnn_graphs import support as cs
+from bench.cudnn_graphs import graphs
+from bench.measure.probe import Probe, Variant
 
 
 def _sizes(config):

@@ -1,7 +1,7 @@
 """Plan serialization: a batched matmul (B=8, M=256, K=512, N=256, bf16) built with the five
 steps vs deserialized from a saved plan (host ms per fresh graph), then executed by integer UIDs
 (the deserialized graph runs in all three modes, checked against torch.bmm like the built one).
-Saved plans go through bench.plan_store: a file from another GPU / cuDNN / frontend, or a
+Saved plans go through bench.cudnn_graphs.plan_store: a file from another GPU / cuDNN / frontend, or a
 truncated one, falls back to a rebuild with a warning; the two fallback rows time that path and
 fail unless the warning came, the rebuild happened and its result is right."""
 import atexit
@@ -10,11 +10,12 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from bench import cudnn_support as cs
-from bench import graphs, plan_store
-from bench.cache_keys import problem_key
-from bench.probe import Probe, Variant
-from bench.winners import Env, env_of
+from bench.cudnn_graphs import support as cs
+from bench.cudnn_graphs import graphs
+from bench.cudnn_graphs import plan_store
+from bench.cudnn_graphs.cache_keys import problem_key
+from bench.measure.probe import Probe, Variant
+from bench.cudnn_graphs.winners import Env, env_of
 
 UIDS = {"A": 101, "B": 102, "C": 103}
 _STATE: dict = {}

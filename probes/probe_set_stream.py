@@ -1,8 +1,8 @@
 """Trap 3: set_stream on every call (and asking torch for its current stream every call) vs
 setting it once. Frontend >= 1.28 caches an unchanged stream: measured, not assumed."""
-from bench import cudnn_support as cs
-from bench.matmul import Matmul, cube_sizes
-from bench.probe import Probe, Variant
+from bench.cudnn_graphs import support as cs
+from bench.cudnn_graphs.matmul import Matmul, cube_sizes
+from bench.measure.probe import Probe, Variant
 
 
 def build(ctx, size):

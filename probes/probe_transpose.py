@@ -1,8 +1,8 @@
 """Trap 5: an nn.Linear weight W[out=5120, in=17408] bf16 bound as W.t().contiguous() (a
 transpose kernel every call) vs declared with the .t() view's strides and bound as the view.
 Y[M,5120] = X[M,17408] @ W.t(); torch baseline torch.mm(X, W.t())."""
-from bench import cudnn_support as cs
-from bench.probe import Case, Probe, Variant, rel_err
+from bench.cudnn_graphs import support as cs
+from bench.measure.probe import Case, Probe, Variant, rel_err
 
 OUT_F, IN_F = 5120, 17408
 

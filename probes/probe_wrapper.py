@@ -1,8 +1,8 @@
 """The guide's composite rows: a naive wrapper (per-call stream query + set_stream, dict build,
 torch.empty output, generic execute) vs a fixed wrapper (stream set once, prebuilt pack,
 fastest public execute) vs torch.mm."""
-from bench.matmul import Matmul, cube_sizes
-from bench.probe import Probe, Variant
+from bench.cudnn_graphs.matmul import Matmul, cube_sizes
+from bench.measure.probe import Probe, Variant
 
 
 def build(ctx, size):

@@ -26,7 +26,7 @@ import json
 import statistics
 import sys
 
-from bench.records import Record, Run, RunFileError, load_run
+from bench.measure.records import Record, Run, RunFileError, load_run
 
 from . import gate, store
 

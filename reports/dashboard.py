@@ -24,7 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench import trust
+from bench.measure import trust
 
 from . import changepoints, store
 from .compare import KEY_FIELDS

@@ -1,7 +1,7 @@
 """The regression gate: judges a change on process-level noise, not on rounds of one process.
 
 Within one process the rounds are tight, so a rank test over rounds calls any between-process
-offset significant. The unit of replication is the worker process (bench.workers): per row each
+offset significant. The unit of replication is the worker process (bench.measure.workers): per row each
 run has one value per worker (the worker's median; for eager rows with a baseline, its median
 paired ratio to the baseline, so a slower host moves both and cancels).
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from bench import trust
+from bench.measure import trust
 
 # eager 7 %: Python-heavy trap rows moved 5.5 % between two A/A runs on the H200 in the same host
 # state (rebuild/key_tuple); graph and device rows are steadier

@@ -10,8 +10,8 @@ import re
 from pathlib import Path
 from typing import Iterable
 
-from bench import trust
-from bench.records import UNIT_SECONDS, Run, RunFileError, load_run
+from bench.measure import trust
+from bench.measure.records import UNIT_SECONDS, Run, RunFileError, load_run
 
 # JSON files that live beside runs but are not runs (matrix status, audit reports, tuned plans)
 NOT_RUNS = {"matrix.json", "audit.json", "autotune_winners.json"}

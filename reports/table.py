@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench import records as rec_mod
-from bench import trust
+from bench.measure import records as rec_mod
+from bench.measure import trust
 
 MODES = ("eager", "graph", "device")
 STATUS_WIDTH = 60

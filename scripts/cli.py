@@ -17,7 +17,7 @@ COMMANDS = {
     "table": ("reports.table", "main", "render the table of a saved run (JSON or partial JSONL)"),
     "compare": ("reports.compare", "main", "compare two runs: verdicts per benchmark, exit 1 on regression"),
     "dashboard": ("reports.dashboard", "main", "write a static HTML dashboard over runs"),
-    "audit": ("bench.audit", "main", "audit your own integration step for known traps"),
+    "audit": ("bench.audit.auditor", "main", "audit your own integration step for known traps"),
 }
 SYNOPSIS = "usage: hostbench [--version] {" + ",".join(COMMANDS) + "} ..."
 HINT = "run `hostbench <cmd> --help` for a command's options"

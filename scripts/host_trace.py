@@ -45,8 +45,8 @@ def main(argv=None) -> int:
     ap.add_argument("--every", type=float, default=0.01, help="seconds between readings (default %(default)s)")
     ap.add_argument("--out", help="also write the readings and summary as JSON")
     a = ap.parse_args(argv)
-    from bench.context import pin_main_thread
-    from bench.hoststate import sentinel_us
+    from bench.measure.context import pin_main_thread
+    from bench.measure.hoststate import sentinel_us
     pin_main_thread()
     t0 = time.perf_counter()
     readings = []

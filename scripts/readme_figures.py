@@ -9,7 +9,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from bench import records, trust
+from bench.measure import records
+from bench.measure import trust
 from reports import table
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -31,7 +31,7 @@ def cuda_available() -> tuple[bool, str]:
 
 
 def render_reference() -> int:
-    from bench import records
+    from bench.measure import records
     from reports import table
     runs = reference_runs()
     if not runs:

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import random
 
-from bench import records, stats
-from bench.records import Record
+from bench.measure import records
+from bench.measure import stats
+from bench.measure.records import Record
 
 
 def synthetic_records(seed: int = 0, rounds: int = 20, slow: dict | None = None) -> list[Record]:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.records import load_run
+from bench.measure.records import load_run
 from reports import compare as cmp
 
 AA = Path(__file__).resolve().parent.parent / "reports" / "reference" / "h200" / "aa"

@@ -10,8 +10,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from bench import audit, audit_count, audit_rules  # noqa: E402
-from bench.records import Record, run_document, write_run  # noqa: E402
+from bench.audit import auditor as audit  # noqa: E402
+from bench.audit import count as audit_count
+from bench.audit import rules as audit_rules
+from bench.measure.records import Record, run_document, write_run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 HAS_GPU = torch.cuda.is_available()
@@ -44,7 +46,7 @@ def run(tmp_path):
         Record("execute", "ordered", "256", "eager", status="unsupported: old frontend"),
     ]
     path = write_run(tmp_path / "run.json", run_document(recs, {"gpu_name": "Fake GPU"}))
-    from bench.records import load_run
+    from bench.measure.records import load_run
     return load_run(path)
 
 
@@ -91,7 +93,7 @@ def test_backend_set_stream_and_fallbacks(run):
 
 
 def test_rebuild_probe_figure_preferred(tmp_path):
-    from bench.records import load_run
+    from bench.measure.records import load_run
     recs = [_rec("rebuild", "rebuild", "256", 2000.0), _rec("rebuild", "cache_hit", "256", 12.0),
             _rec("rebuild", "prebuilt", "256", 11.0)]
     r = load_run(write_run(tmp_path / "r.json", run_document(recs, {})))
@@ -115,7 +117,7 @@ def test_interleave_sync_and_no_run_file(run):
 
 def test_negative_delta_costs_nothing(tmp_path):
     recs = [_rec("execute", "generic", "256", 10.0), _rec("execute", "pinned", "256", 10.4)]
-    from bench.records import load_run
+    from bench.measure.records import load_run
     r = load_run(write_run(tmp_path / "r.json", run_document(recs, {})))
     f = by_rule(audit.evaluate(dict(FIXED, execute=1), r))["generic_execute"]
     assert f.cost_us == 0.0 and "no cost measured" in f.cost_from[0]
@@ -554,8 +556,8 @@ def test_audit_keeps_going_when_capture_fails(run, monkeypatch, cpu_stream):
 # -- trust marks and the run file named -----------------------------------------------------------------
 
 def test_flagged_probe_figure_is_marked(tmp_path):
-    from bench import trust
-    from bench.records import load_run
+    from bench.measure import trust
+    from bench.measure.records import load_run
     gen = _rec("execute", "generic", "256", 14.0)
     gen.flags = ["discarded", "wide_spread"]
     recs = [gen, _rec("execute", "pinned", "256", 11.0), _rec("churn", "reuse", "256", 10.0),

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from bench import records
-from bench.records import Record
+from bench.measure import records
+from bench.measure.records import Record
 from tests.helpers import FINGERPRINT, synthetic_records, write_synthetic_run
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.records import Record, load_run, run_document, write_run
+from bench.measure.records import Record, load_run, run_document, write_run
 from reports import compare as cmp
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -5,8 +5,11 @@ import time
 
 import pytest
 
-from bench import fingerprint, records, stats, timing
-from bench.probe import Probe, Variant
+from bench.measure import fingerprint
+from bench.measure import records
+from bench.measure import stats
+from bench.measure import timing
+from bench.measure.probe import Probe, Variant
 from reports import table
 from tests.helpers import FINGERPRINT, synthetic_records, write_synthetic_run
 
@@ -267,7 +270,7 @@ def test_table_figure_without_samples_has_no_ratio(tmp_path):
 
 
 def test_table_shows_trust_marks(tmp_path, capsys):
-    from bench import trust
+    from bench.measure import trust
     recs = synthetic_records(6)
     for r in recs:
         if (r.variant, r.size, r.mode) == ("pinned", "256", "eager"):

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bench import trust
-from bench.records import Record, run_document, write_run
+from bench.measure import trust
+from bench.measure.records import Record, run_document, write_run
 from reports import changepoints, dashboard, store
 from tests.helpers import FINGERPRINT, synthetic_records
 

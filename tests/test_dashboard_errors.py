@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.records import JsonlWriter, run_document, write_run
+from bench.measure.records import JsonlWriter, run_document, write_run
 from reports import dashboard
 from tests.helpers import FINGERPRINT, synthetic_records
 

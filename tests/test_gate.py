@@ -3,11 +3,12 @@ import random
 
 import pytest
 
-from bench import timing, trust
-from bench.gpustate import Clocks
-from bench.hoststate import HostState
-from bench.records import Record, Run
-from bench.workers import merge_fingerprints, merge_records
+from bench.measure import timing
+from bench.measure import trust
+from bench.measure.gpustate import Clocks
+from bench.measure.hoststate import HostState
+from bench.measure.records import Record, Run
+from bench.measure.workers import merge_fingerprints, merge_records
 from reports import compare as cmp
 from reports import gate
 
@@ -326,7 +327,7 @@ def test_trust_flags_and_summary_line():
 
 
 def test_records_judged_against_a_stale_floor_are_flagged_at_merge():
-    from bench.workers import merge_runs
+    from bench.measure.workers import merge_runs
     runs = []
     for i, sentinel in enumerate((1.9, 1.0, 1.02)):   # worker 1 learned its floor while slow
         recs = _worker_records(i)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from bench import pytest_plugin as conftest
-from bench.records import Record
+from bench.measure import pytest_plugin as conftest
+from bench.measure.records import Record
 
 ROOT = Path(__file__).resolve().parent.parent
 

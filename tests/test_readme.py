@@ -20,7 +20,7 @@ def test_readme_names_its_two_commands_and_ci_runs_the_test_one():
 
 
 def test_headline_rows_are_in_the_reference_run():
-    from bench import records
+    from bench.measure import records
     run = records.load_run(readme_figures.REFERENCE)
     for _, probe, variant in readme_figures.HEADLINE:
         rec = run.find(probe, variant, "256", "eager")

@@ -5,10 +5,11 @@ import json
 
 import pytest
 
-from bench import cudnn_support as cs
-from bench import records, timing
-from bench.probe import Case, Probe, Variant
-from bench.runner import Session
+from bench.cudnn_graphs import support as cs
+from bench.measure import records
+from bench.measure import timing
+from bench.measure.probe import Case, Probe, Variant
+from bench.measure.runner import Session
 
 
 class _Cuda:
@@ -107,7 +108,7 @@ def test_profiler_failure_keeps_host_figures(session, monkeypatch):
 
 
 def test_nvtx_range_is_a_harmless_context_on_cpu():
-    from bench.nvtx_ranges import backend, nvtx_range
+    from bench.measure.nvtx_ranges import backend, nvtx_range
     with nvtx_range("toy/8/base/eager"):
         pass
     assert backend() in ("nvtx", "torch.cuda.nvtx")

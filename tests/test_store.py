@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from bench.records import JsonlWriter, Record, run_document, write_run
+from bench.measure.records import JsonlWriter, Record, run_document, write_run
 from reports import store
 from tests.helpers import FINGERPRINT, synthetic_records
 

@@ -14,9 +14,10 @@ import sys
 import time
 from pathlib import Path
 
-from . import stats, trust
-from .hoststate import FLOOR_ENV, TOL
-from .records import Record, Run, load_run
+from bench.measure import stats
+from bench.measure import trust
+from bench.measure.hoststate import FLOOR_ENV, TOL
+from bench.measure.records import Record, Run, load_run
 
 # flags a merged row carries when most of its workers carried them
 MAJORITY_FLAGS = ("host_unstable", "clock_drop")

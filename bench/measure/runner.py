@@ -13,14 +13,17 @@ from pathlib import Path
 import statistics
 import sys
 
-from . import cudnn_support as cs
-from . import fingerprint as fpmod
-from . import records, stats, timing, trust
-from .gpustate import Clocks
-from .hoststate import HostState
-from .context import GpuContext, NoGpuError
-from .nvtx_ranges import nvtx_range
-from .records import Record
+from bench.cudnn_graphs import support as cs
+from bench.measure import fingerprint as fpmod
+from bench.measure import records
+from bench.measure import stats
+from bench.measure import timing
+from bench.measure import trust
+from bench.measure.gpustate import Clocks
+from bench.measure.hoststate import HostState
+from bench.measure.context import GpuContext, NoGpuError
+from bench.measure.nvtx_ranges import nvtx_range
+from bench.measure.records import Record
 
 
 class Session:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .winners import Env
+from bench.cudnn_graphs.winners import Env
 
 MAGIC = b"HBPLAN 1\n"
 FORMAT = 1

@@ -1,12 +1,12 @@
 """The pytest plugin that turns probes into pytest-benchmark benchmarks whose stats are GPU-measured µs.
 
-Each (probe, size, variant, mode) is one benchmark. The measurement happens in bench.runner,
+Each (probe, size, variant, mode) is one benchmark. The measurement happens in bench.measure.runner,
 interleaved across the probe's variants; the test then hands its samples to pytest-benchmark
 through `pedantic` with an injected clock, so the run file stores the measured per-call figures
 (not pytest-benchmark's wall time around them).
 
 With --hb-workers K > 1 (the default) this process is the parent: at the first probe it runs the
-suite in K fresh worker processes one after another (bench.workers), merges their records, and
+suite in K fresh worker processes one after another (bench.measure.workers), merges their records, and
 its own tests report the merged figures. The one run file is pytest-benchmark's own JSON
 (`--benchmark-json`, default <out>/run.json), so its stats come from pytest-benchmark's Stats.
 """
@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from . import records, timing
+from bench.measure import records
+from bench.measure import timing
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_WORKERS = 3
@@ -109,7 +110,7 @@ class Parent:
         return rec or records.Record(probe.name, variant, size, mode, status="error: not measured by any worker")
 
     def _run(self) -> None:
-        from .workers import merge_runs, run_workers
+        from bench.measure.workers import merge_runs, run_workers
         say = lambda m: print(f"hostbench: {m}", file=sys.stderr, flush=True)  # noqa: E731
         say(f"running the suite in {self.k} worker processes, one after another (--hb-workers)")
         paths = run_workers(self.k, self.worker_args(), self.out, say=say)
@@ -171,7 +172,7 @@ def pytest_configure(config):
 
 def _session(config):
     if config._hb_session is None:
-        from .runner import Session
+        from bench.measure.runner import Session
         modes = tuple(m.strip() for m in config.getoption("--hb-modes").split(",") if m.strip()) + ("host",)
         w = config.getoption("--hb-worker") or ""
         first = not w or w.startswith("1/")
@@ -309,7 +310,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         return
     from reports import table
 
-    from . import trust
+    from bench.measure import trust
     run = records.load_run(path)
     terminalreporter.write_sep("=", "cudnn-hostbench: µs per call against each probe's baseline")
     terminalreporter.write_line(trust.summary_line(run))

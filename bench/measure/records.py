@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from . import stats
+from bench.measure import stats
 
 SCHEMA = 1
 MODES = ("eager", "graph", "device", "host")
@@ -52,7 +52,7 @@ class Record:
     baseline: str = ""
     label: str = ""
     note: str = ""
-    # trust signals (see bench/trust.py): what was thrown away and how reproducible the figure is
+    # trust signals (see bench/measure/trust.py): what was thrown away and how reproducible the figure is
     sentinel_us: float | None = None   # median host-state sentinel over the kept round cycles
     host_state: str = ""               # eager: host state of the kept cycles, 'fast' or 'slow' 
     rounds_discarded: dict = field(default_factory=dict)   # reason -> rounds thrown away

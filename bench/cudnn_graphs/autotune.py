@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from . import graphs
+from bench.cudnn_graphs import graphs
 
 
 @dataclass

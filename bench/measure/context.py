@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from . import cudnn_support as cs
+from bench.cudnn_graphs import support as cs
 
 
 class NoGpuError(RuntimeError):

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import cudnn_support as cs
-from .probe import Case, rel_err
+from bench.cudnn_graphs import support as cs
+from bench.measure.probe import Case, rel_err
 
 
 def cube_sizes(config) -> list[str]:

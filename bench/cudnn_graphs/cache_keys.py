@@ -1,6 +1,6 @@
 """Cache keys that outlive a process: stable strings for a problem (winner store, saved plans).
 
-`bench.cudnn_support.GraphCache.key` is the in-process key (a tuple of shapes, strides and
+`bench.cudnn_graphs.support.GraphCache.key` is the in-process key (a tuple of shapes, strides and
 dtypes, hashed by dict lookups). Files need a string that is identical across runs and
 versions, readable in a diff, and free of anything that changes per process (pointers, ids).
 """

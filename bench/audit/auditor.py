@@ -1,12 +1,12 @@
 """`hostbench audit`: which integration traps a user's own step hits, and what each costs here.
 
     hostbench audit path/to/file.py:make_step [--run-file RUN.json] [--out DIR] [--rounds N]
-    from bench.audit import audit; report = audit(step)
+    from bench.audit.auditor import audit; report = audit(step)
 
 Order of the passes (one process, one step): a first plain call; eager timing; CUDA-graph capture
-and replay; the counting pass (bench.audit_count, wrappers only inside it); the device mode
+and replay; the counting pass (bench.audit.count, wrappers only inside it); the device mode
 (torch.profiler) last, because a profiler session slows later host timing in the same process.
-Trap costs come from a run file of the probes (bench.audit_rules says which figures). A failed
+Trap costs come from a run file of the probes (bench.audit.rules says which figures). A failed
 capture is summarised in one line after the counting pass, whose counts name the cause.
 Needs a CUDA GPU and nvidia-cudnn-frontend; the CLI says so in one line (exit 2) without them.
 """
@@ -26,8 +26,12 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import audit_count, audit_rules, stats, timing, trust
-from . import records as rec_mod
+from bench.audit import count as audit_count
+from bench.audit import rules as audit_rules
+from bench.measure import stats
+from bench.measure import timing
+from bench.measure import trust
+from bench.measure import records as rec_mod
 
 ROOT = Path(__file__).resolve().parent.parent
 COUNT_STEPS = 10
@@ -104,7 +108,7 @@ def first_call(step) -> None:
 
 def find_run_file(gpu_name: str | None, root: Path = ROOT) -> Path | None:
     """The newest results/*/run.json measured on this GPU, else the committed reference run."""
-    from .fingerprint import gpu_slug
+    from bench.measure.fingerprint import gpu_slug
     runs = sorted(root.glob("results/*/run.json"), key=lambda p: p.stat().st_mtime, reverse=True)
     for p in runs:
         try:
@@ -139,7 +143,7 @@ def _closest_size(run, probe, variant, want, mode) -> str | None:
 
 def probe_figure(run, src: audit_rules.Probe) -> tuple[float | None, str, bool]:
     """(µs per occurrence, citation, whether a cited record is flagged) of a probe figure, or
-    (None, why not, False). Each cited figure carries its record's trust badge (bench.trust)."""
+    (None, why not, False). Each cited figure carries its record's trust badge (bench.measure.trust)."""
     if run is None:
         return None, f"no run file ({src.probe}/{src.trap})", False
     size = _closest_size(run, src.probe, src.trap, src.size, src.mode)
@@ -434,7 +438,7 @@ def _rel(p: Path) -> str:
 
 
 def _env(ctx) -> dict:
-    from . import fingerprint
+    from bench.measure import fingerprint
     fp = fingerprint.gpu_fingerprint(ctx.cudnn)
     fp["capabilities"] = ctx.caps
     return fp
@@ -462,7 +466,7 @@ def audit(step, *, run_file=None, rounds: int | None = None, count_steps: int = 
     not given), so a step whose handle is bound to another stream at set-up will not capture.
     """
     import torch
-    from .context import GpuContext
+    from bench.measure.context import GpuContext
     if timing.profiler_has_run():
         raise timing.ContaminatedError("a torch.profiler session already ran in this process: audit in a fresh process")
     ctx = ctx or GpuContext()
@@ -517,7 +521,7 @@ NEEDS = "needs a CUDA GPU and nvidia-cudnn-frontend (pip install nvidia-cudnn-fr
 
 
 def _context():
-    from .context import GpuContext
+    from bench.measure.context import GpuContext
     return GpuContext()
 
 

@@ -20,11 +20,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from . import cudnn_support as cs
-from . import stats, timing
-from .cudnn_support import has_kw, is_not_supported, status_of  # noqa: F401 - probes reach the last two via graphs
-from .probe import Case, rel_err
-from .records import Record
+from bench.cudnn_graphs import support as cs
+from bench.measure import stats
+from bench.measure import timing
+from bench.cudnn_graphs.support import has_kw, is_not_supported, status_of  # noqa: F401 - probes reach the last two via graphs
+from bench.measure.probe import Case, rel_err
+from bench.measure.records import Record
 
 
 # -- capability flags this module needs beyond ctx.caps ----------------------------------------------
@@ -224,7 +225,7 @@ def heavy(config) -> bool:
 
 # -- host (build-time) records -----------------------------------------------------------------------------
 def ensure_clean_host() -> None:
-    """Build-time probes time the host too: refuse after a profiler session (see bench.timing)."""
+    """Build-time probes time the host too: refuse after a profiler session (see bench.measure.timing)."""
     if timing.profiler_has_run():
         raise timing.ContaminatedError(
             "host-mode timing after a torch.profiler session in this process would read slow; "

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import cudnn_support as cs
-from . import graphs
-from .cache_keys import problem_key
+from bench.cudnn_graphs import support as cs
+from bench.cudnn_graphs import graphs
+from bench.cudnn_graphs.cache_keys import problem_key
 
 
 @dataclass

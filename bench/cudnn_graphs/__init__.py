@@ -1,0 +1,1 @@
+"""cuDNN frontend graph helpers: building, executing, plans, autotune winners, the matmul and conv problems."""
