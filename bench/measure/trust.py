@@ -12,7 +12,7 @@ import statistics
 # flag -> (letter shown next to a figure, what it means)
 FLAGS = {
     "discarded": ("d", "some rounds were discarded (host in its slow state, or GPU clock drop) and redone"),
-    "clock_drop": ("c", "the GPU clock dropped below 95 % of the run's top clock during kept rounds"),
+    "clock_drop": ("c", "the GPU clock dropped below 95 % of the clock the same work usually runs at"),
     "host_unstable": ("h", "no steady host state: too few clean rounds, every round kept; not comparable"),
     "slow_host": ("s", "eager figure timed in the host's slow state (its fast state was too rare): "
                        "compared only with slow-state figures"),
