@@ -21,14 +21,12 @@ baseline's median, so a slower host or clock moves both and cancels out.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
-import sys
 
-from bench.measure.records import Record, Run, RunFileError, load_run
+from bench.measure.records import Record, Run
 
-from . import gate, store
+from . import fmt, gate
 
 # fingerprint fields that describe the run itself (or are measurements), not the environment
 NOT_ENV = {"datetime", "commit_info", "argv", "suite_wall_s", "wall_s", "calibration_us"}
@@ -180,17 +178,12 @@ def fingerprint_diff(base: Run, new: Run) -> list[tuple[str, object, object]]:
     return out
 
 
-def _num(x: float, unit: str) -> str:
-    if x != x:  # NaN
-        return "-"
-    return f"{x:.3f}" if unit.startswith("x ") else f"{x:.2f}"
-
-
 def table_rows(df) -> list[list[str]]:
     out = []
     for r in df.itertuples(index=False):
-        out.append([r.probe, str(r.size), r.mode, r.variant, _num(r.base, r.unit), _num(r.new, r.unit),
-                    r.unit, "-" if r.change != r.change else f"{r.change * 100:+.1f}%",
+        digits = 3 if r.unit.startswith("x ") else 2
+        out.append([r.probe, str(r.size), r.mode, r.variant, fmt.num(r.base, digits, "-"),
+                    fmt.num(r.new, digits, "-"), r.unit, "-" if r.change != r.change else f"{r.change * 100:+.1f}%",
                     "-" if r.p != r.p else f"{r.p:.2g}", r.verdict, r.note])
     return out
 
@@ -206,12 +199,8 @@ def text_table(df) -> str:
     return "\n".join(lines)
 
 
-def _md_cell(x) -> str:
-    return str(x).replace("|", "\\|").replace("\n", " ")
-
-
 def markdown(df, base: Run, new: Run, diff, threshold: float, alpha: float, normalize: bool) -> str:
-    lines = [f"# hostbench compare", "", f"- base: `{base.path}` ({base.datetime or 'no date'})",
+    lines = ["# hostbench compare", "", f"- base: `{base.path}` ({base.datetime or 'no date'})",
              f"- new: `{new.path}` ({new.datetime or 'no date'})",
              "- rule: |change of the median over workers| > the row's noise floor (at least "
              + (f"{threshold * 100:g} %" if threshold is not None else
@@ -220,10 +209,8 @@ def markdown(df, base: Run, new: Run, diff, threshold: float, alpha: float, norm
              + (" on samples normalized by the run's baseline variant" if normalize else ""),
              f"- {summary(df)}", ""]
     if diff:
-        lines += ["## Environment differences", "", "| field | base | new |", "| --- | --- | --- |"]
-        lines += [f"| {k} | {_md_cell(a)} | {_md_cell(b)} |" for k, a, b in diff] + [""]
-    lines += ["## Results", "", "| " + " | ".join(HEADER) + " |", "|" + " --- |" * len(HEADER)]
-    lines += ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in table_rows(df)]
+        lines += ["## Environment differences", "", fmt.md_table(["field", "base", "new"], diff), ""]
+    lines += ["## Results", "", fmt.md_table(HEADER, table_rows(df))]
     return "\n".join(lines) + "\n"
 
 
@@ -232,86 +219,3 @@ def summary(df) -> str:
     order = ["SLOWER", "FASTER", "UNSURE", "SAME", "ADDED", "REMOVED", "UNMEASURED"]
     order += sorted(v for v in counts.index if v not in order)  # a verdict added later still counts
     return ", ".join(f"{counts[v]} {v}" for v in order if v in counts) or "nothing to compare"
-
-
-def main(argv: list[str] | None = None) -> int:
-    from pathlib import Path
-
-    from scripts.cli import ArgParser, check_out_file, write_text_atomic
-
-    epilog = """verdicts, per (probe, variant, size, mode), on worker-level values (eager rows with a
-baseline: each worker's median paired ratio to it; other rows: each worker's median):
-  SLOWER / FASTER  the median over workers moved past the row's noise floor (at least
-                   --threshold, and 1.5x the between-worker spread of either run) and the
-                   workers agree (complete separation, or Mann-Whitney U p < --alpha)
-  KERNEL CHANGED   it would be SLOWER / FASTER, but the device kernels differ between the runs
-  UNSURE           past the noise floor but the workers overlap; an eager row of a host-unstable
-                   run, or timed in another host state (fast vs slow); a baseline's absolute
-                   eager µs (judged only with --absolute); single-process runs with too few samples
-  SAME             within the noise floor ("noise-limited: detects >= N %" when it is wider)
-  ADDED / REMOVED  the row exists in one run only
-  UNMEASURED       a side has no samples (unsupported, failed); the note says why
-
-exit status: 0 compared (no SLOWER row, or no --fail-on-regression); 1 a SLOWER row with
---fail-on-regression; 2 bad input (an unreadable or empty run file, a bad option, a --markdown
-path that cannot be written). Details: docs/compare.md"""
-    ap = ArgParser(prog="hostbench compare", description=__doc__.split("\n")[0], epilog=epilog)
-    ap.add_argument("base", help="run file (JSON, or partial JSONL) to compare against")
-    ap.add_argument("new", help="run file to judge")
-    ap.add_argument("--threshold", default=None,
-                    help="minimum change, in percent (default per mode: eager 7, graph 4, device 4, host 5)")
-    ap.add_argument("--alpha", type=float, default=0.01, help="Mann-Whitney U significance level")
-    ap.add_argument("--min-samples", type=int, default=5, help="fewer samples than this on a side give UNSURE")
-    ap.add_argument("--normalize", action="store_true",
-                    help="first divide every sample by the probe's baseline variant in the same run "
-                         "(usually torch_mm), so a slower host cancels out")
-    ap.add_argument("--absolute", action="store_true",
-                    help="judge eager rows on absolute µs, not on their ratio to the baseline")
-    ap.add_argument("--fail-on-regression", action="store_true", help="exit 1 when any row is SLOWER")
-    ap.add_argument("--markdown", metavar="OUT.md",
-                    help="also write the comparison as Markdown to this file (its folder must exist; "
-                         "an old file is replaced)")
-    ap.add_argument("--changes-only", action="store_true", help="print only rows that are not SAME")
-    args = ap.parse_args(argv)
-    try:
-        threshold = None if args.threshold is None else float(str(args.threshold).rstrip("%")) / 100
-    except ValueError:
-        ap.error(f"--threshold: not a percentage: {args.threshold!r}")
-    if threshold is not None and not threshold >= 0:
-        ap.error(f"--threshold: must be 0 or more: {args.threshold!r}")
-    if not 0 < args.alpha < 1:
-        ap.error(f"--alpha: must be between 0 and 1: {args.alpha!r}")
-    if args.min_samples < 1:
-        ap.error(f"--min-samples: must be 1 or more: {args.min_samples!r}")
-    # every check before any work or output: bad input exits 2, never 1 (1 means a regression)
-    try:
-        base, new = load_run(args.base, need_records=True), load_run(args.new, need_records=True)
-    except RunFileError as e:
-        print(f"hostbench compare: {e}", file=sys.stderr)
-        return 2
-    problem = args.markdown and check_out_file(args.markdown)
-    if args.markdown and any(Path(args.markdown).resolve() == Path(f).resolve() for f in (args.base, args.new)):
-        problem = "is one of the run files being compared"
-    if problem:
-        print(f"hostbench compare: --markdown {args.markdown}: {problem}", file=sys.stderr)
-        return 2
-    for w in base.warnings + new.warnings:
-        print(f"warning: {w}", file=sys.stderr)
-    df = compare(base, new, threshold, args.alpha, args.normalize, args.min_samples, args.absolute)
-    diff = fingerprint_diff(base, new)
-    if store.gpu(base) != store.gpu(new):
-        print(f"warning: different GPUs ({store.gpu(base)} vs {store.gpu(new)})", file=sys.stderr)
-    if args.markdown:
-        write_text_atomic(args.markdown, markdown(df, base, new, diff, threshold, args.alpha, args.normalize))
-    if diff:
-        print("environment differs: " + "; ".join(f"{k}: {a} -> {b}" for k, a, b in diff))
-    shown = df[df["verdict"] != "SAME"] if args.changes_only else df
-    print(text_table(shown))
-    print(summary(df))
-    if args.fail_on_regression and (df["verdict"] == "SLOWER").any():
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -12,7 +12,6 @@ ever replaces or removes files it lists, and a non-empty folder without one is r
 """
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
 import json
 import math
@@ -20,13 +19,13 @@ import os
 import re
 import shutil
 import struct
-import sys
 import tempfile
 from pathlib import Path
 
 from bench.measure import trust
+from bench.measure.files import write_text_atomic
 
-from . import changepoints, store
+from . import changepoints, fmt, store
 from .compare import KEY_FIELDS
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -52,22 +51,7 @@ def _slug(s: str) -> str:
 
 
 def _num(x) -> float | None:
-    """A float, or None for None/NaN (pandas turns missing values into NaN)."""
-    return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
-
-
-def fmt_ratio(x: float) -> str:
-    if x < 0.1:  # a small share of a total keeps two digits
-        return f"{x:.2g}×"
-    return f"{x:.2f}×" if x < 10 else f"{x:.1f}×" if x < 100 else f"{x:.0f}×"
-
-
-def fmt_value(x: float) -> str:
-    return f"{x:.2f}" if abs(x) < 10 else f"{x:.1f}" if abs(x) < 1000 else f"{x:.0f}"
-
-
-def unit_text(unit: str) -> str:
-    return (unit or "").replace("us", "µs")
+    return None if fmt.missing(x) else float(x)
 
 
 def _plt():
@@ -158,7 +142,7 @@ def heatmap(df, rows: list, runs: list[str], ticks: dict, path: Path) -> dict:
     for p, s, v in rows:
         sub = df[(df.probe == p) & (df["size"] == s) & (df.variant == v)]
         base = bool(sub.is_baseline.any())
-        unit = unit_text(sub.unit.iloc[0]) if len(sub) else ""
+        unit = fmt.unit_text(sub.unit.iloc[0]) if len(sub) else ""
         labels.append(f"{p}/{v} · {s}" + (f"  (baseline, {unit})" if base else ""))
     label_in = 0.4 + 0.068 * max(len(t) for t in labels)
     cell_in = 0.62 if len(runs) > 1 else 0.95  # one run: a column per mode, its name the head
@@ -180,12 +164,12 @@ def heatmap(df, rows: list, runs: list[str], ticks: dict, path: Path) -> dict:
             box = dict(boxstyle="square,pad=0.15", lw=0) if badge else None
             if rec.is_baseline or ratio is None:
                 rgba[i][j] = mcolors.to_rgba("#e6e6e6")
-                t = ax.text(j, i, fmt_value(med) + badge, ha="center", va="center", fontsize=7,
+                t = ax.text(j, i, fmt.value(med) + badge, ha="center", va="center", fontsize=7,
                             color="#444", style="italic", bbox=box, zorder=3)
             else:
                 x = max(-1.0, min(1.0, math.log(ratio) / math.log(CAP))) if ratio > 0 else -1.0
                 rgba[i][j] = cmap(0.5 + 0.5 * x)
-                t = ax.text(j, i, fmt_ratio(ratio) + badge, ha="center", va="center", fontsize=7.5,
+                t = ax.text(j, i, fmt.ratio(ratio) + badge, ha="center", va="center", fontsize=7.5,
                             color="white" if abs(x) > 0.62 else "#111", bbox=box, zorder=3)
             if badge:
                 t.get_bbox_patch().set_facecolor(rgba[i][j])
@@ -266,7 +250,7 @@ def bars(d, probe: str, run: str, path: Path) -> dict:
         _log_y_if_wide(ax, ds.median_us)
         ax.set_xticks(range(len(variants)), variants, rotation=30, ha="right", fontsize=8)
         ax.set_title(f"size {size}", fontsize=9)
-        ax.set_ylabel(f"median {'/'.join(sorted(set(unit_text(u) for u in ds.unit)))}", fontsize=8)
+        ax.set_ylabel(f"median {'/'.join(sorted(set(fmt.unit_text(u) for u in ds.unit)))}", fontsize=8)
         ax.tick_params(axis="y", labelsize=8)
         ax.grid(axis="y", color="#eee")
         ax.set_axisbelow(True)
@@ -314,7 +298,7 @@ def history(df, probe: str, runs: list[str], ticks: dict, path: Path) -> tuple[d
             _log_y_if_wide(ax, dm.median_us)
             ax.set_xticks(range(len(runs)), [ticks.get(r, r) for r in runs], rotation=30, ha="right", fontsize=7)
             ax.tick_params(axis="y", labelsize=7.5)
-            ax.set_ylabel(f"median {'/'.join(sorted(set(unit_text(u) for u in dm.unit)))}", fontsize=8)
+            ax.set_ylabel(f"median {'/'.join(sorted(set(fmt.unit_text(u) for u in dm.unit)))}", fontsize=8)
             ax.set_title(f"{mode} · size {size}", fontsize=9)
             ax.grid(color="#eee")
             ax.set_xlim(-0.5, len(runs) - 0.5)
@@ -344,7 +328,7 @@ def host_chart(d, run: str, unit: str, path: Path) -> dict:
         if r.badge:
             b.set_hatch("////")
             b.set_edgecolor("#222")
-        ax.text(v * 1.06, b.get_y() + b.get_height() / 2, f"{fmt_value(v)} {unit_text(unit)}{r.badge}",
+        ax.text(v * 1.06, b.get_y() + b.get_height() / 2, f"{fmt.value(v)} {fmt.unit_text(unit)}{r.badge}",
                 va="center", fontsize=7.5)
     ax.set_xscale("log")
     ax.set_xlim(min(vals) / 2, max(vals) * 5)
@@ -353,13 +337,13 @@ def host_chart(d, run: str, unit: str, path: Path) -> dict:
     for i in range(1, len(rows)):
         if rows[i].probe != rows[i - 1].probe:
             ax.axhline(i - 0.5, color="#999", lw=0.8)
-    ax.set_xlabel(f"median {unit_text(unit)} (log scale)", fontsize=8)
+    ax.set_xlabel(f"median {fmt.unit_text(unit)} (log scale)", fontsize=8)
     ax.grid(axis="x", color="#eee")
     ax.set_axisbelow(True)
     roles = [r for r in ROLE_COLOURS if r in {x.role for x in rows}]
     fig.legend([_plt().Rectangle((0, 0), 1, 1, color=ROLE_COLOURS[r]) for r in roles], roles,
                loc="outside right upper", fontsize=8, title="role", title_fontsize=8)
-    fig.suptitle(f"host-side time ({unit_text(unit)}), run {run}", fontsize=10)
+    fig.suptitle(f"host-side time ({fmt.unit_text(unit)}), run {run}", fontsize=10)
     return _save(fig, path)
 
 
@@ -374,10 +358,10 @@ def host_table(d, runs: list[str]) -> dict:
             med = _num(x.median_us.iloc[0]) if len(x) else None
             unit = x.unit.iloc[0] if len(x) else ""
             cells.append("" if med is None else
-                         f"{fmt_value(med / store.to_us(1.0, unit))} {unit_text(unit)}{x.badge.iloc[0]}")
+                         f"{fmt.value(med / store.to_us(1.0, unit))} {fmt.unit_text(unit)}{x.badge.iloc[0]}")
         last = g[g.run == runs[-1]] if runs else g.iloc[:0]
         ratio = _num(last.ratio.iloc[0]) if len(last) else None
-        vs = "" if ratio is None or bool(last.is_baseline.iloc[0]) else f"{fmt_ratio(ratio)} {last.baseline.iloc[0]}"
+        vs = "" if ratio is None or bool(last.is_baseline.iloc[0]) else f"{fmt.ratio(ratio)} {last.baseline.iloc[0]}"
         out.append({"name": f"{key[0]}/{key[2]} · {key[1]}", "role": g.role.iloc[0], "cells": cells, "vs": vs})
     return {"runs": runs, "rows": out}
 
@@ -425,7 +409,7 @@ def gpu_section(gpu: str, group, order: str, img: Path, g: str) -> dict:
     flagged = df[df.badge.astype(bool)]
     sec["flagged"] = [{"run": ticks[x.run], "name": f"{x.probe}/{x.variant} · {x.size} · {x.mode}",
                        "value": "" if _num(x.median_us) is None else
-                       f"{fmt_value(x.median_us / store.to_us(1.0, x.unit))} {unit_text(x.unit)}",
+                       f"{fmt.value(x.median_us / store.to_us(1.0, x.unit))} {fmt.unit_text(x.unit)}",
                        "badge": x.badge} for x in flagged.itertuples()]
     for k, (rows, cols) in enumerate(heat_blocks(df, labels)):
         name = f"{g}-heatmap.png" if k == 0 else f"{g}-heatmap-{k + 1}.png"
@@ -440,7 +424,7 @@ def gpu_section(gpu: str, group, order: str, img: Path, g: str) -> dict:
             for unit in _ordered(measured[measured.run == newest].unit):
                 part = measured[(measured.run == newest) & (measured.unit == unit)]
                 pic = host_chart(part, ticks[newest], unit, img / f"{g}-host-{_slug(unit)}.png")
-                pic["unit"] = unit_text(unit)
+                pic["unit"] = fmt.unit_text(unit)
                 sec["host"].append(pic)
         sec["host_table"] = host_table(host, labels)
         sec["host_table"]["runs"] = [ticks[r] for r in sec["host_table"]["runs"]]
@@ -537,10 +521,8 @@ def publish(stage: Path, out: Path, written: list[str], old: set[str]) -> None:
     for name in sorted(written, key=lambda n: n == "index.html"):  # the page last: its images first
         (out / name).parent.mkdir(parents=True, exist_ok=True)
         os.replace(stage / name, out / name)
-    tmp = out / (MANIFEST + ".tmp")
-    tmp.write_text("# files written by hostbench dashboard; a rebuild replaces them and removes those it no "
-                   "longer writes, and touches nothing else\n" + "\n".join(written) + "\n", encoding="utf-8")
-    os.replace(tmp, out / MANIFEST)
+    write_text_atomic(out / MANIFEST, "# files written by hostbench dashboard; a rebuild replaces them and removes "
+                      "those it no longer writes, and touches nothing else\n" + "\n".join(written) + "\n")
     for name in sorted(old - set(written)):
         p = out / name
         if p.is_file() or p.is_symlink():
@@ -560,76 +542,3 @@ def build(runs, out: str | Path, errors=(), order: str = "date", title: str = "h
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     return out / "index.html"
-
-
-# -- command line -----------------------------------------------------------------------------
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, not usage + error
-        self.exit(2, f"{self.prog}: {message} (see --help)\n")
-
-
-def _say(text: str, err: bool = False) -> None:
-    print(text, file=sys.stderr if err else sys.stdout)
-
-
-def main(argv: list[str] | None = None) -> int:
-    try:
-        code = _main(argv)
-        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
-        return code
-    except BrokenPipeError:
-        # the reader went away (`| head`): point stdout at devnull so the final flush stays quiet
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
-
-
-def _main(argv: list[str] | None) -> int:
-    ap = _Parser(prog="hostbench dashboard",
-                 description="Write a static HTML dashboard over runs: per GPU, ratios to each probe's baseline, "
-                             "host/build times, per-probe medians and their history, fingerprints. "
-                             "No scripts, nothing fetched: it opens from file://.",
-                 epilog="Exit status: 0 written; 2 bad input or --out (one line on stderr, nothing written). "
-                        "Unreadable run files among readable ones are skipped, one warning line each.")
-    ap.add_argument("paths", nargs="+", metavar="RUN_OR_DIR",
-                    help="run files (run.json, records.jsonl) or folders scanned recursively for them")
-    ap.add_argument("--out", required=True, metavar="DIR",
-                    help=f"folder to write into, made if missing. It overwrites DIR/index.html, DIR/img/*.png "
-                         f"and DIR/{MANIFEST} (the list of files it wrote); a rebuild removes only files "
-                         f"that list names, and a non-empty folder without it is refused")
-    ap.add_argument("--order", choices=["date", "version"], default="date",
-                    help="order runs by date, or by nvidia-cudnn-frontend version (default: %(default)s)")
-    ap.add_argument("--title", default="hostbench dashboard", help="page title (default: %(default)s)")
-    args = ap.parse_args(argv)
-    prog = ap.prog
-    try:
-        previous_files(Path(args.out))  # before loading anything: a bad --out is the one message
-    except OutError as e:
-        _say(f"{prog}: {store.one_line(str(e))}", err=True)
-        return 2
-    runs, errors = store.load_runs(args.paths, args.order)
-    for r in runs:
-        for w in getattr(r, "warnings", None) or []:
-            _say(f"{prog}: warning: {store.one_line(w)}", err=True)
-    if not runs:
-        if not errors:
-            _say(f"{prog}: {' '.join(args.paths)}: no run files found (*.json, *.jsonl); nothing written", err=True)
-        for k, e in enumerate(errors):
-            tail = "; no run left to show, nothing written" if k == len(errors) - 1 else ""
-            _say(f"{prog}: {store.one_line(str(e))}{tail}", err=True)
-        return 2
-    for e in errors:
-        _say(f"{prog}: skipped {store.one_line(str(e))}", err=True)
-    try:
-        index = build(runs, args.out, errors, args.order, args.title)
-    except OutError as e:
-        _say(f"{prog}: {store.one_line(str(e))}", err=True)
-        return 2
-    except OSError as e:
-        _say(f"{prog}: {args.out}: cannot write the dashboard ({e.strerror or e})", err=True)
-        return 2
-    _say(f"wrote {index} ({len(runs)} runs)")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

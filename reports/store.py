@@ -10,6 +10,8 @@ import re
 from pathlib import Path
 from typing import Iterable
 
+from packaging.version import InvalidVersion, Version
+
 from bench.measure import trust
 from bench.measure.records import UNIT_SECONDS, Run, RunFileError, load_run
 
@@ -87,9 +89,13 @@ def frontend_version(run: Run) -> str:
 
 
 def version_key(v: str) -> tuple:
-    """Sort key that puts 1.9.0 before 1.20.0; an empty version sorts last."""
-    parts = re.findall(r"\d+|[A-Za-z]+", v or "")
-    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts) or ((2, 0, ""),)
+    """Sort key that puts 1.9.0 before 1.20.0 (PEP 440), then versions PEP 440 cannot read, by
+    their numbers; an empty version sorts last."""
+    try:
+        return (0, Version(v))
+    except InvalidVersion:
+        parts = re.findall(r"\d+|[A-Za-z]+", v or "")
+        return (1, tuple((int(p), "") if p.isdigit() else (-1, p) for p in parts)) if parts else (2,)
 
 
 def sort_runs(runs: Iterable[Run], order: str = "date") -> list[Run]:

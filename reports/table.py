@@ -5,8 +5,6 @@ Rows are probe / variant / size; built from a run's records only.
 """
 from __future__ import annotations
 
-import math
-import sys
 import textwrap
 from pathlib import Path
 
@@ -14,22 +12,13 @@ import pandas as pd
 
 from bench.measure import records as rec_mod
 from bench.measure import trust
+from bench.measure.files import write_text_atomic
+
+from . import fmt
 
 MODES = ("eager", "graph", "device")
 STATUS_WIDTH = 60
 ROW_FIELDS = ("probe", "variant", "size", "role", "unit", "status", "label", "baseline", "flags")
-
-
-def _fmt(x, digits=2) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "–"
-    return f"{x:.{digits}f}"
-
-
-def _ratio_text(r: dict | None) -> str:
-    if not r or not r.get("n"):
-        return "–"
-    return f"{r['median']:.2f} [{r['q1']:.2f}–{r['q3']:.2f}]"
 
 
 def _cut(s: str, width: int = STATUS_WIDTH) -> str:
@@ -121,7 +110,7 @@ def _legend(df: pd.DataFrame) -> list[str]:
 
 
 def _figure(x, badge: str) -> str:
-    text = _fmt(x)
+    text = fmt.num(x)
     return f"{text} {badge}" if badge and text != "–" else text
 
 
@@ -131,11 +120,11 @@ def display_frame(df: pd.DataFrame) -> pd.DataFrame:
     for m in MODES:
         out[m] = [_figure(x, b) for x, b in zip(df[m], df[f"{m}_badge"])]
         out[f"{m} ×base"] = [
-            _ratio_text({"n": 1, "median": r, "q1": a, "q3": b}) if r == r and r is not None else "–"
+            fmt.DASH if fmt.missing(r) else fmt.ratio_range({"n": 1, "median": r, "q1": a, "q3": b})
             for r, a, b in zip(df[f"{m}_ratio"], df.get(f"{m}_ratio_q1", df[f"{m}_ratio"]),
                                df.get(f"{m}_ratio_q3", df[f"{m}_ratio"]))]
-    out["kern/call"] = df["kernels_per_call"].map(lambda x: _fmt(x, 1))
-    out["host ovh"] = df["host_overhead"].map(_fmt)
+    out["kern/call"] = df["kernels_per_call"].map(lambda x: fmt.num(x, 1))
+    out["host ovh"] = df["host_overhead"].map(fmt.num)
     if df["host"].notna().any():  # build-time rows: ms, or the row's own unit when it says otherwise
         out["host"] = [_figure(h, b) + (f" {u}" if h == h and h is not None and u != "ms" else "")
                        for h, u, b in zip(df["host"], df["unit"], df["host_badge"])]
@@ -153,14 +142,9 @@ def render_text(df: pd.DataFrame) -> str:
     return "\n".join([*_legend(df), body, *textwrap.wrap(key_text(df), 100)])
 
 
-def render_markdown(df: pd.DataFrame, title: str = "") -> str:
+def render_markdown(df: pd.DataFrame) -> str:
     d = display_frame(df)
-    lines = [f"### {title}", ""] if title else []
-    lines.append("| " + " | ".join(d.columns) + " |")
-    lines.append("|" + "|".join("---" for _ in d.columns) + "|")
-    for _, row in d.iterrows():
-        lines.append("| " + " | ".join(str(v).replace("|", "/") for v in row) + " |")
-    return "\n".join(lines) + "\n"
+    return fmt.md_table(d.columns, d.itertuples(index=False)) + "\n"
 
 
 def markdown_document(run: rec_mod.Run, df: pd.DataFrame) -> str:
@@ -183,57 +167,8 @@ def caption(run: rec_mod.Run) -> str:
 
 
 def write_outputs(run: rec_mod.Run, out_dir: str | Path) -> tuple[Path, Path]:
-    from scripts.cli import write_text_atomic
-
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     df = build_table(run)
-    csv_path = out_dir / "table.csv"
-    md_path = out_dir / "table.md"
-    write_text_atomic(csv_path, csv_text(df))
-    write_text_atomic(md_path, markdown_document(run, df))
-    return csv_path, md_path
-
-
-def main(argv: list[str] | None = None) -> int:
-    from scripts.cli import ArgParser, check_out_dir
-
-    ap = ArgParser(prog="hostbench table", description=__doc__)
-    ap.add_argument("run", help="run file (run.json, a --benchmark-json file, or a partial records.jsonl)")
-    ap.add_argument("--out", metavar="DIR",
-                    help="also write table.csv and table.md (whole run) into this folder; made if missing, "
-                         "files of those names replaced")
-    ap.add_argument("--probe", help="only rows of this probe")
-    ap.add_argument("--markdown", action="store_true", help="print Markdown (as in table.md) instead of text")
-    a = ap.parse_args(argv)
-
-    def bad(msg: str) -> int:
-        print(f"hostbench table: {msg}", file=sys.stderr)
-        return 2
-
-    # every check before the first line of output, so bad input never leaves half a result
-    try:
-        run = rec_mod.load_run(a.run, need_records=True)
-    except rec_mod.RunFileError as e:
-        return bad(str(e))
-    probes = list(dict.fromkeys(r.probe for r in run.records))
-    if a.probe is not None and a.probe not in probes:
-        return bad(f"--probe {a.probe!r}: no such probe in {a.run} (it has: {', '.join(probes)})")
-    problem = a.out and check_out_dir(a.out, ("table.csv", "table.md"))
-    if problem:
-        return bad(f"--out {a.out}: {problem}")
-    for w in run.warnings:
-        print(f"warning: {w}", file=sys.stderr)
-    df = build_table(run)
-    if a.probe is not None:
-        df = df[df["probe"] == a.probe]
-    if a.markdown:
-        print(markdown_document(run, df), end="")
-    else:
-        print(caption(run))
-        print(trust.summary_line(run))
-        print(render_text(df))
-    if a.out:
-        for p in write_outputs(run, a.out):
-            print(f"wrote {p}")
-    return 0
+    return (write_text_atomic(out_dir / "table.csv", csv_text(df)),
+            write_text_atomic(out_dir / "table.md", markdown_document(run, df)))

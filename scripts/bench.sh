@@ -9,7 +9,7 @@ if ls .whl/*.whl >/dev/null 2>&1; then   # offline GPU box: wheels carried in .w
 elif command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   python3 -m pip install -q -e . || exit 1
 else                                     # no GPU: no multi-GB CUDA torch, just the report's needs
-  python3 -m pip install -q pandas && python3 -m pip install -q --no-deps -e . || exit 1
+  python3 -m pip install -q pandas packaging && python3 -m pip install -q --no-deps -e . || exit 1
 fi
 export PYTHONUNBUFFERED=1
 exec python3 -m scripts.cli run "$@"

@@ -1,23 +1,25 @@
-"""`hostbench` command: one subcommand per entry point; each is `module:function(argv) -> int`.
+"""`hostbench` command: every subcommand and its options are declared here (argparse subparsers);
+each handler checks the input, calls the library (reports.*, bench.audit, scripts.run) with paths,
+and prints.
 
-Bad input exits 2 with one line on stderr; 1 is left to the commands (a regression, a failed probe).
-The commands share the helpers here: ArgParser, the output-path checks, whole-file writes.
+Bad input exits 2 with one line on stderr, before any output or file; 1 is left to the commands
+(a regression, a failed audit, a failed probe).
 """
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import re
 import sys
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parent.parent   # where results/ and reports/reference/ are
 COMMANDS = {
-    "run": ("scripts.run", "main", "run the probes on this GPU (or render the reference run without one)"),
-    "table": ("reports.table", "main", "render the table of a saved run (JSON or partial JSONL)"),
-    "compare": ("reports.compare", "main", "compare two runs: verdicts per benchmark, exit 1 on regression"),
-    "dashboard": ("reports.dashboard", "main", "write a static HTML dashboard over runs"),
-    "audit": ("bench.audit.auditor", "main", "audit your own integration step for known traps"),
+    "run": "run the probes on this GPU (or render the reference run without one)",
+    "table": "render the table of a saved run (JSON or partial JSONL)",
+    "compare": "compare two runs: verdicts per benchmark, exit 1 on regression",
+    "dashboard": "write a static HTML dashboard over runs",
+    "audit": "audit your own integration step for known traps",
 }
 SYNOPSIS = "usage: hostbench [--version] {" + ",".join(COMMANDS) + "} ..."
 HINT = "run `hostbench <cmd> --help` for a command's options"
@@ -84,30 +86,302 @@ def check_out_file(path: str) -> str | None:
     return None
 
 
-def write_text_atomic(path, text: str) -> None:
-    """Write a whole file or nothing: a temp file beside it, then a rename."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def version() -> str:
     try:
         from importlib.metadata import PackageNotFoundError, version as _v
         return _v("cudnn-hostbench")
     except PackageNotFoundError:  # a plain checkout, not installed: read pyproject.toml
-        text = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text(encoding="utf-8")
+        text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
         m = re.search(r'^version\s*=\s*"([^"]+)"', text, re.M)
         return m.group(1) if m else "unknown"
 
 
 def usage() -> str:
     lines = [SYNOPSIS, "", "commands:"]
-    lines += [f"  {name:10s} {text}" for name, (_, _, text) in COMMANDS.items()]
+    lines += [f"  {name:10s} {text}" for name, text in COMMANDS.items()]
     lines += ["", "exit status: 0 ok; 1 a failure the command reports (compare: a regression with",
               "--fail-on-regression); 2 bad input", "", HINT]
     return "\n".join(lines)
+
+
+def _bad(prog: str, msg: str) -> int:
+    print(f"{prog}: {msg}", file=sys.stderr)
+    return 2
+
+
+# -- the commands ---------------------------------------------------------------------------------
+
+def cmd_run(a, rest: list[str]) -> int:
+    from scripts import run
+    return run.main(a.out, a.reference, rest)
+
+
+def cmd_table(a) -> int:
+    from bench.measure import records, trust
+    from reports import table
+
+    # every check before the first line of output, so bad input never leaves half a result
+    try:
+        run = records.load_run(a.run, need_records=True)
+    except records.RunFileError as e:
+        return _bad(a.prog, str(e))
+    probes = list(dict.fromkeys(r.probe for r in run.records))
+    if a.probe is not None and a.probe not in probes:
+        return _bad(a.prog, f"--probe {a.probe!r}: no such probe in {a.run} (it has: {', '.join(probes)})")
+    problem = a.out and check_out_dir(a.out, ("table.csv", "table.md"))
+    if problem:
+        return _bad(a.prog, f"--out {a.out}: {problem}")
+    for w in run.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    df = table.build_table(run)
+    if a.probe is not None:
+        df = df[df["probe"] == a.probe]
+    if a.markdown:
+        print(table.markdown_document(run, df), end="")
+    else:
+        print(table.caption(run))
+        print(trust.summary_line(run))
+        print(table.render_text(df))
+    if a.out:
+        for p in table.write_outputs(run, a.out):
+            print(f"wrote {p}")
+    return 0
+
+
+def cmd_compare(a) -> int:
+    from bench.measure.files import write_text_atomic
+    from bench.measure.records import RunFileError, load_run
+    from reports import compare, store
+
+    try:
+        threshold = None if a.threshold is None else float(str(a.threshold).rstrip("%")) / 100
+    except ValueError:
+        a.parser.error(f"--threshold: not a percentage: {a.threshold!r}")
+    if threshold is not None and not threshold >= 0:
+        a.parser.error(f"--threshold: must be 0 or more: {a.threshold!r}")
+    if not 0 < a.alpha < 1:
+        a.parser.error(f"--alpha: must be between 0 and 1: {a.alpha!r}")
+    if a.min_samples < 1:
+        a.parser.error(f"--min-samples: must be 1 or more: {a.min_samples!r}")
+    # every check before any work or output: bad input exits 2, never 1 (1 means a regression)
+    try:
+        base, new = load_run(a.base, need_records=True), load_run(a.new, need_records=True)
+    except RunFileError as e:
+        return _bad(a.prog, str(e))
+    problem = a.markdown and check_out_file(a.markdown)
+    if a.markdown and any(Path(a.markdown).resolve() == Path(f).resolve() for f in (a.base, a.new)):
+        problem = "is one of the run files being compared"
+    if problem:
+        return _bad(a.prog, f"--markdown {a.markdown}: {problem}")
+    for w in base.warnings + new.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    df = compare.compare(base, new, threshold, a.alpha, a.normalize, a.min_samples, a.absolute)
+    diff = compare.fingerprint_diff(base, new)
+    if store.gpu(base) != store.gpu(new):
+        print(f"warning: different GPUs ({store.gpu(base)} vs {store.gpu(new)})", file=sys.stderr)
+    if a.markdown:
+        write_text_atomic(a.markdown, compare.markdown(df, base, new, diff, threshold, a.alpha, a.normalize))
+    if diff:
+        print("environment differs: " + "; ".join(f"{k}: {x} -> {y}" for k, x, y in diff))
+    print(compare.text_table(df[df["verdict"] != "SAME"] if a.changes_only else df))
+    print(compare.summary(df))
+    return 1 if a.fail_on_regression and (df["verdict"] == "SLOWER").any() else 0
+
+
+def cmd_dashboard(a) -> int:
+    from reports import dashboard, store
+
+    def say(msg: str) -> None:
+        print(f"{a.prog}: {store.one_line(msg)}", file=sys.stderr)
+
+    try:
+        dashboard.previous_files(Path(a.out))  # before loading anything: a bad --out is the one message
+    except dashboard.OutError as e:
+        say(str(e))
+        return 2
+    runs, errors = store.load_runs(a.paths, a.order)
+    for r in runs:
+        for w in getattr(r, "warnings", None) or []:
+            say(f"warning: {w}")
+    if not runs:
+        if not errors:
+            say(f"{' '.join(a.paths)}: no run files found (*.json, *.jsonl); nothing written")
+        for k, e in enumerate(errors):
+            say(f"{e}{'; no run left to show, nothing written' if k == len(errors) - 1 else ''}")
+        return 2
+    for e in errors:
+        say(f"skipped {e}")
+    try:
+        index = dashboard.build(runs, a.out, errors, a.order, a.title)
+    except dashboard.OutError as e:
+        say(str(e))
+        return 2
+    except OSError as e:
+        say(f"{a.out}: cannot write the dashboard ({e.strerror or e})")
+        return 2
+    print(f"wrote {index} ({len(runs)} runs)")
+    return 0
+
+
+def cmd_audit(a) -> int:
+    from bench.audit import audit, count, rules, target
+    from bench.measure import records
+    from reports import audit_report
+
+    def err(msg: str) -> int:
+        print(f"{a.prog}: {msg}", file=sys.stderr)
+        return 2
+
+    if a.rounds < 1 or a.count_steps < count.MIN_STEPS:
+        return err(f"--rounds must be at least 1 and --count-steps at least {count.MIN_STEPS}")
+    if a.out and Path(a.out).exists() and not Path(a.out).is_dir():
+        return err(f"--out {a.out} exists and is not a folder")
+    try:  # the user's own mistakes first: they hold on any machine
+        target.parse_target(a.target)
+        if a.run_file:
+            records.load_run(a.run_file)
+    except (target.AuditInputError, records.RunFileError) as e:
+        return err(str(e))
+    problem = target.environment_problem()
+    if problem:
+        return err(f"{target.NEEDS}; here: {problem}")
+    try:
+        factory = target.load_factory(a.target)
+    except target.AuditInputError as e:
+        return err(str(e))
+    try:
+        ctx = _gpu_context()
+    except Exception as e:  # noqa: BLE001 - NoGpuError, or a CUDA start-up failure
+        return err(f"{target.NEEDS}; here: {rules.error_line(f'{type(e).__name__}: {e}')}")
+    try:
+        with _on_stream(ctx):   # set-up sees the audit's stream as current
+            step = target.make_step(factory, a.target.rpartition(":")[2])
+            target.first_call(step)
+        report = audit(step, run_file=a.run_file, rounds=a.rounds, count_steps=a.count_steps, ctx=ctx,
+                       target=a.target, checked=True, root=ROOT)
+    except target.AuditInputError as e:
+        return err(f"{a.target}: {e}")
+    except Exception as e:  # noqa: BLE001 - e.g. the step failing later: say so, write nothing
+        err(f"{a.target}: audit failed: {rules.error_line(f'{type(e).__name__}: {e}')}")
+        return 1
+    print(audit_report.render_text(report), end="")
+    if a.out:
+        for p in audit_report.write_outputs(report, a.out):
+            print(f"wrote {p}")
+    return 0
+
+
+def _gpu_context():
+    from bench.measure.context import GpuContext
+    return GpuContext()
+
+
+def _on_stream(ctx):
+    import torch
+    return torch.cuda.stream(ctx.stream)
+
+
+COMPARE_EPILOG = """verdicts, per (probe, variant, size, mode), on worker-level values (eager rows with a
+baseline: each worker's median paired ratio to it; other rows: each worker's median):
+  SLOWER / FASTER  the median over workers moved past the row's noise floor (at least
+                   --threshold, and 1.5x the between-worker spread of either run) and the
+                   workers agree (complete separation, or Mann-Whitney U p < --alpha)
+  KERNEL CHANGED   it would be SLOWER / FASTER, but the device kernels differ between the runs
+  UNSURE           past the noise floor but the workers overlap; an eager row of a host-unstable
+                   run, or timed in another host state (fast vs slow); a baseline's absolute
+                   eager µs (judged only with --absolute); single-process runs with too few samples
+  SAME             within the noise floor ("noise-limited: detects >= N %" when it is wider)
+  ADDED / REMOVED  the row exists in one run only
+  UNMEASURED       a side has no samples (unsupported, failed); the note says why
+
+exit status: 0 compared (no SLOWER row, or no --fail-on-regression); 1 a SLOWER row with
+--fail-on-regression; 2 bad input (an unreadable or empty run file, a bad option, a --markdown
+path that cannot be written). Details: docs/compare.md"""
+
+
+def parser() -> ArgParser:
+    """Every command and option."""
+    from bench.audit import count, target
+    from bench.audit.auditor import COUNT_STEPS
+    from bench.measure import timing
+    from reports.dashboard import MANIFEST
+    from scripts import run
+
+    ap = ArgParser(prog="hostbench", add_help=False)
+    sub = ap.add_subparsers(dest="command", parser_class=ArgParser)
+
+    def command(name, func, **kw):
+        p = sub.add_parser(name, help=COMMANDS[name], **kw)
+        p.set_defaults(func=func, parser=p, prog=p.prog)
+        return p
+
+    p = command("run", cmd_run, description=run.__doc__,
+                epilog="other arguments go to pytest (e.g. --hb-workers 1 --hb-sizes 256 -k execute)")
+    p.add_argument("--out", help="result folder (default results/<stamp>)")
+    p.add_argument("--reference", action="store_true", help="render the committed reference run(s) only")
+
+    p = command("table", cmd_table,
+                description="The table: µs per call by mode, kernels per call, ratio to the probe's baseline "
+                            "with its spread, host overhead. Rows are probe / variant / size; built from a "
+                            "run's records only.")
+    p.add_argument("run", help="run file (run.json, a --benchmark-json file, or a partial records.jsonl)")
+    p.add_argument("--out", metavar="DIR",
+                   help="also write table.csv and table.md (whole run) into this folder; made if missing, "
+                        "files of those names replaced")
+    p.add_argument("--probe", help="only rows of this probe")
+    p.add_argument("--markdown", action="store_true", help="print Markdown (as in table.md) instead of text")
+
+    p = command("compare", cmd_compare, epilog=COMPARE_EPILOG,
+                description="`hostbench compare BASE NEW`: per-benchmark verdicts between two runs, "
+                            "for people and CI.")
+    p.add_argument("base", help="run file (JSON, or partial JSONL) to compare against")
+    p.add_argument("new", help="run file to judge")
+    p.add_argument("--threshold", default=None,
+                   help="minimum change, in percent (default per mode: eager 7, graph 4, device 4, host 5)")
+    p.add_argument("--alpha", type=float, default=0.01, help="Mann-Whitney U significance level")
+    p.add_argument("--min-samples", type=int, default=5, help="fewer samples than this on a side give UNSURE")
+    p.add_argument("--normalize", action="store_true",
+                   help="first divide every sample by the probe's baseline variant in the same run "
+                        "(usually torch_mm), so a slower host cancels out")
+    p.add_argument("--absolute", action="store_true",
+                   help="judge eager rows on absolute µs, not on their ratio to the baseline")
+    p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when any row is SLOWER")
+    p.add_argument("--markdown", metavar="OUT.md",
+                   help="also write the comparison as Markdown to this file (its folder must exist; "
+                        "an old file is replaced)")
+    p.add_argument("--changes-only", action="store_true", help="print only rows that are not SAME")
+
+    p = command("dashboard", cmd_dashboard,
+                description="Write a static HTML dashboard over runs: per GPU, ratios to each probe's baseline, "
+                            "host/build times, per-probe medians and their history, fingerprints. "
+                            "No scripts, nothing fetched: it opens from file://.",
+                epilog="Exit status: 0 written; 2 bad input or --out (one line on stderr, nothing written). "
+                       "Unreadable run files among readable ones are skipped, one warning line each.")
+    p.add_argument("paths", nargs="+", metavar="RUN_OR_DIR",
+                   help="run files (run.json, records.jsonl) or folders scanned recursively for them")
+    p.add_argument("--out", required=True, metavar="DIR",
+                   help=f"folder to write into, made if missing. It overwrites DIR/index.html, DIR/img/*.png "
+                        f"and DIR/{MANIFEST} (the list of files it wrote); a rebuild removes only files "
+                        f"that list names, and a non-empty folder without it is refused")
+    p.add_argument("--order", choices=["date", "version"], default="date",
+                   help="order runs by date, or by nvidia-cudnn-frontend version")
+    p.add_argument("--title", default="hostbench dashboard", help="page title")
+
+    p = command("audit", cmd_audit,
+                description=("Which integration traps your own step hits, and what each costs on this GPU: times "
+                             "the step eager, replayed in a CUDA graph and on the device, counts what it calls, "
+                             f"and prices each trap with the probes' figures. It {target.NEEDS}."),
+                epilog="exit codes: 0 done; 2 bad input or no CUDA GPU / cuDNN frontend here; "
+                       "1 the audit failed part way (nothing written)")
+    p.add_argument("target", help="path/to/file.py:make_step; make_step() sets up and returns a zero-argument step")
+    p.add_argument("--run-file", help="run file with the probes' figures (default: newest results/*/run.json "
+                                      "measured on this GPU, else reports/reference/<gpu>/run.json)")
+    p.add_argument("--out", help="also write audit.md and audit.json into this folder (default: print only)")
+    p.add_argument("--rounds", type=int, default=timing.Options.rounds,
+                   help="interleaved timing rounds per mode")
+    p.add_argument("--count-steps", type=int, default=COUNT_STEPS,
+                   help=f"steps in the counting pass, at least {count.MIN_STEPS}")
+    return ap
 
 
 def _dispatch(argv: list[str]) -> int:
@@ -125,8 +399,12 @@ def _dispatch(argv: list[str]) -> int:
         print(f"hostbench: unknown {what} {argv[0]!r}; {SYNOPSIS.removeprefix('usage: ')} ({HINT})",
               file=sys.stderr)
         return 2
-    mod, fn, _ = COMMANDS[argv[0]]
-    return int(getattr(importlib.import_module(mod), fn)(argv[1:]) or 0)
+    a, rest = parser().parse_known_args(argv)
+    if a.command == "run":
+        return int(cmd_run(a, rest) or 0)
+    if rest:
+        a.parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    return int(a.func(a) or 0)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from bench.measure import records
 from bench.measure import trust
-from reports import table
+from reports import store, table
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -105,13 +105,8 @@ def probe_headlines(run) -> list[str]:
     return out
 
 
-def _version_key(run) -> tuple:
-    v = run.fingerprint.get("cudnn_frontend") or "0"
-    return tuple(int(x) if x.isdigit() else 0 for x in v.split("."))
-
-
 def versions() -> str:
-    runs = sorted((records.load_run(p) for p in MATRIX.glob("run-fe*.json")), key=_version_key)
+    runs = sorted((records.load_run(p) for p in MATRIX.glob("run-fe*.json")), key=lambda r: store.version_key(store.frontend_version(r)))
     if not runs:
         return ""
     head = [r.fingerprint.get("cudnn_frontend", "?") for r in runs]

@@ -6,7 +6,6 @@ results/<stamp>/run.json (one pytest-benchmark JSON), records.jsonl, table.csv a
 """
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
 import os
 import sys
@@ -48,22 +47,17 @@ def render_reference() -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="hostbench run", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", help="result folder (default results/<stamp>)")
-    ap.add_argument("--reference", action="store_true", help="render the committed reference run(s) only")
-    a, rest = ap.parse_known_args(argv)
+def main(out: str | None = None, reference: bool = False, pytest_args=()) -> int:
     ok, why = cuda_available()
-    if a.reference or not ok:
-        if not a.reference:
-            ignored = ([f"--out {a.out}"] if a.out else []) + rest
+    if reference or not ok:
+        if not reference:
+            ignored = ([f"--out {out}"] if out else []) + list(pytest_args)
             print(f"hostbench run: {why}; probes need a CUDA GPU. Showing the committed reference run(s) "
                   "instead (measured on real hardware; see docs/measurements.md)."
                   + (f" Ignored: {' '.join(ignored)}." if ignored else ""), file=sys.stderr)
         return render_reference()
     import pytest
-    out = Path(a.out or ROOT / "results" / _dt.datetime.now().strftime("%Y%m%d-%H%M%S"))
+    out = Path(out or ROOT / "results" / _dt.datetime.now().strftime("%Y%m%d-%H%M%S"))
     if out.exists() and not out.is_dir():
         print(f"hostbench run: --out {out}: exists and is not a folder", file=sys.stderr)
         return 2
@@ -71,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     args = [str(ROOT / "probes"), "--benchmark-only", "-q", "-p", "no:cacheprovider", "-rfs",
             f"--hb-out={out}", "--rootdir", str(ROOT),
             "--benchmark-columns=median,iqr,min,max,rounds", "--benchmark-sort=name",
-            "-o", "testpaths=probes", *rest]
+            "-o", "testpaths=probes", *pytest_args]
     code = pytest.main(args)
     # pytest's 1 means some probe failed its numerics: the figures that were measured are kept
     print(f"results in {out}", flush=True)

@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a file: make `bench` and `reports` importable
     sys.path.insert(0, str(ROOT))
 
-from reports import store  # noqa: E402  (stdlib-only until the merge)
+from reports import fmt, store  # noqa: E402  (no pandas until the merge)
 
 WHEEL = re.compile(r"^nvidia_cudnn_frontend-([0-9][^-]*)-.*\.whl$")
 TAIL = 2000
@@ -136,13 +136,6 @@ def run_one(args, ver: str, lib: str | None, target: Path, pytest_args: list[str
     return {**entry, "status": "ok", "detail": detail}
 
 
-def md_table(headers, rows) -> str:
-    def cell(x):
-        return str(x).replace("|", "\\|").replace("\n", " ")
-    lines = ["| " + " | ".join(map(cell, headers)) + " |", "|" + " --- |" * len(headers)]
-    return "\n".join(lines + ["| " + " | ".join(map(cell, r)) + " |" for r in rows])
-
-
 def pivot(frame, value: str, labels: list[str]):
     """Rows (probe, variant, mode, size), one column of `value` per version label."""
     t = frame.pivot_table(index=["probe", "variant", "mode", "size"], columns="run", values=value,
@@ -151,13 +144,13 @@ def pivot(frame, value: str, labels: list[str]):
 
 
 def frame_md(t) -> str:
-    rows = [[*idx, *("-" if v != v else f"{v:.2f}" for v in vals)] for idx, vals in zip(t.index, t.values)]
-    return md_table(["probe", "variant", "mode", "size", *t.columns], rows)
+    rows = [[*idx, *(fmt.num(v, 2, "-") for v in vals)] for idx, vals in zip(t.index, t.values)]
+    return fmt.md_table(["probe", "variant", "mode", "size", *t.columns], rows)
 
 
 def merge(out: Path, entries: list[dict], dashboard: str | None = None):
     """Loads the ok runs, writes matrix.md; returns the median µs table (or None without pandas)."""
-    status = md_table(["version", "status", "seconds", "imported", "detail"],
+    status = fmt.md_table(["version", "status", "seconds", "imported", "detail"],
                       [[e["label"], e["status"], e.get("seconds", ""), e.get("imported", ""),
                         (e.get("detail") or "")[-300:]] for e in entries])
     text = ["# nvidia-cudnn-frontend version matrix", "", status, ""]
@@ -195,10 +188,10 @@ def merge(out: Path, entries: list[dict], dashboard: str | None = None):
                             f"{r.base:.2f}", f"{r.new:.2f}", f"{r.change * 100:+.1f}%", r.verdict])
     gone = frame[frame.median_us.isna()]
     if not gone.empty:
-        text += ["## Not measured", "", md_table(["version", "probe", "variant", "mode", "size", "status"],
+        text += ["## Not measured", "", fmt.md_table(["version", "probe", "variant", "mode", "size", "status"],
                  gone[["run", "probe", "variant", "mode", "size", "status"]].values.tolist()), ""]
     text += ["## Verdicts from one version to the next (SLOWER/FASTER only; `hostbench compare` rule)", "",
-             md_table(["versions", "probe", "variant", "mode", "size", "before", "after", "change", "verdict"],
+             fmt.md_table(["versions", "probe", "variant", "mode", "size", "before", "after", "change", "verdict"],
                       changes) if changes else "No significant change between neighbouring versions.", ""]
     (out / "matrix.md").write_text("\n".join(text), encoding="utf-8")
     if dashboard:

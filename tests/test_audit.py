@@ -11,8 +11,11 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from bench.audit import auditor as audit  # noqa: E402
+from bench.audit import cost, target
 from bench.audit import count as audit_count
 from bench.audit import rules as audit_rules
+from reports import audit_report
+from scripts import cli
 from bench.measure.records import Record, run_document, write_run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,13 +60,13 @@ def by_rule(findings):
 # -- rules over counts ---------------------------------------------------------------------------
 
 def test_naive_counts_flag_each_trap_and_fixed_none(run):
-    assert set(by_rule(audit.evaluate(NAIVE, run))) == NAIVE_RULES
-    assert audit.evaluate(FIXED, run) == []
-    assert audit.evaluate({}, run) == []
+    assert set(by_rule(cost.evaluate(NAIVE, run))) == NAIVE_RULES
+    assert cost.evaluate(FIXED, run) == []
+    assert cost.evaluate({}, run) == []
 
 
 def test_costs_from_run_file(run):
-    f = by_rule(audit.evaluate(NAIVE, run, {"copy_kernel_us": 3.0}))
+    f = by_rule(cost.evaluate(NAIVE, run, {"copy_kernel_us": 3.0}))
     assert f["generic_execute"].cost_us == pytest.approx(4.0)        # 14 − min(11, 10)
     assert "execute/ordered_pinned" in f["generic_execute"].cost_from[0]
     assert f["set_stream"].cost_us == pytest.approx(0.5)             # cached call: same − once
@@ -77,18 +80,18 @@ def test_costs_from_run_file(run):
     assert f["transpose"].cost_us == pytest.approx(3.0)              # the audit's own device figure first
     assert f["rebuild"].cost_us == pytest.approx(1500.0)             # no rebuild probe: counting-pass time
     assert "this audit" in f["rebuild"].cost_from[0]
-    costs = [x.cost_us for x in audit.evaluate(NAIVE, run, {"copy_kernel_us": 3.0})]
+    costs = [x.cost_us for x in cost.evaluate(NAIVE, run, {"copy_kernel_us": 3.0})]
     assert costs == sorted(costs, reverse=True)                       # biggest first
 
 
 def test_backend_set_stream_and_fallbacks(run):
     c = dict(NAIVE, set_stream=2, set_stream_backend=1, set_stream_cached=1, build_us=0)
-    f = by_rule(audit.evaluate(c, run))
+    f = by_rule(cost.evaluate(c, run))
     assert f["set_stream"].cost_us == pytest.approx(3.0 + 0.5)
     assert f["transpose"].cost_us == pytest.approx(200.0)            # no device figure: probe @t256
     assert f["rebuild"].cost_us is None
     assert "no figure in" in f["rebuild"].cost_from[0] and "run.json" in f["rebuild"].cost_from[0]
-    v = by_rule(audit.evaluate(dict(FIXED, validate=1, build_us=40.0), run))["rebuild"]   # no full build
+    v = by_rule(cost.evaluate(dict(FIXED, validate=1, build_us=40.0), run))["rebuild"]   # no full build
     assert v.cost_us == pytest.approx(40.0)
 
 
@@ -97,21 +100,21 @@ def test_rebuild_probe_figure_preferred(tmp_path):
     recs = [_rec("rebuild", "rebuild", "256", 2000.0), _rec("rebuild", "cache_hit", "256", 12.0),
             _rec("rebuild", "prebuilt", "256", 11.0)]
     r = load_run(write_run(tmp_path / "r.json", run_document(recs, {})))
-    f = by_rule(audit.evaluate(NAIVE, r))["rebuild"]           # the step's own build time first
+    f = by_rule(cost.evaluate(NAIVE, r))["rebuild"]           # the step's own build time first
     assert f.cost_us == pytest.approx(1500.0) and "probe for reference: 1989.00" in f.cost_from[0]
-    f = by_rule(audit.evaluate(dict(NAIVE, build_us=0), r))["rebuild"]
+    f = by_rule(cost.evaluate(dict(NAIVE, build_us=0), r))["rebuild"]
     assert f.cost_us == pytest.approx(1989.0) and "rebuild/prebuilt" in f.cost_from[0]
     # no set_stream figures in this run: the cached call is "no figure", not "costs nothing"
-    assert by_rule(audit.evaluate(NAIVE, r))["set_stream"].cost_us is None
+    assert by_rule(cost.evaluate(NAIVE, r))["set_stream"].cost_us is None
 
 
 def test_interleave_sync_and_no_run_file(run):
-    f = by_rule(audit.evaluate(dict(FIXED, lib_switches=8, cublas_calls=4, syncs=1), run))
+    f = by_rule(cost.evaluate(dict(FIXED, lib_switches=8, cublas_calls=4, syncs=1), run))
     assert set(f) == {"interleave", "sync"}
     assert f["interleave"].cost_us == pytest.approx(6 * 5.0 * 8 / 6)   # 8 cyclic switches, 2 is the floor
     assert f["sync"].cost_us is None and f["sync"].label == "extra"
-    assert audit.evaluate(dict(FIXED, lib_switches=2), run) == []      # phased: into cuBLAS and back
-    g = by_rule(audit.evaluate(NAIVE, None))
+    assert cost.evaluate(dict(FIXED, lib_switches=2), run) == []      # phased: into cuBLAS and back
+    g = by_rule(cost.evaluate(NAIVE, None))
     assert g["generic_execute"].cost_us is None and "no run file" in g["generic_execute"].cost_from[0]
 
 
@@ -119,12 +122,12 @@ def test_negative_delta_costs_nothing(tmp_path):
     recs = [_rec("execute", "generic", "256", 10.0), _rec("execute", "pinned", "256", 10.4)]
     from bench.measure.records import load_run
     r = load_run(write_run(tmp_path / "r.json", run_document(recs, {})))
-    f = by_rule(audit.evaluate(dict(FIXED, execute=1), r))["generic_execute"]
+    f = by_rule(cost.evaluate(dict(FIXED, execute=1), r))["generic_execute"]
     assert f.cost_us == 0.0 and "no cost measured" in f.cost_from[0]
 
 
 def test_capture_error_is_a_finding(run):
-    f = audit.evaluate(FIXED, run, capture_error="not capturable — boom")
+    f = cost.evaluate(FIXED, run, capture_error="not capturable — boom")
     assert [x.rule for x in f] == ["capture"] and f[0].evidence == "not capturable — boom"
 
 
@@ -138,7 +141,7 @@ def test_copy_kernel_names():
 # -- rendering -----------------------------------------------------------------------------------
 
 def _report(run, **kw):
-    findings = audit.evaluate(NAIVE, run, {"copy_kernel_us": 3.0}, capture_error="not capturable — X")
+    findings = cost.evaluate(NAIVE, run, {"copy_kernel_us": 3.0}, capture_error="not capturable — X")
     base = dict(target="x.py:make_step", env={"gpu_name": "Fake GPU", "cudnn_frontend": "1.32.0"},
                 modes={"eager": {"median": 900.0, "iqr": 5.0, "q1": 1, "q3": 6, "n": 5},
                        "graph": {"error": "not capturable — X"}, "device": {"median": 8.0, "iqr": 0.1}},
@@ -152,26 +155,26 @@ def _report(run, **kw):
 
 def test_render_text_markdown_json(run, tmp_path):
     r = _report(run)
-    text = audit.render_text(r)
+    text = audit_report.render_text(r)
     assert "[trap 1]" in text and "[trap 3]" in text and "892.00" in text and "\ngraph: not capturable — X\n" in text
     assert "trust marks" not in text                                  # nothing cited is flagged
-    md = audit.render_markdown(r)
+    md = audit_report.render_markdown(r)
     assert "| # | trap | finding |" in md and "reports/reference/fake/run.json" in md and "## Notes" in md
-    paths = audit.write_outputs(r, tmp_path / "out")
+    paths = audit_report.write_outputs(r, tmp_path / "out")
     assert sorted(p.name for p in paths) == ["audit.json", "audit.md"]
     doc = json.loads((tmp_path / "out" / "audit.json").read_text())
     assert {f["rule"] for f in doc["findings"]} == NAIVE_RULES | {"capture"}
     assert not list((tmp_path / "out").glob("*.tmp"))
-    clean = audit.render_text(_report(run, findings=[], avoidable_us=0.0))
+    clean = audit_report.render_text(_report(run, findings=[], avoidable_us=0.0))
     assert "no traps found" in clean
 
 
 def test_write_outputs_nothing_half_written(run, tmp_path, monkeypatch):
     def boom(r):
         raise RuntimeError("render failed")
-    monkeypatch.setattr(audit, "render_markdown", boom)
+    monkeypatch.setattr(audit_report, "render_markdown", boom)
     with pytest.raises(RuntimeError):
-        audit.write_outputs(_report(run), tmp_path / "out")
+        audit_report.write_outputs(_report(run), tmp_path / "out")
     assert not (tmp_path / "out").exists()
 
 
@@ -257,7 +260,7 @@ def test_counts_naive_and_fixed_shapes(cpu_stream):
     assert c["alloc_counted_by"] == "factory calls" and c["alloc_calls"] == {"torch.empty": 1.0}
     assert c["set_stream"] == 1 and c["set_stream_cached"] == 1 and c["set_stream_backend"] == 0
     assert c["stream_queries"] == 1
-    assert set(by_rule(audit.evaluate(c, None))) == NAIVE_RULES
+    assert set(by_rule(cost.evaluate(c, None))) == NAIVE_RULES
 
     g = cudnn.pygraph()
     g.build()
@@ -269,7 +272,7 @@ def test_counts_naive_and_fixed_shapes(cpu_stream):
 
     c = audit_count.count_step(fixed, 4, cudnn=cudnn, torch=torch, device_type="cpu")
     assert c["execute_ordered"] == 1 and c["new_packs"] == 0 and c["graph_builds"] == 0
-    assert audit.evaluate(c, None) == []
+    assert cost.evaluate(c, None) == []
 
 
 def test_counts_alternation_backend_stream_and_syncs(cpu_stream, monkeypatch):
@@ -295,7 +298,7 @@ def test_counts_alternation_backend_stream_and_syncs(cpu_stream, monkeypatch):
     assert c["set_stream_backend"] == 1 and c["set_stream_cached"] == 0
     assert c["syncs"] == 2 and c["new_packs"] == 0
     assert c["sync_calls"] == {".item()": 1.0, "torch.cuda.synchronize": 1.0}
-    assert "interleave" in by_rule(audit.evaluate(c, None))
+    assert "interleave" in by_rule(cost.evaluate(c, None))
 
 
 def test_wrappers_restored_even_when_step_raises(cpu_stream):
@@ -358,14 +361,14 @@ def test_allocations_counted_from_allocator_and_named(cpu_stream):
     assert c["cuda_allocs"] == 4 and c["cuda_allocs_explicit"] == 2 and c["cuda_factory_calls"] == 3
     assert c["alloc_counted_by"] == "allocator"
     assert c["alloc_calls"] == {"torch.empty": 1.0, "torch.empty (0 bytes)": 1.0, "torch.zeros": 1.0}
-    f = by_rule(audit.evaluate(c, None))["new_output"]
+    f = by_rule(cost.evaluate(c, None))["new_output"]
     assert f.evidence.startswith("4 CUDA allocations per step (2 explicit: torch.empty ×1, torch.zeros ×1; "
                                  "the rest inside ops)")
     assert "torch.empty (0 bytes) ×1: no allocation" in f.evidence
     # an allocator without statistics: factory calls are all that is seen, and the text says so
     c = audit_count.count_step(step, 5, cudnn=None, torch=torch, device_type="cpu", memory_stats=lambda: {})
     assert c["cuda_allocs"] == 2 and c["alloc_counted_by"] == "factory calls"
-    assert "allocations inside ops are not seen" in by_rule(audit.evaluate(c, None))["new_output"].evidence
+    assert "allocations inside ops are not seen" in by_rule(cost.evaluate(c, None))["new_output"].evidence
     # the allocator never reports fewer than the explicit calls it served
     c = audit_count.count_step(step, 5, cudnn=None, torch=torch, device_type="cpu", memory_stats=_stats_feed(0, 5))
     assert c["cuda_allocs"] == 2
@@ -438,7 +441,7 @@ def test_copies_counted_by_call_on_cpu(cpu_stream):
     assert by_call[".contiguous(memory_format=torch.channels_last)"]["kind"] == "channels_last"
     assert by_call[".copy_()"]["kind"] == "channels_last"
     assert by_call[".clone(memory_format=torch.contiguous_format)"]["kind"] == "other"
-    f = by_rule(audit.evaluate(dict(c, copy_kernels=5), None, {"copy_kernel_us": 10.0}))
+    f = by_rule(cost.evaluate(dict(c, copy_kernels=5), None, {"copy_kernel_us": 10.0}))
     assert {"transpose", "layout_copy", "copy"} <= set(f)
     assert f["transpose"].label == "trap 5" and f["layout_copy"].label == f["copy"].label == "extra"
     assert "of float32 [8, 16] strides (1, 8), a transposed view" in f["transpose"].evidence
@@ -462,12 +465,12 @@ def test_copy_time_split():
 def test_only_transposed_copy_cites_the_transpose_probe(run):
     c = dict(FIXED, copies=2, copies_transposed=1, copies_channels_last=1, copy_bytes_transposed=100,
              copy_bytes_channels_last=300, copy_kernels=2)
-    f = by_rule(audit.evaluate(c, run, {"copy_kernel_us": 4.0}))
+    f = by_rule(cost.evaluate(c, run, {"copy_kernel_us": 4.0}))
     assert f["transpose"].trap == 5 and f["transpose"].cost_us == pytest.approx(1.0)
     assert "probe for reference: 200.00 µs per occurrence (transpose/contiguous_copy" in f["transpose"].cost_from[0]
     assert f["layout_copy"].trap is None and f["layout_copy"].cost_us == pytest.approx(3.0)
     assert "transpose/" not in f["layout_copy"].cost_from[0] and "this audit" in f["layout_copy"].cost_from[0]
-    g = by_rule(audit.evaluate(dict(c, copy_kernels=0), run))      # no device figure
+    g = by_rule(cost.evaluate(dict(c, copy_kernels=0), run))      # no device figure
     assert g["transpose"].cost_us == pytest.approx(200.0) and g["layout_copy"].cost_us is None
     assert "not measured" in g["layout_copy"].cost_from[0]
 
@@ -546,10 +549,10 @@ def test_audit_keeps_going_when_capture_fails(run, monkeypatch, cpu_stream):
     f = by_rule(rep.findings)
     assert {"capture", "sync", "new_output", "copy"} == set(f)
     assert f["copy"].cost_us == pytest.approx(3.0) and f["capture"].evidence == g
-    text = audit.render_text(rep)
+    text = audit_report.render_text(rep)
     assert text.count(g) == 2 and "Traceback" not in text            # the graph line and the finding
     assert f"costs from: {Path(run.path).resolve()} (given)" in text
-    md = audit.render_markdown(rep)
+    md = audit_report.render_markdown(rep)
     assert f"| graph | – | – | {g} |" in md
 
 
@@ -563,21 +566,21 @@ def test_flagged_probe_figure_is_marked(tmp_path):
     recs = [gen, _rec("execute", "pinned", "256", 11.0), _rec("churn", "reuse", "256", 10.0),
             _rec("churn", "new_output", "256", 13.0)]
     r = load_run(write_run(tmp_path / "r.json", run_document(recs, {"gpu_name": "Fake GPU"})))
-    f = by_rule(audit.evaluate(dict(FIXED, execute=1, cuda_allocs=1, cuda_allocs_explicit=1, cuda_factory_calls=1), r))
+    f = by_rule(cost.evaluate(dict(FIXED, execute=1, cuda_allocs=1, cuda_allocs_explicit=1, cuda_factory_calls=1), r))
     assert f["generic_execute"].flagged and "execute/generic 14.00⚑dw − execute/pinned 11.00 µs" in \
         f["generic_execute"].cost_from[0]
     assert not f["new_output"].flagged and "⚑" not in f["new_output"].cost_from[0]
     rep = audit.AuditReport(target="t", env={}, modes={}, kernels_per_step=None, kernels=[], host_overhead_us=None,
                             counts={}, findings=list(f.values()), avoidable_us=0.0, run_file="r.json", run_note="")
-    text, md = audit.render_text(rep), audit.render_markdown(rep)
+    text, md = audit_report.render_text(rep), audit_report.render_markdown(rep)
     assert text.count(trust.LEGEND) == 1 and md.count(trust.LEGEND) == 1
 
 
 def test_run_file_named_as_used(tmp_path):
     path = write_run(tmp_path / "mine" / "run.json", run_document([_rec("churn", "reuse", "256", 1.0)], {}))
-    run, shown, note = audit._load_run(str(path), "Fake GPU")
+    run, shown, note = cost.load_costs(str(path), "Fake GPU")
     assert shown == str(path.resolve()) and note == "given" and run.records
-    run, shown, note = audit._load_run(None, "No Such GPU")
+    run, shown, note = cost.load_costs(None, "No Such GPU")
     assert run is None and shown is None and "no run of the probes on No Such GPU" in note
 
 
@@ -598,17 +601,17 @@ def _write(tmp_path, body, name="user_step.py"):
 ])
 def test_load_factory_messages(tmp_path, body, spec_attr, message):
     path = tmp_path / "missing.py" if body is None else _write(tmp_path, body, f"m{abs(hash(message))}.py")
-    with pytest.raises(audit.AuditInputError, match=message):
-        audit.load_factory(f"{path}:{spec_attr}")
-    with pytest.raises(audit.AuditInputError, match="expected path/to/file.py:factory"):
-        audit.load_factory(str(path))
+    with pytest.raises(target.AuditInputError, match=message):
+        target.load_factory(f"{path}:{spec_attr}")
+    with pytest.raises(target.AuditInputError, match="expected path/to/file.py:factory"):
+        target.load_factory(str(path))
 
 
 @pytest.fixture
 def fake_gpu(monkeypatch):
-    monkeypatch.setattr(audit, "environment_problem", lambda: None)
-    monkeypatch.setattr(audit, "_context", lambda: object())
-    monkeypatch.setattr(audit, "_on_stream", lambda ctx: contextlib.nullcontext())
+    monkeypatch.setattr(target, "environment_problem", lambda: None)
+    monkeypatch.setattr(cli, "_gpu_context", lambda: object())
+    monkeypatch.setattr(cli, "_on_stream", lambda ctx: contextlib.nullcontext())
 
 
 @pytest.mark.parametrize("body, message", [
@@ -620,7 +623,7 @@ def fake_gpu(monkeypatch):
 def test_cli_bad_factory_or_step(tmp_path, capsys, fake_gpu, body, message):
     p = _write(tmp_path, body, f"s{abs(hash(message))}.py")
     out = tmp_path / "out"
-    assert audit.main([f"{p}:make_step", "--out", str(out)]) == audit.EXIT_BAD_INPUT
+    assert cli.main(["audit", f"{p}:make_step", "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
     assert not out.exists()
@@ -628,11 +631,11 @@ def test_cli_bad_factory_or_step(tmp_path, capsys, fake_gpu, body, message):
 
 def test_cli_bad_path_and_run_file(tmp_path, capsys):
     out = tmp_path / "out"
-    assert audit.main([f"{tmp_path}/nope.py:make_step", "--out", str(out)]) == 2
+    assert cli.main(["audit", f"{tmp_path}/nope.py:make_step", "--out", str(out)]) == 2
     assert "no such file" in capsys.readouterr().err
     p = _write(tmp_path, "def make_step():\n    return lambda: None\n")
     bad = _write(tmp_path, "{not json", "bad.json")
-    assert audit.main([f"{p}:make_step", "--run-file", str(bad), "--out", str(out)]) == 2
+    assert cli.main(["audit", f"{p}:make_step", "--run-file", str(bad), "--out", str(out)]) == 2
     assert "not valid JSON" in capsys.readouterr().err
     assert not out.exists()
 
@@ -641,7 +644,7 @@ def test_cli_bad_path_and_run_file(tmp_path, capsys):
 def test_cli_no_gpu(tmp_path, capsys):
     # the user's file imports cudnn, as the examples do: the answer is still what the machine lacks
     p = _write(tmp_path, "import cudnn\ndef make_step():\n    return lambda: None\n")
-    assert audit.main([f"{p}:make_step", "--out", str(tmp_path / "out")]) == audit.EXIT_NO_GPU == 2
+    assert cli.main(["audit", f"{p}:make_step", "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "needs a CUDA GPU and nvidia-cudnn-frontend" in err
     assert "pip install nvidia-cudnn-frontend" in err and "CUDA GPU" in err.split("here:")[1]
@@ -653,27 +656,27 @@ def test_cli_without_frontend(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "init", lambda: None)
     monkeypatch.setitem(sys.modules, "cudnn", None)        # import cudnn fails, as without the package
-    problem = audit.environment_problem()
+    problem = target.environment_problem()
     assert problem and "cudnn" in problem and "CPU build" not in problem
     p = _write(tmp_path, "import cudnn\ndef make_step():\n    return lambda: None\n")
-    assert audit.main([f"{p}:make_step"]) == 2
+    assert cli.main(["audit", f"{p}:make_step"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "(pip install nvidia-cudnn-frontend); here:" in err and "cudnn" in err
 
 
 def test_cli_help_and_step_count(capsys, tmp_path):
     with pytest.raises(SystemExit) as e:
-        audit.main(["--help"])
+        cli.main(["audit", "--help"])
     assert e.value.code == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "needs a CUDA GPU and nvidia-cudnn-frontend (pip install nvidia-cudnn-frontend)" in out
     assert "(default: 25)" in out.replace(str(audit.timing.Options.rounds), "25") and "(default: 10)" in out
     assert "reports/reference/<gpu>/run.json" in out
     p = _write(tmp_path, "def make_step():\n    return lambda: None\n")
-    assert audit.main([f"{p}:make_step", "--count-steps", "1"]) == 2
+    assert cli.main(["audit", f"{p}:make_step", "--count-steps", "1"]) == 2
     assert "--count-steps at least 2" in capsys.readouterr().err
     with pytest.raises(SystemExit) as e:
-        audit.main([f"{p}:make_step", "--rounds", "many"])
+        cli.main(["audit", f"{p}:make_step", "--rounds", "many"])
     err = capsys.readouterr().err
     assert e.value.code == 2 and err.count("\n") == 1 and "--rounds" in err
 
@@ -683,16 +686,16 @@ def test_find_run_file(tmp_path):
     for name, gpu, mtime in (("a", "NVIDIA H200", 100), ("b", "NVIDIA B200", 200)):
         p = write_run(tmp_path / "results" / name / "run.json", run_document([], {"gpu_name": gpu}))
         os.utime(p, (mtime, mtime))
-    assert audit.find_run_file("NVIDIA H200", tmp_path) == tmp_path / "results" / "a" / "run.json"
-    assert audit.find_run_file("NVIDIA H100", tmp_path) is None
+    assert cost.find_run_file("NVIDIA H200", tmp_path) == tmp_path / "results" / "a" / "run.json"
+    assert cost.find_run_file("NVIDIA H100", tmp_path) is None
     ref = write_run(tmp_path / "reports" / "reference" / "h100" / "run.json", run_document([], {}))
-    assert audit.find_run_file("NVIDIA H100", tmp_path) == ref
+    assert cost.find_run_file("NVIDIA H100", tmp_path) == ref
 
 
 def test_examples_expose_make_step():
     pytest.importorskip("cudnn")
     for name in ("naive_integration", "fixed_integration", "mixed_integration"):
-        assert callable(audit.load_factory(f"{ROOT}/examples/{name}.py:make_step"))
+        assert callable(target.load_factory(f"{ROOT}/examples/{name}.py:make_step"))
 
 
 # -- the GPU path ----------------------------------------------------------------------------------

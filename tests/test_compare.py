@@ -12,6 +12,7 @@ import pytest
 
 from bench.measure.records import Record, load_run, run_document, write_run
 from reports import compare as cmp
+from scripts import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -159,26 +160,25 @@ def test_cli_exit_codes_and_markdown(tmp_path, capsys):
     a = make_run(tmp_path / "a.json", 1)
     b = make_run(tmp_path / "b.json", 2, slow={("execute", "generic"): 1.2}, fp={"driver": "580"})
     same = make_run(tmp_path / "same.json", 3)
-    assert cmp.main([a.path, same.path, "--fail-on-regression"]) == 0
-    assert cmp.main([a.path, b.path]) == 0
+    assert cli.main(["compare", a.path, same.path, "--fail-on-regression"]) == 0
+    assert cli.main(["compare", a.path, b.path]) == 0
     md = tmp_path / "out.md"
-    assert cmp.main([a.path, b.path, "--fail-on-regression", "--markdown", str(md)]) == 1
+    assert cli.main(["compare", a.path, b.path, "--fail-on-regression", "--markdown", str(md)]) == 1
     out = capsys.readouterr().out
     assert "SLOWER" in out and "driver: 570.1 -> 580" in out
     text = md.read_text()
     assert "| driver | 570.1 | 580 |" in text and "SLOWER" in text
     # a large threshold (in percent) turns the regression into SAME
-    assert cmp.main([a.path, b.path, "--fail-on-regression", "--threshold", "30"]) == 0
+    assert cli.main(["compare", a.path, b.path, "--fail-on-regression", "--threshold", "30"]) == 0
     # a truncated file: exit 2 and its name in the message
     bad = tmp_path / "cut.json"
     bad.write_text(Path(b.path).read_text()[:500])
     capsys.readouterr()
-    assert cmp.main([a.path, str(bad)]) == 2
+    assert cli.main(["compare", a.path, str(bad)]) == 2
     assert str(bad) in capsys.readouterr().err
 
 
 def test_hostbench_dispatches_compare(tmp_path):
-    from scripts import cli
     a = make_run(tmp_path / "a.json", 1)
     b = make_run(tmp_path / "b.json", 2, host=1.3)
     assert cli.main(["compare", a.path, b.path, "--fail-on-regression"]) == 1

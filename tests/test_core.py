@@ -11,6 +11,7 @@ from bench.measure import stats
 from bench.measure import timing
 from bench.measure.probe import Probe, Variant
 from reports import table
+from scripts import cli
 from tests.helpers import FINGERPRINT, synthetic_records, write_synthetic_run
 
 
@@ -238,10 +239,10 @@ def test_table_from_saved_run(tmp_path):
 
 def test_table_cli(tmp_path, capsys):
     path = write_synthetic_run(tmp_path / "run.json")
-    assert table.main([str(path), "--markdown", "--out", str(tmp_path / "o")]) == 0
+    assert cli.main(["table", str(path), "--markdown", "--out", str(tmp_path / "o")]) == 0
     assert "| execute | pinned |" in capsys.readouterr().out
     (tmp_path / "bad.json").write_text("{")
-    assert table.main([str(tmp_path / "bad.json")]) == 2
+    assert cli.main(["table", str(tmp_path / "bad.json")]) == 2
     assert "bad.json" in capsys.readouterr().err
 
 
@@ -290,7 +291,7 @@ def test_table_shows_trust_marks(tmp_path, capsys):
     assert sum("eager: discarded,wide_spread" in r for r in rows) == 1
     # `hostbench table`: the run's summary line right under the caption
     path = records.write_run(tmp_path / "flagged.json", records.run_document(recs, dict(FINGERPRINT)))
-    assert table.main([str(path)]) == 0
+    assert cli.main(["table", str(path)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == table.caption(records.load_run(path)) and "1 figure(s) flagged" in out[1]
     assert trust.LEGEND in out[2]

@@ -14,7 +14,8 @@ import pytest
 
 from bench.measure import trust
 from bench.measure.records import Record, run_document, write_run
-from reports import changepoints, dashboard, store
+from reports import changepoints, dashboard, fmt, store
+from scripts import cli
 from tests.helpers import FINGERPRINT, synthetic_records
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,7 +95,7 @@ def site(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("dash")
     make_runs(tmp / "runs")
     (tmp / "runs" / "h200" / "broken.json").write_text('{"benchmarks": [')
-    assert dashboard.main([str(tmp / "runs"), "--out", str(tmp / "site"), "--order", "version"]) == 0
+    assert cli.main(["dashboard", str(tmp / "runs"), "--out", str(tmp / "site"), "--order", "version"]) == 0
     return tmp / "site"
 
 
@@ -153,7 +154,7 @@ def test_trust_summary_per_run_legend_once_and_badges(site, tmp_path):
 
 def test_no_legend_without_flags(tmp_path):
     write_run(tmp_path / "run.json", run_document(synthetic_records(1, rounds=6), dict(FINGERPRINT)))
-    assert dashboard.main([str(tmp_path / "run.json"), "--out", str(tmp_path / "site")]) == 0
+    assert cli.main(["dashboard", str(tmp_path / "run.json"), "--out", str(tmp_path / "site")]) == 0
     page = html.unescape((tmp_path / "site" / "index.html").read_text())
     assert trust.LEGEND not in page and "no figure flagged" in page
 
@@ -178,11 +179,10 @@ def test_cells_say_ratios(site):
     row = df[(df.variant == "generic") & (df["mode"] == "eager") & (df["size"] == "256")].iloc[0]
     rec = runs[0].find("execute", "generic", "256", "eager")
     assert row.ratio == pytest.approx(rec.ratio["median"])  # the round-by-round median, not recomputed
-    assert dashboard.fmt_ratio(1.234) == "1.23×" and dashboard.fmt_ratio(612.4) == "612×"
+    assert fmt.ratio(1.234) == "1.23×" and fmt.ratio(612.4) == "612×"
 
 
 def test_hostbench_dispatches_dashboard(tmp_path):
-    from scripts import cli
     run = make_runs(tmp_path / "runs")[-1]
     assert cli.main(["dashboard", str(run), "--out", str(tmp_path / "site")]) == 0
     assert (tmp_path / "site" / "index.html").exists()

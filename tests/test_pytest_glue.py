@@ -54,7 +54,7 @@ def test_cli_run_without_gpu_renders_reference_or_says_why(capsys):
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
     from scripts import run
-    code = run.main([])
+    code = run.main()
     out = capsys.readouterr()
     if run.reference_runs():
         assert code == 0 and "reference run" in out.out and "torch_mm" in out.out

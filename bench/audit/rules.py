@@ -4,11 +4,11 @@ A rule fires on the steady-state counts per step of the counting pass (plus the 
 the device mode). Its cost per step is a sum of parts; each part is the first of its figure
 sources that has a value:
 
-- Probe: (median eager µs of probe/trap − the cheapest of probe/fixed...) at a size, read from a
+- Figure: (median eager µs of probe/trap − the cheapest of probe/fixed...) at a size, read from a
   run file, times a per-step count (times `scale`, for figures per op);
 - Measured: a per-step µs figure this audit measured itself (build time, copy kernels), put first
   where the cost depends on the user's own problem rather than on the call.
-Probe figures of later sources are still cited, for reference.
+Figures of later sources are still cited, for reference.
 
 Thresholds are counts, not timings, so the verdict does not move with machine noise. To follow
 a frontend change, edit or add rows here.
@@ -24,7 +24,8 @@ from typing import Callable
 
 
 @dataclass(frozen=True)
-class Probe:
+class Figure:
+    """A figure of the probes in a run file (not bench.measure.probe.Probe, a probe itself)."""
     probe: str
     trap: str
     fixed: tuple            # the cheapest of these is the fix's figure
@@ -152,7 +153,7 @@ RULES = (
                   "build() {build:g}, deserialize {deserialize:g})"),
         # this step's own build time first: build cost depends on the user's graph, the probe's is a 256³ matmul
         parts=((Measured("build_us", "host time inside build calls, counting pass"),
-                Probe("rebuild", "rebuild", ("cache_hit", "prebuilt"), "graph_builds")),),
+                Figure("rebuild", "rebuild", ("cache_hit", "prebuilt"), "graph_builds")),),
         fix=("build and plan once per (shape, stride, dtype) and keep the built graph, its workspace and "
              "pinned plan in a cache; per step only bind pointers and execute"),
     ),
@@ -160,7 +161,7 @@ RULES = (
         id="generic_execute", trap=2, title="generic graph.execute with a variant-pack dict",
         fires=lambda c: _n(c, "execute") > 0,
         evidence="{execute:g} execute(dict) per step (execute_plan_at_index {execute_plan_at_index:g}, ordered {execute_ordered:g})",
-        parts=((Probe("execute", "generic", ("pinned", "ordered_pinned", "ordered"), "execute"),),),
+        parts=((Figure("execute", "generic", ("pinned", "ordered_pinned", "ordered"), "execute"),),),
         fix=("autotune once, then call execute_plan_at_index(pack, ws, best, handle=h); on frontend 1.31+ "
              "the ordered form execute_plan_at_index(buffers_tuple, ws, best, handle=h, tensor_uids=uids) "
              "is the cheapest public call"),
@@ -169,8 +170,8 @@ RULES = (
         id="set_stream", trap=3, title="cudnn.set_stream on every step",
         fires=lambda c: _n(c, "set_stream", "set_stream_backend") > 0,
         evidence="{set_stream:g} set_stream per step ({set_stream_backend:g} reached cudnnSetStream, {set_stream_cached:g} returned from the frontend cache)",
-        parts=((Probe("set_stream", "raw_set_stream", ("set_once",), "set_stream_backend"),),
-               (Probe("set_stream", "set_stream_same", ("set_once",), "set_stream_cached"),)),
+        parts=((Figure("set_stream", "raw_set_stream", ("set_once",), "set_stream_backend"),),
+               (Figure("set_stream", "set_stream_same", ("set_once",), "set_stream_cached"),)),
         fix=("set the handle's stream once; per step compare the current stream (torch._C._cuda_getCurrentRawStream) "
              "with the last one set and call set_stream only when it changed"),
     ),
@@ -178,7 +179,7 @@ RULES = (
         id="stream_query", trap=3, title="torch.cuda.current_stream() queried every step",
         fires=lambda c: _n(c, "stream_queries") > 0,
         evidence="{stream_queries:g} torch.cuda.current_stream() per step",
-        parts=((Probe("set_stream", "query_stream", ("set_once",), "stream_queries"),),),
+        parts=((Figure("set_stream", "query_stream", ("set_once",), "stream_queries"),),),
         fix=("cache the stream pointer, or read it with torch._C._cuda_getCurrentRawStream(device) "
              "instead of building a Stream object"),
     ),
@@ -186,7 +187,7 @@ RULES = (
         id="new_pack", trap=4, title="new variant pack built every step",
         fires=lambda c: _n(c, "new_packs") > 0,
         evidence="{new_packs:g} new pack objects (dict/tuple) passed to execute per step",
-        parts=((Probe("churn", "new_dict", ("reuse",), "new_packs"),),),
+        parts=((Figure("churn", "new_dict", ("reuse",), "new_packs"),),),
         fix="build the pack (dict, or tuple for tensor_uids) once and reuse the same object every step",
     ),
     Rule(
@@ -195,7 +196,7 @@ RULES = (
         evidence="{cuda_allocs:g} CUDA allocations per step",
         detail=alloc_detail,
         # priced per explicit factory call: that is what the churn probe's trap variant does
-        parts=((Probe("churn", "new_output", ("reuse",), "cuda_factory_calls"),),),
+        parts=((Figure("churn", "new_output", ("reuse",), "cuda_factory_calls"),),),
         cost_note=alloc_cost_note,
         fix=("allocate outputs and workspaces once and reuse them where lifetimes allow; "
              "for allocations inside ops, pass out= or reuse a preallocated buffer"),
@@ -206,7 +207,7 @@ RULES = (
         evidence="{copies_transposed:g} copies of a transposed view into a contiguous tensor per step",
         detail=copy_detail("transposed"),
         parts=((Measured("copy_us_transposed", _COPY_COST),
-                Probe("transpose", "contiguous_copy", ("strided_view",), "copies_transposed", size="t256")),),
+                Figure("transpose", "contiguous_copy", ("strided_view",), "copies_transposed", size="t256")),),
         fix=("declare the weight tensor with the strides of W.t() and bind the view "
              "(W.t().unsqueeze(0)): no copy kernel; any other transposed view, declare with its own strides"),
     ),
@@ -233,7 +234,7 @@ RULES = (
         fires=lambda c: _n(c, "lib_switches") > MIN_SWITCHES,
         evidence=("{lib_switches:g} cuDNN↔cuBLAS switches per step, the switch into the next step included "
                   "({executes:g} cuDNN executes, {cublas_calls:g} cuBLAS calls; 2 is the floor)"),
-        parts=((Probe("interleave", "alternating", ("phased",), "extra_switches", scale=_PER_SWITCH),),),
+        parts=((Figure("interleave", "alternating", ("phased",), "extra_switches", scale=_PER_SWITCH),),),
         fix="group independent GEMMs by library (all cuDNN, then all torch.mm), or capture the step in a CUDA graph",
     ),
     Rule(

@@ -53,8 +53,8 @@ def git_commit(root: str | os.PathLike = ".") -> dict:
         return {}
 
 
-def host_fingerprint() -> dict:
-    """The parts that need no GPU."""
+def host_fingerprint(root: str | os.PathLike = ".") -> dict:
+    """The parts that need no GPU; the commit is the one checked out at `root`."""
     try:
         affinity = sorted(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
@@ -68,7 +68,7 @@ def host_fingerprint() -> dict:
         "cpu_affinity": affinity,
         "clock_source": clock_source(),
         "cudnn_env": cudnn_env(),
-        "commit_info": git_commit(Path(__file__).resolve().parent.parent),
+        "commit_info": git_commit(root),
         "argv": sys.argv[:8],
     }
 
@@ -102,8 +102,8 @@ def gpu_fingerprint(cudnn=None, device: int = 0) -> dict:
     return fp
 
 
-def fingerprint(cudnn=None) -> dict:
-    fp = host_fingerprint()
+def fingerprint(cudnn=None, root: str | os.PathLike = ".") -> dict:
+    fp = host_fingerprint(root)
     fp.update(gpu_fingerprint(cudnn))
     return fp
 

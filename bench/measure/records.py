@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Iterable
 
 from bench.measure import stats
+from bench.measure.files import write_text_atomic
 
 SCHEMA = 1
 MODES = ("eager", "graph", "device", "host")
@@ -157,10 +158,7 @@ def write_run(path: str | os.PathLike, doc: dict) -> Path:
     """Writes a run file atomically (temp file, then rename), so a crash never leaves half a file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=1, default=str), encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return write_text_atomic(path, json.dumps(doc, indent=1, default=str))
 
 
 @dataclass

@@ -336,6 +336,7 @@ class DeviceSample:
     per_call_us: float
     kernels_per_call: float
     names: Counter = field(default_factory=Counter)
+    times: Counter = field(default_factory=Counter)   # µs per kernel name, over all calls
 
 
 def short_kernel_name(name: str, width: int = 90) -> str:
@@ -359,12 +360,13 @@ def summarize_device_events(events, calls: int) -> DeviceSample:
     summing both would count it twice.
     """
     total = 0.0
-    names = Counter()
+    names, times = Counter(), Counter()
     for name, dur in events:
         total += dur
         names[short_kernel_name(name)] += 1
+        times[short_kernel_name(name)] += dur
     kernels = sum(c for n, c in names.items() if is_kernel(n))
-    return DeviceSample(total / calls, kernels / calls, names)
+    return DeviceSample(total / calls, kernels / calls, names, times)
 
 
 def _device_events(prof):

@@ -1,0 +1,85 @@
+"""`hostbench audit`'s report as text (the terminal) and Markdown (audit.md), and both files."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench.audit.auditor import AuditReport
+from bench.measure import trust
+from bench.measure.files import write_text_atomic
+
+from .fmt import md_table, median_iqr, num
+
+MODES = ("eager", "graph", "device")
+
+
+def _flagged(r: AuditReport) -> bool:
+    return any(getattr(f, "flagged", False) for f in r.findings)
+
+
+def _counts_line(c: dict) -> str:
+    return ", ".join(f"{k} {v:g}" for k, v in c.items() if k != "steps" and isinstance(v, (int, float)) and v)
+
+
+def render_text(r: AuditReport) -> str:
+    e = r.env
+    lines = [f"hostbench audit: {r.target}",
+             f"{e.get('gpu_name', '?')} · cuDNN {e.get('cudnn_backend', '?')} · frontend {e.get('cudnn_frontend', '?')} "
+             f"· torch {e.get('torch', '?')}",
+             "µs per step: " + " · ".join(f"{m} {median_iqr(r.modes.get(m, {}))}" for m in MODES),
+             *(f"{m}: {r.modes[m]['error']}" for m in MODES if r.modes.get(m, {}).get("error")),
+             f"kernels per step: {num(r.kernels_per_step)}",
+             f"host overhead (eager − device): {num(r.host_overhead_us)} µs/step; "
+             f"avoidable (sum of findings): {r.avoidable_us:.2f} µs/step",
+             f"costs from: {r.run_file or 'no run file'}{' (' + r.run_note + ')' if r.run_note else ''}", ""]
+    lines.append("findings, biggest cost first:" if r.findings else "no traps found.")
+    for i, f in enumerate(r.findings, 1):
+        lines.append(f"{i:2d}. [{f.label}] {f.title}: {num(f.cost_us)} µs/step")
+        lines.append(f"    seen: {f.evidence}")
+        lines += [f"    cost: {c}" for c in f.cost_from]
+        lines.append(f"    fix:  {f.fix}")
+    if _flagged(r):
+        lines.append(f"trust marks (⚑ on a cited figure): {trust.LEGEND}")
+    lines += ["", f"counts per step (steady state, {r.counts.get('steps', 0)} steps): " + _counts_line(r.counts)]
+    lines += [f"note: {n}" for n in r.notes]
+    return "\n".join(lines) + "\n"
+
+
+def render_markdown(r: AuditReport) -> str:
+    e = r.env
+    modes = [[m, num(d.get("median")), num(d.get("iqr")), d.get("error", "")]
+             for m in MODES for d in [r.modes.get(m, {})]]
+    md = [f"# hostbench audit: `{r.target}`", "",
+          f"{e.get('gpu_name', '?')} · cuDNN {e.get('cudnn_backend', '?')} · frontend {e.get('cudnn_frontend', '?')} "
+          f"· torch {e.get('torch', '?')} (CUDA {e.get('cuda', '?')})", "",
+          md_table(["mode", "µs/step (median)", "IQR", "note"], modes),
+          "", f"Kernels per step: {num(r.kernels_per_step)}. Host overhead (eager − device): "
+          f"**{num(r.host_overhead_us)} µs/step**; avoidable (sum of findings): **{r.avoidable_us:.2f} µs/step**.",
+          "", f"Costs from `{r.run_file or 'no run file'}`{' — ' + r.run_note if r.run_note else ''}.", "",
+          "## Findings, biggest cost first", ""]
+    if not r.findings:
+        md.append("No traps found.")
+    else:
+        md.append(md_table(["#", "trap", "finding", "seen per step", "µs/step", "cost from", "fix"],
+                           [[i, f.label, f.title, f.evidence, num(f.cost_us), "; ".join(f.cost_from) or "–", f.fix]
+                            for i, f in enumerate(r.findings, 1)]))
+        if _flagged(r):
+            md += ["", f"Trust marks (⚑ on a cited figure): {trust.LEGEND}."]
+    md += ["", f"## Counts per step (steady state, {r.counts.get('steps', 0)} steps)", "",
+           md_table(["count", "per step"], [[k, f"{v:g}"] for k, v in r.counts.items()
+                                            if k != "steps" and isinstance(v, (int, float))])]
+    if r.kernels:
+        md += ["", "## Kernels (device mode)", "",
+               md_table(["kernel", "per step", "µs/step"], [[f"`{n[:100]}`", f"{c:g}", f"{u:.2f}"]
+                                                          for n, c, u in r.kernels[:12]])]
+    if r.notes:
+        md += ["", "## Notes", ""] + [f"- {n}" for n in r.notes]
+    return "\n".join(md) + "\n"
+
+
+def write_outputs(r: AuditReport, out_dir) -> list[Path]:
+    """audit.md and audit.json, both rendered before either is written, each written whole."""
+    texts = {"audit.md": render_markdown(r), "audit.json": json.dumps(r.to_dict(), indent=1, default=str)}
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    return [write_text_atomic(out / name, text) for name, text in texts.items()]
