@@ -37,23 +37,9 @@ COLUMNS = ["probe", "variant", "size", "mode", "unit", "base", "new", "change", 
            "n_base", "n_new", "verdict", "note", "base_abs", "new_abs"]
 
 
-def baseline_of(run: Run, rec: Record) -> Record | None:
-    """The record `rec` is measured against: its `baseline` variant, else the one with role
-    'baseline', else torch_mm, in the same probe/size/mode of the same run."""
-    names = [rec.baseline] if rec.baseline else []
-    names += [r.variant for r in run.records if r.role == "baseline" and r.probe == rec.probe
-              and r.size == rec.size and r.mode == rec.mode]
-    names.append("torch_mm")
-    for name in names:
-        b = run.find(rec.probe, name, rec.size, rec.mode)
-        if b is not None and b.ok:
-            return b
-    return None
-
-
 def normalized(run: Run, rec: Record) -> list[float] | None:
     """`rec`'s samples over its baseline's, paired by round when the rounds align."""
-    b = baseline_of(run, rec)
+    b = run.baseline_of(rec)
     if b is None:
         return None
     if len(b.samples) == len(rec.samples):
@@ -126,7 +112,7 @@ def compare(base: Run, new: Run, threshold: float | None = None, alpha: float = 
             rows.append(row)
             continue
         row.update(base_abs=ra.summary()["median"], new_abs=rb.summary()["median"])
-        bl = baseline_of(base, ra)
+        bl = base.baseline_of(ra)
         if normalize and (bl is None or bl is ra):
             row.update(verdict="SAME" if bl is ra else "UNSURE",
                        note="the baseline itself" if bl is ra else "no baseline to normalize by")

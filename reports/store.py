@@ -146,7 +146,8 @@ def records_frame(runs: list[Run], labels: list[str] | None = None):
             if r.ok:
                 med[r.key] = to_us(r.summary()["median"], r.unit)
         for r in run.records:
-            base = r.baseline or "torch_mm"
+            bl = run.baseline_of(r)
+            base = bl.variant if bl is not None else (r.baseline or "torch_mm")
             b = med.get((r.probe, base, r.size, r.mode))
             m = med.get(r.key)
             ratio = (r.ratio or {}).get("median") if m is not None else None

@@ -175,6 +175,18 @@ class Run:
                 return r
         return None
 
+    def baseline_of(self, rec: Record) -> Record | None:
+        """The measured record `rec` is judged against: its `baseline` variant, else the variant
+        with role 'baseline', else torch_mm, in the same probe/size/mode of this run."""
+        names = [rec.baseline] if rec.baseline else []
+        names += [r.variant for r in self.records if r.role == "baseline" and r.probe == rec.probe
+                  and r.size == rec.size and r.mode == rec.mode]
+        for name in [*names, "torch_mm"]:
+            b = self.find(rec.probe, name, rec.size, rec.mode)
+            if b is not None and b.ok:
+                return b
+        return None
+
 
 def _record_from_entry(b: dict) -> Record:
     extra = dict(b.get("extra_info") or {})
