@@ -23,6 +23,7 @@ import tempfile
 from pathlib import Path
 
 from bench.measure import trust
+from bench.measure.records import CALL_MODES
 from bench.measure.files import write_text_atomic
 
 from . import changepoints, fmt, store
@@ -30,7 +31,6 @@ from .compare import KEY_FIELDS
 
 TEMPLATES = Path(__file__).parent / "templates"
 MANIFEST = ".hostbench-dashboard"
-CALL_MODES = ["eager", "graph", "device"]
 DPI = 100
 WIDTH_PX = 1300          # widest image; the page itself is laid out for a 1400 px window
 CAP = 3.0                # heat-map colour saturates at 1/CAP x and CAP x; the number stays exact

@@ -11,12 +11,12 @@ from pathlib import Path
 import pandas as pd
 
 from bench.measure import records as rec_mod
+from bench.measure.records import CALL_MODES as MODES
 from bench.measure import trust
 from bench.measure.files import write_text_atomic
 
 from . import fmt
 
-MODES = ("eager", "graph", "device")
 STATUS_WIDTH = 60
 ROW_FIELDS = ("probe", "variant", "size", "role", "unit", "status", "label", "baseline", "flags")
 

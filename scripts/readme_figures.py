@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from bench.measure import records
+from bench.measure.records import CALL_MODES
 from bench.measure import trust
 from reports import store, table
 
@@ -65,7 +66,7 @@ def headline(run) -> str:
         "|---|---|---|---|---|",
     ]
     for label, probe, variant in HEADLINE:
-        cells = [_cell(run, probe, variant, "256", m) for m in ("eager", "graph", "device")]
+        cells = [_cell(run, probe, variant, "256", m) for m in CALL_MODES]
         lines.append(f"| {label} (`{probe}/{variant}`) | " + " | ".join(cells) + f" | {GUIDE_B200.get(label, '–')} |")
     lines += ["", "Each probe's trap against its fix, first size, eager mode (median µs, × baseline):", ""]
     lines += probe_headlines(run)
