@@ -5,17 +5,19 @@ torch only, through a naive cuDNN wrapper (per GEMM: stream query + set_stream, 
 torch.empty output, generic execute), through a fixed one (stream set once, prebuilt packs and
 outputs, pinned plans, ordered execute), and as the fixed step captured once in one CUDA graph and
 replayed. One call = one step, so µs/call is µs per step."""
-from bench.cudnn_graphs import support as cs
-from bench.cudnn_graphs import graphs
-from bench.measure import timing
-from bench.cudnn_graphs.cache_keys import problem_key
-from bench.measure.probe import Probe, Variant
+from bench.cudnn_graphs.build import Built, guard, plan_name
+from bench.cudnn_graphs.context import prepare
+from bench.cudnn_graphs.plans import pin_plan
+from bench.cudnn_graphs.problems import Matmul, nan_fill, parse_dims
 from bench.cudnn_graphs.winners import tuned_index
+from bench.measure import timing
+from bench.measure.probe import Case, Probe, Variant, rel_err
+from bench.measure.status import Unsupported
 
 
-def _sizes(config):
+def _sizes(options):
     sizes = ["t256h4096i11008"]
-    if graphs.heavy(config):
+    if options.heavy:
         sizes += ["t32h4096i11008", "t2048h4096i11008"]
     return sizes
 
@@ -25,33 +27,27 @@ class _Gemm:
 
     def __init__(self, ctx, a, w_view, out):
         self.ctx = ctx
-        self.mg = cs.build_matmul(ctx.cudnn, ctx.handle, a, w_view, out)
-        t = self.mg.tensors
-        vp = {t["A"]: a, t["B"]: w_view, t["C"]: out}
-        self.problem = problem_key("matmul", a, w_view, out, modes="A+FALLBACK")   # build_matmul's modes
+        mm = Matmul(ctx, a, w_view, out)
+        self.b = mm.build(all_plans=True)
+        self.problem = mm.problem()   # the build's modes, A+FALLBACK
         self.index, self.source = tuned_index(
-            ctx, self.mg.graph, self.problem,
-            lambda: self._tune(vp), name_at=lambda i: cs.plan_name(self.mg, i))
-        if self.index not in self.mg.built:
-            raise cs.Unsupported(f"pinned plan {self.index} did not build here")
+            ctx, self.b.graph, self.problem,
+            lambda: self._tune(mm.vp), name_at=lambda i: plan_name(self.b.graph, i))
+        if self.index not in self.b.plans:
+            raise Unsupported(f"pinned plan {self.index} did not build here")
 
     def _tune(self, vp):
-        i = cs.pin_plan(self.mg, vp, self.ctx.handle, self.ctx.stream)
-        return i, cs.plan_name(self.mg, i), self.mg.plan_us.get(i, float("nan")), {"by": "bench.cudnn_graphs.support.pin_plan"}
+        i = pin_plan(self.b, vp, self.ctx.stream)
+        return i, plan_name(self.b.graph, i), self.b.plan_us.get(i, float("nan")), {"by": "bench.cudnn_graphs.plans.pin_plan"}
 
     def fixed(self, a, w_view, out):
-        g, ws, h, i = self.mg.graph, self.mg.workspace, self.ctx.handle, self.index
-        if self.ctx.caps.get("ordered"):
-            bufs, uids = (a, w_view, out), tuple(cs.MatmulGraph.UIDS[k] for k in ("A", "B", "C"))
-            return lambda: g.execute_plan_at_index(bufs, ws, i, handle=h, tensor_uids=uids)
-        pack = {cs.MatmulGraph.UIDS["A"]: a, cs.MatmulGraph.UIDS["B"]: w_view, cs.MatmulGraph.UIDS["C"]: out}
-        return lambda: g.execute_plan_at_index(pack, ws, i, handle=h)
+        return self.b.call((a, w_view, out), index=self.index)
 
     def naive(self, a, w_view, shape):
         """What a first integration writes: everything per call."""
         torch, cudnn, h = self.ctx.torch, self.ctx.cudnn, self.ctx.handle
-        g, ws = self.mg.graph, self.mg.workspace
-        tA, tB, tC = self.mg.tensors["A"], self.mg.tensors["B"], self.mg.tensors["C"]
+        g, ws = self.b.graph, self.b.workspace
+        tA, tB, tC = self.b.tensors
 
         def run():
             cudnn.set_stream(handle=h, stream=torch.cuda.current_stream().cuda_stream)
@@ -64,7 +60,7 @@ class _Gemm:
 def build(ctx, size):
     torch = ctx.torch
     F = torch.nn.functional
-    d = graphs.parse_dims(size)
+    d = parse_dims(size)
     t, hd, inter = d["t"], d["h"], d["i"]
     x = ctx.randn(1, t, hd, scale=1.0)
 
@@ -90,8 +86,8 @@ def build(ctx, size):
     del xf, vf, of, hf
 
     def check(out):
-        return graphs.rel_err(out if isinstance(out, torch.Tensor) else y, ref)
-    poison = graphs.nan_fill(y)
+        return rel_err(out if isinstance(out, torch.Tensor) else y, ref)
+    poison = nan_fill(y)
 
     x2 = x[0]
 
@@ -102,7 +98,7 @@ def build(ctx, size):
         oo = torch.mm(vv, wo.t())
         hh_ = F.silu(torch.mm(oo, wg.t())) * torch.mm(oo, wu.t())
         return torch.mm(hh_, wd.t())
-    cases = {"torch_only": graphs.checked_case(torch_step, check, poison, note="7 x torch.mm + SiLU + mul")}
+    cases = {"torch_only": Case(torch_step, check, poison, note="7 x torch.mm + SiLU + mul")}
 
     def cudnn_cases():
         g_hh = _Gemm(ctx, x, view["q"], q)           # [T,H] x [H,H]: q, k, v, o
@@ -133,9 +129,9 @@ def build(ctx, size):
 
         plans = (f"plans {g_hh.index}/{g_hi.index}/{g_ih.index} "
                  f"({'from the winners file' if {g_hh.source, g_hi.source, g_ih.source} == {'stored'} else 'tuned'})")
-        out = {"naive": graphs.checked_case(naive, check, poison, note="per GEMM: current_stream + set_stream, "
+        out = {"naive": Case(naive, check, poison, note="per GEMM: current_stream + set_stream, "
                                                                        "dict pack, torch.empty, generic execute"),
-               "fixed": graphs.checked_case(fixed, check, poison, note=f"pinned, ordered execute; {plans}")}
+               "fixed": Case(fixed, check, poison, note=f"pinned, {Built.call_form(ctx)}; {plans}")}
 
         def graphed():
             cap = timing.capture(fixed, 1, ctx.stream)
@@ -144,11 +140,11 @@ def build(ctx, size):
             def replay():
                 cg.replay()
                 return y
-            return graphs.checked_case(replay, check, poison,
+            return Case(replay, check, poison,
                                        note="the fixed step captured once (torch.cuda.graph), replayed per call")
-        out["graphed"] = graphs.guard(graphed)
+        out["graphed"] = guard(graphed)
         return out
-    got = graphs.guard(cudnn_cases)
+    got = guard(cudnn_cases)
     if isinstance(got, dict):
         cases.update(got)
     else:
@@ -169,6 +165,7 @@ PROBE = Probe(
     build=build,
     sizes=_sizes,
     baseline="torch_only",
+    prepare=prepare,
 )
 
 

@@ -1,15 +1,17 @@
 """Trap 4: per-call Python churn (a new variant-pack dict, a torch.empty output, a recomputed
 (shape, stride) cache key), each alone and all together, vs reusing them."""
-from bench.cudnn_graphs.support import GraphCache
-from bench.cudnn_graphs.matmul import Matmul, cube_sizes
+from bench.cudnn_graphs.cache_keys import GraphCache
+from bench.cudnn_graphs.context import prepare
+from bench.cudnn_graphs.problems import Matmul, cube_sizes
 from bench.measure.probe import Probe, Variant
 
 
 def build(ctx, size):
-    mm = Matmul.build(ctx, size)
+    mm = Matmul.cube(ctx, size)
+    mm.pin()
     torch = ctx.torch
-    g, ws, h, i = mm.mg.graph, mm.mg.workspace, ctx.handle, mm.mg.pinned
-    tA, tB, tC = mm.mg.tensors["A"], mm.mg.tensors["B"], mm.mg.tensors["C"]
+    g, ws, h, i = mm.built.graph, mm.built.workspace, ctx.handle, mm.built.pinned
+    tA, tB, tC = mm.built.tensors
     a, b, c, vp = mm.a, mm.b, mm.c, mm.vp
     shape, dtype, dev = tuple(c.shape), c.dtype, c.device
     cache = {GraphCache.key(a, b): g}
@@ -67,6 +69,7 @@ PROBE = Probe(
     ],
     build=build,
     sizes=cube_sizes,
+    prepare=prepare,
 )
 
 

@@ -2,14 +2,15 @@
 H=W=56, K=256, 3x3, channels_last, bf16) as ONE fused cuDNN graph vs torch's conv2d + bias add +
 ReLU. The fused plan's eager column vs its graph column is the per-iteration cost of eager launch
 vs captured replay; the small size shows it where launch cost dominates."""
-from bench.cudnn_graphs import graphs
-from bench.cudnn_graphs.conv import ConvProblem, ConvShape, require_conv
+from bench.cudnn_graphs.build import guard
+from bench.cudnn_graphs.context import prepare
+from bench.cudnn_graphs.problems import ConvProblem, ConvShape, require_conv
 from bench.measure.probe import Probe, Variant
 
 
-def _sizes(config):
+def _sizes(options):
     sizes = ["n32c128hw56k256", "n1c64hw28k64"]
-    if graphs.heavy(config):
+    if options.heavy:
         sizes += ["n8c256hw28k256", "n64c64hw56k64"]
     return sizes
 
@@ -25,7 +26,7 @@ def build(ctx, size):
         require_conv(ctx)
         b = p.build()
         return p.case(b.call(p.buffers()), note=f"one graph: {b.describe()}; workspace {b.workspace.numel()} B")
-    cases["cudnn_fused"] = graphs.guard(fused)
+    cases["cudnn_fused"] = guard(fused)
     return cases
 
 
@@ -40,6 +41,7 @@ PROBE = Probe(
     build=build,
     sizes=_sizes,
     baseline="torch_unfused",
+    prepare=prepare,
 )
 
 

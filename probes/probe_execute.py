@@ -1,18 +1,21 @@
 """Trap 2: generic graph.execute vs a pinned execute_plan_at_index (autotuned once) vs the
 ordered tensor_uids form; plus a private raw-pointer floor (what the backend itself costs)."""
-from bench.cudnn_graphs.matmul import Matmul, cube_sizes, try_case
+from bench.cudnn_graphs.build import guard
+from bench.cudnn_graphs.context import prepare
+from bench.cudnn_graphs.problems import Matmul, cube_sizes
 from bench.measure.probe import Probe, Variant
 
 
 def build(ctx, size):
-    mm = Matmul.build(ctx, size)
+    mm = Matmul.cube(ctx, size)
+    mm.pin()
     return {
         "torch_mm": mm.case(mm.torch_mm_call()),
         "generic": mm.case(mm.generic_call(), note=mm.heuristic_note()),
         "pinned": mm.case(mm.pinned_call(), note=mm.plan_note()),
-        "ordered": try_case(lambda: mm.case(mm.ordered_call())),
-        "ordered_pinned": try_case(lambda: mm.case(mm.ordered_call(pinned=True))),
-        "raw_floor": try_case(lambda: mm.case(mm.raw_floor_call(), note="PRIVATE API: _execute_with_raw_ptrs")),
+        "ordered": guard(lambda: mm.case(mm.ordered_call())),
+        "ordered_pinned": guard(lambda: mm.case(mm.ordered_call(pinned=True))),
+        "raw_floor": guard(lambda: mm.case(mm.raw_floor_call(), note="PRIVATE API: _execute_with_raw_ptrs")),
     }
 
 
@@ -29,6 +32,7 @@ PROBE = Probe(
     ],
     build=build,
     sizes=cube_sizes,
+    prepare=prepare,
 )
 
 

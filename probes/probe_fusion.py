@@ -12,14 +12,16 @@ torch running the same math as separate kernels (device mode shows kernels per c
 `cudnn_split` is the largest cuDNN graph that builds with the rest in torch (biasgelu: the GEMM
 alone; epilogue: everything but AMAX; swiglu: GEMM+SiLU, then GEMM+mul).
 """
-from bench.cudnn_graphs import support as cs
-from bench.cudnn_graphs import graphs
-from bench.measure.probe import Probe, Variant
+from bench.cudnn_graphs.build import as_output, build_graph, guard, new_graph, tensor_of
+from bench.cudnn_graphs.context import prepare
+from bench.cudnn_graphs.problems import nan_fill, parse_dims
+from bench.measure.probe import Case, Probe, Variant, rel_err
+from bench.measure.status import Unsupported
 
 
-def _sizes(config):
+def _sizes(options):
     sizes = ["biasgelu-m4096k4096n4096", "epilogue-b16m512k1024n512", "swiglu-t2048h4096i11008"]
-    if graphs.heavy(config):
+    if options.heavy:
         sizes += ["biasgelu-m256k4096n4096", "swiglu-t256h4096i11008", "swiglu-t8192h4096i11008"]
     return sizes
 
@@ -44,20 +46,20 @@ def _biasgelu(ctx, d):
     bias = ctx.randn(1, 1, n, scale=0.5)
     y = torch.empty(1, m, n, dtype=torch.bfloat16, device=ctx.device)
     mm_out = torch.empty_like(y)
-    poison = graphs.nan_fill(y, mm_out)
+    poison = nan_fill(y, mm_out)
     notes = []
 
     def fused_graph(act):
-        g = graphs.new_graph(ctx)
-        A, B, BIAS = (graphs.tensor_of(ctx, g, t, nm) for t, nm in ((a, "A"), (b, "B"), (bias, "bias")))
+        g = new_graph(ctx)
+        A, B, BIAS = (tensor_of(ctx, g, t, nm) for t, nm in ((a, "A"), (b, "B"), (bias, "bias")))
         mm = g.matmul(A=A, B=B, compute_data_type=ctx.cudnn.data_type.FLOAT, name="mm")
         Y = _graph_act(g, act, g.bias(input=mm, bias=BIAS, name="bias"))
-        graphs.as_output(ctx, Y, y)
-        return graphs.build(ctx, g, [A, B, BIAS, Y], rejected_is_unsupported=True, what=f"matmul+bias+{act}")
+        as_output(ctx, Y, y)
+        return build_graph(ctx, g, [A, B, BIAS, Y], rejected_is_unsupported=True, what=f"matmul+bias+{act}")
 
     act, fused = "gelu", None
     for act in ACTS:
-        fused = graphs.guard(lambda: fused_graph(act))
+        fused = guard(lambda: fused_graph(act))
         if not isinstance(fused, BaseException):
             break
         notes.append(f"{act}: {fused}")
@@ -67,37 +69,37 @@ def _biasgelu(ctx, d):
     ref = F_act(a.float() @ b.float() + bias.float())
 
     def check(out):
-        return graphs.rel_err(out, ref)
+        return rel_err(out, ref)
     a2, b2, bias2, bias1 = a[0], b[0], bias[0], bias.reshape(n)
-    cases = {"torch_unfused": graphs.checked_case(lambda: F_act(torch.mm(a2, b2) + bias2), check, poison)}
+    cases = {"torch_unfused": Case(lambda: F_act(torch.mm(a2, b2) + bias2), check, poison)}
 
     def torch_fused():
         if act != "gelu" or not hasattr(torch, "_addmm_activation"):
-            raise cs.Unsupported("needs torch._addmm_activation with GELU")
+            raise Unsupported("needs torch._addmm_activation with GELU")
         fn = torch._addmm_activation
-        return graphs.checked_case(lambda: fn(bias1, a2, b2, use_gelu=True), check, poison,
+        return Case(lambda: fn(bias1, a2, b2, use_gelu=True), check, poison,
                                    note="cuBLASLt GELU epilogue (tanh approximation) via torch._addmm_activation")
-    cases["torch_fused"] = graphs.guard(torch_fused)
+    cases["torch_fused"] = guard(torch_fused)
     if isinstance(fused, BaseException):
         cases["cudnn_fused"] = fused
     else:
         run = fused.call((a, b, bias, y))
-        cases["cudnn_fused"] = graphs.checked_case(lambda: run() or y, check, poison,
+        cases["cudnn_fused"] = Case(lambda: run() or y, check, poison,
                                                    note=f"act={act}; {fused.describe()}" + _why(notes))
 
     def split():
-        g = graphs.new_graph(ctx)
-        A, B = graphs.tensor_of(ctx, g, a, "A"), graphs.tensor_of(ctx, g, b, "B")
+        g = new_graph(ctx)
+        A, B = tensor_of(ctx, g, a, "A"), tensor_of(ctx, g, b, "B")
         C = g.matmul(A=A, B=B, compute_data_type=ctx.cudnn.data_type.FLOAT, name="mm")
-        graphs.as_output(ctx, C, mm_out)
-        bl = graphs.build(ctx, g, [A, B, C], what="matmul")
+        as_output(ctx, C, mm_out)
+        bl = build_graph(ctx, g, [A, B, C], what="matmul")
         run = bl.call((a, b, mm_out))
 
         def fn():
             run()
             return F_act(mm_out + bias)
-        return graphs.checked_case(fn, check, poison, note=f"cuDNN GEMM ({bl.describe()}) + torch bias + {act}")
-    cases["cudnn_split"] = graphs.guard(split)
+        return Case(fn, check, poison, note=f"cuDNN GEMM ({bl.describe()}) + torch bias + {act}")
+    cases["cudnn_split"] = guard(split)
     return cases
 
 
@@ -114,17 +116,17 @@ def _epilogue(ctx, d):
     alpha = torch.full((1, 1, 1), ALPHA, dtype=torch.float32)          # host scalar, bound by value
     y = torch.empty(bsz, m, n, dtype=torch.bfloat16, device=ctx.device)
     amax = torch.empty(1, 1, 1, dtype=torch.float32, device=ctx.device)
-    poison = graphs.nan_fill(y, amax)
+    poison = nan_fill(y, amax)
     notes = []
 
     def graph(act, with_amax):
-        g = graphs.new_graph(ctx)
-        A, B, BIAS = (graphs.tensor_of(ctx, g, t, nm) for t, nm in ((a, "A"), (b, "B"), (bias, "bias")))
+        g = new_graph(ctx)
+        A, B, BIAS = (tensor_of(ctx, g, t, nm) for t, nm in ((a, "A"), (b, "B"), (bias, "bias")))
         S = g.tensor(name="alpha", dim=[1, 1, 1], stride=[1, 1, 1], data_type=cudnn.data_type.FLOAT,
                      is_pass_by_value=True)
         mm = g.matmul(A=A, B=B, compute_data_type=cudnn.data_type.FLOAT, name="mm")
         Y = _graph_act(g, act, g.bias(input=g.scale(input=mm, scale=S, name="alpha"), bias=BIAS, name="bias"))
-        graphs.as_output(ctx, Y, y)
+        as_output(ctx, Y, y)
         ts = [A, B, BIAS, S, Y]
         if with_amax:
             AM = g.reduction(input=Y, mode=cudnn.reduction_mode.AMAX, compute_data_type=cudnn.data_type.FLOAT,
@@ -132,12 +134,12 @@ def _epilogue(ctx, d):
             AM.set_output(True).set_data_type(cudnn.data_type.FLOAT).set_dim([1, 1, 1]).set_stride([1, 1, 1])
             ts.append(AM)
         what = f"matmul+alpha+bias+{act}" + ("+amax" if with_amax else "")
-        return graphs.build(ctx, g, ts, rejected_is_unsupported=True, what=what)
+        return build_graph(ctx, g, ts, rejected_is_unsupported=True, what=what)
 
     act, full, part = "gelu", None, None
     for act in ACTS:
-        full = graphs.guard(lambda: graph(act, True))
-        part = graphs.guard(lambda: graph(act, False))
+        full = guard(lambda: graph(act, True))
+        part = guard(lambda: graph(act, False))
         if isinstance(full, BaseException):
             notes.append(f"{act}+amax: {full}")
         if isinstance(part, BaseException):
@@ -152,14 +154,14 @@ def _epilogue(ctx, d):
 
     def check(out):
         oy, oa = out if isinstance(out, tuple) else (y, amax)
-        return max(graphs.rel_err(oy, ref_y), graphs.rel_err(oa.reshape(1, 1, 1), ref_amax))
+        return max(rel_err(oy, ref_y), rel_err(oa.reshape(1, 1, 1), ref_amax))
 
     def torch_unfused():
         yy = F_act(torch.baddbmm(bias, a, b, alpha=ALPHA))
         return yy, yy.abs().amax()
     cases = {
-        "torch_unfused": graphs.checked_case(torch_unfused, check, poison, note=f"baddbmm + {act} + abs + amax"),
-        "torch_fused": cs.Unsupported("torch has no single op for this epilogue (baddbmm already folds alpha "
+        "torch_unfused": Case(torch_unfused, check, poison, note=f"baddbmm + {act} + abs + amax"),
+        "torch_fused": Unsupported("torch has no single op for this epilogue (baddbmm already folds alpha "
                                       "and bias into the GEMM; activation and amax stay separate)"),
     }
     why = _why(notes)
@@ -173,7 +175,7 @@ def _epilogue(ctx, d):
         def fused():
             g.execute(pack, ws, handle=h)
             return y, amax
-        cases["cudnn_fused"] = graphs.checked_case(fused, check, poison, note=f"act={act}; {full.describe()}" + why)
+        cases["cudnn_fused"] = Case(fused, check, poison, note=f"act={act}; {full.describe()}" + why)
     if isinstance(part, BaseException):
         cases["cudnn_split"] = part
     else:
@@ -183,7 +185,7 @@ def _epilogue(ctx, d):
         def split():
             g2.execute(pack2, ws2, handle=h)
             return y, y.abs().amax()
-        cases["cudnn_split"] = graphs.checked_case(split, check, poison,
+        cases["cudnn_split"] = Case(split, check, poison,
                                                    note=f"act={act}; graph without AMAX ({part.describe()}) + torch amax" + why)
     return cases
 
@@ -200,39 +202,39 @@ def _swiglu(ctx, d):
     h = torch.empty(1, t, inter, dtype=torch.bfloat16, device=ctx.device)
     hg = torch.empty_like(h)
     up_buf = torch.empty_like(h)
-    poison = graphs.nan_fill(h, hg, up_buf)
+    poison = nan_fill(h, hg, up_buf)
     FLOAT, BF16 = cudnn.data_type.FLOAT, cudnn.data_type.BFLOAT16
     gate_ref = x.float() @ wg.float().t()
     ref = F.silu(gate_ref) * (x.float() @ wu.float().t())
     del gate_ref
 
     def check(out):
-        return graphs.rel_err(out, ref)
+        return rel_err(out, ref)
     x2 = x[0]
     cases = {
-        "torch_unfused": graphs.checked_case(lambda: F.silu(torch.mm(x2, wg.t())) * torch.mm(x2, wu.t()),
+        "torch_unfused": Case(lambda: F.silu(torch.mm(x2, wg.t())) * torch.mm(x2, wu.t()),
                                              check, poison, note="2 GEMMs + SiLU + mul"),
-        "torch_fused": cs.Unsupported("torch has no single-kernel SwiGLU"),
+        "torch_fused": Unsupported("torch has no single-kernel SwiGLU"),
     }
 
     def fused():
-        g = graphs.new_graph(ctx)
-        X, WG, WU = (graphs.tensor_of(ctx, g, tt, nm) for tt, nm in ((x, "X"), (wg_v, "Wg_t"), (wu_v, "Wu_t")))
+        g = new_graph(ctx)
+        X, WG, WU = (tensor_of(ctx, g, tt, nm) for tt, nm in ((x, "X"), (wg_v, "Wg_t"), (wu_v, "Wu_t")))
         gate = g.matmul(A=X, B=WG, compute_data_type=FLOAT, name="gate")
         up = g.matmul(A=X, B=WU, compute_data_type=FLOAT, name="up")
         gate.set_data_type(BF16)
         up.set_data_type(BF16)
         H = g.mul(a=g.mul(a=gate, b=g.sigmoid(input=gate, name="sig"), name="silu"), b=up, name="swiglu")
-        graphs.as_output(ctx, H, h)
-        bl = graphs.build(ctx, g, [X, WG, WU, H], rejected_is_unsupported=True,
+        as_output(ctx, H, h)
+        bl = build_graph(ctx, g, [X, WG, WU, H], rejected_is_unsupported=True,
                           what="gate GEMM + up GEMM + SiLU + mul in one graph")
         run = bl.call((x, wg_v, wu_v, h))
-        return graphs.checked_case(lambda: run() or h, check, poison, note=f"one graph: {bl.describe()}")
-    cases["cudnn_fused"] = graphs.guard(fused)
+        return Case(lambda: run() or h, check, poison, note=f"one graph: {bl.describe()}")
+    cases["cudnn_fused"] = guard(fused)
 
     def gate_graph(form):
-        g = graphs.new_graph(ctx)
-        X, WG = graphs.tensor_of(ctx, g, x, "X"), graphs.tensor_of(ctx, g, wg_v, "Wg_t")
+        g = new_graph(ctx)
+        X, WG = tensor_of(ctx, g, x, "X"), tensor_of(ctx, g, wg_v, "Wg_t")
         gate = g.matmul(A=X, B=WG, compute_data_type=FLOAT, name="gate")
         if form == "swish":
             act = g.swish(input=gate, name="silu")
@@ -240,32 +242,32 @@ def _swiglu(ctx, d):
             act = g.mul(a=gate, b=g.sigmoid(input=gate, name="sig"), name="silu")
         else:
             act = gate
-        graphs.as_output(ctx, act, hg)
-        return graphs.build(ctx, g, [X, WG, act], rejected_is_unsupported=form != "none",
+        as_output(ctx, act, hg)
+        return build_graph(ctx, g, [X, WG, act], rejected_is_unsupported=form != "none",
                             what=f"gate GEMM + {form}")
 
     def up_graph(fused_mul):
-        g = graphs.new_graph(ctx)
-        X, WU = graphs.tensor_of(ctx, g, x, "X"), graphs.tensor_of(ctx, g, wu_v, "Wu_t")
+        g = new_graph(ctx)
+        X, WU = tensor_of(ctx, g, x, "X"), tensor_of(ctx, g, wu_v, "Wu_t")
         up = g.matmul(A=X, B=WU, compute_data_type=FLOAT, name="up")
         if fused_mul:
-            HG = graphs.tensor_of(ctx, g, hg, "silu_gate")
+            HG = tensor_of(ctx, g, hg, "silu_gate")
             out = g.mul(a=up, b=HG, name="mul")
-            graphs.as_output(ctx, out, h)
-            return graphs.build(ctx, g, [X, WU, HG, out], rejected_is_unsupported=True, what="up GEMM + mul")
-        graphs.as_output(ctx, up, up_buf)
-        return graphs.build(ctx, g, [X, WU, up], what="up GEMM")
+            as_output(ctx, out, h)
+            return build_graph(ctx, g, [X, WU, HG, out], rejected_is_unsupported=True, what="up GEMM + mul")
+        as_output(ctx, up, up_buf)
+        return build_graph(ctx, g, [X, WU, up], what="up GEMM")
 
     def split():
         notes, gate_b, form = [], None, "none"
         for form in ("swish", "x*sigmoid", "none"):
-            gate_b = graphs.guard(lambda: gate_graph(form))
+            gate_b = guard(lambda: gate_graph(form))
             if not isinstance(gate_b, BaseException):
                 break
             notes.append(str(gate_b))
         if isinstance(gate_b, BaseException):
             raise gate_b
-        up_b = graphs.guard(lambda: up_graph(True))
+        up_b = guard(lambda: up_graph(True))
         if isinstance(up_b, BaseException):
             notes.append(str(up_b))
             up_b = up_graph(False)
@@ -290,9 +292,9 @@ def _swiglu(ctx, d):
         desc = (f"[gate GEMM{' + SiLU (' + form + ')' if silu_fused else ''}] + "
                 f"[up GEMM{' + mul' if mul_fused else ''}]"
                 + ("" if silu_fused else " + torch SiLU") + ("" if mul_fused else " + torch mul"))
-        return graphs.checked_case(fn, check, poison, note=desc + f"; gate {gate_b.describe()}, up {up_b.describe()}"
+        return Case(fn, check, poison, note=desc + f"; gate {gate_b.describe()}, up {up_b.describe()}"
                                    + _why(notes))
-    cases["cudnn_split"] = graphs.guard(split)
+    cases["cudnn_split"] = guard(split)
     return cases
 
 
@@ -307,7 +309,7 @@ def build(ctx, size):
     kind = size.split("-", 1)[0]
     if kind not in KINDS:
         raise ValueError(f"unknown fusion size {size!r}; kinds: {sorted(KINDS)}")
-    return KINDS[kind](ctx, graphs.parse_dims(size.split("-", 1)[1]))
+    return KINDS[kind](ctx, parse_dims(size.split("-", 1)[1]))
 
 
 PROBE = Probe(
@@ -322,6 +324,7 @@ PROBE = Probe(
     build=build,
     sizes=_sizes,
     baseline="torch_unfused",
+    prepare=prepare,
 )
 
 

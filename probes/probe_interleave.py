@@ -1,13 +1,15 @@
 """Trap 7: cuDNN execute and torch.mm alternating op by op vs the same ops batched by phase.
 Figures are per op (a call runs 8 GEMMs)."""
-from bench.cudnn_graphs.matmul import Matmul, cube_sizes
+from bench.cudnn_graphs.context import prepare
+from bench.cudnn_graphs.problems import Matmul, cube_sizes
 from bench.measure.probe import Probe, Variant
 
 PAIRS = 4  # a call = PAIRS cuDNN GEMMs + PAIRS torch GEMMs
 
 
 def build(ctx, size):
-    mm = Matmul.build(ctx, size)
+    mm = Matmul.cube(ctx, size)
+    mm.pin()
     cud = mm.pinned_call()
     tmm = mm.torch_mm_call()
     c = mm.c
@@ -54,6 +56,7 @@ PROBE = Probe(
     ],
     build=build,
     sizes=cube_sizes,
+    prepare=prepare,
     baseline="torch_only",
 )
 

@@ -9,15 +9,16 @@ of the same batch, which needs no cache because its engine is precompiled."""
 import re
 import time
 
-from bench.cudnn_graphs import support as cs
-from bench.cudnn_graphs import graphs
-from bench.cudnn_graphs.conv import ConvProblem, ConvShape, require_conv
+from bench.cudnn_graphs.build import Built, as_unsupported
+from bench.cudnn_graphs.context import prepare
+from bench.cudnn_graphs.host import fmt_ms, host_record, median, safe_measure, stats_ratio, time_ms
+from bench.cudnn_graphs.problems import ConvProblem, ConvShape, require_conv
 from bench.measure.probe import Probe, Variant
+from bench.measure.status import OK, Status, Unsupported, failed
 
 BATCHES = (8, 16, 24, 32)
 BASE = "c128hw56k256"
 TIME_BOX_S = 45.0
-_DONE: dict = {}
 
 
 def _label(n: int, size: str) -> str:
@@ -25,19 +26,15 @@ def _label(n: int, size: str) -> str:
     return f"n{n}" + re.sub(r"^n\d+", "", size)
 
 
-def _sizes(config):
-    _HEAVY[0] = graphs.heavy(config)
+def _sizes(options):
     return [f"n{n}{BASE}" for n in BATCHES]
-
-
-_HEAVY = [False]
 
 
 def build(ctx, size):
     return {}      # build-time probe: everything happens in measure()
 
 
-def _check_built(p: ConvProblem, b: graphs.Built) -> float:
+def _check_built(p: ConvProblem, b: Built) -> float:
     torch = p.ctx.torch
     fn = b.call(p.buffers())
     with torch.cuda.stream(p.ctx.stream):
@@ -48,12 +45,11 @@ def _check_built(p: ConvProblem, b: graphs.Built) -> float:
 
 
 def _run_all(ctx, size):
-    cudnn = ctx.cudnn
-    caps = graphs.extra_caps(cudnn)
-    if not caps["kernel_cache"]:
-        raise cs.Unsupported("needs cudnn.create_kernel_cache (frontend >= 1.8)")
-    if caps["backend"] < 90400:
-        raise cs.Unsupported(f"needs cuDNN backend >= 9.4 for a kernel cache (dynamic shapes); have {caps['backend']}")
+    cudnn, caps = ctx.cudnn, ctx.caps
+    if not caps.kernel_cache:
+        raise Unsupported("needs cudnn.create_kernel_cache (frontend >= 1.8)")
+    if caps.backend < 90400:
+        raise Unsupported(f"needs cuDNN backend >= 9.4 for a kernel cache (dynamic shapes); have {caps.backend}")
     require_conv(ctx)
     base = ConvShape.parse(size)
     first = ConvProblem(ctx, base.with_batch(BATCHES[0]))
@@ -67,32 +63,32 @@ def _run_all(ctx, size):
         warm.build()
     except Exception:  # noqa: BLE001 - the rows report their own failures
         pass
-    reps = 4 if _HEAVY[0] else 2
+    reps = 4 if ctx.options.heavy else 2
     ms = {("no_cache", n): [] for n in BATCHES} | {("shared_cache", n): [] for n in BATCHES}
-    status = {k: "ok" for k in ms}
-    dyn = {"dynamic": caps["dyn_kw"]}
+    status = {k: OK for k in ms}
+    dyn = {"dynamic": caps.dyn_kw}
 
     def one(variant, kc, r):
         for n in BATCHES:
-            if status[(variant, n)] != "ok":
+            if not status[(variant, n)].ok:
                 continue
             p = probs[n]
             try:
-                b, t = graphs.time_ms(lambda: p.build(kernel_cache=kc, **(dyn if kc is not None else {})))
+                b, t = time_ms(lambda: p.build(kernel_cache=kc, **(dyn if kc is not None else {})))
             except Exception as e:  # noqa: BLE001
-                status[(variant, n)] = graphs.status_of(e)
+                status[(variant, n)] = Status.of(as_unsupported(e))
                 continue
             ms[(variant, n)].append(t)
             if r == 0:
                 err = _check_built(p, b)
                 if not err <= 2e-2:
-                    status[(variant, n)] = f"failed: numerics rel_err={err:.3g} of the built graph vs torch"
+                    status[(variant, n)] = failed(f"numerics rel_err={err:.3g} of the built graph vs torch")
             del b
 
     t0 = time.perf_counter()
     done = 0
     for r in range(reps):       # alternate which variant builds first, so neither always goes cold
-        if r and not _HEAVY[0] and time.perf_counter() - t0 > TIME_BOX_S:
+        if r and not ctx.options.heavy and time.perf_counter() - t0 > TIME_BOX_S:
             break               # builds this slow: one repeat says enough inside the suite's budget
         order = ("no_cache", "shared_cache") if r % 2 == 0 else ("shared_cache", "no_cache")
         for variant in order:
@@ -102,24 +98,24 @@ def _run_all(ctx, size):
 
 
 def _notes(ms, status) -> dict:
-    med = {k: graphs.median(v) for k, v in ms.items()}
+    med = {k: median(v) for k, v in ms.items()}
     first = med[("shared_cache", BATCHES[0])]
     notes, hits = {}, []
     for n in BATCHES:
         nc, sc = med[("no_cache", n)], med[("shared_cache", n)]
-        notes[("no_cache", n)] = f"static shapes, no cache: {graphs.fmt_ms(nc)} median"
-        if status[("shared_cache", n)] != "ok" or status[("shared_cache", BATCHES[0])] != "ok" \
-                or status[("no_cache", n)] != "ok":
+        notes[("no_cache", n)] = f"static shapes, no cache: {fmt_ms(nc)} median"
+        if not (status[("shared_cache", n)].ok and status[("shared_cache", BATCHES[0])].ok
+                and status[("no_cache", n)].ok):
             continue
         if n == BATCHES[0]:
-            notes[("shared_cache", n)] = f"first build into a fresh cache: {graphs.fmt_ms(sc)} (compiles)"
+            notes[("shared_cache", n)] = f"first build into a fresh cache: {fmt_ms(sc)} (compiles)"
             continue
         hit = sc < 0.5 * first
         hits.append(hit)
-        notes[("shared_cache", n)] = (f"{graphs.fmt_ms(sc)} = x{sc / first:.2f} of the first cached build: "
+        notes[("shared_cache", n)] = (f"{fmt_ms(sc)} = x{sc / first:.2f} of the first cached build: "
                                       + ("cache hit, no recompilation (from timings)" if hit else "no sign of a cache hit")
                                       + f"; x{sc / nc:.2f} of the static-shape build without a cache")
-    if all(status[(v, n)] == "ok" for n in BATCHES for v in ("shared_cache", "no_cache")):
+    if all(status[(v, n)].ok for n in BATCHES for v in ("shared_cache", "no_cache")):
         verdict = ("later builds hit the cache" if hits and all(hits) else
                    "later builds did NOT all hit the cache" if hits else "")
         notes[("shared_cache", BATCHES[0])] += f"; verdict: {verdict}"
@@ -127,23 +123,23 @@ def _notes(ms, status) -> dict:
 
 
 def measure(ctx, size, opt):
-    key = id(ctx)
-    if key not in _DONE:
+    def run():
         try:
-            _DONE[key] = _run_all(ctx, size)
+            return _run_all(ctx, size)
         except Exception as e:  # noqa: BLE001 - remembered: the other batch rows report it too
-            _DONE[key] = e
-    if isinstance(_DONE[key], Exception):
-        raise _DONE[key]
-    ms, status, reps = _DONE[key]
+            return e
+    done = ctx.attached(PROBE.name, run)    # one run serves every batch row
+    if isinstance(done, Exception):
+        raise done
+    ms, status, reps = done
     notes = _notes(ms, status)
     recs = []
     for n in BATCHES:
         s = _label(n, size)
         for variant in ("no_cache", "shared_cache"):
             k = (variant, n)
-            ratio = graphs.stats_ratio(ms[k], ms[("no_cache", n)]) if variant == "shared_cache" else None
-            recs.append(graphs.host_record(PROBE, s, variant, ms[k] if status[k] == "ok" else [], status=status[k],
+            ratio = stats_ratio(ms[k], ms[("no_cache", n)]) if variant == "shared_cache" else None
+            recs.append(host_record(PROBE, s, variant, ms[k] if status[k].ok else [], status=status[k],
                                            note=notes.get(k, ""), ratio=ratio,
                                            baseline="no_cache" if ratio else ""))
     return recs
@@ -159,7 +155,8 @@ PROBE = Probe(
     build=build,
     sizes=_sizes,
     baseline="no_cache",
-    extra={"measure": graphs.safe_measure(lambda: PROBE, measure)},
+    prepare=prepare,
+    extra={"measure": safe_measure(lambda: PROBE, measure)},
 )
 
 

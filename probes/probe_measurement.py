@@ -5,28 +5,30 @@ common hand-rolled method, CUDA events recorded around each synchronized call, b
 `events_best_of_n` row, host column, in µs/call). For the fast kernel the event pair brackets the
 host dispatch as well as the kernel, so best-of-N reports the bubble; for the slow one it converges
 on the kernel time."""
-from bench.cudnn_graphs import graphs
-from bench.cudnn_graphs.matmul import Matmul
+from bench.cudnn_graphs.context import prepare
+from bench.cudnn_graphs.host import host_placeholders, host_record, median, safe_measure
+from bench.cudnn_graphs.problems import Matmul
 from bench.measure.probe import Probe, Variant
+from bench.measure.status import failed
 
 N_PER_ROUND = 16
-_STATE: dict = {}
 
 
-def _sizes(config):
+def _sizes(options):
     return ["256", "4096"]
 
 
-def _pinned(mm):
-    if mm.ctx.caps.get("ordered"):
-        return mm.ordered_call(pinned=True), "execute_plan_at_index(tuple, tensor_uids=...)"
-    return mm.pinned_call(), "execute_plan_at_index(dict)"
+def _built(ctx, size):
+    """The pinned matmul and its call, made once per context and size for build() and measure()."""
+    def make():
+        mm = Matmul.cube(ctx, size)
+        mm.pin()
+        return (mm,) + mm.fastest_call()
+    return ctx.attached((PROBE.name, size), make)
 
 
 def build(ctx, size):
-    mm = Matmul.build(ctx, size)
-    call, how = _pinned(mm)
-    _STATE[(id(ctx), size)] = (mm, call)
+    mm, call, how = _built(ctx, size)
     c = mm.c
 
     def cudnn():
@@ -35,24 +37,21 @@ def build(ctx, size):
     return {
         "torch_mm": mm.case(mm.torch_mm_call()),
         "cudnn": mm.case(cudnn, note=f"{how}; {mm.plan_note()}"),
-        **graphs.host_placeholders(PROBE),
+        **host_placeholders(PROBE),
     }
 
 
 def measure(ctx, size, opt):
-    key = (id(ctx), size)
-    if key not in _STATE:
-        build(ctx, size)
-    mm, call = _STATE[key]
+    mm, call, _ = _built(ctx, size)
     torch = ctx.torch
     with torch.cuda.stream(ctx.stream):          # numerics first, as for every other row
         mm.poison()
         call()
     ctx.sync()
-    err = mm.check_out(mm.c)
+    err = mm.check(mm.c)
     if not err <= 2e-2:
-        return [graphs.host_record(PROBE, size, "events_best_of_n",
-                                   status=f"failed: numerics rel_err={err:.3g} vs torch reference")]
+        return [host_record(PROBE, size, "events_best_of_n",
+                                   status=failed(f"numerics rel_err={err:.3g} vs torch reference"))]
     s = ctx.stream
     start = [torch.cuda.Event(enable_timing=True) for _ in range(N_PER_ROUND)]
     end = [torch.cuda.Event(enable_timing=True) for _ in range(N_PER_ROUND)]
@@ -71,10 +70,10 @@ def measure(ctx, size, opt):
                 xs.sort()
                 best.append(xs[0])
                 med.append(xs[len(xs) // 2])
-    return [graphs.host_record(
+    return [host_record(
         PROBE, size, "events_best_of_n", best, unit="us/call",
         note=(f"µs per call (not ms): CUDA events around each synchronized call, best of {N_PER_ROUND} per "
-              f"round; median-of-{N_PER_ROUND} {graphs.median(med):.2f} us; compare with the cudnn row's "
+              f"round; median-of-{N_PER_ROUND} {median(med):.2f} us; compare with the cudnn row's "
               f"graph and device columns (kernel) and eager column (host clock)"))]
 
 
@@ -88,7 +87,8 @@ PROBE = Probe(
     ],
     build=build,
     sizes=_sizes,
-    extra={"measure": graphs.safe_measure(lambda: PROBE, measure)},
+    prepare=prepare,
+    extra={"measure": safe_measure(lambda: PROBE, measure)},
 )
 
 

@@ -2,7 +2,7 @@
 from bench.measure.probe import Case, Probe, Variant
 
 
-def _sizes(config):
+def _sizes(options):
     return ["-"]
 
 
@@ -26,7 +26,6 @@ PROBE = Probe(
     build=build,
     sizes=_sizes,
     baseline=None,
-    needs_cudnn=False,
 )
 
 

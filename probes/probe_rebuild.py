@@ -3,63 +3,36 @@ build steps (validate, build_operation_graph, create_execution_plans, check_supp
 then execute, vs a shape-keyed cache hit then execute, vs execute alone. The cache key itself is
 timed both ways: the (shape, stride, dtype) tuple of the operands, and `graph.key()`, which needs
 the graph described (and, in the IR frontend, lowered) first. Host rows split one build by step."""
-from bench.cudnn_graphs import support as cs
-from bench.cudnn_graphs import graphs
-from bench.cudnn_graphs.matmul import mnk
+from bench.cudnn_graphs.build import build_steps, guard
+from bench.cudnn_graphs.cache_keys import GraphCache
+from bench.cudnn_graphs.context import prepare
+from bench.cudnn_graphs.host import host_placeholders, host_record, safe_measure, stats_ratio, time_ms
+from bench.cudnn_graphs.problems import Matmul
 from bench.measure.probe import Case, Probe, Variant
+from bench.measure.status import Unsupported
 
 STEPS = ("describe", "validate", "build_operation_graph", "create_execution_plans", "check_support", "build_plans")
 CALL_MODES = ("eager", "device")      # per-call builds allocate and compile: never CUDA-graph captured
 
 
-def _sizes(config):
-    return ["256"] + (["4096"] if graphs.heavy(config) else [])
-
-
-class _Problem:
-    def __init__(self, ctx, size):
-        torch = ctx.torch
-        m, n, k = mnk(size)
-        self.ctx = ctx
-        self.a = ctx.randn(1, m, k, scale=k ** -0.5)
-        self.b = ctx.randn(1, k, n)
-        self.c = torch.empty(1, m, n, dtype=torch.bfloat16, device=ctx.device)
-        self.ref = torch.matmul(self.a.float(), self.b.float())
-
-    def describe(self):
-        """A fresh graph with its tensors and the matmul node; nothing validated yet."""
-        ctx = self.ctx
-        g = graphs.new_graph(ctx)
-        A, B = graphs.tensor_of(ctx, g, self.a, "A"), graphs.tensor_of(ctx, g, self.b, "B")
-        C = g.matmul(A=A, B=B, compute_data_type=ctx.cudnn.data_type.FLOAT, name="mm")
-        graphs.as_output(ctx, C, self.c)
-        return g, (A, B, C)
-
-    def check(self, out):
-        return graphs.rel_err(out if isinstance(out, self.ctx.torch.Tensor) else self.c, self.ref)
-
-    def poison(self):
-        self.c.fill_(float("nan"))
-
-    def case(self, fn, note=""):
-        return Case(fn=fn, check=self.check, poison=self.poison, note=note)
+def _sizes(options):
+    return ["256"] + (["4096"] if options.heavy else [])
 
 
 def build(ctx, size):
-    p = _Problem(ctx, size)
+    p = Matmul.cube(ctx, size)
     torch, cudnn, h = ctx.torch, ctx.cudnn, ctx.handle
     a, b, c = p.a, p.b, p.c
-    g0, ts = p.describe()
-    built = graphs.build(ctx, g0, list(ts), what="matmul graph")
-    ws = built.workspace
+    built = p.build()
+    g0, ws = built.graph, built.workspace
     execute = built.call((a, b, c))
 
     def prebuilt():
         execute()
         return c
 
-    cache = {cs.GraphCache.key(a, b, c): execute}
-    key_of = cs.GraphCache.key
+    cache = {GraphCache.key(a, b, c): execute}
+    key_of = GraphCache.key
 
     def cache_hit():
         cache[key_of(a, b, c)]()
@@ -67,7 +40,7 @@ def build(ctx, size):
 
     def rebuild():
         g, (A, B, C) = p.describe()
-        graphs.five_steps(cudnn, g)
+        build_steps(cudnn, g)
         if g.get_workspace_size() > ws.numel():
             raise RuntimeError("rebuilt plan needs more workspace than the first build's")
         g.execute({A: a, B: b, C: c}, ws, handle=h)
@@ -85,11 +58,11 @@ def build(ctx, size):
 
     def graph_key():
         if not hasattr(g0, "key"):
-            raise cs.Unsupported("needs graph.key()")
+            raise Unsupported("needs graph.key()")
         k0 = g0.key()
         k1 = p.describe()[0].key()
         if k1 != k0:
-            raise cs.Unsupported(f"graph.key() differs between identical descriptions ({k0!r} vs {k1!r})")
+            raise Unsupported(f"graph.key() differs between identical descriptions ({k0!r} vs {k1!r})")
         by_key = {k0: execute}
 
         def hit():
@@ -102,32 +75,32 @@ def build(ctx, size):
             return by_key.get(g.key())
         return p.case(hit, note="describe + graph.key() + lookup + execute"), \
             Case(fn=key_only, note="host only: describe + graph.key() + lookup; no kernel, no output")
-    gk = graphs.guard(graph_key)
+    gk = guard(graph_key)
     cases["graph_key_hit"], cases["key_graph"] = gk if isinstance(gk, tuple) else (gk, gk)
-    cases.update(graphs.host_placeholders(PROBE))
+    cases.update(host_placeholders(PROBE))
     return cases
 
 
 def measure(ctx, size, opt):
     """One build split by step, on fresh graphs: host ms per step, per repeat."""
-    p = _Problem(ctx, size)
+    p = Matmul.cube(ctx, size)
     cudnn = ctx.cudnn
     reps = 10
     per = {s: [] for s in STEPS}
     total = []
     for _ in range(reps + 1):                      # the first build warms up and is dropped
-        (g, _ts), t_desc = graphs.time_ms(p.describe)
-        ms = cs.build_steps(cudnn, g, modes=graphs.default_modes(cudnn))
+        (g, _ts), t_desc = time_ms(p.describe)
+        ms = build_steps(cudnn, g)
         ms["describe"] = t_desc
         if _ == 0:
             continue
         for s in STEPS:
             per[s].append(ms[s])
         total.append(sum(ms[s] for s in STEPS))
-    recs = [graphs.host_record(PROBE, size, "build_total", total,
+    recs = [host_record(PROBE, size, "build_total", total,
                                note="describe + five steps on a fresh graph (median of the per-step rows may not add up)")]
     for s in STEPS:
-        recs.append(graphs.host_record(PROBE, size, f"step_{s}", per[s], ratio=graphs.stats_ratio(per[s], total),
+        recs.append(host_record(PROBE, size, f"step_{s}", per[s], ratio=stats_ratio(per[s], total),
                                        baseline="build_total", note="share of build_total in ratio"))
     return recs
 
@@ -148,7 +121,8 @@ PROBE = Probe(
     ],
     build=build,
     sizes=_sizes,
-    extra={"measure": graphs.safe_measure(lambda: PROBE, measure)},
+    prepare=prepare,
+    extra={"measure": safe_measure(lambda: PROBE, measure)},
 )
 
 

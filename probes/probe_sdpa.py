@@ -5,14 +5,16 @@ agree). Q/K/V/O live in [B, S, H, D] memory (what projections produce) viewed as
 Notes record which backend torch dispatched to and which engine cuDNN ran (backend vs python)."""
 import math
 
-from bench.cudnn_graphs import support as cs
-from bench.cudnn_graphs import graphs
-from bench.measure.probe import Probe, Variant
+from bench.cudnn_graphs.build import as_output, build_graph, guard, new_graph, tensor_of
+from bench.cudnn_graphs.context import prepare
+from bench.cudnn_graphs.problems import nan_fill, parse_dims
+from bench.measure.probe import Case, Probe, Variant, rel_err
+from bench.measure.status import Unsupported
 
 
-def _sizes(config):
+def _sizes(options):
     sizes = ["b4h32s2048d128", "b32h32s128d128"]
-    if graphs.heavy(config):
+    if options.heavy:
         sizes += ["b1h32s8192d128", "b8h32s1024d64"]
     return sizes
 
@@ -38,25 +40,25 @@ def torch_backend(torch, q, k, v) -> str:
 def build(ctx, size):
     torch = ctx.torch
     F = torch.nn.functional
-    dd = graphs.parse_dims(size)
+    dd = parse_dims(size)
     b, h, s, d = dd["b"], dd["h"], dd["s"], dd["d"]
     q, k, v = (_bhsd(ctx, b, h, s, d) for _ in range(3))
     o = torch.empty(b, s, h, d, dtype=torch.bfloat16, device=ctx.device).transpose(1, 2)
     scale = 1.0 / math.sqrt(d)
     ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True, scale=scale)
-    poison = graphs.nan_fill(o)
+    poison = nan_fill(o)
 
     def check(out):
-        return graphs.rel_err(out if isinstance(out, torch.Tensor) else o, ref)
+        return rel_err(out if isinstance(out, torch.Tensor) else o, ref)
     picked = torch_backend(torch, q, k, v)
-    cases = {"torch_sdpa": graphs.checked_case(
+    cases = {"torch_sdpa": Case(
         lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale), check, poison,
         note=f"torch dispatched to {picked} (torch._fused_sdp_choice)")}
 
     def torch_cudnn():
         op = getattr(torch.ops.aten, "_scaled_dot_product_cudnn_attention", None)
         if op is None:
-            raise cs.Unsupported("needs torch.ops.aten._scaled_dot_product_cudnn_attention")
+            raise Unsupported("needs torch.ops.aten._scaled_dot_product_cudnn_attention")
 
         def fn():
             return op(q, k, v, None, False, 0.0, True, False, scale=scale)[0]
@@ -65,28 +67,26 @@ def build(ctx, size):
                 fn()
             ctx.sync()
         except (RuntimeError, NotImplementedError) as e:
-            raise cs.Unsupported(f"torch's cuDNN attention refused: {type(e).__name__}: {str(e)[:200]}") from e
-        return graphs.checked_case(fn, check, poison, note="torch's own cuDNN attention (C++ frontend), private aten op")
-    cases["torch_cudnn"] = graphs.guard(torch_cudnn)
+            raise Unsupported(f"torch's cuDNN attention refused: {type(e).__name__}: {str(e)[:200]}") from e
+        return Case(fn, check, poison, note="torch's own cuDNN attention (C++ frontend), private aten op")
+    cases["torch_cudnn"] = guard(torch_cudnn)
 
     def cudnn_sdpa():
-        cudnn = ctx.cudnn
-        caps = graphs.extra_caps(cudnn)
-        g = graphs.new_graph(ctx)
-        Q, K, V = (graphs.tensor_of(ctx, g, t, nm) for t, nm in ((q, "Q"), (k, "K"), (v, "V")))
+        g = new_graph(ctx)
+        Q, K, V = (tensor_of(ctx, g, t, nm) for t, nm in ((q, "Q"), (k, "K"), (v, "V")))
         kw = {"use_causal_mask": True, "attn_scale": scale, "name": "sdpa"}
-        if caps["gen_stats"]:
+        if ctx.caps.gen_stats:
             kw["generate_stats"] = False
         else:
             kw["is_inference"] = True
         out = g.sdpa(q=Q, k=K, v=V, **kw)
         O = out[0] if isinstance(out, (list, tuple)) else out
-        graphs.as_output(ctx, O, o)
-        bl = graphs.build(ctx, g, [Q, K, V, O], what="causal SDPA graph")
+        as_output(ctx, O, o)
+        bl = build_graph(ctx, g, [Q, K, V, O], what="causal SDPA graph")
         run = bl.call((q, k, v, o))
-        return graphs.checked_case(lambda: run() or o, check, poison,
+        return Case(lambda: run() or o, check, poison,
                                    note=f"cuDNN ran the {bl.engine}; plan {bl.index} '{bl.plan}'")
-    cases["cudnn_sdpa"] = graphs.guard(cudnn_sdpa)
+    cases["cudnn_sdpa"] = guard(cudnn_sdpa)
     return cases
 
 
@@ -101,6 +101,7 @@ PROBE = Probe(
     build=build,
     sizes=_sizes,
     baseline="torch_sdpa",
+    prepare=prepare,
 )
 
 

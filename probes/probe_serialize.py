@@ -10,62 +10,41 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from bench.cudnn_graphs import support as cs
-from bench.cudnn_graphs import graphs
 from bench.cudnn_graphs import plan_store
-from bench.cudnn_graphs.cache_keys import problem_key
-from bench.measure.probe import Probe, Variant
+from bench.cudnn_graphs.build import as_unsupported, build_steps, plan_name, selected_index, workspace_for
+from bench.cudnn_graphs.context import prepare
+from bench.cudnn_graphs.host import host_placeholders, host_record, safe_measure, stats_ratio, time_ms
+from bench.cudnn_graphs.load import last_error
+from bench.cudnn_graphs.problems import Matmul, parse_dims
 from bench.cudnn_graphs.winners import Env, env_of
-
-UIDS = {"A": 101, "B": 102, "C": 103}
-_STATE: dict = {}
-
-
-def _sizes(config):
-    _HEAVY[0] = graphs.heavy(config)
-    return ["b8m256k512n256"] + (["b32m512k1024n512"] if _HEAVY[0] else [])
+from bench.measure.probe import Case, Probe, Variant
+from bench.measure.status import OK, Status, Unsupported, failed
 
 
-_HEAVY = [False]
+def _sizes(options):
+    return ["b8m256k512n256"] + (["b32m512k1024n512"] if options.heavy else [])
 
 
-class _Bmm:
+class _Bmm(Matmul):
+    """The batched matmul with fixed UIDs (a blob is executed by UID), built to the plan that is serialized."""
+
     def __init__(self, ctx, size):
-        torch = ctx.torch
-        d = graphs.parse_dims(size)
-        b, m, k, n = d["b"], d["m"], d["k"], d["n"]
-        self.ctx = ctx
-        self.a = ctx.randn(b, m, k, scale=k ** -0.5)
-        self.b = ctx.randn(b, k, n)
-        self.c = torch.empty(b, m, n, dtype=torch.bfloat16, device=ctx.device)
-        self.ref = torch.bmm(self.a.float(), self.b.float())
-        self.problem = problem_key("bmm", self.a, self.b, self.c)
-        self.pack = {UIDS["A"]: self.a, UIDS["B"]: self.b, UIDS["C"]: self.c}   # integer UID keys
-
+        d = parse_dims(size)
+        p = Matmul.random(ctx, d["b"], d["m"], d["k"], d["n"])
+        super().__init__(ctx, p.a, p.b, p.c, p.ref)
+        self.key = self.problem("bmm", modes=None)
+        self.pack = dict(zip(self.UIDS, self.buffers()))   # integer UID keys
         self.index = None          # the plan that is serialized; None: the heuristic's pick
 
-    def describe(self):
-        ctx = self.ctx
-        g = graphs.new_graph(ctx)
-        A, B = graphs.tensor_of(ctx, g, self.a, "A"), graphs.tensor_of(ctx, g, self.b, "B")
-        C = g.matmul(A=A, B=B, compute_data_type=ctx.cudnn.data_type.FLOAT, name="bmm")
-        graphs.as_output(ctx, C, self.c)
-        for t, k in ((A, "A"), (B, "B"), (C, "C")):
-            t.set_uid(UIDS[k])           # fixed before serializing: a blob is executed by UID
-        return g
-
-    def build(self):
+    def fresh(self):
         """A fresh graph built to the plan that is serialized: the five steps with HEURISTICS_CHOICE,
         or, when that plan cannot be serialized, planning then build_plan_at_index(self.index)."""
         cudnn = self.ctx.cudnn
-        g = self.describe()
+        g, _ = self.describe(fixed_uids=True, name="bmm")
         if self.index is None:
-            graphs.five_steps(cudnn, g)
+            build_steps(cudnn, g)
         else:
-            g.validate()
-            g.build_operation_graph()
-            g.create_execution_plans(graphs.default_modes(cudnn))
-            g.check_support()
+            build_steps(cudnn, g, upto="check_support")
             g.build_plan_at_index(self.index)
         return g
 
@@ -80,15 +59,9 @@ class _Bmm:
         return g
 
     def call(self, g):
-        ws = graphs.workspace_for(self.ctx, g.get_workspace_size())
+        ws = workspace_for(self.ctx, g.get_workspace_size())
         pack, h, c = self.pack, self.ctx.handle, self.c
         return lambda: g.execute(pack, ws, handle=h) or c
-
-    def check(self, out):
-        return graphs.rel_err(out if isinstance(out, self.ctx.torch.Tensor) else self.c, self.ref)
-
-    def poison(self):
-        self.c.fill_(float("nan"))
 
     def verify(self, g) -> float:
         """Runs g once on poisoned output; relative error vs torch."""
@@ -102,7 +75,7 @@ class _Bmm:
 
 
 def _serialize_selected(ctx, g) -> bytes:
-    if graphs.extra_caps(ctx.cudnn)["serialize_bytes"]:
+    if ctx.caps.serialize_bytes:
         return g.serialize(as_bytes=True)
     return plan_store.to_bytes(g.serialize())
 
@@ -111,14 +84,14 @@ def _serialize(ctx, p, g) -> tuple[bytes, str]:
     """The heuristic's pick serialized; if its engine cannot be, the first plan in rank order that
     can (frontend 1.27+: build_plan_at_index selects the plan that serialize() writes)."""
     try:
-        return _serialize_selected(ctx, g), f"heuristic's pick {graphs.plan_name(g, graphs.selected_index(g))!r}"
+        return _serialize_selected(ctx, g), f"heuristic's pick {plan_name(g, selected_index(g))!r}"
     except Exception as e:  # noqa: BLE001 - only some engines can be serialized
-        first = f"{type(e).__name__}: {e}{graphs.last_error(ctx.cudnn)}"
-    if not graphs.extra_caps(ctx.cudnn)["ir"]:
-        raise cs.Unsupported(f"serialize() refused the heuristic's pick: {first}")
+        first = f"{type(e).__name__}: {e}{last_error(ctx.cudnn)}"
+    if not ctx.caps.ir:
+        raise Unsupported(f"serialize() refused the heuristic's pick: {first}")
     skipped = []
     for i in range(g.get_execution_plan_count()):
-        if i == graphs.selected_index(g):
+        if i == selected_index(g):
             continue
         try:
             g.build_plan_at_index(i)
@@ -127,100 +100,103 @@ def _serialize(ctx, p, g) -> tuple[bytes, str]:
             skipped.append(f"[{i}] {type(e).__name__}")
             continue
         p.index = i
-        return blob, (f"plan {i} {graphs.plan_name(g, i)!r}: the heuristic's pick refused ({first[:160]}); "
+        return blob, (f"plan {i} {plan_name(g, i)!r}: the heuristic's pick refused ({first[:160]}); "
                       f"also refused: {', '.join(skipped) or 'none'}")
-    raise cs.Unsupported(f"serialize() refused every plan: heuristic's pick: {first}; others: {', '.join(skipped)}")
+    raise Unsupported(f"serialize() refused every plan: heuristic's pick: {first}; others: {', '.join(skipped)}")
+
+
+def _state(ctx, size) -> dict:
+    """What build() found for this size on this context, for measure()."""
+    return ctx.attached((PROBE.name, size), dict)
 
 
 def build(ctx, size):
     p = _Bmm(ctx, size)
     torch = ctx.torch
-    g1 = p.build()
-    cases = {"torch_bmm": graphs.checked_case(lambda: torch.bmm(p.a, p.b), p.check, p.poison)}
-    st = {"prob": p, "blob": None, "error": None, "dir": Path(tempfile.mkdtemp(prefix="hb-plans-")), "which": ""}
+    g1 = p.fresh()
+    cases = {"torch_bmm": Case(lambda: torch.bmm(p.a, p.b), p.check, p.poison)}
+    st = _state(ctx, size)
+    st.update(prob=p, blob=None, error=None, dir=Path(tempfile.mkdtemp(prefix="hb-plans-")), which="")
     atexit.register(shutil.rmtree, st["dir"], True)
-    _STATE[(id(ctx), size)] = st
     try:
         st["blob"], st["which"] = _serialize(ctx, p, g1)
         env = env_of(ctx)
-        path = plan_store.save(st["dir"] / "bmm.hbplan", st["blob"], env, p.problem,
-                               {"uids": UIDS, "size": size})
+        path = plan_store.save(st["dir"] / "bmm.hbplan", st["blob"], env, p.key,
+                               {"uids": dict(zip("ABC", p.UIDS)), "size": size})
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            out = plan_store.load_or_build(path, env, p.problem, p.deserialize, p.build)
+            out = plan_store.load_or_build(path, env, p.key, p.deserialize, p.fresh)
         if out.action != "deserialized":
             raise RuntimeError(f"a plan saved by this process was not deserialized: {out.reason}; "
                                f"{[str(w.message) for w in caught]}")
-        cases["deserialized"] = graphs.checked_case(
+        cases["deserialized"] = Case(
             p.call(out.value), p.check, p.poison,
             note=f"deserialized from {len(st['blob'])}-byte blob of {st['which']}, executed by int UIDs {sorted(p.pack)}")
     except Exception as e:  # noqa: BLE001 - recorded on the deserialized row (and the host rows)
-        st["error"] = e
-        cases["deserialized"] = e
+        st["error"] = cases["deserialized"] = as_unsupported(e)
     # the built graph runs the plan that was serialized (build_plan_at_index selected it, if it had to)
-    cases["built"] = graphs.checked_case(p.call(g1), p.check, p.poison,
-                                         note=f"five-step build, int UID pack; {st['which'] or 'heuristic pick'}")
-    cases.update(graphs.host_placeholders(PROBE))
+    cases["built"] = Case(p.call(g1), p.check, p.poison,
+                          note=f"five-step build, int UID pack; {st['which'] or 'heuristic pick'}")
+    cases.update(host_placeholders(PROBE))
     return cases
 
 
-def _fallback(ctx, st, env_saved: Env, mangle, label: str, reps: int) -> tuple[list, str, str]:
+def _fallback(ctx, st, env_saved: Env, mangle, label: str, reps: int) -> tuple[list, Status, str]:
     """Times load_or_build on a bad file; checks it warned, rebuilt, and the rebuild is right."""
     p, env = st["prob"], env_of(ctx)
     path = st["dir"] / f"{label}.hbplan"
-    data = plan_store.dumps(st["blob"], env_saved, p.problem, {"uids": UIDS})
+    data = plan_store.dumps(st["blob"], env_saved, p.key, {"uids": dict(zip("ABC", p.UIDS))})
     path.write_bytes(mangle(data))
     ms, msgs, out = [], [], None
     for _ in range(reps):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            out, t = graphs.time_ms(lambda: plan_store.load_or_build(path, env, p.problem, p.deserialize, p.build))
+            out, t = time_ms(lambda: plan_store.load_or_build(path, env, p.key, p.deserialize, p.fresh))
         ms.append(t)
         msgs = [str(w.message) for w in caught if issubclass(w.category, plan_store.PlanFallbackWarning)]
         if out.action != "rebuilt" or not msgs:
-            return ms, f"failed: expected a warned rebuild, got {out.action} ({out.reason}) warnings={msgs}", ""
+            return ms, failed(f"expected a warned rebuild, got {out.action} ({out.reason}) warnings={msgs}"), ""
     err = p.verify(out.value)
     if not err <= 2e-2:
-        return ms, f"failed: numerics rel_err={err:.3g} after fallback rebuild", ""
-    return ms, "ok", f"warned and rebuilt: {msgs[0][-160:]}"
+        return ms, failed(f"numerics rel_err={err:.3g} after fallback rebuild"), ""
+    return ms, OK, f"warned and rebuilt: {msgs[0][-160:]}"
 
 
 def measure(ctx, size, opt):
-    key = (id(ctx), size)
-    if key not in _STATE:
+    st = _state(ctx, size)
+    if not st:
         build(ctx, size)
-    st = _STATE[key]
     p, blob = st["prob"], st["blob"]
-    reps = 20 if _HEAVY[0] else 8
+    reps = 20 if ctx.options.heavy else 8
     env = env_of(ctx)
-    b_ms = [graphs.time_ms(p.build)[1] for _ in range(reps)]
-    build_row = graphs.host_record(PROBE, size, "build", b_ms,
+    b_ms = [time_ms(p.fresh)[1] for _ in range(reps)]
+    build_row = host_record(PROBE, size, "build", b_ms,
                                    note="fresh graph + five steps (HEURISTICS_CHOICE, A + FALLBACK)" if p.index is None
                                    else f"fresh graph, planned (A + FALLBACK), build_plan_at_index({p.index}): "
                                         f"the serialized plan")
     if st["error"] is not None:        # nothing to deserialize: the build row still stands
-        why = graphs.status_of(st["error"])
-        return [build_row] + [graphs.host_record(PROBE, size, v.name, status=why)
+        why = Status.of(st["error"])
+        return [build_row] + [host_record(PROBE, size, v.name, status=why)
                               for v in PROBE.variants if "host" in v.modes and v.name != "build"]
     d_ms = []
     for _ in range(reps):
-        g, t = graphs.time_ms(lambda: p.deserialize(blob))
+        g, t = time_ms(lambda: p.deserialize(blob))
         d_ms.append(t)
     err = p.verify(g)
     path = st["dir"] / "bmm.hbplan"
     f_ms = []
     for _ in range(reps):
-        out, t = graphs.time_ms(lambda: plan_store.load_or_build(path, env, p.problem, p.deserialize, p.build))
+        out, t = time_ms(lambda: plan_store.load_or_build(path, env, p.key, p.deserialize, p.fresh))
         f_ms.append(t)
-    ratio = graphs.stats_ratio(d_ms, b_ms)
+    ratio = stats_ratio(d_ms, b_ms)
     recs = [
         build_row,
-        graphs.host_record(PROBE, size, "deserialize", d_ms, ratio=ratio, baseline="build",
-                           status="ok" if err <= 2e-2 else f"failed: numerics rel_err={err:.3g} after deserialize",
+        host_record(PROBE, size, "deserialize", d_ms, ratio=ratio, baseline="build",
+                           status=OK if err <= 2e-2 else failed(f"numerics rel_err={err:.3g} after deserialize"),
                            note=f"fresh pygraph(handle) + deserialize({len(blob)} B); includes the frontend's "
                                 f"warm-up execute; result checked vs torch.bmm"),
-        graphs.host_record(PROBE, size, "load_file", f_ms, ratio=graphs.stats_ratio(f_ms, b_ms), baseline="build",
-                           status="ok" if out.action == "deserialized" else f"failed: {out.reason}",
+        host_record(PROBE, size, "load_file", f_ms, ratio=stats_ratio(f_ms, b_ms), baseline="build",
+                           status=OK if out.action == "deserialized" else failed(out.reason),
                            note="plan_store.load_or_build: read, header/SHA-256 checks, deserialize"),
     ]
     foreign = Env("NVIDIA other-GPU", env.cudnn_backend, env.cudnn_frontend) if "H200" not in env.gpu else \
@@ -230,8 +206,8 @@ def measure(ctx, size, opt):
             ("fallback_version", Env(env.gpu, env.cudnn_backend - 100, env.cudnn_frontend), lambda d: d),
             ("fallback_truncated", env, lambda d: d[: len(d) - max(1, len(blob) // 2)])):
         ms, status, note = _fallback(ctx, st, env_saved, mangle, name, max(2, reps // 4))
-        recs.append(graphs.host_record(PROBE, size, name, ms, status=status, note=note,
-                                       ratio=graphs.stats_ratio(ms, b_ms[:len(ms)]), baseline="build"))
+        recs.append(host_record(PROBE, size, name, ms, status=status, note=note,
+                                       ratio=stats_ratio(ms, b_ms[:len(ms)]), baseline="build"))
     return recs
 
 
@@ -252,7 +228,8 @@ PROBE = Probe(
     build=build,
     sizes=_sizes,
     baseline="torch_bmm",
-    extra={"measure": graphs.safe_measure(lambda: PROBE, measure)},
+    prepare=prepare,
+    extra={"measure": safe_measure(lambda: PROBE, measure)},
 )
 
 

@@ -1,12 +1,14 @@
 """Trap 3: set_stream on every call (and asking torch for its current stream every call) vs
 setting it once. Frontend >= 1.28 caches an unchanged stream: measured, not assumed."""
-from bench.cudnn_graphs import support as cs
-from bench.cudnn_graphs.matmul import Matmul, cube_sizes
+from bench.cudnn_graphs.context import prepare
+from bench.cudnn_graphs.load import raw_set_stream
+from bench.cudnn_graphs.problems import Matmul, cube_sizes
 from bench.measure.probe import Probe, Variant
 
 
 def build(ctx, size):
-    mm = Matmul.build(ctx, size)
+    mm = Matmul.cube(ctx, size)
+    mm.pin()
     cudnn, h, s = ctx.cudnn, ctx.handle, ctx.stream_ptr
     pinned = mm.pinned_call()
     torch = ctx.torch
@@ -16,7 +18,7 @@ def build(ctx, size):
         return pinned()
 
     def set_raw():
-        cs.raw_set_stream(cudnn, h, s)
+        raw_set_stream(cudnn, h, s)
         return pinned()
 
     def query_and_set():
@@ -50,6 +52,7 @@ PROBE = Probe(
     ],
     build=build,
     sizes=cube_sizes,
+    prepare=prepare,
 )
 
 

@@ -1,14 +1,17 @@
 """Trap 5: an nn.Linear weight W[out=5120, in=17408] bf16 bound as W.t().contiguous() (a
 transpose kernel every call) vs declared with the .t() view's strides and bound as the view.
 Y[M,5120] = X[M,17408] @ W.t(); torch baseline torch.mm(X, W.t())."""
-from bench.cudnn_graphs import support as cs
+from bench.cudnn_graphs.build import plan_name
+from bench.cudnn_graphs.context import prepare
+from bench.cudnn_graphs.plans import pin_plan
+from bench.cudnn_graphs.problems import Matmul
 from bench.measure.probe import Case, Probe, Variant, rel_err
 
 OUT_F, IN_F = 5120, 17408
 
 
-def _sizes(config):
-    return [f"t{t.strip()}" for t in config.getoption("--hb-tokens").split(",") if t.strip()]
+def _sizes(options):
+    return [f"t{t}" for t in options.tokens]
 
 
 def build(ctx, size):
@@ -23,15 +26,16 @@ def build(ctx, size):
     poison = lambda: y.fill_(float("nan"))  # noqa: E731
 
     # fixed: B declared with the view's strides, the view bound directly
-    view_g = cs.build_matmul(ctx.cudnn, ctx.handle, x, wt_view, y)
-    t = view_g.tensors
-    vp_view = {t["A"]: x, t["B"]: wt_view, t["C"]: y}
-    i_view = cs.pin_plan(view_g, vp_view, ctx.handle, ctx.stream)
+    view_mm = Matmul(ctx, x, wt_view, y)
+    view_g = view_mm.build(all_plans=True)
+    vp_view = view_mm.vp
+    i_view = pin_plan(view_g, vp_view, ctx.stream)
     # trap: B declared contiguous; the weight is transposed into a new buffer every call
     wt_contig = w.t().contiguous().unsqueeze(0)
-    cont_g = cs.build_matmul(ctx.cudnn, ctx.handle, x, wt_contig, y)
-    tc = cont_g.tensors
-    i_cont = cs.pin_plan(cont_g, {tc["A"]: x, tc["B"]: wt_contig, tc["C"]: y}, ctx.handle, ctx.stream)
+    cont_mm = Matmul(ctx, x, wt_contig, y)
+    cont_g = cont_mm.build(all_plans=True)
+    tc = dict(zip("ABC", cont_g.tensors))
+    i_cont = pin_plan(cont_g, dict(cont_mm.vp), ctx.stream)
     h = ctx.handle
 
     def strided_view():
@@ -53,9 +57,9 @@ def build(ctx, size):
     return {
         "torch_mm": Case(fn=lambda: torch.mm(x2, w.t()), check=check, poison=poison),
         "strided_view": Case(fn=strided_view, check=check, poison=poison,
-                             note=f"plan {cs.plan_name(view_g, i_view)}"),
+                             note=f"plan {plan_name(view_g.graph, i_view)}"),
         "contiguous_copy": Case(fn=contiguous_copy, check=check, poison=poison,
-                                note=f"plan {cs.plan_name(cont_g, i_cont)}"),
+                                note=f"plan {plan_name(cont_g.graph, i_cont)}"),
         "pretransposed": Case(fn=pretransposed, check=check, poison=poison,
                               note="W.t().contiguous() made once (2x weight memory)"),
     }
@@ -72,6 +76,7 @@ PROBE = Probe(
     ],
     build=build,
     sizes=_sizes,
+    prepare=prepare,
 )
 
 

@@ -1,15 +1,17 @@
 """The guide's composite rows: a naive wrapper (per-call stream query + set_stream, dict build,
 torch.empty output, generic execute) vs a fixed wrapper (stream set once, prebuilt pack,
 fastest public execute) vs torch.mm."""
-from bench.cudnn_graphs.matmul import Matmul, cube_sizes
+from bench.cudnn_graphs.context import prepare
+from bench.cudnn_graphs.problems import Matmul, cube_sizes
 from bench.measure.probe import Probe, Variant
 
 
 def build(ctx, size):
-    mm = Matmul.build(ctx, size)
+    mm = Matmul.cube(ctx, size)
+    mm.pin()
     torch, cudnn, h = ctx.torch, ctx.cudnn, ctx.handle
-    g, ws = mm.mg.graph, mm.mg.workspace
-    tA, tB, tC = mm.mg.tensors["A"], mm.mg.tensors["B"], mm.mg.tensors["C"]
+    g, ws = mm.built.graph, mm.built.workspace
+    tA, tB, tC = mm.built.tensors
     a, b = mm.a, mm.b
     shape = tuple(mm.c.shape)
 
@@ -19,10 +21,7 @@ def build(ctx, size):
         g.execute({tA: a, tB: b, tC: out}, ws, handle=h)
         return out
 
-    if ctx.caps.get("ordered"):
-        fixed, how = mm.ordered_call(pinned=True), "execute_plan_at_index(tuple, tensor_uids)"
-    else:
-        fixed, how = mm.pinned_call(), "execute_plan_at_index(dict)"
+    fixed, how = mm.fastest_call()
     return {
         "torch_mm": mm.case(mm.torch_mm_call()),
         "naive": mm.case(naive),
@@ -40,6 +39,7 @@ PROBE = Probe(
     ],
     build=build,
     sizes=cube_sizes,
+    prepare=prepare,
 )
 
 

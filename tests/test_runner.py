@@ -5,11 +5,11 @@ import json
 
 import pytest
 
-from bench.cudnn_graphs import support as cs
 from bench.measure import records
 from bench.measure import timing
 from bench.measure.probe import Case, Probe, Variant
 from bench.measure.runner import Session
+from bench.measure.status import Unsupported
 
 
 class _Cuda:
@@ -25,13 +25,9 @@ class _Torch:
 class FakeCtx:
     torch = _Torch
     stream = None
-    cudnn = None
 
     def sync(self):
         pass
-
-    def require_cudnn(self):
-        raise cs.Unsupported("no cuDNN here")
 
 
 def _probe():
@@ -40,11 +36,11 @@ def _probe():
             "base": Case(fn=lambda: 1.0, check=lambda out: 0.0),
             "trap": Case(fn=lambda: 1.0, check=lambda out: 0.001),
             "wrong": Case(fn=lambda: 2.0, check=lambda out: 0.5),
-            "old": cs.Unsupported("needs frontend >= 9.99"),
+            "old": Unsupported("needs frontend >= 9.99"),
         }
     return Probe("toy", "doc", [Variant("base", "baseline", "b"), Variant("trap", "trap", "t"),
                                 Variant("wrong", "trap", "w"), Variant("old", "fixed", "o")],
-                 build=build, sizes=lambda cfg: ["8"], baseline="base", needs_cudnn=False)
+                 build=build, sizes=lambda options: ["8"], baseline="base")
 
 
 @pytest.fixture
@@ -90,7 +86,10 @@ def test_statuses_per_variant_and_mode(session, tmp_path):
 
 def test_cudnn_probe_without_cudnn_is_unsupported_everywhere(session):
     p = _probe()
-    p.needs_cudnn = True
+
+    def prepare(ctx):
+        raise Unsupported("no cuDNN here")
+    p.prepare = prepare
     rec = session.record(p, "8", "base", "eager")
     assert rec.status == "unsupported: no cuDNN here"
     assert session.records[("toy", "trap", "8", "device")].status == "unsupported: no cuDNN here"

@@ -168,15 +168,12 @@ class FakeCtx:
                 return "NVIDIA H200"
     device = 0
 
-    class _Cudnn:
+    class cudnn:  # noqa: N801
         __version__ = "1.32.0"
 
         @staticmethod
         def backend_version():
             return 91900
-
-    def require_cudnn(self):
-        return self._Cudnn
 
 
 def test_tuned_index_tunes_once_then_reuses(tmp_path):

@@ -12,7 +12,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from bench.cudnn_graphs import graphs
+from bench.cudnn_graphs.build import plan_name, workspace_for
+from bench.measure import timing
 
 
 @dataclass
@@ -88,6 +89,20 @@ class Sweep:
                 "sweep_ms": round(self.wall_ms, 1)}
 
 
+def graph_us(ctx, fn, calls: int = 10, replays: int = 5) -> float:
+    """Median µs per call of fn over `replays` replays of one graph capturing `calls` calls."""
+    cap = timing.capture(fn, calls, ctx.stream)
+    xs = sorted(timing.replay_us(cap, ctx.stream) for _ in range(replays))
+    del cap
+    return xs[len(xs) // 2]
+
+
+def eager_us(ctx, fn, calls: int = 10, rounds: int = 3) -> float:
+    torch = ctx.torch
+    with torch.cuda.stream(ctx.stream):
+        return min(timing.eager_round(fn, calls, ctx.sync) for _ in range(rounds)) * 1e6
+
+
 def plan_mode(g, i) -> str:
     """Heuristic mode that proposed plan i (IR frontends record it per entry), e.g. ' A'."""
     try:
@@ -113,19 +128,19 @@ def sweep(ctx, g, run_at: Callable[[int, object], Callable[[], object]], check: 
         if time_box_s is not None and time.perf_counter() - t_start > time_box_s:
             res.truncated = f"time box {time_box_s:.0f} s reached after {i} plans; --hb-heavy times all"
             break
-        p = PlanResult(i, graphs.plan_name(g, i), plan_mode(g, i))
+        p = PlanResult(i, plan_name(g, i), plan_mode(g, i))
         t0 = time.perf_counter()
         try:
             g.build_plan_at_index(i)
             p.build_ms = (time.perf_counter() - t0) * 1e3
             p.workspace = int(g.get_workspace_size_plan_at_index(i))
-            p.name = graphs.plan_name(g, i)
+            p.name = plan_name(g, i)
         except Exception as e:  # noqa: BLE001 - a listed config that does not build: skip it
             p.build_ms = (time.perf_counter() - t0) * 1e3
             p.status = f"build failed: {type(e).__name__}: {e}"
         res.plans.append(p)
     built = [p for p in res.plans if p.status == "ok"]
-    ws = graphs.workspace_for(ctx, max([p.workspace for p in built] or [0]))
+    ws = workspace_for(ctx, max([p.workspace for p in built] or [0]))
     for p in built:
         try:
             fn = run_at(p.index, ws)
@@ -137,8 +152,8 @@ def sweep(ctx, g, run_at: Callable[[int, object], Callable[[], object]], check: 
             if err is not None and not err <= tol:
                 p.status = f"wrong result: rel_err {err:.3g}"
                 continue
-            p.graph_us = graphs.graph_us(ctx, fn, graph_calls, replays)
-            p.eager_us = graphs.eager_us(ctx, fn, graph_calls)
+            p.graph_us = graph_us(ctx, fn, graph_calls, replays)
+            p.eager_us = eager_us(ctx, fn, graph_calls)
         except Exception as e:  # noqa: BLE001 - builds but does not run (or capture): skip it
             torch.cuda.synchronize()
             p.status = f"execute failed: {type(e).__name__}: {e}"

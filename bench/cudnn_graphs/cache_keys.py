@@ -1,6 +1,6 @@
 """Cache keys that outlive a process: stable strings for a problem (winner store, saved plans).
 
-`bench.cudnn_graphs.support.GraphCache.key` is the in-process key (a tuple of shapes, strides and
+`GraphCache.key` below is the in-process key (a tuple of shapes, strides and
 dtypes, hashed by dict lookups). Files need a string that is identical across runs and
 versions, readable in a diff, and free of anything that changes per process (pointers, ids).
 """
@@ -72,3 +72,28 @@ def problem_key(kind: str, *tensors, **params) -> str:
             items.append(f"{k}={v}")
         parts.append(",".join(items))
     return "|".join(parts)
+
+
+class GraphCache:
+    """Built graphs keyed by (shape, stride, dtype) of every bound tensor."""
+
+    def __init__(self):
+        self._graphs = {}
+        self.hits = 0
+        self.misses = 0
+
+    @staticmethod
+    def key(*tensors, extra=()) -> tuple:
+        return tuple((tuple(t.shape), tuple(t.stride()), str(t.dtype)) for t in tensors) + tuple(extra)
+
+    def get(self, key, build):
+        g = self._graphs.get(key)
+        if g is None:
+            self.misses += 1
+            g = self._graphs[key] = build()
+        else:
+            self.hits += 1
+        return g
+
+    def __len__(self):
+        return len(self._graphs)

@@ -185,7 +185,7 @@ class WinnerStore:
 # -- GPU side ------------------------------------------------------------------------------------
 def env_of(ctx) -> Env:
     """This process's environment: GPU name, cuDNN backend version, frontend version."""
-    torch, cudnn = ctx.torch, ctx.require_cudnn()
+    torch, cudnn = ctx.torch, ctx.cudnn
     return Env(torch.cuda.get_device_name(ctx.device), int(cudnn.backend_version()),
                str(getattr(cudnn, "__version__", "?")))
 

@@ -1,9 +1,23 @@
-"""The GPU context a probe builds on: one device, one side stream, one cuDNN handle on it."""
+"""The GPU context a probe builds on: one device, one side stream, random data.
+
+Libraries the core knows nothing of (cuDNN) register a hook that runs as a context is made, and
+keep their per-context objects through `attached`.
+"""
 from __future__ import annotations
 
 import os
+from typing import Any, Callable
 
-from bench.cudnn_graphs import support as cs
+from bench.measure.options import SuiteOptions
+
+_ON_CREATE: list = []
+
+
+def on_create(hook: Callable[["GpuContext"], None]) -> None:
+    """Runs hook(ctx) for every new context, before the main thread is pinned (so whatever the hook
+    loads starts its threads unpinned, as CUDA's own do)."""
+    if hook not in _ON_CREATE:
+        _ON_CREATE.append(hook)
 
 
 class NoGpuError(RuntimeError):
@@ -22,37 +36,31 @@ def pin_main_thread() -> list:
 
 
 class GpuContext:
-    def __init__(self, device: int = 0, seed: int = 1234):
+    def __init__(self, device: int = 0, seed: int = 1234, options: SuiteOptions | None = None):
         import torch
         if not torch.cuda.is_available():
             raise NoGpuError("no CUDA GPU visible to torch")
         self.torch = torch
+        self.options = options or SuiteOptions()   # what the suite asked for (heavy sweeps, ...)
         torch.cuda.set_device(device)
         self.device = torch.device("cuda", device)
         torch.cuda.init()
         self.stream = torch.cuda.Stream()
         self.stream_ptr = self.stream.cuda_stream
         self.gen = torch.Generator(device=self.device).manual_seed(seed)
-        self.cudnn_error = None
-        self.cudnn = None
-        self.handle = None
-        self.caps = {}
-        try:
-            self.cudnn = cs.load_cudnn()
-            self.handle = cs.create_handle(self.cudnn, self.stream_ptr)
-            self.caps = cs.capabilities(self.cudnn)
-        except cs.CudnnUnavailable as e:
-            self.cudnn_error = str(e)
+        self._attached: dict = {}
+        for hook in _ON_CREATE:
+            hook(self)
         self.affinity = pin_main_thread()
-        self.pinned_plans = {}     # (probe key) -> plan index, so a rebuild does not re-tune
+
+    def attached(self, key, make: Callable[[], Any]) -> Any:
+        """The object stored under key for this context, made on first use."""
+        if key not in self._attached:
+            self._attached[key] = make()
+        return self._attached[key]
 
     def sync(self) -> None:
         self.stream.synchronize()
-
-    def require_cudnn(self):
-        if self.cudnn is None:
-            raise cs.Unsupported(f"cuDNN unavailable: {self.cudnn_error}")
-        return self.cudnn
 
     def randn(self, *shape, dtype=None, scale: float = 1.0):
         """Random data on the device (never zeros: they run faster and hide unwritten outputs)."""

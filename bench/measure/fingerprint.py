@@ -7,6 +7,7 @@ import platform
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, Callable
 
 
 def _read(path: str) -> str:
@@ -73,8 +74,18 @@ def host_fingerprint(root: str | os.PathLike = ".") -> dict:
     }
 
 
-def gpu_fingerprint(cudnn=None, device: int = 0) -> dict:
-    """GPU, driver, CUDA, torch, cuDNN backend (frontend's and torch's) and frontend versions."""
+_FIELDS: list = []
+
+
+def add_fields(hook: Callable[[Any], dict]) -> None:
+    """hook(ctx) -> fields a library adds to the fingerprint of a run on that context (cuDNN
+    registers its frontend/backend versions and capabilities this way)."""
+    if hook not in _FIELDS:
+        _FIELDS.append(hook)
+
+
+def gpu_fingerprint(device: int = 0) -> dict:
+    """GPU, driver, CUDA, torch and torch's cuDNN versions."""
     fp = {}
     try:
         import torch
@@ -90,21 +101,17 @@ def gpu_fingerprint(cudnn=None, device: int = 0) -> dict:
         fp["compute_capability"] = f"{p.major}.{p.minor}"
         fp["gpu_memory_gib"] = round(p.total_memory / 2**30, 1)
         fp["driver"] = driver_version()
-    if cudnn is not None:
-        fp["cudnn_frontend"] = getattr(cudnn, "__version__", None)
-        try:
-            fp["cudnn_backend"] = int(cudnn.backend_version())
-        except Exception as e:  # noqa: BLE001 - record, never fail the run for it
-            fp["cudnn_backend"] = None
-            fp["cudnn_backend_error"] = str(e)
-        tb, be = fp.get("cudnn_torch"), fp.get("cudnn_backend")
-        fp["cudnn_mismatch"] = bool(tb and be and tb != be)
     return fp
 
 
-def fingerprint(cudnn=None, root: str | os.PathLike = ".") -> dict:
+def fingerprint(ctx=None, root: str | os.PathLike = ".") -> dict:
+    """Host and GPU fields, then whatever the registered hooks add for ctx; `root` is the
+    repository whose commit the run records."""
     fp = host_fingerprint(root)
-    fp.update(gpu_fingerprint(cudnn))
+    fp.update(gpu_fingerprint())
+    if ctx is not None:
+        for hook in _FIELDS:
+            fp.update(hook(ctx))
     return fp
 
 

@@ -44,9 +44,11 @@ class Probe:
     doc: str
     variants: list
     build: Callable                    # build(ctx, size) -> {variant name: Case | Exception}
-    sizes: Callable                    # sizes(options) -> list of size labels
+    sizes: Callable                    # sizes(SuiteOptions) -> list of size labels
     baseline: str | None = "torch_mm"
-    needs_cudnn: bool = True
+    # prepare(ctx) -> the context build and measure get (e.g. the GPU context with cuDNN loaded);
+    # raising Unsupported marks every variant
+    prepare: Callable | None = None
     extra: dict = field(default_factory=dict)
 
     def variant(self, name: str) -> Variant:
@@ -54,6 +56,9 @@ class Probe:
             if v.name == name:
                 return v
         raise KeyError(f"{self.name} has no variant {name}")
+
+    def context(self, ctx):
+        return self.prepare(ctx) if self.prepare is not None else ctx
 
     def cases(self, options) -> list[tuple]:
         """(size, variant, mode) triples in collection order."""

@@ -23,6 +23,8 @@ import pytest
 
 from bench.measure import records
 from bench.measure import timing
+from bench.measure.options import SuiteOptions
+from bench.measure.status import Status, error
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_WORKERS = 3
@@ -107,7 +109,7 @@ class Parent:
         if self.records is None:
             self._run()
         rec = self.records.get((probe.name, variant, size, mode))
-        return rec or records.Record(probe.name, variant, size, mode, status="error: not measured by any worker")
+        return rec or records.Record(probe.name, variant, size, mode, status=str(error("not measured by any worker")))
 
     def _run(self) -> None:
         from bench.measure.workers import merge_runs, run_workers
@@ -149,6 +151,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "hostbench: a cudnn-hostbench probe benchmark")
     config._hb_session = None
     config._hb_run_path = None
+    config._hb_suite = SuiteOptions.from_config(config)
     ok, _ = _cuda_ok()
     bench_only = config.getoption("benchmark_only", False)
     from _pytest.config import Config
@@ -173,12 +176,12 @@ def pytest_configure(config):
 def _session(config):
     if config._hb_session is None:
         from bench.measure.runner import Session
-        modes = tuple(m.strip() for m in config.getoption("--hb-modes").split(",") if m.strip()) + ("host",)
+        modes = config._hb_suite.modes + ("host",)
         w = config.getoption("--hb-worker") or ""
         first = not w or w.startswith("1/")
         config._hb_session = Session(config._hb_out, _options(config), modes, worker=w,
                                      warm_max_s=config.getoption("--hb-warm-s") * (1.0 if first else 0.25),
-                                     fast_wait_s=config.getoption("--hb-fast-wait-s"))
+                                     fast_wait_s=config.getoption("--hb-fast-wait-s"), suite=config._hb_suite)
     return config._hb_session
 
 
@@ -186,8 +189,9 @@ def pytest_generate_tests(metafunc):
     if "hb_case" not in metafunc.fixturenames:
         return
     probe = metafunc.module.PROBE
-    modes = {m.strip() for m in metafunc.config.getoption("--hb-modes").split(",")} | {"host"}
-    cases = [c for c in probe.cases(metafunc.config) if c[2] in modes]
+    suite = metafunc.config._hb_suite
+    modes = set(suite.modes) | {"host"}
+    cases = [c for c in probe.cases(suite) if c[2] in modes]
     metafunc.parametrize("hb_case", cases, ids=[f"{s}-{v}-{m}" for s, v, m in cases])
 
 
@@ -229,10 +233,11 @@ def run_case(benchmark, request, case) -> records.Record:
 def report_record(benchmark, rec: records.Record, where: str) -> records.Record:
     """Hands a record's measured samples to pytest-benchmark (or skips/fails with its status)."""
     benchmark.extra_info.update({k: v for k, v in rec.to_dict().items() if k != "samples"})
-    if rec.status.startswith("failed"):
+    kind = Status.parse(rec.status).kind
+    if kind == "failed":
         pytest.fail(f"{where}: {rec.status}", pytrace=False)
     if not rec.ok:
-        if rec.status.startswith("error"):
+        if kind == "error":
             pytest.fail(f"{where}: {rec.status}", pytrace=False)
         pytest.skip(rec.status)
     scale = records.UNIT_SECONDS.get(rec.unit, 1e-6)

@@ -93,7 +93,7 @@ class Record:
         return cls(**{k: v for k, v in d.items() if k in names})
 
 
-def test_name(r: Record) -> str:
+def benchmark_name(r: Record) -> str:
     """pytest id of a record; free of versions so runs compare across versions."""
     return f"test_{r.probe}[{r.size}-{r.variant}-{r.mode}]"
 
@@ -123,8 +123,8 @@ def benchmark_entry(r: Record) -> dict:
     extra = {k: v for k, v in r.to_dict().items() if k != "samples"}
     return {
         "group": f"{r.probe}[{r.size}]",
-        "name": test_name(r),
-        "fullname": f"probes/probe_{r.probe}.py::{test_name(r)}",
+        "name": benchmark_name(r),
+        "fullname": f"probes/probe_{r.probe}.py::{benchmark_name(r)}",
         "params": {"size": r.size, "variant": r.variant, "mode": r.mode},
         "param": f"{r.size}-{r.variant}-{r.mode}",
         "extra_info": extra,

@@ -13,7 +13,6 @@ from pathlib import Path
 import statistics
 import sys
 
-from bench.cudnn_graphs import support as cs
 from bench.measure import fingerprint as fpmod
 from bench.measure import records
 from bench.measure import stats
@@ -23,12 +22,15 @@ from bench.measure.gpustate import Clocks
 from bench.measure.hoststate import HostState
 from bench.measure.context import GpuContext, NoGpuError
 from bench.measure.nvtx_ranges import nvtx_range
+from bench.measure.options import SuiteOptions
 from bench.measure.records import Record
+from bench.measure.status import OK, Status, Unsupported, error, failed
 
 
 class Session:
     def __init__(self, out_dir: str | Path, opt: timing.Options | None = None, modes=("eager", "graph", "device"),
-                 worker: str = "", warm_max_s: float = 60.0, fast_wait_s: float = 10.0):
+                 worker: str = "", warm_max_s: float = 60.0, fast_wait_s: float = 10.0,
+                 suite: SuiteOptions | None = None):
         self.out_dir = Path(out_dir)
         self.worker = worker            # "2/3" in a worker process: progress lines name it
         self.warm_max_s = warm_max_s
@@ -36,6 +38,7 @@ class Session:
         self.watch = timing.Watch()
         self.opt = opt or timing.Options()
         self.modes = tuple(modes)
+        self.suite = suite or SuiteOptions()
         self.records: dict = {}
         self._cases: dict = {}
         self._ctx = None
@@ -49,14 +52,12 @@ class Session:
     def context(self) -> GpuContext:
         if self._ctx is None and self.ctx_error is None:
             try:
-                self._ctx = GpuContext()
+                self._ctx = GpuContext(options=self.suite)
             except NoGpuError as e:
                 self.ctx_error = str(e)
             else:
-                self.fingerprint = fpmod.fingerprint(self._ctx.cudnn)
+                self.fingerprint = fpmod.fingerprint(self._ctx)
                 self.fingerprint["cpu_affinity_pinned"] = self._ctx.affinity
-                self.fingerprint["cudnn_error"] = self._ctx.cudnn_error
-                self.fingerprint["capabilities"] = self._ctx.caps
                 self.watch = timing.Watch(host=HostState(), clocks=Clocks(self._ctx.device.index or 0))
                 self.say(f"warming the host (learning its fast-state floor, at most {self.warm_max_s:.0f} s)")
                 self.watch.host.warm(max_s=self.warm_max_s, say=self.say)
@@ -96,14 +97,14 @@ class Session:
         self.writer.write({"kind": "record", "record": rec.to_dict()})
         return rec
 
-    def _mark_all(self, probe, size, names, status: str, modes=None) -> None:
+    def _mark_all(self, probe, size, names, status: Status, modes=None) -> None:
         """Stamps status on the variants' records, in `modes` only when given (a failure of one
         mode must not overwrite figures another mode already measured)."""
         for n in names:
             v = probe.variant(n)
             for m in v.modes:
                 if m in self.modes and (modes is None or m in modes):
-                    self._put(Record(probe.name, n, size, m, status=status, role=v.role, unit=v.unit, label=v.label))
+                    self._put(Record(probe.name, n, size, m, status=str(status), role=v.role, unit=v.unit, label=v.label))
 
     def record(self, probe, size: str, variant: str, mode: str) -> Record:
         key = (probe.name, variant, size, mode)
@@ -118,7 +119,7 @@ class Session:
                 self.measure_host(probe, size)
             k = f"{probe.name}/{size}/{phase}"
             self.wall_s[k] = self.wall_s.get(k, 0.0) + time.perf_counter() - t0
-        return self.records.get(key) or self._put(Record(probe.name, variant, size, mode, status="error: not measured"))
+        return self.records.get(key) or self._put(Record(probe.name, variant, size, mode, status=str(error("not measured"))))
 
     # -- building and checking ---------------------------------------------------------------
     def cases(self, probe, size) -> dict:
@@ -126,26 +127,25 @@ class Session:
         key = (probe.name, size)
         if key in self._cases:
             return self._cases[key]
-        ctx = self.context()
+        gpu = self.context()
         names = [v.name for v in probe.variants]
         good = {}
         try:
-            if probe.needs_cudnn:
-                ctx.require_cudnn()
+            ctx = probe.context(gpu)
             built = probe.build(ctx, size)
         except Exception as e:  # noqa: BLE001 - becomes the status of every variant
-            self._mark_all(probe, size, names, cs.status_of(e))
+            self._mark_all(probe, size, names, Status.of(e))
             self._cases[key] = good
             return good
         for name in names:
             if set(probe.variant(name).modes) <= {"host"}:
                 continue  # build-time rows: measured by probe.extra["measure"], not built here
-            case = built.get(name, cs.Unsupported("not built for this size"))
+            case = built.get(name, Unsupported("not built for this size"))
             if isinstance(case, BaseException):
-                self._mark_all(probe, size, [name], cs.status_of(case))
+                self._mark_all(probe, size, [name], Status.of(case))
                 continue
-            status = self._check(case, ctx)
-            if status != "ok":
+            status = self._check(case, gpu)
+            if not status.ok:
                 self._mark_all(probe, size, [name], status)
                 continue
             good[name] = case
@@ -153,7 +153,7 @@ class Session:
         return good
 
     @staticmethod
-    def _check(case, ctx) -> str:
+    def _check(case, ctx) -> Status:
         try:
             with ctx.torch.cuda.stream(ctx.stream):
                 case.poison()
@@ -161,10 +161,10 @@ class Session:
             ctx.sync()
             err = case.check(out)
         except Exception as e:  # noqa: BLE001
-            return cs.status_of(e)
+            return Status.of(e)
         if err is not None and (math.isnan(err) or err > case.tol):
-            return f"failed: numerics rel_err={err:.3g} > tol {case.tol:g} vs torch reference"
-        return "ok"
+            return failed(f"numerics rel_err={err:.3g} > tol {case.tol:g} vs torch reference")
+        return OK
 
     def _ratio(self, probe, samples: dict, name: str):
         base = probe.baseline
@@ -187,7 +187,7 @@ class Session:
                                                watch=self.watch)
                 meta = self.watch.meta()
             except timing.ContaminatedError as e:
-                self._mark_all(probe, size, list(eager), f"error: {e}", modes=("eager",))
+                self._mark_all(probe, size, list(eager), error(str(e)), modes=("eager",))
             else:
                 per = {n: [x / probe.variant(n).ops_per_call for x in s] for n, (s, _) in res.items()}
                 for n, (s, c) in res.items():
@@ -217,15 +217,15 @@ class Session:
                 ctx.sync()
                 err = case.check(cap.last)
             except timing.CaptureError as e:
-                self._put(Record(probe.name, n, size, "graph", status=f"capture failed: {e}", role=v.role,
+                self._put(Record(probe.name, n, size, "graph", status=str(Status("capture_failed", str(e))), role=v.role,
                                  unit=v.unit, label=v.label))
                 continue
             except Exception as e:  # noqa: BLE001
-                self._put(Record(probe.name, n, size, "graph", status=cs.status_of(e), role=v.role, unit=v.unit, label=v.label))
+                self._put(Record(probe.name, n, size, "graph", status=str(Status.of(e)), role=v.role, unit=v.unit, label=v.label))
                 continue
             if err is not None and (math.isnan(err) or err > case.tol):
                 self._put(Record(probe.name, n, size, "graph", role=v.role, unit=v.unit, label=v.label,
-                                 status=f"failed: output after replay rel_err={err:.3g} > tol {case.tol:g}"))
+                                 status=str(failed(f"output after replay rel_err={err:.3g} > tol {case.tol:g}"))))
                 continue
             captured[n] = cap
         if not captured:
@@ -236,7 +236,7 @@ class Session:
                                            ranges=lambda n: nvtx_range(f"{tag}/{n}/graph"), watch=self.watch)
             meta = self.watch.meta()
         except timing.ContaminatedError as e:
-            self._mark_all(probe, size, list(captured), f"error: {e}", modes=("graph",))
+            self._mark_all(probe, size, list(captured), error(str(e)), modes=("graph",))
             return
         finally:
             del captured
@@ -263,7 +263,7 @@ class Session:
                                             watch=self.watch)
             meta = self.watch.meta()
         except Exception as e:  # noqa: BLE001 - the profiler itself failed: record, keep going
-            self._mark_all(probe, size, list(fns), f"error: profiler: {type(e).__name__}: {e}", modes=("device",))
+            self._mark_all(probe, size, list(fns), error(f"profiler: {type(e).__name__}: {e}"), modes=("device",))
             return
         per = {n: [d.per_call_us / probe.variant(n).ops_per_call for d in ds] for n, ds in res.items()}
         for n, ds in res.items():
@@ -286,13 +286,11 @@ class Session:
 
     # -- custom (build-time) probes -------------------------------------------------------------
     def measure_custom(self, probe, size) -> None:
-        ctx = self.context()
+        gpu = self.context()
         try:
-            if probe.needs_cudnn:
-                ctx.require_cudnn()
-            recs = probe.extra["measure"](ctx, size, self.opt)
+            recs = probe.extra["measure"](probe.context(gpu), size, self.opt)
         except Exception as e:  # noqa: BLE001
-            self._mark_all(probe, size, [v.name for v in probe.variants], cs.status_of(e), modes=("host",))
+            self._mark_all(probe, size, [v.name for v in probe.variants], Status.of(e), modes=("host",))
             return
         for r in recs:
             self._put(r)

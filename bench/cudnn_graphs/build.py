@@ -1,0 +1,188 @@
+"""Building cuDNN graphs: declaring tensors from torch buffers, the five timed build steps, the
+built graph and its executors, and the one guard that turns frontend refusals into Unsupported.
+
+Graphs are declared with explicit data types (the IR frontend otherwise defaults compute to the
+I/O type) and their tensors from the torch buffers they will be bound to (shape, strides, dtype).
+
+Failure convention: a refusal (`cudnnGraphNotSupportedError`, or for *fusion attempts*
+(`rejected_is_unsupported=True`) a ValueError or RuntimeError from the backend) becomes
+`Unsupported`, recorded "unsupported: ..."; anything else stays an error of that variant only.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from bench.cudnn_graphs.load import last_error
+from bench.measure.status import Unsupported
+
+STEPS = ("validate", "build_operation_graph", "create_execution_plans", "check_support", "build_plans")
+
+
+# -- failures -------------------------------------------------------------------------------------------
+def as_unsupported(e: BaseException) -> BaseException:
+    """Unsupported for a refusal (the frontend's cudnnGraphNotSupportedError is not a RuntimeError), else e."""
+    if isinstance(e, Unsupported):
+        return e
+    if "NotSupported" in type(e).__name__:
+        return Unsupported(str(e))
+    return e
+
+
+def guard(make: Callable[[], Any]) -> Any:
+    """Runs a case factory; any exception becomes the variant's value (its recorded status)."""
+    try:
+        return make()
+    except Exception as e:  # noqa: BLE001 - one variant's failure must not take the others down
+        return as_unsupported(e)
+
+
+# -- declaring --------------------------------------------------------------------------------------------
+def torch_dtype(cudnn, dtype):
+    import torch
+    return {torch.bfloat16: cudnn.data_type.BFLOAT16, torch.float16: cudnn.data_type.HALF,
+            torch.float32: cudnn.data_type.FLOAT}[dtype]
+
+
+def new_graph(ctx, io=None, **kw):
+    """A pygraph with all three data types set (bf16 I/O unless io says, fp32 intermediate and compute)."""
+    cudnn = ctx.cudnn
+    return cudnn.pygraph(io_data_type=io or cudnn.data_type.BFLOAT16,
+                         intermediate_data_type=cudnn.data_type.FLOAT,
+                         compute_data_type=cudnn.data_type.FLOAT, handle=ctx.handle, **kw)
+
+
+def tensor_of(ctx, g, t, name: str, **kw):
+    """A graph tensor declared with the torch buffer's own shape, strides and dtype."""
+    return g.tensor(name=name, dim=list(t.shape), stride=list(t.stride()), data_type=torch_dtype(ctx.cudnn, t.dtype),
+                    **kw)
+
+
+def as_output(ctx, x, t):
+    """Marks x as an output laid out like torch buffer t."""
+    return x.set_output(True).set_data_type(torch_dtype(ctx.cudnn, t.dtype)).set_dim(list(t.shape)) \
+        .set_stride(list(t.stride()))
+
+
+def default_modes(cudnn):
+    return [cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK]
+
+
+# -- the build steps ----------------------------------------------------------------------------------------
+def build_steps(cudnn, g, modes=None, policy=None, upto: str = "build_plans") -> dict:
+    """The build steps up to and including `upto`, timed one by one (ms). A refusal raises Unsupported."""
+    modes = modes or default_modes(cudnn)
+    policy = policy if policy is not None else cudnn.build_plan_policy.HEURISTICS_CHOICE
+    run = {"validate": g.validate, "build_operation_graph": g.build_operation_graph,
+           "create_execution_plans": lambda: g.create_execution_plans(modes),
+           "check_support": g.check_support, "build_plans": lambda: g.build_plans(policy)}
+    ms = {}
+    for name in STEPS[:STEPS.index(upto) + 1]:
+        t0 = time.perf_counter()
+        try:
+            run[name]()
+        except cudnn.cudnnGraphNotSupportedError as e:
+            raise Unsupported(f"{name}: {e}") from e
+        ms[name] = (time.perf_counter() - t0) * 1e3
+    return ms
+
+
+def selected_index(g):
+    """The plan the walk selected (private `_plan_index` in the 1.27+ IR; None before)."""
+    i = getattr(g, "_plan_index", None)
+    return i if isinstance(i, int) else None
+
+
+def engine_of(g) -> str:
+    """'backend' when the cuDNN backend serves the selected plan, else the python engine's name."""
+    try:
+        eng = g.selected_engine
+    except AttributeError:   # classic frontend: no python engines
+        return "backend"
+    except Exception as e:  # noqa: BLE001
+        return f"unknown ({type(e).__name__})"
+    return "backend" if eng is None else f"python engine {getattr(eng, 'name', eng)}"
+
+
+def plan_name(g, i) -> str:
+    if i is None:
+        return "heuristic choice"
+    try:
+        return g.get_plan_name_at_index(i)
+    except Exception:  # noqa: BLE001
+        return f"plan{i}"
+
+
+def workspace_for(ctx, nbytes: int):
+    return ctx.torch.empty(max(int(nbytes), 1), dtype=ctx.torch.uint8, device=ctx.device)
+
+
+@dataclass
+class Built:
+    ctx: Any
+    graph: Any
+    tensors: tuple                   # graph tensors, in the order `call` binds buffers
+    workspace: Any
+    build_ms: dict = field(default_factory=dict)
+    index: int | None = None         # the plan the heuristics selected, when known
+    engine: str = "backend"
+    plans: list = field(default_factory=list)   # indices that built (policy ALL builds)
+    pinned: int | None = None        # the plan pinned by timing (pin_plan) or a stored winner
+    plan_us: dict = field(default_factory=dict)
+
+    @property
+    def uids(self) -> tuple:
+        return tuple(t.get_uid() for t in self.tensors)
+
+    @property
+    def plan(self) -> str:
+        return plan_name(self.graph, self.index)
+
+    def describe(self) -> str:
+        return f"{self.engine}, plan {self.index} '{self.plan}'"
+
+    def call(self, buffers, index: int | None = None) -> Callable[[], None]:
+        """A zero-argument executor for these buffers, in the fastest public form this frontend has:
+        ordered tensor_uids where it exists, else a prebuilt {uid: buffer} pack. index pins a plan."""
+        g, ws, h = self.graph, self.workspace, self.ctx.handle
+        bufs = tuple(buffers)
+        uids = self.uids
+        if len(bufs) != len(uids):
+            raise ValueError(f"{len(bufs)} buffers for {len(uids)} uids")
+        if self.ctx.caps.ordered:
+            if index is None:
+                return lambda: g.execute(bufs, ws, handle=h, tensor_uids=uids)
+            return lambda: g.execute_plan_at_index(bufs, ws, index, handle=h, tensor_uids=uids)
+        pack = dict(zip(uids, bufs))
+        if index is None:
+            return lambda: g.execute(pack, ws, handle=h)
+        return lambda: g.execute_plan_at_index(pack, ws, index, handle=h)
+
+    @staticmethod
+    def call_form(ctx) -> str:
+        return "execute_plan_at_index(tuple, tensor_uids=...)" if ctx.caps.ordered else "execute_plan_at_index(dict)"
+
+
+def build_graph(ctx, g, tensors: list, modes=None, policy=None, rejected_is_unsupported: bool = False,
+          what: str = "graph") -> Built:
+    """Runs the five timed steps on g and sizes its workspace (for every plan that built, when
+    policy is ALL). tensors: graph tensors in the order buffers will be bound."""
+    cudnn = ctx.cudnn
+    try:
+        ms = build_steps(cudnn, g, modes=modes, policy=policy)
+    except Unsupported as e:
+        raise Unsupported(f"{what}: {e}{last_error(cudnn)}") from e
+    except (ValueError, RuntimeError) as e:
+        if rejected_is_unsupported:
+            raise Unsupported(f"{what} rejected: {type(e).__name__}: {e}{last_error(cudnn)}") from e
+        raise
+    nbytes, plans = g.get_workspace_size(), []
+    if policy is not None and policy == cudnn.build_plan_policy.ALL:
+        for i in range(g.get_execution_plan_count()):
+            try:
+                nbytes = max(nbytes, g.get_workspace_size_plan_at_index(i))
+                plans.append(i)
+            except Exception:  # noqa: BLE001 - a plan that did not build
+                continue
+    return Built(ctx, g, tuple(tensors), workspace_for(ctx, nbytes), ms, selected_index(g), engine_of(g), plans)

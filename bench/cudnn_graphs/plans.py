@@ -1,0 +1,43 @@
+"""Pinning a plan: time every plan that built with CUDA events (kernel time) and keep the fastest."""
+from __future__ import annotations
+
+from bench.cudnn_graphs.build import Built
+from bench.measure.status import Unsupported
+
+SPIN_CYCLES = 2_000_000
+
+
+def pin_plan(b: Built, vp, stream, calls: int = 20, rounds: int = 3) -> int:
+    """Times every built plan with execute_plan_at_index and pins the fastest (b.pinned, b.plan_us)."""
+    import torch
+    g, ws, h = b.graph, b.workspace, b.ctx.handle
+    best, best_us = None, float("inf")
+    with torch.cuda.stream(stream):
+        for i in b.plans:
+            try:
+                for _ in range(3):
+                    g.execute_plan_at_index(vp, ws, i, handle=h)
+                stream.synchronize()
+            except Exception:  # noqa: BLE001 - listed but not executable here
+                continue
+            times = []
+            for _ in range(rounds):
+                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                # hold the stream with a ~1 ms spin so every launch is queued before the start
+                # event fires: the events then time the kernels, not the host's launch rate
+                # (at 256^3 the host is slower than the GPU and would pick plans at random)
+                torch.cuda._sleep(SPIN_CYCLES)
+                s.record(stream)
+                for _ in range(calls):
+                    g.execute_plan_at_index(vp, ws, i, handle=h)
+                e.record(stream)
+                e.synchronize()
+                times.append(s.elapsed_time(e) * 1e3 / calls)
+            us = sorted(times)[len(times) // 2]
+            b.plan_us[i] = us
+            if us < best_us:
+                best, best_us = i, us
+    if best is None:
+        raise Unsupported("no built plan executes")
+    b.pinned = best
+    return best

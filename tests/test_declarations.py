@@ -1,0 +1,98 @@
+"""Every probe's declarations, on CPU: its variants, baseline and sizes, the variant names its
+build code returns, and the probe/variant names the audit rules cite."""
+import ast
+import importlib
+import inspect
+import pkgutil
+from pathlib import Path
+
+import pytest
+
+import probes
+from bench.audit import rules
+from bench.measure.options import SuiteOptions
+from bench.measure.probe import Probe
+
+MODULES = sorted(m.name for m in pkgutil.iter_modules(probes.__path__) if m.name.startswith("probe_"))
+CASE_DICTS = {"cases", "out"}    # the names probes' build code gathers its cases in
+
+
+def _probe(name) -> Probe:
+    return importlib.import_module(f"probes.{name}").PROBE
+
+
+def _keys(tree) -> set:
+    """String keys of the dicts build code returns or fills: returned dict literals, dicts assigned
+    to or merged into `cases`/`out`, and `cases["x"] = ...` stores."""
+    keys = set()
+
+    def literal(d):
+        if isinstance(d, ast.Dict):
+            keys.update(k.value for k in d.keys if isinstance(k, ast.Constant) and isinstance(k.value, str))
+
+    def store(t):
+        if isinstance(t, ast.Tuple):
+            for e in t.elts:
+                store(e)
+        elif isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id in CASE_DICTS \
+                and isinstance(t.slice, ast.Constant) and isinstance(t.slice.value, str):
+            keys.add(t.slice.value)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Return):
+            literal(node.value)
+        elif isinstance(node, ast.Assign):
+            for t in node.targets:
+                store(t)
+                if isinstance(t, ast.Name) and t.id in CASE_DICTS:
+                    literal(node.value)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update" \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id in CASE_DICTS:
+            for a in node.args:
+                literal(a)
+    return keys
+
+
+def test_every_probe_module_is_found():
+    assert len(MODULES) >= 15
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_declarations(name):
+    mod = importlib.import_module(f"probes.{name}")
+    p = mod.PROBE
+    assert name == f"probe_{p.name}" and p.doc
+    names = [v.name for v in p.variants]
+    assert len(names) == len(set(names)), f"{p.name}: duplicate variant names"
+    baselines = [v.name for v in p.variants if v.role == "baseline"]
+    # a probe of floors only (noop) declares no baseline; every other has exactly one, and names it
+    assert baselines == ([] if p.baseline is None else [p.baseline]), f"{p.name}: baseline variants {baselines}"
+    for opts in (SuiteOptions(), SuiteOptions(heavy=True), SuiteOptions(sizes=("256",), tokens=("256",))):
+        sizes = p.sizes(opts)
+        assert sizes and all(isinstance(s, str) and s for s in sizes), f"{p.name}: no sizes for {opts}"
+    host_only = {v.name for v in p.variants if set(v.modes) <= {"host"}}
+    if "measure" in p.extra or host_only:
+        assert host_only <= {v.name for v in p.variants if "host" in v.modes} and "measure" in p.extra, \
+            f"{p.name}: host rows without a measure() to make them"
+    keys = _keys(ast.parse(inspect.getsource(mod)))
+    assert keys <= set(names), f"{p.name}: build returns undeclared variants {sorted(keys - set(names))}"
+    built = set(names) - host_only
+    if keys or built:
+        assert built <= keys, f"{p.name}: declared variants no build code returns: {sorted(built - keys)}"
+
+
+def test_audit_rules_cite_existing_probes_and_variants():
+    by_name = {_probe(m).name: _probe(m) for m in MODULES}
+    cited = [src for rule in rules.RULES for part in rule.parts for src in part if isinstance(src, rules.Probe)]
+    assert cited
+    for src in cited:
+        assert src.probe in by_name, f"audit rule cites probe {src.probe!r}, which does not exist"
+        p = by_name[src.probe]
+        for v in (src.trap, *src.fixed):
+            assert v in {x.name for x in p.variants}, f"audit rule cites {src.probe}/{v}, which does not exist"
+            assert src.mode in p.variant(v).modes, f"audit rule cites {src.probe}/{v} in mode {src.mode}"
+        assert src.size in p.sizes(SuiteOptions()), f"audit rule cites size {src.size} that {src.probe} does not run"
+
+
+def test_probes_folder_has_no_other_modules():
+    files = {f.stem for f in Path(probes.__path__[0]).glob("*.py")} - {"__init__"}
+    assert files == set(MODULES)
