@@ -65,9 +65,10 @@ def _summary(samples) -> dict:
 
 
 def _env(ctx) -> dict:
+    from bench.cudnn_graphs.context import Cudnn
     from bench.measure import fingerprint
-    fp = fingerprint.gpu_fingerprint(ctx.cudnn)
-    fp["capabilities"] = ctx.caps
+    fp = fingerprint.gpu_fingerprint()
+    fp.update(Cudnn.of(ctx).fingerprint())   # frontend/backend versions and capabilities
     return fp
 
 
