@@ -1,2 +1,3 @@
-"""Loads the hostbench pytest plugin (bench/measure/pytest_plugin.py): probes become benchmarks."""
-pytest_plugins = ["bench.measure.pytest_plugin"]
+"""Loads the hostbench pytest plugin: probes become benchmarks (bench/measure/pytest_plugin.py),
+and a finished run is tabulated (reports/pytest_report.py)."""
+pytest_plugins = ["bench.measure.pytest_plugin", "reports.pytest_report"]

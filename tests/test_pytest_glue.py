@@ -66,3 +66,19 @@ def test_cli_dispatch_usage(capsys):
     from scripts import cli
     assert cli.main([]) == 2
     assert "table" in capsys.readouterr().out
+
+
+def test_a_finished_run_is_tabulated_beside_its_run_file(tmp_path):
+    import shutil
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from reports import pytest_report
+    run = tmp_path / "run.json"
+    shutil.copy(Path(__file__).resolve().parent.parent / "reports/reference/h200/run.json", run)
+    lines = []
+    term = SimpleNamespace(write_sep=lambda sep, text: lines.append(text),
+                           write_line=lambda text, **kw: lines.append(text))
+    pytest_report.pytest_terminal_summary(term, 0, SimpleNamespace(_hb_run_path=run))
+    assert (tmp_path / "table.md").exists() and (tmp_path / "table.csv").exists()
+    assert any("torch_mm" in line for line in lines) and any(str(run) in line for line in lines)

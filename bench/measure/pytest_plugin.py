@@ -300,32 +300,4 @@ def pytest_sessionfinish(session, exitstatus):
         fh = config.getoption("benchmark_json", None)
         path = Path(fh.name) if fh is not None and Path(fh.name).exists() else None
         path = path if path is not None and path.stat().st_size > 0 else None
-    config._hb_run_path = path
-    if path is not None:
-        from reports import table
-        try:
-            table.write_outputs(records.load_run(path), path.parent)
-        except records.RunFileError as e:
-            print(f"hostbench: {e}", file=sys.stderr)
-
-
-def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    path = getattr(config, "_hb_run_path", None)
-    if path is None:
-        return
-    from reports import table
-
-    from bench.measure import trust
-    run = records.load_run(path)
-    terminalreporter.write_sep("=", "cudnn-hostbench: µs per call against each probe's baseline")
-    terminalreporter.write_line(trust.summary_line(run))
-    terminalreporter.write_line(table.render_text(table.build_table(run)))
-    terminalreporter.write_line(f"run file: {path}  (table.csv, table.md beside it)")
-    if run.fingerprint.get("cudnn_error"):
-        terminalreporter.write_line(f"cuDNN was not usable, so every cuDNN variant is unsupported: "
-                                    f"{run.fingerprint['cudnn_error']}", red=True)
-    cal = run.fingerprint.get("calibration_us", {})
-    if cal.get("after_over_before", 1) > 1.2:
-        terminalreporter.write_line(
-            f"note: host calibration after the profiler phase is {cal['after_over_before']:.2f}x slower "
-            "than before it; host figures were all taken before it")
+    config._hb_run_path = path   # reports.pytest_report tabulates it
