@@ -58,8 +58,8 @@ def _side(run: Run, rec: Record, on_ratio: bool) -> gate.Side:
     """A record's worker-level values (ratios to its baseline when on_ratio), and its rounds."""
     if on_ratio:
         vals = [w["ratio"] for w in rec.workers if w.get("ratio") is not None]
-        if not vals and rec.ratio and rec.ratio.get("median") is not None:
-            vals = [rec.ratio["median"]]
+        if not vals and rec.ratio:
+            vals = [rec.ratio.median]
         rounds = normalized(run, rec) or []
         if not vals and rounds:
             vals = [statistics.median(rounds)]
@@ -101,7 +101,7 @@ def compare(base: Run, new: Run, threshold: float | None = None, alpha: float = 
             r = ra or rb
             row["verdict"] = "REMOVED" if rb is None else "ADDED"
             if r.ok:
-                row["base" if rb is None else "new"] = r.summary()["median"]
+                row["base" if rb is None else "new"] = r.summary().median
             row["note"] = "" if r.ok else r.status
             rows.append(row)
             continue
@@ -111,7 +111,7 @@ def compare(base: Run, new: Run, threshold: float | None = None, alpha: float = 
             row["note"] = f"base: {why(ra)}; new: {why(rb)}"
             rows.append(row)
             continue
-        row.update(base_abs=ra.summary()["median"], new_abs=rb.summary()["median"])
+        row.update(base_abs=ra.summary().median, new_abs=rb.summary().median)
         bl = base.baseline_of(ra)
         if normalize and (bl is None or bl is ra):
             row.update(verdict="SAME" if bl is ra else "UNSURE",

@@ -23,11 +23,11 @@ def median_iqr(m: dict | None) -> str:
     return f"{m['median']:.2f} [IQR {m.get('iqr', 0):.2f}]"
 
 
-def ratio_range(r: dict | None) -> str:
-    """A ratio summary {n, median, q1, q3} as `1.23 [1.20–1.25]`."""
-    if not r or not r.get("n"):
+def ratio_range(r) -> str:
+    """A ratio Summary as `1.23 [1.20–1.25]` (its median [q1–q3])."""
+    if not r:
         return DASH
-    return f"{r['median']:.2f} [{r['q1']:.2f}–{r['q3']:.2f}]"
+    return f"{r.median:.2f} [{r.q1:.2f}–{r.q3:.2f}]"
 
 
 def ratio(x: float) -> str:

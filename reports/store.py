@@ -144,13 +144,13 @@ def records_frame(runs: list[Run], labels: list[str] | None = None):
         med = {}
         for r in run.records:
             if r.ok:
-                med[r.key] = to_us(r.summary()["median"], r.unit)
+                med[r.key] = to_us(r.summary().median, r.unit)
         for r in run.records:
             bl = run.baseline_of(r)
             base = bl.variant if bl is not None else (r.baseline or "torch_mm")
             b = med.get((r.probe, base, r.size, r.mode))
             m = med.get(r.key)
-            ratio = (r.ratio or {}).get("median") if m is not None else None
+            ratio = r.ratio.median if m is not None and r.ratio else None
             if ratio is None and m is not None and b:
                 ratio = m / b
             rows.append({

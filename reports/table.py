@@ -12,7 +12,7 @@ import pandas as pd
 
 from bench.measure import records as rec_mod
 from bench.measure.records import CALL_MODES as MODES
-from bench.measure import trust
+from bench.measure import stats, trust
 from bench.measure.files import write_text_atomic
 
 from . import fmt
@@ -48,22 +48,22 @@ def build_table(run: rec_mod.Run) -> pd.DataFrame:
         # a record that says ok but lost its samples has no figure, so no ratio either
         status = "no samples" if r.status == "ok" and not r.samples else r.status
         measured = status == "ok"
-        ratio = (r.ratio or {}) if measured else {}
+        ratio = r.ratio if measured and r.ratio else stats.Summary()
         if r.flags:
             row["flags"] = "; ".join(x for x in (row["flags"], f"{r.mode}: {','.join(r.flags)}") if x)
         if r.mode == "host":  # build-time probes: host milliseconds
-            row["host"] = r.summary().get("median") if measured else None
+            row["host"] = r.summary().median if measured else None
             row["host_badge"] = trust.badge(r)
             row["unit"] = r.unit
         elif r.mode in MODES:
-            s = r.summary() if measured else {}
-            row[r.mode] = s.get("median")
+            s = r.summary() if measured else stats.Summary()
+            row[r.mode] = s.median
             row[f"{r.mode}_badge"] = trust.badge(r)
-            row[f"{r.mode}_iqr"] = s.get("iqr")
-            if ratio.get("median") is not None and r.baseline:  # the baseline of a shown ratio
+            row[f"{r.mode}_iqr"] = s.iqr
+            if ratio and r.baseline:  # the baseline of a shown ratio
                 row["baseline"] = r.baseline
             for k in ("median", "q1", "q3", "min", "max"):
-                row[f"{r.mode}_ratio" + ("" if k == "median" else f"_{k}")] = ratio.get(k)
+                row[f"{r.mode}_ratio" + ("" if k == "median" else f"_{k}")] = getattr(ratio, k)
             if r.mode == "device":
                 row["kernels_per_call"] = r.kernels_per_call
                 row["kernels"] = "; ".join(r.kernel_names[:4])
@@ -120,7 +120,7 @@ def display_frame(df: pd.DataFrame) -> pd.DataFrame:
     for m in MODES:
         out[m] = [_figure(x, b) for x, b in zip(df[m], df[f"{m}_badge"])]
         out[f"{m} ×base"] = [
-            fmt.DASH if fmt.missing(r) else fmt.ratio_range({"n": 1, "median": r, "q1": a, "q3": b})
+            fmt.DASH if fmt.missing(r) else fmt.ratio_range(stats.Summary(n=1, median=r, q1=a, q3=b))
             for r, a, b in zip(df[f"{m}_ratio"], df.get(f"{m}_ratio_q1", df[f"{m}_ratio"]),
                                df.get(f"{m}_ratio_q3", df[f"{m}_ratio"]))]
     out["kern/call"] = df["kernels_per_call"].map(lambda x: fmt.num(x, 1))

@@ -42,7 +42,7 @@ def _cell(run, probe, variant, size, mode) -> str:
         return "–"
     if not r.ok:
         return r.status.split(":")[0]
-    return f"{r.summary()['median']:.2f}{_ratio(r)}{trust.badge(r)}"
+    return f"{r.summary().median:.2f}{_ratio(r)}{trust.badge(r)}"
 
 
 def _ratio(r) -> str:
@@ -51,7 +51,7 @@ def _ratio(r) -> str:
         return ""
     ws = sorted(w["ratio"] for w in r.workers if w.get("ratio") is not None)
     span = f" [{ws[0]:.2f}–{ws[-1]:.2f}]" if len(ws) > 1 else ""
-    return f" ({r.ratio['median']:.2f}×{span})"
+    return f" ({r.ratio.median:.2f}×{span})"
 
 
 def headline(run) -> str:
@@ -77,7 +77,7 @@ def headline(run) -> str:
     lines += ["", "Budgets, measured in this run: "
               f"suite wall time {run.fingerprint.get('suite_wall_s', float('nan')):.0f} s "
               f"(the core trap probes {core:.0f} s of it); "
-              f"eager no-op floor {floor.summary()['median'] if floor and floor.ok else float('nan'):.3f} µs/call; "
+              f"eager no-op floor {floor.summary().median if floor and floor.ok else float('nan'):.3f} µs/call; "
               f"CPU-only calibration {cal.get('before', float('nan')):.2f} µs before the profiler phase, "
               f"{cal.get('after', float('nan')):.2f} µs after it."]
     return "\n".join(lines)
@@ -126,8 +126,8 @@ def versions() -> str:
             if e is None or not e.ok:
                 cells.append(e.status.split(":")[0] if e else "–")
                 continue
-            dev = f" / {d.summary()['median']:.2f}" if d is not None and d.ok else ""
-            cells.append(f"{e.summary()['median']:.1f}{_ratio(e)}{trust.badge(e)}{dev}")
+            dev = f" / {d.summary().median:.2f}" if d is not None and d.ok else ""
+            cells.append(f"{e.summary().median:.1f}{_ratio(e)}{trust.badge(e)}{dev}")
         lines.append(f"| {probe}/{variant} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

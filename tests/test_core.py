@@ -30,16 +30,17 @@ def test_summarize_uses_pytest_benchmarks_quartiles():
             pb.update(x)
         s = stats.summarize(xs)
         for k in ("median", "q1", "q3", "iqr", "min", "max", "mean"):
-            assert s[k] == pytest.approx(getattr(pb, k)), (n, k)
+            assert getattr(s, k) == pytest.approx(getattr(pb, k)), (n, k)
     xs = [5.0, 1.0, 4.0, 2.0, 3.0, 10.0]
     s = stats.summarize(xs)
-    assert (s["min"], s["max"], s["n"]) == (1.0, 10.0, 6)
-    assert s["stddev"] == pytest.approx(np.std(xs, ddof=1))
+    assert (s.min, s.max, s.n) == (1.0, 10.0, 6)
+    assert s.stddev == pytest.approx(np.std(xs, ddof=1))
 
 
 def test_summarize_drops_nan_and_handles_empty():
-    assert stats.summarize([]) == {"n": 0}
-    assert stats.summarize([float("nan"), 2.0])["median"] == 2.0
+    assert stats.summarize([]) == stats.Summary() and not stats.summarize([])
+    assert stats.summarize([]).to_dict() == {"n": 0}
+    assert stats.summarize([float("nan"), 2.0]).median == 2.0
 
 
 def test_paired_ratios_cancel_shared_drift():
@@ -47,7 +48,7 @@ def test_paired_ratios_cancel_shared_drift():
     a = [10 * d for d in drift]
     b = [8 * d for d in drift]
     r = stats.ratio_summary(a, b)
-    assert r["median"] == pytest.approx(1.25) and r["iqr"] == pytest.approx(0.0)
+    assert r.median == pytest.approx(1.25) and r.iqr == pytest.approx(0.0)
     assert stats.ratio_summary(a, b[:2]) is None
     with pytest.raises(ValueError):
         stats.paired_ratios(a, b[:2])
@@ -88,8 +89,8 @@ def test_measure_eager_orders_a_slower_callable_slower():
     fns = {"fast": lambda: None, "slow": lambda: time.sleep(2e-4)}
     opt = timing.Options(rounds=5, warmup_rounds=1, target_round_s=2e-3, min_calls=4, max_calls=64)
     res = timing.measure_eager(fns, lambda: None, opt)
-    fast = stats.summarize(res["fast"][0])["median"]
-    slow = stats.summarize(res["slow"][0])["median"]
+    fast = stats.summarize(res["fast"][0]).median
+    slow = stats.summarize(res["slow"][0]).median
     assert slow > 150 > fast  # µs per call
 
 
@@ -162,7 +163,7 @@ def test_run_file_round_trip(tmp_path):
     assert un.status.startswith("unsupported") and not un.ok
     doc = json.loads(path.read_text())  # pytest-benchmark layout: stats in seconds, raw data kept
     e = doc["benchmarks"][0]
-    assert e["stats"]["median"] == pytest.approx(stats.summarize(a.samples)["median"] * 1e-6)
+    assert e["stats"]["median"] == pytest.approx(stats.summarize(a.samples).median * 1e-6)
     assert len(e["stats"]["data"]) == len(a.samples)
     assert e["name"] == "test_execute[256-torch_mm-eager]"
 

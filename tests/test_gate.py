@@ -218,8 +218,8 @@ def test_merge_keeps_each_workers_median_and_ratio_and_reports_the_median_over_w
     run = _run(1, hosts=(1.0, 1.3, 1.0))
     r = run.find("execute", "generic", "256", "eager")
     assert len(r.workers) == 3 and len(r.samples) == 30
-    assert r.ratio["median"] == pytest.approx(1.5, rel=0.02)      # host speed cancels in ratios
-    assert r.summary()["median"] == pytest.approx(sorted(w["median"] for w in r.workers)[1])
+    assert r.ratio.median == pytest.approx(1.5, rel=0.02)      # host speed cancels in ratios
+    assert r.summary().median == pytest.approx(sorted(w["median"] for w in r.workers)[1])
     assert r.rounds_discarded == {"host_slow": 6} and "discarded" in r.flags
     assert r.spread == pytest.approx(trust.relative_spread([w["ratio"] for w in r.workers]))
     tm = run.find("execute", "torch_mm", "256", "eager")

@@ -61,7 +61,7 @@ NOTES = (
 
 def _summary(samples) -> dict:
     s = stats.summarize(samples)
-    return {k: s[k] for k in ("median", "q1", "q3", "iqr", "n")} if s.get("n") else {"error": "no samples"}
+    return {k: getattr(s, k) for k in ("median", "q1", "q3", "iqr", "n")} if s else {"error": "no samples"}
 
 
 def _env(ctx) -> dict:

@@ -38,7 +38,7 @@ def _median(run, probe, variant, size, mode):
     r = run.find(probe, variant, size, mode)
     if r is None or not r.ok:
         return None
-    return r.summary().get("median")
+    return r.summary().median
 
 
 def _closest_size(run, probe, variant, want, mode) -> str | None:

@@ -70,7 +70,8 @@ def stats_ratio(num, den):
 
 
 def median(xs) -> float:
-    return stats.summarize(xs).get("median", float("nan"))
+    s = stats.summarize(xs)
+    return s.median if s else float("nan")
 
 
 def fmt_ms(x: float) -> str:

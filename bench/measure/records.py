@@ -50,7 +50,7 @@ class Record:
     calls_per_round: int = 0
     kernels_per_call: float | None = None
     kernel_names: list = field(default_factory=list)
-    ratio: dict | None = None          # summary of round-by-round ratios to `baseline`
+    ratio: stats.Summary | None = None   # of the round-by-round ratios to `baseline`
     baseline: str = ""
     label: str = ""
     note: str = ""
@@ -71,13 +71,13 @@ class Record:
     def ok(self) -> bool:
         return self.status == "ok" and bool(self.samples)
 
-    def summary(self) -> dict:
+    def summary(self) -> stats.Summary:
         """Summary of the pooled samples; the median is the median over worker processes when
         the record merges several (the reported figure), else the samples' own median."""
         s = stats.summarize(self.samples)
         meds = [w["median"] for w in self.workers if w.get("median") is not None]
-        if s.get("n") and len(meds) > 1:
-            s["median"] = stats.median(meds)
+        if s and len(meds) > 1:
+            s = s.with_median(stats.median(meds))
         return s
 
     def to_dict(self) -> dict:
@@ -90,7 +90,9 @@ class Record:
         if missing:
             raise KeyError(f"record lacks {sorted(missing)}")
         # unknown (newer) fields are ignored, absent (older) ones take defaults
-        return cls(**{k: v for k, v in d.items() if k in names})
+        rec = cls(**{k: v for k, v in d.items() if k in names})
+        rec.ratio = stats.Summary.from_dict(rec.ratio)
+        return rec
 
 
 def benchmark_name(r: Record) -> str:
@@ -130,11 +132,11 @@ def benchmark_entry(r: Record) -> dict:
         "extra_info": extra,
         "options": {"timer": "hostbench", "min_rounds": len(data), "warmup": False},
         "stats": {
-            "min": s["min"], "max": s["max"], "mean": s["mean"], "stddev": s["stddev"],
-            "rounds": s["n"], "median": s["median"], "iqr": s["iqr"], "q1": s["q1"], "q3": s["q3"],
+            "min": s.min, "max": s.max, "mean": s.mean, "stddev": s.stddev,
+            "rounds": s.n, "median": s.median, "iqr": s.iqr, "q1": s.q1, "q3": s.q3,
             "iqr_outliers": 0, "stddev_outliers": 0, "outliers": "0;0",
-            "ld15iqr": s["min"], "hd15iqr": s["max"],
-            "ops": 1.0 / s["mean"] if s["mean"] else 0.0, "total": sum(data),
+            "ld15iqr": s.min, "hd15iqr": s.max,
+            "ops": 1.0 / s.mean if s.mean else 0.0, "total": sum(data),
             "data": data, "iterations": 1,
         },
     }

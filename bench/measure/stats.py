@@ -5,9 +5,41 @@ file's `stats` and the IQR our tables print are the same number for the same sam
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
+from dataclasses import dataclass
 from typing import Sequence
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Order statistics of one sample; `n == 0` (falsy, every figure None) when it was empty."""
+    n: int = 0
+    median: float | None = None
+    q1: float | None = None
+    q3: float | None = None
+    iqr: float | None = None
+    min: float | None = None
+    max: float | None = None
+    mean: float | None = None
+    stddev: float | None = None
+
+    def __bool__(self) -> bool:
+        return self.n > 0
+
+    def with_median(self, median: float) -> "Summary":
+        return dataclasses.replace(self, median=median)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self) if self.n else {"n": 0}
+
+    @classmethod
+    def from_dict(cls, d: "dict | Summary | None") -> "Summary | None":
+        if d is None or isinstance(d, Summary):
+            return d
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
 
 
 def quartiles(xs: Sequence[float]) -> tuple[float, float]:
@@ -27,26 +59,17 @@ def median(xs: Sequence[float]) -> float:
     return statistics.median(xs)
 
 
-def summarize(samples: Sequence[float]) -> dict:
+def summarize(samples: Sequence[float]) -> Summary:
     """median, quartiles, IQR, min, max, mean, stddev and n of a sample (NaNs dropped)."""
     xs = sorted(x for x in samples if x is not None and not math.isnan(x))
     if not xs:
-        return {"n": 0}
+        return Summary()
     n = len(xs)
     mean = sum(xs) / n
     var = sum((x - mean) ** 2 for x in xs) / (n - 1) if n > 1 else 0.0
     q1, q3 = quartiles(xs)
-    return {
-        "n": n,
-        "median": statistics.median(xs),
-        "q1": q1,
-        "q3": q3,
-        "iqr": q3 - q1,
-        "min": xs[0],
-        "max": xs[-1],
-        "mean": mean,
-        "stddev": math.sqrt(var),
-    }
+    return Summary(n=n, median=statistics.median(xs), q1=q1, q3=q3, iqr=q3 - q1, min=xs[0], max=xs[-1],
+                   mean=mean, stddev=math.sqrt(var))
 
 
 def paired_ratios(num: Sequence[float], den: Sequence[float]) -> list[float]:
@@ -56,7 +79,7 @@ def paired_ratios(num: Sequence[float], den: Sequence[float]) -> list[float]:
     return [a / b for a, b in zip(num, den) if b and b > 0]
 
 
-def ratio_summary(num: Sequence[float], den: Sequence[float]) -> dict | None:
+def ratio_summary(num: Sequence[float], den: Sequence[float]) -> Summary | None:
     """Summary of the paired ratios (median with IQR and min-max spread), or None if unpaired."""
     if not num or not den or len(num) != len(den):
         return None

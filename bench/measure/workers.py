@@ -94,8 +94,8 @@ def merge_records(per_worker: list[list[Record]], host_unstable: bool = False) -
             m.clock_mhz = {"sm_min": min(c["sm_min"] for c in clocks), "sm_max": max(c["sm_max"] for c in clocks),
                            "top": max(c.get("top") or 0 for c in clocks) or None}
         if ratios:
-            m.ratio = stats.summarize(ratios)
-            m.ratio["median"] = stats.median([w["ratio"] for w in m.workers if w["ratio"] is not None])
+            m.ratio = stats.summarize(ratios).with_median(
+                stats.median([w["ratio"] for w in m.workers if w["ratio"] is not None]))
         if names:  # the kernels most workers ran; say so when workers disagree
             m.kernel_names = list(max(names.items(), key=lambda kv: len(kv[1]))[0])
             if len(names) > 1:
