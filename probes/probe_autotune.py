@@ -11,7 +11,7 @@ from bench.cudnn_graphs.context import prepare
 from bench.cudnn_graphs.host import host_placeholders, host_record, safe_measure, time_ms
 from bench.cudnn_graphs.load import last_error
 from bench.cudnn_graphs.problems import ConvProblem, ConvShape, Matmul, require_conv
-from bench.cudnn_graphs.winners import WinnerStore, env_of
+from bench.cudnn_graphs.winners import WinnerStore, default_path, env_of
 from bench.measure.probe import Case, Probe, Variant
 from bench.measure.status import Unsupported
 
@@ -58,7 +58,7 @@ def _state(ctx, size) -> dict:
 def build(ctx, size):
     prob, key, torch_call = _problem(ctx, size)
     is_conv = isinstance(prob, ConvProblem)
-    store = WinnerStore()
+    store = WinnerStore(default_path(ctx.options.root))
     env = env_of(ctx)
     g, ts = prob.graph()
     _, plan_ms = time_ms(lambda: _plan(ctx, g))

@@ -82,3 +82,17 @@ def test_a_finished_run_is_tabulated_beside_its_run_file(tmp_path):
     pytest_report.pytest_terminal_summary(term, 0, SimpleNamespace(_hb_run_path=run))
     assert (tmp_path / "table.md").exists() and (tmp_path / "table.csv").exists()
     assert any("torch_mm" in line for line in lines) and any(str(run) in line for line in lines)
+
+
+def test_workers_run_the_probes_of_the_project_folder(tmp_path):
+    """The worker command names the project's probes/ and rootdir (pytest's rootpath), not a
+    folder found relative to the installed plugin module."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from bench.measure.pytest_plugin import Parent
+    root = Path(__file__).resolve().parent.parent
+    cfg = SimpleNamespace(rootpath=root, invocation_params=SimpleNamespace(args=("--benchmark-only",)))
+    args = Parent(cfg, tmp_path, 3).worker_args()
+    assert str(root / "probes") in args and f"--rootdir={root}" in args
+    assert (root / "probes").is_dir()

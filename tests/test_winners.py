@@ -141,12 +141,12 @@ def test_malformed_entry_is_dropped_others_kept(tmp_path, bad):
 def test_path_from_environment(tmp_path, monkeypatch):
     p = tmp_path / "sub" / "mine.json"
     monkeypatch.setenv(winners.ENV_VAR, str(p))
-    assert winners.default_path() == p
-    WinnerStore().record(H200, "p", 0, "n", 1.0)
+    assert winners.default_path(tmp_path / "proj") == p
+    WinnerStore(winners.default_path()).record(H200, "p", 0, "n", 1.0)
     assert p.exists()
     monkeypatch.delenv(winners.ENV_VAR)
-    assert winners.default_path() == winners.DEFAULT_PATH
-    assert winners.DEFAULT_PATH.parts[-2:] == ("results", "autotune_winners.json")
+    # under the project folder it is given, never inside the installed package
+    assert winners.default_path(tmp_path / "proj") == tmp_path / "proj" / "results" / "autotune_winners.json"
 
 
 class FakeGraph:

@@ -22,7 +22,6 @@ from typing import Callable
 
 SCHEMA = 1
 ENV_VAR = "HOSTBENCH_WINNERS"
-DEFAULT_PATH = Path(__file__).resolve().parent.parent / "results" / "autotune_winners.json"
 
 
 class WinnerWarning(UserWarning):
@@ -80,9 +79,10 @@ class Winner:
                    d["plan_name"], float(d["us"]), extra, str(d.get("tuned_at", "")))
 
 
-def default_path() -> Path:
+def default_path(root: str | os.PathLike = ".") -> Path:
+    """$HOSTBENCH_WINNERS, else results/autotune_winners.json under the project folder `root`."""
     p = os.environ.get(ENV_VAR)
-    return Path(p) if p else DEFAULT_PATH
+    return Path(p) if p else Path(root) / "results" / "autotune_winners.json"
 
 
 def _warn(msg: str) -> None:
@@ -92,8 +92,8 @@ def _warn(msg: str) -> None:
 class WinnerStore:
     """The winners file, loaded once; `record` rewrites it atomically."""
 
-    def __init__(self, path: str | os.PathLike | None = None):
-        self.path = Path(path) if path is not None else default_path()
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
         self.entries: list[Winner] = []
         self._load()
 
@@ -196,7 +196,7 @@ def tuned_index(ctx, graph, problem: str, tune: Callable[[], tuple], store: Winn
 
     tune() -> (index, name, us, extra). Returns (index, 'stored' | 'tuned').
     """
-    store = store if store is not None else WinnerStore()
+    store = store if store is not None else WinnerStore(default_path(ctx.options.root))
     env = env_of(ctx)
     try:
         count = graph.get_execution_plan_count()

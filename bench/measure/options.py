@@ -21,8 +21,10 @@ class SuiteOptions:
     tokens: tuple = DEFAULT_TOKENS     # token counts of the transpose probe
     heavy: bool = False                # every plan, every size
     modes: tuple = DEFAULT_MODES       # timing modes; host (build-time) rows always run
+    root: str = "."                    # the project folder: results/ (e.g. autotune winners) lives there
 
     @classmethod
     def from_config(cls, config) -> "SuiteOptions":
         return cls(sizes=split(config.getoption("--hb-sizes")), tokens=split(config.getoption("--hb-tokens")),
-                   heavy=bool(config.getoption("--hb-heavy")), modes=split(config.getoption("--hb-modes")))
+                   heavy=bool(config.getoption("--hb-heavy")), modes=split(config.getoption("--hb-modes")),
+                   root=str(config.rootpath))

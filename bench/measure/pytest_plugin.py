@@ -26,7 +26,6 @@ from bench.measure import timing
 from bench.measure.options import SuiteOptions
 from bench.measure.status import Status, error
 
-ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_WORKERS = 3
 DEFAULT_ROUNDS = 10      # per worker: 3 workers pool 30 kept rounds
 
@@ -100,9 +99,10 @@ class Parent:
                 skip = "=" not in a and name in VALUED
                 continue
             args.append(a)
+        root = self.config.rootpath
         if not any(not a.startswith("-") for a in args):
-            args = [str(ROOT / "probes")] + args   # the bare `pytest --benchmark-only` at the root
-        return [*args, "-q", "-p", "no:cacheprovider", "--hb-workers=1", f"--rootdir={ROOT}",
+            args = [str(root / "probes")] + args   # the bare `pytest --benchmark-only` at the root
+        return [*args, "-q", "-p", "no:cacheprovider", "--hb-workers=1", f"--rootdir={root}",
                 "-o", "testpaths=probes"]
 
     def record(self, probe, size, variant, mode) -> records.Record:
@@ -157,9 +157,9 @@ def pytest_configure(config):
     from _pytest.config import Config
     if bench_only and getattr(config, "args_source", None) == Config.ArgsSource.TESTPATHS:
         # the bare `pytest --benchmark-only` at the root runs the probes, not the CPU tests
-        config.args[:] = [str(ROOT / "probes")]
+        config.args[:] = [str(config.rootpath / "probes")]
     worker = config.getoption("--hb-worker")
-    out = Path(config.getoption("--hb-out") or ROOT / "results" / _dt.datetime.now().strftime("%Y%m%d-%H%M%S"))
+    out = Path(config.getoption("--hb-out") or config.rootpath / "results" / _dt.datetime.now().strftime("%Y%m%d-%H%M%S"))
     config._hb_out = out
     config._hb_json_tmp = None
     if ok and not worker and bench_only and config.getoption("benchmark_json", None) is None:
