@@ -22,8 +22,7 @@ from bench.audit import count as audit_count
 from bench.audit import rules as audit_rules
 from bench.audit.cost import evaluate, load_costs
 from bench.audit.target import first_call
-from bench.measure import stats
-from bench.measure import timing
+from bench.measure import stats, timing
 
 COUNT_STEPS = 10
 
@@ -98,6 +97,7 @@ def audit(step, *, run_file=None, rounds: int | None = None, count_steps: int = 
     `root`/reports/reference/<gpu>/run.json.
     """
     import torch
+
     from bench.measure.context import GpuContext
     if timing.profiler_has_run():
         raise timing.ContaminatedError("a torch.profiler session already ran in this process: audit in a fresh process")

@@ -11,7 +11,6 @@ from bench.audit import rules as audit_rules
 from bench.measure import records as rec_mod
 from bench.measure import trust
 
-
 # -- run file ------------------------------------------------------------------------------------
 
 def find_run_file(gpu_name: str | None, root: str | Path = ".") -> Path | None:

@@ -6,8 +6,7 @@ import time
 from typing import Any, Callable
 
 from bench.cudnn_graphs.build import as_unsupported
-from bench.measure import stats
-from bench.measure import timing
+from bench.measure import stats, timing
 from bench.measure.probe import Case
 from bench.measure.records import Record
 from bench.measure.status import OK, Status, error

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from bench.cudnn_graphs.winners import Env
+from bench.measure.files import write_bytes_atomic
 
 MAGIC = b"HBPLAN 1\n"
 FORMAT = 1
@@ -77,10 +78,7 @@ def save(path: str | os.PathLike, blob, env: Env, problem: str, meta: dict | Non
     """Writes atomically (temp file + rename)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    tmp.write_bytes(dumps(blob, env, problem, meta))
-    os.replace(tmp, path)
-    return path
+    return write_bytes_atomic(path, dumps(blob, env, problem, meta))
 
 
 def decide(data: bytes | None, env: Env, problem: str) -> Decision:

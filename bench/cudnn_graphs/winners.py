@@ -20,6 +20,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from bench.measure.files import write_text_atomic
+
 SCHEMA = 1
 ENV_VAR = "HOSTBENCH_WINNERS"
 
@@ -176,10 +178,7 @@ class WinnerStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         doc = {"schema": SCHEMA, "entries": [asdict(w) for w in sorted(
             self.entries, key=lambda w: (w.problem, w.gpu, w.cudnn_backend, w.cudnn_frontend))]}
-        tmp = self.path.with_name(self.path.name + f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(doc, indent=1, sort_keys=True, default=str), encoding="utf-8")
-        os.replace(tmp, self.path)
-        return self.path
+        return write_text_atomic(self.path, json.dumps(doc, indent=1, sort_keys=True, default=str))
 
 
 # -- GPU side ------------------------------------------------------------------------------------

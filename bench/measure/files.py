@@ -6,12 +6,16 @@ import os
 from pathlib import Path
 
 
-def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
+def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
     path = Path(path)
     tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")  # the pid: two writers never share a temp file
     try:
-        tmp.write_text(text, encoding="utf-8")
+        tmp.write_bytes(data)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
     return path
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
+    return write_bytes_atomic(path, text.encode("utf-8"))

@@ -21,8 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.measure import records
-from bench.measure import timing
+from bench.measure import records, timing
 from bench.measure.options import SuiteOptions
 from bench.measure.status import Status, error
 

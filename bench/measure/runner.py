@@ -7,20 +7,16 @@ Every record is written to a JSON-lines file the moment it exists.
 from __future__ import annotations
 
 import math
+import statistics
+import sys
 import time
 from pathlib import Path
 
-import statistics
-import sys
-
 from bench.measure import fingerprint as fpmod
-from bench.measure import records
-from bench.measure import stats
-from bench.measure import timing
-from bench.measure import trust
+from bench.measure import records, stats, timing, trust
+from bench.measure.context import GpuContext, NoGpuError
 from bench.measure.gpustate import Clocks
 from bench.measure.hoststate import HostState
-from bench.measure.context import GpuContext, NoGpuError
 from bench.measure.nvtx_ranges import nvtx_range
 from bench.measure.options import SuiteOptions
 from bench.measure.records import Record

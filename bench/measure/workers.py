@@ -14,8 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.measure import stats
-from bench.measure import trust
+from bench.measure import stats, trust
 from bench.measure.hoststate import FLOOR_ENV, TOL
 from bench.measure.records import Record, Run, load_run
 
