@@ -8,7 +8,7 @@ are not about the frontend calls themselves, one per marked line:
 - a host sync (`.item()`), which also keeps the step out of a CUDA graph.
 """
 import torch
-from fixed_integration import FixedLinear   # the audit puts this file's folder on sys.path
+from fixed_integration import FixedLinear  # the audit puts this file's folder on sys.path
 
 M = N = K = 256
 

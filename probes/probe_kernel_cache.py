@@ -74,7 +74,7 @@ def _run_all(ctx, size):
                 continue
             p = probs[n]
             try:
-                b, t = time_ms(lambda: p.build(kernel_cache=kc, **(dyn if kc is not None else {})))
+                b, t = time_ms(lambda: p.build(kernel_cache=kc, **(dyn if kc is not None else {})))  # noqa: B023 - called at once
             except Exception as e:  # noqa: BLE001
                 status[(variant, n)] = Status.of(as_unsupported(e))
                 continue

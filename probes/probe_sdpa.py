@@ -80,9 +80,9 @@ def build(ctx, size):
         else:
             kw["is_inference"] = True
         out = g.sdpa(q=Q, k=K, v=V, **kw)
-        O = out[0] if isinstance(out, (list, tuple)) else out
-        as_output(ctx, O, o)
-        bl = build_graph(ctx, g, [Q, K, V, O], what="causal SDPA graph")
+        Out = out[0] if isinstance(out, (list, tuple)) else out
+        as_output(ctx, Out, o)
+        bl = build_graph(ctx, g, [Q, K, V, Out], what="causal SDPA graph")
         run = bl.call((q, k, v, o))
         return Case(lambda: run() or o, check, poison,
                                    note=f"cuDNN ran the {bl.engine}; plan {bl.index} '{bl.plan}'")

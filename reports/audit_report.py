@@ -6,11 +6,10 @@ from pathlib import Path
 
 from bench.audit.auditor import AuditReport
 from bench.measure import trust
-from bench.measure.records import CALL_MODES as MODES
 from bench.measure.files import write_text_atomic
+from bench.measure.records import CALL_MODES as MODES
 
 from .fmt import md_table, median_iqr, num
-
 
 
 def _flagged(r: AuditReport) -> bool:

@@ -23,8 +23,8 @@ import tempfile
 from pathlib import Path
 
 from bench.measure import trust
-from bench.measure.records import CALL_MODES
 from bench.measure.files import write_text_atomic
+from bench.measure.records import CALL_MODES
 
 from . import changepoints, fmt, store
 from .compare import KEY_FIELDS
@@ -177,7 +177,7 @@ def heatmap(df, rows: list, runs: list[str], ticks: dict, path: Path) -> dict:
                                        edgecolor="#222", lw=1.5, alpha=0.5, zorder=2))
     ax.imshow(rgba, aspect="auto", interpolation="nearest")
     ax.set_yticks(range(len(rows)), labels, fontsize=8)
-    for t, (p, s, v) in zip(ax.get_yticklabels(), rows):
+    for t, _row in zip(ax.get_yticklabels(), rows):
         if "(baseline" in t.get_text():
             t.set_color("#666")
     if len(runs) > 1:

@@ -88,7 +88,8 @@ def check_out_file(path: str) -> str | None:
 
 def version() -> str:
     try:
-        from importlib.metadata import PackageNotFoundError, version as _v
+        from importlib.metadata import PackageNotFoundError
+        from importlib.metadata import version as _v
         return _v("cudnn-hostbench")
     except PackageNotFoundError:  # a plain checkout, not installed: read pyproject.toml
         text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")

@@ -9,9 +9,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from bench.measure import records
+from bench.measure import records, trust
 from bench.measure.records import CALL_MODES
-from bench.measure import trust
 from reports import store, table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -91,7 +90,7 @@ def probe_headlines(run) -> list[str]:
         for _, row in g[g["size"] == size].iterrows():
             if row["role"] not in ("trap", "fixed", "baseline", "floor", "private"):
                 continue
-            def c(m):
+            def c(m, row=row):
                 v = row.get(m)
                 if v != v or v is None:
                     return row["status"].split(":")[1].strip() if ":" in row["status"] else "–"
@@ -107,7 +106,8 @@ def probe_headlines(run) -> list[str]:
 
 
 def versions() -> str:
-    runs = sorted((records.load_run(p) for p in MATRIX.glob("run-fe*.json")), key=lambda r: store.version_key(store.frontend_version(r)))
+    runs = sorted((records.load_run(p) for p in MATRIX.glob("run-fe*.json")),
+                  key=lambda r: store.version_key(store.frontend_version(r)))
     if not runs:
         return ""
     head = [r.fingerprint.get("cudnn_frontend", "?") for r in runs]

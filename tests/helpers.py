@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import random
 
-from bench.measure import records
-from bench.measure import stats
+from bench.measure import records, stats
 from bench.measure.records import Record
 
 

@@ -10,13 +10,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from bench.audit import auditor as audit  # noqa: E402
+from bench.audit import auditor as audit
 from bench.audit import cost, target
 from bench.audit import count as audit_count
 from bench.audit import rules as audit_rules
+from bench.measure.records import Record, run_document, write_run
 from reports import audit_report
 from scripts import cli
-from bench.measure.records import Record, run_document, write_run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 HAS_GPU = torch.cuda.is_available()
@@ -209,8 +209,11 @@ def fake_cudnn():
         def build_plans(self, *a): self.built = True
 
         def build(self, modes=None):
-            self.validate(); self.build_operation_graph(); self.create_execution_plans(modes)
-            self.check_support(); self.build_plans()
+            self.validate()
+            self.build_operation_graph()
+            self.create_execution_plans(modes)
+            self.check_support()
+            self.build_plans()
 
         def execute(self, pack, ws, handle=None, tensor_uids=None):
             return self._execute(pack)

@@ -3,8 +3,14 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from bench.cudnn_graphs.cache_keys import dtype_tag, layout_tag, operands_key, problem_key, row_major  # noqa: E402
-from bench.cudnn_graphs.cache_keys import GraphCache  # noqa: E402
+from bench.cudnn_graphs.cache_keys import (
+    GraphCache,
+    dtype_tag,
+    layout_tag,
+    operands_key,
+    problem_key,
+    row_major,
+)
 
 
 def test_tuple_key_separates_shape_stride_and_dtype():

@@ -16,7 +16,7 @@ from scripts import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
-import version_matrix as vm  # noqa: E402
+import version_matrix as vm
 
 VARIANTS = {"execute": {"torch_mm": 10.0, "generic": 14.0, "pinned": 12.0},
             "set_stream": {"torch_mm": 10.0, "set_stream": 15.0}}

@@ -5,10 +5,7 @@ import time
 
 import pytest
 
-from bench.measure import fingerprint
-from bench.measure import records
-from bench.measure import stats
-from bench.measure import timing
+from bench.measure import fingerprint, records, stats, timing
 from bench.measure.probe import Probe, Variant
 from reports import table
 from scripts import cli
@@ -59,7 +56,7 @@ def test_run_calls_calls_exactly_n_times():
     for n in (0, 1, 15, 16, 17, 100):
         box = [0]
 
-        def fn():
+        def fn(box=box):
             box[0] += 1
         timing.run_calls(fn, n)
         assert box[0] == n

@@ -3,8 +3,7 @@ import random
 
 import pytest
 
-from bench.measure import timing
-from bench.measure import trust
+from bench.measure import timing, trust
 from bench.measure.gpustate import Clocks
 from bench.measure.hoststate import HostState
 from bench.measure.records import Record, Run

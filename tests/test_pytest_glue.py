@@ -1,5 +1,4 @@
 """The pytest glue on CPU: measured samples reach pytest-benchmark's stats; probes skip with a reason."""
-import json
 import subprocess
 import sys
 from pathlib import Path

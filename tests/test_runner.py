@@ -5,8 +5,7 @@ import json
 
 import pytest
 
-from bench.measure import records
-from bench.measure import timing
+from bench.measure import records, timing
 from bench.measure.probe import Case, Probe, Variant
 from bench.measure.runner import Session
 from bench.measure.status import Unsupported
@@ -56,7 +55,8 @@ def session(tmp_path, monkeypatch):
         return timing.Captured(graph=type("G", (), {"replay": lambda self: None})(), calls=calls, last=fn())
 
     monkeypatch.setattr(timing, "capture", capture)
-    monkeypatch.setattr(timing, "measure_graph", lambda caps, stream, opt, ranges=None, watch=None: {n: [2.0, 2.2, 2.1, 2.0] for n in caps})
+    monkeypatch.setattr(timing, "measure_graph",
+                        lambda caps, stream, opt, ranges=None, watch=None: {n: [2.0, 2.2, 2.1, 2.0] for n in caps})
     monkeypatch.setattr(timing, "measure_device", lambda fns, sync, opt, ranges=None, watch=None: {
         n: [timing.DeviceSample(1.5, 1.0, __import__("collections").Counter({"k": 2}))] * 3 for n in fns})
     return s

@@ -160,7 +160,8 @@ RULES = (
     Rule(
         id="generic_execute", trap=2, title="generic graph.execute with a variant-pack dict",
         fires=lambda c: _n(c, "execute") > 0,
-        evidence="{execute:g} execute(dict) per step (execute_plan_at_index {execute_plan_at_index:g}, ordered {execute_ordered:g})",
+        evidence=("{execute:g} execute(dict) per step (execute_plan_at_index {execute_plan_at_index:g}, "
+                  "ordered {execute_ordered:g})"),
         parts=((Figure("execute", "generic", ("pinned", "ordered_pinned", "ordered"), "execute"),),),
         fix=("autotune once, then call execute_plan_at_index(pack, ws, best, handle=h); on frontend 1.31+ "
              "the ordered form execute_plan_at_index(buffers_tuple, ws, best, handle=h, tensor_uids=uids) "
@@ -169,7 +170,8 @@ RULES = (
     Rule(
         id="set_stream", trap=3, title="cudnn.set_stream on every step",
         fires=lambda c: _n(c, "set_stream", "set_stream_backend") > 0,
-        evidence="{set_stream:g} set_stream per step ({set_stream_backend:g} reached cudnnSetStream, {set_stream_cached:g} returned from the frontend cache)",
+        evidence=("{set_stream:g} set_stream per step ({set_stream_backend:g} reached cudnnSetStream, "
+                  "{set_stream_cached:g} returned from the frontend cache)"),
         parts=((Figure("set_stream", "raw_set_stream", ("set_once",), "set_stream_backend"),),
                (Figure("set_stream", "set_stream_same", ("set_once",), "set_stream_cached"),)),
         fix=("set the handle's stream once; per step compare the current stream (torch._C._cuda_getCurrentRawStream) "

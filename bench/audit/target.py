@@ -42,12 +42,12 @@ def load_factory(spec: str):
             mod_spec.loader.exec_module(module)
         except SyntaxError as e:
             raise AuditInputError(f"{spec}: cannot import {where}: SyntaxError at line {e.lineno}: {e.msg}") from e
-        except Exception as e:  # noqa: BLE001 - whatever the user's module raises at import
+        except Exception as e:
             raise AuditInputError(f"{spec}: importing {where} raised {type(e).__name__}: {e}") from e
     else:
         try:
             module = importlib.import_module(where)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             raise AuditInputError(f"{spec}: cannot import module {where}: {type(e).__name__}: {e}") from e
     if not hasattr(module, attr):
         raise AuditInputError(f"{spec}: {where} has no attribute {attr!r}")
@@ -61,7 +61,7 @@ def make_step(factory, name: str = "make_step"):
     """Calls the factory; its result must be a zero-argument callable."""
     try:
         step = factory()
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         raise AuditInputError(f"{name}() raised {type(e).__name__}: {e}") from e
     if not callable(step):
         raise AuditInputError(f"{name}() returned a {type(step).__name__}, not a zero-argument callable")
@@ -71,7 +71,7 @@ def make_step(factory, name: str = "make_step"):
 def first_call(step) -> None:
     try:
         step()
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         raise AuditInputError(f"the step raised on its first call: {type(e).__name__}: {e}") from e
 
 

@@ -34,7 +34,7 @@ def load_cudnn():
         raise CudnnUnavailable(f"the cuDNN frontend cannot load libcudnn ({e}); fix: {FIX_HINT}") from e
     try:
         cudnn.backend_version()
-    except Exception as e:  # noqa: BLE001 - 'Unable to find symbol cudnnGetVersion' is a RuntimeError
+    except Exception as e:
         raise CudnnUnavailable(f"libcudnn is not loaded ({e}); fix: {FIX_HINT}") from e
     return cudnn
 

@@ -56,7 +56,7 @@ class Record:
     note: str = ""
     # trust signals (see bench/measure/trust.py): what was thrown away and how reproducible the figure is
     sentinel_us: float | None = None   # median host-state sentinel over the kept round cycles
-    host_state: str = ""               # eager: host state of the kept cycles, 'fast' or 'slow' 
+    host_state: str = ""               # eager: host state of the kept cycles, 'fast' or 'slow'
     rounds_discarded: dict = field(default_factory=dict)   # reason -> rounds thrown away
     clock_mhz: dict = field(default_factory=dict)          # {"sm_min", "sm_max", "top"} over kept rounds
     workers: list = field(default_factory=list)            # per worker: {"worker", "n", "median", "ratio"}
@@ -106,7 +106,7 @@ class JsonlWriter:
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = open(self.path, "a", encoding="utf-8")
+        self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - held open across writes, closed by close()
 
     def write(self, obj: dict) -> None:
         self._fh.write(json.dumps(obj, default=str) + "\n")

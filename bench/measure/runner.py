@@ -186,7 +186,7 @@ class Session:
                 self._mark_all(probe, size, list(eager), error(str(e)), modes=("eager",))
             else:
                 per = {n: [x / probe.variant(n).ops_per_call for x in s] for n, (s, _) in res.items()}
-                for n, (s, c) in res.items():
+                for n, (_, c) in res.items():
                     calls[n] = c
                     v = probe.variant(n)
                     self._put(self._trust(Record(

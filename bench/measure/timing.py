@@ -294,7 +294,7 @@ def capture(fn: Callable, calls: int, stream, warmup: int = 3) -> Captured:
             for _ in range(calls):
                 last = fn()
         stream.synchronize()
-    except Exception as e:  # noqa: BLE001 - any failure is the finding
+    except Exception as e:
         torch.cuda.synchronize()
         raise CaptureError(f"{type(e).__name__}: {e}") from e
     return Captured(g, calls, last)

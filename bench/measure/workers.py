@@ -54,7 +54,7 @@ def merge_records(per_worker: list[list[Record]], host_unstable: bool = False) -
             groups.setdefault(r.key, []).append((i, r))
     index = [{r.key: r for r in recs} for recs in per_worker]
     out = []
-    for key, items in groups.items():
+    for items in groups.values():
         ok = [(i, r) for i, r in items if r.ok]
         if not ok:
             out.append(copy.deepcopy(items[0][1]))
