@@ -95,3 +95,28 @@ def test_workers_run_the_probes_of_the_project_folder(tmp_path):
     args = Parent(cfg, tmp_path, 3).worker_args()
     assert str(root / "probes") in args and f"--rootdir={root}" in args
     assert (root / "probes").is_dir()
+
+
+def test_the_run_file_is_in_place_when_the_terminal_summary_reads_it(tmp_path):
+    """pytest-benchmark writes the run file inside sessionfinish and the terminal reporter calls
+    the summary hooks inside it too: the file must be renamed into place before the report reads
+    it (it once was only after, so the table and summary never appeared)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent
+    (tmp_path / "conftest.py").write_text(
+        "import bench.measure.pytest_plugin as p\n"
+        "p._cuda_ok = lambda: (True, '')   # as on a GPU box: the plugin opens the run file\n"
+        "pytest_plugins = ['bench.measure.pytest_plugin', 'reports.pytest_report']\n")
+    (tmp_path / "test_x.py").write_text("def test_x(benchmark):\n    benchmark(lambda: None)\n")
+    out = tmp_path / "out"
+    res = subprocess.run([sys.executable, "-m", "pytest", str(tmp_path), "--benchmark-only", "-q", "-p",
+                          "no:cacheprovider", "--hb-workers=1", f"--hb-out={out}", f"--rootdir={tmp_path}"],
+                         capture_output=True, text=True, cwd=tmp_path, env={**__import__("os").environ,
+                                                                             "PYTHONPATH": str(root)})
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert (out / "run.json").exists() and not (out / "run.json.tmp").exists()
+    # the report read the placed file and wrote the table beside it
+    assert "cudnn-hostbench: µs per call" in res.stdout and str(out / "run.json") in res.stdout, res.stdout
+    assert (out / "table.md").exists()

@@ -277,13 +277,29 @@ def pytest_benchmark_update_json(config, benchmarks, output_json):
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_sessionfinish(session, exitstatus):
-    """Wraps pytest-benchmark's own finish: the fingerprint is complete before it writes the
-    run file, and the file is renamed into place (and tabulated) after."""
-    config = session.config
-    s = config._hb_session
+    """Wraps pytest-benchmark's own finish (a wrapper that writes the run file before it yields):
+    the fingerprint is complete before that write."""
+    s = session.config._hb_session
     if s is not None:
         s.finish()
     yield
+    _place_run_file(session.config)   # when no terminal summary ran (e.g. --no-summary)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    # the terminal reporter calls this inside sessionfinish, after pytest-benchmark wrote the run
+    # file and before our wrapper resumes: place the file now so the report can read it
+    _place_run_file(config)
+
+
+def _place_run_file(config) -> None:
+    """Renames the finished run file into place (once) and sets config._hb_run_path, which
+    reports.pytest_report tabulates."""
+    if getattr(config, "_hb_placed", False):
+        return
+    config._hb_placed = True
+    s = config._hb_session
     tmp = config._hb_json_tmp
     path = None
     if tmp is not None:
@@ -299,4 +315,4 @@ def pytest_sessionfinish(session, exitstatus):
         fh = config.getoption("benchmark_json", None)
         path = Path(fh.name) if fh is not None and Path(fh.name).exists() else None
         path = path if path is not None and path.stat().st_size > 0 else None
-    config._hb_run_path = path   # reports.pytest_report tabulates it
+    config._hb_run_path = path
