@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import statistics
 
-from bench.measure.records import Record, Run
+from bench.measure.records import UNIT_SECONDS, Record, Run
 
 from . import fmt, gate
 
@@ -69,8 +69,10 @@ def _side(run: Run, rec: Record, on_ratio: bool) -> gate.Side:
         if not vals and rounds:
             vals = [statistics.median(rounds)]
     hs = (run.fingerprint or {}).get("host_state") or {}
+    us = rec.summary().median if rec.ok else 0.0
+    per_call_us = us * UNIT_SECONDS.get(rec.unit, 1e-6) / 1e-6 if us else 0.0
     return gate.Side(vals, rounds, bool(hs.get("unstable")) or "host_unstable" in (rec.flags or ()),
-                     kernels_of(run, rec), rec.host_state)
+                     kernels_of(run, rec), rec.host_state, per_call_us)
 
 
 def compare(base: Run, new: Run, threshold: float | None = None, alpha: float = gate.ALPHA,

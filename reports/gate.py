@@ -24,12 +24,17 @@ from dataclasses import dataclass
 
 from bench.measure import trust
 
-# eager 7 %: Python-heavy trap rows moved 5.5 % between two A/A runs on the H200 in the same host
-# state (rebuild/key_tuple); graph and device rows are steadier
-THRESHOLD = {"eager": 0.07, "graph": 0.04, "device": 0.04, "host": 0.05}
-# eager rows timed in the host's slow state on both sides: the slow state is not one level (its
-# sentinel ranges 1.4-3x the floor), and two A/A pairs on the H200 moved such ratios by up to
-# 9 % (wrapper/256 naive) and 7.5 % (sdpa torch_cudnn) with tight workers inside each run
+# The floors come from four full runs on the H200 (two A/A pairs on two machine starts, compared
+# pairwise: docs/measurements.md). Eager 7 %: fast-state trap ratios agreed to 5 %. Graph and
+# device 4 %: p99 of the changes 3.6-4.5 %. Host (build-time) rows are timed without the host
+# gate and moved by up to 52 % (p90 38 %): only a change of half again is judged.
+THRESHOLD = {"eager": 0.07, "graph": 0.04, "device": 0.04, "host": 0.50}
+# graph/device work of 100 µs or more per call runs power-capped, and its clock differs between
+# machine starts: such rows moved by up to 5.1 % between sessions (ceiling/t256h4096i11008)
+HEAVY_US, HEAVY_THRESHOLD = 100.0, 0.06
+# eager rows timed in the host's slow state on either side: the slow state is not one level (its
+# sentinel ranges 1.4-3x the floor), and such rows moved by up to 46 % (p99) between A/A runs
+# with tight workers inside each run. Within this floor they are SAME; past it only UNSURE.
 SLOW_EAGER_THRESHOLD = 0.12
 SPREAD_MULT = 1.5
 ALPHA = 0.01
@@ -42,6 +47,7 @@ class Side:
     host_unstable: bool = False
     kernels: frozenset = frozenset()
     host_state: str = ""      # eager: 'fast' or 'slow' host state of the kept rounds
+    per_call_us: float = 0.0  # the record's own median, µs per call: tells heavy work apart
 
     @property
     def spread(self) -> float:
@@ -61,8 +67,11 @@ def judge(a: Side, b: Side, mode: str, threshold: float | None = None, alpha: fl
         return "UNMEASURED", float("nan"), float("nan"), "no samples"
     thr = THRESHOLD.get(mode, 0.05) if threshold is None else threshold
     floor = thr    # the least change this row can be judged on
-    if threshold is None and mode == "eager" and "slow" in (a.host_state, b.host_state):
+    slow = mode == "eager" and "slow" in (a.host_state, b.host_state)
+    if threshold is None and slow:
         floor = SLOW_EAGER_THRESHOLD
+    elif threshold is None and mode in ("graph", "device") and min(a.per_call_us, b.per_call_us) >= HEAVY_US:
+        floor = max(floor, HEAVY_THRESHOLD)
     ma, mb = statistics.median(a.values), statistics.median(b.values)
     change = mb / ma - 1 if ma else float("nan")
     if a.values == b.values and a.rounds == b.rounds:
@@ -91,6 +100,8 @@ def judge(a: Side, b: Side, mode: str, threshold: float | None = None, alpha: fl
         return "UNSURE", change, p, f"host state differs ({a.host_state} vs {b.host_state})"
     if not agree:
         return "UNSURE", change, p, "; ".join(x for x in (how, note) if x)
+    if slow:
+        return "UNSURE", change, p, "slow host state: its eager figures drift between processes; judge runs in the fast state"
     if kern:
         return "KERNEL CHANGED", change, p, kern
     return ("SLOWER" if change > 0 else "FASTER"), change, p, note

@@ -368,3 +368,45 @@ def test_one_host_state_per_figure_and_compare_only_like_with_like():
     df = cmp.compare(a, b)
     row = df[(df.variant == "generic") & (df["mode"] == "eager")].iloc[0]
     assert row.verdict == "UNSURE" and "host state differs (fast vs slow)" in row.note
+
+
+def test_slow_state_eager_rows_are_same_or_unsure_never_slower():
+    a = gate.Side([1.50, 1.52, 1.51], [], host_state="slow")
+    b = gate.Side([1.80, 1.82, 1.81], [], host_state="slow")    # +20 %, workers separate
+    v, change, _, note = gate.judge(a, b, "eager")
+    assert v == "UNSURE" and "slow host state" in note and change == pytest.approx(0.2, abs=0.01)
+    v, _, _, note = gate.judge(a, gate.Side([1.60, 1.61, 1.62], [], host_state="slow"), "eager")
+    assert v == "SAME" and "detects >= 12 %" in note                # within the slow floor
+    fast = gate.Side([1.50, 1.52, 1.51], [], host_state="fast")
+    assert gate.judge(fast, gate.Side([1.65, 1.66, 1.67], [], host_state="fast"), "eager")[0] == "SLOWER"
+
+
+def test_heavy_power_capped_rows_have_a_wider_floor_than_light_ones():
+    light = lambda xs: gate.Side(xs, [], per_call_us=2.5)     # noqa: E731
+    heavy = lambda xs: gate.Side(xs, [], per_call_us=200.0)   # noqa: E731
+    base, new = [200.0, 200.5, 201.0], [210.0, 210.5, 211.0]     # +5 %, workers separate
+    assert gate.judge(light(base), light(new), "graph")[0] == "SLOWER"
+    v, _, _, note = gate.judge(heavy(base), heavy(new), "graph")
+    assert v == "SAME" and "detects >= 6 %" in note
+    assert gate.judge(heavy(base), heavy([x * 1.08 for x in base]), "device")[0] == "SLOWER"
+
+
+def test_build_time_rows_are_judged_only_past_half_again():
+    base = gate.Side([10.0, 10.2, 10.1], [])
+    assert gate.judge(base, gate.Side([13.0, 13.1, 13.2], []), "host")[0] == "SAME"       # +30 %
+    assert gate.judge(base, gate.Side([20.0, 20.1, 20.2], []), "host")[0] == "SLOWER"     # 2x
+
+
+def test_a_worker_without_a_steady_host_state_is_left_out_when_most_had_one():
+    per = [_worker_records(i) for i in range(3)]
+    for i, recs in enumerate(per):
+        for r in recs:
+            if r.mode == "eager":
+                r.host_state = "fast" if i else ""
+                if i == 0:
+                    r.flags = ["host_unstable"]
+                    r.samples = [x * 1.3 for x in r.samples]
+    merged = merge_records(per)
+    r = next(m for m in merged if m.key == ("execute", "generic", "256", "eager"))
+    assert [w["worker"] for w in r.workers] == [2, 3] and "host_unstable" not in r.flags
+    assert r.rounds_discarded.get("worker_no_host_state") == 1 and "found no steady host state" in r.note

@@ -212,6 +212,7 @@ def _cycles(names: list, opt: Options, run_cycle: Callable[[list], dict], judge,
         watch.sentinel += [s for _, s in kept if s is not None]
         if len(kept) < min(rounds, need):
             watch.fell_back = True   # too few clean cycles: keep them all, and say so
+            watch.state = ""         # ... which mix host states: the figure has none
             return every
     return {n: [v[n] for v, _ in kept] for n in names}
 

@@ -59,6 +59,11 @@ def merge_records(per_worker: list[list[Record]], host_unstable: bool = False) -
         if not ok:
             out.append(copy.deepcopy(items[0][1]))
             continue
+        # workers that kept every cycle (no steady host state) are left out when most workers had
+        # one; when most did not, all stay and the merged figure carries their flag
+        steady = [(i, r) for i, r in ok if not (r.mode == "eager" and "host_unstable" in (r.flags or ()))]
+        unsteady = [i for i, r in ok if (i, r) not in steady] if len(steady) * 2 > len(ok) else []
+        ok = steady if unsteady else ok
         states = [r.host_state for _, r in ok if r.host_state]
         state = max(set(states), key=lambda s: (states.count(s), s == "fast")) if states else ""
         left_out = [i for i, r in ok if r.host_state and r.host_state != state]
@@ -87,6 +92,10 @@ def merge_records(per_worker: list[list[Record]], host_unstable: bool = False) -
             disc["worker_other_host_state"] = len(left_out)
             m.note = (m.note + " | " if m.note else "") + \
                 f"workers {left_out} measured in the other host state: left out"
+        if unsteady:
+            disc["worker_no_host_state"] = len(unsteady)
+            m.note = (m.note + " | " if m.note else "") + \
+                f"workers {unsteady} found no steady host state: left out"
         m.rounds_discarded = disc
         m.sentinel_us = stats.median(sentinels) if sentinels else None
         if clocks:
