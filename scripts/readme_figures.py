@@ -76,7 +76,8 @@ def headline(run) -> str:
     lines += ["", "Budgets, measured in this run: "
               f"suite wall time {run.fingerprint.get('suite_wall_s', float('nan')):.0f} s "
               f"(the core trap probes {core:.0f} s of it); "
-              f"eager no-op floor {floor.summary().median if floor and floor.ok else float('nan'):.3f} µs/call; "
+              f"eager no-op floor {floor.summary().median if floor and floor.ok else float('nan'):.3f} µs/call"
+              f"{f' ({floor.host_state} host state)' if floor and floor.host_state else ''}; "
               f"CPU-only calibration {cal.get('before', float('nan')):.2f} µs before the profiler phase, "
               f"{cal.get('after', float('nan')):.2f} µs after it."]
     return "\n".join(lines)
