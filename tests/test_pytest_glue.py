@@ -5,34 +5,34 @@ from pathlib import Path
 
 import pytest
 
-from bench.measure import pytest_plugin as conftest
+from bench.measure import pytest_plugin as plugin
 from bench.measure.records import Record
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.benchmark(timer=conftest.CLOCK)
+@pytest.mark.benchmark(timer=plugin.CLOCK)
 def test_injected_samples_become_the_benchmark_stats(benchmark):
     rec = Record("execute", "pinned", "256", "eager", samples=[9.0, 11.0, 10.0, 12.0], calls_per_round=100)
-    conftest.report_record(benchmark, rec, "t")
+    plugin.report_record(benchmark, rec, "t")
     data = benchmark.stats.stats.data
     assert data == pytest.approx([9e-6, 11e-6, 10e-6, 12e-6])
     assert benchmark.stats.stats.median == pytest.approx(10.5e-6)
     assert benchmark.extra_info["mode"] == "eager" and "samples" not in benchmark.extra_info
 
 
-@pytest.mark.benchmark(timer=conftest.CLOCK)
+@pytest.mark.benchmark(timer=plugin.CLOCK)
 def test_unsupported_record_skips_with_its_reason(benchmark):
     rec = Record("execute", "ordered", "256", "eager", status="unsupported: needs frontend >= 1.31")
     with pytest.raises(pytest.skip.Exception, match="needs frontend"):
-        conftest.report_record(benchmark, rec, "t")
+        plugin.report_record(benchmark, rec, "t")
 
 
-@pytest.mark.benchmark(timer=conftest.CLOCK)
+@pytest.mark.benchmark(timer=plugin.CLOCK)
 def test_failed_numerics_fail_the_probe(benchmark):
     rec = Record("execute", "generic", "256", "eager", status="failed: numerics rel_err=0.5")
     with pytest.raises(pytest.fail.Exception, match="rel_err"):
-        conftest.report_record(benchmark, rec, "t")
+        plugin.report_record(benchmark, rec, "t")
 
 
 def test_probes_skip_with_a_reason_without_gpu(tmp_path):

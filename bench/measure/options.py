@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bench.measure.records import CALL_MODES
+
 DEFAULT_SIZES = ("256", "1024", "4096")
 DEFAULT_TOKENS = ("256", "4096")
-DEFAULT_MODES = ("eager", "graph", "device")
+DEFAULT_MODES = CALL_MODES
 
 
 def split(text: str) -> tuple[str, ...]:

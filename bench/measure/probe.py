@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from bench.measure.records import CALL_MODES
+
 ROLES = ("baseline", "trap", "fixed", "floor", "private", "info")
 
 
@@ -13,7 +15,7 @@ class Variant:
     role: str
     label: str
     ops_per_call: int = 1          # >1: figures are per op (unit us/op)
-    modes: tuple = ("eager", "graph", "device")
+    modes: tuple = CALL_MODES
 
     def __post_init__(self):
         if self.role not in ROLES:

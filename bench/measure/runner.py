@@ -24,7 +24,7 @@ from bench.measure.status import OK, Status, Unsupported, error, failed
 
 
 class Session:
-    def __init__(self, out_dir: str | Path, opt: timing.Options | None = None, modes=("eager", "graph", "device"),
+    def __init__(self, out_dir: str | Path, opt: timing.Options | None = None, modes=records.CALL_MODES,
                  worker: str = "", warm_max_s: float = 60.0, fast_wait_s: float = 10.0,
                  suite: SuiteOptions | None = None):
         self.out_dir = Path(out_dir)
