@@ -52,7 +52,7 @@ class Session:
             except NoGpuError as e:
                 self.ctx_error = str(e)
             else:
-                self.fingerprint = fpmod.fingerprint(self._ctx)
+                self.fingerprint = fpmod.fingerprint(self._ctx, root=self.suite.root)
                 self.fingerprint["cpu_affinity_pinned"] = self._ctx.affinity
                 self.watch = timing.Watch(host=HostState(), clocks=Clocks(self._ctx.device.index or 0))
                 self.say(f"warming the host (learning its fast-state floor, at most {self.warm_max_s:.0f} s)")
