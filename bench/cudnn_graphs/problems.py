@@ -45,7 +45,24 @@ def nan_fill(*ts):
     return poison
 
 
-class Matmul:
+class Checked:
+    """A problem's cases: each is checked against the torch reference `ref` (through the call's
+    returned tensor, else the output buffer), and the buffer is poisoned before each check."""
+
+    def output(self):
+        raise NotImplementedError
+
+    def check(self, out) -> float:
+        return rel_err(out if isinstance(out, self.ctx.torch.Tensor) else self.output(), self.ref)
+
+    def poison(self) -> None:
+        self.output().fill_(float("nan"))
+
+    def case(self, fn, note: str = "") -> Case:
+        return Case(fn=fn, check=self.check, poison=self.poison, note=note)
+
+
+class Matmul(Checked):
     """C[b,M,N] = A[b,M,K] @ B[b,K,N] (bf16 in/out, fp32 compute), B with any strides.
 
     With fixed UIDs (A=1001, B=1002, C=1003) packs can be keyed by int, and a serialized plan
@@ -56,6 +73,9 @@ class Matmul:
         self.ctx, self.a, self.b, self.c, self.ref = ctx, a, b, c, ref
         self.built: Built | None = None
         self.vp: dict = {}
+
+    def output(self):
+        return self.c
 
     @classmethod
     def random(cls, ctx, batch: int, m: int, k: int, n: int, b_view=None) -> "Matmul":
@@ -114,15 +134,6 @@ class Matmul:
     def buffers(self):
         return (self.a, self.b, self.c)
 
-    # -- checks ------------------------------------------------------------------------------------
-    def check(self, out) -> float:
-        return rel_err(out if isinstance(out, self.ctx.torch.Tensor) else self.c, self.ref)
-
-    def poison(self) -> None:
-        self.c.fill_(float("nan"))
-
-    def case(self, fn, note: str = "") -> Case:
-        return Case(fn=fn, check=self.check, poison=self.poison, note=note)
 
     def plan_note(self) -> str:
         b = self.built
@@ -209,7 +220,7 @@ def require_conv(ctx) -> None:
         raise Unsupported("needs pygraph.conv_fprop")
 
 
-class ConvProblem:
+class ConvProblem(Checked):
     """Y = ReLU(conv2d(X, W, pad) + b), bf16, channels_last (NHWC strides): operands, an fp32
     reference and graph builders for one shape."""
 
@@ -229,15 +240,9 @@ class ConvProblem:
         F = torch.nn.functional
         self.ref = F.relu(F.conv2d(self.x.float(), self.wt.float(), self.b_vec.float(), padding=s.pad))
 
-    # -- checks ------------------------------------------------------------------------------
-    def check(self, out) -> float:
-        return rel_err(out if isinstance(out, self.ctx.torch.Tensor) else self.y, self.ref)
+    def output(self):
+        return self.y
 
-    def poison(self) -> None:
-        self.y.fill_(float("nan"))
-
-    def case(self, fn, note: str = "") -> Case:
-        return Case(fn=fn, check=self.check, poison=self.poison, note=note)
 
     def problem(self, modes: str = "A+FALLBACK") -> str:
         """Key for persisted plans: operands, conv attributes, and the heuristic modes that made
