@@ -191,10 +191,7 @@ def markdown(df, base: Run, new: Run, diff, threshold: float, alpha: float, norm
     lines = ["# hostbench compare", "", f"- base: `{base.path}` ({base.datetime or 'no date'})",
              f"- new: `{new.path}` ({new.datetime or 'no date'})",
              "- rule: |change of the median over workers| > the row's noise floor (at least "
-             + (f"{threshold * 100:g} %" if threshold is not None else
-                ", ".join(f"{m} {t * 100:g} %" for m, t in gate.THRESHOLD.items())
-                + f"; graph/device work of {gate.HEAVY_US:g} µs or more {gate.HEAVY_THRESHOLD * 100:g} %; "
-                f"eager rows in the slow host state {gate.SLOW_EAGER_THRESHOLD * 100:g} %, and never SLOWER/FASTER")
+             + (f"{threshold * 100:g} %" if threshold is not None else gate.floors_text())
              + f", and 1.5x the between-worker spread) and the workers agree (separation or U test p < {alpha:g})"
              + (" on samples normalized by the run's baseline variant" if normalize else ""),
              f"- {summary(df)}", ""]

@@ -40,6 +40,13 @@ SPREAD_MULT = 1.5
 ALPHA = 0.01
 
 
+def floors_text() -> str:
+    """The default floors in words, for --help and the compare report."""
+    return (", ".join(f"{m} {t * 100:g} %" for m, t in THRESHOLD.items())
+            + f"; graph/device work of {HEAVY_US:g} µs or more {HEAVY_THRESHOLD * 100:g} %; "
+            f"eager rows in the slow host state {SLOW_EAGER_THRESHOLD * 100:g} %, and never SLOWER/FASTER")
+
+
 @dataclass
 class Side:
     values: list          # worker-level values (one per worker), or [] when not measured

@@ -229,31 +229,27 @@ def cmd_audit(a) -> int:
     from bench.measure import records
     from reports import audit_report
 
-    def err(msg: str) -> int:
-        print(f"{a.prog}: {msg}", file=sys.stderr)
-        return 2
-
     if a.rounds < 1 or a.count_steps < count.MIN_STEPS:
-        return err(f"--rounds must be at least 1 and --count-steps at least {count.MIN_STEPS}")
+        return _bad(a.prog, f"--rounds must be at least 1 and --count-steps at least {count.MIN_STEPS}")
     if a.out and Path(a.out).exists() and not Path(a.out).is_dir():
-        return err(f"--out {a.out} exists and is not a folder")
+        return _bad(a.prog, f"--out {a.out} exists and is not a folder")
     try:  # the user's own mistakes first: they hold on any machine
         target.parse_target(a.target)
         if a.run_file:
-            records.load_run(a.run_file)
+            records.load_run(a.run_file, need_records=True)
     except (target.AuditInputError, records.RunFileError) as e:
-        return err(str(e))
+        return _bad(a.prog, str(e))
     problem = target.environment_problem()
     if problem:
-        return err(f"{target.NEEDS}; here: {problem}")
+        return _bad(a.prog, f"{target.NEEDS}; here: {problem}")
     try:
         factory = target.load_factory(a.target)
     except target.AuditInputError as e:
-        return err(str(e))
+        return _bad(a.prog, str(e))
     try:
         ctx = _gpu_context()
     except Exception as e:  # noqa: BLE001 - NoGpuError, or a CUDA start-up failure
-        return err(f"{target.NEEDS}; here: {rules.error_line(f'{type(e).__name__}: {e}')}")
+        return _bad(a.prog, f"{target.NEEDS}; here: {rules.error_line(f'{type(e).__name__}: {e}')}")
     try:
         with _on_stream(ctx):   # set-up sees the audit's stream as current
             step = target.make_step(factory, a.target.rpartition(":")[2])
@@ -261,9 +257,9 @@ def cmd_audit(a) -> int:
         report = audit(step, run_file=a.run_file, rounds=a.rounds, count_steps=a.count_steps, ctx=ctx,
                        target=a.target, checked=True, root=ROOT)
     except target.AuditInputError as e:
-        return err(f"{a.target}: {e}")
+        return _bad(a.prog, f"{a.target}: {e}")
     except Exception as e:  # noqa: BLE001 - e.g. the step failing later: say so, write nothing
-        err(f"{a.target}: audit failed: {rules.error_line(f'{type(e).__name__}: {e}')}")
+        _bad(a.prog, f"{a.target}: audit failed: {rules.error_line(f'{type(e).__name__}: {e}')}")
         return 1
     print(audit_report.render_text(report), end="")
     if a.out:
@@ -289,8 +285,9 @@ baseline: each worker's median paired ratio to it; other rows: each worker's med
                    workers agree (complete separation, or Mann-Whitney U p < --alpha)
   KERNEL CHANGED   it would be SLOWER / FASTER, but the device kernels differ between the runs
   UNSURE           past the noise floor but the workers overlap; an eager row of a host-unstable
-                   run, or timed in another host state (fast vs slow); a baseline's absolute
-                   eager µs (judged only with --absolute); single-process runs with too few samples
+                   run, timed in another host state (fast vs slow), or in the slow host state;
+                   a baseline's absolute eager µs (judged only with --absolute); single-process
+                   runs with too few samples
   SAME             within the noise floor ("noise-limited: detects >= N %" when it is wider)
   ADDED / REMOVED  the row exists in one run only
   UNMEASURED       a side has no samples (unsupported, failed); the note says why
@@ -305,6 +302,7 @@ def parser() -> ArgParser:
     from bench.audit import count, target
     from bench.audit.auditor import COUNT_STEPS
     from bench.measure import timing
+    from reports import gate
     from reports.dashboard import MANIFEST
     from scripts import run
 
@@ -338,7 +336,7 @@ def parser() -> ArgParser:
     p.add_argument("base", help="run file (JSON, or partial JSONL) to compare against")
     p.add_argument("new", help="run file to judge")
     p.add_argument("--threshold", default=None,
-                   help="minimum change, in percent (default per mode: eager 7, graph 4, device 4, host 5)")
+                   help=f"minimum change, in percent, for every row (default per row: {gate.floors_text().replace('%', '%%')})")
     p.add_argument("--alpha", type=float, default=0.01, help="Mann-Whitney U significance level")
     p.add_argument("--min-samples", type=int, default=5, help="fewer samples than this on a side give UNSURE")
     p.add_argument("--normalize", action="store_true",
