@@ -61,9 +61,10 @@ def merge_records(per_worker: list[list[Record]], host_unstable: bool = False) -
             continue
         # workers that kept every cycle (no steady host state) are left out when most workers had
         # one; when most did not, all stay and the merged figure carries their flag
-        steady = [(i, r) for i, r in ok if not (r.mode == "eager" and "host_unstable" in (r.flags or ()))]
-        unsteady = [i for i, r in ok if (i, r) not in steady] if len(steady) * 2 > len(ok) else []
-        ok = steady if unsteady else ok
+        unsteady = [i for i, r in ok if r.mode == "eager" and "host_unstable" in (r.flags or ())]
+        if unsteady and len(unsteady) * 2 >= len(ok):
+            unsteady = []
+        ok = [(i, r) for i, r in ok if i not in unsteady]
         states = [r.host_state for _, r in ok if r.host_state]
         state = max(set(states), key=lambda s: (states.count(s), s == "fast")) if states else ""
         left_out = [i for i, r in ok if r.host_state and r.host_state != state]
