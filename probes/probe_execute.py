@@ -33,6 +33,7 @@ PROBE = Probe(
     build=build,
     sizes=cube_sizes,
     prepare=prepare,
+    focus=True,
 )
 
 

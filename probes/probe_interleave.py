@@ -58,6 +58,7 @@ PROBE = Probe(
     sizes=cube_sizes,
     prepare=prepare,
     baseline="torch_only",
+    focus=True,
 )
 
 

@@ -53,6 +53,7 @@ PROBE = Probe(
     build=build,
     sizes=cube_sizes,
     prepare=prepare,
+    focus=True,
 )
 
 

@@ -77,6 +77,7 @@ PROBE = Probe(
     build=build,
     sizes=_sizes,
     prepare=prepare,
+    focus=True,
 )
 
 

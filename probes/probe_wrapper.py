@@ -40,6 +40,7 @@ PROBE = Probe(
     build=build,
     sizes=cube_sizes,
     prepare=prepare,
+    focus=True,
 )
 
 

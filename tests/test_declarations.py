@@ -96,3 +96,12 @@ def test_audit_rules_cite_existing_probes_and_variants():
 def test_probes_folder_has_no_other_modules():
     files = {f.stem for f in Path(probes.__path__[0]).glob("*.py")} - {"__init__"}
     assert files == set(MODULES)
+
+
+def test_focus_probes_are_the_trap_probes_whose_256_ratios_are_the_headline():
+    focus = {_probe(m).name: _probe(m) for m in MODULES if _probe(m).focus}
+    assert set(focus) == {"execute", "set_stream", "churn", "transpose", "interleave", "wrapper"}
+    for p in focus.values():
+        roles = {v.role for v in p.variants}
+        assert {"trap", "fixed"} <= roles and p.baseline, p.name
+        assert p.focus_size(SuiteOptions()) in ("256", "t256"), p.name

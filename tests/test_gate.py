@@ -1,9 +1,10 @@
 """The reproducibility machinery on CPU: host-state sentinel, worker merge, gate, KERNEL CHANGED."""
+import contextlib
 import random
 
 import pytest
 
-from bench.measure import timing, trust
+from bench.measure import hoststate, timing, trust
 from bench.measure.gpustate import Clocks
 from bench.measure.hoststate import HostState
 from bench.measure.records import Record, Run
@@ -108,8 +109,8 @@ def test_too_few_clean_cycles_keep_all_and_say_so():
     assert watch.meta()["discarded"]["mixed"] == 8
 
 
-def _gated_run(h, budget):
-    hs = HostState(read=h.read, clock=h.clock, sleep=h.sleep, floor=1.0)
+def _gated_run(h, budget, hs=None, focus_budget=None):
+    hs = hs or HostState(read=h.read, clock=h.clock, sleep=h.sleep, floor=1.0)
     hs.gate_budget_s = budget
     watch = timing.Watch(host=hs)
 
@@ -119,8 +120,14 @@ def _gated_run(h, budget):
 
     orig, timing.eager_round = timing.eager_round, fake_round
     try:
-        res = timing.measure_eager({"a": lambda: None, "b": lambda: None}, lambda: None,
-                                   timing.Options(rounds=10, warmup_rounds=1), watch=watch)
+        if focus_budget is None:
+            block = contextlib.nullcontext()
+        else:
+            hs.focus_budget_s = focus_budget
+            block = hs.focused()
+        with block:
+            res = timing.measure_eager({"a": lambda: None, "b": lambda: None}, lambda: None,
+                                       timing.Options(rounds=10, warmup_rounds=1), watch=watch)
     finally:
         timing.eager_round = orig
     return hs, watch.meta(), res
@@ -141,6 +148,31 @@ def test_a_long_slow_stretch_rests_the_gate_instead_of_spending_its_budget():
     hs, meta, res = _gated_run(Bistable([("slow", 50.0), ("fast", 0.3)]), budget=10.0)
     assert hs.gate_timeouts >= 1 and hs.gate_s < 10.0   # waited max_s, then rested
     assert meta["host_state"] == "slow" and len(res["a"][0]) == 10
+
+
+def test_a_focus_block_waits_through_a_slow_stretch_that_rests_the_plain_gate():
+    # a 2.5 s slow stretch: the plain gate gives up after 1 s and rests, timing the block slow;
+    # a focus block (a headline size) waits it out from its own budget and is timed fast
+    stretch = [("slow", 2.5), ("fast", 0.5)]
+    hs, meta, _ = _gated_run(Bistable(stretch), budget=10.0)
+    assert meta["host_state"] == "slow" and hs.gate_timeouts == 1
+    hs, meta, res = _gated_run(Bistable(stretch), budget=10.0, focus_budget=12.0)
+    assert meta["host_state"] == "fast" and all(x == pytest.approx(1e6) for x in res["a"][0])
+    s = hs.summary()
+    assert s["gate_s"] == 0 and 2.0 < s["focus_s"] < 2.6 and s["focus_blocks"] == 1 and s["focus_timeouts"] == 0
+    assert hs.gating() and hs.gate_timeouts == 0   # outside the block: the plain gate, unspent, not resting
+
+
+def test_a_focus_block_waits_at_most_its_share_and_the_budget_bounds_them_all():
+    h = Bistable([("slow", 100.0), ("fast", 0.5)])
+    hs = HostState(read=h.read, clock=h.clock, sleep=h.sleep, floor=1.0)
+    _, meta, res = _gated_run(h, budget=None, hs=hs, focus_budget=6.0)
+    assert hs.focus_s == pytest.approx(hoststate.FOCUS_BLOCK_S, abs=0.05) and hs.focus_timeouts == 1
+    assert meta["host_state"] == "slow" and len(res["a"][0]) == 10   # timed anyway, and says so
+    _gated_run(h, budget=None, hs=hs, focus_budget=6.0)               # the second gets what is left
+    assert hs.focus_s == pytest.approx(6.0, abs=0.05) and hs.focus_blocks == 2
+    _gated_run(h, budget=None, hs=hs, focus_budget=6.0)               # the third does not wait
+    assert hs.focus_s == pytest.approx(6.0, abs=0.05) and hs.focus_timeouts == 2
 
 
 def test_a_spent_gate_budget_stops_waiting():

@@ -111,3 +111,22 @@ def test_nvtx_range_is_a_harmless_context_on_cpu():
     with nvtx_range("toy/8/base/eager"):
         pass
     assert backend() in ("nvtx", "torch.cuda.nvtx")
+
+
+def test_only_a_focus_probes_first_size_is_a_focus_block(session):
+    from bench.measure.hoststate import HostState
+    host = HostState(read=lambda: 1.0, floor=1.0)
+    host.focus_budget_s = 12.0
+    session.watch = timing.Watch(host=host)
+    p = _probe()
+    p.sizes = lambda options: ["8", "16"]
+    session.record(p, "8", "base", "eager")
+    assert host.focus_blocks == 0            # not a focus probe
+    p.focus = True
+    assert p.focus_size(session.suite) == "8"
+    session.record(p, "16", "base", "eager")
+    assert host.focus_blocks == 0            # its other sizes share the plain gate
+    session._cases.pop(("toy", "8"))
+    session.records = {}
+    session.record(p, "8", "base", "eager")
+    assert host.focus_blocks == 1 and host.summary()["focus_budget_s"] == 12.0

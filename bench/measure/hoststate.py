@@ -8,6 +8,7 @@ even round-by-round ratios move with the state: only discarding slow rounds keep
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import statistics
 import sys
@@ -18,6 +19,7 @@ CHUNK = 32          # torch.empty calls per chunk; three chunks a reading, ~0.1-
 TOL = 0.10          # a reading within this of the floor is the fast state
 SLOW_AT = 1.40      # a reading at least this times the floor is the slow state (in between: a switch)
 REST_S = 5.0       # after a fruitless wait for the fast state, cycles run without waiting this long
+FOCUS_BLOCK_S = 4.0  # a focus block's cycles wait at most this long in all for the fast state
 FLOOR_ENV = "HB_HOST_FLOOR_US"   # a floor learned by an earlier worker of the same run
 
 
@@ -57,6 +59,12 @@ class HostState:
         self.gate_timeouts = 0
         self._gate_note = 10.0
         self._gate_rest_until = float("-inf")
+        # focus blocks (a probe's headline size): their own budget, no rest, FOCUS_BLOCK_S each
+        self.focus_budget_s = 0.0
+        self.focus_s = 0.0
+        self.focus_blocks = 0
+        self.focus_timeouts = 0
+        self._focus_left = None    # seconds the current focus block may still wait (None: not in one)
 
     def read(self) -> float:
         us = self._read()
@@ -108,9 +116,24 @@ class HostState:
                 next_note = now + 5.0
             self.sleep(every_s)
 
+    @contextlib.contextmanager
+    def focused(self):
+        """A focus block (a probe's headline size, whose trap/fix ratios the suite is read by):
+        its eager cycles wait for the fast state from a budget of their own, up to FOCUS_BLOCK_S
+        in all and without the rest, so a long slow stretch met just before it does not leave it
+        timed in the slow state. Other blocks share the plain gate budget."""
+        self.focus_blocks += 1
+        self._focus_left = max(0.0, min(FOCUS_BLOCK_S, self.focus_budget_s - self.focus_s))
+        try:
+            yield
+        finally:
+            self._focus_left = None
+
     def gating(self) -> bool:
         """Whether eager cycles wait for the fast state now (a budget is set, not spent, and the
         gate is not resting after a fruitless wait)."""
+        if self._focus_left is not None:
+            return self._focus_left > 0
         return (self.gate_budget_s is not None and self.gate_s < self.gate_budget_s
                 and self.clock() >= self._gate_rest_until)
 
@@ -123,6 +146,8 @@ class HostState:
         us = self.read()
         if self.fast(us) or not self.gating():
             return us
+        if self._focus_left is not None:
+            return self._await_focus(us, every_s)
         t0 = self.clock()
         limit = min(max_s, self.gate_budget_s - self.gate_s)
         while not self.fast(us):
@@ -141,6 +166,19 @@ class HostState:
             self._gate_note += 10.0
         return us
 
+    def _await_focus(self, us: float, every_s: float) -> float:
+        t0 = self.clock()
+        while not self.fast(us):
+            if self.clock() - t0 >= self._focus_left:
+                self.focus_timeouts += 1
+                break
+            self.sleep(every_s)
+            us = self.read()
+        spent = self.clock() - t0
+        self.focus_s += spent
+        self._focus_left = max(0.0, self._focus_left - spent)
+        return us
+
     def summary(self) -> dict:
         xs = sorted(self.readings)
         fast = sum(1 for x in xs if self.fast(x))
@@ -148,6 +186,8 @@ class HostState:
                 "waited_s": round(self.waited_s, 2), "readings": len(xs),
                 "gate_s": round(self.gate_s, 2), "gate_budget_s": self.gate_budget_s,
                 "gate_timeouts": self.gate_timeouts,
+                "focus_s": round(self.focus_s, 2), "focus_budget_s": self.focus_budget_s,
+                "focus_blocks": self.focus_blocks, "focus_timeouts": self.focus_timeouts,
                 "fast_fraction": round(fast / len(xs), 3) if xs else None,
                 "median_us": statistics.median(xs) if xs else None}
 

@@ -52,12 +52,20 @@ class Probe:
     # raising Unsupported marks every variant
     prepare: Callable | None = None
     extra: dict = field(default_factory=dict)
+    # the first size's eager ratios are a headline figure (host-bound, trap against fix): its
+    # eager cycles get their own wait for the host's fast state (hoststate.HostState.focused)
+    focus: bool = False
 
     def variant(self, name: str) -> Variant:
         for v in self.variants:
             if v.name == name:
                 return v
         raise KeyError(f"{self.name} has no variant {name}")
+
+    def focus_size(self, options) -> str | None:
+        """The size whose eager cycles are a focus block, if this probe has one."""
+        sizes = self.sizes(options) if self.focus else []
+        return sizes[0] if sizes else None
 
     def context(self, ctx):
         return self.prepare(ctx) if self.prepare is not None else ctx

@@ -55,9 +55,13 @@ def pytest_addoption(parser):
     g.addoption("--hb-warm-s", type=float, default=10.0,
                 help="seconds the first worker waits at most for the host's fast state (later ones a quarter) "
                      "(default %(default)s)")
-    g.addoption("--hb-fast-wait-s", type=float, default=10.0,
+    g.addoption("--hb-fast-wait-s", type=float, default=6.0,
                 help="seconds each worker may spend in all waiting for the host's fast state before eager "
                      "rounds; 0 times them in whatever state the host is in (default %(default)s)")
+    g.addoption("--hb-focus-wait-s", type=float, default=12.0,
+                help="a separate budget per worker for the probes' headline sizes (the trap/fix ratios at "
+                     "256): each may wait up to 4 s for the fast state; 0 treats them like the rest "
+                     "(default %(default)s)")
     g.addoption("--hb-out", default=None, help="folder for records.jsonl, run.json, table.csv/md (default results/<stamp>)")
     g.addoption("--hb-heavy", action="store_true", help="heavy sweeps (every plan, every size)")
     g.addoption("--hb-worker", default=None, help=argparse.SUPPRESS)   # set by the parent only
@@ -180,7 +184,8 @@ def _session(config):
         first = not w or w.startswith("1/")
         config._hb_session = Session(config._hb_out, _options(config), modes, worker=w,
                                      warm_max_s=config.getoption("--hb-warm-s") * (1.0 if first else 0.25),
-                                     fast_wait_s=config.getoption("--hb-fast-wait-s"), suite=config._hb_suite)
+                                     fast_wait_s=config.getoption("--hb-fast-wait-s"), suite=config._hb_suite,
+                                     focus_wait_s=config.getoption("--hb-focus-wait-s"))
     return config._hb_session
 
 

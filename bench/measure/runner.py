@@ -6,6 +6,7 @@ Every record is written to a JSON-lines file the moment it exists.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
 import sys
@@ -26,11 +27,12 @@ from bench.measure.status import OK, Status, Unsupported, error, failed
 class Session:
     def __init__(self, out_dir: str | Path, opt: timing.Options | None = None, modes=records.CALL_MODES,
                  worker: str = "", warm_max_s: float = 60.0, fast_wait_s: float = 10.0,
-                 suite: SuiteOptions | None = None):
+                 suite: SuiteOptions | None = None, focus_wait_s: float = 0.0):
         self.out_dir = Path(out_dir)
         self.worker = worker            # "2/3" in a worker process: progress lines name it
         self.warm_max_s = warm_max_s
         self.fast_wait_s = fast_wait_s  # budget for waiting on the fast host state before eager cycles
+        self.focus_wait_s = focus_wait_s  # a budget of its own for the probes' focus blocks
         self.watch = timing.Watch()
         self.opt = opt or timing.Options()
         self.modes = tuple(modes)
@@ -58,6 +60,7 @@ class Session:
                 self.say(f"warming the host (learning its fast-state floor, at most {self.warm_max_s:.0f} s)")
                 self.watch.host.warm(max_s=self.warm_max_s, say=self.say)
                 self.watch.host.gate_budget_s = self.fast_wait_s if self.fast_wait_s > 0 else None
+                self.watch.host.focus_budget_s = max(0.0, self.focus_wait_s)
                 self.say(f"host floor {self.watch.host.floor:.2f} µs"
                          + ("" if self.watch.host.held else " (never held: the host is mostly in its slow state)")
                          + f" after {self.watch.host.waited_s:.1f} s")
@@ -177,8 +180,11 @@ class Session:
         eager = {n: c.fn for n, c in cases.items() if "eager" in probe.variant(n).modes}
         calls = {}
         if "eager" in self.modes and eager:
+            host = self.watch.host
+            focus = (host.focused() if host is not None and host.focus_budget_s > 0
+                     and size == probe.focus_size(self.suite) else contextlib.nullcontext())
             try:
-                with torch.cuda.stream(ctx.stream), nvtx_range(f"{tag}/eager"):
+                with focus, torch.cuda.stream(ctx.stream), nvtx_range(f"{tag}/eager"):
                     res = timing.measure_eager(eager, ctx.sync, self.opt, ranges=lambda n: nvtx_range(f"{tag}/{n}/eager"),
                                                watch=self.watch)
                 meta = self.watch.meta()

@@ -70,6 +70,10 @@ def summary_line(run) -> str:
     parts.append("host UNSTABLE (eager figures not comparable)" if hs.get("unstable") else
                  (f"eager figures in the host's fast state {states.count('fast')}, slow {states.count('slow')}"
                   if states else "host stable" if hs else "host state not recorded"))
+    waits = [w for w in hs.get("per_worker") or [hs] if isinstance(w, dict)]
+    waited = sum((w.get("gate_s") or 0) + (w.get("focus_s") or 0) for w in waits)
+    if waited:
+        parts.append(f"{waited:.0f} s waited for the fast state before eager rounds")
     disc = sum(why.values())
     parts.append(f"{kept} rounds kept, {disc} discarded"
                  + (" (" + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in sorted(why.items())) + ")" if disc else ""))
