@@ -130,3 +130,42 @@ def test_only_a_focus_probes_first_size_is_a_focus_block(session):
     session.records = {}
     session.record(p, "8", "base", "eager")
     assert host.focus_blocks == 1 and host.summary()["focus_budget_s"] == 12.0
+
+
+def test_a_focus_block_timed_slow_is_retried_before_the_profiler_phase(session, tmp_path):
+    from bench.measure.hoststate import HostState
+    state = {"us": 2.0}                      # the host sits in its slow state ...
+    host = HostState(read=lambda: state["us"], floor=1.0, sleep=lambda s: None)
+    host.focus_budget_s = 0.0001             # (no real waiting in a test)
+    session.watch = timing.Watch(host=host)
+    session.retry_focus, session.focus_wait_s = True, 0.0002
+    p = _probe()
+    p.focus = True
+    session.record(p, "8", "trap", "eager")
+    first = session.records[("toy", "trap", "8", "eager")]
+    assert first.host_state == "slow"
+    state["us"] = 1.0                        # ... and has left it by the time device mode comes
+    session.record(p, "8", "trap", "device")
+    again = session.records[("toy", "trap", "8", "eager")]
+    assert again.host_state == "fast" and again is not first
+    assert session.retries == {"toy/8": "fast"}
+    run = records.load_run(tmp_path / "records.jsonl")    # the retried row's last line wins
+    assert run.find("toy", "trap", "8", "eager").host_state == "fast"
+    assert sum(1 for r in run.records if r.key == again.key) == 1
+
+
+def test_no_retry_in_a_single_process_run_or_once_the_row_is_fast(session):
+    from bench.measure.hoststate import HostState
+    host = HostState(read=lambda: 1.0, floor=1.0)
+    host.focus_budget_s = 1.0
+    session.watch = timing.Watch(host=host)
+    p = _probe()
+    p.focus = True
+    session.record(p, "8", "trap", "eager")
+    session.record(p, "8", "trap", "device")
+    assert session.retries == {}             # retry_focus is off (the default: --hb-workers 1)
+    session.retry_focus = True
+    session._retry = []
+    host._read = lambda: 2.0
+    session.finish()
+    assert session.retries == {}             # nothing was queued: the first figure was fast

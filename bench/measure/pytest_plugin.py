@@ -185,7 +185,9 @@ def _session(config):
         config._hb_session = Session(config._hb_out, _options(config), modes, worker=w,
                                      warm_max_s=config.getoption("--hb-warm-s") * (1.0 if first else 0.25),
                                      fast_wait_s=config.getoption("--hb-fast-wait-s"), suite=config._hb_suite,
-                                     focus_wait_s=config.getoption("--hb-focus-wait-s"))
+                                     focus_wait_s=config.getoption("--hb-focus-wait-s"),
+                                     retry_focus=bool(w))   # a worker's records come from records.jsonl,
+                                                            # where a retried row's last line wins
     return config._hb_session
 
 

@@ -278,4 +278,7 @@ def _load_jsonl(path: Path, text: str) -> Run:
                 recs.append(Record.from_dict(obj["record"]))
         except (KeyError, TypeError, AttributeError) as e:
             raise RunFileError(f"{path}:{i}: malformed {obj.get('kind')} line ({e})") from e
-    return Run(str(path), fp, recs, str(fp.get("datetime", "")), warnings)
+    by_key = {}
+    for r in recs:   # a row written again (a retried measurement) replaces its earlier line
+        by_key[r.key] = r
+    return Run(str(path), fp, list(by_key.values()), str(fp.get("datetime", "")), warnings)

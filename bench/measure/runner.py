@@ -27,12 +27,15 @@ from bench.measure.status import OK, Status, Unsupported, error, failed
 class Session:
     def __init__(self, out_dir: str | Path, opt: timing.Options | None = None, modes=records.CALL_MODES,
                  worker: str = "", warm_max_s: float = 60.0, fast_wait_s: float = 10.0,
-                 suite: SuiteOptions | None = None, focus_wait_s: float = 0.0):
+                 suite: SuiteOptions | None = None, focus_wait_s: float = 0.0, retry_focus: bool = False):
         self.out_dir = Path(out_dir)
         self.worker = worker            # "2/3" in a worker process: progress lines name it
         self.warm_max_s = warm_max_s
         self.fast_wait_s = fast_wait_s  # budget for waiting on the fast host state before eager cycles
         self.focus_wait_s = focus_wait_s  # a budget of its own for the probes' focus blocks
+        self.retry_focus = retry_focus    # time slow focus blocks again before the profiler phase
+        self._retry: list = []
+        self.retries: dict = {}
         self.watch = timing.Watch()
         self.opt = opt or timing.Options()
         self.modes = tuple(modes)
@@ -173,35 +176,72 @@ class Session:
 
     # -- host modes ----------------------------------------------------------------------------
     def measure_host(self, probe, size) -> None:
-        ctx = self.context()
         cases = self.cases(probe, size)
-        torch = ctx.torch
         tag = f"{probe.name}/{size}"
-        eager = {n: c.fn for n, c in cases.items() if "eager" in probe.variant(n).modes}
         calls = {}
-        if "eager" in self.modes and eager:
-            host = self.watch.host
-            focus = (host.focused() if host is not None and host.focus_budget_s > 0
-                     and size == probe.focus_size(self.suite) else contextlib.nullcontext())
-            try:
-                with focus, torch.cuda.stream(ctx.stream), nvtx_range(f"{tag}/eager"):
-                    res = timing.measure_eager(eager, ctx.sync, self.opt, ranges=lambda n: nvtx_range(f"{tag}/{n}/eager"),
-                                               watch=self.watch)
-                meta = self.watch.meta()
-            except timing.ContaminatedError as e:
-                self._mark_all(probe, size, list(eager), error(str(e)), modes=("eager",))
-            else:
-                per = {n: [x / probe.variant(n).ops_per_call for x in s] for n, (s, _) in res.items()}
-                for n, (_, c) in res.items():
-                    calls[n] = c
-                    v = probe.variant(n)
-                    self._put(self._trust(Record(
-                        probe.name, n, size, "eager", role=v.role, unit=v.unit, samples=per[n],
-                        calls_per_round=c, ratio=self._ratio(probe, per, n),
-                        baseline=probe.baseline or "", label=v.label, note=cases[n].note), meta))
+        if "eager" in self.modes:
+            got = self._measure_eager(probe, size, cases, tag)
+            if got is not None:
+                recs, calls, meta = got
+                for r in recs:
+                    self._put(r)
                 self._progress(tag, "eager", meta)
+                if self.retry_focus and self._is_focus(probe, size) and meta.get("host_state") != "fast":
+                    self._retry.append((probe, size))
         if "graph" in self.modes:
             self._measure_graph(probe, size, cases, calls, tag)
+
+    def _is_focus(self, probe, size) -> bool:
+        host = self.watch.host
+        return host is not None and host.focus_budget_s > 0 and size == probe.focus_size(self.suite)
+
+    def _measure_eager(self, probe, size, cases, tag):
+        """Times the eager variants; returns (records, calls per round, watch meta), or None when
+        there is nothing to time or timing was refused (then the records say so)."""
+        ctx = self.context()
+        eager = {n: c.fn for n, c in cases.items() if "eager" in probe.variant(n).modes}
+        if not eager:
+            return None
+        focus = self.watch.host.focused() if self._is_focus(probe, size) else contextlib.nullcontext()
+        try:
+            with focus, ctx.torch.cuda.stream(ctx.stream), nvtx_range(f"{tag}/eager"):
+                res = timing.measure_eager(eager, ctx.sync, self.opt, ranges=lambda n: nvtx_range(f"{tag}/{n}/eager"),
+                                           watch=self.watch)
+            meta = self.watch.meta()
+        except timing.ContaminatedError as e:
+            self._mark_all(probe, size, list(eager), error(str(e)), modes=("eager",))
+            return None
+        per = {n: [x / probe.variant(n).ops_per_call for x in s] for n, (s, _) in res.items()}
+        recs, calls = [], {}
+        for n, (_, c) in res.items():
+            calls[n] = c
+            v = probe.variant(n)
+            recs.append(self._trust(Record(
+                probe.name, n, size, "eager", role=v.role, unit=v.unit, samples=per[n],
+                calls_per_round=c, ratio=self._ratio(probe, per, n),
+                baseline=probe.baseline or "", label=v.label, note=cases[n].note), meta))
+        return recs, calls, meta
+
+    def retry_focus_blocks(self) -> None:
+        """Times once more, before the profiler phase, the focus blocks whose eager figures ended
+        outside the host's fast state: a slow stretch of the host lasts seconds to minutes, so a
+        minute later it has often passed. A retry that lands in the fast state replaces the
+        records (records.jsonl: the last line of a row wins); one that does not leaves them."""
+        todo, self._retry = self._retry, []
+        host = self.watch.host
+        if not todo or host is None or timing.profiler_has_run():
+            return
+        # the retries may wait half the focus budget again, on top of what the first pass left
+        host.focus_budget_s = max(host.focus_budget_s, host.focus_s) + self.focus_wait_s / 2
+        for probe, size in todo:
+            tag = f"{probe.name}/{size}"
+            got = self._measure_eager(probe, size, self.cases(probe, size), tag)
+            kept = got is not None and got[2].get("host_state") == "fast"
+            if kept:
+                for r in got[0]:
+                    self._put(r)
+            self.retries[tag] = "fast" if kept else "not fast: first figures kept"
+            self.say(f"{tag} eager retried for the host's fast state: {self.retries[tag]}")
 
     def _measure_graph(self, probe, size, cases, calls, tag) -> None:
         ctx = self.context()
@@ -254,6 +294,7 @@ class Session:
     # -- device mode ---------------------------------------------------------------------------
     def measure_device(self, probe, size) -> None:
         ctx = self.context()
+        self.retry_focus_blocks()   # the last chance to time eager in this process
         cases = self.cases(probe, size)
         fns = {n: c.fn for n, c in cases.items() if "device" in probe.variant(n).modes}
         if not fns:
@@ -303,6 +344,7 @@ class Session:
         writes a run file only when `name` is given: under pytest the run file is
         pytest-benchmark's own JSON."""
         if self._ctx is not None:
+            self.retry_focus_blocks()
             cal = self.fingerprint.setdefault("calibration_us", {})
             cal["after"] = timing.calibration_us()
             if cal.get("before"):
@@ -313,7 +355,7 @@ class Session:
                 eager = [r for r in self.records.values() if r.mode == "eager" and r.ok]
                 fell = sum(1 for r in eager if "host_unstable" in r.flags)
                 host.unstable = host.held is False and fell * 2 > len(eager)
-                self.fingerprint["host_state"] = host.summary()
+                self.fingerprint["host_state"] = {**host.summary(), "focus_retries": dict(self.retries)}
             if self.watch.clocks is not None:
                 self.fingerprint["gpu_clocks_end"] = self.watch.clocks.snapshot()
                 self.fingerprint["gpu_clocks_top_mhz"] = self.watch.clocks.top or None
