@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from bench.measure import records, timing
-from bench.measure.options import SuiteOptions
+from bench.measure.options import SuiteOptions, split
 from bench.measure.status import Status, error
 
 DEFAULT_WORKERS = 3
@@ -65,6 +65,7 @@ def pytest_addoption(parser):
     g.addoption("--hb-out", default=None, help="folder for records.jsonl, run.json, table.csv/md (default results/<stamp>)")
     g.addoption("--hb-heavy", action="store_true", help="heavy sweeps (every plan, every size)")
     g.addoption("--hb-worker", default=None, help=argparse.SUPPRESS)   # set by the parent only
+    g.addoption("--hb-only", default=None, help=argparse.SUPPRESS)     # a catch-up worker's blocks
 
 
 def _cuda_ok() -> tuple[bool, str]:
@@ -78,7 +79,7 @@ def _cuda_ok() -> tuple[bool, str]:
     return True, ""
 
 
-VALUED = ("--benchmark-json", "--hb-out", "--hb-workers", "--hb-worker", "--benchmark-save")
+VALUED = ("--benchmark-json", "--hb-out", "--hb-workers", "--hb-worker", "--hb-only", "--benchmark-save")
 FLAGS = ("--benchmark-autosave", "--benchmark-save-data")
 
 
@@ -118,20 +119,61 @@ class Parent:
         from bench.measure.workers import merge_runs, run_workers
         say = lambda m: print(f"hostbench: {m}", file=sys.stderr, flush=True)  # noqa: E731
         say(f"running the suite in {self.k} worker processes, one after another (--hb-workers)")
-        paths = run_workers(self.k, self.worker_args(), self.out, say=say)
-        runs = []
-        for p in paths:
-            try:
-                runs.append(records.load_run(p))
-            except records.RunFileError as e:
-                say(f"skipping a worker's records: {e}")
+        runs = self._load(run_workers(self.k, self.worker_args(), self.out, say=say), say)
         recs, self.fingerprint = merge_runs(runs, wall_s=time.perf_counter() - self.t0)
+        missing = self._unfast_focus(recs)
+        if missing and "eager" in self.config._hb_suite.modes:
+            recs = self._catch_up(runs, missing, say) or recs
         self.records = {r.key: r for r in recs}
         w = records.JsonlWriter(self.out / "records.jsonl")
         w.write({"kind": "fingerprint", "fingerprint": self.fingerprint})
         for r in recs:
             w.write({"kind": "record", "record": r.to_dict()})
         w.close()
+
+    @staticmethod
+    def _load(paths, say) -> list:
+        runs = []
+        for p in paths:
+            try:
+                runs.append(records.load_run(p))
+            except records.RunFileError as e:
+                say(f"skipping a worker's records: {e}")
+        return runs
+
+    def _unfast_focus(self, recs) -> list[tuple[str, str]]:
+        """Focus blocks (a trap probe's headline size) with an eager row that no worker timed in
+        the host's fast state, judged by the run's floor."""
+        from bench.measure.workers import truly_fast
+        floor = (self.fingerprint.get("host_state") or {}).get("floor_us")
+        if not floor:
+            return []
+        focus = getattr(self.config, "_hb_focus", set())
+        bad = {(r.probe, r.size) for r in recs
+               if (r.probe, r.size) in focus and r.mode == "eager" and r.ok and not truly_fast(r, floor)}
+        return sorted(bad)
+
+    def _catch_up(self, runs, missing, say):
+        """One more worker, for the focus blocks no worker timed in the fast state: eager rounds
+        of those blocks only, from the run's floor, each block with a full focus allowance. Its
+        records join the merge like any worker's; a block it does not catch stays as it was."""
+        from bench.measure.hoststate import FOCUS_BLOCK_S
+        from bench.measure.workers import merge_runs, run_workers, truly_fast
+        names = ", ".join(f"{p}/{s}" for p, s in missing)
+        say(f"catch-up worker: {names} were not timed in the host's fast state by any worker")
+        floor = self.fingerprint["host_state"]["floor_us"]
+        args = [*self.worker_args(), "--hb-modes=eager", f"--hb-only={','.join(f'{p}/{s}' for p, s in missing)}",
+                f"--hb-focus-wait-s={2 * FOCUS_BLOCK_S * len(missing):g}"]
+        extra = self._load(run_workers(1, args, self.out, say=say, start=self.k + 1, floor=floor), say)
+        if not extra:
+            return None
+        recs, self.fingerprint = merge_runs(runs + extra, wall_s=time.perf_counter() - self.t0)
+        caught = sorted({(r.probe, r.size) for r in recs if (r.probe, r.size) in missing and truly_fast(r, floor)})
+        self.fingerprint["catch_up"] = {"worker": self.k + 1, "blocks": [f"{p}/{s}" for p, s in missing],
+                                        "now_fast": [f"{p}/{s}" for p, s in caught
+                                                     if (p, s) not in self._unfast_focus(recs)]}
+        say(f"catch-up worker: fast now: {', '.join(self.fingerprint['catch_up']['now_fast']) or 'none'}")
+        return recs
 
     def finish(self) -> None:
         if self.fingerprint:
@@ -211,6 +253,20 @@ def pytest_collection_modifyitems(config, items):
         it.add_marker(pytest.mark.hostbench)
         if not ok:
             it.add_marker(pytest.mark.skip(reason=why))
+    probes = {it.module.PROBE.name: it.module.PROBE for it in probe_items}
+    config._hb_focus = {(p.name, p.focus_size(config._hb_suite)) for p in probes.values()
+                        if p.focus_size(config._hb_suite) is not None}
+    only = config.getoption("--hb-only")
+    if only:   # a catch-up worker: the eager rows of the named blocks, nothing else
+        blocks = set(split(only))
+        keep = [it for it in items if it not in probe_items or
+                (f"{it.module.PROBE.name}/{it.callspec.params['hb_case'][0]}" in blocks
+                 and it.callspec.params["hb_case"][2] == "eager")]
+        dropped = [it for it in items if it not in keep]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+        probe_items = [it for it in probe_items if it in keep]
     # every profiler session comes after every host-timed one (it can slow host dispatch for
     # the rest of the process); each worker takes the probes in its own rotated order
     w = config.getoption("--hb-worker")

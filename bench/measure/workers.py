@@ -46,8 +46,20 @@ def stale_host(per_worker: list[list[Record]], floor: float | None, tol: float =
     return out
 
 
-def merge_records(per_worker: list[list[Record]], host_unstable: bool = False) -> list[Record]:
-    """One record per (probe, variant, size, mode) over the workers' records (worker i = index i+1)."""
+def truly_fast(r: Record, floor: float | None, tol: float = TOL) -> bool:
+    """An eager record timed in the fast state by the run's floor (the lowest any worker learned),
+    not only by the higher floor its own worker knew when it timed it: a host can sit in a middle
+    state (seen on the H200: 0.94 µs against a 0.76 µs floor) that moves ratios by 5-10 %."""
+    return (r.mode == "eager" and r.host_state == "fast" and bool(floor) and r.sentinel_us is not None
+            and r.sentinel_us <= floor * (1 + tol))
+
+
+def merge_records(per_worker: list[list[Record]], host_unstable: bool = False,
+                  floor: float | None = None) -> list[Record]:
+    """One record per (probe, variant, size, mode) over the workers' records (worker i = index i+1).
+
+    An eager row with workers truly fast by the run's `floor` keeps only those; otherwise the
+    workers' majority host state decides, and the others are left out (one state per figure)."""
     groups: dict = {}
     for i, recs in enumerate(per_worker, 1):
         for r in recs:
@@ -59,12 +71,18 @@ def merge_records(per_worker: list[list[Record]], host_unstable: bool = False) -
         if not ok:
             out.append(copy.deepcopy(items[0][1]))
             continue
+        fast = [i for i, r in ok if truly_fast(r, floor)]
+        unsteady, not_fast, left_out = [], [], []
+        if fast and len(fast) < len(ok):
+            not_fast = [i for i, _ in ok if i not in fast]
+            ok = [(i, r) for i, r in ok if i in fast]
         # workers that kept every cycle (no steady host state) are left out when most workers had
         # one; when most did not, all stay and the merged figure carries their flag
-        unsteady = [i for i, r in ok if r.mode == "eager" and "host_unstable" in (r.flags or ())]
-        if unsteady and len(unsteady) * 2 >= len(ok):
-            unsteady = []
-        ok = [(i, r) for i, r in ok if i not in unsteady]
+        if not fast:
+            unsteady = [i for i, r in ok if r.mode == "eager" and "host_unstable" in (r.flags or ())]
+            if unsteady and len(unsteady) * 2 >= len(ok):
+                unsteady = []
+            ok = [(i, r) for i, r in ok if i not in unsteady]
         states = [r.host_state for _, r in ok if r.host_state]
         state = max(set(states), key=lambda s: (states.count(s), s == "fast")) if states else ""
         left_out = [i for i, r in ok if r.host_state and r.host_state != state]
@@ -93,6 +111,10 @@ def merge_records(per_worker: list[list[Record]], host_unstable: bool = False) -
             disc["worker_other_host_state"] = len(left_out)
             m.note = (m.note + " | " if m.note else "") + \
                 f"workers {left_out} measured in the other host state: left out"
+        if not_fast:
+            disc["worker_not_fast"] = len(not_fast)
+            m.note = (m.note + " | " if m.note else "") + \
+                f"workers {not_fast} not in the host's fast state by the run's floor: left out"
         if unsteady:
             disc["worker_no_host_state"] = len(unsteady)
             m.note = (m.note + " | " if m.note else "") + \
@@ -150,29 +172,32 @@ def merge_runs(runs: list[Run], wall_s: float | None = None) -> tuple[list[Recor
     fp = merge_fingerprints([r.fingerprint for r in runs], wall_s)
     hs = fp.get("host_state") or {}
     per = stale_host([r.records for r in runs], hs.get("floor_us"))
-    return merge_records(per, bool(hs.get("unstable"))), fp
+    return merge_records(per, bool(hs.get("unstable")), hs.get("floor_us")), fp
 
 
-def run_workers(k: int, pytest_args: list[str], out: Path, say=print, env=None) -> list[Path]:
-    """Runs the suite in k fresh processes, one after another; returns their records.jsonl files.
+def run_workers(k: int, pytest_args: list[str], out: Path, say=print, env=None, start: int = 1,
+                floor: float | None = None) -> list[Path]:
+    """Runs the suite in k fresh processes, one after another (numbered from `start`); returns
+    their records.jsonl files.
 
-    Each later worker starts from the host floor the earlier ones learned, so it need not
-    relearn it (and all workers judge rounds by the same floor).
+    Each later worker starts from the host floor the earlier ones learned (or `floor`), so it
+    need not relearn it (and all workers judge rounds by the same floor).
     """
     env = dict(os.environ if env is None else env)
     env["PYTHONUNBUFFERED"] = "1"
-    paths, floor = [], None
-    for i in range(1, k + 1):
+    paths = []
+    last = start + k - 1
+    for i in range(start, last + 1):
         wdir = out / "workers" / f"w{i}"
         wdir.mkdir(parents=True, exist_ok=True)
         if floor is not None:
             env[FLOOR_ENV] = f"{floor:.6f}"
-        cmd = [sys.executable, "-m", "pytest", *pytest_args, f"--hb-worker={i}/{k}", f"--hb-out={wdir}"]
-        say(f"worker {i}/{k}: starting")
+        cmd = [sys.executable, "-m", "pytest", *pytest_args, f"--hb-worker={i}/{last}", f"--hb-out={wdir}"]
+        say(f"worker {i}/{last}: starting")
         t0 = time.perf_counter()
         with open(wdir / "pytest.log", "w", encoding="utf-8") as log:
             rc = subprocess.call(cmd, env=env, stdout=log, stderr=None)
-        say(f"worker {i}/{k}: done in {time.perf_counter() - t0:.0f} s (exit {rc}; log {wdir / 'pytest.log'})")
+        say(f"worker {i}/{last}: done in {time.perf_counter() - t0:.0f} s (exit {rc}; log {wdir / 'pytest.log'})")
         path = wdir / "records.jsonl"
         if path.exists():
             paths.append(path)

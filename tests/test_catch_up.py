@@ -1,0 +1,107 @@
+"""The catch-up worker on CPU: a trap probe's headline block that no worker timed in the host's
+fast state gets one more worker (eager rows of that block only), whose records join the merge."""
+import random
+from types import SimpleNamespace
+
+from bench.measure import records, workers
+from bench.measure.options import SuiteOptions
+from bench.measure.pytest_plugin import Parent, pytest_collection_modifyitems
+from bench.measure.records import Record
+
+FLOOR = 0.76
+
+
+def _eager(worker: int, sentinel: float, ratio: float) -> list[Record]:
+    rng = random.Random(worker)
+    base = [10.0 * rng.uniform(0.99, 1.01) for _ in range(10)]
+    out = []
+    for probe in ("churn", "wrapper"):
+        trap = [b * ratio * rng.uniform(0.995, 1.005) for b in base]
+        for name, role, s in (("torch_mm", "baseline", base), ("trap", "trap", trap)):
+            out.append(Record(probe, name, "256", "eager", role=role, samples=s, baseline="torch_mm",
+                              host_state="fast" if sentinel < 1.5 else "slow", sentinel_us=sentinel))
+    return out
+
+
+def _write(path, recs, floor):
+    w = records.JsonlWriter(path)
+    for r in recs:
+        w.write({"kind": "record", "record": r.to_dict()})
+    w.write({"kind": "fingerprint", "fingerprint": {"host_state": {"floor_us": floor, "unstable": False}}})
+    w.close()
+    return path
+
+
+def _parent(tmp_path, modes=("eager", "graph", "device")):
+    cfg = SimpleNamespace(rootpath=tmp_path, invocation_params=SimpleNamespace(args=("--benchmark-only",)),
+                          _hb_suite=SuiteOptions(modes=modes), _hb_focus={("churn", "256"), ("wrapper", "256")})
+    return Parent(cfg, tmp_path, 3)
+
+
+def test_a_block_no_worker_timed_fast_gets_a_catch_up_worker(tmp_path, monkeypatch):
+    calls = []
+
+    def fake_run_workers(k, args, out, say=print, env=None, start=1, floor=None):
+        calls.append({"k": k, "args": args, "start": start, "floor": floor})
+        if start == 1:   # churn ran in a middle state (0.94 µs) or slow everywhere; wrapper was fast
+            recs = [[r for r in _eager(i, s, 1.2) if r.probe == "churn"] + [r for r in _eager(i, 0.80, 2.3)
+                    if r.probe == "wrapper"] for i, s in ((1, 0.94), (2, 1.9), (3, 0.94))]
+            return [_write(tmp_path / f"w{i}.jsonl", rs, f) for i, (rs, f) in
+                    enumerate(zip(recs, (0.87, FLOOR, FLOOR)), 1)]
+        return [_write(tmp_path / "w4.jsonl", [r for r in _eager(4, 0.79, 1.1) if r.probe == "churn"], FLOOR)]
+
+    monkeypatch.setattr(workers, "run_workers", fake_run_workers)
+    p = _parent(tmp_path)
+    p._run()
+    assert len(calls) == 2 and calls[1]["start"] == 4 and calls[1]["floor"] == FLOOR
+    extra = calls[1]["args"]
+    assert "--hb-only=churn/256" in extra and "--hb-modes=eager" in extra
+    churn = p.records[("churn", "trap", "256", "eager")]
+    assert [w["worker"] for w in churn.workers] == [4] and churn.ratio.median == __import__("pytest").approx(1.1, rel=0.02)
+    assert [w["worker"] for w in p.records[("wrapper", "trap", "256", "eager")].workers] == [1, 2, 3]
+    assert p.fingerprint["catch_up"] == {"worker": 4, "blocks": ["churn/256"], "now_fast": ["churn/256"]}
+    assert p.fingerprint["workers"] == 4
+
+
+def test_no_catch_up_when_every_block_was_timed_fast_or_eager_is_not_run(tmp_path, monkeypatch):
+    calls = []
+
+    def fake_run_workers(k, args, out, say=print, env=None, start=1, floor=None):
+        calls.append(start)
+        return [_write(tmp_path / f"w{i}.jsonl", _eager(i, s, 1.2), FLOOR) for i, s in ((1, 0.8), (2, 1.9), (3, 0.8))]
+
+    monkeypatch.setattr(workers, "run_workers", fake_run_workers)
+    p = _parent(tmp_path)
+    p._run()
+    assert calls == [1] and "catch_up" not in p.fingerprint
+    calls.clear()
+    monkeypatch.setattr(workers, "run_workers", lambda *a, **k: calls.append(k.get("start", 1)) or
+                        [_write(tmp_path / "w1.jsonl", _eager(1, 1.9, 1.2), FLOOR)])
+    p = _parent(tmp_path, modes=("graph", "device"))
+    p._run()
+    assert calls == [1]
+
+
+class _Item:
+    def __init__(self, probe, size, mode):
+        self.fixturenames = ("hb_case",)
+        self.callspec = SimpleNamespace(params={"hb_case": (size, "v", mode)})
+        self.module = SimpleNamespace(PROBE=probe, __name__=f"probes.probe_{probe.name}")
+        self.marks = []
+
+    def add_marker(self, m):
+        self.marks.append(m)
+
+
+def test_a_catch_up_worker_collects_only_the_eager_rows_of_its_blocks():
+    from bench.measure.probe import Probe
+    churn = Probe("churn", "", [], build=None, sizes=lambda o: ["256", "1024"], focus=True)
+    other = Probe("conv", "", [], build=None, sizes=lambda o: ["n1"])
+    items = [_Item(churn, s, m) for s in ("256", "1024") for m in ("eager", "graph", "device")] + [_Item(other, "n1", "eager")]
+    dropped = []
+    opts = {"--hb-only": "churn/256", "--hb-worker": "4/4"}
+    cfg = SimpleNamespace(getoption=opts.get, _hb_suite=SuiteOptions(),
+                          hook=SimpleNamespace(pytest_deselected=lambda items: dropped.extend(items)))
+    pytest_collection_modifyitems(cfg, items)
+    assert [(i.module.PROBE.name, *i.callspec.params["hb_case"][::2]) for i in items] == [("churn", "256", "eager")]
+    assert len(dropped) == 6 and cfg._hb_focus == {("churn", "256")}
