@@ -1,5 +1,6 @@
-"""The gate on the committed A/A pair (two full default runs on the H200, the first cold):
-no false alarm, and a small injected slowdown is caught alone."""
+"""The gate on the committed A/A pairs (two full default runs each on a freshly started H200,
+the first cold; aa/ is the newest, aa/pair3/ an earlier one): no false alarm, and a small
+injected slowdown is caught alone."""
 import copy
 from pathlib import Path
 
@@ -11,9 +12,14 @@ from reports import compare as cmp
 AA = Path(__file__).resolve().parent.parent / "reports" / "reference" / "h200" / "aa"
 
 
-@pytest.fixture(scope="module")
-def runs():
-    return load_run(AA / "run1.json"), load_run(AA / "run2.json")
+PAIRS = {"newest": AA, "pair3": AA / "pair3"}
+_cache: dict = {}
+
+
+def _pair(name):
+    if name not in _cache:
+        _cache[name] = load_run(PAIRS[name] / "run1.json"), load_run(PAIRS[name] / "run2.json")
+    return _cache[name]
 
 
 def _inject(run, key, factor):
@@ -28,19 +34,23 @@ def _inject(run, key, factor):
     return run
 
 
-def test_a_a_pair_has_no_slower_or_faster_row(runs):
-    df = cmp.compare(*runs)
+@pytest.mark.parametrize("pair", sorted(PAIRS))
+def test_a_a_pair_has_no_slower_or_faster_row(pair):
+    df = cmp.compare(*_pair(pair))
     assert not set(df.verdict) & {"SLOWER", "FASTER", "KERNEL CHANGED"}, df[df.verdict != "SAME"].to_string()
     assert (df.verdict == "SAME").sum() > 400
 
 
-@pytest.mark.parametrize("key,factor", [
-    (("transpose", "strided_view", "t256", "graph"), 1.05),
-    (("execute", "generic", "256", "device"), 1.05),
-    (("transpose", "strided_view", "t256", "eager"), 1.10),
+@pytest.mark.parametrize("pair,key,factor", [
+    ("pair3", ("transpose", "strided_view", "t256", "graph"), 1.05),
+    ("pair3", ("execute", "generic", "256", "device"), 1.05),
+    ("pair3", ("transpose", "strided_view", "t256", "eager"), 1.10),
+    ("newest", ("execute", "ordered_pinned", "256", "graph"), 1.05),
+    ("newest", ("execute", "generic", "256", "device"), 1.05),
+    ("newest", ("autotune", "best", "4096", "eager"), 1.10),
 ])
-def test_an_injected_slowdown_is_caught_alone(runs, key, factor):
-    a, b = runs
+def test_an_injected_slowdown_is_caught_alone(pair, key, factor):
+    a, b = _pair(pair)
     df = cmp.compare(a, _inject(b, key, factor))
     hit = df[df.verdict.isin(["SLOWER", "FASTER", "KERNEL CHANGED"])]
     assert list(zip(hit.probe, hit.variant, hit["size"], hit["mode"], hit.verdict)) == [(*key, "SLOWER")]

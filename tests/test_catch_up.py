@@ -3,6 +3,8 @@ fast state gets one more worker (eager rows of that block only), whose records j
 import random
 from types import SimpleNamespace
 
+import pytest
+
 from bench.measure import records, workers
 from bench.measure.options import SuiteOptions
 from bench.measure.pytest_plugin import Parent, pytest_collection_modifyitems
@@ -57,10 +59,32 @@ def test_a_block_no_worker_timed_fast_gets_a_catch_up_worker(tmp_path, monkeypat
     extra = calls[1]["args"]
     assert "--hb-only=churn/256" in extra and "--hb-modes=eager" in extra
     churn = p.records[("churn", "trap", "256", "eager")]
-    assert [w["worker"] for w in churn.workers] == [4] and churn.ratio.median == __import__("pytest").approx(1.1, rel=0.02)
+    # one more replicate in the fast state: workers 1 and 3 (fast by a floor learned too high)
+    # and the catch-up; worker 2 (slow) is left out
+    assert [w["worker"] for w in churn.workers] == [1, 3, 4] and churn.host_state == "fast"
     assert [w["worker"] for w in p.records[("wrapper", "trap", "256", "eager")].workers] == [1, 2, 3]
-    assert p.fingerprint["catch_up"] == {"worker": 4, "blocks": ["churn/256"], "now_fast": ["churn/256"]}
+    assert p.fingerprint["catch_up"] == {"worker": 4, "blocks": ["churn/256"], "timed_fast": ["churn/256"]}
     assert p.fingerprint["workers"] == 4
+
+
+def test_a_block_slow_in_every_worker_becomes_fast_through_the_catch_up(tmp_path, monkeypatch):
+    def fake_run_workers(k, args, out, say=print, env=None, start=1, floor=None):
+        if start == 1:
+            return [_write(tmp_path / f"w{i}.jsonl", _eager(i, 1.9, 1.3), FLOOR) for i in (1, 2, 3)]
+        return [_write(tmp_path / "w4.jsonl", _eager(4, 0.79, 1.1), FLOOR)]
+
+    monkeypatch.setattr(workers, "run_workers", fake_run_workers)
+    p = _parent(tmp_path)
+    p._run()
+    for probe in ("churn", "wrapper"):
+        r = p.records[(probe, "trap", "256", "eager")]
+        assert r.host_state == "fast" and [w["worker"] for w in r.workers] == [4]
+        assert r.ratio.median == pytest.approx(1.1, rel=0.02)
+    assert p.fingerprint["catch_up"]["timed_fast"] == ["churn/256", "wrapper/256"]
+    from bench.measure import trust
+    from bench.measure.records import Run
+    line = trust.summary_line(Run("r", p.fingerprint, list(p.records.values())))
+    assert line.startswith("3 worker(s) + a catch-up worker for churn/256, wrapper/256 (timed fast: churn/256, wrapper/256)")
 
 
 def test_no_catch_up_when_every_block_was_timed_fast_or_eager_is_not_run(tmp_path, monkeypatch):

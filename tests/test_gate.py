@@ -369,18 +369,10 @@ def test_records_judged_against_a_stale_floor_are_flagged_at_merge():
     merged, fp = merge_runs(runs)
     r = next(m for m in merged if m.key == ("execute", "generic", "256", "eager"))
     assert "host_unstable" not in r.flags      # one stale worker of three: the majority is clean
-    assert [w["worker"] for w in r.workers] == [2, 3] and r.rounds_discarded["worker_not_fast"] == 1
-    # two stale workers of three: the one truly fast by the run's floor is the figure ...
     runs[1].records = [Record(**{**vars(x), "sentinel_us": 1.9}) if x.mode == "eager" else x for x in runs[1].records]
     merged, _ = merge_runs(runs)
     r = next(m for m in merged if m.key == ("execute", "generic", "256", "eager"))
-    assert [w["worker"] for w in r.workers] == [3] and "host_unstable" not in r.flags
-    assert "workers [1, 2] not in the host's fast state by the run's floor" in r.note
-    # ... and with none truly fast, the majority stays, flagged
-    runs[2].records = [Record(**{**vars(x), "sentinel_us": 1.9}) if x.mode == "eager" else x for x in runs[2].records]
-    merged, _ = merge_runs(runs)
-    r = next(m for m in merged if m.key == ("execute", "generic", "256", "eager"))
-    assert "host_unstable" in r.flags and len(r.workers) == 3
+    assert "host_unstable" in r.flags
 
 
 def test_one_host_state_per_figure_and_compare_only_like_with_like():
@@ -393,6 +385,12 @@ def test_one_host_state_per_figure_and_compare_only_like_with_like():
     g = merged[("execute", "generic", "256", "eager")]
     assert g.host_state == "fast" and len(g.workers) == 2 and "workers [3]" in g.note
     assert g.rounds_discarded["worker_other_host_state"] == 1
+    for i, recs in enumerate(per):   # one fast worker of three is enough for a fast figure
+        for r in recs:
+            if r.mode == "eager":
+                r.host_state = "fast" if i == 2 else "slow"
+    g = {r.key: r for r in merge_records(per)}[("execute", "generic", "256", "eager")]
+    assert g.host_state == "fast" and [w["worker"] for w in g.workers] == [3] and "workers [1, 2]" in g.note
     a, b = _run(1), _run(2)
     for r in b.records:
         if r.mode == "eager":

@@ -25,3 +25,17 @@ def test_headline_rows_are_in_the_reference_run():
     for _, probe, variant in readme_figures.HEADLINE:
         rec = run.find(probe, variant, "256", "eager")
         assert rec is not None and rec.ok, (probe, variant)
+
+
+def test_every_figure_the_matrix_reading_quotes_is_in_the_measured_matrix():
+    """The prose reading of the version matrix is written by hand: each number it quotes must
+    be one the generated matrix block shows (so a re-measured matrix cannot leave it stale)."""
+    import re
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = text[text.index("<!-- BEGIN:versions -->"):text.index("<!-- END:versions -->")]
+    reading = text[text.index("Reading the matrix"):text.index("The same matrix as a dashboard")]
+    quoted = re.findall(r"\d+\.\d+", reading.replace("1.20", "").replace("1.26", "").replace("1.28", "")
+                        .replace("1.31", "").replace("1.32", ""))
+    assert quoted, "the reading quotes no figure"
+    missing = [q for q in quoted if q not in block]
+    assert not missing, f"the matrix reading quotes figures the matrix does not show: {missing}"

@@ -154,9 +154,10 @@ class Parent:
         return sorted(bad)
 
     def _catch_up(self, runs, missing, say):
-        """One more worker, for the focus blocks no worker timed in the fast state: eager rounds
-        of those blocks only, from the run's floor, each block with a full focus allowance. Its
-        records join the merge like any worker's; a block it does not catch stays as it was."""
+        """One more worker, for the focus blocks no worker timed in the fast state (by the run's
+        floor): eager rounds of those blocks only, from the run's floor, each block with a full
+        focus allowance. Its records join the merge like any worker's (one more replicate, in the
+        state most workers had); a block it does not catch stays as it was."""
         from bench.measure.hoststate import FOCUS_BLOCK_S
         from bench.measure.workers import merge_runs, run_workers, truly_fast
         names = ", ".join(f"{p}/{s}" for p, s in missing)
@@ -168,11 +169,13 @@ class Parent:
         if not extra:
             return None
         recs, self.fingerprint = merge_runs(runs + extra, wall_s=time.perf_counter() - self.t0)
-        caught = sorted({(r.probe, r.size) for r in recs if (r.probe, r.size) in missing and truly_fast(r, floor)})
+        own = [r for r in extra[0].records if r.mode == "eager" and r.ok and r.role != "baseline"]
+        caught = [f"{p}/{s}" for p, s in missing
+                  if any((r.probe, r.size) == (p, s) for r in own)
+                  and all(truly_fast(r, floor) for r in own if (r.probe, r.size) == (p, s))]
         self.fingerprint["catch_up"] = {"worker": self.k + 1, "blocks": [f"{p}/{s}" for p, s in missing],
-                                        "now_fast": [f"{p}/{s}" for p, s in caught
-                                                     if (p, s) not in self._unfast_focus(recs)]}
-        say(f"catch-up worker: fast now: {', '.join(self.fingerprint['catch_up']['now_fast']) or 'none'}")
+                                        "timed_fast": caught}
+        say(f"catch-up worker: timed in the fast state: {', '.join(caught) or 'none'}")
         return recs
 
     def finish(self) -> None:

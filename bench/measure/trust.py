@@ -63,7 +63,10 @@ def summary_line(run) -> str:
     for r in run.records:
         for k, n in (r.rounds_discarded or {}).items():
             why[k] = why.get(k, 0) + n
-    parts = [f"{fp.get('workers', 1)} worker(s)"]
+    catch = fp.get("catch_up") or {}
+    parts = [f"{fp.get('workers', 1) - (1 if catch else 0)} worker(s)"
+             + (f" + a catch-up worker for {', '.join(catch.get('blocks', []))} (timed fast: "
+                f"{', '.join(catch.get('timed_fast', [])) or 'none'})" if catch else "")]
     if hs.get("floor_us"):
         parts.append(f"host floor {hs['floor_us']:.2f} µs")
     states = [r.host_state for r in run.records if r.mode == "eager" and r.ok and getattr(r, "host_state", "")]

@@ -48,18 +48,14 @@ def stale_host(per_worker: list[list[Record]], floor: float | None, tol: float =
 
 def truly_fast(r: Record, floor: float | None, tol: float = TOL) -> bool:
     """An eager record timed in the fast state by the run's floor (the lowest any worker learned),
-    not only by the higher floor its own worker knew when it timed it: a host can sit in a middle
-    state (seen on the H200: 0.94 µs against a 0.76 µs floor) that moves ratios by 5-10 %."""
+    not only by the higher floor its own worker knew when it timed it (seen on the H200: a first
+    worker that learned 0.87 µs and kept cycles at 0.94 µs, against the run's 0.76 µs)."""
     return (r.mode == "eager" and r.host_state == "fast" and bool(floor) and r.sentinel_us is not None
             and r.sentinel_us <= floor * (1 + tol))
 
 
-def merge_records(per_worker: list[list[Record]], host_unstable: bool = False,
-                  floor: float | None = None) -> list[Record]:
-    """One record per (probe, variant, size, mode) over the workers' records (worker i = index i+1).
-
-    An eager row with workers truly fast by the run's `floor` keeps only those; otherwise the
-    workers' majority host state decides, and the others are left out (one state per figure)."""
+def merge_records(per_worker: list[list[Record]], host_unstable: bool = False) -> list[Record]:
+    """One record per (probe, variant, size, mode) over the workers' records (worker i = index i+1)."""
     groups: dict = {}
     for i, recs in enumerate(per_worker, 1):
         for r in recs:
@@ -71,20 +67,16 @@ def merge_records(per_worker: list[list[Record]], host_unstable: bool = False,
         if not ok:
             out.append(copy.deepcopy(items[0][1]))
             continue
-        fast = [i for i, r in ok if truly_fast(r, floor)]
-        unsteady, not_fast, left_out = [], [], []
-        if fast and len(fast) < len(ok):
-            not_fast = [i for i, _ in ok if i not in fast]
-            ok = [(i, r) for i, r in ok if i in fast]
         # workers that kept every cycle (no steady host state) are left out when most workers had
         # one; when most did not, all stay and the merged figure carries their flag
-        if not fast:
-            unsteady = [i for i, r in ok if r.mode == "eager" and "host_unstable" in (r.flags or ())]
-            if unsteady and len(unsteady) * 2 >= len(ok):
-                unsteady = []
-            ok = [(i, r) for i, r in ok if i not in unsteady]
+        unsteady = [i for i, r in ok if r.mode == "eager" and "host_unstable" in (r.flags or ())]
+        if unsteady and len(unsteady) * 2 >= len(ok):
+            unsteady = []
+        ok = [(i, r) for i, r in ok if i not in unsteady]
+        # one host state per figure: the fast one when any worker has a fast figure (as within a
+        # worker), since slow-state figures do not reproduce between processes
         states = [r.host_state for _, r in ok if r.host_state]
-        state = max(set(states), key=lambda s: (states.count(s), s == "fast")) if states else ""
+        state = "fast" if "fast" in states else (max(set(states), key=states.count) if states else "")
         left_out = [i for i, r in ok if r.host_state and r.host_state != state]
         ok = [(i, r) for i, r in ok if i not in left_out]   # one host state per merged figure
         m = copy.deepcopy(ok[0][1])
@@ -111,10 +103,6 @@ def merge_records(per_worker: list[list[Record]], host_unstable: bool = False,
             disc["worker_other_host_state"] = len(left_out)
             m.note = (m.note + " | " if m.note else "") + \
                 f"workers {left_out} measured in the other host state: left out"
-        if not_fast:
-            disc["worker_not_fast"] = len(not_fast)
-            m.note = (m.note + " | " if m.note else "") + \
-                f"workers {not_fast} not in the host's fast state by the run's floor: left out"
         if unsteady:
             disc["worker_no_host_state"] = len(unsteady)
             m.note = (m.note + " | " if m.note else "") + \
@@ -172,7 +160,7 @@ def merge_runs(runs: list[Run], wall_s: float | None = None) -> tuple[list[Recor
     fp = merge_fingerprints([r.fingerprint for r in runs], wall_s)
     hs = fp.get("host_state") or {}
     per = stale_host([r.records for r in runs], hs.get("floor_us"))
-    return merge_records(per, bool(hs.get("unstable")), hs.get("floor_us")), fp
+    return merge_records(per, bool(hs.get("unstable"))), fp
 
 
 def run_workers(k: int, pytest_args: list[str], out: Path, say=print, env=None, start: int = 1,
