@@ -129,3 +129,19 @@ def test_a_catch_up_worker_collects_only_the_eager_rows_of_its_blocks():
     pytest_collection_modifyitems(cfg, items)
     assert [(i.module.PROBE.name, *i.callspec.params["hb_case"][::2]) for i in items] == [("churn", "256", "eager")]
     assert len(dropped) == 6 and cfg._hb_focus == {("churn", "256")}
+
+
+def test_workers_get_their_number_floor_and_a_hash_seed_per_worker(tmp_path, monkeypatch):
+    seen = []
+
+    def fake_call(cmd, env=None, stdout=None, stderr=None):
+        seen.append((next(a for a in cmd if a.startswith("--hb-worker=")), env.get("PYTHONHASHSEED"),
+                     env.get(workers.FLOOR_ENV)))
+        return 0
+
+    monkeypatch.setattr(workers.subprocess, "call", fake_call)
+    workers.run_workers(2, ["probes"], tmp_path, say=lambda m: None, env={})
+    workers.run_workers(1, ["probes"], tmp_path, say=lambda m: None, env={}, start=4, floor=0.76)
+    workers.run_workers(1, ["probes"], tmp_path, say=lambda m: None, env={"PYTHONHASHSEED": "7"})
+    assert seen == [("--hb-worker=1/2", "1", None), ("--hb-worker=2/2", "2", None),
+                    ("--hb-worker=4/4", "4", "0.760000"), ("--hb-worker=1/1", "7", None)]

@@ -173,6 +173,7 @@ def run_workers(k: int, pytest_args: list[str], out: Path, say=print, env=None, 
     """
     env = dict(os.environ if env is None else env)
     env["PYTHONUNBUFFERED"] = "1"
+    hash_seed_set = "PYTHONHASHSEED" in env   # the user's own choice stands
     paths = []
     last = start + k - 1
     for i in range(start, last + 1):
@@ -180,6 +181,11 @@ def run_workers(k: int, pytest_args: list[str], out: Path, say=print, env=None, 
         wdir.mkdir(parents=True, exist_ok=True)
         if floor is not None:
             env[FLOOR_ENV] = f"{floor:.6f}"
+        if not hash_seed_set:
+            # worker i hashes strings with seed i in every run: the workers still differ (as
+            # pyperf's do), but two runs' worker i share dict layouts, so run-to-run comparisons
+            # are paired instead of drawing fresh layouts each time
+            env["PYTHONHASHSEED"] = str(i)
         cmd = [sys.executable, "-m", "pytest", *pytest_args, f"--hb-worker={i}/{last}", f"--hb-out={wdir}"]
         say(f"worker {i}/{last}: starting")
         t0 = time.perf_counter()
