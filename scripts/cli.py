@@ -8,6 +8,7 @@ Bad input exits 2 with one line on stderr, before any output or file; 1 is left 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import re
 import sys
@@ -20,6 +21,7 @@ COMMANDS = {
     "compare": "compare two runs: verdicts per benchmark, exit 1 on regression",
     "dashboard": "write a static HTML dashboard over runs",
     "audit": "audit your own integration step for known traps",
+    "reprice": "price a saved audit again from another run file (no GPU needed)",
 }
 SYNOPSIS = "usage: hostbench [--version] {" + ",".join(COMMANDS) + "} ..."
 HINT = "run `hostbench <cmd> --help` for a command's options"
@@ -268,6 +270,43 @@ def cmd_audit(a) -> int:
     return 0
 
 
+def cmd_reprice(a) -> int:
+    import json
+
+    from bench.audit.auditor import AuditReport, price
+    from bench.audit.cost import _rel
+    from bench.measure import records
+    from reports import audit_report
+
+    src = Path(a.audit)
+    src = src / "audit.json" if src.is_dir() else src
+    try:
+        report = AuditReport.from_dict(json.loads(src.read_text(encoding="utf-8")))
+    except OSError as e:
+        return _bad(a.prog, f"{src}: cannot read ({e.strerror or e})")
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        return _bad(a.prog, f"{src}: not an audit.json written by `hostbench audit --out` ({e})")
+    try:
+        run = records.load_run(a.run_file, need_records=True)
+    except records.RunFileError as e:
+        return _bad(a.prog, str(e))
+    out = Path(a.out) if a.out else src.parent
+    if out.exists() and not out.is_dir():
+        return _bad(a.prog, f"--out {out} exists and is not a folder")
+    gpu, ran_on = report.env.get("gpu_name"), run.fingerprint.get("gpu_name")
+    note = "given (re-priced)"
+    if gpu and ran_on and gpu != ran_on:
+        note += f"; the run is from {ran_on}, the audit from {gpu}"
+    priced = price(dataclasses.replace(report, run_file=_rel(Path(a.run_file)), run_note=note), run)
+    print(audit_report.render_text(priced), end="")
+    try:
+        for p in audit_report.write_outputs(priced, out):
+            print(f"wrote {p}")
+    except OSError as e:
+        return _bad(a.prog, f"{out}: cannot write ({e.strerror or e})")
+    return 0
+
+
 def _gpu_context():
     from bench.measure.context import GpuContext
     return GpuContext()
@@ -380,6 +419,16 @@ def parser() -> ArgParser:
                    help="interleaved timing rounds per mode")
     p.add_argument("--count-steps", type=int, default=COUNT_STEPS,
                    help=f"steps in the counting pass, at least {count.MIN_STEPS}")
+
+    p = command("reprice", cmd_reprice,
+                description="Price a saved audit's findings again from another run file of the probes (e.g. "
+                            "after a new run on the same GPU). What the audit measured of the step (its modes, "
+                            "counts and kernels) stays as it was; only the costs and their citations change.",
+                epilog="exit codes: 0 written; 2 bad input (an unreadable audit or run file, a bad --out)")
+    p.add_argument("audit", help="audit.json, or the folder `hostbench audit --out` wrote it to")
+    p.add_argument("--run-file", required=True, help="run file with the probes' figures to price with")
+    p.add_argument("--out", help="folder for the new audit.md and audit.json (default: the audit's own folder, "
+                                 "replacing both files)")
     return ap
 
 

@@ -726,3 +726,31 @@ def test_audit_examples_on_gpu(tmp_path):
         if name == "mixed_integration":
             assert c["lib_switches"] == 4 and c["cuda_allocs_explicit"] == 0 and c["cuda_allocs"] >= 4
             assert "\n" not in doc["modes"]["graph"]["error"] and ".item()" in doc["modes"]["graph"]["error"]
+
+
+def test_reprice_keeps_the_measured_step_and_cites_the_new_run(tmp_path):
+    """`hostbench reprice`: a committed audit priced again from the reference run; the step's
+    own measurements stay, every citation comes from the new run."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from bench.audit.auditor import AuditReport, price
+    from bench.measure.records import load_run
+    root = Path(__file__).resolve().parents[1]
+    src = root / "reports/reference/h200/audit-naive/audit.json"
+    old = AuditReport.from_dict(json.loads(src.read_text(encoding="utf-8")))
+    ref = root / "reports/reference/h200/run.json"
+    res = subprocess.run([sys.executable, "-m", "scripts.cli", "reprice", str(src), "--run-file", str(ref),
+                          "--out", str(tmp_path)], cwd=root, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    new = AuditReport.from_dict(json.loads((tmp_path / "audit.json").read_text(encoding="utf-8")))
+    assert (new.modes, new.counts, new.kernels, new.target) == (old.modes, old.counts, old.kernels, old.target)
+    assert sorted(f.rule for f in new.findings) == sorted(f.rule for f in old.findings)  # re-sorted by cost
+    assert new.run_note.startswith("given")
+    run = load_run(ref)
+    rebuild = run.find("rebuild", "rebuild", "256", "eager").summary().median
+    assert any(f"rebuild/rebuild {rebuild:.2f}" in c for f in new.findings for c in f.cost_from)
+    assert new == price(new, run)       # pricing is a pure function of the audit and the run
+    assert (tmp_path / "audit.md").read_text(encoding="utf-8").count("Costs from") == 1

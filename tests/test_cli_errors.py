@@ -60,6 +60,8 @@ def files(tmp_path):
     f["existing_file"].write_text("keep me")
     f["folder"] = tmp_path / "a_folder"
     f["folder"].mkdir()
+    f["audit"] = tmp_path / "audit.json"   # a committed audit, as `hostbench audit --out` wrote it
+    f["audit"].write_bytes((ROOT / "reports/reference/h200/audit-naive/audit.json").read_bytes())
     return f
 
 
@@ -94,6 +96,13 @@ CASES = [
     ("compare-bad-threshold", ["compare", "{good}", "{good}", "--threshold", "five"], ["--threshold", "'five'"]),
     ("compare-bad-alpha", ["compare", "{good}", "{good}", "--alpha", "5"], ["--alpha"]),
     ("compare-one-run", ["compare", "{good}"], ["new"]),
+    ("reprice-missing-audit", ["reprice", "{missing}", "--run-file", "{good}"], ["{missing}", "cannot read"]),
+    ("reprice-random-audit", ["reprice", "{random}", "--run-file", "{good}"], ["{random}", "not an audit.json"]),
+    ("reprice-run-not-an-audit", ["reprice", "{good}", "--run-file", "{good}"], ["{good}", "not an audit.json"]),
+    ("reprice-bad-run-file", ["reprice", "{audit}", "--run-file", "{empty_jsonl}"], ["no records in {empty_jsonl}"]),
+    ("reprice-out-existing-file", ["reprice", "{audit}", "--run-file", "{good}", "--out", "{existing_file}"],
+     ["--out {existing_file}"]),
+    ("reprice-no-run-file", ["reprice", "{audit}"], ["--run-file"]),
     ("unknown-command", ["nosuch"], ["unknown command 'nosuch'", "--help"]),
     ("unknown-option", ["--nosuch"], ["'--nosuch'"]),
 ]

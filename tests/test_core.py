@@ -93,9 +93,13 @@ def test_measure_eager_orders_a_slower_callable_slower():
 
 def test_calls_for_clamps():
     assert timing.calls_for(1e-6, 2e-3, 16, 512) == 512
-    assert timing.calls_for(1e-3, 2e-3, 16, 512) == 16
+    assert timing.calls_for(2e-4, 2e-3, 16, 512) == 16
     assert timing.calls_for(2e-5, 2e-3, 16, 512) == 100
     assert timing.calls_for(0.0, 2e-3, 16, 512) == 512
+    assert timing.calls_for(4e-4, 2e-3, 16, 512) == 16     # 6.4 ms a round: unchanged
+    assert timing.calls_for(1e-3, 2e-3, 16, 512) == 8      # 16 ms a round would pass 8 ms ...
+    assert timing.calls_for(1.6e-3, 2e-3, 16, 512) == 5    # ... these get just past it
+    assert timing.calls_for(8.3e-3, 2e-3, 16, 512) == 2    # a graph rebuild per call: the fewest
 
 
 def test_host_timing_refused_after_profiler(monkeypatch):

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from bench.audit import count as audit_count
 from bench.audit import rules as audit_rules
-from bench.audit.cost import evaluate, load_costs
+from bench.audit.cost import Finding, evaluate, load_costs
 from bench.audit.target import first_call
 from bench.measure import stats, timing
 
@@ -48,6 +48,17 @@ class AuditReport:
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "AuditReport":
+        """An audit.json read back (KeyError/TypeError on a file that is not one)."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        missing = names - set(d) - {"notes"}
+        if missing:
+            raise KeyError(f"not an audit.json (missing {', '.join(sorted(missing))})")
+        kw = {k: d[k] for k in names if k in d}
+        kw["findings"] = [Finding(**f) for f in d["findings"]]
+        return cls(**kw)
 
 
 NOTES = (
@@ -131,17 +142,27 @@ def audit(step, *, run_file=None, rounds: int | None = None, count_steps: int = 
         modes["graph"] = {"error": audit_rules.capture_summary(capture_failed, counts),
                           "raw": "\n".join(capture_failed)}
     modes["device"] = device
-    copies = [(c, u) for n, c, u in kernels if audit_rules.is_copy_kernel(n)]
-    counts["copy_kernels"] = sum(c for c, _ in copies)
-    measured = {"copy_kernel_us": sum(u for _, u in copies)}
-    findings = evaluate(counts, run, measured, modes["graph"].get("error"))
+    counts["copy_kernels"] = sum(c for n, c, _ in kernels if audit_rules.is_copy_kernel(n))
     eager, device = modes["eager"].get("median"), modes.get("device", {}).get("median")
-    avoidable = sum(f.cost_us for f in findings if f.cost_us is not None)
-    if eager is not None and device is not None and avoidable > eager - device:
-        notes.append("the avoidable sum exceeds the measured host overhead: run-file figures come from another "
-                     "process (host µs drift 10-40 % between processes) and from the probes' own problem")
-    return AuditReport(
+    report = AuditReport(
         target=target or getattr(step, "__qualname__", repr(step)), env=env, modes=modes, kernels_per_step=kpc,
         kernels=kernels, host_overhead_us=(eager - device) if eager is not None and device is not None else None,
-        counts=counts, findings=findings, avoidable_us=avoidable,
-        run_file=run_path, run_note=run_note, notes=notes)
+        counts=counts, findings=[], avoidable_us=0.0, run_file=run_path, run_note=run_note, notes=notes)
+    return price(report, run)
+
+
+OVER_NOTE = ("the avoidable sum exceeds the measured host overhead: run-file figures come from another "
+             "process (host µs drift 10-40 % between processes) and from the probes' own problem")
+
+
+def price(report: AuditReport, run) -> AuditReport:
+    """The report's findings priced with `run`'s figures (and the copy-kernel time the audit
+    measured itself): a pure function of what the audit measured, so an audit can be priced
+    again from a newer run of the probes without a GPU (`hostbench reprice`)."""
+    measured = {"copy_kernel_us": sum(u for n, _, u in report.kernels if audit_rules.is_copy_kernel(n))}
+    findings = evaluate(report.counts, run, measured, report.modes.get("graph", {}).get("error"))
+    avoidable = sum(f.cost_us for f in findings if f.cost_us is not None)
+    notes = [n for n in report.notes if n != OVER_NOTE]
+    if report.host_overhead_us is not None and avoidable > report.host_overhead_us:
+        notes.append(OVER_NOTE)
+    return dataclasses.replace(report, findings=findings, avoidable_us=avoidable, notes=notes)

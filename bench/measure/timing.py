@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import itertools
+import math
 import statistics
 import time
 from collections import Counter
@@ -74,10 +75,18 @@ def eager_round(fn: Callable, n: int, sync: Callable[[], None], clock=time.perf_
     return (clock() - t0) / n
 
 
-def calls_for(per_call_s: float, target_round_s: float, lo: int, hi: int) -> int:
-    """Calls per round so a round lasts about target_round_s, within [lo, hi]."""
+LONG_ROUND_S = 8e-3   # heavy calls: fewer than min_calls once a round would last longer than this
+FEWEST_CALLS = 2
+
+
+def calls_for(per_call_s: float, target_round_s: float, lo: int, hi: int, long_round_s: float = LONG_ROUND_S) -> int:
+    """Calls per round so a round lasts about target_round_s, within [lo, hi]; a call so slow
+    that lo calls would last past long_round_s gets just enough calls to pass it (at least
+    FEWEST_CALLS): its figure is GPU- or build-bound and gains nothing from 16 calls a round, while
+    a 1-8 ms call at 16 calls made the heavy probes most of the suite's time."""
     if per_call_s <= 0:
         return hi
+    lo = min(lo, max(FEWEST_CALLS, math.ceil(long_round_s / per_call_s)))
     return int(max(lo, min(hi, round(target_round_s / per_call_s))))
 
 
