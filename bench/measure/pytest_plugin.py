@@ -156,8 +156,9 @@ class Parent:
     def _catch_up(self, runs, missing, say):
         """One more worker, for the focus blocks no worker timed in the fast state (by the run's
         floor): eager rounds of those blocks only, from the run's floor, each block with a full
-        focus allowance. Its records join the merge like any worker's (one more replicate, in the
-        state most workers had); a block it does not catch stays as it was."""
+        focus allowance. Its records join the merge like any worker's: a fast figure of its own
+        makes the row's figure fast (the merge keeps the fast figures whenever any worker has
+        one); a block it does not catch stays as it was."""
         from bench.measure.hoststate import FOCUS_BLOCK_S
         from bench.measure.workers import merge_runs, run_workers, truly_fast
         names = ", ".join(f"{p}/{s}" for p, s in missing)
