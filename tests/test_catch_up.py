@@ -34,9 +34,11 @@ def _write(path, recs, floor):
     return path
 
 
-def _parent(tmp_path, modes=("eager", "graph", "device")):
+def _parent(tmp_path, modes=("eager", "graph", "device"), focus_workers=0):
+    opts = {"--hb-focus-workers": focus_workers}
     cfg = SimpleNamespace(rootpath=tmp_path, invocation_params=SimpleNamespace(args=("--benchmark-only",)),
-                          _hb_suite=SuiteOptions(modes=modes), _hb_focus={("churn", "256"), ("wrapper", "256")})
+                          _hb_suite=SuiteOptions(modes=modes), _hb_focus={("churn", "256"), ("wrapper", "256")},
+                          getoption=opts.get)
     return Parent(cfg, tmp_path, 3)
 
 
@@ -145,3 +147,30 @@ def test_workers_get_their_number_floor_and_a_hash_seed_per_worker(tmp_path, mon
     workers.run_workers(1, ["probes"], tmp_path, say=lambda m: None, env={"PYTHONHASHSEED": "7"})
     assert seen == [("--hb-worker=1/2", "1", None), ("--hb-worker=2/2", "2", None),
                     ("--hb-worker=4/4", "4", "0.760000"), ("--hb-worker=1/1", "7", None)]
+
+
+def test_focus_only_workers_add_replicates_to_the_headline_rows_only(tmp_path, monkeypatch):
+    from bench.measure import trust
+    from bench.measure.records import Run
+    calls = []
+
+    def fake_run_workers(k, args, out, say=print, env=None, start=1, floor=None):
+        calls.append({"k": k, "args": args, "start": start, "floor": floor})
+        if start == 1:   # full workers: the headline rows and one other row
+            out_ = []
+            for i in (1, 2, 3):
+                recs = _eager(i, 0.80, 1.2) + [Record("conv", "x", "n1", "graph", samples=[5.0] * 10)]
+                out_.append(_write(tmp_path / f"w{i}.jsonl", recs, FLOOR))
+            return out_
+        return [_write(tmp_path / f"w{start + j}.jsonl", _eager(start + j, 0.79, 1.2), FLOOR) for j in range(k)]
+
+    monkeypatch.setattr(workers, "run_workers", fake_run_workers)
+    p = _parent(tmp_path, focus_workers=2)
+    p._run()
+    assert [(c["k"], c["start"], c["floor"]) for c in calls] == [(3, 1, None), (2, 4, FLOOR)]
+    assert "--hb-only=churn/256,wrapper/256" in calls[1]["args"] and "--hb-modes=eager" in calls[1]["args"]
+    assert [w["worker"] for w in p.records[("churn", "trap", "256", "eager")].workers] == [1, 2, 3, 4, 5]
+    assert len(p.records[("conv", "x", "n1", "graph")].workers) == 3
+    assert p.fingerprint["focus_workers"] == {"workers": 2, "blocks": ["churn/256", "wrapper/256"]}
+    line = trust.summary_line(Run("r", p.fingerprint, list(p.records.values())))
+    assert line.startswith("3 worker(s) + 2 focus-only worker(s);")

@@ -62,6 +62,10 @@ def pytest_addoption(parser):
                 help="a separate budget per worker for the probes' headline sizes (the trap/fix ratios at "
                      "256): each may wait up to 4 s for the fast state; 0 treats them like the rest "
                      "(default %(default)s)")
+    g.addoption("--hb-focus-workers", type=int, default=2,
+                help="extra worker processes that time only the headline sizes' eager rows, after the "
+                     "--hb-workers: those ratios vary most from process to process, so they get more "
+                     "replicates (default %(default)s)")
     g.addoption("--hb-out", default=None, help="folder for records.jsonl, run.json, table.csv/md (default results/<stamp>)")
     g.addoption("--hb-heavy", action="store_true", help="heavy sweeps (every plan, every size)")
     g.addoption("--hb-worker", default=None, help=argparse.SUPPRESS)   # set by the parent only
@@ -79,7 +83,8 @@ def _cuda_ok() -> tuple[bool, str]:
     return True, ""
 
 
-VALUED = ("--benchmark-json", "--hb-out", "--hb-workers", "--hb-worker", "--hb-only", "--benchmark-save")
+VALUED = ("--benchmark-json", "--hb-out", "--hb-workers", "--hb-worker", "--hb-only", "--hb-focus-workers",
+          "--benchmark-save")
 FLAGS = ("--benchmark-autosave", "--benchmark-save-data")
 
 
@@ -121,9 +126,20 @@ class Parent:
         say(f"running the suite in {self.k} worker processes, one after another (--hb-workers)")
         runs = self._load(run_workers(self.k, self.worker_args(), self.out, say=say), say)
         recs, self.fingerprint = merge_runs(runs, wall_s=time.perf_counter() - self.t0)
+        extra: dict = {}
+        focus = sorted(getattr(self.config, "_hb_focus", set()))
+        n = self.config.getoption("--hb-focus-workers")
+        if n > 0 and focus and runs and "eager" in self.config._hb_suite.modes:
+            say(f"{n} focus-only worker(s): eager rows of {', '.join(f'{p}/{s}' for p, s in focus)} (--hb-focus-workers)")
+            more = self._load(run_workers(n, self._eager_args(focus, 1), self.out, say=say, start=len(runs) + 1,
+                                          floor=self._floor()), say)
+            runs = runs + more
+            recs, self.fingerprint = merge_runs(runs, wall_s=time.perf_counter() - self.t0)
+            extra["focus_workers"] = {"workers": len(more), "blocks": [f"{p}/{s}" for p, s in focus]}
         missing = self._unfast_focus(recs)
         if missing and "eager" in self.config._hb_suite.modes:
             recs = self._catch_up(runs, missing, say) or recs
+        self.fingerprint.update(extra)
         self.records = {r.key: r for r in recs}
         w = records.JsonlWriter(self.out / "records.jsonl")
         w.write({"kind": "fingerprint", "fingerprint": self.fingerprint})
@@ -140,6 +156,16 @@ class Parent:
             except records.RunFileError as e:
                 say(f"skipping a worker's records: {e}")
         return runs
+
+    def _floor(self) -> float | None:
+        return (self.fingerprint.get("host_state") or {}).get("floor_us")
+
+    def _eager_args(self, blocks, per_block: float) -> list[str]:
+        """A worker's arguments for the eager rows of `blocks` only, each with `per_block` full
+        focus allowances of waiting for the fast state."""
+        from bench.measure.hoststate import FOCUS_BLOCK_S
+        return [*self.worker_args(), "--hb-modes=eager", f"--hb-only={','.join(f'{p}/{s}' for p, s in blocks)}",
+                f"--hb-focus-wait-s={per_block * FOCUS_BLOCK_S * len(blocks):g}"]
 
     def _unfast_focus(self, recs) -> list[tuple[str, str]]:
         """Focus blocks (a trap probe's headline size) with an eager row that no worker timed in
@@ -159,14 +185,12 @@ class Parent:
         focus allowance. Its records join the merge like any worker's: a fast figure of its own
         makes the row's figure fast (the merge keeps the fast figures whenever any worker has
         one); a block it does not catch stays as it was."""
-        from bench.measure.hoststate import FOCUS_BLOCK_S
         from bench.measure.workers import merge_runs, run_workers, truly_fast
         names = ", ".join(f"{p}/{s}" for p, s in missing)
         say(f"catch-up worker: {names} were not timed in the host's fast state by any worker")
-        floor = self.fingerprint["host_state"]["floor_us"]
-        args = [*self.worker_args(), "--hb-modes=eager", f"--hb-only={','.join(f'{p}/{s}' for p, s in missing)}",
-                f"--hb-focus-wait-s={2 * FOCUS_BLOCK_S * len(missing):g}"]
-        extra = self._load(run_workers(1, args, self.out, say=say, start=self.k + 1, floor=floor), say)
+        floor = self._floor()
+        extra = self._load(run_workers(1, self._eager_args(missing, 2), self.out, say=say, start=len(runs) + 1,
+                                       floor=floor), say)
         if not extra:
             return None
         recs, self.fingerprint = merge_runs(runs + extra, wall_s=time.perf_counter() - self.t0)
@@ -174,7 +198,7 @@ class Parent:
         caught = [f"{p}/{s}" for p, s in missing
                   if any((r.probe, r.size) == (p, s) for r in own)
                   and all(truly_fast(r, floor) for r in own if (r.probe, r.size) == (p, s))]
-        self.fingerprint["catch_up"] = {"worker": self.k + 1, "blocks": [f"{p}/{s}" for p, s in missing],
+        self.fingerprint["catch_up"] = {"worker": len(runs) + 1, "blocks": [f"{p}/{s}" for p, s in missing],
                                         "timed_fast": caught}
         say(f"catch-up worker: timed in the fast state: {', '.join(caught) or 'none'}")
         return recs

@@ -64,7 +64,9 @@ def summary_line(run) -> str:
         for k, n in (r.rounds_discarded or {}).items():
             why[k] = why.get(k, 0) + n
     catch = fp.get("catch_up") or {}
-    parts = [f"{fp.get('workers', 1) - (1 if catch else 0)} worker(s)"
+    focus = (fp.get("focus_workers") or {}).get("workers", 0)
+    parts = [f"{fp.get('workers', 1) - focus - (1 if catch else 0)} worker(s)"
+             + (f" + {focus} focus-only worker(s)" if focus else "")
              + (f" + a catch-up worker for {', '.join(catch.get('blocks', []))} (timed fast: "
                 f"{', '.join(catch.get('timed_fast', [])) or 'none'})" if catch else "")]
     if hs.get("floor_us"):
