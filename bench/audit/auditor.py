@@ -51,11 +51,11 @@ class AuditReport:
 
     @classmethod
     def from_dict(cls, d: dict) -> "AuditReport":
-        """An audit.json read back (KeyError/TypeError on a file that is not one)."""
+        """An audit.json read back (ValueError/KeyError/TypeError on a file that is not one)."""
         names = {f.name for f in dataclasses.fields(cls)}
         missing = names - set(d) - {"notes"}
         if missing:
-            raise KeyError(f"not an audit.json (missing {', '.join(sorted(missing))})")
+            raise ValueError(f"missing {', '.join(sorted(missing))}")
         kw = {k: d[k] for k in names if k in d}
         kw["findings"] = [Finding(**f) for f in d["findings"]]
         return cls(**kw)

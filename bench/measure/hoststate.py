@@ -146,38 +146,35 @@ class HostState:
         us = self.read()
         if self.fast(us) or not self.gating():
             return us
-        if self._focus_left is not None:
-            return self._await_focus(us, every_s)
-        t0 = self.clock()
-        limit = min(max_s, self.gate_budget_s - self.gate_s)
-        while not self.fast(us):
-            if self.clock() - t0 >= limit:
-                # no fast spell in max_s: the host is in a long slow stretch; waiting on every
-                # cycle would spend the budget for nothing, so rest the gate for a while
-                self.gate_timeouts += 1
-                self._gate_rest_until = self.clock() + REST_S
-                break
-            self.sleep(every_s)
-            us = self.read()
-        self.gate_s += self.clock() - t0
+        if self._focus_left is not None:   # a focus block: its own allowance, no rest
+            us, spent, timed_out = self._wait_fast(us, self._focus_left, every_s)
+            self.focus_timeouts += timed_out
+            self.focus_s += spent
+            self._focus_left = max(0.0, self._focus_left - spent)
+            return us
+        us, spent, timed_out = self._wait_fast(us, min(max_s, self.gate_budget_s - self.gate_s), every_s)
+        if timed_out:
+            # no fast spell in max_s: the host is in a long slow stretch; waiting on every
+            # cycle would spend the budget for nothing, so rest the gate for a while
+            self.gate_timeouts += 1
+            self._gate_rest_until = self.clock() + REST_S
+        self.gate_s += spent
         if self.gate_s >= self._gate_note:
             (say or _stderr)(f"host: {self.gate_s:.0f} s spent waiting for the fast state before eager rounds "
                              f"(at most {self.gate_budget_s:.0f} s, then rounds are kept per host state)")
             self._gate_note += 10.0
         return us
 
-    def _await_focus(self, us: float, every_s: float) -> float:
+    def _wait_fast(self, us: float, limit: float, every_s: float) -> tuple[float, float, bool]:
+        """Reads the sentinel until a reading is fast or `limit` seconds pass: (last reading,
+        seconds waited, whether it gave up)."""
         t0 = self.clock()
         while not self.fast(us):
-            if self.clock() - t0 >= self._focus_left:
-                self.focus_timeouts += 1
-                break
+            if self.clock() - t0 >= limit:
+                return us, self.clock() - t0, True
             self.sleep(every_s)
             us = self.read()
-        spent = self.clock() - t0
-        self.focus_s += spent
-        self._focus_left = max(0.0, self._focus_left - spent)
-        return us
+        return us, self.clock() - t0, False
 
     def summary(self) -> dict:
         xs = sorted(self.readings)

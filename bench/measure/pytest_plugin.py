@@ -171,7 +171,7 @@ class Parent:
         """Focus blocks (a trap probe's headline size) with an eager row that no worker timed in
         the host's fast state, judged by the run's floor."""
         from bench.measure.workers import truly_fast
-        floor = (self.fingerprint.get("host_state") or {}).get("floor_us")
+        floor = self._floor()
         if not floor:
             return []
         focus = getattr(self.config, "_hb_focus", set())

@@ -38,7 +38,7 @@ def stale_host(per_worker: list[list[Record]], floor: float | None, tol: float =
         fixed = []
         for r in recs:
             if (r.mode == "eager" and r.host_state == "fast" and r.sentinel_us
-                    and r.sentinel_us > floor * (1 + tol) and "host_unstable" not in r.flags):
+                    and not truly_fast(r, floor, tol) and "host_unstable" not in r.flags):
                 r = copy.copy(r)
                 r.flags = [*r.flags, "host_unstable"]
             fixed.append(r)
