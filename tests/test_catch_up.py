@@ -89,12 +89,31 @@ def test_a_block_slow_in_every_worker_becomes_fast_through_the_catch_up(tmp_path
     assert line.startswith("3 worker(s) + a catch-up worker for churn/256, wrapper/256 (timed fast: churn/256, wrapper/256)")
 
 
+def test_a_block_only_two_workers_timed_fast_gets_a_catch_up_worker(tmp_path, monkeypatch):
+    """Two fast workers make the headline ratio a mean of two processes (H200: wrapper 2.38 and
+    2.65 in one run, 2.33 in the next), so a third is sought."""
+    calls = []
+
+    def fake_run_workers(k, args, out, say=print, env=None, start=1, floor=None):
+        calls.append(start)
+        if start == 1:
+            return [_write(tmp_path / f"w{i}.jsonl", _eager(i, s, 1.2), FLOOR) for i, s in ((1, 0.8), (2, 1.9), (3, 0.8))]
+        return [_write(tmp_path / "w4.jsonl", _eager(4, 0.79, 1.2), FLOOR)]
+
+    monkeypatch.setattr(workers, "run_workers", fake_run_workers)
+    p = _parent(tmp_path)
+    p._run()
+    assert calls == [1, 4] and p.fingerprint["catch_up"]["blocks"] == ["churn/256", "wrapper/256"]
+    assert [w["worker"] for w in p.records[("churn", "trap", "256", "eager")].workers] == [1, 3, 4]
+
+
 def test_no_catch_up_when_every_block_was_timed_fast_or_eager_is_not_run(tmp_path, monkeypatch):
     calls = []
 
     def fake_run_workers(k, args, out, say=print, env=None, start=1, floor=None):
         calls.append(start)
-        return [_write(tmp_path / f"w{i}.jsonl", _eager(i, s, 1.2), FLOOR) for i, s in ((1, 0.8), (2, 1.9), (3, 0.8))]
+        return [_write(tmp_path / f"w{i}.jsonl", _eager(i, s, 1.2), FLOOR)
+                for i, s in ((1, 0.8), (2, 1.9), (3, 0.8), (4, 0.81))]
 
     monkeypatch.setattr(workers, "run_workers", fake_run_workers)
     p = _parent(tmp_path)
@@ -136,12 +155,12 @@ def test_a_catch_up_worker_collects_only_the_eager_rows_of_its_blocks():
 def test_workers_get_their_number_floor_and_a_hash_seed_per_worker(tmp_path, monkeypatch):
     seen = []
 
-    def fake_call(cmd, env=None, stdout=None, stderr=None):
+    def fake_run(cmd, env, log, relay):
         seen.append((next(a for a in cmd if a.startswith("--hb-worker=")), env.get("PYTHONHASHSEED"),
                      env.get(workers.FLOOR_ENV)))
         return 0
 
-    monkeypatch.setattr(workers.subprocess, "call", fake_call)
+    monkeypatch.setattr(workers, "_run_relaying", fake_run)
     workers.run_workers(2, ["probes"], tmp_path, say=lambda m: None, env={})
     workers.run_workers(1, ["probes"], tmp_path, say=lambda m: None, env={}, start=4, floor=0.76)
     workers.run_workers(1, ["probes"], tmp_path, say=lambda m: None, env={"PYTHONHASHSEED": "7"})
@@ -174,3 +193,34 @@ def test_focus_only_workers_add_replicates_to_the_headline_rows_only(tmp_path, m
     assert p.fingerprint["focus_workers"] == {"workers": 2, "blocks": ["churn/256", "wrapper/256"]}
     line = trust.summary_line(Run("r", p.fingerprint, list(p.records.values())))
     assert line.startswith("3 worker(s) + 2 focus-only worker(s);")
+
+
+def test_workers_retry_no_block_when_focus_only_workers_follow(tmp_path):
+    """The parent tells every worker how many focus-only workers follow; only without them does a
+    worker time a slow headline block again (H200: retries caught 4 of 14, focus-only workers
+    12 of 12)."""
+    from bench.measure.pytest_plugin import _session
+    for n, retry in ((2, False), (0, True)):
+        args = _parent(tmp_path, focus_workers=n).worker_args()
+        assert f"--hb-focus-workers={n}" in args
+        opts = {"--hb-worker": "2/3", "--hb-focus-workers": n, "--hb-rounds": 5, "--hb-warm-s": 1.0,
+                "--hb-fast-wait-s": 1.0, "--hb-focus-wait-s": 1.0}
+        cfg = SimpleNamespace(_hb_session=None, _hb_out=tmp_path / f"w{n}", _hb_suite=SuiteOptions(),
+                              getoption=opts.get)
+        assert _session(cfg).retry_focus is retry
+
+
+def test_a_workers_progress_reaches_the_terminal_and_its_exit_noise_only_the_log(tmp_path):
+    """Progress lines of a worker are relayed; the rest of its stderr (the frontend's nanobind
+    'leaked objects' report at exit) goes to the worker's log only."""
+    import sys
+    code = ("import sys; print('a test dot'); print('hostbench worker 1/1: churn/256 eager', file=sys.stderr); "
+            "print('host: waiting for the fast state', file=sys.stderr); "
+            "print('nanobind: leaked 3 instances!', file=sys.stderr); sys.exit(3)")
+    relayed = []
+    with open(tmp_path / "pytest.log", "w", encoding="utf-8") as log:
+        rc = workers._run_relaying([sys.executable, "-c", code], {}, log, relayed.append)
+    assert rc == 3
+    assert relayed == ["hostbench worker 1/1: churn/256 eager", "host: waiting for the fast state"]
+    text = (tmp_path / "pytest.log").read_text()
+    assert "nanobind: leaked" in text and "a test dot" in text

@@ -54,6 +54,15 @@ def test_warm_learns_the_fast_floor_and_waits_for_it():
     assert not hs.unstable
 
 
+def test_a_worker_with_a_known_floor_learns_briefly():
+    """A later worker starts from the floor an earlier one learned: its warm-up does not spend
+    seconds learning it again (on the H200 each later worker spent its whole 2.5 s)."""
+    h = Bistable([("fast", 5.0)])
+    hs = HostState(read=h.read, clock=h.clock, sleep=h.sleep, floor=1.0)
+    assert hs.warm(learn_s=2.0, hold_s=0.25, max_s=1.0, say=lambda m: None)
+    assert hs.waited_s < 0.6 and hs.floor <= 1.0
+
+
 def test_a_host_that_never_holds_its_floor_says_so():
     h = Bistable([("slow", 1.0), ("fast", 0.05)])   # fast spells too short to hold 0.25 s
     hs = HostState(read=h.read, clock=h.clock, sleep=h.sleep, floor=None)

@@ -91,7 +91,8 @@ def test_workers_run_the_probes_of_the_project_folder(tmp_path):
 
     from bench.measure.pytest_plugin import Parent
     root = Path(__file__).resolve().parent.parent
-    cfg = SimpleNamespace(rootpath=root, invocation_params=SimpleNamespace(args=("--benchmark-only",)))
+    cfg = SimpleNamespace(rootpath=root, invocation_params=SimpleNamespace(args=("--benchmark-only",)),
+                          getoption={"--hb-focus-workers": 2}.get)
     args = Parent(cfg, tmp_path, 3).worker_args()
     assert str(root / "probes") in args and f"--rootdir={root}" in args
     assert (root / "probes").is_dir()

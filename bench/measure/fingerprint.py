@@ -17,6 +17,20 @@ def _read(path: str) -> str:
         return ""
 
 
+def process_age_s(stat: str | None = None, uptime: str | None = None, hz: int | None = None) -> float | None:
+    """Seconds since this process started (Linux /proc; None elsewhere): at a worker's first
+    probe it is what starting Python, torch and pytest's collection cost, outside the suite's
+    own clock."""
+    try:
+        stat = stat if stat is not None else _read("/proc/self/stat")
+        uptime = uptime if uptime is not None else _read("/proc/uptime")
+        start_ticks = int(stat.rsplit(")", 1)[1].split()[19])   # field 22, counted after the name
+        hz = hz or os.sysconf("SC_CLK_TCK")
+        return max(0.0, float(uptime.split()[0]) - start_ticks / hz)
+    except (IndexError, ValueError, OSError, AttributeError):
+        return None
+
+
 def cpu_model() -> str:
     for line in _read("/proc/cpuinfo").splitlines():
         if line.lower().startswith("model name"):

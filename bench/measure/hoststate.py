@@ -11,9 +11,10 @@ from __future__ import annotations
 import contextlib
 import os
 import statistics
-import sys
 import time
 from typing import Callable
+
+from bench.measure import progress
 
 CHUNK = 32          # torch.empty calls per chunk; three chunks a reading, ~0.1-0.3 ms in all
 TOL = 0.10          # a reading within this of the floor is the fast state
@@ -87,8 +88,11 @@ class HostState:
         """Learns the floor for `learn_s`, then waits until the host holds it for `hold_s`
         (every reading fast), printing progress; gives up after `max_s`, says so and marks the
         host unstable (its eager rounds will then mostly be timed in the slow state, which the
-        records say). Returns whether the floor was held."""
-        say = say or _stderr
+        records say). Returns whether the floor was held. With a floor already known (an earlier
+        worker's) it learns only briefly: the rest of the learning would be waiting."""
+        say = say or progress.say
+        if self.floor is not None:
+            learn_s = min(learn_s, 0.25)
         t0 = self.clock()
         while self.clock() - t0 < learn_s:
             self.read()
@@ -160,7 +164,7 @@ class HostState:
             self._gate_rest_until = self.clock() + REST_S
         self.gate_s += spent
         if self.gate_s >= self._gate_note:
-            (say or _stderr)(f"host: {self.gate_s:.0f} s spent waiting for the fast state before eager rounds "
+            (say or progress.say)(f"host: {self.gate_s:.0f} s spent waiting for the fast state before eager rounds "
                              f"(at most {self.gate_budget_s:.0f} s, then rounds are kept per host state)")
             self._gate_note += 10.0
         return us
@@ -196,5 +200,3 @@ def _env_floor() -> float | None:
         return None
 
 
-def _stderr(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)

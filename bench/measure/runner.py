@@ -9,12 +9,11 @@ from __future__ import annotations
 import contextlib
 import math
 import statistics
-import sys
 import time
 from pathlib import Path
 
 from bench.measure import fingerprint as fpmod
-from bench.measure import records, stats, timing, trust
+from bench.measure import progress, records, stats, timing, trust
 from bench.measure.context import GpuContext, NoGpuError
 from bench.measure.gpustate import Clocks
 from bench.measure.hoststate import HostState
@@ -47,6 +46,7 @@ class Session:
         self.fingerprint: dict = {}
         self.writer = records.JsonlWriter(self.out_dir / "records.jsonl")
         self.t0 = time.perf_counter()
+        self.startup_s = fpmod.process_age_s()   # before the suite's clock: imports and collection
         self.wall_s: dict = {}      # seconds spent per probe/size/phase: the suite's time budget
 
     # -- context ---------------------------------------------------------------------------
@@ -76,7 +76,7 @@ class Session:
         return self._ctx
 
     def say(self, msg: str) -> None:
-        print(f"hostbench{' worker ' + self.worker if self.worker else ''}: {msg}", file=sys.stderr, flush=True)
+        progress.say(f"hostbench{' worker ' + self.worker if self.worker else ''}: {msg}")
 
     def _trust(self, rec: Record, meta: dict) -> Record:
         """Stamps what the watch threw away (and why) and the flags it earns on a record."""
@@ -360,6 +360,7 @@ class Session:
                 self.fingerprint["gpu_clocks_end"] = self.watch.clocks.snapshot()
                 self.fingerprint["gpu_clocks_top_mhz"] = self.watch.clocks.top or None
             self.fingerprint["suite_wall_s"] = time.perf_counter() - self.t0
+            self.fingerprint["startup_s"] = self.startup_s
             self.fingerprint["wall_s"] = {k: round(v, 2) for k, v in self.wall_s.items()}
             self.writer.write({"kind": "fingerprint", "fingerprint": self.fingerprint})
         self.writer.close()

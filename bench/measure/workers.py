@@ -14,9 +14,11 @@ import sys
 import time
 from pathlib import Path
 
-from bench.measure import stats, trust
+from bench.measure import progress, stats, trust
 from bench.measure.hoststate import FLOOR_ENV, TOL
 from bench.measure.records import Record, Run, load_run
+
+PROGRESS_PREFIXES = ("hostbench", "host:")   # a worker's progress lines (runner.Session.say, hoststate)
 
 # flags a merged row carries when most of its workers carried them
 MAJORITY_FLAGS = ("host_unstable", "clock_drop")
@@ -149,6 +151,7 @@ def merge_fingerprints(fps: list[dict], wall_s: float | None = None) -> dict:
             walls[k] = round(walls.get(k, 0.0) + v, 2)
     fp["wall_s"] = walls
     fp["worker_wall_s"] = [round(f.get("suite_wall_s") or 0.0, 1) for f in fps]
+    fp["worker_startup_s"] = [round(f["startup_s"], 1) if f.get("startup_s") is not None else None for f in fps]
     fp["calibration_us"] = {"per_worker": [f.get("calibration_us") for f in fps],
                             **(fps[0].get("calibration_us") or {})}
     if wall_s is not None:
@@ -163,14 +166,29 @@ def merge_runs(runs: list[Run], wall_s: float | None = None) -> tuple[list[Recor
     return merge_records(per, bool(hs.get("unstable"))), fp
 
 
+def _run_relaying(cmd: list[str], env: dict, log, relay) -> int:
+    """Runs a worker with its stdout in `log`; its stderr goes there too, and its progress lines
+    also to `relay`. The rest of its stderr (the cuDNN frontend's nanobind module prints pages of
+    'leaked' objects at exit) stays out of the user's terminal."""
+    p = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.PIPE, text=True, encoding="utf-8",
+                         errors="replace")
+    for line in p.stderr:
+        log.write(line)
+        log.flush()   # the child writes its stdout to the same file description
+        if line.startswith(PROGRESS_PREFIXES):
+            relay(line.rstrip("\n"))
+    return p.wait()
+
+
 def run_workers(k: int, pytest_args: list[str], out: Path, say=print, env=None, start: int = 1,
-                floor: float | None = None) -> list[Path]:
+                floor: float | None = None, relay=None) -> list[Path]:
     """Runs the suite in k fresh processes, one after another (numbered from `start`); returns
     their records.jsonl files.
 
     Each later worker starts from the host floor the earlier ones learned (or `floor`), so it
     need not relearn it (and all workers judge rounds by the same floor).
     """
+    relay = relay or progress.say
     env = dict(os.environ if env is None else env)
     env["PYTHONUNBUFFERED"] = "1"
     hash_seed_set = "PYTHONHASHSEED" in env   # the user's own choice stands
@@ -190,7 +208,7 @@ def run_workers(k: int, pytest_args: list[str], out: Path, say=print, env=None, 
         say(f"worker {i}/{last}: starting")
         t0 = time.perf_counter()
         with open(wdir / "pytest.log", "w", encoding="utf-8") as log:
-            rc = subprocess.call(cmd, env=env, stdout=log, stderr=None)
+            rc = _run_relaying(cmd, env, log, relay)
         say(f"worker {i}/{last}: done in {time.perf_counter() - t0:.0f} s (exit {rc}; log {wdir / 'pytest.log'})")
         path = wdir / "records.jsonl"
         if path.exists():
