@@ -1,5 +1,5 @@
 """The gate on the committed A/A pairs (two full default runs each on a freshly started H200,
-the first cold; aa/ is the newest, aa/pair3/ an earlier one): no false alarm, and a small
+the first cold; aa/ is the newest, aa/pair3/ and aa/pair5/ earlier ones): no false alarm, and a small
 injected slowdown is caught alone."""
 import copy
 from pathlib import Path
@@ -12,7 +12,7 @@ from reports import compare as cmp
 AA = Path(__file__).resolve().parent.parent / "reports" / "reference" / "h200" / "aa"
 
 
-PAIRS = {"newest": AA, "pair3": AA / "pair3"}
+PAIRS = {"newest": AA, "pair3": AA / "pair3", "pair5": AA / "pair5"}
 _cache: dict = {}
 
 
@@ -45,9 +45,12 @@ def test_a_a_pair_has_no_slower_or_faster_row(pair):
     ("pair3", ("transpose", "strided_view", "t256", "graph"), 1.05),
     ("pair3", ("execute", "generic", "256", "device"), 1.05),
     ("pair3", ("transpose", "strided_view", "t256", "eager"), 1.10),
+    ("pair5", ("execute", "ordered_pinned", "256", "graph"), 1.05),
+    ("pair5", ("execute", "generic", "256", "device"), 1.05),
+    ("pair5", ("autotune", "best", "4096", "eager"), 1.10),
     ("newest", ("execute", "ordered_pinned", "256", "graph"), 1.05),
     ("newest", ("execute", "generic", "256", "device"), 1.05),
-    ("newest", ("autotune", "best", "4096", "eager"), 1.10),
+    ("newest", ("transpose", "strided_view", "t256", "eager"), 1.10),
 ])
 def test_an_injected_slowdown_is_caught_alone(pair, key, factor):
     a, b = _pair(pair)
