@@ -15,8 +15,9 @@ from packaging.version import InvalidVersion, Version
 from bench.measure import trust
 from bench.measure.records import UNIT_SECONDS, Run, RunFileError, load_run
 
-# JSON files that live beside runs but are not runs (matrix status, audit reports, tuned plans)
-NOT_RUNS = {"matrix.json", "audit.json", "autotune_winners.json"}
+# JSON files that live beside runs but are not runs (matrix status, audit reports, tuned plans,
+# sentinel traces: write them as host_trace.json)
+NOT_RUNS = {"matrix.json", "audit.json", "autotune_winners.json", "host_trace.json"}
 
 
 def run_files(paths: Iterable[str | Path]) -> tuple[list[Path], list[RunFileError]]:

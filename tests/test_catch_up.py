@@ -34,8 +34,8 @@ def _write(path, recs, floor):
     return path
 
 
-def _parent(tmp_path, modes=("eager", "graph", "device"), focus_workers=0):
-    opts = {"--hb-focus-workers": focus_workers}
+def _parent(tmp_path, modes=("eager", "graph", "device"), focus_workers=0, budget_s=0.0):
+    opts = {"--hb-focus-workers": focus_workers, "--hb-budget-s": budget_s}
     cfg = SimpleNamespace(rootpath=tmp_path, invocation_params=SimpleNamespace(args=("--benchmark-only",)),
                           _hb_suite=SuiteOptions(modes=modes), _hb_focus={("churn", "256"), ("wrapper", "256")},
                           getoption=opts.get)
@@ -224,3 +224,42 @@ def test_a_workers_progress_reaches_the_terminal_and_its_exit_noise_only_the_log
     assert relayed == ["hostbench worker 1/1: churn/256 eager", "host: waiting for the fast state"]
     text = (tmp_path / "pytest.log").read_text()
     assert "nanobind: leaked" in text and "a test dot" in text
+
+
+@pytest.mark.parametrize("left_s,workers_run,wait_s,catch_up", [
+    (1000.0, 2, 8.0, True),    # room for all: each worker its full 4 s for each of 2 blocks
+    (40.0, 2, 8.0, True),      # still full allowances, and 16 s left for a shorter catch-up
+    (30.0, 2, 3.0, False),     # two workers with 3 s of waiting each; nothing left after them
+    (20.0, 1, 8.0, False),     # one worker fits
+    (5.0, 0, None, False),     # none fits: said, and in the summary line
+])
+def test_extra_workers_fit_the_budget(tmp_path, monkeypatch, left_s, workers_run, wait_s, catch_up):
+    from bench.measure import trust
+    from bench.measure.records import Run
+    calls = []
+
+    def fake_run_workers(k, args, out, say=print, env=None, start=1, floor=None):
+        calls.append({"k": k, "args": args, "start": start})
+        if start > 1:
+            clock["t"] += 12.0 * k   # each extra worker costs its fixed part
+        if start == 1:   # full workers: churn slow everywhere, so a catch-up is wanted
+            return [_write(tmp_path / f"w{i}.jsonl", _eager(i, 1.9, 1.2), FLOOR) for i in (1, 2, 3)]
+        return [_write(tmp_path / f"w{start + j}.jsonl", _eager(start + j, 1.9, 1.2), FLOOR) for j in range(k)]
+
+    monkeypatch.setattr(workers, "run_workers", fake_run_workers)
+    p = _parent(tmp_path, focus_workers=2, budget_s=300.0)
+    clock = {"t": p.t0 + 300.0 - left_s}
+    monkeypatch.setattr("bench.measure.pytest_plugin.time.perf_counter", lambda: clock["t"])
+    p._run()
+    focus = [c for c in calls if c["start"] == 4 and any(a.startswith("--hb-only") for a in c["args"])]
+    if workers_run:
+        assert focus[0]["k"] == workers_run
+        waited = next(a for a in focus[0]["args"] if a.startswith("--hb-focus-wait-s="))
+        assert float(waited.split("=")[1]) == pytest.approx(wait_s)
+    else:
+        assert not focus and p.fingerprint["budget_cut"]["focus_workers_dropped"] == 2
+    assert ("catch_up" in p.fingerprint) is catch_up
+    line = trust.summary_line(Run("r", p.fingerprint, list(p.records.values())))
+    if not catch_up:
+        assert p.fingerprint["budget_cut"]["catch_up_skipped"] == ["churn/256", "wrapper/256"]
+        assert "cut to fit --hb-budget-s 300: " in line and "no catch-up worker for churn/256, wrapper/256" in line

@@ -8,6 +8,7 @@ even round-by-round ratios move with the state: only discarding slow rounds keep
 """
 from __future__ import annotations
 
+import bisect
 import contextlib
 import os
 import statistics
@@ -21,12 +22,40 @@ TOL = 0.10          # a reading within this of the floor is the fast state
 SLOW_AT = 1.40      # a reading at least this times the floor is the slow state (in between: a switch)
 REST_S = 5.0       # after a fruitless wait for the fast state, cycles run without waiting this long
 FOCUS_BLOCK_S = 4.0  # a focus block's cycles wait at most this long in all for the fast state
+CLUSTER = 1.5       # readings within this factor of the lowest dense one: the fast state
+FLOOR_Q = 0.25      # the floor is this quantile of them, not the lowest reading
+ANCHOR_N, ANCHOR_SPAN = 5, 1.05   # the fast state's lowest dense point: 5 readings within 5 %
+RARE_STATE_AT = 1.7  # readings this far under the dense point are a rare fast state, not strays
+#                      (H200: strays reach 1.4x under the fast peak, the slow state sits ~2x over it)
 FLOOR_ENV = "HB_HOST_FLOOR_US"   # a floor learned by an earlier worker of the same run
 
 
 def _cpu_empty():
     import torch
     return lambda: torch.empty(16)
+
+
+def robust_floor(sorted_us: list[float]) -> float | None:
+    """The fast state's floor from sorted sentinel readings: the lower quartile of the readings
+    within CLUSTER of the fast state's lowest dense point (the lowest reading with ANCHOR_N
+    readings within ANCHOR_SPAN above it). Not the lowest reading: on a fresh H200 host (150 s,
+    14 173 readings) the fast state peaked at 0.77 µs, but the lowest reading was 0.56 µs, and
+    only 0.1 % of readings lay within 10 % of it; a run whose floor was one such reading saw
+    almost nothing as fast. Slow readings (about twice the fast ones) stay outside CLUSTER, so
+    a host that is fast 1 % of the time still gets its fast floor; and when the dense point is
+    itself a slow-state level (RARE_STATE_AT over the lowest reading), the lowest readings anchor it."""
+    if not sorted_us:
+        return None
+    lo = 0
+    for i, x in enumerate(sorted_us):   # stops at the first dense point: past a few stray readings
+        if bisect.bisect_right(sorted_us, x * ANCHOR_SPAN) - i >= ANCHOR_N:
+            lo = i
+            break
+    if sorted_us[lo] >= sorted_us[0] * RARE_STATE_AT:
+        lo = 0   # the readings under the dense point are a rarely seen fast state, not strays:
+        #          calling the slow state fast would be the worse mistake
+    k = bisect.bisect_right(sorted_us, sorted_us[lo] * CLUSTER)
+    return sorted_us[lo + int((k - 1 - lo) * FLOOR_Q)]
 
 
 def sentinel_us(fn: Callable | None = None, chunks: int = 3, clock=time.perf_counter) -> float:
@@ -49,7 +78,9 @@ class HostState:
                  floor: float | None = None, clock=time.perf_counter, sleep=time.sleep):
         self._read = read or sentinel_us
         self.tol = tol
-        self.floor = floor if floor is not None else _env_floor()
+        self.prior = floor if floor is not None else _env_floor()   # given, or an earlier worker's
+        self.floor = self.prior
+        self._sorted: list[float] = []
         self.clock, self.sleep = clock, sleep
         self.readings: list[float] = []
         self.held = None        # whether warm() saw the host hold its fast floor
@@ -70,8 +101,9 @@ class HostState:
     def read(self) -> float:
         us = self._read()
         self.readings.append(us)
-        if self.floor is None or us < self.floor:
-            self.floor = us
+        bisect.insort(self._sorted, us)
+        own = robust_floor(self._sorted)
+        self.floor = own if self.prior is None else min(self.prior, own)
         return us
 
     def fast(self, us: float) -> bool:
@@ -91,7 +123,7 @@ class HostState:
         records say). Returns whether the floor was held. With a floor already known (an earlier
         worker's) it learns only briefly: the rest of the learning would be waiting."""
         say = say or progress.say
-        if self.floor is not None:
+        if self.prior is not None:
             learn_s = min(learn_s, 0.25)
         t0 = self.clock()
         while self.clock() - t0 < learn_s:

@@ -66,6 +66,10 @@ def pytest_addoption(parser):
                 help="extra worker processes that time only the headline sizes' eager rows, after the "
                      "--hb-workers: those ratios vary most from process to process, so they get more "
                      "replicates (default %(default)s)")
+    g.addoption("--hb-budget-s", type=float, default=300.0,
+                help="seconds the whole run may take (not counting the first worker's wait for the host): "
+                     "the focus-only and catch-up workers get what the others leave, and the summary "
+                     "says what was cut; 0: no limit (default %(default)s)")
     g.addoption("--hb-out", default=None, help="folder for records.jsonl, run.json, table.csv/md (default results/<stamp>)")
     g.addoption("--hb-heavy", action="store_true", help="heavy sweeps (every plan, every size)")
     g.addoption("--hb-worker", default=None, help=argparse.SUPPRESS)   # set by the parent only
@@ -83,10 +87,12 @@ def _cuda_ok() -> tuple[bool, str]:
     return True, ""
 
 
-VALUED = ("--benchmark-json", "--hb-out", "--hb-workers", "--hb-worker", "--hb-only", "--hb-focus-workers",
+VALUED = ("--benchmark-json", "--hb-out", "--hb-workers", "--hb-worker", "--hb-only", "--hb-focus-workers", "--hb-budget-s",
           "--benchmark-save")
 FLAGS = ("--benchmark-autosave", "--benchmark-save-data")
 MIN_FAST_WORKERS = 3   # a headline block timed fast by fewer workers gets a catch-up worker
+EXTRA_FIXED_S = 12.0   # a focus-only or catch-up worker's cost besides waiting (H200: start-up 4-6 s,
+#                        its blocks' eager rounds 5-7 s)
 
 
 class Parent:
@@ -131,16 +137,31 @@ class Parent:
         extra: dict = {}
         focus = sorted(getattr(self.config, "_hb_focus", set()))
         n = self.config.getoption("--hb-focus-workers")
-        if n > 0 and focus and runs and "eager" in self.config._hb_suite.modes:
-            say(f"{n} focus-only worker(s): eager rows of {', '.join(f'{p}/{s}' for p, s in focus)} (--hb-focus-workers)")
-            more = self._load(run_workers(n, self._eager_args(focus, 1), self.out, say=say, start=len(runs) + 1,
-                                          floor=self._floor()), say)
-            runs = runs + more
-            recs, self.fingerprint = merge_runs(runs, wall_s=time.perf_counter() - self.t0)
-            extra["focus_workers"] = {"workers": len(more), "blocks": [f"{p}/{s}" for p, s in focus]}
+        eager = "eager" in self.config._hb_suite.modes
+        cut: dict = {}
+        if n > 0 and focus and runs and eager:
+            n, per_block = self._fit(n, len(focus), 1.0)
+            if n < self.config.getoption("--hb-focus-workers"):
+                cut["focus_workers_dropped"] = self.config.getoption("--hb-focus-workers") - n
+                say(f"--hb-budget-s: time for {n} focus-only worker(s) only")
+            if n:
+                say(f"{n} focus-only worker(s): eager rows of {', '.join(f'{p}/{s}' for p, s in focus)} "
+                    "(--hb-focus-workers)")
+                more = self._load(run_workers(n, self._eager_args(focus, per_block), self.out, say=say,
+                                              start=len(runs) + 1, floor=self._floor()), say)
+                runs = runs + more
+                recs, self.fingerprint = merge_runs(runs, wall_s=time.perf_counter() - self.t0)
+                extra["focus_workers"] = {"workers": len(more), "blocks": [f"{p}/{s}" for p, s in focus]}
         missing = self._thin_focus(runs)
-        if missing and "eager" in self.config._hb_suite.modes:
-            recs = self._catch_up(runs, missing, say) or recs
+        if missing and eager:
+            k, per_block = self._fit(1, len(missing), 2.0)
+            if k:
+                recs = self._catch_up(runs, missing, say, per_block) or recs
+            else:
+                cut["catch_up_skipped"] = [f"{p}/{s}" for p, s in missing]
+                say(f"--hb-budget-s: no time left for a catch-up worker ({', '.join(cut['catch_up_skipped'])})")
+        if cut:
+            extra["budget_cut"] = {"budget_s": self.config.getoption("--hb-budget-s"), **cut}
         self.fingerprint.update(extra)
         self.records = {r.key: r for r in recs}
         w = records.JsonlWriter(self.out / "records.jsonl")
@@ -189,17 +210,34 @@ class Parent:
         measured = {(r.probe, r.size) for run in runs for r in run.records if r.mode == "eager" and r.ok}
         return sorted(b for b, n in fast.items() if n < MIN_FAST_WORKERS and b in measured)
 
-    def _catch_up(self, runs, missing, say):
+    def _fit(self, n: int, blocks: int, per_block: float) -> tuple[int, float]:
+        """How many extra workers (of n) fit in what is left of --hb-budget-s, and the focus
+        allowances per block each may wait (at most per_block). The first worker's wait for the
+        host floor is not counted: a fresh machine may take longer."""
+        from bench.measure.hoststate import FOCUS_BLOCK_S
+        budget = self.config.getoption("--hb-budget-s")
+        if not budget:
+            return n, per_block
+        first = ((self.fingerprint.get("host_state") or {}).get("per_worker") or [{}])[0]
+        left = budget - (time.perf_counter() - self.t0 - (first.get("waited_s") or 0.0))
+        n = min(n, max(0, int(left // EXTRA_FIXED_S)))
+        if not n:
+            return 0, 0.0
+        wait = left / n - EXTRA_FIXED_S
+        return n, max(0.0, min(per_block, wait / (FOCUS_BLOCK_S * blocks)))
+
+    def _catch_up(self, runs, missing, say, per_block: float = 2.0):
         """One more worker, for the focus blocks fewer than MIN_FAST_WORKERS workers timed in the
         fast state (by the run's floor): eager rounds of those blocks only, from the run's floor,
-        each block with two full focus allowances. Its records join the merge like any worker's: a fast figure of its own
-        makes the row's figure fast (the merge keeps the fast figures whenever any worker has
-        one); a block it does not catch stays as it was."""
+        each block with up to two full focus allowances (what --hb-budget-s leaves). Its records
+        join the merge like any worker's: a fast figure of its own makes the row's figure fast
+        (the merge keeps the fast figures whenever any worker has one); a block it does not catch
+        stays as it was."""
         from bench.measure.workers import merge_runs, run_workers, truly_fast
         names = ", ".join(f"{p}/{s}" for p, s in missing)
         say(f"catch-up worker: {names} were timed in the host's fast state by fewer than {MIN_FAST_WORKERS} workers")
         floor = self._floor()
-        extra = self._load(run_workers(1, self._eager_args(missing, 2), self.out, say=say, start=len(runs) + 1,
+        extra = self._load(run_workers(1, self._eager_args(missing, per_block), self.out, say=say, start=len(runs) + 1,
                                        floor=floor), say)
         if not extra:
             return None

@@ -69,6 +69,11 @@ def summary_line(run) -> str:
              + (f" + {focus} focus-only worker(s)" if focus else "")
              + (f" + a catch-up worker for {', '.join(catch.get('blocks', []))} (timed fast: "
                 f"{', '.join(catch.get('timed_fast', [])) or 'none'})" if catch else "")]
+    cut = fp.get("budget_cut") or {}
+    if cut:
+        what = ([f"{cut['focus_workers_dropped']} focus-only worker(s) dropped"] if cut.get("focus_workers_dropped") else []) \
+            + ([f"no catch-up worker for {', '.join(cut['catch_up_skipped'])}"] if cut.get("catch_up_skipped") else [])
+        parts.append(f"cut to fit --hb-budget-s {cut.get('budget_s', 0):g}: {', '.join(what)}")
     if hs.get("floor_us"):
         parts.append(f"host floor {hs['floor_us']:.2f} µs")
     states = [r.host_state for r in run.records if r.mode == "eager" and r.ok and getattr(r, "host_state", "")]
