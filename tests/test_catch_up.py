@@ -226,14 +226,19 @@ def test_a_workers_progress_reaches_the_terminal_and_its_exit_noise_only_the_log
     assert "nanobind: leaked" in text and "a test dot" in text
 
 
+F = 14.0   # EXTRA_FIXED_S: an extra worker's cost besides waiting
+
+
 @pytest.mark.parametrize("left_s,workers_run,wait_s,catch_up", [
     (1000.0, 2, 8.0, True),    # room for all: each worker its full 4 s for each of 2 blocks
-    (40.0, 2, 8.0, True),      # still full allowances, and 16 s left for a shorter catch-up
-    (30.0, 2, 3.0, False),     # two workers with 3 s of waiting each; nothing left after them
-    (20.0, 1, 8.0, False),     # one worker fits
+    (3 * F, 2, 7.0, True),     # 7 s of waiting each, then room for a catch-up that does not wait
+    (2 * F + 2, 2, 1.0, False),  # two workers with 1 s of waiting each; nothing left after them
+    (1.5 * F, 1, 7.0, False),  # one worker fits
     (5.0, 0, None, False),     # none fits: said, and in the summary line
 ])
 def test_extra_workers_fit_the_budget(tmp_path, monkeypatch, left_s, workers_run, wait_s, catch_up):
+    from bench.measure.pytest_plugin import EXTRA_FIXED_S
+    assert EXTRA_FIXED_S == F
     from bench.measure import trust
     from bench.measure.records import Run
     calls = []
@@ -241,7 +246,7 @@ def test_extra_workers_fit_the_budget(tmp_path, monkeypatch, left_s, workers_run
     def fake_run_workers(k, args, out, say=print, env=None, start=1, floor=None):
         calls.append({"k": k, "args": args, "start": start})
         if start > 1:
-            clock["t"] += 12.0 * k   # each extra worker costs its fixed part
+            clock["t"] += F * k   # each extra worker costs its fixed part
         if start == 1:   # full workers: churn slow everywhere, so a catch-up is wanted
             return [_write(tmp_path / f"w{i}.jsonl", _eager(i, 1.9, 1.2), FLOOR) for i in (1, 2, 3)]
         return [_write(tmp_path / f"w{start + j}.jsonl", _eager(start + j, 1.9, 1.2), FLOOR) for j in range(k)]

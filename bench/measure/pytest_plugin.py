@@ -91,8 +91,8 @@ VALUED = ("--benchmark-json", "--hb-out", "--hb-workers", "--hb-worker", "--hb-o
           "--benchmark-save")
 FLAGS = ("--benchmark-autosave", "--benchmark-save-data")
 MIN_FAST_WORKERS = 3   # a headline block timed fast by fewer workers gets a catch-up worker
-EXTRA_FIXED_S = 12.0   # a focus-only or catch-up worker's cost besides waiting (H200: start-up 4-6 s,
-#                        its blocks' eager rounds 5-7 s)
+EXTRA_FIXED_S = 14.0   # a focus-only or catch-up worker's cost besides waiting (H200: start-up 4-6 s,
+#                        its six blocks' eager rounds 8-9 s)
 
 
 class Parent:
