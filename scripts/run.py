@@ -61,12 +61,17 @@ def main(out: str | None = None, reference: bool = False, pytest_args=()) -> int
     if out.exists() and not out.is_dir():
         print(f"hostbench run: --out {out}: exists and is not a folder", file=sys.stderr)
         return 2
+    made = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     args = [str(ROOT / "probes"), "--benchmark-only", "-q", "-p", "no:cacheprovider", "-rfs",
             f"--hb-out={out}", "--rootdir", str(ROOT),
             "--benchmark-columns=median,iqr,min,max,rounds", "--benchmark-sort=name",
             "-o", "testpaths=probes", *pytest_args]
     code = pytest.main(args)
+    if code == pytest.ExitCode.USAGE_ERROR:   # pytest said which option, in one line
+        if made and not any(out.iterdir()):
+            out.rmdir()
+        return 2
     # pytest's 1 means some probe failed its numerics: the figures that were measured are kept
     print(f"results in {out}", flush=True)
     sys.stderr.flush()

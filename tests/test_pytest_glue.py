@@ -121,3 +121,29 @@ def test_the_run_file_is_in_place_when_the_terminal_summary_reads_it(tmp_path):
     # the report read the placed file and wrote the table beside it
     assert "cudnn-hostbench: µs per call" in res.stdout and str(out / "run.json") in res.stdout, res.stdout
     assert (out / "table.md").exists()
+
+
+def test_a_negative_budget_is_a_usage_error(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent
+    r = subprocess.run([sys.executable, "-m", "pytest", str(root / "probes"), "--benchmark-only", "-q", "-p",
+                        "no:cacheprovider", "--hb-budget-s=-5", f"--hb-out={tmp_path / 'out'}", f"--rootdir={root}"],
+                       capture_output=True, text=True, cwd=root)
+    assert r.returncode == 4 and "--hb-budget-s: must be 0 (no limit) or more, got -5" in r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "out").exists()
+
+
+def test_hostbench_run_with_a_bad_option_exits_2_and_leaves_no_folder(tmp_path, monkeypatch):
+    """On a GPU box `hostbench run --hb-budget-s -5`: pytest names the option in one line; the
+    command exits 2, and the results folder it made for the run is gone again."""
+    import pytest as _pytest
+
+    from scripts import run
+    monkeypatch.setattr(run, "cuda_available", lambda: (True, ""))
+    seen = []
+    monkeypatch.setattr(_pytest, "main", lambda args: seen.append(args) or _pytest.ExitCode.USAGE_ERROR)
+    out = tmp_path / "r1"
+    assert run.main(str(out), False, ["--hb-budget-s", "-5"]) == 2
+    assert seen and "--hb-budget-s" in seen[0] and not out.exists()

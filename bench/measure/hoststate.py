@@ -196,8 +196,8 @@ class HostState:
             self._gate_rest_until = self.clock() + REST_S
         self.gate_s += spent
         if self.gate_s >= self._gate_note:
-            (say or progress.say)(f"host: {self.gate_s:.0f} s spent waiting for the fast state before eager rounds "
-                             f"(at most {self.gate_budget_s:.0f} s, then rounds are kept per host state)")
+            (say or progress.say)(f"host: {self.gate_s:.0f} s spent waiting for the fast state before eager "
+                                  f"rounds (at most {self.gate_budget_s:.0f} s, then rounds are kept per host state)")
             self._gate_note += 10.0
         return us
 

@@ -280,6 +280,11 @@ def pytest_configure(config):
         # the bare `pytest --benchmark-only` at the root runs the probes, not the CPU tests
         config.args[:] = [str(config.rootpath / "probes")]
     worker = config.getoption("--hb-worker")
+    k = config.getoption("--hb-workers")   # the user's numbers first: a bad one leaves no folder behind
+    if k < 1:
+        raise pytest.UsageError(f"--hb-workers: must be at least 1, got {k}")
+    if config.getoption("--hb-budget-s") < 0:
+        raise pytest.UsageError(f"--hb-budget-s: must be 0 (no limit) or more, got {config.getoption('--hb-budget-s'):g}")
     capman = config.pluginmanager.getplugin("capturemanager")
     if ok and (bench_only or worker) and capman is not None:
         progress.install(capman.global_and_fixture_disabled)   # progress lines reach the terminal
@@ -290,9 +295,6 @@ def pytest_configure(config):
         out.mkdir(parents=True, exist_ok=True)
         config._hb_json_tmp = out / "run.json.tmp"
         config.option.benchmark_json = open(config._hb_json_tmp, "wb")  # noqa: SIM115 - pytest-benchmark closes it
-    k = config.getoption("--hb-workers")
-    if k < 1:
-        raise pytest.UsageError(f"--hb-workers: must be at least 1, got {k}")
     if ok and not worker and k > 1:
         config._hb_session = Parent(config, out, k)
 
