@@ -63,3 +63,14 @@ def test_edge_cases():
     xs = sorted([1.0] * 3 + [2.0] * 100)   # the slow state about twice the fast one, as on the H200
     assert robust_floor(xs) == 1.0   # three fast readings in 103: still the fast state's floor
     assert robust_floor(sorted([0.65, 1.0, 1.0, 1.01, 1.02, 1.02, 1.03])) == 1.0   # a stray under it
+
+
+def test_a_workers_host_summary_keeps_a_histogram_of_its_readings():
+    hs = HostState(read=_host(0.5, strays=0.03), floor=None)
+    for _ in range(2000):
+        hs.read()
+    s = hs.summary()
+    assert sum(s["histogram"].values()) == s["readings"] == 2000
+    assert s["lowest_us"] == min(hs.readings) and s["floor_us"] > s["lowest_us"]
+    lo = min(s["histogram"], key=float)
+    assert float(lo) <= s["lowest_us"] < float(lo) + 0.02 + 1e-9

@@ -222,7 +222,22 @@ class HostState:
                 "focus_s": round(self.focus_s, 2), "focus_budget_s": self.focus_budget_s,
                 "focus_blocks": self.focus_blocks, "focus_timeouts": self.focus_timeouts,
                 "fast_fraction": round(fast / len(xs), 3) if xs else None,
-                "median_us": statistics.median(xs) if xs else None}
+                "median_us": statistics.median(xs) if xs else None,
+                "lowest_us": xs[0] if xs else None,
+                "histogram": histogram(xs)}
+
+
+HIST_BIN_US = 0.02
+
+
+def histogram(xs: list[float], bin_us: float = HIST_BIN_US) -> dict:
+    """Readings per bin (key: the bin's lower edge in µs): a few hundred numbers that let a run's
+    floor be judged again offline, as the committed sentinel trace was."""
+    out: dict = {}
+    for x in xs:
+        k = f"{int(x / bin_us) * bin_us:.2f}"
+        out[k] = out.get(k, 0) + 1
+    return out
 
 
 def _env_floor() -> float | None:
