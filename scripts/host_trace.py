@@ -14,6 +14,9 @@ import json
 import statistics
 import sys
 import time
+from pathlib import Path
+
+from bench.measure.files import write_text_atomic
 
 
 def spells(flags: list[bool], times: list[float]) -> dict:
@@ -47,6 +50,14 @@ def main(argv=None) -> int:
     ap.add_argument("--every", type=float, default=0.01, help="seconds between readings (default %(default)s)")
     ap.add_argument("--out", help="also write the readings and summary as JSON")
     a = ap.parse_args(argv)
+    # the user's input first: a trace that cannot be kept is not worth tracing
+    if not a.seconds > 0 or not a.every >= 0:
+        print(f"host_trace: --seconds must be more than 0 and --every 0 or more, got {a.seconds:g} and {a.every:g}",
+              file=sys.stderr)
+        return 2
+    if a.out and (Path(a.out).is_dir() or not Path(a.out).parent.is_dir()):
+        print(f"host_trace: --out {a.out}: not a file in an existing folder", file=sys.stderr)
+        return 2
     from bench.measure.context import pin_main_thread
     from bench.measure.hoststate import sentinel_us
     pin_main_thread()
@@ -58,8 +69,11 @@ def main(argv=None) -> int:
     s = summarize(readings)
     print(json.dumps(s, indent=1))
     if a.out:
-        with open(a.out, "w", encoding="utf-8") as fh:
-            json.dump({"summary": s, "readings": readings}, fh)
+        try:
+            write_text_atomic(a.out, json.dumps({"summary": s, "readings": readings}))
+        except OSError as e:
+            print(f"host_trace: --out {a.out}: cannot write ({e.strerror or e})", file=sys.stderr)
+            return 2
     return 0
 
 

@@ -74,3 +74,16 @@ def test_a_workers_host_summary_keeps_a_histogram_of_its_readings():
     assert s["lowest_us"] == min(hs.readings) and s["floor_us"] > s["lowest_us"]
     lo = min(s["histogram"], key=float)
     assert float(lo) <= s["lowest_us"] < float(lo) + 0.02 + 1e-9
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["--seconds", "0"], "--seconds must be more than 0"),
+    (["--seconds", "1", "--every", "-1"], "--every 0 or more"),
+    (["--seconds", "1", "--out", "/nonexistent-folder/t.json"], "not a file in an existing folder"),
+])
+def test_host_trace_refuses_bad_input_before_tracing(argv, says, capsys, tmp_path):
+    from scripts import host_trace
+    assert host_trace.main(argv) == 2
+    err = capsys.readouterr().err
+    assert says in err and err.count("\n") == 1
+    assert host_trace.main(["--seconds", "1", "--out", str(tmp_path)]) == 2   # a folder, not a file

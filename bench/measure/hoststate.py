@@ -80,9 +80,8 @@ class HostState:
         self.tol = tol
         self.prior = floor if floor is not None else _env_floor()   # given, or an earlier worker's
         self.floor = self.prior
-        self._sorted: list[float] = []
         self.clock, self.sleep = clock, sleep
-        self.readings: list[float] = []
+        self.readings: list[float] = []   # kept sorted: the floor is a quantile of them
         self.held = None        # whether warm() saw the host hold its fast floor
         self.unstable = False   # set by the runner: floor never held and no steady state kept
         self.waited_s = 0.0
@@ -100,9 +99,8 @@ class HostState:
 
     def read(self) -> float:
         us = self._read()
-        self.readings.append(us)
-        bisect.insort(self._sorted, us)
-        own = robust_floor(self._sorted)
+        bisect.insort(self.readings, us)
+        own = robust_floor(self.readings)
         self.floor = own if self.prior is None else min(self.prior, own)
         return us
 
@@ -213,7 +211,7 @@ class HostState:
         return us, self.clock() - t0, False
 
     def summary(self) -> dict:
-        xs = sorted(self.readings)
+        xs = self.readings
         fast = sum(1 for x in xs if self.fast(x))
         return {"floor_us": self.floor, "tol": self.tol, "held_floor": self.held, "unstable": self.unstable,
                 "waited_s": round(self.waited_s, 2), "readings": len(xs),

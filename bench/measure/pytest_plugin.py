@@ -136,13 +136,13 @@ class Parent:
         recs, self.fingerprint = merge_runs(runs, wall_s=time.perf_counter() - self.t0)
         extra: dict = {}
         focus = sorted(getattr(self.config, "_hb_focus", set()))
-        n = self.config.getoption("--hb-focus-workers")
+        wanted = self.config.getoption("--hb-focus-workers")
         eager = "eager" in self.config._hb_suite.modes
         cut: dict = {}
-        if n > 0 and focus and runs and eager:
-            n, per_block = self._fit(n, len(focus), 1.0)
-            if n < self.config.getoption("--hb-focus-workers"):
-                cut["focus_workers_dropped"] = self.config.getoption("--hb-focus-workers") - n
+        if wanted > 0 and focus and runs and eager:
+            n, per_block = self._fit(wanted, len(focus), 1.0)
+            if n < wanted:
+                cut["focus_workers_dropped"] = wanted - n
                 say(f"--hb-budget-s: time for {n} focus-only worker(s) only")
             if n:
                 say(f"{n} focus-only worker(s): eager rows of {', '.join(f'{p}/{s}' for p, s in focus)} "
@@ -199,16 +199,15 @@ class Parent:
         if not floor:
             return []
         focus = getattr(self.config, "_hb_focus", set())
-        fast: dict = {b: 0 for b in focus}
+        fast: dict = {}   # block -> workers that timed all its eager rows fast (blocks measured only)
         for run in runs:
             rows: dict = {}
             for r in run.records:
                 if (r.probe, r.size) in focus and r.mode == "eager" and r.ok:
                     rows.setdefault((r.probe, r.size), []).append(truly_fast(r, floor))
             for b, oks in rows.items():
-                fast[b] += all(oks)
-        measured = {(r.probe, r.size) for run in runs for r in run.records if r.mode == "eager" and r.ok}
-        return sorted(b for b, n in fast.items() if n < MIN_FAST_WORKERS and b in measured)
+                fast[b] = fast.get(b, 0) + all(oks)
+        return sorted(b for b, n in fast.items() if n < MIN_FAST_WORKERS)
 
     def _fit(self, n: int, blocks: int, per_block: float) -> tuple[int, float]:
         """How many extra workers (of n) fit in what is left of --hb-budget-s, and the focus
