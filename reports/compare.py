@@ -159,11 +159,20 @@ def fingerprint_diff(base: Run, new: Run) -> list[tuple[str, object, object]]:
     for k in fields:
         a, b = fa.get(k), fb.get(k)
         if isinstance(a, dict) and isinstance(b, dict):
-            out += [(f"{k}.{s}", a.get(s), b.get(s)) for s in sorted(set(a) | set(b), key=str)
+            out += [(f"{k}.{s}", _brief(a.get(s)), _brief(b.get(s))) for s in sorted(set(a) | set(b), key=str)
                     if not _same(a.get(s), b.get(s))]
         elif not _same(a, b):
-            out.append((k, a, b))
+            out.append((k, _brief(a), _brief(b)))
     return out
+
+
+def _brief(value):
+    """Per-worker host summaries carry a histogram of thousands of readings: an environment
+    line names each worker's floor and fast fraction instead (the run file keeps the rest)."""
+    if isinstance(value, list) and value and all(isinstance(w, dict) and "floor_us" in w for w in value):
+        return ", ".join(f"w{i} floor {w.get('floor_us') or 0:.3f} µs ({w.get('fast_fraction') or 0:.0%} fast)"
+                         for i, w in enumerate(value, 1))
+    return value
 
 
 def table_rows(df) -> list[list[str]]:

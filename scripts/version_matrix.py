@@ -218,6 +218,16 @@ def entries_for_merge(folders) -> list[dict]:
     return sorted(found.values(), key=lambda e: store.version_key(e["label"]))
 
 
+def shared_settings(folders) -> dict:
+    """pytest_args and python of the merged matrices, where every one of them agrees (a split
+    matrix is one measurement only if its parts ran the same suite)."""
+    files = [Path(f) / "matrix.json" for f in folders]
+    if not all(f.exists() for f in files):
+        return {}
+    docs = [json.loads(f.read_text(encoding="utf-8")) for f in files]
+    return {k: docs[0][k] for k in ("pytest_args", "python") if all(k in d and d[k] == docs[0][k] for d in docs)}
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     ours, pytest_args = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
@@ -244,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.merge_only:
         entries = entries_for_merge(args.sources or [out])
         if args.sources:  # the combined status, beside the combined matrix.md
-            doc = {"merged_from": args.sources, "versions": entries}
+            doc = {"merged_from": args.sources, **shared_settings(args.sources), "versions": entries}
             (out / "matrix.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
     else:
         wheels = find_wheels(args.wheels)

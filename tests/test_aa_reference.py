@@ -51,6 +51,7 @@ def test_a_a_pair_has_no_slower_or_faster_row(pair):
     ("newest", ("execute", "ordered_pinned", "256", "graph"), 1.05),
     ("newest", ("execute", "generic", "256", "device"), 1.05),
     ("newest", ("transpose", "strided_view", "t256", "eager"), 1.10),
+    ("newest", ("wrapper", "naive", "256", "eager"), 1.10),
 ])
 def test_an_injected_slowdown_is_caught_alone(pair, key, factor):
     a, b = _pair(pair)

@@ -156,6 +156,16 @@ def test_fingerprint_diff_names_changed_fields(tmp_path):
     assert diff[0][1:] == ("570.1", "580.2") and diff[2][1:] == (False, True)
 
 
+def test_fingerprint_diff_names_worker_floors_not_histograms(tmp_path):
+    a, b = make_run(tmp_path / "a.json", 1), make_run(tmp_path / "b.json", 2)
+    worker = {"floor_us": 0.865, "fast_fraction": 0.23, "histogram": {f"{0.8 + i / 50:.2f}": i for i in range(200)}}
+    a.fingerprint["host_state"] = {"per_worker": [worker]}
+    b.fingerprint["host_state"] = {"per_worker": [worker, dict(worker, floor_us=0.843, fast_fraction=0.62)]}
+    (row,) = cmp.fingerprint_diff(a, b)
+    assert row == ("host_state.per_worker", "w1 floor 0.865 µs (23% fast)",
+                   "w1 floor 0.865 µs (23% fast), w2 floor 0.843 µs (62% fast)")
+
+
 def test_cli_exit_codes_and_markdown(tmp_path, capsys):
     a = make_run(tmp_path / "a.json", 1)
     b = make_run(tmp_path / "b.json", 2, slow={("execute", "generic"): 1.2}, fp={"driver": "580"})
@@ -249,7 +259,7 @@ def test_version_matrix_merge_only(tmp_path):
         folder = tmp_path / ("a" if v != "1.31.0" else "b")
         make_run(folder / f"run-fe{v}.json", i, slow={("execute", "generic"): 1.2 if v == "1.31.0" else 1},
                  fp={"cudnn_frontend": v})
-    (tmp_path / "b" / "matrix.json").write_text(json.dumps({"versions": [
+    (tmp_path / "b" / "matrix.json").write_text(json.dumps({"pytest_args": ["--hb-sizes", "256"], "versions": [
         {"version": "1.31.0", "label": "1.31.0", "run_file": "run-fe1.31.0.json", "status": "ok", "detail": ""},
         {"version": "1.32.0", "label": "1.32.0", "run_file": "", "status": "import failed", "detail": "boom"}]}))
     out = tmp_path / "merged"
@@ -258,8 +268,12 @@ def test_version_matrix_merge_only(tmp_path):
     assert "| probe | variant | mode | size | 1.9.0 | 1.20.0 | 1.31.0 |" in md
     assert "| 1.32.0 | import failed |" in md
     assert "1.20.0 → 1.31.0 | execute | generic" in md and "1.9.0 → 1.20.0" not in md
-    assert [e["label"] for e in json.loads((out / "matrix.json").read_text())["versions"]] == \
-        ["1.9.0", "1.20.0", "1.31.0", "1.32.0"]
+    merged = json.loads((out / "matrix.json").read_text())
+    assert [e["label"] for e in merged["versions"]] == ["1.9.0", "1.20.0", "1.31.0", "1.32.0"]
+    assert "pytest_args" not in merged  # folder a has no matrix.json: the two parts' suites can't be shown equal
+    (tmp_path / "a" / "matrix.json").write_text(json.dumps({"pytest_args": ["--hb-sizes", "256"], "versions": []}))
+    assert vm.main(["--merge-only", "--out", str(out), "--from", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    assert json.loads((out / "matrix.json").read_text())["pytest_args"] == ["--hb-sizes", "256"]
     # and in place, from the run files alone
     assert vm.main(["--merge-only", "--out", str(tmp_path / "a")]) == 0
     assert "| 1.9.0 | 1.20.0 |" in (tmp_path / "a" / "matrix.md").read_text()
