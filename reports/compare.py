@@ -170,8 +170,8 @@ def _brief(value):
     """Per-worker host summaries carry a histogram of thousands of readings: an environment
     line names each worker's floor and fast fraction instead (the run file keeps the rest)."""
     if isinstance(value, list) and value and all(isinstance(w, dict) and "floor_us" in w for w in value):
-        return ", ".join(f"w{i} floor {w.get('floor_us') or 0:.3f} µs ({w.get('fast_fraction') or 0:.0%} fast)"
-                         for i, w in enumerate(value, 1))
+        return ", ".join(f"w{i} " + (f"floor {w['floor_us']:.3f} µs" if w.get("floor_us") else "no floor")
+                         + f" ({w.get('fast_fraction') or 0:.0%} fast)" for i, w in enumerate(value, 1))
     return value
 
 

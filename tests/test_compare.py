@@ -160,10 +160,11 @@ def test_fingerprint_diff_names_worker_floors_not_histograms(tmp_path):
     a, b = make_run(tmp_path / "a.json", 1), make_run(tmp_path / "b.json", 2)
     worker = {"floor_us": 0.865, "fast_fraction": 0.23, "histogram": {f"{0.8 + i / 50:.2f}": i for i in range(200)}}
     a.fingerprint["host_state"] = {"per_worker": [worker]}
-    b.fingerprint["host_state"] = {"per_worker": [worker, dict(worker, floor_us=0.843, fast_fraction=0.62)]}
+    b.fingerprint["host_state"] = {"per_worker": [worker, dict(worker, floor_us=0.843, fast_fraction=0.62),
+                                                  dict(worker, floor_us=None, fast_fraction=0.0)]}
     (row,) = cmp.fingerprint_diff(a, b)
     assert row == ("host_state.per_worker", "w1 floor 0.865 µs (23% fast)",
-                   "w1 floor 0.865 µs (23% fast), w2 floor 0.843 µs (62% fast)")
+                   "w1 floor 0.865 µs (23% fast), w2 floor 0.843 µs (62% fast), w3 no floor (0% fast)")
 
 
 def test_cli_exit_codes_and_markdown(tmp_path, capsys):
