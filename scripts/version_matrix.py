@@ -200,13 +200,31 @@ def merge(out: Path, entries: list[dict], dashboard: str | None = None):
     return med
 
 
-def entries_for_merge(folders) -> list[dict]:
+def read_matrices(folders) -> dict[Path, dict | None]:
+    """Each folder's matrix.json (None where it has none), read once; ValueError in one line for a
+    folder that does not exist or a matrix.json that is not JSON."""
+    docs = {}
+    for folder in map(Path, folders):
+        if not folder.is_dir():
+            raise ValueError(f"--from {folder}: no such folder")
+        mj = folder / "matrix.json"
+        try:
+            docs[folder] = json.loads(mj.read_text(encoding="utf-8")) if mj.exists() else None
+        except (OSError, ValueError) as e:
+            raise ValueError(f"{mj}: not a readable matrix.json ({e})") from None
+        doc = docs[folder]
+        if doc is not None and not (isinstance(doc, dict) and isinstance(doc.get("versions"), list) and all(
+                isinstance(e, dict) and {"label", "run_file"} <= set(e) for e in doc["versions"])):
+            raise ValueError(f"{mj}: not a matrix.json (no 'versions' list of entries with a label and run_file)")
+    return docs
+
+
+def entries_for_merge(docs: dict[Path, dict | None]) -> list[dict]:
     """matrix.json's entries, plus run-*.json files it does not list, from each folder; a later
     folder's entry for the same label wins (a re-run of one version)."""
     found: dict[str, dict] = {}
-    for folder in map(Path, folders):
-        mj = folder / "matrix.json"
-        entries = json.loads(mj.read_text(encoding="utf-8"))["versions"] if mj.exists() else []
+    for folder, doc in docs.items():
+        entries = list(doc["versions"]) if doc else []
         known = {e["run_file"] for e in entries}
         for f in sorted(folder.glob("run-*.json")):
             if f.name not in known:
@@ -218,14 +236,13 @@ def entries_for_merge(folders) -> list[dict]:
     return sorted(found.values(), key=lambda e: store.version_key(e["label"]))
 
 
-def shared_settings(folders) -> dict:
+def shared_settings(docs: dict[Path, dict | None]) -> dict:
     """pytest_args and python of the merged matrices, where every one of them agrees (a split
     matrix is one measurement only if its parts ran the same suite)."""
-    files = [Path(f) / "matrix.json" for f in folders]
-    if not all(f.exists() for f in files):
+    if not all(docs.values()):
         return {}
-    docs = [json.loads(f.read_text(encoding="utf-8")) for f in files]
-    return {k: docs[0][k] for k in ("pytest_args", "python") if all(k in d and d[k] == docs[0][k] for d in docs)}
+    first, *_ = docs.values()
+    return {k: first[k] for k in ("pytest_args", "python") if all(k in d and d[k] == first[k] for d in docs.values())}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -249,12 +266,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--target-root", default="/tmp", help="where the fe-<ver> install folders go")
     args = ap.parse_args(ours)
     out = Path(args.out).resolve()
+    if args.merge_only:  # checked before --out is made: a bad source writes nothing
+        try:
+            docs = read_matrices(args.sources or ([out] if out.is_dir() else []))
+        except ValueError as e:
+            print(f"version_matrix: {e}", file=sys.stderr)
+            return 2
     out.mkdir(parents=True, exist_ok=True)
     args.out = str(out)
     if args.merge_only:
-        entries = entries_for_merge(args.sources or [out])
+        entries = entries_for_merge(docs)
         if args.sources:  # the combined status, beside the combined matrix.md
-            doc = {"merged_from": args.sources, **shared_settings(args.sources), "versions": entries}
+            doc = {"merged_from": args.sources, **shared_settings(docs), "versions": entries}
             (out / "matrix.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
     else:
         wheels = find_wheels(args.wheels)

@@ -275,6 +275,13 @@ def test_version_matrix_merge_only(tmp_path):
     (tmp_path / "a" / "matrix.json").write_text(json.dumps({"pytest_args": ["--hb-sizes", "256"], "versions": []}))
     assert vm.main(["--merge-only", "--out", str(out), "--from", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
     assert json.loads((out / "matrix.json").read_text())["pytest_args"] == ["--hb-sizes", "256"]
+    # a missing source folder or a corrupt matrix.json: one line, exit 2, nothing written
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "matrix.json").write_text("{truncated")
+    for source in ("nope", "bad"):
+        fresh = tmp_path / f"out-{source}"
+        assert vm.main(["--merge-only", "--out", str(fresh), "--from", str(tmp_path / "a"), str(tmp_path / source)]) == 2
+        assert not fresh.exists()
     # and in place, from the run files alone
     assert vm.main(["--merge-only", "--out", str(tmp_path / "a")]) == 0
     assert "| 1.9.0 | 1.20.0 |" in (tmp_path / "a" / "matrix.md").read_text()
