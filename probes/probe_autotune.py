@@ -5,15 +5,15 @@ best and the worst plan in all three modes, so their ratios are the heuristic-vs
 spread; host rows: the whole sweep, the startup cost of reusing the persisted winner (read from the
 winners file, build that one plan) and of a plain heuristic build. The winner is persisted per
 (GPU, cuDNN backend, frontend, problem) in results/autotune_winners.json ($HOSTBENCH_WINNERS)."""
-from bench.cudnn_graphs import autotune
-from bench.cudnn_graphs.build import Built, build_steps, plan_name
-from bench.cudnn_graphs.context import prepare
-from bench.cudnn_graphs.host import host_placeholders, host_record, safe_measure, time_ms
-from bench.cudnn_graphs.load import last_error
-from bench.cudnn_graphs.problems import ConvProblem, ConvShape, Matmul, require_conv
-from bench.cudnn_graphs.winners import WinnerStore, default_path, env_of
-from bench.measure.probe import Case, Probe, Variant
-from bench.measure.status import Unsupported
+from cudnn_hostbench.bench.cudnn_graphs import autotune
+from cudnn_hostbench.bench.cudnn_graphs.build import Built, build_steps, plan_name
+from cudnn_hostbench.bench.cudnn_graphs.context import prepare
+from cudnn_hostbench.bench.cudnn_graphs.host import host_placeholders, host_record, safe_measure, time_ms
+from cudnn_hostbench.bench.cudnn_graphs.load import last_error
+from cudnn_hostbench.bench.cudnn_graphs.problems import ConvProblem, ConvShape, Matmul, require_conv
+from cudnn_hostbench.bench.cudnn_graphs.winners import WinnerStore, default_path, env_of
+from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant
+from cudnn_hostbench.bench.measure.status import Unsupported
 
 MODES = "A+B+FALLBACK"  # part of every winner key: plan indices belong to the list these modes made
 

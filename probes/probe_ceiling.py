@@ -5,14 +5,14 @@ torch only, through a naive cuDNN wrapper (per GEMM: stream query + set_stream, 
 torch.empty output, generic execute), through a fixed one (stream set once, prebuilt packs and
 outputs, pinned plans, ordered execute), and as the fixed step captured once in one CUDA graph and
 replayed. One call = one step, so µs/call is µs per step."""
-from bench.cudnn_graphs.build import Built, guard, plan_name
-from bench.cudnn_graphs.context import prepare
-from bench.cudnn_graphs.plans import pin_plan
-from bench.cudnn_graphs.problems import Matmul, nan_fill, parse_dims
-from bench.cudnn_graphs.winners import tuned_index
-from bench.measure import timing
-from bench.measure.probe import Case, Probe, Variant, rel_err
-from bench.measure.status import Unsupported
+from cudnn_hostbench.bench.cudnn_graphs.build import Built, guard, plan_name
+from cudnn_hostbench.bench.cudnn_graphs.context import prepare
+from cudnn_hostbench.bench.cudnn_graphs.plans import pin_plan
+from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul, nan_fill, parse_dims
+from cudnn_hostbench.bench.cudnn_graphs.winners import tuned_index
+from cudnn_hostbench.bench.measure import timing
+from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant, rel_err
+from cudnn_hostbench.bench.measure.status import Unsupported
 
 
 def _sizes(options):

@@ -1,9 +1,9 @@
 """Trap 4: per-call Python churn (a new variant-pack dict, a torch.empty output, a recomputed
 (shape, stride) cache key), each alone and all together, vs reusing them."""
-from bench.cudnn_graphs.cache_keys import GraphCache
-from bench.cudnn_graphs.context import prepare
-from bench.cudnn_graphs.problems import Matmul, cube_sizes
-from bench.measure.probe import Probe, Variant
+from cudnn_hostbench.bench.cudnn_graphs.cache_keys import GraphCache
+from cudnn_hostbench.bench.cudnn_graphs.context import prepare
+from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul, cube_sizes
+from cudnn_hostbench.bench.measure.probe import Probe, Variant
 
 
 def build(ctx, size):

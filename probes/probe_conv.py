@@ -2,10 +2,10 @@
 H=W=56, K=256, 3x3, channels_last, bf16) as ONE fused cuDNN graph vs torch's conv2d + bias add +
 ReLU. The fused plan's eager column vs its graph column is the per-iteration cost of eager launch
 vs captured replay; the small size shows it where launch cost dominates."""
-from bench.cudnn_graphs.build import guard
-from bench.cudnn_graphs.context import prepare
-from bench.cudnn_graphs.problems import ConvProblem, ConvShape, require_conv
-from bench.measure.probe import Probe, Variant
+from cudnn_hostbench.bench.cudnn_graphs.build import guard
+from cudnn_hostbench.bench.cudnn_graphs.context import prepare
+from cudnn_hostbench.bench.cudnn_graphs.problems import ConvProblem, ConvShape, require_conv
+from cudnn_hostbench.bench.measure.probe import Probe, Variant
 
 
 def _sizes(options):

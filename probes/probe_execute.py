@@ -1,9 +1,9 @@
 """Trap 2: generic graph.execute vs a pinned execute_plan_at_index (autotuned once) vs the
 ordered tensor_uids form; plus a private raw-pointer floor (what the backend itself costs)."""
-from bench.cudnn_graphs.build import guard
-from bench.cudnn_graphs.context import prepare
-from bench.cudnn_graphs.problems import Matmul, cube_sizes
-from bench.measure.probe import Probe, Variant
+from cudnn_hostbench.bench.cudnn_graphs.build import guard
+from cudnn_hostbench.bench.cudnn_graphs.context import prepare
+from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul, cube_sizes
+from cudnn_hostbench.bench.measure.probe import Probe, Variant
 
 
 def build(ctx, size):

@@ -12,11 +12,11 @@ torch running the same math as separate kernels (device mode shows kernels per c
 `cudnn_split` is the largest cuDNN graph that builds with the rest in torch (biasgelu: the GEMM
 alone; epilogue: everything but AMAX; swiglu: GEMM+SiLU, then GEMM+mul).
 """
-from bench.cudnn_graphs.build import as_output, build_graph, guard, new_graph, tensor_of
-from bench.cudnn_graphs.context import prepare
-from bench.cudnn_graphs.problems import nan_fill, parse_dims
-from bench.measure.probe import Case, Probe, Variant, rel_err
-from bench.measure.status import Unsupported
+from cudnn_hostbench.bench.cudnn_graphs.build import as_output, build_graph, guard, new_graph, tensor_of
+from cudnn_hostbench.bench.cudnn_graphs.context import prepare
+from cudnn_hostbench.bench.cudnn_graphs.problems import nan_fill, parse_dims
+from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant, rel_err
+from cudnn_hostbench.bench.measure.status import Unsupported
 
 
 def _sizes(options):

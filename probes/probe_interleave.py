@@ -1,8 +1,8 @@
 """Trap 7: cuDNN execute and torch.mm alternating op by op vs the same ops batched by phase.
 Figures are per op (a call runs 8 GEMMs)."""
-from bench.cudnn_graphs.context import prepare
-from bench.cudnn_graphs.problems import Matmul, cube_sizes
-from bench.measure.probe import Probe, Variant
+from cudnn_hostbench.bench.cudnn_graphs.context import prepare
+from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul, cube_sizes
+from cudnn_hostbench.bench.measure.probe import Probe, Variant
 
 PAIRS = 4  # a call = PAIRS cuDNN GEMMs + PAIRS torch GEMMs
 

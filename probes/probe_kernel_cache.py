@@ -9,12 +9,12 @@ of the same batch, which needs no cache because its engine is precompiled."""
 import re
 import time
 
-from bench.cudnn_graphs.build import Built, as_unsupported
-from bench.cudnn_graphs.context import prepare
-from bench.cudnn_graphs.host import fmt_ms, host_record, median, safe_measure, stats_ratio, time_ms
-from bench.cudnn_graphs.problems import ConvProblem, ConvShape, require_conv
-from bench.measure.probe import Probe, Variant
-from bench.measure.status import OK, Status, Unsupported, failed
+from cudnn_hostbench.bench.cudnn_graphs.build import Built, as_unsupported
+from cudnn_hostbench.bench.cudnn_graphs.context import prepare
+from cudnn_hostbench.bench.cudnn_graphs.host import fmt_ms, host_record, median, safe_measure, stats_ratio, time_ms
+from cudnn_hostbench.bench.cudnn_graphs.problems import ConvProblem, ConvShape, require_conv
+from cudnn_hostbench.bench.measure.probe import Probe, Variant
+from cudnn_hostbench.bench.measure.status import OK, Status, Unsupported, failed
 
 BATCHES = (8, 16, 24, 32)
 BASE = "c128hw56k256"

@@ -5,11 +5,11 @@ common hand-rolled method, CUDA events recorded around each synchronized call, b
 `events_best_of_n` row, host column, in µs/call). For the fast kernel the event pair brackets the
 host dispatch as well as the kernel, so best-of-N reports the bubble; for the slow one it converges
 on the kernel time."""
-from bench.cudnn_graphs.context import prepare
-from bench.cudnn_graphs.host import host_placeholders, host_record, median, safe_measure
-from bench.cudnn_graphs.problems import Matmul
-from bench.measure.probe import Probe, Variant
-from bench.measure.status import failed
+from cudnn_hostbench.bench.cudnn_graphs.context import prepare
+from cudnn_hostbench.bench.cudnn_graphs.host import host_placeholders, host_record, median, safe_measure
+from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul
+from cudnn_hostbench.bench.measure.probe import Probe, Variant
+from cudnn_hostbench.bench.measure.status import failed
 
 N_PER_ROUND = 16
 

@@ -1,5 +1,5 @@
 """Each mode's own floor: what the harness adds around a call that does (almost) nothing."""
-from bench.measure.probe import Case, Probe, Variant
+from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant
 
 
 def _sizes(options):

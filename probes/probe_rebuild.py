@@ -3,13 +3,13 @@ build steps (validate, build_operation_graph, create_execution_plans, check_supp
 then execute, vs a shape-keyed cache hit then execute, vs execute alone. The cache key itself is
 timed both ways: the (shape, stride, dtype) tuple of the operands, and `graph.key()`, which needs
 the graph described (and, in the IR frontend, lowered) first. Host rows split one build by step."""
-from bench.cudnn_graphs.build import build_steps, guard
-from bench.cudnn_graphs.cache_keys import GraphCache
-from bench.cudnn_graphs.context import prepare
-from bench.cudnn_graphs.host import host_placeholders, host_record, safe_measure, stats_ratio, time_ms
-from bench.cudnn_graphs.problems import Matmul
-from bench.measure.probe import Case, Probe, Variant
-from bench.measure.status import Unsupported
+from cudnn_hostbench.bench.cudnn_graphs.build import build_steps, guard
+from cudnn_hostbench.bench.cudnn_graphs.cache_keys import GraphCache
+from cudnn_hostbench.bench.cudnn_graphs.context import prepare
+from cudnn_hostbench.bench.cudnn_graphs.host import host_placeholders, host_record, safe_measure, stats_ratio, time_ms
+from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul
+from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant
+from cudnn_hostbench.bench.measure.status import Unsupported
 
 STEPS = ("describe", "validate", "build_operation_graph", "create_execution_plans", "check_support", "build_plans")
 CALL_MODES = ("eager", "device")      # per-call builds allocate and compile: never CUDA-graph captured

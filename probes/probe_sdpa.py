@@ -5,11 +5,11 @@ agree). Q/K/V/O live in [B, S, H, D] memory (what projections produce) viewed as
 Notes record which backend torch dispatched to and which engine cuDNN ran (backend vs python)."""
 import math
 
-from bench.cudnn_graphs.build import as_output, build_graph, guard, new_graph, tensor_of
-from bench.cudnn_graphs.context import prepare
-from bench.cudnn_graphs.problems import nan_fill, parse_dims
-from bench.measure.probe import Case, Probe, Variant, rel_err
-from bench.measure.status import Unsupported
+from cudnn_hostbench.bench.cudnn_graphs.build import as_output, build_graph, guard, new_graph, tensor_of
+from cudnn_hostbench.bench.cudnn_graphs.context import prepare
+from cudnn_hostbench.bench.cudnn_graphs.problems import nan_fill, parse_dims
+from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant, rel_err
+from cudnn_hostbench.bench.measure.status import Unsupported
 
 
 def _sizes(options):

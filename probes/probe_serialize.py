@@ -10,15 +10,15 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from bench.cudnn_graphs import plan_store
-from bench.cudnn_graphs.build import as_unsupported, build_steps, plan_name, selected_index, workspace_for
-from bench.cudnn_graphs.context import prepare
-from bench.cudnn_graphs.host import host_placeholders, host_record, safe_measure, stats_ratio, time_ms
-from bench.cudnn_graphs.load import last_error
-from bench.cudnn_graphs.problems import Matmul, parse_dims
-from bench.cudnn_graphs.winners import Env, env_of
-from bench.measure.probe import Case, Probe, Variant
-from bench.measure.status import OK, Status, Unsupported, failed
+from cudnn_hostbench.bench.cudnn_graphs import plan_store
+from cudnn_hostbench.bench.cudnn_graphs.build import as_unsupported, build_steps, plan_name, selected_index, workspace_for
+from cudnn_hostbench.bench.cudnn_graphs.context import prepare
+from cudnn_hostbench.bench.cudnn_graphs.host import host_placeholders, host_record, safe_measure, stats_ratio, time_ms
+from cudnn_hostbench.bench.cudnn_graphs.load import last_error
+from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul, parse_dims
+from cudnn_hostbench.bench.cudnn_graphs.winners import Env, env_of
+from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant
+from cudnn_hostbench.bench.measure.status import OK, Status, Unsupported, failed
 
 
 def _sizes(options):

@@ -1,9 +1,9 @@
 """Trap 3: set_stream on every call (and asking torch for its current stream every call) vs
 setting it once. Frontend >= 1.28 caches an unchanged stream: measured, not assumed."""
-from bench.cudnn_graphs.context import prepare
-from bench.cudnn_graphs.load import raw_set_stream
-from bench.cudnn_graphs.problems import Matmul, cube_sizes
-from bench.measure.probe import Probe, Variant
+from cudnn_hostbench.bench.cudnn_graphs.context import prepare
+from cudnn_hostbench.bench.cudnn_graphs.load import raw_set_stream
+from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul, cube_sizes
+from cudnn_hostbench.bench.measure.probe import Probe, Variant
 
 
 def build(ctx, size):

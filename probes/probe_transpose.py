@@ -1,11 +1,11 @@
 """Trap 5: an nn.Linear weight W[out=5120, in=17408] bf16 bound as W.t().contiguous() (a
 transpose kernel every call) vs declared with the .t() view's strides and bound as the view.
 Y[M,5120] = X[M,17408] @ W.t(); torch baseline torch.mm(X, W.t())."""
-from bench.cudnn_graphs.build import plan_name
-from bench.cudnn_graphs.context import prepare
-from bench.cudnn_graphs.plans import pin_plan
-from bench.cudnn_graphs.problems import Matmul
-from bench.measure.probe import Case, Probe, Variant, rel_err
+from cudnn_hostbench.bench.cudnn_graphs.build import plan_name
+from cudnn_hostbench.bench.cudnn_graphs.context import prepare
+from cudnn_hostbench.bench.cudnn_graphs.plans import pin_plan
+from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul
+from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant, rel_err
 
 OUT_F, IN_F = 5120, 17408
 

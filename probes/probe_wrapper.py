@@ -1,9 +1,9 @@
 """The guide's composite rows: a naive wrapper (per-call stream query + set_stream, dict build,
 torch.empty output, generic execute) vs a fixed wrapper (stream set once, prebuilt pack,
 fastest public execute) vs torch.mm."""
-from bench.cudnn_graphs.context import prepare
-from bench.cudnn_graphs.problems import Matmul, cube_sizes
-from bench.measure.probe import Probe, Variant
+from cudnn_hostbench.bench.cudnn_graphs.context import prepare
+from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul, cube_sizes
+from cudnn_hostbench.bench.measure.probe import Probe, Variant
 
 
 def build(ctx, size):

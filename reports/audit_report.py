@@ -4,10 +4,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench.audit.auditor import AuditReport
-from bench.measure import trust
-from bench.measure.files import write_text_atomic
-from bench.measure.records import CALL_MODES as MODES
+from cudnn_hostbench.bench.audit.auditor import AuditReport
+from cudnn_hostbench.bench.measure import trust
+from cudnn_hostbench.bench.measure.files import write_text_atomic
+from cudnn_hostbench.bench.measure.records import CALL_MODES as MODES
 
 from .fmt import md_table, median_iqr, num
 

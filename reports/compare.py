@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import statistics
 
-from bench.measure.records import UNIT_SECONDS, Record, Run
+from cudnn_hostbench.bench.measure.records import UNIT_SECONDS, Record, Run
 
 from . import fmt, gate
 

@@ -22,9 +22,9 @@ import struct
 import tempfile
 from pathlib import Path
 
-from bench.measure import trust
-from bench.measure.files import write_text_atomic
-from bench.measure.records import CALL_MODES
+from cudnn_hostbench.bench.measure import trust
+from cudnn_hostbench.bench.measure.files import write_text_atomic
+from cudnn_hostbench.bench.measure.records import CALL_MODES
 
 from . import changepoints, fmt, store
 from .compare import KEY_FIELDS

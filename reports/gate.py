@@ -22,7 +22,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from bench.measure import trust
+from cudnn_hostbench.bench.measure import trust
 
 # The floors come from four full runs on the H200 (two A/A pairs on two machine starts, compared
 # pairwise: docs/measurements.md). Eager 7 %: fast-state trap ratios agreed to 5 %. Graph and

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import sys
 
-from bench.measure import records, trust
+from cudnn_hostbench.bench.measure import records, trust
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     path = getattr(config, "_hb_run_path", None)
     if path is None:
         return
-    from reports import table  # here, not at import: pandas costs each worker process a second
+    from cudnn_hostbench.reports import table  # here, not at import: pandas costs each worker process a second
     try:
         run = records.load_run(path)
         table.write_outputs(run, path.parent)

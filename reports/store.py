@@ -12,8 +12,8 @@ from typing import Iterable
 
 from packaging.version import InvalidVersion, Version
 
-from bench.measure import trust
-from bench.measure.records import UNIT_SECONDS, Run, RunFileError, load_run
+from cudnn_hostbench.bench.measure import trust
+from cudnn_hostbench.bench.measure.records import UNIT_SECONDS, Run, RunFileError, load_run
 
 # JSON files that live beside runs but are not runs (matrix status, audit reports, tuned plans,
 # sentinel traces: write them as host_trace.json)

@@ -115,13 +115,13 @@ def _bad(prog: str, msg: str) -> int:
 # -- the commands ---------------------------------------------------------------------------------
 
 def cmd_run(a, rest: list[str]) -> int:
-    from scripts import run
+    from cudnn_hostbench.scripts import run
     return run.main(a.out, a.reference, rest)
 
 
 def cmd_table(a) -> int:
-    from bench.measure import records, trust
-    from reports import table
+    from cudnn_hostbench.bench.measure import records, trust
+    from cudnn_hostbench.reports import table
 
     # every check before the first line of output, so bad input never leaves half a result
     try:
@@ -152,9 +152,9 @@ def cmd_table(a) -> int:
 
 
 def cmd_compare(a) -> int:
-    from bench.measure.files import write_text_atomic
-    from bench.measure.records import RunFileError, load_run
-    from reports import compare, store
+    from cudnn_hostbench.bench.measure.files import write_text_atomic
+    from cudnn_hostbench.bench.measure.records import RunFileError, load_run
+    from cudnn_hostbench.reports import compare, store
 
     try:
         threshold = None if a.threshold is None else float(str(a.threshold).rstrip("%")) / 100
@@ -192,7 +192,7 @@ def cmd_compare(a) -> int:
 
 
 def cmd_dashboard(a) -> int:
-    from reports import dashboard, store
+    from cudnn_hostbench.reports import dashboard, store
 
     def say(msg: str) -> None:
         print(f"{a.prog}: {store.one_line(msg)}", file=sys.stderr)
@@ -227,9 +227,9 @@ def cmd_dashboard(a) -> int:
 
 
 def cmd_audit(a) -> int:
-    from bench.audit import audit, count, rules, target
-    from bench.measure import records
-    from reports import audit_report
+    from cudnn_hostbench.bench.audit import audit, count, rules, target
+    from cudnn_hostbench.bench.measure import records
+    from cudnn_hostbench.reports import audit_report
 
     if a.rounds < 1 or a.count_steps < count.MIN_STEPS:
         return _bad(a.prog, f"--rounds must be at least 1 and --count-steps at least {count.MIN_STEPS}")
@@ -273,10 +273,10 @@ def cmd_audit(a) -> int:
 def cmd_reprice(a) -> int:
     import json
 
-    from bench.audit.auditor import AuditReport, price
-    from bench.audit.cost import _rel
-    from bench.measure import records
-    from reports import audit_report
+    from cudnn_hostbench.bench.audit.auditor import AuditReport, price
+    from cudnn_hostbench.bench.audit.cost import _rel
+    from cudnn_hostbench.bench.measure import records
+    from cudnn_hostbench.reports import audit_report
 
     src = Path(a.audit)
     src = src / "audit.json" if src.is_dir() else src
@@ -308,7 +308,7 @@ def cmd_reprice(a) -> int:
 
 
 def _gpu_context():
-    from bench.measure.context import GpuContext
+    from cudnn_hostbench.bench.measure.context import GpuContext
     return GpuContext()
 
 
@@ -338,12 +338,12 @@ path that cannot be written). Details: docs/compare.md"""
 
 def parser() -> ArgParser:
     """Every command and option."""
-    from bench.audit import count, target
-    from bench.audit.auditor import COUNT_STEPS
-    from bench.measure import timing
-    from reports import gate
-    from reports.dashboard import MANIFEST
-    from scripts import run
+    from cudnn_hostbench.bench.audit import count, target
+    from cudnn_hostbench.bench.audit.auditor import COUNT_STEPS
+    from cudnn_hostbench.bench.measure import timing
+    from cudnn_hostbench.reports import gate
+    from cudnn_hostbench.reports.dashboard import MANIFEST
+    from cudnn_hostbench.scripts import run
 
     ap = ArgParser(prog="hostbench", add_help=False)
     sub = ap.add_subparsers(dest="command", parser_class=ArgParser)

@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.measure.files import write_text_atomic
+from cudnn_hostbench.bench.measure.files import write_text_atomic
 
 
 def spells(flags: list[bool], times: list[float]) -> dict:
@@ -32,7 +32,7 @@ def spells(flags: list[bool], times: list[float]) -> dict:
 
 
 def summarize(readings: list[tuple[float, float]], tol: float = 0.10) -> dict:
-    from bench.measure.hoststate import robust_floor
+    from cudnn_hostbench.bench.measure.hoststate import robust_floor
     times = [t for t, _ in readings]
     xs = [x for _, x in readings]
     floor = robust_floor(sorted(xs))   # the floor the harness would learn from these readings
@@ -58,8 +58,8 @@ def main(argv=None) -> int:
     if a.out and (Path(a.out).is_dir() or not Path(a.out).parent.is_dir()):
         print(f"host_trace: --out {a.out}: not a file in an existing folder", file=sys.stderr)
         return 2
-    from bench.measure.context import pin_main_thread
-    from bench.measure.hoststate import sentinel_us
+    from cudnn_hostbench.bench.measure.context import pin_main_thread
+    from cudnn_hostbench.bench.measure.hoststate import sentinel_us
     pin_main_thread()
     t0 = time.perf_counter()
     readings = []

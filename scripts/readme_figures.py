@@ -9,9 +9,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from bench.measure import records, trust
-from bench.measure.records import CALL_MODES
-from reports import store, table
+from cudnn_hostbench.bench.measure import records, trust
+from cudnn_hostbench.bench.measure.records import CALL_MODES
+from cudnn_hostbench.reports import store, table
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"

@@ -30,8 +30,8 @@ def cuda_available() -> tuple[bool, str]:
 
 
 def render_reference() -> int:
-    from bench.measure import records
-    from reports import table
+    from cudnn_hostbench.bench.measure import records
+    from cudnn_hostbench.reports import table
     runs = reference_runs()
     if not runs:
         print("no committed reference run under reports/reference/", file=sys.stderr)

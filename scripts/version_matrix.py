@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a file: make `bench` and `reports` importable
     sys.path.insert(0, str(ROOT))
 
-from reports import fmt, store  # noqa: E402  (no pandas until the merge)
+from cudnn_hostbench.reports import fmt, store  # noqa: E402  (no pandas until the merge)
 
 WHEEL = re.compile(r"^nvidia_cudnn_frontend-([0-9][^-]*)-.*\.whl$")
 TAIL = 2000
@@ -164,7 +164,7 @@ def merge(out: Path, entries: list[dict], dashboard: str | None = None):
                  "where pandas and scipy are installed."]
         (out / "matrix.md").write_text("\n".join(text) + "\n", encoding="utf-8")
         return None
-    from reports import compare
+    from cudnn_hostbench.reports import compare
 
     runs, errors = store.load_runs(files)
     by_path = {str(p): label for label, p in path.items()}
@@ -195,7 +195,7 @@ def merge(out: Path, entries: list[dict], dashboard: str | None = None):
                       changes) if changes else "No significant change between neighbouring versions.", ""]
     (out / "matrix.md").write_text("\n".join(text), encoding="utf-8")
     if dashboard:
-        from reports import dashboard as dash
+        from cudnn_hostbench.reports import dashboard as dash
         dash.build(runs, dashboard, errors, order="version", title="nvidia-cudnn-frontend version matrix")
     return med
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.measure.records import load_run
-from reports import compare as cmp
+from cudnn_hostbench.bench.measure.records import load_run
+from cudnn_hostbench.reports import compare as cmp
 
 AA = Path(__file__).resolve().parent.parent / "reports" / "reference" / "h200" / "aa"
 

@@ -10,13 +10,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from bench.audit import auditor as audit
-from bench.audit import cost, target
-from bench.audit import count as audit_count
-from bench.audit import rules as audit_rules
-from bench.measure.records import Record, run_document, write_run
-from reports import audit_report
-from scripts import cli
+from cudnn_hostbench.bench.audit import auditor as audit
+from cudnn_hostbench.bench.audit import cost, target
+from cudnn_hostbench.bench.audit import count as audit_count
+from cudnn_hostbench.bench.audit import rules as audit_rules
+from cudnn_hostbench.bench.measure.records import Record, run_document, write_run
+from cudnn_hostbench.reports import audit_report
+from cudnn_hostbench.scripts import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 HAS_GPU = torch.cuda.is_available()
@@ -49,7 +49,7 @@ def run(tmp_path):
         Record("execute", "ordered", "256", "eager", status="unsupported: old frontend"),
     ]
     path = write_run(tmp_path / "run.json", run_document(recs, {"gpu_name": "Fake GPU"}))
-    from bench.measure.records import load_run
+    from cudnn_hostbench.bench.measure.records import load_run
     return load_run(path)
 
 
@@ -96,7 +96,7 @@ def test_backend_set_stream_and_fallbacks(run):
 
 
 def test_rebuild_probe_figure_preferred(tmp_path):
-    from bench.measure.records import load_run
+    from cudnn_hostbench.bench.measure.records import load_run
     recs = [_rec("rebuild", "rebuild", "256", 2000.0), _rec("rebuild", "cache_hit", "256", 12.0),
             _rec("rebuild", "prebuilt", "256", 11.0)]
     r = load_run(write_run(tmp_path / "r.json", run_document(recs, {})))
@@ -120,7 +120,7 @@ def test_interleave_sync_and_no_run_file(run):
 
 def test_negative_delta_costs_nothing(tmp_path):
     recs = [_rec("execute", "generic", "256", 10.0), _rec("execute", "pinned", "256", 10.4)]
-    from bench.measure.records import load_run
+    from cudnn_hostbench.bench.measure.records import load_run
     r = load_run(write_run(tmp_path / "r.json", run_document(recs, {})))
     f = by_rule(cost.evaluate(dict(FIXED, execute=1), r))["generic_execute"]
     assert f.cost_us == 0.0 and "no cost measured" in f.cost_from[0]
@@ -562,8 +562,8 @@ def test_audit_keeps_going_when_capture_fails(run, monkeypatch, cpu_stream):
 # -- trust marks and the run file named -----------------------------------------------------------------
 
 def test_flagged_probe_figure_is_marked(tmp_path):
-    from bench.measure import trust
-    from bench.measure.records import load_run
+    from cudnn_hostbench.bench.measure import trust
+    from cudnn_hostbench.bench.measure.records import load_run
     gen = _rec("execute", "generic", "256", 14.0)
     gen.flags = ["discarded", "wide_spread"]
     recs = [gen, _rec("execute", "pinned", "256", 11.0), _rec("churn", "reuse", "256", 10.0),
@@ -712,7 +712,7 @@ def test_audit_examples_on_gpu(tmp_path):
     for name, expect in (("fixed_integration", set()), ("naive_integration", NAIVE_RULES),
                          ("mixed_integration", mixed)):
         out = tmp_path / name
-        res = subprocess.run([sys.executable, "-m", "scripts.cli", "audit", f"examples/{name}.py:make_step",
+        res = subprocess.run([sys.executable, "-m", "cudnn_hostbench.scripts.cli", "audit", f"examples/{name}.py:make_step",
                               "--rounds", "3", "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
                              timeout=300)
         assert res.returncode == 0, res.stderr
@@ -736,13 +736,13 @@ def test_reprice_keeps_the_measured_step_and_cites_the_new_run(tmp_path):
     import sys
     from pathlib import Path
 
-    from bench.audit.auditor import AuditReport, price
-    from bench.measure.records import load_run
+    from cudnn_hostbench.bench.audit.auditor import AuditReport, price
+    from cudnn_hostbench.bench.measure.records import load_run
     root = Path(__file__).resolve().parents[1]
     src = root / "reports/reference/h200/audit-naive/audit.json"
     old = AuditReport.from_dict(json.loads(src.read_text(encoding="utf-8")))
     ref = root / "reports/reference/h200/run.json"
-    res = subprocess.run([sys.executable, "-m", "scripts.cli", "reprice", str(src), "--run-file", str(ref),
+    res = subprocess.run([sys.executable, "-m", "cudnn_hostbench.scripts.cli", "reprice", str(src), "--run-file", str(ref),
                           "--out", str(tmp_path)], cwd=root, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     new = AuditReport.from_dict(json.loads((tmp_path / "audit.json").read_text(encoding="utf-8")))

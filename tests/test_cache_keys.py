@@ -3,7 +3,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from bench.cudnn_graphs.cache_keys import (
+from cudnn_hostbench.bench.cudnn_graphs.cache_keys import (
     GraphCache,
     dtype_tag,
     layout_tag,

@@ -5,10 +5,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from bench.measure import records, workers
-from bench.measure.options import SuiteOptions
-from bench.measure.pytest_plugin import Parent, pytest_collection_modifyitems
-from bench.measure.records import Record
+from cudnn_hostbench.bench.measure import records, workers
+from cudnn_hostbench.bench.measure.options import SuiteOptions
+from cudnn_hostbench.bench.measure.pytest_plugin import Parent, pytest_collection_modifyitems
+from cudnn_hostbench.bench.measure.records import Record
 
 FLOOR = 0.76
 
@@ -83,8 +83,8 @@ def test_a_block_slow_in_every_worker_becomes_fast_through_the_catch_up(tmp_path
         assert r.host_state == "fast" and [w["worker"] for w in r.workers] == [4]
         assert r.ratio.median == pytest.approx(1.1, rel=0.02)
     assert p.fingerprint["catch_up"]["timed_fast"] == ["churn/256", "wrapper/256"]
-    from bench.measure import trust
-    from bench.measure.records import Run
+    from cudnn_hostbench.bench.measure import trust
+    from cudnn_hostbench.bench.measure.records import Run
     line = trust.summary_line(Run("r", p.fingerprint, list(p.records.values())))
     assert line.startswith("3 worker(s) + a catch-up worker for churn/256, wrapper/256 (timed fast: churn/256, wrapper/256)")
 
@@ -139,7 +139,7 @@ class _Item:
 
 
 def test_a_catch_up_worker_collects_only_the_eager_rows_of_its_blocks():
-    from bench.measure.probe import Probe
+    from cudnn_hostbench.bench.measure.probe import Probe
     churn = Probe("churn", "", [], build=None, sizes=lambda o: ["256", "1024"], focus=True)
     other = Probe("conv", "", [], build=None, sizes=lambda o: ["n1"])
     items = [_Item(churn, s, m) for s in ("256", "1024") for m in ("eager", "graph", "device")] + [_Item(other, "n1", "eager")]
@@ -169,8 +169,8 @@ def test_workers_get_their_number_floor_and_a_hash_seed_per_worker(tmp_path, mon
 
 
 def test_focus_only_workers_add_replicates_to_the_headline_rows_only(tmp_path, monkeypatch):
-    from bench.measure import trust
-    from bench.measure.records import Run
+    from cudnn_hostbench.bench.measure import trust
+    from cudnn_hostbench.bench.measure.records import Run
     calls = []
 
     def fake_run_workers(k, args, out, say=print, env=None, start=1, floor=None):
@@ -199,7 +199,7 @@ def test_workers_retry_no_block_when_focus_only_workers_follow(tmp_path):
     """The parent tells every worker how many focus-only workers follow; only without them does a
     worker time a slow headline block again (H200: retries caught 4 of 14, focus-only workers
     12 of 12)."""
-    from bench.measure.pytest_plugin import _session
+    from cudnn_hostbench.bench.measure.pytest_plugin import _session
     for n, retry in ((2, False), (0, True)):
         args = _parent(tmp_path, focus_workers=n).worker_args()
         assert f"--hb-focus-workers={n}" in args
@@ -237,10 +237,10 @@ F = 14.0   # EXTRA_FIXED_S: an extra worker's cost besides waiting
     (5.0, 0, None, False),     # none fits: said, and in the summary line
 ])
 def test_extra_workers_fit_the_budget(tmp_path, monkeypatch, left_s, workers_run, wait_s, catch_up):
-    from bench.measure.pytest_plugin import EXTRA_FIXED_S
+    from cudnn_hostbench.bench.measure.pytest_plugin import EXTRA_FIXED_S
     assert EXTRA_FIXED_S == F
-    from bench.measure import trust
-    from bench.measure.records import Run
+    from cudnn_hostbench.bench.measure import trust
+    from cudnn_hostbench.bench.measure.records import Run
     calls = []
 
     def fake_run_workers(k, args, out, say=print, env=None, start=1, floor=None):
@@ -254,7 +254,7 @@ def test_extra_workers_fit_the_budget(tmp_path, monkeypatch, left_s, workers_run
     monkeypatch.setattr(workers, "run_workers", fake_run_workers)
     p = _parent(tmp_path, focus_workers=2, budget_s=300.0)
     clock = {"t": p.t0 + 300.0 - left_s}
-    monkeypatch.setattr("bench.measure.pytest_plugin.time.perf_counter", lambda: clock["t"])
+    monkeypatch.setattr("cudnn_hostbench.bench.measure.pytest_plugin.time.perf_counter", lambda: clock["t"])
     p._run()
     focus = [c for c in calls if c["start"] == 4 and any(a.startswith("--hb-only") for a in c["args"])]
     if workers_run:

@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from bench.measure import records
-from bench.measure.records import Record
+from cudnn_hostbench.bench.measure import records
+from cudnn_hostbench.bench.measure.records import Record
 from tests.helpers import FINGERPRINT, synthetic_records, write_synthetic_run
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def hostbench(*args, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "scripts.cli", *map(str, args)], cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "cudnn_hostbench.scripts.cli", *map(str, args)], cwd=ROOT,
                           capture_output=True, text=True, timeout=120, **kw)
 
 
@@ -133,7 +133,7 @@ def big_run(path: Path) -> Path:
 @pytest.mark.parametrize("cmd", [["compare", "{run}", "{run}"], ["table", "{run}"], ["--help"]])
 def test_output_into_a_closed_pipe_is_not_an_error(tmp_path, cmd):
     run = big_run(tmp_path / "big.json")
-    p = subprocess.Popen([sys.executable, "-m", "scripts.cli", *(a.format(run=run) for a in cmd)], cwd=ROOT,
+    p = subprocess.Popen([sys.executable, "-m", "cudnn_hostbench.scripts.cli", *(a.format(run=run) for a in cmd)], cwd=ROOT,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     first = p.stdout.readline()  # `| head -1`: read a line, then go away
     p.stdout.close()

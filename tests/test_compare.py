@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.measure.records import Record, load_run, run_document, write_run
-from reports import compare as cmp
-from scripts import cli
+from cudnn_hostbench.bench.measure.records import Record, load_run, run_document, write_run
+from cudnn_hostbench.reports import compare as cmp
+from cudnn_hostbench.scripts import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -88,7 +88,7 @@ def test_too_few_samples_is_unsure(tmp_path):
 
 
 def test_single_process_runs_fall_back_to_the_per_round_test():
-    from reports.gate import Side, judge
+    from cudnn_hostbench.reports.gate import Side, judge
     one = lambda xs: Side([sorted(xs)[len(xs) // 2]], list(xs))  # noqa: E731 - one worker a side
     # medians +12.5 %, but the samples overlap almost completely
     v, change, p, note = judge(one([1, 2, 3, 4, 5, 6, 7]), one([1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5]), "graph")

@@ -5,10 +5,10 @@ import time
 
 import pytest
 
-from bench.measure import fingerprint, records, stats, timing
-from bench.measure.probe import Probe, Variant
-from reports import table
-from scripts import cli
+from cudnn_hostbench.bench.measure import fingerprint, records, stats, timing
+from cudnn_hostbench.bench.measure.probe import Probe, Variant
+from cudnn_hostbench.reports import table
+from cudnn_hostbench.scripts import cli
 from tests.helpers import FINGERPRINT, synthetic_records, write_synthetic_run
 
 
@@ -273,7 +273,7 @@ def test_table_figure_without_samples_has_no_ratio(tmp_path):
 
 
 def test_table_shows_trust_marks(tmp_path, capsys):
-    from bench.measure import trust
+    from cudnn_hostbench.bench.measure import trust
     recs = synthetic_records(6)
     for r in recs:
         if (r.variant, r.size, r.mode) == ("pinned", "256", "eager"):

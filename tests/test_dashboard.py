@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.measure import trust
-from bench.measure.records import Record, run_document, write_run
-from reports import changepoints, dashboard, fmt, store
-from scripts import cli
+from cudnn_hostbench.bench.measure import trust
+from cudnn_hostbench.bench.measure.records import Record, run_document, write_run
+from cudnn_hostbench.reports import changepoints, dashboard, fmt, store
+from cudnn_hostbench.scripts import cli
 from tests.helpers import FINGERPRINT, synthetic_records
 
 ROOT = Path(__file__).resolve().parents[1]

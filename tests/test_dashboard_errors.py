@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from bench.measure.records import JsonlWriter, run_document, write_run
-from reports import dashboard
+from cudnn_hostbench.bench.measure.records import JsonlWriter, run_document, write_run
+from cudnn_hostbench.reports import dashboard
 from tests.helpers import FINGERPRINT, synthetic_records
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def hostbench(*args, stdout=subprocess.PIPE) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "scripts.cli", "dashboard", *map(str, args)], cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "cudnn_hostbench.scripts.cli", "dashboard", *map(str, args)], cwd=ROOT,
                           stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=300)
 
 
@@ -170,7 +170,7 @@ def test_a_damaged_manifest_never_reaches_outside(tmp_path):
 def test_closed_pipe_is_quiet(tmp_path, args):
     run = good_run(tmp_path / "run.json")
     args = [str(run) if a == "RUNS" else str(tmp_path / "site") if a == "SITE" else a for a in args]
-    p = subprocess.Popen([sys.executable, "-m", "scripts.cli", "dashboard", *args], cwd=ROOT,
+    p = subprocess.Popen([sys.executable, "-m", "cudnn_hostbench.scripts.cli", "dashboard", *args], cwd=ROOT,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     p.stdout.close()  # the reader is gone before anything is printed, as with `| head -0`
     err = p.stderr.read().decode()
@@ -195,7 +195,7 @@ def test_a_bad_option_is_one_line(tmp_path):
 
 
 def test_library_build_refuses_a_foreign_folder(tmp_path):
-    from reports import store
+    from cudnn_hostbench.reports import store
     runs, _ = store.load_runs([good_run(tmp_path / "run.json")])
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "x").write_text("x")

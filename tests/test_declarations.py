@@ -8,17 +8,17 @@ from pathlib import Path
 
 import pytest
 
-import probes
-from bench.audit import rules
-from bench.measure.options import SuiteOptions
-from bench.measure.probe import Probe
+from cudnn_hostbench import probes
+from cudnn_hostbench.bench.audit import rules
+from cudnn_hostbench.bench.measure.options import SuiteOptions
+from cudnn_hostbench.bench.measure.probe import Probe
 
 MODULES = sorted(m.name for m in pkgutil.iter_modules(probes.__path__) if m.name.startswith("probe_"))
 CASE_DICTS = {"cases", "out"}    # the names probes' build code gathers its cases in
 
 
 def _probe(name) -> Probe:
-    return importlib.import_module(f"probes.{name}").PROBE
+    return importlib.import_module(f"cudnn_hostbench.probes.{name}").PROBE
 
 
 def _keys(tree) -> set:
@@ -58,7 +58,7 @@ def test_every_probe_module_is_found():
 
 @pytest.mark.parametrize("name", MODULES)
 def test_declarations(name):
-    mod = importlib.import_module(f"probes.{name}")
+    mod = importlib.import_module(f"cudnn_hostbench.probes.{name}")
     p = mod.PROBE
     assert name == f"probe_{p.name}" and p.doc
     names = [v.name for v in p.variants]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.measure.hoststate import HostState, robust_floor
+from cudnn_hostbench.bench.measure.hoststate import HostState, robust_floor
 
 TRACE = Path(__file__).resolve().parent.parent / "reports" / "reference" / "h200" / "host" / "host_trace.json"
 
@@ -82,7 +82,7 @@ def test_a_workers_host_summary_keeps_a_histogram_of_its_readings():
     (["--seconds", "1", "--out", "/nonexistent-folder/t.json"], "not a file in an existing folder"),
 ])
 def test_host_trace_refuses_bad_input_before_tracing(argv, says, capsys, tmp_path):
-    from scripts import host_trace
+    from cudnn_hostbench.scripts import host_trace
     assert host_trace.main(argv) == 2
     err = capsys.readouterr().err
     assert says in err and err.count("\n") == 1

@@ -4,13 +4,13 @@ import random
 
 import pytest
 
-from bench.measure import hoststate, timing, trust
-from bench.measure.gpustate import Clocks
-from bench.measure.hoststate import HostState
-from bench.measure.records import Record, Run
-from bench.measure.workers import merge_fingerprints, merge_records
-from reports import compare as cmp
-from reports import gate
+from cudnn_hostbench.bench.measure import hoststate, timing, trust
+from cudnn_hostbench.bench.measure.gpustate import Clocks
+from cudnn_hostbench.bench.measure.hoststate import HostState
+from cudnn_hostbench.bench.measure.records import Record, Run
+from cudnn_hostbench.bench.measure.workers import merge_fingerprints, merge_records
+from cudnn_hostbench.reports import compare as cmp
+from cudnn_hostbench.reports import gate
 
 
 # -- sentinel ------------------------------------------------------------------------------------
@@ -367,7 +367,7 @@ def test_trust_flags_and_summary_line():
 
 
 def test_records_judged_against_a_stale_floor_are_flagged_at_merge():
-    from bench.measure.workers import merge_runs
+    from cudnn_hostbench.bench.measure.workers import merge_runs
     runs = []
     for i, sentinel in enumerate((1.9, 1.0, 1.02)):   # worker 1 learned its floor while slow
         recs = _worker_records(i)

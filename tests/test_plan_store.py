@@ -5,9 +5,9 @@ import warnings
 
 import pytest
 
-from bench.cudnn_graphs import plan_store
-from bench.cudnn_graphs.plan_store import DESERIALIZE, REBUILD, PlanFallbackWarning
-from bench.cudnn_graphs.winners import Env
+from cudnn_hostbench.bench.cudnn_graphs import plan_store
+from cudnn_hostbench.bench.cudnn_graphs.plan_store import DESERIALIZE, REBUILD, PlanFallbackWarning
+from cudnn_hostbench.bench.cudnn_graphs.winners import Env
 
 H200 = Env("NVIDIA H200", 91900, "1.32.0")
 PROBLEM = "bmm|8x256x512:rm:bf16,8x512x256:rm:bf16"

@@ -5,7 +5,7 @@ import subprocess
 import sys
 import textwrap
 
-from bench.measure import progress
+from cudnn_hostbench.bench.measure import progress
 
 
 def test_say_runs_inside_the_lifting_context(capsys):
@@ -36,7 +36,7 @@ def test_a_passing_test_still_shows_the_line_and_a_childs(tmp_path):
     process's stderr reach the terminal although the test passes."""
     (tmp_path / "test_inner.py").write_text(textwrap.dedent("""
         import subprocess, sys
-        from bench.measure import progress
+        from cudnn_hostbench.bench.measure import progress
 
         def test_it(request):
             progress.install(request.config.pluginmanager.getplugin("capturemanager").global_and_fixture_disabled)
@@ -45,7 +45,7 @@ def test_a_passing_test_still_shows_the_line_and_a_childs(tmp_path):
                 subprocess.call([sys.executable, "-c", "import sys; print('CHILD-LINE', file=sys.stderr)"])
             print("CAPTURED-LINE", file=sys.stderr)
     """))
-    import bench
+    from cudnn_hostbench import bench
     root = str(__import__("pathlib").Path(bench.__file__).resolve().parent.parent)
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path / "test_inner.py")],
                        capture_output=True, text=True, cwd=tmp_path, env={**__import__("os").environ, "PYTHONPATH": root})

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.measure import pytest_plugin as plugin
-from bench.measure.records import Record
+from cudnn_hostbench.bench.measure import pytest_plugin as plugin
+from cudnn_hostbench.bench.measure.records import Record
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -52,7 +52,7 @@ def test_cli_run_without_gpu_renders_reference_or_says_why(capsys):
     import torch
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
-    from scripts import run
+    from cudnn_hostbench.scripts import run
     code = run.main()
     out = capsys.readouterr()
     if run.reference_runs():
@@ -62,7 +62,7 @@ def test_cli_run_without_gpu_renders_reference_or_says_why(capsys):
 
 
 def test_cli_dispatch_usage(capsys):
-    from scripts import cli
+    from cudnn_hostbench.scripts import cli
     assert cli.main([]) == 2
     assert "table" in capsys.readouterr().out
 
@@ -72,7 +72,7 @@ def test_a_finished_run_is_tabulated_beside_its_run_file(tmp_path):
     from pathlib import Path
     from types import SimpleNamespace
 
-    from reports import pytest_report
+    from cudnn_hostbench.reports import pytest_report
     run = tmp_path / "run.json"
     shutil.copy(Path(__file__).resolve().parent.parent / "reports/reference/h200/run.json", run)
     lines = []
@@ -89,7 +89,7 @@ def test_workers_run_the_probes_of_the_project_folder(tmp_path):
     from pathlib import Path
     from types import SimpleNamespace
 
-    from bench.measure.pytest_plugin import Parent
+    from cudnn_hostbench.bench.measure.pytest_plugin import Parent
     root = Path(__file__).resolve().parent.parent
     cfg = SimpleNamespace(rootpath=root, invocation_params=SimpleNamespace(args=("--benchmark-only",)),
                           getoption={"--hb-focus-workers": 2}.get)
@@ -107,9 +107,9 @@ def test_the_run_file_is_in_place_when_the_terminal_summary_reads_it(tmp_path):
     from pathlib import Path
     root = Path(__file__).resolve().parent.parent
     (tmp_path / "conftest.py").write_text(
-        "import bench.measure.pytest_plugin as p\n"
+        "import cudnn_hostbench.bench.measure.pytest_plugin as p\n"
         "p._cuda_ok = lambda: (True, '')   # as on a GPU box: the plugin opens the run file\n"
-        "pytest_plugins = ['bench.measure.pytest_plugin', 'reports.pytest_report']\n")
+        "pytest_plugins = ['cudnn_hostbench.bench.measure.pytest_plugin', 'cudnn_hostbench.reports.pytest_report']\n")
     (tmp_path / "test_x.py").write_text("def test_x(benchmark):\n    benchmark(lambda: None)\n")
     out = tmp_path / "out"
     res = subprocess.run([sys.executable, "-m", "pytest", str(tmp_path), "--benchmark-only", "-q", "-p",
@@ -140,7 +140,7 @@ def test_hostbench_run_with_a_bad_option_exits_2_and_leaves_no_folder(tmp_path, 
     command exits 2, and the results folder it made for the run is gone again."""
     import pytest as _pytest
 
-    from scripts import run
+    from cudnn_hostbench.scripts import run
     monkeypatch.setattr(run, "cuda_available", lambda: (True, ""))
     seen = []
     monkeypatch.setattr(_pytest, "main", lambda args: seen.append(args) or _pytest.ExitCode.USAGE_ERROR)

@@ -1,7 +1,7 @@
 """The README's figures come from the committed runs, and its two set-up commands exist."""
 from pathlib import Path
 
-from scripts import readme_figures
+from cudnn_hostbench.scripts import readme_figures
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -20,7 +20,7 @@ def test_readme_names_its_two_commands_and_ci_runs_the_test_one():
 
 
 def test_headline_rows_are_in_the_reference_run():
-    from bench.measure import records
+    from cudnn_hostbench.bench.measure import records
     run = records.load_run(readme_figures.REFERENCE)
     for _, probe, variant in readme_figures.HEADLINE:
         rec = run.find(probe, variant, "256", "eager")

@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from bench.measure import records, timing
-from bench.measure.probe import Case, Probe, Variant
-from bench.measure.runner import Session
-from bench.measure.status import Unsupported
+from cudnn_hostbench.bench.measure import records, timing
+from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant
+from cudnn_hostbench.bench.measure.runner import Session
+from cudnn_hostbench.bench.measure.status import Unsupported
 
 
 class _Cuda:
@@ -107,14 +107,14 @@ def test_profiler_failure_keeps_host_figures(session, monkeypatch):
 
 
 def test_nvtx_range_is_a_harmless_context_on_cpu():
-    from bench.measure.nvtx_ranges import backend, nvtx_range
+    from cudnn_hostbench.bench.measure.nvtx_ranges import backend, nvtx_range
     with nvtx_range("toy/8/base/eager"):
         pass
     assert backend() in ("nvtx", "torch.cuda.nvtx")
 
 
 def test_only_a_focus_probes_first_size_is_a_focus_block(session):
-    from bench.measure.hoststate import HostState
+    from cudnn_hostbench.bench.measure.hoststate import HostState
     host = HostState(read=lambda: 1.0, floor=1.0)
     host.focus_budget_s = 12.0
     session.watch = timing.Watch(host=host)
@@ -133,7 +133,7 @@ def test_only_a_focus_probes_first_size_is_a_focus_block(session):
 
 
 def test_a_focus_block_timed_slow_is_retried_before_the_profiler_phase(session, tmp_path):
-    from bench.measure.hoststate import HostState
+    from cudnn_hostbench.bench.measure.hoststate import HostState
     state = {"us": 2.0}                      # the host sits in its slow state ...
     host = HostState(read=lambda: state["us"], floor=1.0, sleep=lambda s: None)
     host.focus_budget_s = 0.0001             # (no real waiting in a test)
@@ -155,7 +155,7 @@ def test_a_focus_block_timed_slow_is_retried_before_the_profiler_phase(session, 
 
 
 def test_no_retry_in_a_single_process_run_or_once_the_row_is_fast(session):
-    from bench.measure.hoststate import HostState
+    from cudnn_hostbench.bench.measure.hoststate import HostState
     host = HostState(read=lambda: 1.0, floor=1.0)
     host.focus_budget_s = 1.0
     session.watch = timing.Watch(host=host)

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from bench.measure.records import JsonlWriter, Record, run_document, write_run
-from reports import store
+from cudnn_hostbench.bench.measure.records import JsonlWriter, Record, run_document, write_run
+from cudnn_hostbench.reports import store
 from tests.helpers import FINGERPRINT, synthetic_records
 
 

@@ -4,8 +4,8 @@ import warnings
 
 import pytest
 
-from bench.cudnn_graphs import winners
-from bench.cudnn_graphs.winners import Env, WinnerStore, WinnerWarning
+from cudnn_hostbench.bench.cudnn_graphs import winners
+from cudnn_hostbench.bench.cudnn_graphs.winners import Env, WinnerStore, WinnerWarning
 
 H200 = Env("NVIDIA H200", 91900, "1.32.0")
 NAMES = {0: "eng0_k2=1", 1: "eng7_k3=4", 2: "eng21_k5=0"}

@@ -1,7 +1,7 @@
 """`hostbench audit`: which integration traps a user's own step hits, and what each costs here.
 
     hostbench audit path/to/file.py:make_step [--run-file RUN.json] [--out DIR] [--rounds N]
-    from bench.audit import audit; report = audit(step)
+    from cudnn_hostbench.bench.audit import audit; report = audit(step)
 
 Order of the passes (one process, one step): a first plain call; eager timing; CUDA-graph capture
 and replay; the counting pass (bench.audit.count, wrappers only inside it); the device mode
@@ -18,11 +18,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.audit import count as audit_count
-from bench.audit import rules as audit_rules
-from bench.audit.cost import Finding, evaluate, load_costs
-from bench.audit.target import first_call
-from bench.measure import stats, timing
+from cudnn_hostbench.bench.audit import count as audit_count
+from cudnn_hostbench.bench.audit import rules as audit_rules
+from cudnn_hostbench.bench.audit.cost import Finding, evaluate, load_costs
+from cudnn_hostbench.bench.audit.target import first_call
+from cudnn_hostbench.bench.measure import stats, timing
 
 COUNT_STEPS = 10
 
@@ -75,8 +75,8 @@ def _summary(samples) -> dict:
 
 
 def _env(ctx) -> dict:
-    from bench.cudnn_graphs.context import Cudnn
-    from bench.measure import fingerprint
+    from cudnn_hostbench.bench.cudnn_graphs.context import Cudnn
+    from cudnn_hostbench.bench.measure import fingerprint
     fp = fingerprint.gpu_fingerprint()
     fp.update(Cudnn.of(ctx).fingerprint())   # frontend/backend versions and capabilities
     return fp
@@ -109,7 +109,7 @@ def audit(step, *, run_file=None, rounds: int | None = None, count_steps: int = 
     """
     import torch
 
-    from bench.measure.context import GpuContext
+    from cudnn_hostbench.bench.measure.context import GpuContext
     if timing.profiler_has_run():
         raise timing.ContaminatedError("a torch.profiler session already ran in this process: audit in a fresh process")
     ctx = ctx or GpuContext()

@@ -7,15 +7,15 @@ import string
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.audit import rules as audit_rules
-from bench.measure import records as rec_mod
-from bench.measure import trust
+from cudnn_hostbench.bench.audit import rules as audit_rules
+from cudnn_hostbench.bench.measure import records as rec_mod
+from cudnn_hostbench.bench.measure import trust
 
 # -- run file ------------------------------------------------------------------------------------
 
 def find_run_file(gpu_name: str | None, root: str | Path = ".") -> Path | None:
     """The newest `root`/results/*/run.json measured on this GPU, else the committed reference run."""
-    from bench.measure.fingerprint import gpu_slug
+    from cudnn_hostbench.bench.measure.fingerprint import gpu_slug
     root = Path(root)
     runs = sorted(root.glob("results/*/run.json"), key=lambda p: p.stat().st_mtime, reverse=True)
     for p in runs:

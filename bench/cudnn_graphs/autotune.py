@@ -12,8 +12,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from bench.cudnn_graphs.build import plan_name, workspace_for
-from bench.measure import timing
+from cudnn_hostbench.bench.cudnn_graphs.build import plan_name, workspace_for
+from cudnn_hostbench.bench.measure import timing
 
 
 @dataclass

@@ -14,8 +14,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from bench.cudnn_graphs.load import last_error
-from bench.measure.status import Unsupported
+from cudnn_hostbench.bench.cudnn_graphs.load import last_error
+from cudnn_hostbench.bench.measure.status import Unsupported
 
 STEPS = ("validate", "build_operation_graph", "create_execution_plans", "check_support", "build_plans")
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from bench.cudnn_graphs.load import Capabilities, CudnnUnavailable, create_handle, load_cudnn
-from bench.measure import context as core
-from bench.measure import fingerprint
-from bench.measure.status import Unsupported
+from cudnn_hostbench.bench.cudnn_graphs.load import Capabilities, CudnnUnavailable, create_handle, load_cudnn
+from cudnn_hostbench.bench.measure import context as core
+from cudnn_hostbench.bench.measure import fingerprint
+from cudnn_hostbench.bench.measure.status import Unsupported
 
 
 class Cudnn:

@@ -5,11 +5,11 @@ import math
 import time
 from typing import Any, Callable
 
-from bench.cudnn_graphs.build import as_unsupported
-from bench.measure import stats, timing
-from bench.measure.probe import Case
-from bench.measure.records import Record
-from bench.measure.status import OK, Status, error
+from cudnn_hostbench.bench.cudnn_graphs.build import as_unsupported
+from cudnn_hostbench.bench.measure import stats, timing
+from cudnn_hostbench.bench.measure.probe import Case
+from cudnn_hostbench.bench.measure.records import Record
+from cudnn_hostbench.bench.measure.status import OK, Status, error
 
 
 def ensure_clean_host() -> None:

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from bench.cudnn_graphs.winners import Env
-from bench.measure.files import write_bytes_atomic
+from cudnn_hostbench.bench.cudnn_graphs.winners import Env
+from cudnn_hostbench.bench.measure.files import write_bytes_atomic
 
 MAGIC = b"HBPLAN 1\n"
 FORMAT = 1

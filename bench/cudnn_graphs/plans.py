@@ -1,8 +1,8 @@
 """Pinning a plan: time every plan that built with CUDA events (kernel time) and keep the fastest."""
 from __future__ import annotations
 
-from bench.cudnn_graphs.build import Built
-from bench.measure.status import Unsupported
+from cudnn_hostbench.bench.cudnn_graphs.build import Built
+from cudnn_hostbench.bench.measure.status import Unsupported
 
 SPIN_CYCLES = 2_000_000
 

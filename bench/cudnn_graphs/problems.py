@@ -8,11 +8,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from bench.cudnn_graphs.build import Built, as_output, build_graph, new_graph, plan_name, tensor_of, torch_dtype
-from bench.cudnn_graphs.cache_keys import GraphCache, problem_key
-from bench.cudnn_graphs.plans import pin_plan
-from bench.measure.probe import Case, rel_err
-from bench.measure.status import Unsupported
+from cudnn_hostbench.bench.cudnn_graphs.build import Built, as_output, build_graph, new_graph, plan_name, tensor_of, torch_dtype
+from cudnn_hostbench.bench.cudnn_graphs.cache_keys import GraphCache, problem_key
+from cudnn_hostbench.bench.cudnn_graphs.plans import pin_plan
+from cudnn_hostbench.bench.measure.probe import Case, rel_err
+from cudnn_hostbench.bench.measure.status import Unsupported
 
 _DIM = re.compile(r"([a-z]+)(\d+)")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bench.measure.records import CALL_MODES
+from cudnn_hostbench.bench.measure.records import CALL_MODES
 
 DEFAULT_SIZES = ("256", "1024", "4096")
 DEFAULT_TOKENS = ("256", "4096")

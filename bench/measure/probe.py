@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from bench.measure.records import CALL_MODES
+from cudnn_hostbench.bench.measure.records import CALL_MODES
 
 ROLES = ("baseline", "trap", "fixed", "floor", "private", "info")
 

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.measure import progress, records, timing
-from bench.measure.options import SuiteOptions, split
-from bench.measure.status import Status, error
+from cudnn_hostbench.bench.measure import progress, records, timing
+from cudnn_hostbench.bench.measure.options import SuiteOptions, split
+from cudnn_hostbench.bench.measure.status import Status, error
 
 DEFAULT_WORKERS = 3
 DEFAULT_ROUNDS = 10      # per worker: 3 workers pool 30 kept rounds
@@ -129,7 +129,7 @@ class Parent:
         return rec or records.Record(probe.name, variant, size, mode, status=str(error("not measured by any worker")))
 
     def _run(self) -> None:
-        from bench.measure.workers import merge_runs, run_workers
+        from cudnn_hostbench.bench.measure.workers import merge_runs, run_workers
         say = lambda m: progress.say(f"hostbench: {m}")  # noqa: E731
         say(f"running the suite in {self.k} worker processes, one after another (--hb-workers)")
         runs = self._load(run_workers(self.k, self.worker_args(), self.out, say=say), say)
@@ -186,7 +186,7 @@ class Parent:
     def _eager_args(self, blocks, per_block: float) -> list[str]:
         """A worker's arguments for the eager rows of `blocks` only, each with `per_block` full
         focus allowances of waiting for the fast state."""
-        from bench.measure.hoststate import FOCUS_BLOCK_S
+        from cudnn_hostbench.bench.measure.hoststate import FOCUS_BLOCK_S
         return [*self.worker_args(), "--hb-modes=eager", f"--hb-only={','.join(f'{p}/{s}' for p, s in blocks)}",
                 f"--hb-focus-wait-s={per_block * FOCUS_BLOCK_S * len(blocks):g}"]
 
@@ -194,7 +194,7 @@ class Parent:
         """Focus blocks (a trap probe's headline size) that fewer than MIN_FAST_WORKERS workers
         timed wholly in the host's fast state, judged by the run's floor: their headline ratios
         would be a median of one or two processes, which move 3-8 % from process to process."""
-        from bench.measure.workers import truly_fast
+        from cudnn_hostbench.bench.measure.workers import truly_fast
         floor = self._floor()
         if not floor:
             return []
@@ -213,7 +213,7 @@ class Parent:
         """How many extra workers (of n) fit in what is left of --hb-budget-s, and the focus
         allowances per block each may wait (at most per_block). The first worker's wait for the
         host floor is not counted: a fresh machine may take longer."""
-        from bench.measure.hoststate import FOCUS_BLOCK_S
+        from cudnn_hostbench.bench.measure.hoststate import FOCUS_BLOCK_S
         budget = self.config.getoption("--hb-budget-s")
         if not budget:
             return n, per_block
@@ -232,7 +232,7 @@ class Parent:
         join the merge like any worker's: a fast figure of its own makes the row's figure fast
         (the merge keeps the fast figures whenever any worker has one); a block it does not catch
         stays as it was."""
-        from bench.measure.workers import merge_runs, run_workers, truly_fast
+        from cudnn_hostbench.bench.measure.workers import merge_runs, run_workers, truly_fast
         names = ", ".join(f"{p}/{s}" for p, s in missing)
         say(f"catch-up worker: {names} were timed in the host's fast state by fewer than {MIN_FAST_WORKERS} workers")
         floor = self._floor()
@@ -300,7 +300,7 @@ def pytest_configure(config):
 
 def _session(config):
     if config._hb_session is None:
-        from bench.measure.runner import Session
+        from cudnn_hostbench.bench.measure.runner import Session
         modes = config._hb_suite.modes + ("host",)
         w = config.getoption("--hb-worker") or ""
         first = not w or w.startswith("1/")

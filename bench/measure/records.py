@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from bench.measure import stats
-from bench.measure.files import write_text_atomic
+from cudnn_hostbench.bench.measure import stats
+from cudnn_hostbench.bench.measure.files import write_text_atomic
 
 SCHEMA = 1
 CALL_MODES = ("eager", "graph", "device")   # the per-call timing modes

@@ -12,15 +12,15 @@ import statistics
 import time
 from pathlib import Path
 
-from bench.measure import fingerprint as fpmod
-from bench.measure import progress, records, stats, timing, trust
-from bench.measure.context import GpuContext, NoGpuError
-from bench.measure.gpustate import Clocks
-from bench.measure.hoststate import HostState
-from bench.measure.nvtx_ranges import nvtx_range
-from bench.measure.options import SuiteOptions
-from bench.measure.records import Record
-from bench.measure.status import OK, Status, Unsupported, error, failed
+from cudnn_hostbench.bench.measure import fingerprint as fpmod
+from cudnn_hostbench.bench.measure import progress, records, stats, timing, trust
+from cudnn_hostbench.bench.measure.context import GpuContext, NoGpuError
+from cudnn_hostbench.bench.measure.gpustate import Clocks
+from cudnn_hostbench.bench.measure.hoststate import HostState
+from cudnn_hostbench.bench.measure.nvtx_ranges import nvtx_range
+from cudnn_hostbench.bench.measure.options import SuiteOptions
+from cudnn_hostbench.bench.measure.records import Record
+from cudnn_hostbench.bench.measure.status import OK, Status, Unsupported, error, failed
 
 
 class Session:

@@ -421,5 +421,5 @@ def measure_device(fns: dict, sync: Callable[[], None], opt: Options, ranges=_no
 def calibration_us(readings: int = 15) -> float:
     """Median host-state sentinel reading (a CPU-only torch.empty): taken before and after the
     profiler phase to show (and detect) the slowdown a profiler session can leave behind."""
-    from bench.measure.hoststate import sentinel_us
+    from cudnn_hostbench.bench.measure.hoststate import sentinel_us
     return statistics.median(sentinel_us() for _ in range(readings))

@@ -14,9 +14,9 @@ import sys
 import time
 from pathlib import Path
 
-from bench.measure import progress, stats, trust
-from bench.measure.hoststate import FLOOR_ENV, TOL
-from bench.measure.records import Record, Run, load_run
+from cudnn_hostbench.bench.measure import progress, stats, trust
+from cudnn_hostbench.bench.measure.hoststate import FLOOR_ENV, TOL
+from cudnn_hostbench.bench.measure.records import Record, Run, load_run
 
 PROGRESS_PREFIXES = ("hostbench", "host:")   # a worker's progress lines (runner.Session.say, hoststate)
 
