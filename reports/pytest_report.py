@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import sys
 
+import pytest
+
 from cudnn_hostbench.bench.measure import records, trust
 
 
+@pytest.hookimpl(trylast=True)   # after pytest-benchmark's group tables: the answer comes last
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    path = getattr(config, "_hb_run_path", None)
+    path = getattr(getattr(config, "_hostbench", None), "run_path", None)
     if path is None:
         return
     from cudnn_hostbench.reports import table  # here, not at import: pandas costs each worker process a second

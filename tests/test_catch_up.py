@@ -7,7 +7,8 @@ import pytest
 
 from cudnn_hostbench.bench.measure import records, workers
 from cudnn_hostbench.bench.measure.options import SuiteOptions
-from cudnn_hostbench.bench.measure.pytest_plugin import Parent, pytest_collection_modifyitems
+from cudnn_hostbench.bench.measure.parent import Parent
+from cudnn_hostbench.bench.measure.pytest_plugin import HostbenchSession, pytest_collection_modifyitems
 from cudnn_hostbench.bench.measure.records import Record
 
 FLOOR = 0.76
@@ -35,11 +36,9 @@ def _write(path, recs, floor):
 
 
 def _parent(tmp_path, modes=("eager", "graph", "device"), focus_workers=0, budget_s=0.0):
-    opts = {"--hb-focus-workers": focus_workers, "--hb-budget-s": budget_s}
-    cfg = SimpleNamespace(rootpath=tmp_path, invocation_params=SimpleNamespace(args=("--benchmark-only",)),
-                          _hb_suite=SuiteOptions(modes=modes), _hb_focus={("churn", "256"), ("wrapper", "256")},
-                          getoption=opts.get)
-    return Parent(cfg, tmp_path, 3)
+    args = [str(tmp_path / "probes"), "--benchmark-only", f"--hb-focus-workers={focus_workers}"]
+    return Parent(tmp_path, 3, args, focus_workers=focus_workers, budget_s=budget_s, modes=modes,
+                  focus={("churn", "256"), ("wrapper", "256")})
 
 
 def test_a_block_no_worker_timed_fast_gets_a_catch_up_worker(tmp_path, monkeypatch):
@@ -145,11 +144,12 @@ def test_a_catch_up_worker_collects_only_the_eager_rows_of_its_blocks():
     items = [_Item(churn, s, m) for s in ("256", "1024") for m in ("eager", "graph", "device")] + [_Item(other, "n1", "eager")]
     dropped = []
     opts = {"--hb-only": "churn/256", "--hb-worker": "4/4"}
-    cfg = SimpleNamespace(getoption=opts.get, _hb_suite=SuiteOptions(),
+    hb = SimpleNamespace(suite=SuiteOptions(), gpu_ok=True, why="", focus=set(), measure=None)
+    cfg = SimpleNamespace(getoption=opts.get, _hostbench=hb,
                           hook=SimpleNamespace(pytest_deselected=lambda items: dropped.extend(items)))
     pytest_collection_modifyitems(cfg, items)
     assert [(i.module.PROBE.name, *i.callspec.params["hb_case"][::2]) for i in items] == [("churn", "256", "eager")]
-    assert len(dropped) == 6 and cfg._hb_focus == {("churn", "256")}
+    assert len(dropped) == 6 and hb.focus == {("churn", "256")}
 
 
 def test_workers_get_their_number_floor_and_a_hash_seed_per_worker(tmp_path, monkeypatch):
@@ -199,15 +199,11 @@ def test_workers_retry_no_block_when_focus_only_workers_follow(tmp_path):
     """The parent tells every worker how many focus-only workers follow; only without them does a
     worker time a slow headline block again (H200: retries caught 4 of 14, focus-only workers
     12 of 12)."""
-    from cudnn_hostbench.bench.measure.pytest_plugin import _session
     for n, retry in ((2, False), (0, True)):
-        args = _parent(tmp_path, focus_workers=n).worker_args()
+        args = _session_of(tmp_path, {"--hb-focus-workers": n}).worker_args()
         assert f"--hb-focus-workers={n}" in args
-        opts = {"--hb-worker": "2/3", "--hb-focus-workers": n, "--hb-rounds": 5, "--hb-warm-s": 1.0,
-                "--hb-fast-wait-s": 1.0, "--hb-focus-wait-s": 1.0}
-        cfg = SimpleNamespace(_hb_session=None, _hb_out=tmp_path / f"w{n}", _hb_suite=SuiteOptions(),
-                              getoption=opts.get)
-        assert _session(cfg).retry_focus is retry
+        hb = _session_of(tmp_path / f"w{n}", {"--hb-worker": "2/3", "--hb-focus-workers": n})
+        assert hb.runner().retry_focus is retry
 
 
 def test_a_workers_progress_reaches_the_terminal_and_its_exit_noise_only_the_log(tmp_path):
@@ -237,7 +233,7 @@ F = 14.0   # EXTRA_FIXED_S: an extra worker's cost besides waiting
     (5.0, 0, None, False),     # none fits: said, and in the summary line
 ])
 def test_extra_workers_fit_the_budget(tmp_path, monkeypatch, left_s, workers_run, wait_s, catch_up):
-    from cudnn_hostbench.bench.measure.pytest_plugin import EXTRA_FIXED_S
+    from cudnn_hostbench.bench.measure.parent import EXTRA_FIXED_S
     assert EXTRA_FIXED_S == F
     from cudnn_hostbench.bench.measure import trust
     from cudnn_hostbench.bench.measure.records import Run
@@ -253,8 +249,9 @@ def test_extra_workers_fit_the_budget(tmp_path, monkeypatch, left_s, workers_run
 
     monkeypatch.setattr(workers, "run_workers", fake_run_workers)
     p = _parent(tmp_path, focus_workers=2, budget_s=300.0)
+    p.t0 = 1000.0   # a round start: sums of whole seconds stay exact in floating point
     clock = {"t": p.t0 + 300.0 - left_s}
-    monkeypatch.setattr("cudnn_hostbench.bench.measure.pytest_plugin.time.perf_counter", lambda: clock["t"])
+    monkeypatch.setattr("cudnn_hostbench.bench.measure.parent.time.perf_counter", lambda: clock["t"])
     p._run()
     focus = [c for c in calls if c["start"] == 4 and any(a.startswith("--hb-only") for a in c["args"])]
     if workers_run:
@@ -268,3 +265,63 @@ def test_extra_workers_fit_the_budget(tmp_path, monkeypatch, left_s, workers_run
     if not catch_up:
         assert p.fingerprint["budget_cut"]["catch_up_skipped"] == ["churn/256", "wrapper/256"]
         assert "cut to fit --hb-budget-s 300: " in line and "no catch-up worker for churn/256, wrapper/256" in line
+
+
+def _session_of(tmp_path, opts: dict, args=(), cwd=None) -> HostbenchSession:
+    """A HostbenchSession over a stand-in config: the options as pytest would have parsed them."""
+    from pathlib import Path
+    base = {"hb_sizes": "256", "hb_tokens": "256", "hb_modes": "eager,graph,device", "hb_rounds": 5,
+            "hb_warm_s": 1.0, "hb_fast_wait_s": 1.0, "hb_focus_wait_s": 1.0, "hb_focus_workers": 2,
+            "hb_heavy": False, "hb_workers": 1, "hb_worker": None, "hb_only": None, "hb_budget_s": 0.0,
+            "hb_out": str(tmp_path), "benchmark_only": True, "benchmark_json": None, "keyword": "",
+            "markexpr": "", "plugins": [], "override_ini": []}
+    for k, v in opts.items():
+        base[k.lstrip("-").replace("-", "_")] = v
+    option = SimpleNamespace(**base)
+    root = Path(__file__).resolve().parent.parent
+    cfg = SimpleNamespace(option=option, args=list(args), rootpath=root,
+                          invocation_params=SimpleNamespace(dir=cwd or root),
+                          getoption=lambda name, default=None: getattr(option, name.lstrip("-").replace("-", "_"), default))
+    return HostbenchSession(cfg)
+
+
+def test_worker_command_lines_come_from_the_parsed_options(tmp_path):
+    """A worker gets the user's selection (-k, -m, paths made absolute) and the measuring options
+    as parsed, never the parent's outputs (run file, folder, worker count, budget)."""
+    hb = _session_of(tmp_path, {"--hb-sizes": "256,1024", "keyword": "execute", "--hb-budget-s": 100.0,
+                                "benchmark_json": tmp_path / "mine.json", "--hb-workers": 3},
+                     args=["probes/probe_execute.py::test_execute"], cwd=tmp_path)
+    args = hb.worker_args()
+    assert args[0] == f"{tmp_path}/probes/probe_execute.py::test_execute"
+    assert args[args.index("-k") + 1] == "execute" and "--hb-sizes=256,1024" in args
+    assert not any(a.startswith(("--hb-budget-s", "--benchmark-json", "--hb-out", "--hb-workers=3")) for a in args)
+    assert "--hb-workers=1" in args
+
+
+@pytest.mark.parametrize("given", ["path", "file"])
+def test_a_user_benchmark_json_is_found_under_either_pytest_benchmark(tmp_path, given):
+    """pytest-benchmark 5.3+ parses --benchmark-json to a Path, 4.x-5.2 to an open file: either
+    way the harness finds the full path (a Path's .name is only its base name)."""
+    from cudnn_hostbench.bench.measure.pytest_plugin import user_json_path
+    target = tmp_path / "sub" / "out.json"
+    target.parent.mkdir()
+    if given == "path":
+        assert user_json_path(target) == target
+    else:
+        with open(target, "wb") as fh:
+            assert user_json_path(fh) == target
+
+
+@pytest.mark.parametrize("style", ["file", "path"])
+def test_the_harness_run_file_target_is_a_file_and_a_path(tmp_path, style):
+    """The target the harness sets when the user gives none: 4.x-5.2 write through `with x as fh`,
+    5.3+ through `open(x, 'wb')`; both land the bytes at the same path."""
+    from cudnn_hostbench.bench.measure.pytest_plugin import RunFileTarget
+    t = RunFileTarget(tmp_path / "run.json.tmp")
+    if style == "file":
+        with t as fh:
+            fh.write(b"{}")
+    else:
+        with open(t, mode="wb") as fh:
+            fh.write(b"{}")
+    assert (tmp_path / "run.json.tmp").read_bytes() == b"{}" and t.closed

@@ -78,7 +78,7 @@ def test_a_finished_run_is_tabulated_beside_its_run_file(tmp_path):
     lines = []
     term = SimpleNamespace(write_sep=lambda sep, text: lines.append(text),
                            write_line=lambda text, **kw: lines.append(text))
-    pytest_report.pytest_terminal_summary(term, 0, SimpleNamespace(_hb_run_path=run))
+    pytest_report.pytest_terminal_summary(term, 0, SimpleNamespace(_hostbench=SimpleNamespace(run_path=run)))
     assert (tmp_path / "table.md").exists() and (tmp_path / "table.csv").exists()
     assert any("torch_mm" in line for line in lines) and any(str(run) in line for line in lines)
 
@@ -87,18 +87,16 @@ def test_workers_run_the_probes_of_the_project_folder(tmp_path):
     """The worker command names the project's probes/ and rootdir (pytest's rootpath), not a
     folder found relative to the installed plugin module."""
     from pathlib import Path
-    from types import SimpleNamespace
 
-    from cudnn_hostbench.bench.measure.pytest_plugin import Parent
+    from tests.test_catch_up import _session_of
     root = Path(__file__).resolve().parent.parent
-    cfg = SimpleNamespace(rootpath=root, invocation_params=SimpleNamespace(args=("--benchmark-only",)),
-                          getoption={"--hb-focus-workers": 2}.get)
-    args = Parent(cfg, tmp_path, 3).worker_args()
+    args = _session_of(tmp_path, {}).worker_args()
     assert str(root / "probes") in args and f"--rootdir={root}" in args
     assert (root / "probes").is_dir()
 
 
-def test_the_run_file_is_in_place_when_the_terminal_summary_reads_it(tmp_path):
+@pytest.mark.parametrize("user_json", [False, True])
+def test_the_run_file_is_in_place_when_the_terminal_summary_reads_it(tmp_path, user_json):
     """pytest-benchmark writes the run file inside sessionfinish and the terminal reporter calls
     the summary hooks inside it too: the file must be renamed into place before the report reads
     it (it once was only after, so the table and summary never appeared)."""
@@ -107,16 +105,27 @@ def test_the_run_file_is_in_place_when_the_terminal_summary_reads_it(tmp_path):
     from pathlib import Path
     root = Path(__file__).resolve().parent.parent
     (tmp_path / "conftest.py").write_text(
+        "import sys\n"
+        "installed = 'cudnn_hostbench.bench.measure.pytest_plugin' in sys.modules   # by its entry point\n"
         "import cudnn_hostbench.bench.measure.pytest_plugin as p\n"
         "p._cuda_ok = lambda: (True, '')   # as on a GPU box: the plugin opens the run file\n"
-        "pytest_plugins = ['cudnn_hostbench.bench.measure.pytest_plugin', 'cudnn_hostbench.reports.pytest_report']\n")
+        "pytest_plugins = [] if installed else ['cudnn_hostbench.bench.measure.pytest_plugin',\n"
+        "                                       'cudnn_hostbench.reports.pytest_report']\n")
     (tmp_path / "test_x.py").write_text("def test_x(benchmark):\n    benchmark(lambda: None)\n")
     out = tmp_path / "out"
+    # a user's own --benchmark-json, relative to the working folder: pytest-benchmark 5.3+ parses
+    # it to a Path (whose .name is the base name alone), older ones open it
+    extra = ["--benchmark-json", "sub/mine.json"] if user_json else []
+    (tmp_path / "sub").mkdir()
     res = subprocess.run([sys.executable, "-m", "pytest", str(tmp_path), "--benchmark-only", "-q", "-p",
-                          "no:cacheprovider", "--hb-workers=1", f"--hb-out={out}", f"--rootdir={tmp_path}"],
+                          "no:cacheprovider", "--hb-workers=1", f"--hb-out={out}", f"--rootdir={tmp_path}", *extra],
                          capture_output=True, text=True, cwd=tmp_path, env={**__import__("os").environ,
                                                                              "PYTHONPATH": str(root)})
     assert res.returncode == 0, res.stdout + res.stderr
+    if user_json:
+        run = tmp_path / "sub" / "mine.json"
+        assert run.exists() and str(run) in res.stdout and (run.parent / "table.md").exists(), res.stdout
+        return
     assert (out / "run.json").exists() and not (out / "run.json.tmp").exists()
     # the report read the placed file and wrote the table beside it
     assert "cudnn-hostbench: µs per call" in res.stdout and str(out / "run.json") in res.stdout, res.stdout

@@ -30,6 +30,12 @@ class Cudnn:
         except CudnnUnavailable as e:
             self.error = str(e)
 
+    def close(self) -> None:
+        """Drops the pinned plans and the handle (the handle last: graphs were built on it)."""
+        self.pinned_plans.clear()
+        self.handle = None
+        self.cudnn = None
+
     @classmethod
     def of(cls, gpu) -> "Cudnn":
         return gpu.attached(cls, lambda: cls(gpu))
@@ -56,6 +62,9 @@ class CudnnContext:
         self.state = state
         self.cudnn, self.handle, self.caps = state.cudnn, state.handle, state.caps
         self.pinned_plans = state.pinned_plans
+
+    def close(self) -> None:
+        self.cudnn = self.handle = self.caps = self.state = None
 
     def __getattr__(self, name):      # everything else is the GPU context's
         return getattr(self.gpu, name)

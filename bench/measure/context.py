@@ -59,6 +59,20 @@ class GpuContext:
             self._attached[key] = make()
         return self._attached[key]
 
+    def close(self) -> None:
+        """Releases what libraries attached, newest first (a cuDNN context before the state that
+        holds its handle), after the stream's work is done."""
+        try:
+            self.sync()
+        except Exception:  # noqa: BLE001 - a broken context still lets go of its objects
+            pass
+        while self._attached:
+            _, obj = self._attached.popitem()
+            close = getattr(obj, "close", None)
+            if callable(close):
+                close()
+            del obj
+
     def sync(self) -> None:
         self.stream.synchronize()
 

@@ -85,7 +85,26 @@ def host_fingerprint(root: str | os.PathLike = ".") -> dict:
         "cudnn_env": cudnn_env(),
         "commit_info": git_commit(root),
         "argv": sys.argv[:8],
+        "packages": package_versions(),
     }
+
+
+# the distributions whose version can move a figure, or the harness's reading of it
+PACKAGES = ("cudnn-hostbench", "torch", "nvidia-cudnn-frontend", "nvidia-cudnn-cu12", "nvidia-cudnn-cu13",
+            "nvidia-cublas", "nvidia-cublas-cu12", "nvidia-cuda-runtime", "nvidia-cuda-runtime-cu12", "triton",
+            "numpy", "pytest", "pytest-benchmark", "nvtx", "nvidia-ml-py", "pandas", "scipy")
+
+
+def package_versions(names=PACKAGES) -> dict:
+    """Installed versions of `names` (those present), as the run's environment records them."""
+    from importlib import metadata
+    out = {}
+    for n in names:
+        try:
+            out[n] = metadata.version(n)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
 
 
 _FIELDS: list = []
@@ -121,7 +140,8 @@ def gpu_fingerprint(device: int = 0) -> dict:
 def fingerprint(ctx=None, root: str | os.PathLike = ".") -> dict:
     """Host and GPU fields, then whatever the registered hooks add for ctx; `root` is the
     repository whose commit the run records."""
-    fp = host_fingerprint(root)
+    from cudnn_hostbench.bench.measure.records import SCHEMA
+    fp = {"schema": SCHEMA, **host_fingerprint(root)}
     fp.update(gpu_fingerprint())
     if ctx is not None:
         for hook in _FIELDS:

@@ -238,6 +238,7 @@ def _load_json(path: Path, text: str) -> Run:
         raise RunFileError(f"{path}: not valid JSON (truncated or corrupt?) at line {e.lineno}: {e.msg}") from e
     if not isinstance(doc, dict) or "benchmarks" not in doc:
         raise RunFileError(f"{path}: not a pytest-benchmark/hostbench run file (no 'benchmarks' list)")
+    _check_schema(path, (doc.get("hostbench") or {}).get("schema") if isinstance(doc.get("hostbench"), dict) else None)
     recs = []
     try:
         fp = (doc.get("machine_info") or {}).get("hostbench") or {}
@@ -250,6 +251,18 @@ def _load_json(path: Path, text: str) -> Run:
     if not isinstance(fp, dict):
         raise RunFileError(f"{path}: malformed fingerprint (machine_info.hostbench is not an object)")
     return Run(str(path), fp, recs, str(doc.get("datetime") or fp.get("datetime", "")))
+
+
+def _check_schema(path: Path, schema) -> None:
+    """A run file written by a newer harness may mean its fields differ: refuse it in one line
+    rather than misread it. No schema (a plain pytest-benchmark file, an older run) loads."""
+    if schema is None:
+        return
+    if not isinstance(schema, int) or isinstance(schema, bool):
+        raise RunFileError(f"{path}: malformed schema version {schema!r}")
+    if schema > SCHEMA:
+        raise RunFileError(f"{path}: written by a newer cudnn-hostbench (run-file schema {schema}; this one reads "
+                           f"up to {SCHEMA}): upgrade cudnn-hostbench to read it")
 
 
 def _load_jsonl(path: Path, text: str) -> Run:
@@ -274,6 +287,7 @@ def _load_jsonl(path: Path, text: str) -> Run:
                 fp = obj.get("fingerprint") or {}
                 if not isinstance(fp, dict):
                     raise TypeError("fingerprint is not an object")
+                _check_schema(path, fp.get("schema"))
             elif obj.get("kind") == "record":
                 recs.append(Record.from_dict(obj["record"]))
         except (KeyError, TypeError, AttributeError) as e:

@@ -371,3 +371,14 @@ class Session:
 
     def unmeasured(self) -> list:
         return [r for r in self.records.values() if not r.ok]
+
+    def close(self) -> None:
+        """Drops the built cases (graphs, plans, packs), then the GPU context and what is attached
+        to it (the cuDNN handle), and collects: the frontend's objects go while its module lives."""
+        self._cases.clear()
+        self._retry.clear()
+        ctx, self._ctx = self._ctx, None
+        if ctx is not None:
+            ctx.close()
+        import gc
+        gc.collect()

@@ -1,0 +1,171 @@
+"""The parent of K worker processes: runs the suite in them at its first probe, adds focus-only
+and catch-up workers within the time budget, and serves their merged records.
+
+Kept out of the pytest plugin: it takes a worker's command line (built from the parsed options by
+the plugin) and plain numbers, so it can be driven and tested without pytest.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from cudnn_hostbench.bench.measure import progress, records
+from cudnn_hostbench.bench.measure.status import error
+
+MIN_FAST_WORKERS = 3   # a headline block timed fast by fewer workers gets a catch-up worker
+EXTRA_FIXED_S = 14.0   # a focus-only or catch-up worker's cost besides waiting (H200: start-up 4-6 s,
+#                        its six blocks' eager rounds 8-9 s)
+
+
+class Parent:
+    """The parent of K workers: runs them at its first probe, then serves their merged records."""
+
+    def __init__(self, out: Path, k: int, args: list[str], focus_workers: int = 2, budget_s: float = 300.0,
+                 modes: tuple = ("eager", "graph", "device"), focus: set | None = None):
+        self.out, self.k = out, k
+        self.args = list(args)             # a worker's command line, built from parsed options
+        self.focus_workers = focus_workers
+        self.budget_s = budget_s
+        self.modes = tuple(modes)
+        self.focus = set(focus or ())      # (probe, size) headline blocks, known after collection
+        self.records: dict | None = None
+        self.fingerprint: dict = {}
+        self.t0 = time.perf_counter()
+
+    def worker_args(self) -> list[str]:
+        return list(self.args)
+
+    def record(self, probe, size, variant, mode) -> records.Record:
+        if self.records is None:
+            self._run()
+        rec = self.records.get((probe.name, variant, size, mode))
+        return rec or records.Record(probe.name, variant, size, mode, status=str(error("not measured by any worker")))
+
+    def _run(self) -> None:
+        from cudnn_hostbench.bench.measure.workers import merge_runs, run_workers
+        say = lambda m: progress.say(f"hostbench: {m}")  # noqa: E731
+        say(f"running the suite in {self.k} worker processes, one after another (--hb-workers)")
+        runs = self._load(run_workers(self.k, self.worker_args(), self.out, say=say), say)
+        recs, self.fingerprint = merge_runs(runs, wall_s=time.perf_counter() - self.t0)
+        extra: dict = {}
+        focus = sorted(self.focus)
+        wanted = self.focus_workers
+        eager = "eager" in self.modes
+        cut: dict = {}
+        if wanted > 0 and focus and runs and eager:
+            n, per_block = self._fit(wanted, len(focus), 1.0)
+            if n < wanted:
+                cut["focus_workers_dropped"] = wanted - n
+                say(f"--hb-budget-s: time for {n} focus-only worker(s) only")
+            if n:
+                say(f"{n} focus-only worker(s): eager rows of {', '.join(f'{p}/{s}' for p, s in focus)} "
+                    "(--hb-focus-workers)")
+                more = self._load(run_workers(n, self._eager_args(focus, per_block), self.out, say=say,
+                                              start=len(runs) + 1, floor=self._floor()), say)
+                runs = runs + more
+                recs, self.fingerprint = merge_runs(runs, wall_s=time.perf_counter() - self.t0)
+                extra["focus_workers"] = {"workers": len(more), "blocks": [f"{p}/{s}" for p, s in focus]}
+        missing = self._thin_focus(runs)
+        if missing and eager:
+            k, per_block = self._fit(1, len(missing), 2.0)
+            if k:
+                recs = self._catch_up(runs, missing, say, per_block) or recs
+            else:
+                cut["catch_up_skipped"] = [f"{p}/{s}" for p, s in missing]
+                say(f"--hb-budget-s: no time left for a catch-up worker ({', '.join(cut['catch_up_skipped'])})")
+        if cut:
+            extra["budget_cut"] = {"budget_s": self.budget_s, **cut}
+        self.fingerprint.update(extra)
+        self.records = {r.key: r for r in recs}
+        w = records.JsonlWriter(self.out / "records.jsonl")
+        w.write({"kind": "fingerprint", "fingerprint": self.fingerprint})
+        for r in recs:
+            w.write({"kind": "record", "record": r.to_dict()})
+        w.close()
+
+    @staticmethod
+    def _load(paths, say) -> list:
+        runs = []
+        for p in paths:
+            try:
+                runs.append(records.load_run(p))
+            except records.RunFileError as e:
+                say(f"skipping a worker's records: {e}")
+        return runs
+
+    def _floor(self) -> float | None:
+        return (self.fingerprint.get("host_state") or {}).get("floor_us")
+
+    def _eager_args(self, blocks, per_block: float) -> list[str]:
+        """A worker's arguments for the eager rows of `blocks` only, each with `per_block` full
+        focus allowances of waiting for the fast state."""
+        from cudnn_hostbench.bench.measure.hoststate import FOCUS_BLOCK_S
+        return [*self.worker_args(), "--hb-modes=eager", f"--hb-only={','.join(f'{p}/{s}' for p, s in blocks)}",
+                f"--hb-focus-wait-s={per_block * FOCUS_BLOCK_S * len(blocks):g}"]
+
+    def _thin_focus(self, runs) -> list[tuple[str, str]]:
+        """Focus blocks (a trap probe's headline size) that fewer than MIN_FAST_WORKERS workers
+        timed wholly in the host's fast state, judged by the run's floor: their headline ratios
+        would be a median of one or two processes, which move 3-8 % from process to process."""
+        from cudnn_hostbench.bench.measure.workers import truly_fast
+        floor = self._floor()
+        if not floor:
+            return []
+        focus = self.focus
+        fast: dict = {}   # block -> workers that timed all its eager rows fast (blocks measured only)
+        for run in runs:
+            rows: dict = {}
+            for r in run.records:
+                if (r.probe, r.size) in focus and r.mode == "eager" and r.ok:
+                    rows.setdefault((r.probe, r.size), []).append(truly_fast(r, floor))
+            for b, oks in rows.items():
+                fast[b] = fast.get(b, 0) + all(oks)
+        return sorted(b for b, n in fast.items() if n < MIN_FAST_WORKERS)
+
+    def _fit(self, n: int, blocks: int, per_block: float) -> tuple[int, float]:
+        """How many extra workers (of n) fit in what is left of --hb-budget-s, and the focus
+        allowances per block each may wait (at most per_block). The first worker's wait for the
+        host floor is not counted: a fresh machine may take longer."""
+        from cudnn_hostbench.bench.measure.hoststate import FOCUS_BLOCK_S
+        budget = self.budget_s
+        if not budget:
+            return n, per_block
+        first = ((self.fingerprint.get("host_state") or {}).get("per_worker") or [{}])[0]
+        left = budget - (time.perf_counter() - self.t0 - (first.get("waited_s") or 0.0))
+        n = min(n, max(0, int(left // EXTRA_FIXED_S)))
+        if not n:
+            return 0, 0.0
+        wait = left / n - EXTRA_FIXED_S
+        return n, max(0.0, min(per_block, wait / (FOCUS_BLOCK_S * blocks)))
+
+    def _catch_up(self, runs, missing, say, per_block: float = 2.0):
+        """One more worker, for the focus blocks fewer than MIN_FAST_WORKERS workers timed in the
+        fast state (by the run's floor): eager rounds of those blocks only, from the run's floor,
+        each block with up to two full focus allowances (what --hb-budget-s leaves). Its records
+        join the merge like any worker's: a fast figure of its own makes the row's figure fast
+        (the merge keeps the fast figures whenever any worker has one); a block it does not catch
+        stays as it was."""
+        from cudnn_hostbench.bench.measure.workers import merge_runs, run_workers, truly_fast
+        names = ", ".join(f"{p}/{s}" for p, s in missing)
+        say(f"catch-up worker: {names} were timed in the host's fast state by fewer than {MIN_FAST_WORKERS} workers")
+        floor = self._floor()
+        extra = self._load(run_workers(1, self._eager_args(missing, per_block), self.out, say=say, start=len(runs) + 1,
+                                       floor=floor), say)
+        if not extra:
+            return None
+        recs, self.fingerprint = merge_runs(runs + extra, wall_s=time.perf_counter() - self.t0)
+        own = [r for r in extra[0].records if r.mode == "eager" and r.ok and r.role != "baseline"]
+        caught = [f"{p}/{s}" for p, s in missing
+                  if any((r.probe, r.size) == (p, s) for r in own)
+                  and all(truly_fast(r, floor) for r in own if (r.probe, r.size) == (p, s))]
+        self.fingerprint["catch_up"] = {"worker": len(runs) + 1, "blocks": [f"{p}/{s}" for p, s in missing],
+                                        "timed_fast": caught}
+        say(f"catch-up worker: timed in the fast state: {', '.join(caught) or 'none'}")
+        return recs
+
+    def finish(self) -> None:
+        if self.fingerprint:
+            self.fingerprint["suite_wall_s"] = time.perf_counter() - self.t0
+
+    def unmeasured(self) -> list:
+        return [r for r in (self.records or {}).values() if not r.ok]
