@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# Set-up and main job: on a GPU box installs the package and runs the probes; without a GPU it
-# installs only what the report needs and renders the committed reference run.
+# Set-up and main job: on a GPU box installs the package with its GPU extra and runs the probes;
+# without a GPU it installs only what the report needs and renders the committed reference run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if ls .whl/*.whl >/dev/null 2>&1; then   # offline GPU box: wheels carried in .whl/
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/hb-site .whl/*.whl || exit 1
   export PYTHONPATH="/tmp/hb-site:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 elif command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
-  python3 -m pip install -q -e . || exit 1
+  python3 -m pip install -q --upgrade -e ".[gpu]" ${HB_CONSTRAINTS:+-c "$HB_CONSTRAINTS"} || exit 1
 else                                     # no GPU: no multi-GB CUDA torch, just the report's needs
-  python3 -m pip install -q pandas packaging && python3 -m pip install -q --no-deps -e . || exit 1
+  python3 -m pip install -q --upgrade -e . || exit 1
 fi
 export PYTHONUNBUFFERED=1
-exec python3 -m scripts.cli run "$@"
+exec python3 -m cudnn_hostbench.scripts.cli run "$@"

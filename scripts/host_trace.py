@@ -1,6 +1,6 @@
 """Traces the host-state sentinel for a while: is this host bistable, and where is its floor?
 
-    python3 -m scripts.host_trace --seconds 20 [--out host_trace.json]
+    python3 -m cudnn_hostbench.scripts.host_trace --seconds 20 [--out host_trace.json]
 
 Prints the floor (as the harness learns it: the lower quartile of the fast cluster, not the
 lowest reading), the fraction of readings within 5/10/15/25 % of it, and how long fast and slow

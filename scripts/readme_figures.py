@@ -1,7 +1,7 @@
 """Renders the README's figure sections from committed runs, so no figure is typed in by hand.
 
-    python -m scripts.readme_figures          # rewrite the sections between the markers
-    python -m scripts.readme_figures --check  # exit 1 if README is out of date
+    python3 -m cudnn_hostbench.scripts.readme_figures          # rewrite the sections between the markers
+    python3 -m cudnn_hostbench.scripts.readme_figures --check  # exit 1 if README is out of date
 """
 from __future__ import annotations
 

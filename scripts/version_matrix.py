@@ -1,6 +1,6 @@
 """Run the probe suite under several nvidia-cudnn-frontend wheels and merge the runs.
 
-    python3 scripts/version_matrix.py --wheels .whlm .whl --out OUT/matrix -- --hb-sizes 256 -k "execute"
+    python3 -m cudnn_hostbench.scripts.version_matrix --wheels .whlm .whl --out OUT/matrix -- --hb-sizes 256 -k "execute"
 
 Each wheel is installed with pip into its own folder (/tmp/fe-<ver>, --no-deps, nothing else
 touched) and the suite runs in its own process with that folder first on PYTHONPATH, so the
@@ -160,7 +160,7 @@ def merge(out: Path, entries: list[dict], dashboard: str | None = None):
         import pandas  # noqa: F401
         import scipy  # noqa: F401
     except ImportError as e:
-        text += [f"Merge skipped ({e}); run `python3 scripts/version_matrix.py --merge-only --out {out}` "
+        text += [f"Merge skipped ({e}); run `python3 -m cudnn_hostbench.scripts.version_matrix --merge-only --out {out}` "
                  "where pandas and scipy are installed."]
         (out / "matrix.md").write_text("\n".join(text) + "\n", encoding="utf-8")
         return None

@@ -1,6 +1,7 @@
-"""The gate on the committed A/A pairs (two full default runs each on a freshly started H200,
-the first cold; aa/ is the newest, aa/pair3/ and aa/pair5/ earlier ones): no false alarm, and a small
-injected slowdown is caught alone."""
+"""The gate on the committed A/A pair (two full default runs on a freshly started H200, the first
+cold: aa/run1.json, and the reference run.json, which is the pair's second run): no false alarm,
+and a small injected slowdown is caught alone. Earlier pairs are in git history (docs/measurements.md
+cites them by commit)."""
 import copy
 from pathlib import Path
 
@@ -9,16 +10,16 @@ import pytest
 from cudnn_hostbench.bench.measure.records import load_run
 from cudnn_hostbench.reports import compare as cmp
 
-AA = Path(__file__).resolve().parent.parent / "reports" / "reference" / "h200" / "aa"
+REF = Path(__file__).resolve().parent.parent / "reports" / "reference" / "h200"
 
 
-PAIRS = {"newest": AA, "pair3": AA / "pair3", "pair5": AA / "pair5"}
+PAIRS = {"newest": (REF / "aa" / "run1.json", REF / "run.json")}
 _cache: dict = {}
 
 
 def _pair(name):
     if name not in _cache:
-        _cache[name] = load_run(PAIRS[name] / "run1.json"), load_run(PAIRS[name] / "run2.json")
+        _cache[name] = tuple(load_run(p) for p in PAIRS[name])
     return _cache[name]
 
 
@@ -42,12 +43,6 @@ def test_a_a_pair_has_no_slower_or_faster_row(pair):
 
 
 @pytest.mark.parametrize("pair,key,factor", [
-    ("pair3", ("transpose", "strided_view", "t256", "graph"), 1.05),
-    ("pair3", ("execute", "generic", "256", "device"), 1.05),
-    ("pair3", ("transpose", "strided_view", "t256", "eager"), 1.10),
-    ("pair5", ("execute", "ordered_pinned", "256", "graph"), 1.05),
-    ("pair5", ("execute", "generic", "256", "device"), 1.05),
-    ("pair5", ("autotune", "best", "4096", "eager"), 1.10),
     ("newest", ("execute", "ordered_pinned", "256", "graph"), 1.05),
     ("newest", ("execute", "generic", "256", "device"), 1.05),
     ("newest", ("transpose", "strided_view", "t256", "eager"), 1.10),

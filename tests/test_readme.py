@@ -9,7 +9,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_readme_figures_match_committed_runs():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     assert readme_figures.render(text, readme_figures.sections()) == text, \
-        "README is out of date: run `python -m scripts.readme_figures`"
+        "README is out of date: run `python3 -m cudnn_hostbench.scripts.readme_figures`"
 
 
 def test_readme_names_its_two_commands_and_ci_runs_the_test_one():
