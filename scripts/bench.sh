@@ -5,7 +5,10 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 if ls .whl/*.whl >/dev/null 2>&1; then   # offline GPU box: wheels carried in .whl/
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/hb-site .whl/*.whl || exit 1
-  export PYTHONPATH="/tmp/hb-site:$PWD${PYTHONPATH:+:$PYTHONPATH}"
+  # the harness too, for its pytest11 entry points (the checkout itself comes first on the path)
+  python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --upgrade --target /tmp/hb-pkg . \
+    >/dev/null 2>&1 || echo "bench.sh: could not install the harness's entry points; conftest.py loads the plugin" >&2
+  export PYTHONPATH="$PWD:/tmp/hb-site:/tmp/hb-pkg${PYTHONPATH:+:$PYTHONPATH}"
 elif command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   python3 -m pip install -q --upgrade -e ".[gpu]" ${HB_CONSTRAINTS:+-c "$HB_CONSTRAINTS"} || exit 1
 else                                     # no GPU: no multi-GB CUDA torch, just the report's needs

@@ -47,6 +47,14 @@ def render_reference() -> int:
     return 0
 
 
+def pinned_config(root: Path) -> list[str]:
+    """pytest arguments that fix where the settings come from. Without them a value given as
+    `--hb-out /elsewhere` (not `--hb-out=/elsewhere`) is taken for a path while pytest looks for its
+    config file, before the plugin's options are known, and the probes' settings are missed."""
+    cfg = root / "pyproject.toml"
+    return [*(["-c", str(cfg)] if cfg.is_file() else []), "-o", "python_files=probe_*.py test_*.py"]
+
+
 def main(out: str | None = None, reference: bool = False, pytest_args=()) -> int:
     ok, why = cuda_available()
     if reference or not ok:
@@ -66,7 +74,7 @@ def main(out: str | None = None, reference: bool = False, pytest_args=()) -> int
     args = [str(ROOT / "probes"), "--benchmark-only", "-q", "-p", "no:cacheprovider", "-rfs",
             f"--hb-out={out}", "--rootdir", str(ROOT),
             "--benchmark-columns=median,iqr,min,max,rounds", "--benchmark-sort=name",
-            "-o", "testpaths=probes", *pytest_args]
+            "-o", "testpaths=probes", *pinned_config(ROOT), *pytest_args]
     code = pytest.main(args)
     if code == pytest.ExitCode.USAGE_ERROR:   # pytest said which option, in one line
         if made and not any(out.iterdir()):

@@ -118,11 +118,12 @@ def run_one(args, ver: str, lib: str | None, target: Path, pytest_args: list[str
     if not lines[1].startswith(str(target)):
         return {**entry, "status": "import failed", "detail": f"cudnn came from {lines[1]}, not {target}"}
     out_file.unlink(missing_ok=True)
-    cmd = [args.python, "-m", "pytest", "probes", "--benchmark-only", "--benchmark-json", str(out_file),
-           "-q", "-p", "no:cacheprovider", *pytest_args]
+    from cudnn_hostbench.scripts.run import pinned_config
+    cmd = [args.python, "-m", "pytest", "probes", "--benchmark-only", f"--benchmark-json={out_file}",
+           "-q", "-p", "no:cacheprovider", *pinned_config(Path(args.root)), *pytest_args]
     if (Path(args.root) / "conftest.py").exists() and not any(a.startswith("--hb-out") for a in pytest_args):
         # the suite's own outputs (records.jsonl, run.json, tables) stay out of --out
-        cmd += ["--hb-out", str(target) + "-results"]
+        cmd += [f"--hb-out={target}-results"]
     t0 = time.monotonic()
     rc, out, err = run_proc(cmd, env, str(args.root), timeout)
     entry["seconds"] = round(time.monotonic() - t0, 1)

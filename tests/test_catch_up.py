@@ -279,7 +279,8 @@ def _session_of(tmp_path, opts: dict, args=(), cwd=None) -> HostbenchSession:
         base[k.lstrip("-").replace("-", "_")] = v
     option = SimpleNamespace(**base)
     root = Path(__file__).resolve().parent.parent
-    cfg = SimpleNamespace(option=option, args=list(args), rootpath=root,
+    cfg = SimpleNamespace(option=option, args=list(args), rootpath=root, inipath=root / "pyproject.toml",
+                          getini=lambda name: ["test_*.py", "probe_*.py"],
                           invocation_params=SimpleNamespace(dir=cwd or root),
                           getoption=lambda name, default=None: getattr(option, name.lstrip("-").replace("-", "_"), default))
     return HostbenchSession(cfg)

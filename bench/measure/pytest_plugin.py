@@ -195,8 +195,9 @@ class HostbenchSession:
         if o.hb_heavy:
             args.append("--hb-heavy")
         n = o.hb_focus_workers   # a worker retries no block when focus-only workers follow
+        ini = [f"-c={c.inipath}"] if getattr(c, "inipath", None) else []   # the parent's settings, found once
         return [*args, "-q", "-p", "no:cacheprovider", "--hb-workers=1", f"--hb-focus-workers={n}", f"--rootdir={root}",
-                "-o", "testpaths=probes"]
+                *ini, "-o", "testpaths=probes", "-o", f"python_files={' '.join(c.getini('python_files'))}"]
 
     def _absolute(self, arg: str) -> str:
         path, sep, rest = str(arg).partition("::")
