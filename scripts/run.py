@@ -74,7 +74,9 @@ def main(out: str | None = None, reference: bool = False, pytest_args=()) -> int
     args = [str(ROOT / "probes"), "--benchmark-only", "-q", "-p", "no:cacheprovider", "-rfs",
             f"--hb-out={out}", "--rootdir", str(ROOT),
             "--benchmark-columns=median,iqr,min,max,rounds", "--benchmark-sort=name",
-            "-o", "testpaths=probes", *pinned_config(ROOT), *pytest_args]
+            "-o", "testpaths=probes", *pinned_config(ROOT),
+            # the CLI imported the harness before pytest could mark its plugin modules for rewriting
+            "-W", "ignore::pytest.PytestAssertRewriteWarning", *pytest_args]
     code = pytest.main(args)
     if code == pytest.ExitCode.USAGE_ERROR:   # pytest said which option, in one line
         if made and not any(out.iterdir()):

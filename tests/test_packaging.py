@@ -88,3 +88,20 @@ def test_the_reference_run_is_committed_once():
         seen.setdefault(f.read_bytes(), []).append(f.relative_to(ROOT))
     dups = [v for v in seen.values() if len(v) > 1]
     assert not dups, dups
+
+
+def test_an_installed_harness_runs_a_probe_file_in_another_folder(tmp_path):
+    """The plugin comes from the installed package's entry points, not from this repository's
+    conftest.py: a probe file anywhere runs (on CPU, each case skips with the reason)."""
+    from importlib import metadata
+    if not any(ep.value == "cudnn_hostbench.bench.measure.pytest_plugin" for ep in metadata.entry_points(group="pytest11")):
+        pytest.skip("the harness is not installed (pip install -e .): no entry points")
+    (tmp_path / "test_myprobe.py").write_text((ROOT / "tests" / "external_probe_example.py").read_text())
+    r = subprocess.run([sys.executable, "-m", "pytest", str(tmp_path), "--benchmark-only", "-q", "-rs", "-p",
+                        "no:cacheprovider", "--hb-sizes=256"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    import torch
+    if torch.cuda.is_available():
+        assert "passed" in r.stdout
+    else:
+        assert "3 skipped" in r.stdout and "no CUDA GPU visible" in r.stdout, r.stdout
