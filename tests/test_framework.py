@@ -1,0 +1,234 @@
+"""Issue 21 on CPU: op registration (custom_op, Library) and its counting, variant-pack sizes and
+their per-tensor slope, the audit rules priced from synthetic runs, the decode SDPA operands and
+the pointwise-chain problem. GPU paths are the probes themselves (run on the H200)."""
+import types
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from cudnn_hostbench.bench.audit import cost, dispatch, packs  # noqa: E402
+from cudnn_hostbench.bench.audit import count as audit_count  # noqa: E402
+from cudnn_hostbench.bench.cudnn_graphs import registration  # noqa: E402
+from cudnn_hostbench.bench.measure.options import SuiteOptions  # noqa: E402
+from cudnn_hostbench.bench.measure.records import Record, load_run, run_document, write_run  # noqa: E402
+from cudnn_hostbench.probes import probe_pack_size, probe_registration, probe_sdpa_decode  # noqa: E402
+from cudnn_hostbench.reports import pack_cost  # noqa: E402
+
+
+def _mm(a, b):
+    return torch.matmul(a, b)
+
+
+def _run(tmp_path, recs, name="run.json"):
+    return load_run(write_run(tmp_path / name, run_document(recs, {"gpu_name": "Fake GPU"})))
+
+
+def _rec(probe, variant, size, us, mode="eager"):
+    return Record(probe, variant, size, mode, samples=[us] * 5)
+
+
+# -- registration ---------------------------------------------------------------------------------
+
+def test_registrations_call_the_same_impl_on_cpu():
+    a, b = torch.randn(1, 4, 5), torch.randn(1, 5, 3)
+    regs = [registration.custom_op(_mm, "cpu"), registration.custom_op(_mm, "cpu", autograd=True),
+            registration.library_op(_mm, "CPU")]
+    assert len({r.qualname for r in regs}) == 3          # a fresh name per registration
+    for r in regs:
+        assert torch.allclose(r.call(a, b), a @ b) and torch.allclose(r.via_ops(a, b), a @ b)
+    x = a.clone().requires_grad_()
+    regs[1].call(x, b).sum().backward()                  # the autograd formula is a real matmul gradient
+    assert torch.allclose(x.grad, torch.ones(1, 4, 3) @ b.transpose(-1, -2))
+
+
+class _FakeGraph:
+    def __init__(self):
+        self.calls = []
+
+    def execute_plan_at_index(self, pack, ws, index, handle=None, tensor_uids=None):
+        self.calls.append((pack, index, tensor_uids))
+        a, b, out = pack if tensor_uids else tuple(pack.values())
+        out.copy_(torch.matmul(a, b))
+
+
+@pytest.mark.parametrize("ordered", [True, False])
+def test_registration_probe_body_through_custom_op_on_cpu(ordered):
+    g = _FakeGraph()
+    c = torch.empty(1, 4, 3)
+    built = types.SimpleNamespace(graph=g, workspace=None, pinned=2, uids=(11, 12, 13))
+    ctx = types.SimpleNamespace(torch=torch, handle="h", caps=types.SimpleNamespace(ordered=ordered))
+    impl, form = probe_registration.cudnn_impl(ctx, types.SimpleNamespace(built=built, c=c))
+    assert ("tensor_uids" in form) == ordered
+    op = registration.custom_op(impl, "cpu").call
+    a, b = torch.randn(1, 4, 5), torch.randn(1, 5, 3)
+    o1, o2 = op(a, b), op(a, b)
+    assert torch.allclose(o1, a @ b) and o1.data_ptr() != o2.data_ptr()     # a new output per call
+    pack, index, uids = g.calls[-1]
+    assert index == 2 and (uids == (11, 12, 13) if ordered else set(pack) == {11, 12, 13})
+
+
+# -- counting dispatcher calls ----------------------------------------------------------------------
+
+def test_dispatch_kinds():
+    opdefs = {"ns::plain": types.SimpleNamespace(_backward_fn=None), "ns::grad": types.SimpleNamespace(_backward_fn=len)}
+    assert dispatch.kind_of("ns::plain", opdefs) == "custom_op_calls"
+    assert dispatch.kind_of("ns::grad", opdefs) == "custom_op_autograd_calls"
+    assert dispatch.kind_of("mylib::mm", opdefs) == "dispatcher_calls"
+    assert dispatch.kind_of("aten::mm", opdefs) is None and dispatch.kind_of(None, opdefs) is None
+    assert dispatch.qualname(torch.ops.aten.mm) == "aten::mm" == dispatch.qualname(torch.ops.aten.mm.default)
+
+
+def test_counting_pass_sees_registered_ops_and_restores(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: types.SimpleNamespace(cuda_stream=7))
+    co, co_grad = registration.custom_op(_mm, "cpu"), registration.custom_op(_mm, "cpu", autograd=True)
+    lib = registration.library_op(_mm, "CPU")
+    a, b = torch.randn(1, 4, 4), torch.randn(1, 4, 4)
+    before = {c: vars(c)["__call__"] for c in (torch._ops.OpOverload, torch._ops.OpOverloadPacket)}
+
+    def step():
+        co.call(a, b)
+        co.via_ops(a, b)
+        co_grad.call(a, b)
+        lib.via_ops(a, b)
+        lib.call(a, b)
+        torch.ops.aten.mm(a[0], b[0])      # torch's own op through torch.ops: not a registration
+        return torch.mm(a[0], b[0])
+
+    c = audit_count.count_step(step, 3, cudnn=None, torch=torch, device_type="cpu")
+    assert (c["custom_op_calls"], c["custom_op_autograd_calls"], c["dispatcher_calls"]) == (2, 1, 2)
+    assert c["op_calls"][f"{co.qualname} (custom op)"] == 2
+    assert c["op_calls"][f"{lib.qualname} (dispatcher)"] == 2
+    assert not any(k.startswith("aten::") for k in c["op_calls"])
+    assert {cls: vars(cls)["__call__"] for cls in before} == before
+    assert torch.allclose(co.call(a, b), a @ b)        # still callable after the pass
+
+
+def test_pack_sizes_counted_per_execute(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: types.SimpleNamespace(cuda_stream=7))
+    from tests.test_audit import fake_cudnn
+    cudnn = fake_cudnn()
+    g = cudnn.pygraph()
+    ts = [torch.empty(2) for _ in range(7)]
+    big = {f"t{i}": t for i, t in enumerate(ts)}
+    big["unused"] = None                               # a None value binds nothing
+
+    def step():
+        g.execute(big, None)
+        g.execute_plan_at_index(tuple(ts[:5]), None, 0, tensor_uids=(1, 2, 3, 4, 5))
+
+    c = audit_count.count_step(step, 4, cudnn=cudnn, torch=torch, device_type="cpu")
+    assert (c["pack_tensors"], c["pack_tensors_dict"], c["pack_extra_tensors_dict"]) == (12, 7, 4)
+    assert c["pack_sizes"] == {"7 tensors, dict": 1.0, "5 tensors, ordered": 1.0}
+
+
+# -- per-tensor slopes and the audit rules ----------------------------------------------------------
+
+def test_least_squares_and_size_labels():
+    assert packs.least_squares([3, 5, 7], [10.0, 11.0, 12.0]) == pytest.approx((0.5, 8.5))
+    assert packs.least_squares([3, 3], [1.0, 2.0]) is None
+    assert packs.tensors_of("p11") == 11 and packs.tensors_of("256") is None
+
+
+def _pack_run(tmp_path):
+    recs = []
+    for n in (3, 5, 7, 11, 15):
+        recs += [_rec("pack_size", "generic", f"p{n}", 10 + 0.6 * n), _rec("pack_size", "pinned", f"p{n}", 11 + 0.5 * n),
+                 _rec("pack_size", "ordered", f"p{n}", 8 + 0.2 * n), _rec("pack_size", "torch_mm", f"p{n}", 9.0)]
+    recs.append(Record("pack_size", "ordered", "p16", "eager", status="unsupported: old frontend"))
+    recs += [_rec("registration", "custom_op", "256", 26.0), _rec("registration", "custom_op_autograd", "256", 28.0),
+             _rec("registration", "library", "256", 16.0), _rec("registration", "python_fn", "256", 13.0)]
+    return _run(tmp_path, recs)
+
+
+def test_slope_fits_skip_unmeasured_rows(tmp_path):
+    run = _pack_run(tmp_path)
+    f = packs.fits(run)
+    assert set(f) == {"generic", "pinned", "ordered"}
+    assert f["generic"].slope_us == pytest.approx(0.6) and f["ordered"].intercept_us == pytest.approx(8.0)
+    assert len(f["ordered"].points) == 5                # the unsupported p16 row is no point
+    assert packs.fits(run, "graph") == {}
+
+
+def test_framework_rules_priced_from_the_probes(tmp_path):
+    run = _pack_run(tmp_path)
+    counts = dict(custom_op_calls=2, custom_op_autograd_calls=1, dispatcher_calls=1, executes=1,
+                  execute_plan_at_index=1, pack_tensors=7, pack_tensors_dict=7, pack_extra_tensors_dict=4,
+                  op_calls={"ns::mm0 (custom op)": 2.0}, pack_sizes={"7 tensors, dict": 1.0})
+    f = {x.rule: x for x in cost.evaluate(counts, run)}
+    assert {"custom_op", "dispatcher", "pack_size"} <= set(f)
+    assert f["custom_op"].cost_us == pytest.approx(2 * 10.0 + 1 * 12.0)      # (26 − 16) ×2 + (28 − 16) ×1
+    assert "registration/custom_op 26.00" in " ".join(f["custom_op"].cost_from)
+    assert "ns::mm0 (custom op) ×2" in f["custom_op"].evidence and "Library" in f["custom_op"].fix
+    assert f["dispatcher"].cost_us == pytest.approx(3.0)                       # library − python_fn
+    assert f["pack_size"].cost_us == pytest.approx(4 * (0.5 - 0.2))           # extra tensors × slope gap
+    assert "7 tensors, dict ×1" in f["pack_size"].evidence and "tensor_uids" in f["pack_size"].fix
+    # 3-tensor dict packs are what the execute probe already prices: no finding
+    assert "pack_size" not in {x.rule for x in cost.evaluate(dict(pack_tensors_dict=3, executes=1), run)}
+    g = {x.rule: x for x in cost.evaluate(counts, None)}
+    assert g["pack_size"].cost_us is None and g["custom_op"].cost_us is None
+
+
+def test_pack_cost_reports(tmp_path):
+    run = _pack_run(tmp_path)
+    md = pack_cost.markdown(run)
+    assert "0.600" in md and "0.200" in md and "@15" in md
+    old = _run(tmp_path, [_rec("pack_size", "generic", f"p{n}", 10 + 1.0 * n) for n in (3, 7)], "old.json")
+    lines = pack_cost.matrix_section([old, run], ["1.20.0", "1.32.0"])
+    text = "\n".join(lines)
+    assert "| generic | 1.000 | 0.600 |" in text and "| ordered | – | 0.200 |" in text
+    assert pack_cost.matrix_section([], []) == []
+    assert "No pack_size rows" in pack_cost.markdown(_run(tmp_path, [], "empty.json"))
+
+
+# -- the probes' declarations and CPU-side operands -------------------------------------------------
+
+def test_new_probes_declare_kernels_and_sizes():
+    reg = probe_registration.PROBE
+    assert all(v.kernels == (("gemm", 1),) for v in reg.variants)
+    assert reg.variant("graphed").modes == ("eager", "device")
+    assert {v.name for v in reg.variants if v.role == "trap"} == {"custom_op", "custom_op_torch_ops",
+                                                                  "custom_op_autograd"}
+    assert all("TRAP" in v.label for v in reg.variants if v.role == "trap")
+    assert "FIX" in reg.variant("library").label
+    assert reg.sizes(SuiteOptions()) == ["256"]
+    sizes = probe_pack_size.PROBE.sizes(SuiteOptions())
+    assert [packs.tensors_of(s) for s in sizes] == [3, 5, 7, 11, 15]
+    assert max(packs.tensors_of(s) for s in probe_pack_size.PROBE.sizes(SuiteOptions(heavy=True))) == 16
+
+
+def _cpu_ctx():
+    gen = torch.Generator().manual_seed(0)
+
+    def randn(*shape, dtype=None, scale=1.0):
+        return (torch.randn(*shape, generator=gen) * scale).to(dtype or torch.bfloat16)
+    return types.SimpleNamespace(torch=torch, device=torch.device("cpu"), randn=randn)
+
+
+def test_decode_lengths_offsets_and_ragged_packing():
+    assert probe_sdpa_decode.lengths(4, 4096) == [4096, 3414, 2731, 2048]
+    assert probe_sdpa_decode.offsets([2, 4, 1], 10) == [0, 20, 60, 70]
+    p = probe_sdpa_decode.Decode(_cpu_ctx(), "b3h2s8d4")
+    assert p.lens == [8, 6, 4] and p.q.shape == (3, 2, 1, 4) and p.ref.shape == (3, 2, 1, 4)
+    assert p.k_rag.stride() == (8 * 2 * 4, 4, 2 * 4, 1)          # BSHD strides, as the frontend's tests declare
+    flat = p.k_rag.as_strided((p.k_rag.untyped_storage().nbytes() // 2,), (1,))
+    offs = probe_sdpa_decode.offsets(p.lens, 2 * 4)
+    for j, n in enumerate(p.lens):     # each sequence's tokens start at its ragged offset
+        got = flat[offs[j]:offs[j] + n * 8].view(n, 2, 4)
+        assert torch.equal(got, p.k.transpose(1, 2)[j, :n])
+    # the reference ignores keys past each length
+    k2 = p.k.clone()
+    k2[2, :, 4:] = 100
+    ref2 = torch.nn.functional.scaled_dot_product_attention(p.q.float(), k2.float(), p.v.float(),
+                                                            attn_mask=p.mask, scale=p.scale)
+    assert torch.allclose(ref2, p.ref)
+
+
+def test_matmul_add_chain_operands():
+    from cudnn_hostbench.bench.cudnn_graphs.chain import MatmulAddChain
+    ch = MatmulAddChain(_cpu_ctx(), 7, n=8)
+    assert ch.k == 4 and len(ch.buffers()) == 7 and ch.buffers()[-1] is ch.c
+    acc = ch.a.float() @ ch.b.float() + sum(x.float() for x in ch.xs)
+    assert torch.allclose(ch.ref, torch.relu(acc))
+    with pytest.raises(ValueError):
+        MatmulAddChain(_cpu_ctx(), 2, n=8)
