@@ -7,13 +7,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from cudnn_hostbench.bench.audit import cost, dispatch, packs  # noqa: E402
-from cudnn_hostbench.bench.audit import count as audit_count  # noqa: E402
-from cudnn_hostbench.bench.cudnn_graphs import registration  # noqa: E402
-from cudnn_hostbench.bench.measure.options import SuiteOptions  # noqa: E402
-from cudnn_hostbench.bench.measure.records import Record, load_run, run_document, write_run  # noqa: E402
-from cudnn_hostbench.probes import probe_pack_size, probe_registration, probe_sdpa_decode  # noqa: E402
-from cudnn_hostbench.reports import pack_cost  # noqa: E402
+from cudnn_hostbench.bench.audit import cost, dispatch, packs
+from cudnn_hostbench.bench.audit import count as audit_count
+from cudnn_hostbench.bench.cudnn_graphs import registration
+from cudnn_hostbench.bench.measure.options import SuiteOptions
+from cudnn_hostbench.bench.measure.records import Record, load_run, run_document, write_run
+from cudnn_hostbench.probes import probe_pack_size, probe_registration, probe_sdpa_decode
+from cudnn_hostbench.reports import pack_cost
 
 
 def _mm(a, b):
