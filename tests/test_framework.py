@@ -232,3 +232,12 @@ def test_matmul_add_chain_operands():
     assert torch.allclose(ch.ref, torch.relu(acc))
     with pytest.raises(ValueError):
         MatmulAddChain(_cpu_ctx(), 2, n=8)
+
+
+def test_readme_framework_section(tmp_path):
+    from cudnn_hostbench.scripts import readme_figures
+    run = _pack_run(tmp_path)
+    text = readme_figures.framework(run)
+    assert "TRAP: @torch.library.custom_op + register_fake (`registration/custom_op`) | 26.00" in text
+    assert "0.600" in text
+    assert readme_figures.framework(_run(tmp_path, [], "none.json")) == ""     # no such rows: no section
