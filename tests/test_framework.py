@@ -241,3 +241,18 @@ def test_readme_framework_section(tmp_path):
     assert "TRAP: @torch.library.custom_op + register_fake (`registration/custom_op`) | 26.00" in text
     assert "0.600" in text
     assert readme_figures.framework(_run(tmp_path, [], "none.json")) == ""     # no such rows: no section
+
+
+def test_pack_note_prices_each_pack_and_reprices(tmp_path):
+    from cudnn_hostbench.bench.audit.auditor import AuditReport, price
+    run = _pack_run(tmp_path)
+    counts = {"pack_sizes": {"7 tensors, dict": 1.0, "3 tensors, ordered": 2.0, "4 tensors, sequence": 1.0}}
+    note = packs.pack_note(counts, run)
+    assert note.startswith(packs.NOTE_PREFIX)
+    assert "7 tensors, dict ×1 ≈ 3.50 µs" in note and "3 tensors, ordered ×2 ≈ 1.20 µs" in note
+    assert "4 tensors, sequence ×1" in note and packs.pack_note({}, run) is None
+    assert "≈" not in packs.pack_note(counts, None)
+    r = AuditReport(target="t", env={}, modes={}, kernels_per_step=None, kernels=[], host_overhead_us=None,
+                    counts=counts, findings=[], avoidable_us=0.0, run_file=None, run_note="", notes=["keep me"])
+    once = price(r, run)
+    assert once.notes == ["keep me", note] and price(once, run) == once      # one pack note, however often priced

@@ -88,3 +88,27 @@ class Slope:
         best = min(fixes, key=lambda f: f.slope_us)
         return (trap.slope_us - best.slope_us,
                 f"{trap.describe()} − {best.describe()}", False)
+
+
+NOTE_PREFIX = "variant packs per step:"
+FORM_OF = {"dict": "pinned", "ordered": "ordered"}    # the pack-size variant that prices each pack form
+
+
+def pack_note(counts: dict, run) -> str | None:
+    """What each variant pack's tensors cost at the pack-size probe's slopes, as one note line
+    (None when the step executes nothing). A pure function of the counts and the run, so a
+    repriced audit gets it again from the new run."""
+    sizes = counts.get("pack_sizes") or {}
+    if not sizes:
+        return None
+    parts = []
+    for name, per_step in sizes.items():
+        n_text, _, form = name.partition(" tensors, ")
+        f = fit(run, FORM_OF[form]) if run is not None and form in FORM_OF and n_text.isdigit() else None
+        if f is None:
+            parts.append(f"{name} ×{per_step:g}")
+            continue
+        us = int(n_text) * f.slope_us * per_step
+        parts.append(f"{name} ×{per_step:g} ≈ {us:.2f} µs for its tensors ({n_text} × {f.slope_us:.3f} µs, "
+                     f"slope of {PROBE}/{f.variant} {f.mode})")
+    return f"{NOTE_PREFIX} " + "; ".join(parts)
