@@ -256,3 +256,128 @@ def test_pack_note_prices_each_pack_and_reprices(tmp_path):
                     counts=counts, findings=[], avoidable_us=0.0, run_file=None, run_note="", notes=["keep me"])
     once = price(r, run)
     assert once.notes == ["keep me", note] and price(once, run) == once      # one pack note, however often priced
+
+
+# -- the probes' graph wiring, against a recording stand-in for the frontend ------------------------
+
+class _T:
+    """A graph tensor stand-in: records what the probe declares."""
+    def __init__(self, g, **kw):
+        self.kw, self.uid = kw, len(g.tensors) + 1
+        g.tensors.append(self)
+
+    def __getattr__(self, name):
+        if name.startswith("set_"):
+            def setter(v, name=name):
+                self.kw[name[4:]] = v
+                if name == "set_uid":
+                    self.uid = v
+                return self
+            return setter
+        raise AttributeError(name)
+
+    def get_uid(self):
+        return self.uid
+
+
+def _fake_cudnn():
+    ns = types.SimpleNamespace
+    cudnn = ns(data_type=ns(BFLOAT16="bf16", HALF="f16", FLOAT="f32", INT32="i32", INT64="i64"),
+               heur_mode=ns(A="A", FALLBACK="F"), build_plan_policy=ns(HEURISTICS_CHOICE="H", ALL="ALL"),
+               cudnnGraphNotSupportedError=type("cudnnGraphNotSupportedError", (Exception,), {}),
+               backend_version=lambda: 91900)
+
+    class pygraph:  # noqa: N801 - the frontend's spelling
+        def __init__(self, **kw):
+            self.tensors, self.ops, self.calls, self._plan_index = [], [], [], pygraph.plan_index
+            pygraph.made.append(self)
+
+        def tensor(self, **kw):
+            return _T(self, **kw)
+
+        def _op(self, op, **kw):
+            self.ops.append((op, kw))
+            return _T(self, op=op)
+
+        def matmul(self, **kw):
+            return self._op("matmul", **kw)
+
+        def add(self, **kw):
+            return self._op("add", **kw)
+
+        def relu(self, **kw):
+            return self._op("relu", **kw)
+
+        def sdpa(self, **kw):
+            return [self._op("sdpa", **kw), None]
+
+        def validate(self): pass
+        def build_operation_graph(self): pass
+        def create_execution_plans(self, modes): pass
+        def check_support(self): pass
+        def build_plans(self, policy): pass
+        def get_workspace_size(self): return 16
+        def get_plan_name_at_index(self, i): return f"eng{i}"
+
+        def execute(self, pack, ws, handle=None, tensor_uids=None):
+            self.calls.append(("execute", pack, tensor_uids))
+
+        def execute_plan_at_index(self, pack, ws, index, handle=None, tensor_uids=None):
+            self.calls.append(("pinned", pack, tensor_uids))
+    pygraph.made, pygraph.plan_index = [], 0
+    cudnn.pygraph = pygraph
+    return cudnn
+
+
+def _fake_cudnn_ctx(ordered=True):
+    ctx = _cpu_ctx()
+    ctx.cudnn, ctx.handle = _fake_cudnn(), "h"
+    ctx.caps = types.SimpleNamespace(ordered=ordered, gen_stats=True)
+    return ctx
+
+
+@pytest.mark.parametrize("ordered", [True, False])
+def test_pack_size_wiring(ordered, monkeypatch):
+    import cudnn_hostbench.bench.cudnn_graphs.chain as chain
+    monkeypatch.setattr(chain.MatmulAddChain.__init__, "__defaults__", (16,))     # n=16 on CPU
+    ctx = _fake_cudnn_ctx(ordered)
+    cases = probe_pack_size.build(ctx, "p7")
+    assert set(cases) == {"torch_mm", "generic", "pinned", "ordered"}
+    assert isinstance(cases["ordered"], Exception) != ordered
+    for name in ("generic", "pinned") + (("ordered",) if ordered else ()):
+        assert "7 tensors; plan 0 'eng0'" in cases[name].note
+        cases[name].fn()
+    g, = ctx.cudnn.pygraph.made
+    assert [op for op, _ in g.ops] == ["matmul", "add", "add", "add", "add", "relu"]
+    assert all(len(pack) == 7 for _, pack, _ in g.calls)
+    assert [uids for _, _, uids in g.calls][-1] == (tuple(range(2001, 2008)) if ordered else None)
+    assert cases["torch_mm"].check(cases["torch_mm"].fn()) < 1e-2
+
+
+def test_pack_size_classic_frontend_runs_generic_only(monkeypatch):
+    import cudnn_hostbench.bench.cudnn_graphs.chain as chain
+    monkeypatch.setattr(chain.MatmulAddChain.__init__, "__defaults__", (16,))
+    ctx = _fake_cudnn_ctx(False)
+    ctx.cudnn.pygraph.plan_index = None          # no selected index before 1.27
+    cases = probe_pack_size.build(ctx, "p5")
+    assert "candidate" in cases["generic"].note
+    assert all("frontend >=" in str(cases[n]) for n in ("pinned", "ordered"))
+
+
+def test_sdpa_decode_wiring():
+    cases = probe_sdpa_decode.build(_fake_cudnn_ctx(), "b3h2s8d4")
+    assert set(cases) == {"torch_sdpa", "cudnn_padded", "cudnn_ragged"}
+    assert cases["torch_sdpa"].check(cases["torch_sdpa"].fn()) < 2e-2
+    assert "6 tensors" in cases["cudnn_padded"].note and "10 tensors" in cases["cudnn_ragged"].note
+    p = probe_sdpa_decode.Decode(_fake_cudnn_ctx(), "b3h2s8d4")
+    bl, bufs, o = p.graph(ragged=True)
+    (_, kw), = bl.graph.ops
+    assert kw["use_padding_mask"] and kw["generate_stats"] is False and kw["attn_scale"] == pytest.approx(0.5)
+    named = {t.kw.get("name"): t for t in bl.graph.tensors}
+    decl = {k: t.kw for k, t in named.items()}
+    assert decl["K"]["ragged_offset"] is named["k_ragged_offset"] and decl["Q"]["ragged_offset"] is named["q_ragged_offset"]
+    assert decl["k_ragged_offset"]["data_type"] == "i64" and decl["seq_len_kv"]["data_type"] == "i32"
+    assert decl["K"]["stride"] == [8 * 2 * 4, 4, 2 * 4, 1] and decl["Q"]["dim"] == [3, 2, 1, 4]
+    assert bufs[-3].view(-1).tolist() == [0, 8 * 8, 8 * 14, 8 * 18]   # K offsets: lengths 8, 6, 4 × H·D
+    assert bl.tensors[5].kw["ragged_offset"] is named["o_ragged_offset"] is bl.tensors[-1]
+    assert bl.tensors[5].kw["output"] is True and bufs[5] is o
