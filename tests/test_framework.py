@@ -381,3 +381,35 @@ def test_sdpa_decode_wiring():
     assert bufs[-3].view(-1).tolist() == [0, 8 * 8, 8 * 14, 8 * 18]   # K offsets: lengths 8, 6, 4 × H·D
     assert bl.tensors[5].kw["ragged_offset"] is named["o_ragged_offset"] is bl.tensors[-1]
     assert bl.tensors[5].kw["output"] is True and bufs[5] is o
+
+
+def test_registration_probe_wiring(monkeypatch):
+    """Every cuDNN variant reaches the one pinned plan with (a, b, a new output); registrations on
+    the CPU key stand in for CUDA; the CUDA-graph variant cannot capture on CPU and says so."""
+    from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul
+    ctx = _fake_cudnn_ctx()
+    ctx.cudnn.pygraph.get_execution_plan_count = lambda self: 2
+    ctx.cudnn.pygraph.get_workspace_size_plan_at_index = lambda self, i: 8
+    ctx.stream = None
+
+    def pin(self, cache=True):
+        self.build(all_plans=True)
+        self.built.pinned = 1
+        return 1
+    monkeypatch.setattr(Matmul, "pin", pin)
+    monkeypatch.setattr(Matmul, "cube", classmethod(lambda cls, c, size: cls.random(c, 1, 8, 8, 8)))
+    real = probe_registration.registration
+    monkeypatch.setattr(probe_registration, "registration", types.SimpleNamespace(
+        custom_op=lambda impl, dev, autograd=False: real.custom_op(impl, "cpu", autograd=autograd),
+        library_op=lambda impl, key: real.library_op(impl, "CPU")))
+    cases = probe_registration.build(ctx, "256")
+    assert set(cases) == {v.name for v in probe_registration.PROBE.variants}
+    assert isinstance(cases["graphed"], Exception)
+    g, = ctx.cudnn.pygraph.made
+    for name in ("direct", "python_fn", "custom_op", "custom_op_torch_ops", "custom_op_autograd", "library"):
+        out = cases[name].fn()
+        (_, pack, uids) = g.calls[-1]
+        assert g.calls[-1][0] == "pinned" and pack[2] is not None and uids == (1001, 1002, 1003)
+        assert out.shape == (1, 8, 8) and out.data_ptr() == pack[2].data_ptr()   # the bound output comes back
+        assert "pinned plan 1" in cases[name].note
+    assert "hostbench_co::" in cases["custom_op"].note and "hostbench_lib::" in cases["library"].note
