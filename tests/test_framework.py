@@ -413,3 +413,17 @@ def test_registration_probe_wiring(monkeypatch):
         assert out.shape == (1, 8, 8) and out.data_ptr() == pack[2].data_ptr()   # the bound output comes back
         assert "pinned plan 1" in cases[name].note
     assert "hostbench_co::" in cases["custom_op"].note and "hostbench_lib::" in cases["library"].note
+
+
+def test_declared_kernels_use_known_families():
+    import importlib
+    import pkgutil
+
+    from cudnn_hostbench import probes
+    families = {"gemm", "copy", "reduce", "pointwise", "conv", "sdpa", "norm", "any"}
+    for m in pkgutil.iter_modules(probes.__path__):
+        if not m.name.startswith("probe_"):
+            continue
+        for v in importlib.import_module(f"cudnn_hostbench.probes.{m.name}").PROBE.variants:
+            for fam, n in v.kernels:
+                assert fam in families and isinstance(n, int) and n >= 1, (m.name, v.name, fam, n)
