@@ -106,6 +106,24 @@ def probe_headlines(run) -> list[str]:
     return out
 
 
+def framework(run) -> str:
+    """The registration trap and the per-tensor pack cost (issue 21), when the run has them."""
+    from cudnn_hostbench.probes.probe_registration import PROBE as REG
+    from cudnn_hostbench.reports import pack_cost
+    if run.find("registration", "custom_op", "256", "eager") is None:
+        return ""
+    lines = ["### The framework side: how the op is registered, and the size of the variant pack", "",
+             "One pinned cuDNN matmul (256³ bf16) reached through each registration path, µs/call "
+             "(× torch.mm in the same rounds):", "",
+             "| path | eager | graph | device |", "|---|---|---|---|"]
+    for v in REG.variants:
+        lines.append(f"| {v.label} (`registration/{v.name}`) | "
+                     + " | ".join(_cell(run, "registration", v.name, "256", m) for m in CALL_MODES) + " |")
+    lines += ["", "Host µs per extra tensor in the variant pack (least-squares slope over the "
+              "`pack_size` probe's packs of 3 to 15 tensors):", "", pack_cost.markdown(run)]
+    return "\n".join(lines)
+
+
 def versions() -> str:
     runs = sorted((records.load_run(p) for p in MATRIX.glob("run-fe*.json")),
                   key=lambda r: store.version_key(store.frontend_version(r)))
@@ -154,6 +172,7 @@ def sections() -> dict:
     out = {}
     if REFERENCE.exists():
         out["headline"] = headline(records.load_run(REFERENCE))
+        out["framework"] = framework(records.load_run(REFERENCE))
     out["versions"] = versions()
     out["audit"] = audit_example()
     return {k: v for k, v in out.items() if v}

@@ -181,6 +181,8 @@ def merge(out: Path, entries: list[dict], dashboard: str | None = None):
     above = pivot(frame[~frame.is_baseline], "above_us", labels)
     text += ["## Median µs per call (per op / step where the unit says so)", "", frame_md(med), "",
              "## µs above the baseline (torch_mm), same mode and size", "", frame_md(above), ""]
+    from cudnn_hostbench.reports import pack_cost
+    text += pack_cost.matrix_section(runs, labels)   # µs per extra pack tensor, per version
     changes = []
     for (la, a), (lb, b) in zip(zip(labels, runs), list(zip(labels, runs))[1:]):
         df = compare.compare(a, b)

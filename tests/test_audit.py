@@ -697,7 +697,7 @@ def test_find_run_file(tmp_path):
 
 def test_examples_expose_make_step():
     pytest.importorskip("cudnn")
-    for name in ("naive_integration", "fixed_integration", "mixed_integration"):
+    for name in ("naive_integration", "fixed_integration", "mixed_integration", "custom_op_integration"):
         assert callable(target.load_factory(f"{ROOT}/examples/{name}.py:make_step"))
 
 
@@ -709,8 +709,10 @@ def test_audit_examples_on_gpu(tmp_path):
     import subprocess
     import sys
     mixed = {"new_output", "interleave", "layout_copy", "copy", "sync", "capture"}
+    # the custom op returns a new output per call (functional), so its tuple pack is new too
+    custom = {"custom_op", "new_output", "new_pack"}
     for name, expect in (("fixed_integration", set()), ("naive_integration", NAIVE_RULES),
-                         ("mixed_integration", mixed)):
+                         ("mixed_integration", mixed), ("custom_op_integration", custom)):
         out = tmp_path / name
         res = subprocess.run([sys.executable, "-m", "cudnn_hostbench.scripts.cli", "audit", f"examples/{name}.py:make_step",
                               "--rounds", "3", "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
@@ -723,6 +725,9 @@ def test_audit_examples_on_gpu(tmp_path):
         if name == "naive_integration":   # the .t() copy is an allocation inside an op
             assert c["alloc_counted_by"] == "allocator" and c["cuda_allocs"] > c["cuda_allocs_explicit"] >= 1
             assert [x["kind"] for x in c["copy_list"]] == ["transposed"]
+        if name == "custom_op_integration":
+            assert c["custom_op_calls"] == 1 and c["dispatcher_calls"] == 0
+            assert by_rule([cost.Finding(**f) for f in doc["findings"]])["custom_op"].cost_us is not None
         if name == "mixed_integration":
             assert c["lib_switches"] == 4 and c["cuda_allocs_explicit"] == 0 and c["cuda_allocs"] >= 4
             assert "\n" not in doc["modes"]["graph"]["error"] and ".item()" in doc["modes"]["graph"]["error"]

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudnn_hostbench.bench.audit import count as audit_count
+from cudnn_hostbench.bench.audit import packs as audit_packs
 from cudnn_hostbench.bench.audit import rules as audit_rules
 from cudnn_hostbench.bench.audit.cost import Finding, evaluate, load_costs
 from cudnn_hostbench.bench.audit.target import first_call
@@ -162,7 +163,10 @@ def price(report: AuditReport, run) -> AuditReport:
     measured = {"copy_kernel_us": sum(u for n, _, u in report.kernels if audit_rules.is_copy_kernel(n))}
     findings = evaluate(report.counts, run, measured, report.modes.get("graph", {}).get("error"))
     avoidable = sum(f.cost_us for f in findings if f.cost_us is not None)
-    notes = [n for n in report.notes if n != OVER_NOTE]
+    notes = [n for n in report.notes if n != OVER_NOTE and not n.startswith(audit_packs.NOTE_PREFIX)]
+    pack = audit_packs.pack_note(report.counts, run)    # each pack's size and what its tensors cost
+    if pack:
+        notes.append(pack)
     if report.host_overhead_us is not None and avoidable > report.host_overhead_us:
         notes.append(OVER_NOTE)
     return dataclasses.replace(report, findings=findings, avoidable_us=avoidable, notes=notes)

@@ -109,7 +109,8 @@ def _part_cost(part, counts, run, measured) -> tuple[float | None, str, bool]:
         if n == 0:  # this source does not apply; a later one may
             zero = True
             continue
-        us, cite, flagged = probe_figure(run, src)
+        # a source with its own pricing (bench.audit.packs.Slope), else a probe figure
+        us, cite, flagged = src.price(run) if hasattr(src, "price") else probe_figure(run, src)
         if us is None:
             misses.append(cite)
             continue

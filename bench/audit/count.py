@@ -21,6 +21,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from cudnn_hostbench.bench.audit import dispatch
+
 BUILD_STEPS = ("validate", "build_operation_graph", "create_execution_plans", "check_support",
                "build_plans", "build_plan_at_index", "build", "deserialize")
 EXECUTES = ("execute", "execute_plan_at_index")
@@ -44,7 +46,11 @@ COUNT_KEYS = (
     "cuda_allocs", "cuda_allocs_explicit", "cuda_factory_calls",
     "copies", *(f"copies_{k}" for k in COPY_KINDS), *(f"copy_bytes_{k}" for k in COPY_KINDS),
     "cublas_calls", "lib_switches", "syncs",
+    # bench.audit.dispatch: registered ops reached through the dispatcher; tensors per variant pack
+    "custom_op_calls", "custom_op_autograd_calls", "dispatcher_calls",
+    "pack_tensors", "pack_tensors_dict", "pack_extra_tensors_dict",
 )
+EXECUTE_PROBE_PACK = 3    # tensors in the execute probe's pack: what its per-call figures already include
 
 
 # -- plain functions: what the counts mean ---------------------------------------------------------
@@ -146,7 +152,7 @@ class Tally:
         self.depth = Counter()           # re-entrancy per family: count outermost calls only
         self.seen_packs = {}             # id -> pack, kept alive for the whole pass
         self.libs = []                   # per counted step: "cudnn"/"cublas" in call order
-        self.names = {"alloc": Counter(), "sync": Counter()}
+        self.names = {"alloc": Counter(), "sync": Counter(), "op": Counter(), "pack": Counter()}
         self.copies = Counter()          # (call, where, kind, shape, dtype, stride, transposed, bytes) -> n
         self.counting = False
 
@@ -170,6 +176,21 @@ class Tally:
         if isinstance(obj, (dict, list, tuple)) and id(obj) not in self.seen_packs:
             self.seen_packs[id(obj)] = obj
             self.add("new_packs")
+
+    def pack_size(self, obj, ordered: bool) -> None:
+        """Tensors bound per execute: a tuple's length, a dict's non-None values."""
+        if isinstance(obj, dict):
+            n = sum(1 for v in obj.values() if v is not None)
+        elif isinstance(obj, (list, tuple)):
+            n = len(obj)
+        else:
+            return
+        form = "ordered" if ordered else ("dict" if isinstance(obj, dict) else "sequence")
+        self.add("pack_tensors", n)
+        if form == "dict":
+            self.add("pack_tensors_dict", n)
+            self.add("pack_extra_tensors_dict", max(0, n - EXECUTE_PROBE_PACK))
+        self.name("pack", f"{n} tensors, {form}")
 
     def copy(self, call: str, where: str, src, out_stride) -> None:
         if not self.counting:
@@ -260,6 +281,7 @@ def _wrap_cudnn(p: Patcher, tally: Tally, cudnn) -> None:
             def before(args, kwargs):
                 pack = args[1] if len(args) > 1 else kwargs.get("tensor_dict")
                 tally.pack(pack)
+                tally.pack_size(pack, kwargs.get("tensor_uids") is not None)
                 tally.lib("cudnn")
                 tally.add("executes")
                 tally.add("execute_ordered" if kwargs.get("tensor_uids") is not None else name)
@@ -429,6 +451,8 @@ def _results(tally: Tally, steps: int, stats_before, stats_after) -> dict:
     out["alloc_counted_by"] = "allocator" if from_stats is not None else "factory calls"
     out["alloc_calls"] = {k: v / steps for k, v in sorted(tally.names["alloc"].items())}
     out["sync_calls"] = {k: v / steps for k, v in sorted(tally.names["sync"].items())}
+    out["op_calls"] = {k: v / steps for k, v in sorted(tally.names["op"].items())}
+    out["pack_sizes"] = {k: v / steps for k, v in sorted(tally.names["pack"].items())}
     out["copy_list"] = [
         {"call": call, "where": where, "kind": kind, "shape": list(shape), "dtype": dtype, "stride": list(stride),
          "transposed_view": transposed, "bytes": nbytes, "per_step": n / steps}
@@ -476,6 +500,7 @@ def count_step(step, steps: int = 10, *, cudnn=None, torch=None, device_type: st
         if cudnn is not None:
             _wrap_cudnn(p, tally, cudnn)
         _wrap_torch(p, tally, torch, device_type)
+        dispatch.wrap_ops(p, tally, torch)
         step()
         before = _read(memory_stats)
         tally.counting = True

@@ -22,6 +22,8 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
+from cudnn_hostbench.bench.audit.packs import Slope
+
 
 @dataclass(frozen=True)
 class Figure:
@@ -128,6 +130,14 @@ def unexplained_detail(c: dict) -> str:
     n = _n(c, "copy_kernels_unexplained")
     return (f"; {n:g} copy kernels per step from no counted call (a dtype cast, a copy inside an op, "
             f"or a call bound before the audit)") if n > 0 else ""
+
+
+def op_detail(c: dict) -> str:
+    return f" ({_times(c.get('op_calls'))})" if c.get("op_calls") else ""
+
+
+def pack_detail(c: dict) -> str:
+    return f"; packs per step: {_times(c.get('pack_sizes'))}" if c.get("pack_sizes") else ""
 
 
 def sync_detail(c: dict) -> str:
@@ -238,6 +248,37 @@ RULES = (
                   "({executes:g} cuDNN executes, {cublas_calls:g} cuBLAS calls; 2 is the floor)"),
         parts=((Figure("interleave", "alternating", ("phased",), "extra_switches", scale=_PER_SWITCH),),),
         fix="group independent GEMMs by library (all cuDNN, then all torch.mm), or capture the step in a CUDA graph",
+    ),
+    Rule(
+        id="custom_op", trap=None, guide="framework", title="cuDNN call registered with @torch.library.custom_op",
+        fires=lambda c: _n(c, "custom_op_calls", "custom_op_autograd_calls") > 0,
+        evidence=("{custom_op_calls:g} calls per step of ops made by @torch.library.custom_op "
+                  "({custom_op_autograd_calls:g} more with register_autograd)"),
+        detail=op_detail,
+        parts=((Figure("registration", "custom_op_autograd", ("library",), "custom_op_autograd_calls"),),
+               (Figure("registration", "custom_op", ("library",), "custom_op_calls"),)),
+        fix=("register the op with torch.library.Library(ns, \"FRAGMENT\"): define(schema) + impl(name, fn, \"CUDA\") "
+             "(and a Meta/fake impl for torch.compile), or call the implementation directly in eager code; "
+             "capturing the step in a CUDA graph removes the per-call cost altogether"),
+    ),
+    Rule(
+        id="dispatcher", trap=None, guide="framework", title="cuDNN call reached through the torch.ops dispatcher",
+        fires=lambda c: _n(c, "dispatcher_calls") > 0,
+        evidence="{dispatcher_calls:g} calls per step of user-registered ops through torch.ops",
+        detail=op_detail,
+        parts=((Figure("registration", "library", ("python_fn",), "dispatcher_calls"),),),
+        fix=("keep the registered op for torch.compile/export, but call the implementation directly where the "
+             "step runs eagerly; or capture the step in a CUDA graph"),
+    ),
+    Rule(
+        id="pack_size", trap=None, guide="extra", title="large variant packs passed as dicts",
+        fires=lambda c: _n(c, "pack_extra_tensors_dict") > 0,
+        evidence=("{pack_tensors:g} tensors bound per step ({pack_tensors_dict:g} in dict packs, "
+                  "{pack_extra_tensors_dict:g} beyond the execute probe's 3-tensor pack)"),
+        detail=pack_detail,
+        parts=((Slope("pinned", ("ordered",), "pack_extra_tensors_dict"),),),
+        fix=("pass the pack as a tuple in a fixed UID order with tensor_uids= (frontend 1.31+), built once and "
+             "reused: layout lookups are cached by value, so each extra tensor costs less"),
     ),
     Rule(
         id="sync", trap=None, guide="extra", title="device synchronization inside the step",

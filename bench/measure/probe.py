@@ -16,6 +16,7 @@ class Variant:
     label: str
     ops_per_call: int = 1          # >1: figures are per op (unit us/op)
     modes: tuple = CALL_MODES
+    kernels: tuple = ()            # the kernels each call must run: (family, count) pairs; () = not declared
 
     def __post_init__(self):
         if self.role not in ROLES:
