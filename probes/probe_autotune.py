@@ -15,6 +15,7 @@ from cudnn_hostbench.bench.cudnn_graphs.winners import WinnerStore, default_path
 from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant
 from cudnn_hostbench.bench.measure.status import Unsupported
 
+ONE_PLAN = (("any", 1),)  # one plan runs one kernel: the GEMM or the fused conv
 MODES = "A+B+FALLBACK"  # part of every winner key: plan indices belong to the list these modes made
 
 
@@ -137,10 +138,11 @@ PROBE = Probe(
     name="autotune",
     doc=__doc__,
     variants=[
-        Variant("torch", "info", "torch reference op"),
-        Variant("heuristic", "baseline", "heuristic's pick (plan index order)"),
-        Variant("best", "fixed", "autotuned winner"),
-        Variant("worst", "trap", "slowest plan that runs"),
+        # matmul sizes: one GEMM; the conv size: conv + bias add + ReLU
+        Variant("torch", "info", "torch reference op", kernels=(("any", (1, 3)),)),
+        Variant("heuristic", "baseline", "heuristic's pick (plan index order)", kernels=ONE_PLAN),
+        Variant("best", "fixed", "autotuned winner", kernels=ONE_PLAN),
+        Variant("worst", "trap", "slowest plan that runs", kernels=ONE_PLAN),
         Variant("tune_sweep", "trap", "build + time every plan (startup)", modes=("host",)),
         Variant("tune_reuse", "fixed", "load persisted winner, build that plan", modes=("host",)),
         Variant("build_heuristic", "info", "plain heuristic build", modes=("host",)),
@@ -149,7 +151,9 @@ PROBE = Probe(
     sizes=_sizes,
     baseline="heuristic",
     prepare=prepare,
-    extra={"measure": safe_measure(lambda: PROBE, measure)},
+    extra={"measure": safe_measure(lambda: PROBE, measure),
+           "plans": {"heuristic": "heuristic", "best": "autotuned", "worst": "slowest"},
+           "pairs": [("worst", "best", False, "the engine is what this probe measures")]},
 )
 
 

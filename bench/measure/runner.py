@@ -17,6 +17,7 @@ from cudnn_hostbench.bench.measure import progress, records, stats, timing, trus
 from cudnn_hostbench.bench.measure.context import GpuContext, NoGpuError
 from cudnn_hostbench.bench.measure.gpustate import Clocks
 from cudnn_hostbench.bench.measure.hoststate import HostState
+from cudnn_hostbench.bench.measure.kernels import mismatch as kernel_mismatch
 from cudnn_hostbench.bench.measure.nvtx_ranges import nvtx_range
 from cudnn_hostbench.bench.measure.options import SuiteOptions
 from cudnn_hostbench.bench.measure.records import Record
@@ -314,8 +315,11 @@ class Session:
             kpc = sorted(d.kernels_per_call for d in ds)[len(ds) // 2] / v.ops_per_call
             last = ds[-1]
             names = [f"{k} x{c / self.opt.device_calls:g}" for k, c in last.names.most_common()]
+            # a call that ran other kernels than its variant declares is not the variant: say so
+            bad = kernel_mismatch(v.kernels, last.families)
             self._put(self._trust(Record(
-                probe.name, n, size, "device", role=v.role, unit=v.unit, samples=per[n],
+                probe.name, n, size, "device", status=str(failed(bad)) if bad else "ok",
+                role=v.role, unit=v.unit, samples=per[n],
                 calls_per_round=self.opt.device_calls, kernels_per_call=kpc, kernel_names=names,
                 ratio=self._ratio(probe, per, n), baseline=probe.baseline or "", label=v.label,
                 note=cases[n].note), meta))
