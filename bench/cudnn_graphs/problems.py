@@ -154,7 +154,8 @@ class Matmul(Checked):
             how.append("the plan generic execute runs" + src)
         if i == b.pinned:
             us = b.plan_us.get(i)
-            how.append("autotuned by GPU time" + (f" ({us:.2f} us by events)" if us else ""))
+            by = {"graph": "GPU time", "eager": "eager us/call"}.get(b.pinned_by, b.pinned_by)
+            how.append(f"autotuned by {by}" + (f" ({us:.2f} us)" if us else ""))
         return f"plan {i} '{plan_name(b.graph, i)}' of {len(b.plans)} built" + (f": {', '.join(how)}" if how else "")
 
     def plan_note(self) -> str:
