@@ -9,23 +9,6 @@ from cudnn_hostbench.bench.measure.kernels import GEMM
 from cudnn_hostbench.bench.measure.probe import Probe, Variant
 
 
-def naive_wrapper(mm):
-    """What a first integration writes: everything per call, generic execute."""
-    ctx = mm.ctx
-    torch, cudnn, h = ctx.torch, ctx.cudnn, ctx.handle
-    g, ws = mm.built.graph, mm.built.workspace
-    tA, tB, tC = mm.built.tensors
-    a, b = mm.a, mm.b
-    shape = tuple(mm.c.shape)
-
-    def naive():
-        cudnn.set_stream(handle=h, stream=torch.cuda.current_stream().cuda_stream)
-        out = torch.empty(shape, dtype=a.dtype, device=a.device)
-        g.execute({tA: a, tB: b, tC: out}, ws, handle=h)
-        return out
-    return naive
-
-
 def build(ctx, size):
     mm = Matmul.cube(ctx, size)
     mm.pin()
@@ -34,7 +17,7 @@ def build(ctx, size):
     fixed_t, _ = mm.fastest_call(t)
     return {
         "torch_mm": mm.case(mm.torch_mm_call()),
-        "naive": mm.case(naive_wrapper(mm), note=f"generic execute: {mm.plan_id(h)}"),
+        "naive": mm.case(mm.naive_call(), note=f"generic execute: {mm.plan_id(h)}"),
         "fixed": mm.case(fixed, note=f"fixed wrapper uses {how} on {mm.plan_id(h)}"),
         "fixed_autotuned": mm.case(fixed_t, note=f"fixed wrapper uses {how} on {mm.plan_id(t)}"),
     }

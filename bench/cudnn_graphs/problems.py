@@ -189,6 +189,23 @@ class Matmul(Checked):
         i = (self.built.pinned if index is None else index) if pinned else None
         return self.built.call(self.buffers(), index=i)
 
+    def naive_call(self):
+        """What a first integration writes: per call a torch stream query + set_stream, a new pack
+        dict, a torch.empty output, then generic execute (the plan generic execute runs)."""
+        ctx = self.ctx
+        torch, cudnn, h = ctx.torch, ctx.cudnn, ctx.handle
+        g, ws = self.built.graph, self.built.workspace
+        tA, tB, tC = self.built.tensors
+        a, b = self.a, self.b
+        shape = tuple(self.c.shape)
+
+        def naive():
+            cudnn.set_stream(handle=h, stream=torch.cuda.current_stream().cuda_stream)
+            out = torch.empty(shape, dtype=a.dtype, device=a.device)
+            g.execute({tA: a, tB: b, tC: out}, ws, handle=h)
+            return out
+        return naive
+
     def fastest_call(self, index: int | None = None):
         """A pinned plan (default: the autotuned one) in the fastest public form this frontend has,
         and that form's name."""
