@@ -323,7 +323,22 @@ class Session:
                 calls_per_round=self.opt.device_calls, kernels_per_call=kpc, kernel_names=names,
                 ratio=self._ratio(probe, per, n), baseline=probe.baseline or "", label=v.label,
                 note=cases[n].note), meta))
+        self._check_shared_plans(probe, size, {n: ds[-1] for n, ds in res.items()})
         self._progress(tag, "device", meta)
+
+    def _check_shared_plans(self, probe, size, last: dict) -> None:
+        """A trap/fix pair declared to share the plan must run the same kernels; where it does
+        not, the fix's device record says so (its ratio would carry an engine effect)."""
+        for pair in probe.extra.get("pairs", []):
+            trap, fix, shares = pair[:3]
+            if not shares or trap not in last or fix not in last:
+                continue
+            kt, kf = (sorted(k for k in last[n].names if timing.is_kernel(k)) for n in (trap, fix))
+            rec = self.records.get((probe.name, fix, size, "device"))
+            if kt != kf and rec is not None and rec.ok:
+                rec.status = str(failed(f"plan check: declared to share {trap}'s plan, but ran {', '.join(kf)}; "
+                                        f"{trap} ran {', '.join(kt)}"))
+                self._put(rec)
 
     def _progress(self, tag: str, mode: str, meta: dict) -> None:
         disc = meta.get("discarded") or {}
