@@ -87,7 +87,8 @@ def measure(ctx, size, opt):
         ok, share = waterfall.check(med)
         verdict = (f"parts sum to {share * 100:.1f} % of eager ({'within' if ok else 'OUTSIDE'} "
                    f"{waterfall.TOLERANCE:.0%})") if not math.isnan(share) else "parts do not sum"
-        plan = "" if p.name == "torch_mm" else f"; {mm.plan_id(h)}"
+        plan = ("; torch.mm is not split: its whole host time (torch dispatch + cuBLAS launch) is in engine"
+                if p.name == "torch_mm" else f"; {mm.plan_id(h)}")
         for fig in waterfall.FIGURES:
             recs.append(host_record(PROBE, size, f"{p.name}.{fig}", res[p.name][fig], unit="us/call",
                                     note=(verdict if fig == "eager" else FIGURE_LABELS[fig]) + plan
