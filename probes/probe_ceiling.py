@@ -14,6 +14,8 @@ from cudnn_hostbench.bench.measure import timing
 from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant, rel_err
 from cudnn_hostbench.bench.measure.status import Unsupported
 
+STEP = (("gemm", 7), ("reduce", (0, 7)), ("pointwise", 2))   # 7 GEMMs (split-K adds a reduce) + SiLU, mul
+
 
 def _sizes(options):
     sizes = ["t256h4096i11008"]
@@ -156,16 +158,20 @@ PROBE = Probe(
     name="ceiling",
     doc=__doc__,
     variants=[
-        Variant("torch_only", "baseline", "torch only: 7 x torch.mm + SiLU*up"),
-        Variant("naive", "trap", "naive cuDNN wrapper, per GEMM"),
-        Variant("fixed", "fixed", "fixed cuDNN wrapper"),
+        Variant("torch_only", "baseline", "torch only: 7 x torch.mm + SiLU*up", kernels=STEP),
+        Variant("naive", "trap", "naive cuDNN wrapper, per GEMM", kernels=STEP),
+        Variant("fixed", "fixed", "fixed cuDNN wrapper", kernels=STEP),
         # replaying a graph inside another capture is not what this row is about: eager + device only
-        Variant("graphed", "floor", "whole step in one CUDA graph, replayed", modes=("eager", "device")),
+        Variant("graphed", "floor", "whole step in one CUDA graph, replayed", modes=("eager", "device"),
+                kernels=STEP),
     ],
     build=build,
     sizes=_sizes,
     baseline="torch_only",
     prepare=prepare,
+    extra={"plans": {"naive": "heuristic", "fixed": "tuned per GEMM shape", "graphed": "tuned per GEMM shape"},
+           "pairs": [("naive", "fixed", False, "a whole step: fixed pins the tuned plan of each GEMM shape; "
+                      "the engine probe and execute/autotuned show the engine effect at 256^3")]},
 )
 
 

@@ -3,6 +3,7 @@
 from cudnn_hostbench.bench.cudnn_graphs.cache_keys import GraphCache
 from cudnn_hostbench.bench.cudnn_graphs.context import prepare
 from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul, cube_sizes
+from cudnn_hostbench.bench.measure.kernels import GEMM
 from cudnn_hostbench.bench.measure.probe import Probe, Variant
 
 
@@ -60,17 +61,19 @@ PROBE = Probe(
     name="churn",
     doc=__doc__,
     variants=[
-        Variant("torch_mm", "baseline", "torch.mm (cuBLAS)"),
-        Variant("reuse", "fixed", "prebuilt pack + reused output"),
-        Variant("new_dict", "trap", "new variant-pack dict per call"),
-        Variant("new_output", "trap", "torch.empty output per call"),
-        Variant("cache_key", "trap", "(shape, stride, dtype) cache key per call"),
-        Variant("all_three", "trap", "dict + torch.empty + cache key per call"),
+        Variant("torch_mm", "baseline", "torch.mm (cuBLAS)", kernels=GEMM),
+        Variant("reuse", "fixed", "prebuilt pack + reused output", kernels=GEMM),
+        Variant("new_dict", "trap", "new variant-pack dict per call", kernels=GEMM),
+        Variant("new_output", "trap", "torch.empty output per call", kernels=GEMM),
+        Variant("cache_key", "trap", "(shape, stride, dtype) cache key per call", kernels=GEMM),
+        Variant("all_three", "trap", "dict + torch.empty + cache key per call", kernels=GEMM),
     ],
     build=build,
     sizes=cube_sizes,
     prepare=prepare,
     focus=True,
+    extra={"plans": dict.fromkeys(("reuse", "new_dict", "new_output", "cache_key", "all_three"), "autotuned"),
+           "pairs": [(t, "reuse", True) for t in ("new_dict", "new_output", "cache_key", "all_three")]},
 )
 
 

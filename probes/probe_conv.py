@@ -34,9 +34,11 @@ PROBE = Probe(
     name="conv",
     doc=__doc__,
     variants=[
-        Variant("torch_unfused", "baseline", "F.conv2d + bias add + ReLU (torch)"),
-        Variant("torch_bias_in_conv", "info", "F.conv2d(bias=) + ReLU (torch)"),
-        Variant("cudnn_fused", "fixed", "conv-bias-ReLU in one cuDNN graph"),
+        Variant("torch_unfused", "baseline", "F.conv2d + bias add + ReLU (torch)",
+                kernels=(("conv", 1), ("pointwise", 2))),
+        Variant("torch_bias_in_conv", "info", "F.conv2d(bias=) + ReLU (torch)",
+                kernels=(("conv", 1), ("pointwise", (1, 2)))),  # torch may add the bias in a kernel of its own
+        Variant("cudnn_fused", "fixed", "conv-bias-ReLU in one cuDNN graph", kernels=(("conv", 1),)),
     ],
     build=build,
     sizes=_sizes,

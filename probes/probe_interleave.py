@@ -2,6 +2,7 @@
 Figures are per op (a call runs 8 GEMMs)."""
 from cudnn_hostbench.bench.cudnn_graphs.context import prepare
 from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul, cube_sizes
+from cudnn_hostbench.bench.measure.kernels import gemms
 from cudnn_hostbench.bench.measure.probe import Probe, Variant
 
 PAIRS = 4  # a call = PAIRS cuDNN GEMMs + PAIRS torch GEMMs
@@ -49,16 +50,19 @@ PROBE = Probe(
     name="interleave",
     doc=__doc__,
     variants=[
-        Variant("torch_only", "baseline", "8 x torch.mm", ops_per_call=2 * PAIRS),
-        Variant("cudnn_only", "info", "8 x pinned cuDNN execute", ops_per_call=2 * PAIRS),
-        Variant("alternating", "trap", "cuDNN, torch.mm, cuDNN, ... op by op", ops_per_call=2 * PAIRS),
-        Variant("phased", "fixed", "4 x cuDNN then 4 x torch.mm", ops_per_call=2 * PAIRS),
+        Variant("torch_only", "baseline", "8 x torch.mm", ops_per_call=2 * PAIRS, kernels=gemms(2 * PAIRS)),
+        Variant("cudnn_only", "info", "8 x pinned cuDNN execute", ops_per_call=2 * PAIRS, kernels=gemms(2 * PAIRS)),
+        Variant("alternating", "trap", "cuDNN, torch.mm, cuDNN, ... op by op", ops_per_call=2 * PAIRS,
+                kernels=gemms(2 * PAIRS)),
+        Variant("phased", "fixed", "4 x cuDNN then 4 x torch.mm", ops_per_call=2 * PAIRS, kernels=gemms(2 * PAIRS)),
     ],
     build=build,
     sizes=cube_sizes,
     prepare=prepare,
     baseline="torch_only",
     focus=True,
+    extra={"plans": dict.fromkeys(("cudnn_only", "alternating", "phased"), "autotuned"),
+           "pairs": [("alternating", "phased", True)]},
 )
 
 

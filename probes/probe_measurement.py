@@ -8,6 +8,7 @@ on the kernel time."""
 from cudnn_hostbench.bench.cudnn_graphs.context import prepare
 from cudnn_hostbench.bench.cudnn_graphs.host import host_placeholders, host_record, median, safe_measure
 from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul
+from cudnn_hostbench.bench.measure.kernels import GEMM
 from cudnn_hostbench.bench.measure.probe import Probe, Variant
 from cudnn_hostbench.bench.measure.status import failed
 
@@ -81,8 +82,8 @@ PROBE = Probe(
     name="measurement",
     doc=__doc__,
     variants=[
-        Variant("torch_mm", "baseline", "torch.mm (cuBLAS)"),
-        Variant("cudnn", "info", "pinned cuDNN execute: host clock / replay / device"),
+        Variant("torch_mm", "baseline", "torch.mm (cuBLAS)", kernels=GEMM),
+        Variant("cudnn", "info", "pinned cuDNN execute: host clock / replay / device", kernels=GEMM),
         Variant("events_best_of_n", "trap", "CUDA events per call, best of N (µs)", modes=("host",)),
     ],
     build=build,

@@ -21,7 +21,7 @@ PROBE = Probe(
     doc=__doc__,
     variants=[
         Variant("noop", "floor", "empty Python callable (loop overhead)", modes=("eager",)),
-        Variant("tiny_kernel", "floor", "1-element in-place add (one tiny kernel)"),
+        Variant("tiny_kernel", "floor", "1-element in-place add (one tiny kernel)", kernels=(("pointwise", 1),)),
     ],
     build=build,
     sizes=_sizes,

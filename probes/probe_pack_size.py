@@ -68,6 +68,9 @@ PROBE = Probe(
     build=build,
     sizes=_sizes,
     prepare=prepare,
+    # every cuDNN form runs the graph's selected plan: the slope is the call form's, not an engine's
+    extra={"plans": {"generic": "selected", "pinned": "selected", "ordered": "selected"},
+           "pairs": [("generic", "ordered", True)]},
 )
 
 

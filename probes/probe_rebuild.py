@@ -8,6 +8,7 @@ from cudnn_hostbench.bench.cudnn_graphs.cache_keys import GraphCache
 from cudnn_hostbench.bench.cudnn_graphs.context import prepare
 from cudnn_hostbench.bench.cudnn_graphs.host import host_placeholders, host_record, safe_measure, stats_ratio, time_ms
 from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul
+from cudnn_hostbench.bench.measure.kernels import GEMM
 from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant
 from cudnn_hostbench.bench.measure.status import Unsupported
 
@@ -109,11 +110,11 @@ PROBE = Probe(
     name="rebuild",
     doc=__doc__,
     variants=[
-        Variant("torch_mm", "baseline", "torch.mm (cuBLAS)", modes=CALL_MODES),
-        Variant("prebuilt", "floor", "prebuilt graph: execute only", modes=CALL_MODES),
-        Variant("cache_hit", "fixed", "shape-keyed cache hit + execute", modes=CALL_MODES),
-        Variant("graph_key_hit", "trap", "describe + graph.key() hit + execute", modes=CALL_MODES),
-        Variant("rebuild", "trap", "five-step build + execute, every call", modes=CALL_MODES),
+        Variant("torch_mm", "baseline", "torch.mm (cuBLAS)", modes=CALL_MODES, kernels=GEMM),
+        Variant("prebuilt", "floor", "prebuilt graph: execute only", modes=CALL_MODES, kernels=GEMM),
+        Variant("cache_hit", "fixed", "shape-keyed cache hit + execute", modes=CALL_MODES, kernels=GEMM),
+        Variant("graph_key_hit", "trap", "describe + graph.key() hit + execute", modes=CALL_MODES, kernels=GEMM),
+        Variant("rebuild", "trap", "five-step build + execute, every call", modes=CALL_MODES, kernels=GEMM),
         Variant("key_tuple", "info", "tuple cache key alone (host only)", modes=("eager",)),
         Variant("key_graph", "info", "describe + graph.key() alone (host only)", modes=("eager",)),
         Variant("build_total", "info", "one build, all steps", modes=("host",)),
@@ -122,7 +123,9 @@ PROBE = Probe(
     build=build,
     sizes=_sizes,
     prepare=prepare,
-    extra={"measure": safe_measure(lambda: PROBE, measure)},
+    extra={"measure": safe_measure(lambda: PROBE, measure),
+           "plans": dict.fromkeys(("prebuilt", "cache_hit", "graph_key_hit", "rebuild"), "heuristic"),
+           "pairs": [("graph_key_hit", "cache_hit", True), ("rebuild", "cache_hit", True)]},
 )
 
 

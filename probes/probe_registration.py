@@ -130,6 +130,11 @@ PROBE = Probe(
     build=build,
     sizes=_sizes,
     prepare=prepare,
+    # every cuDNN path runs one body on one pinned plan: the rows differ only by how the op is reached
+    extra={"plans": {v: "pinned" for v in ("direct", "python_fn", "custom_op", "custom_op_torch_ops",
+                                           "custom_op_autograd", "library", "graphed")},
+           "pairs": [("custom_op", "library", True), ("custom_op_torch_ops", "library", True),
+                     ("custom_op_autograd", "library", True)]},
 )
 
 

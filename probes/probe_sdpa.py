@@ -94,9 +94,9 @@ PROBE = Probe(
     name="sdpa",
     doc=__doc__,
     variants=[
-        Variant("torch_sdpa", "baseline", "F.scaled_dot_product_attention(is_causal=True)"),
-        Variant("torch_cudnn", "info", "torch's cuDNN attention backend, forced"),
-        Variant("cudnn_sdpa", "fixed", "cuDNN frontend SDPA graph, causal"),
+        Variant("torch_sdpa", "baseline", "F.scaled_dot_product_attention(is_causal=True)", kernels=(("sdpa", 1),)),
+        Variant("torch_cudnn", "info", "torch's cuDNN attention backend, forced", kernels=(("sdpa", 1),)),
+        Variant("cudnn_sdpa", "fixed", "cuDNN frontend SDPA graph, causal", kernels=(("sdpa", 1),)),
     ],
     build=build,
     sizes=_sizes,

@@ -167,6 +167,11 @@ PROBE = Probe(
     sizes=_sizes,
     baseline="torch_sdpa",
     prepare=prepare,
+    extra={"kernels_not_declared": {
+        "torch_sdpa": "torch picks its attention backend by mask and shape; with a boolean key mask it may take "
+                      "the math path, several kernels",
+        "cudnn_padded": "a decode engine may split the keys over several kernels (split-KV, then a combine)",
+        "cudnn_ragged": "a decode engine may split the keys over several kernels (split-KV, then a combine)"}},
 )
 
 

@@ -17,6 +17,7 @@ from cudnn_hostbench.bench.cudnn_graphs.host import host_placeholders, host_reco
 from cudnn_hostbench.bench.cudnn_graphs.load import last_error
 from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul, parse_dims
 from cudnn_hostbench.bench.cudnn_graphs.winners import Env, env_of
+from cudnn_hostbench.bench.measure.kernels import GEMM
 from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant
 from cudnn_hostbench.bench.measure.status import OK, Status, Unsupported, failed
 
@@ -215,9 +216,9 @@ PROBE = Probe(
     name="serialize",
     doc=__doc__,
     variants=[
-        Variant("torch_bmm", "baseline", "torch.bmm"),
-        Variant("built", "info", "built graph, executed by int UIDs"),
-        Variant("deserialized", "fixed", "deserialized graph, executed by int UIDs"),
+        Variant("torch_bmm", "baseline", "torch.bmm", kernels=GEMM),
+        Variant("built", "info", "built graph, executed by int UIDs", kernels=GEMM),
+        Variant("deserialized", "fixed", "deserialized graph, executed by int UIDs", kernels=GEMM),
         Variant("build", "trap", "five-step build, fresh graph", modes=("host",)),
         Variant("deserialize", "fixed", "deserialize a saved plan, fresh graph", modes=("host",)),
         Variant("load_file", "fixed", "checked load from file + deserialize", modes=("host",)),

@@ -3,6 +3,7 @@ setting it once. Frontend >= 1.28 caches an unchanged stream: measured, not assu
 from cudnn_hostbench.bench.cudnn_graphs.context import prepare
 from cudnn_hostbench.bench.cudnn_graphs.load import raw_set_stream
 from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul, cube_sizes
+from cudnn_hostbench.bench.measure.kernels import GEMM
 from cudnn_hostbench.bench.measure.probe import Probe, Variant
 
 
@@ -43,17 +44,20 @@ PROBE = Probe(
     name="set_stream",
     doc=__doc__,
     variants=[
-        Variant("torch_mm", "baseline", "torch.mm (cuBLAS)"),
-        Variant("set_once", "fixed", "stream set once, pinned execute"),
-        Variant("set_stream_same", "trap", "cudnn.set_stream(same stream) per call"),
-        Variant("raw_set_stream", "trap", "backend cudnnSetStream per call"),
-        Variant("query_stream", "trap", "torch.cuda.current_stream().cuda_stream per call"),
-        Variant("query_and_set", "trap", "query torch stream + set_stream per call"),
+        Variant("torch_mm", "baseline", "torch.mm (cuBLAS)", kernels=GEMM),
+        Variant("set_once", "fixed", "stream set once, pinned execute", kernels=GEMM),
+        Variant("set_stream_same", "trap", "cudnn.set_stream(same stream) per call", kernels=GEMM),
+        Variant("raw_set_stream", "trap", "backend cudnnSetStream per call", kernels=GEMM),
+        Variant("query_stream", "trap", "torch.cuda.current_stream().cuda_stream per call", kernels=GEMM),
+        Variant("query_and_set", "trap", "query torch stream + set_stream per call", kernels=GEMM),
     ],
     build=build,
     sizes=cube_sizes,
     prepare=prepare,
     focus=True,
+    extra={"plans": dict.fromkeys(("set_once", "set_stream_same", "raw_set_stream", "query_stream", "query_and_set"),
+                                   "autotuned"),
+           "pairs": [(t, "set_once", True) for t in ("set_stream_same", "raw_set_stream", "query_stream", "query_and_set")]},
 )
 
 

@@ -5,6 +5,7 @@ from cudnn_hostbench.bench.cudnn_graphs.build import plan_name
 from cudnn_hostbench.bench.cudnn_graphs.context import prepare
 from cudnn_hostbench.bench.cudnn_graphs.plans import pin_plan
 from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul
+from cudnn_hostbench.bench.measure.kernels import GEMM
 from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant, rel_err
 
 OUT_F, IN_F = 5120, 17408
@@ -69,15 +70,19 @@ PROBE = Probe(
     name="transpose",
     doc=__doc__,
     variants=[
-        Variant("torch_mm", "baseline", "torch.mm(X, W.t())"),
-        Variant("strided_view", "fixed", "bind W.t() view, strides declared"),
-        Variant("contiguous_copy", "trap", "bind W.t().contiguous() per call"),
-        Variant("pretransposed", "info", "contiguous W^T made once"),
+        Variant("torch_mm", "baseline", "torch.mm(X, W.t())", kernels=GEMM),
+        Variant("strided_view", "fixed", "bind W.t() view, strides declared", kernels=GEMM),
+        Variant("contiguous_copy", "trap", "bind W.t().contiguous() per call", kernels=(("copy", 1), *GEMM)),
+        Variant("pretransposed", "info", "contiguous W^T made once", kernels=GEMM),
     ],
     build=build,
     sizes=_sizes,
     prepare=prepare,
     focus=True,
+    extra={"plans": {"strided_view": "heuristic (W.t() graph)", "contiguous_copy": "heuristic (contiguous graph)",
+                     "pretransposed": "heuristic (contiguous graph)"},
+           "pairs": [("contiguous_copy", "strided_view", False,
+                      "the trap binds another layout, so cuDNN plans another graph: its kernels are the trap")]},
 )
 
 

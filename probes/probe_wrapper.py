@@ -1,31 +1,25 @@
 """The guide's composite rows: a naive wrapper (per-call stream query + set_stream, dict build,
-torch.empty output, generic execute) vs a fixed wrapper (stream set once, prebuilt pack,
-fastest public execute) vs torch.mm."""
+torch.empty output, generic execute) vs a fixed wrapper (stream set once, prebuilt pack, fastest
+public execute) vs torch.mm. naive and fixed run the same plan (the one generic execute runs), so
+their ratio is the wrapper alone; `fixed_autotuned` is the fixed wrapper on the autotuned plan,
+the engine effect as its own row."""
 from cudnn_hostbench.bench.cudnn_graphs.context import prepare
 from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul, cube_sizes
+from cudnn_hostbench.bench.measure.kernels import GEMM
 from cudnn_hostbench.bench.measure.probe import Probe, Variant
 
 
 def build(ctx, size):
     mm = Matmul.cube(ctx, size)
     mm.pin()
-    torch, cudnn, h = ctx.torch, ctx.cudnn, ctx.handle
-    g, ws = mm.built.graph, mm.built.workspace
-    tA, tB, tC = mm.built.tensors
-    a, b = mm.a, mm.b
-    shape = tuple(mm.c.shape)
-
-    def naive():
-        cudnn.set_stream(handle=h, stream=torch.cuda.current_stream().cuda_stream)
-        out = torch.empty(shape, dtype=a.dtype, device=a.device)
-        g.execute({tA: a, tB: b, tC: out}, ws, handle=h)
-        return out
-
-    fixed, how = mm.fastest_call()
+    h, t = mm.heuristic_plan(), mm.built.pinned
+    fixed, how = mm.fastest_call(h)
+    fixed_t, _ = mm.fastest_call(t)
     return {
         "torch_mm": mm.case(mm.torch_mm_call()),
-        "naive": mm.case(naive),
-        "fixed": mm.case(fixed, note=f"fixed wrapper uses {how}"),
+        "naive": mm.case(mm.naive_call(), note=f"generic execute: {mm.plan_id(h)}"),
+        "fixed": mm.case(fixed, note=f"fixed wrapper uses {how} on {mm.plan_id(h)}"),
+        "fixed_autotuned": mm.case(fixed_t, note=f"fixed wrapper uses {how} on {mm.plan_id(t)}"),
     }
 
 
@@ -33,14 +27,18 @@ PROBE = Probe(
     name="wrapper",
     doc=__doc__,
     variants=[
-        Variant("torch_mm", "baseline", "torch.mm (cuBLAS)"),
-        Variant("naive", "trap", "naive wrapper"),
-        Variant("fixed", "fixed", "fixed wrapper"),
+        Variant("torch_mm", "baseline", "torch.mm (cuBLAS)", kernels=GEMM),
+        Variant("naive", "trap", "naive wrapper", kernels=GEMM),
+        Variant("fixed", "fixed", "fixed wrapper, naive's plan", kernels=GEMM),
+        Variant("fixed_autotuned", "info", "fixed wrapper, autotuned plan (engine effect)", kernels=GEMM),
     ],
     build=build,
     sizes=cube_sizes,
     prepare=prepare,
     focus=True,
+    extra={"plans": {"naive": "heuristic", "fixed": "heuristic", "fixed_autotuned": "autotuned"},
+           "pairs": [("naive", "fixed", True)],
+           "engine_rows": [("fixed", "fixed_autotuned")]},
 )
 
 

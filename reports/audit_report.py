@@ -33,7 +33,7 @@ def render_text(r: AuditReport) -> str:
              f"costs from: {r.run_file or 'no run file'}{' (' + r.run_note + ')' if r.run_note else ''}", ""]
     lines.append("findings, biggest cost first:" if r.findings else "no traps found.")
     for i, f in enumerate(r.findings, 1):
-        lines.append(f"{i:2d}. [{f.label}] {f.title}: {num(f.cost_us)} µs/step")
+        lines.append(f"{i:2d}. [{f.label}] {f.title}: {num(f.cost_us)} µs/step{_share(f)}")
         lines.append(f"    seen: {f.evidence}")
         lines += [f"    cost: {c}" for c in f.cost_from]
         lines.append(f"    fix:  {f.fix}")
@@ -60,7 +60,7 @@ def render_markdown(r: AuditReport) -> str:
         md.append("No traps found.")
     else:
         md.append(md_table(["#", "trap", "finding", "seen per step", "µs/step", "cost from", "fix"],
-                           [[i, f.label, f.title, f.evidence, num(f.cost_us), "; ".join(f.cost_from) or "–", f.fix]
+                           [[i, f.label, f.title, f.evidence, num(f.cost_us) + _share(f), "; ".join(f.cost_from) or "–", f.fix]
                             for i, f in enumerate(r.findings, 1)]))
         if _flagged(r):
             md += ["", f"Trust marks (⚑ on a cited figure): {trust.LEGEND}."]
@@ -82,3 +82,9 @@ def write_outputs(r: AuditReport, out_dir) -> list[Path]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     return [write_text_atomic(out / name, text) for name, text in texts.items()]
+
+
+def _share(f) -> str:
+    """' (12 % of the step)' when the audit knows the user's own step time."""
+    share = getattr(f, "share", None)
+    return "" if share is None else f" ({share * 100:.0f} % of the step)"

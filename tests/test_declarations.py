@@ -15,6 +15,7 @@ from cudnn_hostbench.bench.measure.probe import Probe
 
 MODULES = sorted(m.name for m in pkgutil.iter_modules(probes.__path__) if m.name.startswith("probe_"))
 CASE_DICTS = {"cases", "out"}    # the names probes' build code gathers its cases in
+DYNAMIC = "<f-string>"
 
 
 def _probe(name) -> Probe:
@@ -37,6 +38,9 @@ def _keys(tree) -> set:
         elif isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id in CASE_DICTS \
                 and isinstance(t.slice, ast.Constant) and isinstance(t.slice.value, str):
             keys.add(t.slice.value)
+        elif isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id in CASE_DICTS \
+                and isinstance(t.slice, ast.JoinedStr):
+            keys.add(DYNAMIC)   # f-string keys (one row per plan index): names known only at run time
     for node in ast.walk(tree):
         if isinstance(node, ast.Return):
             literal(node.value)
@@ -74,9 +78,11 @@ def test_declarations(name):
         assert host_only <= {v.name for v in p.variants if "host" in v.modes} and "measure" in p.extra, \
             f"{p.name}: host rows without a measure() to make them"
     keys = _keys(ast.parse(inspect.getsource(mod)))
+    dynamic = DYNAMIC in keys
+    keys.discard(DYNAMIC)
     assert keys <= set(names), f"{p.name}: build returns undeclared variants {sorted(keys - set(names))}"
     built = set(names) - host_only
-    if keys or built:
+    if (keys or built) and not dynamic:
         assert built <= keys, f"{p.name}: declared variants no build code returns: {sorted(built - keys)}"
 
 
@@ -105,3 +111,42 @@ def test_focus_probes_are_the_trap_probes_whose_256_ratios_are_the_headline():
         roles = {v.role for v in p.variants}
         assert {"trap", "fixed"} <= roles and p.baseline, p.name
         assert p.focus_size(SuiteOptions()) in ("256", "t256"), p.name
+
+
+CALL = {"eager", "graph", "device"}
+
+
+def _call_variants(p, role):
+    return {v.name for v in p.variants if v.role == role and set(v.modes) & CALL}
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_trap_fix_pairs_state_whether_they_share_the_plan(name):
+    """Where a probe times a trap against a fix, each trap names its fix and whether both run the
+    same plan; a pair that does not share it says why or shows the engine effect as its own row."""
+    p = _probe(name)
+    traps, fixes = _call_variants(p, "trap"), _call_variants(p, "fixed")
+    pairs = p.extra.get("pairs", [])
+    if not (traps and fixes):
+        assert not pairs, f"{p.name}: pairs without a timed trap and fix"
+        return
+    plans = p.extra.get("plans", {})
+    names = {v.name for v in p.variants}
+    assert {pr[0] for pr in pairs} >= traps, f"{p.name}: traps with no declared fix: {sorted(traps - {pr[0] for pr in pairs})}"
+    engine_rows = p.extra.get("engine_rows", [])
+    for pr in pairs:
+        trap, fix, shares = pr[:3]
+        assert trap in traps and fix in fixes and isinstance(shares, bool), f"{p.name}: bad pair {pr}"
+        assert trap in plans and fix in plans, f"{p.name}: {trap}/{fix} do not say which plan they run"
+        assert shares == (plans[trap] == plans[fix]), f"{p.name}: {trap}/{fix} declared shares={shares}"
+        if not shares:
+            assert len(pr) == 4 and pr[3], f"{p.name}: {trap}/{fix} run different plans and say not why"
+    for same, other in engine_rows:
+        assert {same, other} <= names and plans[same] != plans[other], f"{p.name}: engine row {same}/{other}"
+
+
+def test_the_focus_traps_share_the_plan_with_their_fix():
+    """The headline's call-path ratios must not carry an engine effect (issue 20)."""
+    for m in ("probe_execute", "probe_wrapper", "probe_set_stream", "probe_churn", "probe_interleave"):
+        p = _probe(m)
+        assert all(pr[2] for pr in p.extra["pairs"]), p.name

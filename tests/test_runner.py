@@ -169,3 +169,51 @@ def test_no_retry_in_a_single_process_run_or_once_the_row_is_fast(session):
     host._read = lambda: 2.0
     session.finish()
     assert session.retries == {}             # nothing was queued: the first figure was fast
+
+
+def _sample(names: dict):
+    from collections import Counter
+
+    from cudnn_hostbench.bench.measure.kernels import families
+    c = Counter({k: 2 * v for k, v in names.items()})          # device_calls=2 in the fixture
+    return timing.DeviceSample(1.5, float(sum(names.values())), c, Counter(), families(c, 2))
+
+
+def test_a_kernel_signature_mismatch_is_a_status_and_keeps_the_figure(session, monkeypatch):
+    ran = {"base": {"nvjet_sm90_tst_64x8_NNT": 1},
+           "fix": {"nvjet_sm90_tst_64x8_NNT": 1},
+           "trap": {"at::native::elementwise_kernel [copy]": 1, "nvjet_sm90_tst_splitK_NNT": 1,
+                    "cublasLt::splitKreduce_kernel": 1, "nvjet_x": 1}}
+    monkeypatch.setattr(timing, "measure_device", lambda fns, sync, opt, ranges=None, watch=None: {
+        n: [_sample(ran[n])] * 3 for n in fns})
+    gemm = (("gemm", 1), ("reduce", (0, 1)))
+    p = Probe("sig", "doc", [Variant("base", "baseline", "b", kernels=gemm),
+                             Variant("trap", "trap", "t", kernels=(("copy", 1), *gemm)),
+                             Variant("fix", "fixed", "f", kernels=(("conv", 1),))],
+              build=lambda ctx, size: {n: Case(fn=lambda: 1.0) for n in ("base", "trap", "fix")},
+              sizes=lambda o: ["8"], baseline="base")
+    session.record(p, "8", "base", "device")
+    get = lambda v: session.records[("sig", v, "8", "device")]  # noqa: E731
+    assert get("base").ok
+    assert get("trap").status == ("failed: kernel signature: ran 4 kernel(s)/call (2 gemm, 1 copy, 1 reduce), "
+                                  "expected 1 copy + 1 gemm + 0-1 reduce")
+    assert get("fix").status.startswith("failed: kernel signature: ran 1 kernel(s)/call (1 gemm), expected 1 conv")
+    assert get("trap").samples and get("trap").kernel_names     # the figure and the names stay for the reader
+
+
+def test_a_pair_declared_to_share_the_plan_must_run_the_same_kernels(session, monkeypatch):
+    ran = {"base": {"nvjet_a": 1}, "trap": {"nvjet_a": 1}, "fix": {"cudnn_generated_fort_native_sm90_matMul_knob_47": 1},
+           "same": {"nvjet_a": 1}}
+    monkeypatch.setattr(timing, "measure_device", lambda fns, sync, opt, ranges=None, watch=None: {
+        n: [_sample(ran[n])] * 3 for n in fns})
+    names = ("base", "trap", "fix", "same")
+    p = Probe("pl", "doc", [Variant("base", "baseline", "b"), Variant("trap", "trap", "t"),
+                            Variant("fix", "fixed", "f"), Variant("same", "fixed", "s")],
+              build=lambda ctx, size: {n: Case(fn=lambda: 1.0) for n in names},
+              sizes=lambda o: ["8"], baseline="base",
+              extra={"pairs": [("trap", "fix", True), ("trap", "same", True)]})
+    session.record(p, "8", "base", "device")
+    fix = session.records[("pl", "fix", "8", "device")]
+    assert fix.status.startswith("failed: plan check: declared to share trap's plan, but ran "
+                                 "cudnn_generated_fort_native_sm90_matMul_knob_47; trap ran nvjet_a")
+    assert session.records[("pl", "same", "8", "device")].ok and fix.samples

@@ -22,6 +22,8 @@ from cudnn_hostbench.bench.audit import count as audit_count
 from cudnn_hostbench.bench.audit import packs as audit_packs
 from cudnn_hostbench.bench.audit import rules as audit_rules
 from cudnn_hostbench.bench.audit.cost import Finding, evaluate, load_costs
+from cudnn_hostbench.bench.audit.plan_choice import PREFIX as PLAN_NOTE
+from cudnn_hostbench.bench.audit.plan_choice import recommend as recommend_plan
 from cudnn_hostbench.bench.audit.target import first_call
 from cudnn_hostbench.bench.measure import stats, timing
 
@@ -162,11 +164,19 @@ def price(report: AuditReport, run) -> AuditReport:
     again from a newer run of the probes without a GPU (`hostbench reprice`)."""
     measured = {"copy_kernel_us": sum(u for n, _, u in report.kernels if audit_rules.is_copy_kernel(n))}
     findings = evaluate(report.counts, run, measured, report.modes.get("graph", {}).get("error"))
+    step = report.modes.get("eager", {}).get("median")
+    if step:   # what share of the user's own step each finding is
+        findings = [dataclasses.replace(f, share=f.cost_us / step if f.cost_us is not None else None)
+                    for f in findings]
     avoidable = sum(f.cost_us for f in findings if f.cost_us is not None)
-    notes = [n for n in report.notes if n != OVER_NOTE and not n.startswith(audit_packs.NOTE_PREFIX)]
+    notes = [n for n in report.notes
+             if n != OVER_NOTE and not n.startswith(audit_packs.NOTE_PREFIX) and not n.startswith(PLAN_NOTE)]
     pack = audit_packs.pack_note(report.counts, run)    # each pack's size and what its tensors cost
     if pack:
         notes.append(pack)
     if report.host_overhead_us is not None and avoidable > report.host_overhead_us:
         notes.append(OVER_NOTE)
+    plan = recommend_plan(run, report.counts)
+    if plan:
+        notes.append(plan)
     return dataclasses.replace(report, findings=findings, avoidable_us=avoidable, notes=notes)

@@ -92,6 +92,7 @@ class Finding:
     cost_from: list = field(default_factory=list)
     fix: str = ""
     flagged: bool = False          # a cited probe figure carries a trust flag
+    share: float | None = None     # cost_us as a share of the user's own eager step
 
 
 def _part_cost(part, counts, run, measured) -> tuple[float | None, str, bool]:

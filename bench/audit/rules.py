@@ -172,10 +172,12 @@ RULES = (
         fires=lambda c: _n(c, "execute") > 0,
         evidence=("{execute:g} execute(dict) per step (execute_plan_at_index {execute_plan_at_index:g}, "
                   "ordered {execute_ordered:g})"),
-        parts=((Figure("execute", "generic", ("pinned", "ordered_pinned", "ordered"), "execute"),),),
-        fix=("autotune once, then call execute_plan_at_index(pack, ws, best, handle=h); on frontend 1.31+ "
-             "the ordered form execute_plan_at_index(buffers_tuple, ws, best, handle=h, tensor_uids=uids) "
-             "is the cheapest public call"),
+        # the execute probe runs trap and fixes on one plan: this is the call path alone (issue 20);
+        # the engine's own host cost is the audit's plan-choice note
+        parts=((Figure("execute", "generic", ("ordered_pinned", "ordered", "pinned"), "execute"),),),
+        fix=("on frontend 1.31+ call execute_plan_at_index(buffers_tuple, ws, plan, handle=h, tensor_uids=uids), "
+             "the cheapest public call; choose the plan by what the step pays (see the plan-choice note: "
+             "engines differ in host µs per execute, not only in GPU time)"),
     ),
     Rule(
         id="set_stream", trap=3, title="cudnn.set_stream on every step",

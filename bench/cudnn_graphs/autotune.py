@@ -2,8 +2,10 @@
 
 Each plan is built with `build_plan_at_index`, its workspace read with
 `get_workspace_size_plan_at_index`, its output checked against the torch reference, then timed
-with `execute_plan_at_index` by CUDA-graph replay (what picks the winner: captured GPU time, host
-bubbles excluded) and eagerly (host clock). `max_plans` and `time_box_s` bound the default run;
+with `execute_plan_at_index` by CUDA-graph replay (GPU time, host bubbles excluded: the winner for a
+CUDA-graph integration) and eagerly (host clock, µs/call: the winner for an op-by-op integration,
+which pays each engine's host cost). Both winners are kept; `winners_differ` says when they part.
+`max_plans` and `time_box_s` bound the default run;
 the heavy option lifts them.
 """
 from __future__ import annotations
@@ -14,6 +16,8 @@ from typing import Callable
 
 from cudnn_hostbench.bench.cudnn_graphs.build import plan_name, workspace_for
 from cudnn_hostbench.bench.measure import timing
+
+BY = ("graph", "eager")   # what a winner minimises: GPU time by graph replay, or eager µs/call
 
 
 @dataclass
@@ -52,8 +56,28 @@ class Sweep:
 
     @property
     def best(self) -> PlanResult | None:
-        t = self.timed
-        return min(t, key=lambda p: p.graph_us) if t else None
+        """The winner by GPU time (graph replay): what a CUDA-graph integration pays."""
+        return self.best_by("graph")
+
+    @property
+    def best_eager(self) -> PlanResult | None:
+        """The winner by eager µs/call (host + GPU): what an op-by-op integration pays."""
+        return self.best_by("eager")
+
+    def best_by(self, mode: str) -> PlanResult | None:
+        if mode not in BY:
+            raise ValueError(f"autotune by {mode!r}: one of {BY}")
+        t = [p for p in self.timed if getattr(p, f"{mode}_us") == getattr(p, f"{mode}_us")]
+        return min(t, key=lambda p: getattr(p, f"{mode}_us")) if t else None
+
+    def winners_differ(self) -> str:
+        """'' when both modes pick the same plan, else a sentence with both figures of both plans."""
+        g, e = self.best, self.best_eager
+        if not g or not e or g.index == e.index:
+            return ""
+        return (f"winners differ: by GPU time plan {g.index} '{g.name}' ({g.graph_us:.2f} us GPU, "
+                f"{g.eager_us:.2f} us eager), by eager us/call plan {e.index} '{e.name}' "
+                f"({e.graph_us:.2f} us GPU, {e.eager_us:.2f} us eager)")
 
     @property
     def worst(self) -> PlanResult | None:
@@ -61,13 +85,15 @@ class Sweep:
         return max(t, key=lambda p: p.graph_us) if t else None
 
     def summary(self) -> str:
-        h, b, w = self.heuristic, self.best, self.worst
+        h, b, w, e = self.heuristic, self.best, self.worst, self.best_eager
         if not b:
             return f"no plan of {self.total} timed"
         return (f"{len(self.timed)}/{self.total} plans timed{' (' + self.truncated + ')' if self.truncated else ''}; "
-                f"best [{b.index}] {b.graph_us:.2f} us, worst [{w.index}] {w.graph_us:.2f} us "
+                f"best by GPU time [{b.index}] {b.graph_us:.2f} us, worst [{w.index}] {w.graph_us:.2f} us "
                 f"(spread x{w.graph_us / b.graph_us:.2f}), heuristic's pick [{h.index}] "
-                f"x{h.graph_us / b.graph_us:.2f} of best")
+                f"x{h.graph_us / b.graph_us:.2f} of best"
+                + (f"; best by eager us/call [{e.index}] {e.eager_us:.2f} us" if e else "")
+                + (f"; {self.winners_differ()}" if self.winners_differ() else "; both modes pick the same plan"))
 
     def listing(self, limit: int = 40) -> str:
         rows = []
@@ -82,8 +108,11 @@ class Sweep:
 
     def to_extra(self) -> dict:
         """What the winners file keeps besides the winner itself."""
-        h, w = self.heuristic, self.worst
+        h, w, g, e = self.heuristic, self.worst, self.best, self.best_eager
         return {"heuristic_index": h.index if h else None, "heuristic_us": h.graph_us if h else None,
+                "heuristic_eager_us": h.eager_us if h else None,
+                "best_graph_index": g.index if g else None, "best_eager_index": e.index if e else None,
+                "winners_differ": bool(self.winners_differ()),
                 "worst_index": w.index if w else None, "worst_us": w.graph_us if w else None,
                 "plans_total": self.total, "plans_timed": len(self.timed), "truncated": self.truncated,
                 "sweep_ms": round(self.wall_ms, 1)}
@@ -97,7 +126,9 @@ def graph_us(ctx, fn, calls: int = 10, replays: int = 5) -> float:
     return xs[len(xs) // 2]
 
 
-def eager_us(ctx, fn, calls: int = 10, rounds: int = 3) -> float:
+def eager_us(ctx, fn, calls: int = 50, rounds: int = 5) -> float:
+    """Best of `rounds` host-clock rounds of `calls` back-to-back calls: µs/call as an eager
+    integration pays it (host dispatch + GPU, whichever is longer)."""
     torch = ctx.torch
     with torch.cuda.stream(ctx.stream):
         return min(timing.eager_round(fn, calls, ctx.sync) for _ in range(rounds)) * 1e6
@@ -153,7 +184,7 @@ def sweep(ctx, g, run_at: Callable[[int, object], Callable[[], object]], check: 
                 p.status = f"wrong result: rel_err {err:.3g}"
                 continue
             p.graph_us = graph_us(ctx, fn, graph_calls, replays)
-            p.eager_us = eager_us(ctx, fn, graph_calls)
+            p.eager_us = eager_us(ctx, fn)
         except Exception as e:  # noqa: BLE001 - builds but does not run (or capture): skip it
             torch.cuda.synchronize()
             p.status = f"execute failed: {type(e).__name__}: {e}"

@@ -130,6 +130,7 @@ class Built:
     plans: list = field(default_factory=list)   # indices that built (policy ALL builds)
     pinned: int | None = None        # the plan pinned by timing (pin_plan) or a stored winner
     plan_us: dict = field(default_factory=dict)
+    pinned_by: str = "graph"         # what pin_plan minimised: "graph" (GPU time) or "eager" (µs/call)
 
     @property
     def uids(self) -> tuple:

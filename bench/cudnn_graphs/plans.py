@@ -1,4 +1,6 @@
-"""Pinning a plan: time every plan that built with CUDA events (kernel time) and keep the fastest."""
+"""Pinning a plan: time every plan that built and keep the fastest, by GPU time (CUDA events behind a
+spin: kernel time, what a CUDA-graph integration pays) or by eager µs/call (host clock over
+back-to-back calls: host + GPU, what an op-by-op integration pays). `b.pinned_by` says which."""
 from __future__ import annotations
 
 from cudnn_hostbench.bench.cudnn_graphs.build import Built
@@ -7,9 +9,17 @@ from cudnn_hostbench.bench.measure.status import Unsupported
 SPIN_CYCLES = 2_000_000
 
 
-def pin_plan(b: Built, vp, stream, calls: int = 20, rounds: int = 3) -> int:
-    """Times every built plan with execute_plan_at_index and pins the fastest (b.pinned, b.plan_us)."""
+BY = ("graph", "eager")
+
+
+def pin_plan(b: Built, vp, stream, calls: int = 20, rounds: int = 3, by: str = "graph") -> int:
+    """Times every built plan with execute_plan_at_index and pins the fastest (b.pinned, b.plan_us,
+    b.pinned_by)."""
+    import time
+
     import torch
+    if by not in BY:
+        raise ValueError(f"pin by {by!r}: one of {BY}")
     g, ws, h = b.graph, b.workspace, b.ctx.handle
     best, best_us = None, float("inf")
     with torch.cuda.stream(stream):
@@ -22,6 +32,14 @@ def pin_plan(b: Built, vp, stream, calls: int = 20, rounds: int = 3) -> int:
                 continue
             times = []
             for _ in range(rounds):
+                if by == "eager":
+                    stream.synchronize()
+                    t0 = time.perf_counter()
+                    for _ in range(calls):
+                        g.execute_plan_at_index(vp, ws, i, handle=h)
+                    stream.synchronize()
+                    times.append((time.perf_counter() - t0) * 1e6 / calls)
+                    continue
                 s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 # hold the stream with a ~1 ms spin so every launch is queued before the start
                 # event fires: the events then time the kernels, not the host's launch rate
@@ -39,5 +57,5 @@ def pin_plan(b: Built, vp, stream, calls: int = 20, rounds: int = 3) -> int:
                 best, best_us = i, us
     if best is None:
         raise Unsupported("no built plan executes")
-    b.pinned = best
+    b.pinned, b.pinned_by = best, by
     return best

@@ -135,15 +135,35 @@ class Matmul(Checked):
         return (self.a, self.b, self.c)
 
 
-    def plan_note(self) -> str:
+    def heuristic_plan(self) -> int:
+        """The plan generic `execute` runs: the graph's selected plan (private `_plan_index`, 1.27+),
+        else the first plan that built (rank order: the heuristic's pick)."""
         b = self.built
-        us = b.plan_us.get(b.pinned)
-        return (f"pinned plan {b.pinned} '{plan_name(b.graph, b.pinned)}' of {len(b.plans)} built"
-                + (f" ({us:.2f} us by events)" if us else ""))
+        if b.index is not None and b.index in b.plans:
+            return b.index
+        if not b.plans:
+            raise Unsupported("no plan built")
+        return min(b.plans)
+
+    def plan_id(self, i: int) -> str:
+        """Plan identity for a record's note: index, engine name, and how it was chosen."""
+        b = self.built
+        how = []
+        if i == self.heuristic_plan():
+            src = " (g._plan_index)" if b.index is not None else " (assumed: first built)"
+            how.append("the plan generic execute runs" + src)
+        if i == b.pinned:
+            us = b.plan_us.get(i)
+            by = {"graph": "GPU time", "eager": "eager us/call"}.get(b.pinned_by, b.pinned_by)
+            how.append(f"autotuned by {by}" + (f" ({us:.2f} us)" if us else ""))
+        return f"plan {i} '{plan_name(b.graph, i)}' of {len(b.plans)} built" + (f": {', '.join(how)}" if how else "")
+
+    def plan_note(self) -> str:
+        return self.plan_id(self.built.pinned)
 
     def heuristic_note(self) -> str:
         i = self.built.index  # private _plan_index; absent before 1.27
-        return "execute runs the heuristic's pick" + (f": plan {i} '{plan_name(self.built.graph, i)}'" if i is not None else "")
+        return "execute runs the heuristic's pick" + (f": {self.plan_id(i)}" if i is not None else "")
 
     # -- call forms ----------------------------------------------------------------------------------
     def torch_mm_call(self):
@@ -155,32 +175,57 @@ class Matmul(Checked):
         g, vp, ws, h = self.built.graph, self.vp, self.built.workspace, self.ctx.handle
         return lambda: g.execute(vp, ws, handle=h)
 
-    def pinned_call(self):
-        g, vp, ws, h, i = self.built.graph, self.vp, self.built.workspace, self.ctx.handle, self.built.pinned
+    def pinned_call(self, index: int | None = None):
+        """execute_plan_at_index with the dict pack; index defaults to the autotuned plan."""
+        i = self.built.pinned if index is None else index
+        g, vp, ws, h = self.built.graph, self.vp, self.built.workspace, self.ctx.handle
         return lambda: g.execute_plan_at_index(vp, ws, i, handle=h)
 
-    def ordered_call(self, pinned: bool = False):
+    def ordered_call(self, pinned: bool = False, index: int | None = None):
+        """The ordered tensor_uids form: generic (the selected plan) unless pinned, then on `index`
+        (default: the autotuned plan)."""
         if not self.ctx.caps.ordered:
             raise Unsupported("needs the ordered tensor_uids execute (frontend >= 1.31)")
-        return self.built.call(self.buffers(), index=self.built.pinned if pinned else None)
+        i = (self.built.pinned if index is None else index) if pinned else None
+        return self.built.call(self.buffers(), index=i)
 
-    def fastest_call(self):
-        """The pinned plan in the fastest public form this frontend has, and that form's name."""
-        return self.built.call(self.buffers(), index=self.built.pinned), Built.call_form(self.ctx)
+    def naive_call(self):
+        """What a first integration writes: per call a torch stream query + set_stream, a new pack
+        dict, a torch.empty output, then generic execute (the plan generic execute runs)."""
+        ctx = self.ctx
+        torch, cudnn, h = ctx.torch, ctx.cudnn, ctx.handle
+        g, ws = self.built.graph, self.built.workspace
+        tA, tB, tC = self.built.tensors
+        a, b = self.a, self.b
+        shape = tuple(self.c.shape)
 
-    def raw_floor_call(self):
+        def naive():
+            cudnn.set_stream(handle=h, stream=torch.cuda.current_stream().cuda_stream)
+            out = torch.empty(shape, dtype=a.dtype, device=a.device)
+            g.execute({tA: a, tB: b, tC: out}, ws, handle=h)
+            return out
+        return naive
+
+    def fastest_call(self, index: int | None = None):
+        """A pinned plan (default: the autotuned one) in the fastest public form this frontend has,
+        and that form's name."""
+        i = self.built.pinned if index is None else index
+        return self.built.call(self.buffers(), index=i), Built.call_form(self.ctx)
+
+    def raw_floor_call(self, index: int | None = None):
         """PRIVATE frontend API (1.32 IR): the backend execute with a pre-normalised pointer pack."""
         g = self.built.graph
+        i = self.built.pinned if index is None else index
         try:
             pack = g._normalize(g._uid_to_data(self.vp), self.built.workspace)
-            cpp_idx = g._materialize_backend_plan(self.built.pinned).cpp_index
+            cpp_idx = g._materialize_backend_plan(i).cpp_index
             lowered = g._lowered_graph
             fn = lowered._execute_with_raw_ptrs
             hb = self.ctx.handle.backend_handle
         except AttributeError as e:
             raise Unsupported(f"needs the private raw-pointer execute of frontend 1.32 ({e})") from e
         addr, n, ws = pack.address, len(pack), pack.workspace
-        self._keep = pack  # the pointer array must outlive every call
+        self._keep = getattr(self, "_keep", []) + [pack]  # each pointer array must outlive its calls
         return lambda: fn(addr, n, ws, hb, cpp_idx)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from cudnn_hostbench.bench.measure.kernels import validate as validate_kernels
 from cudnn_hostbench.bench.measure.records import CALL_MODES
 
 ROLES = ("baseline", "trap", "fixed", "floor", "private", "info")
@@ -21,6 +22,10 @@ class Variant:
     def __post_init__(self):
         if self.role not in ROLES:
             raise ValueError(f"variant {self.name}: role {self.role!r} not in {ROLES}")
+        try:
+            validate_kernels(self.kernels)
+        except ValueError as e:
+            raise ValueError(f"variant {self.name}: {e}") from None
 
     @property
     def unit(self) -> str:

@@ -17,6 +17,7 @@ from cudnn_hostbench.bench.measure import progress, records, stats, timing, trus
 from cudnn_hostbench.bench.measure.context import GpuContext, NoGpuError
 from cudnn_hostbench.bench.measure.gpustate import Clocks
 from cudnn_hostbench.bench.measure.hoststate import HostState
+from cudnn_hostbench.bench.measure.kernels import mismatch as kernel_mismatch
 from cudnn_hostbench.bench.measure.nvtx_ranges import nvtx_range
 from cudnn_hostbench.bench.measure.options import SuiteOptions
 from cudnn_hostbench.bench.measure.records import Record
@@ -314,12 +315,30 @@ class Session:
             kpc = sorted(d.kernels_per_call for d in ds)[len(ds) // 2] / v.ops_per_call
             last = ds[-1]
             names = [f"{k} x{c / self.opt.device_calls:g}" for k, c in last.names.most_common()]
+            # a call that ran other kernels than its variant declares is not the variant: say so
+            bad = kernel_mismatch(v.kernels, last.families)
             self._put(self._trust(Record(
-                probe.name, n, size, "device", role=v.role, unit=v.unit, samples=per[n],
+                probe.name, n, size, "device", status=str(failed(bad)) if bad else "ok",
+                role=v.role, unit=v.unit, samples=per[n],
                 calls_per_round=self.opt.device_calls, kernels_per_call=kpc, kernel_names=names,
                 ratio=self._ratio(probe, per, n), baseline=probe.baseline or "", label=v.label,
                 note=cases[n].note), meta))
+        self._check_shared_plans(probe, size, {n: ds[-1] for n, ds in res.items()})
         self._progress(tag, "device", meta)
+
+    def _check_shared_plans(self, probe, size, last: dict) -> None:
+        """A trap/fix pair declared to share the plan must run the same kernels; where it does
+        not, the fix's device record says so (its ratio would carry an engine effect)."""
+        for pair in probe.extra.get("pairs", []):
+            trap, fix, shares = pair[:3]
+            if not shares or trap not in last or fix not in last:
+                continue
+            kt, kf = (sorted(k for k in last[n].names if timing.is_kernel(k)) for n in (trap, fix))
+            rec = self.records.get((probe.name, fix, size, "device"))
+            if kt != kf and rec is not None and rec.ok:
+                rec.status = str(failed(f"plan check: declared to share {trap}'s plan, but ran {', '.join(kf)}; "
+                                        f"{trap} ran {', '.join(kt)}"))
+                self._put(rec)
 
     def _progress(self, tag: str, mode: str, meta: dict) -> None:
         disc = meta.get("discarded") or {}

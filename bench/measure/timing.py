@@ -25,6 +25,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
+from cudnn_hostbench.bench.measure.kernels import families as kernel_families
+
 UNROLL = 64
 _profiled = False
 
@@ -347,6 +349,7 @@ class DeviceSample:
     kernels_per_call: float
     names: Counter = field(default_factory=Counter)
     times: Counter = field(default_factory=Counter)   # µs per kernel name, over all calls
+    families: dict = field(default_factory=dict)      # kernel family -> kernels per call (kernels.py)
 
 
 def short_kernel_name(name: str, width: int = 90) -> str:
@@ -370,13 +373,14 @@ def summarize_device_events(events, calls: int) -> DeviceSample:
     summing both would count it twice.
     """
     total = 0.0
-    names, times = Counter(), Counter()
+    names, times, full = Counter(), Counter(), Counter()
     for name, dur in events:
         total += dur
         names[short_kernel_name(name)] += 1
         times[short_kernel_name(name)] += dur
+        full[name] += 1     # families from the full name: a template argument may say 'copy'
     kernels = sum(c for n, c in names.items() if is_kernel(n))
-    return DeviceSample(total / calls, kernels / calls, names, times)
+    return DeviceSample(total / calls, kernels / calls, names, times, kernel_families(full, calls))
 
 
 def _device_events(prof):

@@ -1,0 +1,102 @@
+"""Renders a crossover records file (scripts/crossover.py): per trap, the share of the step's GPU
+time the trap adds at each size, and the size from which it stays under the threshold; one plot
+per GPU. Reads the records file only.
+
+    python -m cudnn_hostbench.reports.crossover CROSSOVER.json... [--out DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+
+def gpu(doc: dict) -> str:
+    return str((doc.get("fingerprint") or {}).get("gpu_name") or "unknown GPU")
+
+
+def summary(doc: dict) -> str:
+    th = doc.get("threshold", 0.05)
+    lines = [f"Crossover on {gpu(doc)}: the size from which a trap's extra eager µs/call stays under "
+             f"{th:.0%} of the step's GPU time"]
+    for trap, e in doc.get("traps", {}).items():
+        ok = [p for p in e.get("points", []) if p.get("status") == "ok"]
+        where = (f"from {e['crossover']} ({e.get('size_means', 'size')})" if e.get("crossover")
+                 else f"not reached up to {ok[-1]['size']}" if ok else "nothing measured")
+        lines.append(f"- {trap} ({e['trap']} vs {e['fix']}): {where}"
+                     + (f"; {e['truncated']}" if e.get("truncated") else "")
+                     + "".join(f"; {p['size']}: {p['status']}" for p in e.get("points", []) if p.get("status") != "ok"))
+    return "\n".join(lines)
+
+
+def _x(size: str) -> float:
+    """A number to place a size on the x axis: the cube side or the token count."""
+    m = re.match(r"t?(\d+)", size)
+    return float(m.group(1)) if m else float("nan")
+
+
+def plot(doc: dict, out: Path) -> Path:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    th = doc.get("threshold", 0.05)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    for trap, e in doc.get("traps", {}).items():
+        ax = axes[1] if e.get("size_means") == "tokens" else axes[0]
+        ok = [p for p in e.get("points", []) if p.get("status") == "ok"]
+        if not ok:
+            continue
+        xs = [_x(p["size"]) for p in ok]
+        ys = [max(p["share"] * 100, 1e-3) for p in ok]
+        ax.plot(xs, ys, marker="o", label=f"{trap}" + (f" (from {e['crossover']})" if e.get("crossover") else ""))
+    for ax, title in zip(axes, ("matmul M=N=K", "tokens")):
+        ax.axhline(th * 100, color="black", linestyle="--", linewidth=1)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel(title)
+        ax.legend(fontsize=8)
+    axes[0].set_ylabel("trap's extra eager µs, % of the step's GPU time")
+    fig.suptitle(f"Where each trap stops mattering: {gpu(doc)} (dashed: {th:.0%})")
+    fig.tight_layout()
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", gpu(doc)).strip("-") or "gpu"
+    path = Path(out) / f"crossover-{name}.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def load(path: Path) -> dict:
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{path}: not a readable crossover file ({type(e).__name__}: {e})") from None
+    if not isinstance(doc, dict) or doc.get("kind") != "crossover" or not isinstance(doc.get("traps"), dict):
+        raise ValueError(f"{path}: not a crossover records file (no kind 'crossover' / traps)")
+    return doc
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m cudnn_hostbench.reports.crossover", description=__doc__.split("\n")[0])
+    ap.add_argument("files", nargs="+")
+    ap.add_argument("--out", help="folder for the plots (default: beside each file)")
+    a = ap.parse_args(argv)
+    for f in a.files:
+        try:
+            doc = load(Path(f))
+            out = Path(a.out) if a.out else Path(f).parent
+            out.mkdir(parents=True, exist_ok=True)
+            print(summary(doc))
+            print(f"wrote {plot(doc, out)}")
+        except ValueError as e:
+            print(f"crossover: {e}", file=sys.stderr)
+            return 2
+        except OSError as e:
+            print(f"crossover: cannot write the plot for {f}: {e}", file=sys.stderr)
+            return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""The engine probe's rows as one table per size: every built plan with its engine, eager µs/call,
+GPU µs/call (graph replay) and device µs, the heuristic's pick and the autotuned plan marked, and
+the host-cost spread across engines stated. Reads records only.
+
+    python -m cudnn_hostbench.reports.engines RUN [--out DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+from cudnn_hostbench.bench.measure import records
+from cudnn_hostbench.reports import fmt
+
+_ID = re.compile(r"plan (\d+) '([^']*)'")
+
+
+def plans(run) -> dict:
+    """{size: [row]} with row = {index, name, eager, graph, device, heuristic, autotuned}."""
+    by = {}
+    for r in run.records:
+        if r.probe != "engine" or not r.variant.startswith("plan_"):
+            continue
+        row = by.setdefault(r.size, {}).setdefault(r.variant, {"index": int(r.variant[5:]), "name": "",
+                                                                 "heuristic": False, "autotuned": False})
+        if r.ok:
+            row[r.mode] = r.summary().median
+        m = _ID.search(r.note or "")
+        if m:
+            row["name"] = m.group(2)
+        row["heuristic"] |= "HEURISTIC'S PICK" in (r.note or "")
+        row["autotuned"] |= "autotuned (GPU time)" in (r.note or "")
+    return {s: sorted((x for x in rows.values() if "eager" in x), key=lambda x: x["index"]) for s, rows in by.items()}
+
+
+def spread(rows: list) -> str:
+    """One sentence: the eager range over engines, and the heuristic's pick against the cheapest."""
+    if not rows:
+        return "no plan measured"
+    lo = min(rows, key=lambda x: x["eager"])
+    hi = max(rows, key=lambda x: x["eager"])
+    text = (f"eager µs/call over {len(rows)} plans: {lo['eager']:.2f} (plan {lo['index']} '{lo['name']}') to "
+            f"{hi['eager']:.2f} (plan {hi['index']} '{hi['name']}'), a spread of {hi['eager'] - lo['eager']:.2f} µs")
+    h = next((x for x in rows if x["heuristic"]), None)
+    if h is not None:
+        text += (f"; the heuristic's pick (plan {h['index']}) costs {h['eager'] - lo['eager']:+.2f} µs eager and "
+                 f"{h.get('graph', float('nan')) - min(x.get('graph', float('inf')) for x in rows):+.2f} µs GPU "
+                 f"against the cheapest plan of each")
+    return text
+
+
+def markdown(run) -> str:
+    out = []
+    for size, rows in plans(run).items():
+        body = [[x["index"], x["name"], fmt.num(x.get("eager")), fmt.num(x.get("graph")), fmt.num(x.get("device")),
+                 " ".join(t for t, on in (("heuristic's pick", x["heuristic"]), ("autotuned", x["autotuned"])) if on)]
+                for x in rows]
+        out.append(f"### Engines at {size}³ bf16 matmul\n\n{spread(rows)}.\n\n"
+                   + fmt.md_table(["plan", "engine", "eager µs", "GPU µs (replay)", "device µs", "mark"], body))
+    return "\n\n".join(out) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m cudnn_hostbench.reports.engines", description=__doc__.split("\n")[0])
+    ap.add_argument("run")
+    ap.add_argument("--out", help="folder for engines.md (default: print only)")
+    a = ap.parse_args(argv)
+    try:
+        run = records.load_run(a.run)
+    except records.RunFileError as e:
+        print(f"engines: {e}", file=sys.stderr)
+        return 2
+    if not plans(run):
+        print(f"engines: no engine probe rows in {a.run} (run -k engine)", file=sys.stderr)
+        return 2
+    md = markdown(run)
+    print(md)
+    if a.out:
+        try:
+            Path(a.out).mkdir(parents=True, exist_ok=True)
+            (Path(a.out) / "engines.md").write_text(md, encoding="utf-8")
+        except OSError as e:
+            print(f"engines: cannot write to {a.out}: {e}", file=sys.stderr)
+            return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

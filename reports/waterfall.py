@@ -1,0 +1,108 @@
+"""Renders the waterfall probe's records: a table of each path's parts and a stacked bar chart, one
+bar per (path, frontend version) when several runs are given (a version matrix). Reads records only.
+
+    python -m cudnn_hostbench.reports.waterfall RUN_OR_DIR... [--out DIR]
+
+Writes DIR/waterfall.md and DIR/waterfall.png (default: beside the first run); bad input prints one
+line naming it and exits 2.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from cudnn_hostbench.bench.measure.waterfall import PARTS, TOLERANCE
+from cudnn_hostbench.reports import fmt, store
+
+PROBE = "waterfall"
+PATHS = ("torch_mm", "generic", "pinned", "ordered", "naive_wrapper", "fixed_wrapper")
+PART_LABELS = {"integration": "integration Python", "frontend": "frontend Python",
+               "engine": "engine host (raw-pointer floor)", "gpu_exposed": "GPU not hidden"}
+COLORS = {"integration": "#d62728", "frontend": "#ff7f0e", "engine": "#1f77b4", "gpu_exposed": "#2ca02c"}
+
+
+def rows(runs: list) -> list[dict]:
+    """One row per (run, path) with the median of each figure; paths that were not measured are
+    left out (their status is in the run's table)."""
+    out = []
+    labels = store.unique_labels(runs, order="version") if len(runs) > 1 else [""]
+    for run, lab in zip(runs, labels):
+        for path in PATHS:
+            med = {}
+            for fig in ("eager", "host", "gpu", *PARTS):
+                r = next((x for x in run.records if x.probe == PROBE and x.variant == f"{path}.{fig}" and x.ok), None)
+                if r is None:
+                    break
+                med[fig] = r.summary().median
+            else:
+                total = sum(med[p] for p in PARTS)
+                out.append({"run": lab, "frontend": store.frontend_version(run), "path": path, **med,
+                            "sum": total, "share": total / med["eager"] if med["eager"] else float("nan")})
+    return out
+
+
+def markdown(rs: list[dict]) -> str:
+    head = ["run", "path", "eager", *[PART_LABELS[p] for p in PARTS], "sum of parts", "sum / eager", "GPU (replay)"]
+    body = []
+    for r in rs:
+        ok = abs(r["share"] - 1) <= TOLERANCE
+        body.append([r["run"] or r["frontend"], r["path"], fmt.num(r["eager"]), *[fmt.num(r[p]) for p in PARTS],
+                     fmt.num(r["sum"]), f"{r['share'] * 100:.1f} %" + ("" if ok else " ⚑ outside 10 %"),
+                     fmt.num(r["gpu"])])
+    return ("µs per call at 256³ bf16 matmul; parts from the same interleaved rounds "
+            "(bench/measure/waterfall.py).\n\n" + fmt.md_table(head, body) + "\n")
+
+
+def chart(rs: list[dict], path: Path) -> Path:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    names = [f"{r['path']}" + (f" [{r['run']}]" if r["run"] else "") for r in rs]
+    fig, ax = plt.subplots(figsize=(9, 0.45 * len(rs) + 1.5))
+    left = [0.0] * len(rs)
+    for p in PARTS:
+        vals = [max(0.0, r[p]) for r in rs]
+        ax.barh(names, vals, left=left, color=COLORS[p], label=PART_LABELS[p])
+        left = [a + b for a, b in zip(left, vals)]
+    ax.scatter([r["eager"] for r in rs], names, marker="|", s=300, color="black", zorder=3, label="measured eager")
+    ax.invert_yaxis()
+    ax.set_xlabel("µs per call")
+    ax.set_title("Where one eager call's µs go (256³ bf16 matmul)")
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m cudnn_hostbench.reports.waterfall", description=__doc__.split("\n")[0])
+    ap.add_argument("runs", nargs="+", help="run files (run.json, records.jsonl) or folders of them")
+    ap.add_argument("--out", help="output folder (default: the first run's folder)")
+    a = ap.parse_args(argv)
+    runs, errors = store.load_runs(a.runs, order="version")
+    for e in errors:
+        print(f"waterfall: {e}", file=sys.stderr)
+    if not runs:
+        print(f"waterfall: no run could be read from {' '.join(a.runs)}", file=sys.stderr)
+        return 2
+    rs = rows(runs)
+    if not rs:
+        print(f"waterfall: no measured waterfall records in {' '.join(a.runs)} (run -k waterfall)", file=sys.stderr)
+        return 2
+    out = Path(a.out) if a.out else Path(runs[0].path).parent
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "waterfall.md").write_text(markdown(rs), encoding="utf-8")
+        chart(rs, out / "waterfall.png")
+    except OSError as e:
+        print(f"waterfall: cannot write to {out}: {e}", file=sys.stderr)
+        return 2
+    print(markdown(rs))
+    print(f"wrote {out / 'waterfall.md'} and {out / 'waterfall.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
