@@ -51,8 +51,15 @@ class ArgParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
+def _exists(p: Path) -> bool:
+    try:
+        return p.exists()
+    except OSError:   # a name the OS refuses to look up (too long): it does not exist
+        return False
+
+
 def _first_existing(p: Path) -> Path:
-    while not p.exists() and p != p.parent:
+    while not _exists(p) and p != p.parent:
         p = p.parent
     return p
 
@@ -257,6 +264,9 @@ def cmd_dashboard(a) -> int:
     def say(msg: str) -> None:
         print(f"{a.prog}: {store.one_line(msg)}", file=sys.stderr)
 
+    if name_problem(a.out):
+        say(f"--out {a.out}: {name_problem(a.out)}")
+        return 2
     try:
         dashboard.previous_files(Path(a.out))  # before loading anything: a bad --out is the one message
     except dashboard.OutError as e:
@@ -293,6 +303,8 @@ def cmd_audit(a) -> int:
 
     if a.rounds < 1 or a.count_steps < count.MIN_STEPS:
         return _bad(a.prog, f"--rounds must be at least 1 and --count-steps at least {count.MIN_STEPS}")
+    if a.out and name_problem(a.out):
+        return _bad(a.prog, f"--out {a.out}: {name_problem(a.out)}")
     if a.out and Path(a.out).exists() and not Path(a.out).is_dir():
         return _bad(a.prog, f"--out {a.out} exists and is not a folder")
     try:  # the user's own mistakes first: they hold on any machine
@@ -351,6 +363,8 @@ def cmd_reprice(a) -> int:
     except records.RunFileError as e:
         return _bad(a.prog, str(e))
     out = Path(a.out) if a.out else src.parent
+    if name_problem(str(out)):
+        return _bad(a.prog, f"--out {out}: {name_problem(str(out))}")
     if out.exists() and not out.is_dir():
         return _bad(a.prog, f"--out {out} exists and is not a folder")
     gpu, ran_on = report.env.get("gpu_name"), run.fingerprint.get("gpu_name")

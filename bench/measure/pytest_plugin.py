@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from cudnn_hostbench.bench.measure import progress, records, timing
-from cudnn_hostbench.bench.measure.options import SuiteOptions, split
+from cudnn_hostbench.bench.measure.options import OptionError, SuiteOptions, check_config, split
 from cudnn_hostbench.bench.measure.status import Status, error
 
 DEFAULT_WORKERS = 3
@@ -271,6 +271,10 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "hostbench: a cudnn-hostbench probe benchmark")
     config._hb_session = None
     config._hb_run_path = None
+    try:   # a bad --hb-* value: one usage line naming it and what is accepted
+        check_config(config)
+    except OptionError as e:
+        raise pytest.UsageError(str(e)) from None
     config._hb_suite = SuiteOptions.from_config(config)
     ok, _ = _cuda_ok()
     bench_only = config.getoption("benchmark_only", False)

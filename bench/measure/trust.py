@@ -155,8 +155,12 @@ def impossible_figures(run) -> list[str]:
             continue
         name = f"{r.probe}/{r.variant}/{r.size} {r.mode}"
         med = r.summary().median
-        if _bad_number(med):
-            out.append(f"{name}: median {med}")
+        bad = [x for x in r.samples if _bad_number(x)]
+        if bad or _bad_number(med):
+            shown = statistics.median(r.samples) if bad and len(bad) * 2 >= len(r.samples) else med
+            out.append(f"{name}: median {shown:g}" if isinstance(shown, float) else f"{name}: median {shown}")
+            if bad and not _bad_number(shown):
+                out[-1] += f", {len(bad)} sample(s) not positive and finite ({bad[0]:g})"
             continue
         if any(_bad_number(w.get("median")) for w in r.workers if "median" in w):
             out.append(f"{name}: a worker's median is not a positive number")
