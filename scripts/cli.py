@@ -265,7 +265,7 @@ def cmd_dashboard(a) -> int:
         print(f"{a.prog}: {store.one_line(msg)}", file=sys.stderr)
 
     if name_problem(a.out):
-        say(f"--out {a.out}: {name_problem(a.out)}")
+        say(f"--out: {name_problem(a.out)}: {a.out}")   # the reason first: one_line cuts long lines
         return 2
     try:
         dashboard.previous_files(Path(a.out))  # before loading anything: a bad --out is the one message
