@@ -12,22 +12,27 @@ import math
 import statistics
 from typing import NamedTuple
 
+
 class Mark(NamedTuple):
     letter: str          # shown after ⚑ next to a figure
     meaning: str         # the legend's words
     lowers_trust: bool   # only these mark a figure; the others are counted in the summary line
+    short: str           # a few words, for prose (README, docs)
 
 
 # Every mark, defined once: the table, compare, the dashboard, the README figures and the audit
 # read it from here. A record's `flags` keep every kind (the record is the full account); a figure
 # shows only the kinds that make what was kept less trustworthy.
 MARKS = {
-    "discarded": Mark("d", "some rounds were discarded (slow host state or clock drop) and redone", False),
-    "clock_drop": Mark("c", "the GPU clock dropped below 95 % of its usual clock on kept rounds", True),
-    "host_unstable": Mark("h", "no steady host state: every round kept; not comparable", True),
+    "discarded": Mark("d", "some rounds were discarded (slow host state or clock drop) and redone", False,
+                      "rounds discarded and redone"),
+    "clock_drop": Mark("c", "the GPU clock dropped below 95 % of its usual clock on kept rounds", True,
+                       "clock dropped on kept rounds"),
+    "host_unstable": Mark("h", "no steady host state: every round kept; not comparable", True,
+                          "no steady host state"),
     "slow_host": Mark("s", "eager figure timed in the host's slow state; compared only with slow-state figures",
-                      True),
-    "wide_spread": Mark("w", "worker processes disagree by more than 10 %", True),
+                      True, "timed in the slow host state"),
+    "wide_spread": Mark("w", "worker processes disagree by more than 10 %", True, "workers disagree"),
 }
 FLAGS = {k: (m.letter, m.meaning) for k, m in MARKS.items()}   # flag -> (letter, meaning), in order
 SHOWN = tuple(k for k, m in MARKS.items() if m.lowers_trust)
@@ -37,6 +42,11 @@ WIDE_SPREAD = 0.10
 def legend(kinds=SHOWN) -> list[str]:
     """One line per shown mark, e.g. '⚑c  the GPU clock dropped ...' (at most 100 characters each)."""
     return [f"⚑{MARKS[k].letter}  {MARKS[k].meaning}" for k in SHOWN if k in kinds]
+
+
+def short_legend() -> str:
+    """'c: clock dropped on kept rounds; h: ...' for the marks that mark a figure."""
+    return "; ".join(f"{MARKS[k].letter}: {MARKS[k].short}" for k in SHOWN)
 
 
 LEGEND = "; ".join(f"{MARKS[k].letter}: {MARKS[k].meaning}" for k in SHOWN)
