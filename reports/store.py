@@ -47,8 +47,6 @@ def load_runs(paths: Iterable[str | Path], order: str = "date") -> tuple[list[Ru
         digest = content_hash(f)
         if digest is not None and digest in seen:
             continue   # a byte-identical copy of a run already loaded is the same run, shown once
-        if digest is not None:
-            seen[digest] = f
         try:
             run = load_run(f)
             trust.check_run(run)
@@ -66,6 +64,8 @@ def load_runs(paths: Iterable[str | Path], order: str = "date") -> tuple[list[Ru
             errors.append(RunFileError(f"no records in {f}"))
             continue
         runs.append(run)
+        if digest is not None:   # only runs: every copy of an unreadable file is still named
+            seen[digest] = f
     return sort_runs(runs, order), errors
 
 

@@ -9,6 +9,7 @@ a count by kind, and each run's `summary_line(run)`, which also counts discarded
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from typing import NamedTuple
 
@@ -73,6 +74,13 @@ def count_marks(run, shown_only: bool = True) -> dict[str, int]:
         for k in set(getattr(r, "flags", None) or ()) & set(kinds):
             counts[k] += 1
     return {k: n for k, n in counts.items() if n}
+
+
+def kinds_in(text: str) -> set:
+    """The trust-lowering kinds whose letters follow a ⚑ in rendered text (e.g. a saved audit's
+    citations); a letter of a kind that no longer marks a figure (d) is not one."""
+    letters = set("".join(re.findall(r"⚑([a-z]+)", text or "")))
+    return {k for k in SHOWN if MARKS[k].letter in letters}
 
 
 def counts_text(counts: dict[str, int]) -> str:
