@@ -120,12 +120,14 @@ def display_frame(df: pd.DataFrame, level: int = 0) -> pd.DataFrame:
     """The human table: medians with ratio to the baseline [IQR of round-by-round ratios].
 
     `level` drops secondary detail to fit a terminal: 1 the ratio IQRs, 2 also kern/call and
-    host ovh. Statuses are whole here; render_text moves them under the table when it narrows.
+    host ovh, 3 also the ratios. Statuses are whole here; render_text moves them under the table when it narrows.
     """
     units = df["unit"].map(fmt.unit_text)
     out = pd.DataFrame({"probe": df["probe"], "variant": df["variant"], "size": df["size"], "unit": units})
     for m in MODES:
         out[m] = [_figure(x, b) for x, b in zip(df[m], df[f"{m}_badge"])]
+        if level >= 3:   # a very narrow terminal: figures only (--wide and --markdown keep the ratios)
+            continue
         out[f"{m} ×base"] = [
             _ratio_cell(r, a, b, level < 1)
             for r, a, b in zip(df[f"{m}_ratio"], df.get(f"{m}_ratio_q1", df[f"{m}_ratio"]),
@@ -188,14 +190,15 @@ def render_text(df: pd.DataFrame, width: int | None = None, wide: bool = False) 
     trust.summary_line(run) above it.
 
     Every line fits in `width` columns (default: the terminal's, or $COLUMNS): it drops the ratio
-    IQRs, then kern/call and host ovh, and moves statuses under the table as numbered notes.
+    IQRs, then kern/call and host ovh, then the ratios, and moves statuses under the table as
+    numbered notes; a row still too wide (long names) is cut with '…'.
     `wide` keeps every column and the statuses inline (as --markdown and the CSV do).
     """
     width = fmt.term_width() if width is None else width
     legend = _legend(df)
     if wide:
         return "\n".join([*legend, _body(display_frame(df)), *textwrap.wrap(key_text(df), 100)])
-    for level in (0, 1, 2):
+    for level in (0, 1, 2, 3):
         lines, notes = _narrow(df, level)
         if max(map(len, lines), default=0) <= width:
             break
