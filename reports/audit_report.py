@@ -12,8 +12,12 @@ from cudnn_hostbench.bench.measure.records import CALL_MODES as MODES
 from .fmt import md_table, median_iqr, num
 
 
-def _flagged(r: AuditReport) -> bool:
-    return any(getattr(f, "flagged", False) for f in r.findings)
+def _marks(r: AuditReport) -> str:
+    """The legend of the trust marks its cited figures carry ('' when none lowers trust)."""
+    kinds = set()
+    for f in r.findings:
+        kinds |= trust.kinds_in(" ".join(f.cost_from))
+    return "; ".join(f"{trust.MARKS[k].letter}: {trust.MARKS[k].meaning}" for k in trust.SHOWN if k in kinds)
 
 
 def _counts_line(c: dict) -> str:
@@ -37,8 +41,8 @@ def render_text(r: AuditReport) -> str:
         lines.append(f"    seen: {f.evidence}")
         lines += [f"    cost: {c}" for c in f.cost_from]
         lines.append(f"    fix:  {f.fix}")
-    if _flagged(r):
-        lines.append(f"trust marks (⚑ on a cited figure): {trust.LEGEND}")
+    if _marks(r):
+        lines.append(f"trust marks (⚑ on a cited figure): {_marks(r)}")
     lines += ["", f"counts per step (steady state, {r.counts.get('steps', 0)} steps): " + _counts_line(r.counts)]
     lines += [f"note: {n}" for n in r.notes]
     return "\n".join(lines) + "\n"
@@ -62,8 +66,8 @@ def render_markdown(r: AuditReport) -> str:
         md.append(md_table(["#", "trap", "finding", "seen per step", "µs/step", "cost from", "fix"],
                            [[i, f.label, f.title, f.evidence, num(f.cost_us) + _share(f), "; ".join(f.cost_from) or "–", f.fix]
                             for i, f in enumerate(r.findings, 1)]))
-        if _flagged(r):
-            md += ["", f"Trust marks (⚑ on a cited figure): {trust.LEGEND}."]
+        if _marks(r):
+            md += ["", f"Trust marks (⚑ on a cited figure): {_marks(r)}."]
     md += ["", f"## Counts per step (steady state, {r.counts.get('steps', 0)} steps)", "",
            md_table(["count", "per step"], [[k, f"{v:g}"] for k, v in r.counts.items()
                                             if k != "steps" and isinstance(v, (int, float))])]

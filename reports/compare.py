@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import textwrap
 
 from cudnn_hostbench.bench.measure.records import UNIT_SECONDS, Record, Run
 
@@ -110,14 +111,17 @@ def compare(base: Run, new: Run, threshold: float | None = None, alpha: float = 
         if not (ra.ok and rb.ok):
             row["verdict"] = "UNMEASURED"
             why = lambda r: r.status if r.status != "ok" else "no samples"  # noqa: E731
-            row["note"] = f"base: {why(ra)}; new: {why(rb)}"
+            row["note"] = f"both: {why(ra)}" if why(ra) == why(rb) else f"base: {why(ra)}; new: {why(rb)}"
             rows.append(row)
             continue
         row.update(base_abs=ra.summary().median, new_abs=rb.summary().median)
         bl = base.baseline_of(ra)
-        if normalize and (bl is None or bl is ra):
-            row.update(verdict="SAME" if bl is ra else "UNSURE",
-                       note="the baseline itself" if bl is ra else "no baseline to normalize by")
+        if list(ra.samples) == list(rb.samples) and ra.workers == rb.workers:
+            row.update(verdict="SAME", change=0.0, p=1.0, note="identical samples")
+            rows.append(row)
+            continue
+        if normalize and bl is ra:
+            row.update(verdict="SAME", note="the baseline itself")
             rows.append(row)
             continue
         on_ratio = (normalize or (ra.mode == "eager" and not absolute)) and bl is not None and bl is not ra
@@ -132,6 +136,8 @@ def compare(base: Run, new: Run, threshold: float | None = None, alpha: float = 
         if on_ratio:
             row["unit"] = f"x {bl.variant}"
         v, change, p, note = gate.judge(sa, sb, ra.mode, threshold, alpha, min_samples)
+        if normalize and bl is None:   # a probe without a baseline (noop, build-time rows)
+            note = "; ".join(x for x in ("no baseline: judged on its own figures", note) if x)
         if ra.mode == "eager" and not on_ratio and not absolute and v in ("SLOWER", "FASTER"):
             # a baseline's own eager µs move with the host between processes; its trap and fix
             # rows are judged on ratios to it instead
@@ -175,12 +181,51 @@ def _brief(value):
     return value
 
 
+def rounded(value) -> str:
+    """A fingerprint value as text, every float to 3 significant digits (a measured start-up time
+    or clock reads 4.13, not 4.130000000000003), dicts as k=v."""
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}={rounded(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(rounded(v) for v in value) + "]"
+    return str(value)
+
+
+# fingerprint fields that name a package or toolkit version (issue 17: named first when they differ)
+VERSION_FIELDS = ("torch", "cudnn_frontend", "cudnn_backend", "cudnn_torch", "cuda", "driver", "python",
+                  "pytest", "pytest_benchmark", "pytest-benchmark", "numpy", "packages", "versions")
+
+
+def is_version(field: str) -> bool:
+    head = field.split(".", 1)[0]
+    return head in VERSION_FIELDS or "version" in head
+
+
+def version_diff(diff) -> list:
+    """The entries of fingerprint_diff() that are package/toolkit versions."""
+    return [d for d in diff if is_version(d[0])]
+
+
+def env_lines(diff, width: int = 120, indent: str = "  ") -> list[str]:
+    """One line per differing field, rounded, cut to `width` with '…'."""
+    out = []
+    for k, x, y in diff:
+        line = f"{indent}{k}: {rounded(x)} -> {rounded(y)}"
+        out.append(line if len(line) <= width else line[:width - 1] + "…")
+    return out
+
+
 def table_rows(df) -> list[list[str]]:
     out = []
     for r in df.itertuples(index=False):
         digits = 3 if r.unit.startswith("x ") else 2
         out.append([r.probe, str(r.size), r.mode, r.variant, fmt.num(r.base, digits, "-"),
-                    fmt.num(r.new, digits, "-"), r.unit, "-" if r.change != r.change else f"{r.change * 100:+.1f}%",
+                    fmt.num(r.new, digits, "-"), fmt.unit_text(r.unit),
+                    "-" if r.change != r.change else f"{r.change * 100:+.1f}%",
                     "-" if r.p != r.p else f"{r.p:.2g}", r.verdict, r.note])
     return out
 
@@ -188,15 +233,41 @@ def table_rows(df) -> list[list[str]]:
 HEADER = ["probe", "size", "mode", "variant", "base", "new", "unit", "change", "p", "verdict", "note"]
 
 
-def text_table(df) -> str:
-    rows = [HEADER] + table_rows(df)
-    widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
+def _lines(rows) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
+    return lines
+
+
+def text_table(df, width: int | None = None, wide: bool = False) -> str:
+    """The rows as text. Unless `wide`, every line fits `width` (default: the terminal's): notes
+    move under the table as numbered lines, then the p column goes; names too long are cut."""
+    width = fmt.term_width() if width is None else width
+    rows = table_rows(df)
+    if wide or not rows:
+        return "\n".join(_lines([HEADER] + rows))
+    notes = [r[-1] for r in rows if r[-1]]
+    n = 0
+    short = []
+    for r in rows:
+        if r[-1]:
+            n += 1
+        short.append(r[:-1] + ([f"[{n}]"] if r[-1] else [""]))
+    for drop_p in (False, True):
+        keep = [i for i, h in enumerate(HEADER) if not (drop_p and h == "p")]
+        lines = _lines([[HEADER[i] for i in keep]] + [[r[i] for i in keep] for r in short])
+        if max(map(len, lines)) <= width:
+            break
+    lines = [x if len(x) <= width else x[:width - 1] + "…" for x in lines]
+    for k, note in enumerate(notes, 1):
+        lines += textwrap.wrap(f"[{k}] {note}", width, subsequent_indent="    ", break_long_words=True)
     return "\n".join(lines)
 
 
 def markdown(df, base: Run, new: Run, diff, threshold: float, alpha: float, normalize: bool) -> str:
+    """Everything, every row (SAME too), for a file: verdict counts, versions that differ, rows,
+    then the other environment differences."""
     lines = ["# hostbench compare", "", f"- base: `{base.path}` ({base.datetime or 'no date'})",
              f"- new: `{new.path}` ({new.datetime or 'no date'})",
              "- rule: |change of the median over workers| > the row's noise floor (at least "
@@ -204,14 +275,41 @@ def markdown(df, base: Run, new: Run, diff, threshold: float, alpha: float, norm
              + f", and 1.5x the between-worker spread) and the workers agree (separation or U test p < {alpha:g})"
              + (" on samples normalized by the run's baseline variant" if normalize else ""),
              f"- {summary(df)}", ""]
-    if diff:
-        lines += ["## Environment differences", "", fmt.md_table(["field", "base", "new"], diff), ""]
-    lines += ["## Results", "", fmt.md_table(HEADER, table_rows(df))]
-    return "\n".join(lines) + "\n"
+    vers = version_diff(diff)
+    if vers:
+        lines += ["## Versions that differ", "", fmt.md_table(["package", "base", "new"],
+                                                             [(k, rounded(x), rounded(y)) for k, x, y in vers]), ""]
+    lines += ["## Results", "", fmt.md_table(HEADER, table_rows(df)), ""]
+    rest = [d for d in diff if d not in vers]
+    if rest:
+        lines += ["## Environment differences", "",
+                  fmt.md_table(["field", "base", "new"], [(k, rounded(x), rounded(y)) for k, x, y in rest]), ""]
+    return "\n".join(lines)
+
+
+ORDER = ["SLOWER", "FASTER", "KERNEL CHANGED", "UNSURE", "SAME", "ADDED", "REMOVED", "UNMEASURED"]
+JUDGED = ("SLOWER", "FASTER", "KERNEL CHANGED", "UNSURE", "SAME")   # rows both runs measured
 
 
 def summary(df) -> str:
     counts = df["verdict"].value_counts()
-    order = ["SLOWER", "FASTER", "UNSURE", "SAME", "ADDED", "REMOVED", "UNMEASURED"]
-    order += sorted(v for v in counts.index if v not in order)  # a verdict added later still counts
+    order = ORDER + sorted(v for v in counts.index if v not in ORDER)  # a verdict added later still counts
     return ", ".join(f"{counts[v]} {v}" for v in order if v in counts) or "nothing to compare"
+
+
+def judged(df) -> int:
+    """How many rows both runs measured (the rows a verdict says something about)."""
+    return int(df["verdict"].isin(JUDGED).sum())
+
+
+def regressions(df, kernel_change_fails: bool = True) -> list[str]:
+    """One line per row that fails a gate: SLOWER, and (unless told otherwise) KERNEL CHANGED
+    with a slower median, naming the kernels."""
+    out = []
+    for r in df.itertuples(index=False):
+        name = f"{r.probe}/{r.variant}/{r.size} {r.mode}"
+        if r.verdict == "SLOWER":
+            out.append(f"SLOWER {name} {r.change * 100:+.1f}%")
+        elif r.verdict == "KERNEL CHANGED" and kernel_change_fails and r.change == r.change and r.change > 0:
+            out.append(f"SLOWER on changed kernels {name} {r.change * 100:+.1f}% ({r.note})")
+    return out

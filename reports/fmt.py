@@ -52,3 +52,9 @@ def md_cell(x) -> str:
 def md_table(headers, rows) -> str:
     lines = ["| " + " | ".join(map(md_cell, headers)) + " |", "|" + "---|" * len(headers)]
     return "\n".join(lines + ["| " + " | ".join(map(md_cell, r)) + " |" for r in rows])
+
+
+def term_width(default: int = 120) -> int:
+    """Columns to fit: $COLUMNS, else the terminal's, else `default`; never under 60."""
+    import shutil
+    return max(60, shutil.get_terminal_size((default, 24)).columns)

@@ -1,11 +1,13 @@
 """Run store: load many run files from files or folders, group them by GPU, order them.
 
 A folder is scanned recursively for `*.json` run files and `*.jsonl` partial runs. A file
-that cannot be read (damaged, not UTF-8, not a run, or a run with no records) becomes a one-line
-error naming it; the other runs still load.
+that cannot be read (damaged, not UTF-8, not a run, a run with no records, or one holding figures
+that cannot be measurements) becomes a one-line error naming it; the other runs still load. Files
+with the same bytes are one run: the first one found is loaded, its copies are skipped.
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 from typing import Iterable
@@ -40,10 +42,14 @@ def run_files(paths: Iterable[str | Path]) -> tuple[list[Path], list[RunFileErro
 def load_runs(paths: Iterable[str | Path], order: str = "date") -> tuple[list[Run], list[RunFileError]]:
     """Loads every run under `paths`; returns (runs ordered by `order`, errors)."""
     files, errors = run_files(paths)
-    runs = []
+    runs, seen = [], {}
     for f in files:
+        digest = content_hash(f)
+        if digest is not None and digest in seen:
+            continue   # a byte-identical copy of a run already loaded is the same run, shown once
         try:
             run = load_run(f)
+            trust.check_run(run)
         except RunFileError as e:
             errors.append(RunFileError(one_line(str(e))))
             continue
@@ -51,13 +57,24 @@ def load_runs(paths: Iterable[str | Path], order: str = "date") -> tuple[list[Ru
             errors.append(RunFileError(f"{f}: not UTF-8 text (a binary or damaged file?)"))
             continue
         except (ValueError, KeyError, TypeError, AttributeError) as e:  # valid JSON of the wrong shape
-            errors.append(RunFileError(one_line(f"{f}: not a run file ({type(e).__name__}: {e})")))
+            text = str(e) if str(e).startswith(f"{f}: ") else f"{f}: not a run file ({type(e).__name__}: {e})"
+            errors.append(RunFileError(one_line(text)))
             continue
         if not run.records:
             errors.append(RunFileError(f"no records in {f}"))
             continue
         runs.append(run)
+        if digest is not None:   # only runs: every copy of an unreadable file is still named
+            seen[digest] = f
     return sort_runs(runs, order), errors
+
+
+def content_hash(path: Path) -> str | None:
+    """sha256 of a file's bytes (None when it cannot be read: load_run then names the error)."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def one_line(text: str, limit: int = 300) -> str:

@@ -17,18 +17,9 @@ from cudnn_hostbench.bench.measure.records import CALL_MODES as MODES
 
 from . import fmt
 
-STATUS_WIDTH = 60
+# what the brackets after a table ratio hold (the README figures say theirs: scripts/readme_figures.py)
+RATIO_BRACKET = "[q1–q3]: the interquartile range of those ratios over the kept rounds"
 ROW_FIELDS = ("probe", "variant", "size", "role", "unit", "status", "label", "baseline", "flags")
-
-
-def _cut(s: str, width: int = STATUS_WIDTH) -> str:
-    """`s` in at most `width` characters, cut at a word boundary with '…'."""
-    if len(s) <= width:
-        return s
-    head = s[:width - 1]
-    if " " in head:
-        head = head[:head.rindex(" ")]
-    return head.rstrip(" ,;:") + "…"
 
 
 def build_table(run: rec_mod.Run) -> pd.DataFrame:
@@ -95,18 +86,23 @@ def key_text(df: pd.DataFrame) -> str:
     """What the columns mean, naming each probe's baseline."""
     names = "; ".join(f"{p}: {b}" for p, b in baselines(df).items())
     return ("Medians of per-round µs/call (µs/op where the unit says so; build-time rows: host ms in "
-            "`host`); `×base` is the median of round-by-round ratios to the probe's baseline of the "
-            "same size and mode, [IQR]" + (f" (baselines: {names})" if names else "")
+            f"`host`); `×base` is the median of round-by-round ratios to the probe's baseline of the "
+            f"same size and mode, {RATIO_BRACKET}" + (f" (baselines: {names})" if names else "")
             + ". host ovh = eager − device.")
 
 
-def _flagged(df: pd.DataFrame) -> bool:
-    return bool(df["flags"].fillna("").astype(bool).any())
+def _shown_kinds(df: pd.DataFrame) -> set:
+    """The trust-lowering flag kinds some figure of `df` carries."""
+    kinds = set()
+    for text in df["flags"].fillna(""):
+        for part in str(text).split("; "):
+            kinds |= set(part.partition(": ")[2].split(","))
+    return kinds & set(trust.SHOWN)
 
 
 def _legend(df: pd.DataFrame) -> list[str]:
-    """The legend of the trust marks, when any figure is flagged."""
-    return [f"⚑ marks: {trust.LEGEND}"] if _flagged(df) else []
+    """The legend of the trust marks some figure carries, one mark a line."""
+    return trust.legend(_shown_kinds(df))
 
 
 def _figure(x, badge: str) -> str:
@@ -114,32 +110,106 @@ def _figure(x, badge: str) -> str:
     return f"{text} {badge}" if badge and text != "–" else text
 
 
-def display_frame(df: pd.DataFrame) -> pd.DataFrame:
-    """The human table: medians with ratio to the baseline [IQR of round-by-round ratios]."""
-    out = pd.DataFrame({"probe": df["probe"], "variant": df["variant"], "size": df["size"], "unit": df["unit"]})
+def _ratio_cell(r, q1, q3, spread: bool) -> str:
+    if fmt.missing(r):
+        return fmt.DASH
+    return fmt.ratio_range(stats.Summary(n=1, median=r, q1=q1, q3=q3)) if spread else f"{r:.2f}"
+
+
+def display_frame(df: pd.DataFrame, level: int = 0) -> pd.DataFrame:
+    """The human table: medians with ratio to the baseline [IQR of round-by-round ratios].
+
+    `level` drops secondary detail to fit a terminal: 1 the ratio IQRs, 2 also kern/call and
+    host ovh, 3 also the ratios. Statuses are whole here; render_text moves them under the table when it narrows.
+    """
+    units = df["unit"].map(fmt.unit_text)
+    out = pd.DataFrame({"probe": df["probe"], "variant": df["variant"], "size": df["size"], "unit": units})
     for m in MODES:
         out[m] = [_figure(x, b) for x, b in zip(df[m], df[f"{m}_badge"])]
+        if level >= 3:   # a very narrow terminal: figures only (--wide and --markdown keep the ratios)
+            continue
         out[f"{m} ×base"] = [
-            fmt.DASH if fmt.missing(r) else fmt.ratio_range(stats.Summary(n=1, median=r, q1=a, q3=b))
+            _ratio_cell(r, a, b, level < 1)
             for r, a, b in zip(df[f"{m}_ratio"], df.get(f"{m}_ratio_q1", df[f"{m}_ratio"]),
                                df.get(f"{m}_ratio_q3", df[f"{m}_ratio"]))]
-    out["kern/call"] = df["kernels_per_call"].map(lambda x: fmt.num(x, 1))
-    out["host ovh"] = df["host_overhead"].map(fmt.num)
+    if level < 2:
+        out["kern/call"] = df["kernels_per_call"].map(lambda x: fmt.num(x, 1))
+        out["host ovh"] = df["host_overhead"].map(fmt.num)
     if df["host"].notna().any():  # build-time rows: ms, or the row's own unit when it says otherwise
-        out["host"] = [_figure(h, b) + (f" {u}" if h == h and h is not None and u != "ms" else "")
+        out["host"] = [_figure(h, b) + (f" {fmt.unit_text(u)}" if h == h and h is not None and u != "ms" else "")
                        for h, u, b in zip(df["host"], df["unit"], df["host_badge"])]
-    out["status"] = df["status"].map(lambda s: "" if s == "ok" else _cut(str(s)))
+    out["status"] = df["status"].map(lambda s: "" if s == "ok" else str(s))
     return out
 
 
-def render_text(df: pd.DataFrame) -> str:
+def _body(d: pd.DataFrame, col: str = "status") -> str:
+    if col not in d:
+        return d.to_string(index=False)
+    width = max([len(s) for s in d[col]] + [len(col)])
+    return d.to_string(index=False, formatters={col: lambda s: s.ljust(width)})  # text reads left to right
+
+
+def _grid(d: pd.DataFrame, left=("variant", "note", "unit")) -> list[str]:
+    """Columns two spaces apart, names left-aligned and figures right-aligned, a rule under the header."""
+    cols = list(d.columns)
+    heads = [c.split(" ", 1)[1] if c.endswith(" ×base") else c for c in cols]   # "×base" after its mode
+    cells = [heads] + [[str(x) for x in row] for row in d.itertuples(index=False)]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(cols))]
+
+    def line(r):
+        return "  ".join(c.ljust(w) if cols[i] in left else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+    return [line(cells[0]), "  ".join("-" * w for w in widths), *map(line, cells[1:])]
+
+
+def _narrow(df: pd.DataFrame, level: int) -> tuple[list[str], list[str]]:
+    """(table lines, status notes): one heading line per probe · size, then its variants."""
+    d = display_frame(df, level).reset_index(drop=True)
+    notes = []
+    for i, s in enumerate(d["status"]):
+        if s:
+            notes.append(f"[{len(notes) + 1}] {d['probe'].iloc[i]}/{d['variant'].iloc[i]}/{d['size'].iloc[i]}: {s}")
+            d.iat[i, d.columns.get_loc("status")] = f"[{len(notes)}]"
+    d = d.rename(columns={"status": "note"}) if notes else d.drop(columns=["status"])
+    d["unit"] = ["" if u == fmt.unit_text("us/call") else u for u in d["unit"]]   # µs/call: said in the key
+    if not d["unit"].astype(bool).any():
+        d = d.drop(columns=["unit"])
+    grid = _grid(d.drop(columns=["probe", "size"]))
+    lines, last = grid[:2], None
+    for k, (probe, size) in enumerate(zip(d["probe"], d["size"])):
+        if (probe, size) != last:
+            lines.append(f"{probe} · {size}")
+            last = (probe, size)
+        lines.append(grid[2 + k])
+    return lines, notes
+
+
+def render_text(df: pd.DataFrame, width: int | None = None, wide: bool = False) -> str:
     """The terminal table: the legend of trust marks on top when any figure has one, what ×base
     means and each probe's baseline underneath. Callers print caption() and
-    trust.summary_line(run) above it."""
-    d = display_frame(df)
-    width = max([len(s) for s in d["status"]] + [0])
-    body = d.to_string(index=False, formatters={"status": lambda s: s.ljust(width)})  # text reads left to right
-    return "\n".join([*_legend(df), body, *textwrap.wrap(key_text(df), 100)])
+    trust.summary_line(run) above it.
+
+    Every line fits in `width` columns (default: the terminal's, or $COLUMNS): it drops the ratio
+    IQRs, then kern/call and host ovh, then the ratios, and moves statuses under the table as
+    numbered notes; a row still too wide (long names) is cut with '…'.
+    `wide` keeps every column and the statuses inline (as --markdown and the CSV do).
+    """
+    width = fmt.term_width() if width is None else width
+    legend = _legend(df)
+    if wide:
+        return "\n".join([*legend, _body(display_frame(df)), *textwrap.wrap(key_text(df), 100)])
+    for level in (0, 1, 2, 3):
+        lines, notes = _narrow(df, level)
+        if max(map(len, lines), default=0) <= width:
+            break
+    foot = [x for n in notes for x in textwrap.wrap(n, width, subsequent_indent="    ", break_long_words=True)]
+    key = textwrap.wrap(key_text(df), min(width, 100), break_long_words=True)
+    return "\n".join([*legend, *_fit(lines, width), *foot, *key])
+
+
+def _fit(lines: list[str], width: int) -> list[str]:
+    """Rows still wider than the terminal (very long names) are cut, marked with '…'."""
+    return [x if len(x) <= width else x[:width - 1] + "…" for x in lines]
 
 
 def render_markdown(df: pd.DataFrame) -> str:
@@ -149,7 +219,8 @@ def render_markdown(df: pd.DataFrame) -> str:
 
 def markdown_document(run: rec_mod.Run, df: pd.DataFrame) -> str:
     """table.md: caption, trust summary (and legend), what the columns mean, the table."""
-    head = [f"Run: `{Path(run.path).name}` — {caption(run)}", trust.summary_line(run), *_legend(df), key_text(df)]
+    marks = ["Marks: " + "; ".join(line.replace("  ", " ", 1) for line in _legend(df))] if _legend(df) else []
+    head = [f"Run: `{Path(run.path).name}` — {caption(run)}", trust.summary_line(run), *marks, key_text(df)]
     return "\n\n".join(head) + "\n\n" + render_markdown(df)
 
 

@@ -12,6 +12,7 @@ import dataclasses
 import os
 import re
 import sys
+import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent   # where results/ and reports/reference/ are
@@ -50,14 +51,39 @@ class ArgParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
+def _exists(p: Path) -> bool:
+    try:
+        return p.exists()
+    except OSError:   # a name the OS refuses to look up (too long): it does not exist
+        return False
+
+
 def _first_existing(p: Path) -> Path:
-    while not p.exists() and p != p.parent:
+    while not _exists(p) and p != p.parent:
         p = p.parent
     return p
 
 
+def name_problem(path: str) -> str | None:
+    """Why the OS would refuse the name `path` itself (a part over its name limit, a NUL), or None."""
+    if "\0" in str(path):
+        return "the name holds a NUL byte"
+    up = _first_existing(Path(path).absolute())
+    try:
+        limit = os.pathconf(up if up.is_dir() else up.parent, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
+    for part in Path(path).parts:
+        if len(os.fsencode(part)) > limit:
+            return f"a name in it is {len(os.fsencode(part))} bytes, over this file system's limit of {limit}"
+    return None
+
+
 def check_out_dir(path: str, names=()) -> str | None:
     """Why files `names` cannot be written into folder `path` (made if missing), or None."""
+    bad = name_problem(path)
+    if bad:
+        return bad
     p = Path(path)
     if p.exists():
         if not p.is_dir():
@@ -75,6 +101,9 @@ def check_out_dir(path: str, names=()) -> str | None:
 
 def check_out_file(path: str) -> str | None:
     """Why file `path` cannot be written (its folder must exist; an old file is replaced), or None."""
+    bad = name_problem(path)
+    if bad:
+        return bad
     p = Path(path)
     if p.is_dir():
         return "is a folder, not a file"
@@ -121,12 +150,13 @@ def cmd_run(a, rest: list[str]) -> int:
 
 def cmd_table(a) -> int:
     from cudnn_hostbench.bench.measure import records, trust
-    from cudnn_hostbench.reports import table
+    from cudnn_hostbench.reports import fmt, table
 
     # every check before the first line of output, so bad input never leaves half a result
     try:
         run = records.load_run(a.run, need_records=True)
-    except records.RunFileError as e:
+        trust.check_run(run)
+    except ValueError as e:   # RunFileError, or figures that cannot be measurements
         return _bad(a.prog, str(e))
     probes = list(dict.fromkeys(r.probe for r in run.records))
     if a.probe is not None and a.probe not in probes:
@@ -141,20 +171,29 @@ def cmd_table(a) -> int:
         df = df[df["probe"] == a.probe]
     if a.markdown:
         print(table.markdown_document(run, df), end="")
-    else:
+    elif a.wide:
         print(table.caption(run))
         print(trust.summary_line(run))
-        print(table.render_text(df))
+        print(table.render_text(df, wide=True))
+    else:
+        width = fmt.term_width()
+        for text in (table.caption(run), trust.summary_line(run)):
+            print("\n".join(textwrap.wrap(text, width, subsequent_indent="  ", break_long_words=True)))
+        print(table.render_text(df, width))
     if a.out:
-        for p in table.write_outputs(run, a.out):
-            print(f"wrote {p}")
+        try:
+            for p in table.write_outputs(run, a.out):
+                print(f"wrote {p}")
+        except OSError as e:
+            return _bad(a.prog, f"--out {a.out}: cannot write ({e.strerror or e})")
     return 0
 
 
 def cmd_compare(a) -> int:
+    from cudnn_hostbench.bench.measure import trust
     from cudnn_hostbench.bench.measure.files import write_text_atomic
-    from cudnn_hostbench.bench.measure.records import RunFileError, load_run
-    from cudnn_hostbench.reports import compare, store
+    from cudnn_hostbench.bench.measure.records import load_run
+    from cudnn_hostbench.reports import compare, fmt, store
 
     try:
         threshold = None if a.threshold is None else float(str(a.threshold).rstrip("%")) / 100
@@ -169,26 +208,54 @@ def cmd_compare(a) -> int:
     # every check before any work or output: bad input exits 2, never 1 (1 means a regression)
     try:
         base, new = load_run(a.base, need_records=True), load_run(a.new, need_records=True)
-    except RunFileError as e:
+        trust.check_run(base)
+        trust.check_run(new)
+    except ValueError as e:   # RunFileError, or figures that cannot be measurements
         return _bad(a.prog, str(e))
     problem = a.markdown and check_out_file(a.markdown)
-    if a.markdown and any(Path(a.markdown).resolve() == Path(f).resolve() for f in (a.base, a.new)):
+    if a.markdown and not problem and any(Path(a.markdown).resolve() == Path(f).resolve() for f in (a.base, a.new)):
         problem = "is one of the run files being compared"
     if problem:
         return _bad(a.prog, f"--markdown {a.markdown}: {problem}")
+    if store.gpu(base) != store.gpu(new) and not a.allow_other_gpu:
+        return _bad(a.prog, f"{a.base} is from {store.gpu(base)}, {a.new} from {store.gpu(new)}: not compared "
+                            "(--allow-other-gpu compares them anyway)")
+    df = compare.compare(base, new, threshold, a.alpha, a.normalize, a.min_samples, a.absolute)
+    if not compare.judged(df) and not a.allow_disjoint:
+        return _bad(a.prog, f"{a.base} and {a.new} have no measured row in common ({compare.summary(df)}): "
+                            "nothing compared (--allow-disjoint accepts that)")
     for w in base.warnings + new.warnings:
         print(f"warning: {w}", file=sys.stderr)
-    df = compare.compare(base, new, threshold, a.alpha, a.normalize, a.min_samples, a.absolute)
-    diff = compare.fingerprint_diff(base, new)
     if store.gpu(base) != store.gpu(new):
         print(f"warning: different GPUs ({store.gpu(base)} vs {store.gpu(new)})", file=sys.stderr)
+    diff = compare.fingerprint_diff(base, new)
     if a.markdown:
-        write_text_atomic(a.markdown, compare.markdown(df, base, new, diff, threshold, a.alpha, a.normalize))
-    if diff:
-        print("environment differs: " + "; ".join(f"{k}: {x} -> {y}" for k, x, y in diff))
-    print(compare.text_table(df[df["verdict"] != "SAME"] if a.changes_only else df))
-    print(compare.summary(df))
-    return 1 if a.fail_on_regression and (df["verdict"] == "SLOWER").any() else 0
+        try:
+            write_text_atomic(a.markdown, compare.markdown(df, base, new, diff, threshold, a.alpha, a.normalize))
+        except OSError as e:
+            return _bad(a.prog, f"--markdown {a.markdown}: cannot write ({e.strerror or e})")
+    width = fmt.term_width()
+    print(compare.summary(df))   # the verdict counts first
+    vers = compare.version_diff(diff)
+    if vers:
+        print("versions differ:")
+        print("\n".join(compare.env_lines(vers, width)))
+    shown = df if a.show_same else df[df["verdict"] != "SAME"]
+    if len(shown):
+        print(compare.text_table(shown, width, wide=a.wide))
+    if not a.show_same and (df["verdict"] == "SAME").any():
+        print(f"({(df['verdict'] == 'SAME').sum()} SAME row(s) not shown: --show-same lists them)")
+    rest = [d for d in diff if d not in vers]
+    if rest:
+        print("environment differs:")
+        print("\n".join(compare.env_lines(rest, width)))
+    if not a.fail_on_regression:
+        return 0
+    failed = compare.regressions(df, kernel_change_fails=not a.allow_kernel_change)
+    for line in failed:   # wrapped, never cut: the kernel names are the point
+        print("\n".join(textwrap.wrap(f"regression: {line}", 10**6 if a.wide else width,
+                                       subsequent_indent="    ", break_long_words=True)))
+    return 1 if failed else 0
 
 
 def cmd_dashboard(a) -> int:
@@ -197,6 +264,9 @@ def cmd_dashboard(a) -> int:
     def say(msg: str) -> None:
         print(f"{a.prog}: {store.one_line(msg)}", file=sys.stderr)
 
+    if name_problem(a.out):
+        say(f"--out: {name_problem(a.out)}: {a.out}")   # the reason first: one_line cuts long lines
+        return 2
     try:
         dashboard.previous_files(Path(a.out))  # before loading anything: a bad --out is the one message
     except dashboard.OutError as e:
@@ -233,6 +303,8 @@ def cmd_audit(a) -> int:
 
     if a.rounds < 1 or a.count_steps < count.MIN_STEPS:
         return _bad(a.prog, f"--rounds must be at least 1 and --count-steps at least {count.MIN_STEPS}")
+    if a.out and name_problem(a.out):
+        return _bad(a.prog, f"--out {a.out}: {name_problem(a.out)}")
     if a.out and Path(a.out).exists() and not Path(a.out).is_dir():
         return _bad(a.prog, f"--out {a.out} exists and is not a folder")
     try:  # the user's own mistakes first: they hold on any machine
@@ -291,6 +363,8 @@ def cmd_reprice(a) -> int:
     except records.RunFileError as e:
         return _bad(a.prog, str(e))
     out = Path(a.out) if a.out else src.parent
+    if name_problem(str(out)):
+        return _bad(a.prog, f"--out {out}: {name_problem(str(out))}")
     if out.exists() and not out.is_dir():
         return _bad(a.prog, f"--out {out} exists and is not a folder")
     gpu, ran_on = report.env.get("gpu_name"), run.fingerprint.get("gpu_name")
@@ -331,9 +405,11 @@ baseline: each worker's median paired ratio to it; other rows: each worker's med
   ADDED / REMOVED  the row exists in one run only
   UNMEASURED       a side has no samples (unsupported, failed); the note says why
 
-exit status: 0 compared (no SLOWER row, or no --fail-on-regression); 1 a SLOWER row with
---fail-on-regression; 2 bad input (an unreadable or empty run file, a bad option, a --markdown
-path that cannot be written). Details: docs/compare.md"""
+exit status: 0 compared (no regression, or no --fail-on-regression); 1 with --fail-on-regression:
+a SLOWER row, or a KERNEL CHANGED row that is slower (unless --allow-kernel-change); 2 bad input
+(an unreadable or empty run file, figures that cannot be measurements, a bad option, a --markdown
+path that cannot be written), runs from different GPUs (unless --allow-other-gpu), or runs with
+no measured row in common (unless --allow-disjoint); 130 interrupted. Details: docs/compare.md"""
 
 
 def parser() -> ArgParser:
@@ -368,6 +444,8 @@ def parser() -> ArgParser:
                         "files of those names replaced")
     p.add_argument("--probe", help="only rows of this probe")
     p.add_argument("--markdown", action="store_true", help="print Markdown (as in table.md) instead of text")
+    p.add_argument("--wide", action="store_true",
+                   help="every column and whole statuses, however wide (default: fit $COLUMNS or the terminal)")
 
     p = command("compare", cmd_compare, epilog=COMPARE_EPILOG,
                 description="`hostbench compare BASE NEW`: per-benchmark verdicts between two runs, "
@@ -383,11 +461,21 @@ def parser() -> ArgParser:
                         "(usually torch_mm), so a slower host cancels out")
     p.add_argument("--absolute", action="store_true",
                    help="judge eager rows on absolute µs, not on their ratio to the baseline")
-    p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when any row is SLOWER")
+    p.add_argument("--fail-on-regression", action="store_true",
+                   help="exit 1 when any row is SLOWER, or KERNEL CHANGED and slower (naming the kernels)")
+    p.add_argument("--allow-kernel-change", action="store_true",
+                   help="with --fail-on-regression: a slower row on different kernels does not fail")
+    p.add_argument("--allow-other-gpu", action="store_true",
+                   help="compare runs from different GPUs (refused otherwise: exit 2)")
+    p.add_argument("--allow-disjoint", action="store_true",
+                   help="accept runs with no measured row in common (refused otherwise: exit 2)")
     p.add_argument("--markdown", metavar="OUT.md",
                    help="also write the comparison as Markdown to this file (its folder must exist; "
                         "an old file is replaced)")
-    p.add_argument("--changes-only", action="store_true", help="print only rows that are not SAME")
+    p.add_argument("--show-same", action="store_true", help="also print the SAME rows (the default prints the rest)")
+    p.add_argument("--changes-only", action="store_true", help=argparse.SUPPRESS)   # the default now; kept for scripts
+    p.add_argument("--wide", action="store_true",
+                   help="notes inline and every column, however wide (default: fit $COLUMNS or the terminal)")
 
     p = command("dashboard", cmd_dashboard,
                 description="Write a static HTML dashboard over runs: per GPU, ratios to each probe's baseline, "
@@ -461,6 +549,10 @@ def main(argv: list[str] | None = None) -> int:
         code = _dispatch(argv)
         sys.stdout.flush()  # a closed pipe shows up here for output still in the buffer
         return code
+    except KeyboardInterrupt:
+        # files are written atomically (a temporary file renamed into place): nothing is half-written
+        print("hostbench: interrupted (Ctrl-C); nothing half-written", file=sys.stderr)
+        return 130
     except BrokenPipeError:
         # the reader went away (`| head`): what it wanted is printed. Point stdout at devnull so
         # the interpreter's last flush does not raise again, and end quietly.

@@ -570,13 +570,21 @@ def test_flagged_probe_figure_is_marked(tmp_path):
             _rec("churn", "new_output", "256", 13.0)]
     r = load_run(write_run(tmp_path / "r.json", run_document(recs, {"gpu_name": "Fake GPU"})))
     f = by_rule(cost.evaluate(dict(FIXED, execute=1, cuda_allocs=1, cuda_allocs_explicit=1, cuda_factory_calls=1), r))
-    assert f["generic_execute"].flagged and "execute/generic 14.00⚑dw − execute/pinned 11.00 µs" in \
+    # rounds discarded and redone (d) mark no figure; workers that disagree (w) do
+    assert f["generic_execute"].flagged and "execute/generic 14.00⚑w − execute/pinned 11.00 µs" in \
         f["generic_execute"].cost_from[0]
     assert not f["new_output"].flagged and "⚑" not in f["new_output"].cost_from[0]
     rep = audit.AuditReport(target="t", env={}, modes={}, kernels_per_step=None, kernels=[], host_overhead_us=None,
                             counts={}, findings=list(f.values()), avoidable_us=0.0, run_file="r.json", run_note="")
     text, md = audit_report.render_text(rep), audit_report.render_markdown(rep)
-    assert text.count(trust.LEGEND) == 1 and md.count(trust.LEGEND) == 1
+    w = f"w: {trust.MARKS['wide_spread'].meaning}"
+    for out in (text, md):   # the legend names only the marks its citations carry
+        assert out.count(w) == 1 and f"d: {trust.MARKS['discarded'].meaning}" not in out
+        assert f"c: {trust.MARKS['clock_drop'].meaning}" not in out
+    gen.flags = ["discarded"]   # a figure only redone: no mark, no legend
+    r = load_run(write_run(tmp_path / "r2.json", run_document(recs, {"gpu_name": "Fake GPU"})))
+    f = by_rule(cost.evaluate(dict(FIXED, execute=1, cuda_allocs=1, cuda_allocs_explicit=1, cuda_factory_calls=1), r))
+    assert not f["generic_execute"].flagged and "⚑" not in f["generic_execute"].cost_from[0]
 
 
 def test_run_file_named_as_used(tmp_path):

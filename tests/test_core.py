@@ -248,16 +248,21 @@ def test_table_cli(tmp_path, capsys):
     assert "bad.json" in capsys.readouterr().err
 
 
-def test_table_names_baselines_and_cuts_status_at_a_word(tmp_path):
+def test_table_names_baselines_and_moves_long_status_under_the_table_whole(tmp_path):
     recs = synthetic_records(4)
     long = "unsupported: " + "word " * 30
     recs.append(records.Record("execute", "raw", "256", "eager", status=long, role="private"))
     df = table.build_table(records.Run("r.json", dict(FINGERPRINT), recs))
-    text = table.render_text(df)
-    assert "×base" in text and "execute: torch_mm" in text and "probe's baseline" in text
-    status = table.display_frame(df).set_index("variant").loc["raw", "status"]
-    assert status.endswith("word…") and len(status) <= table.STATUS_WIDTH
-    assert f"eager: {long}".startswith(status[:-1] + " ")
+    text = table.render_text(df, width=100)
+    flat = " ".join(text.split())
+    assert "×base" in text and "execute: torch_mm" in flat and "probe's baseline" in flat
+    assert max(map(len, text.splitlines())) <= 100
+    raw = next(line for line in text.splitlines() if line.startswith("raw "))
+    note = raw.split()[-1]
+    assert note.startswith("[") and "…" not in text
+    assert f"{note} execute/raw/256: eager: {long.strip()}" in flat   # the whole status, wrapped
+    wide = table.render_text(df, wide=True)
+    assert f"eager: {long.strip()}" in wide
 
 
 def test_table_figure_without_samples_has_no_ratio(tmp_path):
@@ -279,27 +284,34 @@ def test_table_shows_trust_marks(tmp_path, capsys):
         if (r.variant, r.size, r.mode) == ("pinned", "256", "eager"):
             r.flags = ["discarded", "wide_spread"]
             r.rounds_discarded = {"host_slow": 3}
+        if (r.variant, r.size, r.mode) == ("generic", "256", "eager"):
+            r.flags = ["discarded"]          # rounds redone: the figure is no less trustworthy
+            r.rounds_discarded = {"clock_drop": 2}
     run = records.Run(str(tmp_path / "run.json"), dict(FINGERPRINT), recs)
     df = table.build_table(run)
     lines = table.render_text(df).splitlines()
-    assert trust.LEGEND in lines[0]
-    pinned = next(line for line in lines if " pinned " in line and " 256 " in line)
-    assert "⚑dw" in pinned
+    assert lines[0] == trust.legend({"wide_spread"})[0] and "⚑d" not in "\n".join(lines)
+    i = lines.index("execute · 256")
+    pinned = next(line for line in lines[i:] if line.startswith("pinned "))
+    generic = next(line for line in lines[i:] if line.startswith("generic "))
+    assert "⚑w" in pinned and "⚑" not in generic
     csv_path, md_path = table.write_outputs(run, tmp_path)
     md = md_path.read_text()
-    assert trust.summary_line(run) in md and trust.LEGEND in md and "⚑dw" in md
+    assert trust.summary_line(run) in md and "⚑w" in md and "⚑d" not in md
+    assert "5 discarded" in trust.summary_line(run) and "1 figure(s) flagged (1 ⚑w)" in trust.summary_line(run)
     head, *rows = csv_path.read_text().splitlines()
     assert "flags" in head.split(",") and "badge" not in head
-    assert sum("eager: discarded,wide_spread" in r for r in rows) == 1
+    assert sum("eager: discarded,wide_spread" in r for r in rows) == 1   # the record keeps every kind
+    assert sum("eager: discarded" in r for r in rows) == 2
     # `hostbench table`: the run's summary line right under the caption
     path = records.write_run(tmp_path / "flagged.json", records.run_document(recs, dict(FINGERPRINT)))
     assert cli.main(["table", str(path)]) == 0
-    out = capsys.readouterr().out.splitlines()
-    assert out[0] == table.caption(records.load_run(path)) and "1 figure(s) flagged" in out[1]
-    assert trust.LEGEND in out[2]
+    out = capsys.readouterr().out
+    assert out.startswith(table.caption(records.load_run(path))[:40]) and "1 figure(s) flagged" in out
+    assert trust.legend({"wide_spread"})[0] in out.splitlines()
     # no flag anywhere: no legend, no mark
     clean = table.render_text(table.build_table(records.Run("r.json", dict(FINGERPRINT), synthetic_records(6))))
-    assert trust.LEGEND not in clean and "⚑" not in clean
+    assert "⚑" not in clean
 
 
 def test_plain_pytest_benchmark_entries_load(tmp_path):

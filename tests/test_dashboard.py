@@ -147,7 +147,7 @@ def test_trust_summary_per_run_legend_once_and_badges(site, tmp_path):
     newest = [r for r in runs if store.frontend_version(r) == "1.31.0"][0]
     assert "2 worker(s)" in trust.summary_line(newest) and "2 figure(s) flagged" in trust.summary_line(newest)
     assert page.count(trust.LEGEND) == 1
-    assert re.search(r"<td>execute/generic · 256 · eager</td><td[^>]*>[\d.]+ µs/call</td><td[^>]*>⚑dw</td>", page)
+    assert re.search(r"<td>execute/generic · 256 · eager</td><td[^>]*>[\d.]+ µs/call</td><td[^>]*>⚑w</td>", page)
     assert re.search(r"<td>build/cache_hit · 256 · host</td><td[^>]*>310.0 ms</td><td[^>]*>⚑c</td>", page)
     assert re.search(r"<td[^>]*>310.0 ms⚑c</td>", page)  # the badge beside the figure in the host table
 

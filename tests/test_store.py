@@ -65,10 +65,38 @@ def test_order_by_version_and_labels(tmp_path):
 
 def test_frontend_version_from_file_name_and_duplicate_labels(tmp_path):
     write(tmp_path / "run-fe1.28.0.json", {"cudnn_frontend": None, "datetime": "2025-01-01T00:00:00"})
-    write(tmp_path / "b.json", {"cudnn_frontend": None, "datetime": "2025-01-01T00:00:00"})
+    write(tmp_path / "b.json", {"cudnn_frontend": None, "datetime": "2025-01-01T00:00:00", "sm_count": 1})
     runs, _ = store.load_runs([tmp_path])
     assert sorted(store.frontend_version(r) for r in runs) == ["", "1.28.0"]
     assert store.unique_labels(runs) == ["2025-01-01 00:00 #1", "2025-01-01 00:00 #2"]
+
+
+def test_byte_identical_run_files_are_one_run(tmp_path):
+    """reports/reference/h200/aa/run2.json was a copy of run.json: one run, shown once."""
+    a = write(tmp_path / "run.json")
+    (tmp_path / "aa").mkdir()
+    (tmp_path / "aa" / "run2.json").write_bytes(a.read_bytes())
+    write(tmp_path / "aa" / "run1.json", {"sm_count": 1})
+    runs, errors = store.load_runs([tmp_path])
+    assert not errors and len(runs) == 2
+    assert sorted(r.path for r in runs) == sorted([str(tmp_path / "aa" / "run1.json"), str(tmp_path / "aa" / "run2.json")])
+    runs, _ = store.load_runs([a, a])   # one file named twice is one run too
+    assert len(runs) == 1
+
+
+def test_figures_that_cannot_be_measurements_are_refused_by_name(tmp_path):
+    import math
+    for bad, why in ((float("nan"), "median nan"), (0.0, "median 0"), (-3.0, "median -3"), (math.inf, "median inf")):
+        recs = synthetic_records(1, rounds=6)
+        rec = next(r for r in recs if (r.variant, r.mode) == ("generic", "eager"))
+        rec.samples = [bad] * len(rec.samples)
+        write(tmp_path / "bad.json", recs=recs)
+        write(tmp_path / "good.json")
+        runs, errors = store.load_runs([tmp_path])
+        assert len(runs) == 1 and len(errors) == 1, why
+        line = str(errors[0])
+        assert line.startswith(str(tmp_path / "bad.json")) and "execute/generic/256 eager" in line and why in line
+        assert "\n" not in line
 
 
 def test_records_frame_in_us_with_baseline_difference(tmp_path):

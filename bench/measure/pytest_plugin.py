@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from cudnn_hostbench.bench.measure import progress, records, timing
-from cudnn_hostbench.bench.measure.options import SuiteOptions, split
+from cudnn_hostbench.bench.measure.options import OptionError, SuiteOptions, check_config, split
 from cudnn_hostbench.bench.measure.status import Status
 
 DEFAULT_WORKERS = 3
@@ -148,6 +148,10 @@ class HostbenchSession:
 
     def __init__(self, config):
         self.config = config
+        try:   # a bad --hb-* value: one usage line naming it and what is accepted
+            check_config(config)
+        except OptionError as e:
+            raise pytest.UsageError(str(e)) from None
         self.suite = SuiteOptions.from_config(config)
         self.worker = config.getoption("--hb-worker")
         self.k = config.getoption("--hb-workers")   # the user's numbers first: a bad one leaves no folder behind

@@ -2,30 +2,90 @@
 host or a wide spread between worker processes, in one place every renderer reads.
 
 A record carries `flags` (set when it is measured or merged); a run carries `host_state` in its
-fingerprint. Renderers show `badge(rec)` next to a figure and `LEGEND` once, and each run's
-`summary_line(run)`.
+fingerprint. MARKS defines each kind once; only the kinds that lower trust mark a figure.
+Renderers show `badge(rec)` next to a figure, `legend()` (or LEGEND) once, `count_marks(run)` as
+a count by kind, and each run's `summary_line(run)`, which also counts discarded rounds.
 """
 from __future__ import annotations
 
+import math
+import re
 import statistics
+from typing import NamedTuple
 
-# flag -> (letter shown next to a figure, what it means)
-FLAGS = {
-    "discarded": ("d", "some rounds were discarded (host in its slow state, or GPU clock drop) and redone"),
-    "clock_drop": ("c", "the GPU clock dropped below 95 % of the clock the same work usually runs at"),
-    "host_unstable": ("h", "no steady host state: too few clean rounds, every round kept; not comparable"),
-    "slow_host": ("s", "eager figure timed in the host's slow state (its fast state was too rare): "
-                       "compared only with slow-state figures"),
-    "wide_spread": ("w", "worker processes disagree by more than 10 %"),
+
+class Mark(NamedTuple):
+    letter: str          # shown after ⚑ next to a figure
+    meaning: str         # the legend's words
+    lowers_trust: bool   # only these mark a figure; the others are counted in the summary line
+    short: str           # a few words, for prose (README, docs)
+
+
+# Every mark, defined once: the table, compare, the dashboard, the README figures and the audit
+# read it from here. A record's `flags` keep every kind (the record is the full account); a figure
+# shows only the kinds that make what was kept less trustworthy.
+MARKS = {
+    "discarded": Mark("d", "some rounds were discarded (slow host state or clock drop) and redone", False,
+                      "rounds discarded and redone"),
+    "clock_drop": Mark("c", "the GPU clock dropped below 95 % of its usual clock on kept rounds", True,
+                       "clock dropped on kept rounds"),
+    "host_unstable": Mark("h", "no steady host state: every round kept; not comparable", True,
+                          "no steady host state"),
+    "slow_host": Mark("s", "eager figure timed in the host's slow state; compared only with slow-state figures",
+                      True, "timed in the slow host state"),
+    "wide_spread": Mark("w", "worker processes disagree by more than 10 %", True, "workers disagree"),
 }
+FLAGS = {k: (m.letter, m.meaning) for k, m in MARKS.items()}   # flag -> (letter, meaning), in order
+SHOWN = tuple(k for k, m in MARKS.items() if m.lowers_trust)
 WIDE_SPREAD = 0.10
-LEGEND = "; ".join(f"{letter}: {text}" for letter, text in FLAGS.values())
+
+
+def legend(kinds=SHOWN) -> list[str]:
+    """One line per shown mark, e.g. '⚑c  the GPU clock dropped ...' (at most 100 characters each)."""
+    return [f"⚑{MARKS[k].letter}  {MARKS[k].meaning}" for k in SHOWN if k in kinds]
+
+
+def short_legend() -> str:
+    """'c: clock dropped on kept rounds; h: ...' for the marks that mark a figure."""
+    return "; ".join(f"{MARKS[k].letter}: {MARKS[k].short}" for k in SHOWN)
+
+
+LEGEND = "; ".join(f"{MARKS[k].letter}: {MARKS[k].meaning}" for k in SHOWN)
+
+
+def shown_flags(rec) -> list[str]:
+    """The record's flags that lower trust, in MARKS order."""
+    have = set(getattr(rec, "flags", None) or ())
+    return [k for k in SHOWN if k in have]
 
 
 def badge(rec) -> str:
-    """'' or e.g. '⚑dw' for a record's flags, in FLAGS order."""
-    letters = "".join(FLAGS[f][0] for f in FLAGS if f in (getattr(rec, "flags", None) or ()))
+    """'' or e.g. '⚑cw' for a record's trust-lowering flags, in MARKS order."""
+    letters = "".join(MARKS[k].letter for k in shown_flags(rec))
     return f"⚑{letters}" if letters else ""
+
+
+def count_marks(run, shown_only: bool = True) -> dict[str, int]:
+    """flag -> how many of the run's figures carry it (only the trust-lowering kinds unless
+    `shown_only` is False), in MARKS order; kinds no figure carries are left out."""
+    kinds = SHOWN if shown_only else tuple(MARKS)
+    counts = {k: 0 for k in kinds}
+    for r in run.records:
+        for k in set(getattr(r, "flags", None) or ()) & set(kinds):
+            counts[k] += 1
+    return {k: n for k, n in counts.items() if n}
+
+
+def kinds_in(text: str) -> set:
+    """The trust-lowering kinds whose letters follow a ⚑ in rendered text (e.g. a saved audit's
+    citations); a letter of a kind that no longer marks a figure (d) is not one."""
+    letters = set("".join(re.findall(r"⚑([a-z]+)", text or "")))
+    return {k for k in SHOWN if MARKS[k].letter in letters}
+
+
+def counts_text(counts: dict[str, int]) -> str:
+    """'3 ⚑s, 1 ⚑w' for count_marks()."""
+    return ", ".join(f"{n} ⚑{MARKS[k].letter}" for k, n in counts.items())
 
 
 def relative_spread(values) -> float | None:
@@ -87,6 +147,60 @@ def summary_line(run) -> str:
     disc = sum(why.values())
     parts.append(f"{kept} rounds kept, {disc} discarded"
                  + (" (" + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in sorted(why.items())) + ")" if disc else ""))
-    flagged = sum(1 for r in run.records if r.flags)
-    parts.append(f"{flagged} figure(s) flagged" if flagged else "no figure flagged")
+    flagged = sum(1 for r in run.records if shown_flags(r))
+    parts.append(f"{flagged} figure(s) flagged ({counts_text(count_marks(run))})" if flagged
+                 else "no figure flagged")
     return "; ".join(parts)
+
+
+# a stored ratio may differ from the ratio of its two medians (it is the median of round-by-round
+# ratios), but not by this factor: the reference runs keep within RATIO_AGREE_MEASURED (tests)
+RATIO_AGREE = 1.5
+
+
+def _bad_number(x) -> bool:
+    return x is None or not math.isfinite(x) or x <= 0
+
+
+def impossible_figures(run) -> list[str]:
+    """'probe/variant/size mode: why' for each figure that cannot be a measurement: a NaN,
+    infinite, zero or negative median (of the rounds or of a worker), or a stored ratio to the
+    baseline that is not positive and finite or disagrees with the two medians by more than
+    RATIO_AGREE times."""
+    out = []
+    for r in run.records:
+        if not r.ok:
+            continue
+        name = f"{r.probe}/{r.variant}/{r.size} {r.mode}"
+        med = r.summary().median
+        bad = [x for x in r.samples if _bad_number(x)]
+        if bad or _bad_number(med):
+            shown = statistics.median(r.samples) if bad and len(bad) * 2 >= len(r.samples) else med
+            out.append(f"{name}: median {shown:g}" if isinstance(shown, float) else f"{name}: median {shown}")
+            if bad and not _bad_number(shown):
+                out[-1] += f", {len(bad)} sample(s) not positive and finite ({bad[0]:g})"
+            continue
+        if any(_bad_number(w.get("median")) for w in r.workers if "median" in w):
+            out.append(f"{name}: a worker's median is not a positive number")
+            continue
+        if not r.ratio or r.mode == "host":
+            continue
+        ratio = r.ratio.median
+        if _bad_number(ratio):
+            out.append(f"{name}: ratio {ratio}")
+            continue
+        b = run.find(r.probe, r.baseline, r.size, r.mode) if r.baseline else None
+        if b is not None and b.ok and b is not r:
+            bm = b.summary().median
+            if not _bad_number(bm) and not 1 / RATIO_AGREE <= ratio / (med / bm) <= RATIO_AGREE:
+                out.append(f"{name}: stored ratio {ratio:.3g} but medians give {med / bm:.3g}")
+    return out
+
+
+def check_run(run, path=None) -> None:
+    """Raises ValueError with one line naming the file and its impossible figures, if any."""
+    bad = impossible_figures(run)
+    if bad:
+        more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+        raise ValueError(f"{path or run.path}: {len(bad)} figure(s) cannot be measurements, refused: "
+                         f"{'; '.join(bad[:3])}{more}")

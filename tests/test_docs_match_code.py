@@ -1,0 +1,51 @@
+"""The README and docs/compare.md state what the code does: texts held to the code's own constants."""
+import re
+from pathlib import Path
+
+from cudnn_hostbench.bench.measure import trust
+from cudnn_hostbench.reports import gate, table
+from cudnn_hostbench.scripts import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+COMPARE_MD = (ROOT / "docs" / "compare.md").read_text(encoding="utf-8")
+
+
+def between(text: str, name: str) -> list[str]:
+    return re.findall(rf"<!-- {name} -->(.*?)<!-- /{name} -->", text, re.S)
+
+
+def test_min_change_floors_come_from_the_gate():
+    for text in (README, COMPARE_MD):
+        found = between(text, "floors")
+        assert found and all(" ".join(f.split()) == gate.floors_text() for f in found)
+    assert "(5 %)" not in README
+    for mode, t in gate.THRESHOLD.items():
+        assert f"{mode} {t * 100:g} %" in gate.floors_text()
+
+
+def test_readme_marks_are_the_trust_marks_and_d_marks_no_figure():
+    (marks,) = between(README, "marks")
+    assert " ".join(marks.split()) == trust.short_legend()
+    assert "d:" not in marks
+
+
+def test_readme_brackets_and_table_brackets_are_each_stated():
+    (text,) = between(README, "brackets")
+    assert "min–max over the worker processes" in text and "interquartile range" in text
+    assert "[min–max over workers]" in README       # the headline caption says it too
+    import pandas as pd
+    empty = pd.DataFrame({"probe": [], "baseline": []})
+    assert "interquartile range" in table.RATIO_BRACKET and table.RATIO_BRACKET in table.key_text(empty)
+
+
+def test_compare_doc_names_every_option_and_exit_code():
+    p = cli.parser()
+    sub = next(a for a in p._actions if a.dest == "command").choices["compare"]
+    shown = {o for a in sub._actions for o in a.option_strings if a.help != "==SUPPRESS=="}
+    shown -= {"-h", "--help"}
+    missing = sorted(o for o in shown if o not in COMPARE_MD)
+    assert not missing, f"docs/compare.md does not name {missing}"
+    for code in ("- 0:", "- 1:", "- 2:", "- 130:"):
+        assert code in COMPARE_MD
+    assert "µs above the baseline" not in COMPARE_MD and "probe/variant · mode · size" not in COMPARE_MD
