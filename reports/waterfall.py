@@ -37,7 +37,7 @@ def rows(runs: list) -> list[dict]:
                 med[fig] = r.summary().median
             else:
                 total = sum(med[p] for p in PARTS)
-                out.append({"run": lab, "frontend": store.frontend_version(run), "path": path, **med,
+                out.append({"run": lab, "fe_version": store.frontend_version(run), "path": path, **med,
                             "sum": total, "share": total / med["eager"] if med["eager"] else float("nan")})
     return out
 
@@ -47,7 +47,7 @@ def markdown(rs: list[dict]) -> str:
     body = []
     for r in rs:
         ok = abs(r["share"] - 1) <= TOLERANCE
-        body.append([r["run"] or r["frontend"], r["path"], fmt.num(r["eager"]), *[fmt.num(r[p]) for p in PARTS],
+        body.append([r["run"] or f"frontend {r['fe_version']}", r["path"], fmt.num(r["eager"]), *[fmt.num(r[p]) for p in PARTS],
                      fmt.num(r["sum"]), f"{r['share'] * 100:.1f} %" + ("" if ok else " ⚑ outside 10 %"),
                      fmt.num(r["gpu"])])
     return ("µs per call at 256³ bf16 matmul; parts from the same interleaved rounds "

@@ -339,7 +339,19 @@ def cmd_audit(a) -> int:
     if a.out:
         for p in audit_report.write_outputs(report, a.out):
             print(f"wrote {p}")
+    _end_after_user_code(0)
     return 0
+
+
+def _end_after_user_code(code: int) -> None:
+    """Ends the process once everything is written. The audited step's objects (its module's
+    caches, ops it registered in torch's dispatcher) live until interpreter teardown, where the
+    frontend's nanobind module reports them as leaks: pages of noise after the report. The
+    harness cannot release objects the user's code owns, so it skips that teardown."""
+    if "cudnn" in sys.modules:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
 
 
 def cmd_reprice(a) -> int:

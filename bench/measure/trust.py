@@ -162,6 +162,17 @@ def _bad_number(x) -> bool:
     return x is None or not math.isfinite(x) or x <= 0
 
 
+def _bad_part(x) -> bool:
+    return x is None or not math.isfinite(x)
+
+
+def is_part(r) -> bool:
+    """A waterfall part ('path.part'): a difference of two timings, or a part the path does not
+    have (torch.mm has no integration layer), so zero or a noisy negative is a real reading."""
+    from cudnn_hostbench.bench.measure.waterfall import PARTS
+    return r.probe == "waterfall" and r.variant.rsplit(".", 1)[-1] in PARTS
+
+
 def impossible_figures(run) -> list[str]:
     """'probe/variant/size mode: why' for each figure that cannot be a measurement: a NaN,
     infinite, zero or negative median (of the rounds or of a worker), or a stored ratio to the
@@ -173,6 +184,10 @@ def impossible_figures(run) -> list[str]:
             continue
         name = f"{r.probe}/{r.variant}/{r.size} {r.mode}"
         med = r.summary().median
+        if is_part(r):
+            if any(_bad_part(x) for x in r.samples):
+                out.append(f"{name}: a part that is not a finite number")
+            continue
         bad = [x for x in r.samples if _bad_number(x)]
         if bad or _bad_number(med):
             shown = statistics.median(r.samples) if bad and len(bad) * 2 >= len(r.samples) else med
