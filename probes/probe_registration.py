@@ -48,9 +48,10 @@ def cudnn_impl(ctx, mm: Matmul):
     return impl, form
 
 
-def _registered(make, what: str):
+def _registered(ctx, make, what: str):
+    """A registration, kept on the GPU context's registry: the context's close deregisters it."""
     try:
-        return make()
+        return ctx.attached(("registration", "registry"), registration.Registry).add(make())
     except Exception as e:  # an older torch without this API: this variant only
         raise Unsupported(f"{what} failed on torch: {type(e).__name__}: {e}") from e
 
@@ -80,7 +81,7 @@ def build(ctx, size):
         lib = getattr(torch, "library", None)
         if lib is None or not hasattr(lib, "custom_op"):
             raise Unsupported("needs torch.library.custom_op (torch >= 2.4)")
-        reg = _registered(lambda: registration.custom_op(impl, "cuda", autograd=autograd), "custom_op")
+        reg = _registered(ctx, lambda: registration.custom_op(impl, "cuda", autograd=autograd), "custom_op")
         op = reg.via_ops if via_ops else reg.call
 
         def call(_keep=reg.keep):   # the registration lives as long as the case
@@ -88,7 +89,7 @@ def build(ctx, size):
         return case(call, f"; op {reg.qualname}")
 
     def library():
-        reg = _registered(lambda: registration.library_op(impl, "CUDA"), "torch.library.Library define/impl")
+        reg = _registered(ctx, lambda: registration.library_op(impl, "CUDA"), "torch.library.Library define/impl")
         op = reg.via_ops
 
         def call(_keep=reg.keep):   # the Library object deregisters the op when collected

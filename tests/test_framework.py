@@ -202,7 +202,13 @@ def _cpu_ctx():
 
     def randn(*shape, dtype=None, scale=1.0):
         return (torch.randn(*shape, generator=gen) * scale).to(dtype or torch.bfloat16)
-    return types.SimpleNamespace(torch=torch, device=torch.device("cpu"), randn=randn)
+    kept: dict = {}
+
+    def attached(key, make):    # as GpuContext.attached: one object per key, made on first use
+        if key not in kept:
+            kept[key] = make()
+        return kept[key]
+    return types.SimpleNamespace(torch=torch, device=torch.device("cpu"), randn=randn, attached=attached, kept=kept)
 
 
 def test_decode_lengths_offsets_and_ragged_packing():
@@ -401,7 +407,7 @@ def test_registration_probe_wiring(monkeypatch):
     real = probe_registration.registration
     monkeypatch.setattr(probe_registration, "registration", types.SimpleNamespace(
         custom_op=lambda impl, dev, autograd=False: real.custom_op(impl, "cpu", autograd=autograd),
-        library_op=lambda impl, key: real.library_op(impl, "CPU")))
+        library_op=lambda impl, key: real.library_op(impl, "CPU"), Registry=real.Registry))
     cases = probe_registration.build(ctx, "256")
     assert set(cases) == {v.name for v in probe_registration.PROBE.variants}
     assert isinstance(cases["graphed"], Exception)
@@ -413,6 +419,10 @@ def test_registration_probe_wiring(monkeypatch):
         assert out.shape == (1, 8, 8) and out.data_ptr() == pack[2].data_ptr()   # the bound output comes back
         assert "plan 1 " in cases[name].note   # the one pinned plan every path runs
     assert "hostbench_co::" in cases["custom_op"].note and "hostbench_lib::" in cases["library"].note
+    registry = ctx.kept[("registration", "registry")]
+    assert len(registry.items) == 4      # three custom_op variants and the Library op, kept for close()
+    registry.close()
+    assert not registry.items
 
 
 def test_declared_kernels_use_known_families():
@@ -428,3 +438,21 @@ def test_declared_kernels_use_known_families():
             for fam, n in v.kernels:   # a count, or a (low, high) range
                 lo, hi = (n, n) if isinstance(n, int) else n
                 assert fam in families and 0 <= lo <= hi and hi >= 1, (m.name, v.name, fam, n)
+
+
+def test_a_registry_deregisters_its_ops_on_close():
+    """The dispatcher holds a registered implementation (and the cuDNN graph it closes over) until
+    the op is deregistered: the GPU context's close must do it, or the frontend reports leaks."""
+    import torch
+
+    from cudnn_hostbench.bench.cudnn_graphs import registration
+    reg = registration.Registry()
+    co = reg.add(registration.custom_op(lambda a, b: a @ b, "cpu"))
+    lib = reg.add(registration.library_op(lambda a, b: a @ b, "CPU"))
+    x = torch.ones(2, 2)
+    assert co.call(x, x).sum() == 8 and lib.call(x, x).sum() == 8
+    reg.close()
+    for r in (co, lib):
+        ns, name = r.qualname.split("::")
+        assert not hasattr(getattr(torch.ops, ns), name), r.qualname
+    assert not reg.items

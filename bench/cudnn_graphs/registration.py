@@ -26,6 +26,35 @@ class Registered:
     keep: Any = None        # keeps the registration alive
 
 
+class Registry:
+    """The registrations a probe made on one GPU context. torch's dispatcher holds each
+    implementation (and what it closes over: a built cuDNN graph) until the op is deregistered,
+    so the context's close() calls ours: each op goes before the frontend's module is torn down,
+    which would otherwise report the graph as leaked."""
+
+    def __init__(self):
+        self.items: list[Registered] = []
+
+    def add(self, reg: "Registered") -> "Registered":
+        self.items.append(reg)
+        return reg
+
+    def close(self) -> None:
+        try:
+            from torch._library import custom_ops
+            tables = [getattr(custom_ops, n, {}) for n in ("OPDEFS", "OPDEF_TO_LIB")]
+        except ImportError:
+            tables = []
+        while self.items:
+            reg = self.items.pop()
+            lib = getattr(reg.keep, "_lib", reg.keep)     # a CustomOpDef's Library, or the Library
+            destroy = getattr(lib, "_destroy", None)
+            if callable(destroy):
+                destroy()
+            for t in tables:
+                t.pop(reg.qualname, None)
+
+
 def _ops_packet(torch, ns: str, name: str):
     return getattr(getattr(torch.ops, ns), name)
 
