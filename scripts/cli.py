@@ -20,6 +20,7 @@ COMMANDS = {
     "table": "render the table of a saved run (JSON or partial JSONL)",
     "compare": "compare two runs: verdicts per benchmark, exit 1 on regression",
     "dashboard": "write a static HTML dashboard over runs",
+    "history": "the history store: ingest runs, check a run against its history, export",
     "audit": "audit your own integration step for known traps",
     "reprice": "price a saved audit again from another run file (no GPU needed)",
 }
@@ -404,6 +405,9 @@ def parser() -> ArgParser:
     p.add_argument("--order", choices=["date", "version"], default="date",
                    help="order runs by date, or by nvidia-cudnn-frontend version")
     p.add_argument("--title", default="hostbench dashboard", help="page title")
+
+    from cudnn_hostbench.scripts import history_cmd
+    history_cmd.add_parser(command)
 
     p = command("audit", cmd_audit,
                 description=("Which integration traps your own step hits, and what each costs on this GPU: times "
