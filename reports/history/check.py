@@ -26,6 +26,7 @@ from .. import gate, robust
 from . import db
 
 DEFAULT_LAST = 30
+CONFIRM_LOOKAHEAD = 5   # later runs searched for the first that measured a changed row
 MIN_HISTORY = 8
 K = 2.0
 # µs rows: a change under this many µs per call is not judged. On the newest machine start the
@@ -102,6 +103,8 @@ def _pairwise(f: db.Figure, old: db.Figure, run_unstable: bool) -> tuple[str, fl
     a = gate.Side(ov, [], False, frozenset(old.kernels.split(";")) - {""}, old.host_state, old.median_us or 0.0)
     b = gate.Side(nv, [], run_unstable, frozenset(f.kernels.split(";")) - {""}, f.host_state, f.median_us or 0.0)
     v, change, _, note = gate.judge(a, b, f.mode)
+    if v == "UNSURE" and "too few samples" in note and abs(change) <= gate.THRESHOLD.get(f.mode, 0.05):
+        v, note = "SAME", "one process a side: within the pairwise floor"
     if f.mode == "eager" and not f.on_ratio and v in ("SLOWER", "FASTER"):
         v, note = "UNSURE", "absolute eager µs (host-bound between processes)"
     return v, change, note
@@ -115,12 +118,12 @@ def check(store: db.Store, run_id: int, last: int = DEFAULT_LAST, minimum: int =
     target = everyone[0]
     same = [r for r in store.runs(key=target["history_key"]) if not r["excluded"] or r["id"] == run_id]
     pos = next(i for i, r in enumerate(same) if r["id"] == run_id)
-    before = same[max(0, pos - last):pos]   # a bit more than `last` runs is read where rows are sparse
-    after = same[pos + 1:pos + 2]
+    # twice `last` runs are read: rows that some runs skip (other host state, a partial run) still
+    # find `last` values where there are
+    before = same[max(0, pos - 2 * last):pos]
+    after = same[pos + 1:pos + 1 + CONFIRM_LOOKAHEAD]
     figs = store.figures([r["id"] for r in before] + [run_id] + [r["id"] for r in after])
     mine = figs[run_id]
-    nxt = figs[after[0]["id"]] if after else None
-    prev_id = before[-1]["id"] if before else None
     out = []
     for row, f in mine.items():
         unit = f"x {f.baseline}" if f.on_ratio else "us"
@@ -137,20 +140,19 @@ def check(store: db.Store, run_id: int, last: int = DEFAULT_LAST, minimum: int =
                                    host_state=f.host_state))
                 continue
             v, change, note = _pairwise(f, hist_f[-1], bool(target["host_unstable"]))
-            out.append(Verdict(*row, unit, f.value, hist_f[-1].value, change, gate.THRESHOLD.get(f.mode, 0.05),
-                               len(hist), v, note=f"too little history ({len(hist)} < {minimum} runs): pairwise gate "
-                               f"against the newest; {note}".rstrip("; "), on_ratio=f.on_ratio, host_state=f.host_state))
-            continue
-        kernels = hist_f[-1].kernels
-        v, change, mdc, note, loc = _judge(f, hist, bool(target["host_unstable"]), kernels)
+            loc, mdc = hist_f[-1].value, gate.THRESHOLD.get(f.mode, 0.05)
+            note = f"too little history ({len(hist)} < {minimum} runs): pairwise gate against the newest; {note}"
+            note = note.rstrip("; ")
+        else:
+            v, change, mdc, note, loc = _judge(f, hist, bool(target["host_unstable"]), hist_f[-1].kernels)
         state = ""
         if v in ("SLOWER", "FASTER", "KERNEL CHANGED"):
-            if nxt is not None:
-                s = _shows(nxt.get(row), f, loc, mdc, change)
-                state = "confirmed" if s else ("suspect" if s is not None else "new")
+            later = [figs[r["id"]].get(row) for r in after]
+            later = [g for g in later if _usable(g, f)]
+            if later:
+                state = "confirmed" if _shows(later[0], f, loc, mdc, change) else "suspect"
             else:
-                prev = figs[prev_id].get(row) if prev_id is not None else None
-                state = "confirmed" if _shows(prev, f, loc, mdc, change) else "new"
+                state = "confirmed" if hist_f and _shows(hist_f[-1], f, loc, mdc, change) else "new"
         out.append(Verdict(*row, unit, f.value, loc, change, mdc, len(hist), v, state, note, f.on_ratio, f.host_state))
     return target, out
 
