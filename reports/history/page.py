@@ -86,14 +86,17 @@ def chart(title: str, runs: list[dict], figs: dict, row: tuple, band: tuple | No
                f'<line x1="{L}" x2="{L + w}" y1="{T + h}" y2="{T + h}" stroke="#999"/>')
     for v in (lo + pad, hi - pad):
         out.append(f'<text x="{L - 3}" y="{Y(v) + 4:.1f}" text-anchor="end" class="tick">{_esc(fmt.value(v))}</text>')
-    prev = None
+    prev, label_x = None, -1e9
     for x, (r, _f) in zip(xs, pts):
         if prev is not None:
             changed = [f"{lab} {r[k]}" for k, lab in VERSION_FIELDS if r[k] != prev[k]]
             if changed:
                 out.append(f'<line x1="{x - 1:.1f}" x2="{x - 1:.1f}" y1="{T}" y2="{T + h}" stroke="#c44" '
                            f'stroke-dasharray="3 2"><title>{_esc(", ".join(changed))}</title></line>')
-                out.append(f'<text x="{x - 2:.1f}" y="{T - 4}" text-anchor="end" class="mark">{_esc(changed[0])}</text>')
+                if x - label_x > 60:   # labels that would overlap keep only their line (and its tooltip)
+                    out.append(f'<text x="{x - 2:.1f}" y="{T - 4}" text-anchor="end" class="mark">'
+                               f'{_esc(changed[0])}</text>')
+                    label_x = x
             elif r["commit_id"] != prev["commit_id"]:
                 out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{T + h}" y2="{T + h + 4}" stroke="#666">'
                            f'<title>commit {_esc(r["commit_id"][:7])}</title></line>')
@@ -145,6 +148,8 @@ def _trend_rows(verdicts: list[check.Verdict], roles: dict) -> list[check.Verdic
 def gpu_section(store: db.Store, gpu: str, runs: list[dict], last: int) -> dict:
     runs = runs[-last:]
     newest = _newest_full(runs)
+    most = max(r["n_figures"] for r in runs)
+    full = [r for r in runs if r["n_figures"] >= most / 2]   # trends: full runs (matrix parts: version view)
     target, verdicts = check.check(store, newest["id"])
     figs = store.figures([r["id"] for r in runs])
     mine = figs[newest["id"]]
@@ -161,7 +166,7 @@ def gpu_section(store: db.Store, gpu: str, runs: list[dict], last: int) -> dict:
     for v in _trend_rows(verdicts, roles):
         band = (v.location, v.mdc) if v.location and v.mdc and v.n >= check.MIN_HISTORY else None
         unit = f"× {v.unit[2:]}" if v.on_ratio else "µs"
-        svg = chart(f"{v.probe}/{v.variant}/{v.size}/{v.mode}", runs, figs, v.row, band, newest["id"])
+        svg = chart(f"{v.probe}/{v.variant}/{v.size}/{v.mode}", full, figs, v.row, band, newest["id"])
         if svg:
             f = mine.get(v.row)
             sub = f"now {_fig_text(v.value, v.unit)}"
@@ -172,8 +177,8 @@ def gpu_section(store: db.Store, gpu: str, runs: list[dict], last: int) -> dict:
     return {
         "gpu": gpu, "slug": "".join(c if c.isalnum() else "-" for c in gpu), "newest": newest, "target": target,
         "counts": check.counts(verdicts), "changed": changed, "unsure": unsure, "noise": noise, "little": little,
-        "mdc": check.median_mdc(verdicts), "flags": [(k, trust.FLAGS.get(k, ("?", k)), n, flagged[k])
-                                                     for k, n in flags.most_common()],
+        "mdc": {k: x for k, x in check.median_mdc(verdicts).items() if k != "other"},
+        "flags": [(k, trust.FLAGS.get(k, ("?", k)), n, flagged[k]) for k, n in flags.most_common()],
         "history_n": max((v.n for v in verdicts), default=0), "charts": charts,
         "versions": version_view(store, runs), "runs": runs[::-1],
     }
