@@ -207,6 +207,9 @@ def cmd_dashboard(a) -> int:
     if not a.paths and not a.store:
         say("name run files or folders, or a store with --store URL")
         return 2
+    if a.last < 1:
+        say(f"--last {a.last}: must be at least 1")
+        return 2
     runs, errors, st = [], [], None
     if a.store:
         try:
@@ -237,8 +240,10 @@ def cmd_dashboard(a) -> int:
             for r in runs:   # files named beside --store are stored first (each once)
                 st.ingest_run(r)
             index = dashboard.build([], a.out, errors, a.order, a.title, store=st, last=a.last)
+            n = st.count()[0]
         else:
             index = dashboard.build(runs, a.out, errors, a.order, a.title, last=a.last)
+            n = len(runs)
     except dashboard.OutError as e:
         say(str(e))
         return 2
@@ -251,7 +256,7 @@ def cmd_dashboard(a) -> int:
     finally:
         if st is not None:
             st.close()
-    print(f"wrote {index} ({st.count()[0] if st is not None else len(runs)} runs)")
+    print(f"wrote {index} ({n} runs)")
     return 0
 
 

@@ -219,7 +219,10 @@ class Store:
 
     # -- writing ---------------------------------------------------------------------------------
     def _row_ids(self, c, keys: list[tuple]) -> dict[tuple, int]:
-        have = {}
+        # row ids never change once made: known ones are kept between ingests
+        have = self._rows = getattr(self, "_rows", {})
+        if all(k in have for k in keys):
+            return have
         for r in c.execute(select(S.rows.c.id, S.rows.c.probe, S.rows.c.variant, S.rows.c.size, S.rows.c.mode)):
             have[(r.probe, r.variant, r.size, r.mode)] = r.id
         missing = [k for k in dict.fromkeys(keys) if k not in have]
@@ -254,7 +257,11 @@ class Store:
         try:
             return self._retry(f"store run {meta.get('source_path')}", go)
         except IntegrityError:   # another writer stored the same run between our check and insert
+            self._rows = {}      # row ids read inside the rolled-back transaction may not exist
             return self._retry(f"store run {meta.get('source_path')}", go)
+        except BaseException:
+            self._rows = {}
+            raise
 
     def ingest_run(self, run: Run, source_hash: str | None = None) -> tuple[int, bool]:
         return self.ingest(run_meta(run, source_hash or file_hash(run.path)), figures_of(run))
