@@ -100,6 +100,14 @@ def _shows(g: db.Figure | None, like: db.Figure, loc: float, mdc: float, change:
 
 def _pairwise(f: db.Figure, old: db.Figure, run_unstable: bool) -> tuple[str, float, str]:
     ov, nv = old.workers or [old.value], f.workers or [f.value]
+    change = statistics.median(nv) / statistics.median(ov) - 1 if statistics.median(ov) else float("nan")
+    floor = gate.THRESHOLD.get(f.mode, 0.05)
+    if f.mode == "eager" and "slow" in (f.host_state, old.host_state):
+        floor = gate.SLOW_EAGER_THRESHOLD
+    if abs(change) <= floor:
+        # within the pairwise floor: SAME whatever the rank test says (it is not run: scipy
+        # costs seconds to import, more than the rest of a check)
+        return "SAME", change, "within the pairwise floor"
     a = gate.Side(ov, [], False, frozenset(old.kernels.split(";")) - {""}, old.host_state, old.median_us or 0.0)
     b = gate.Side(nv, [], run_unstable, frozenset(f.kernels.split(";")) - {""}, f.host_state, f.median_us or 0.0)
     v, change, _, note = gate.judge(a, b, f.mode)
