@@ -157,8 +157,15 @@ class Store:
             raise StoreError(f"{self.shown}: not a store URL ({_one_line(e)})") from e
         if self.sqlite:
             @event.listens_for(self.engine, "connect")
-            def _fk(conn, _):   # SQLite enforces foreign keys only when asked
-                conn.execute("PRAGMA foreign_keys=ON")
+            def _connect(conn, _):
+                # the driver's own transaction handling leaves DDL outside transactions: a second
+                # writer could see the tables before the schema version; we issue BEGIN ourselves
+                conn.isolation_level = None
+                conn.execute("PRAGMA foreign_keys=ON")   # SQLite enforces them only when asked
+
+            @event.listens_for(self.engine, "begin")
+            def _begin(conn):
+                conn.exec_driver_sql("BEGIN")
         self._check_schema()
 
     # -- opening ---------------------------------------------------------------------------------
