@@ -1,5 +1,11 @@
-"""The reporting half of the pytest plugin: after a run, the table beside the run file and a
-summary in the terminal. Kept out of bench/ because bench never imports reports."""
+"""The reporting half of the pytest plugin: after a run, the table beside the run file, a summary
+in the terminal, and the run stored in the history store. Kept out of bench/ because bench never
+imports reports.
+
+The store: $HOSTBENCH_STORE (a URL; `off` stores nothing), else history.db beside the run's
+folder (results/history.db for results/<stamp>/run.json). A store that cannot take the run is one
+line; the run file is kept either way and can be ingested later (hostbench history ingest).
+"""
 from __future__ import annotations
 
 import sys
@@ -25,6 +31,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     terminalreporter.write_line(trust.summary_line(run))
     terminalreporter.write_line(table.render_text(table.build_table(run)))
     terminalreporter.write_line(f"run file: {path}  (table.csv, table.md beside it)")
+    terminalreporter.write_line(store_run(run, path))
     if run.fingerprint.get("cudnn_error"):
         terminalreporter.write_line(f"cuDNN was not usable, so every cuDNN variant is unsupported: "
                                     f"{run.fingerprint['cudnn_error']}", red=True)
@@ -33,3 +40,34 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         terminalreporter.write_line(
             f"note: host calibration after the profiler phase is {cal['after_over_before']:.2f}x slower "
             "than before it; host figures were all taken before it")
+
+
+def store_url_for(path) -> str | None:
+    """The store a finished run goes into (None: $HOSTBENCH_STORE=off)."""
+    import os
+    from pathlib import Path
+    url = os.environ.get("HOSTBENCH_STORE", "")
+    if url.lower() in ("off", "none", "0"):
+        return None
+    return url or f"sqlite:///{Path(path).resolve().parent.parent / 'history.db'}"
+
+
+def store_run(run, path) -> str:
+    """Ingests a finished run; one line saying where it went, or why it did not."""
+    url = store_url_for(path)
+    if url is None:
+        return "history store: off (HOSTBENCH_STORE=off)"
+    try:
+        from cudnn_hostbench.reports.history import db
+    except ImportError as e:   # sqlalchemy missing: the run file is still the archive
+        return f"history store: not stored ({e}); ingest later with hostbench history ingest"
+    try:
+        st = db.open_store(url)
+        try:
+            rid, new = st.ingest_run(run)
+        finally:
+            st.close()
+    except (db.StoreError, OSError) as e:
+        return f"history store: not stored ({e}); the run file is kept: hostbench history ingest {path}"
+    return (f"history store: run {rid} {'stored' if new else 'was already stored'} in {db._shown(url)}; "
+            f"hostbench history check {rid} --store {db._shown(url)}")

@@ -21,6 +21,7 @@ COMMANDS = {
     "table": "render the table of a saved run (JSON or partial JSONL)",
     "compare": "compare two runs: verdicts per benchmark, exit 1 on regression",
     "dashboard": "write a static HTML dashboard over runs",
+    "history": "the history store: ingest runs, check a run against its history, export",
     "audit": "audit your own integration step for known traps",
     "reprice": "price a saved audit again from another run file (no GPU needed)",
 }
@@ -260,6 +261,7 @@ def cmd_compare(a) -> int:
 
 def cmd_dashboard(a) -> int:
     from cudnn_hostbench.reports import dashboard, store
+    from cudnn_hostbench.reports.history import db
 
     def say(msg: str) -> None:
         print(f"{a.prog}: {store.one_line(msg)}", file=sys.stderr)
@@ -272,27 +274,59 @@ def cmd_dashboard(a) -> int:
     except dashboard.OutError as e:
         say(str(e))
         return 2
-    runs, errors = store.load_runs(a.paths, a.order)
-    for r in runs:
-        for w in getattr(r, "warnings", None) or []:
-            say(f"warning: {w}")
-    if not runs:
-        if not errors:
-            say(f"{' '.join(a.paths)}: no run files found (*.json, *.jsonl); nothing written")
-        for k, e in enumerate(errors):
-            say(f"{e}{'; no run left to show, nothing written' if k == len(errors) - 1 else ''}")
+    if not a.paths and not a.store:
+        say("name run files or folders, or a store with --store URL")
         return 2
-    for e in errors:
-        say(f"skipped {e}")
+    if a.last < 1:
+        say(f"--last {a.last}: must be at least 1")
+        return 2
+    runs, errors, st = [], [], None
+    if a.store:
+        try:
+            st = db.open_store(a.store)
+            n = st.count()[0]
+        except db.StoreError as e:
+            say(str(e))
+            return 2
+        if not n and not a.paths:
+            st.close()
+            say(f"{st.shown}: the store holds no runs; nothing written")
+            return 2
+    if a.paths:
+        runs, errors = store.load_runs(a.paths, a.order)
+        for r in runs:
+            for w in getattr(r, "warnings", None) or []:
+                say(f"warning: {w}")
+        if not runs and st is None:
+            if not errors:
+                say(f"{' '.join(a.paths)}: no run files found (*.json, *.jsonl); nothing written")
+            for k, e in enumerate(errors):
+                say(f"{e}{'; no run left to show, nothing written' if k == len(errors) - 1 else ''}")
+            return 2
+        for e in errors:
+            say(f"skipped {e}")
     try:
-        index = dashboard.build(runs, a.out, errors, a.order, a.title)
+        if st is not None:
+            for r in runs:   # files named beside --store are stored first (each once)
+                st.ingest_run(r)
+            index = dashboard.build([], a.out, errors, a.order, a.title, store=st, last=a.last)
+            n = st.count()[0]
+        else:
+            index = dashboard.build(runs, a.out, errors, a.order, a.title, last=a.last)
+            n = len(runs)
     except dashboard.OutError as e:
+        say(str(e))
+        return 2
+    except db.StoreError as e:
         say(str(e))
         return 2
     except OSError as e:
         say(f"{a.out}: cannot write the dashboard ({e.strerror or e})")
         return 2
-    print(f"wrote {index} ({len(runs)} runs)")
+    finally:
+        if st is not None:
+            st.close()
+    print(f"wrote {index} ({n} runs)")
     return 0
 
 
@@ -490,13 +524,18 @@ def parser() -> ArgParser:
                    help="notes inline and every column, however wide (default: fit $COLUMNS or the terminal)")
 
     p = command("dashboard", cmd_dashboard,
-                description="Write a static HTML dashboard over runs: per GPU, ratios to each probe's baseline, "
-                            "host/build times, per-probe medians and their history, fingerprints. "
+                description="Write a static HTML dashboard over runs or a history store: per GPU, the newest "
+                            "run's verdicts against its history first, trust marks by kind, trends with the "
+                            "history band and version changes, the frontend version view, the runs. "
                             "No scripts, nothing fetched: it opens from file://.",
                 epilog="Exit status: 0 written; 2 bad input or --out (one line on stderr, nothing written). "
                        "Unreadable run files among readable ones are skipped, one warning line each.")
-    p.add_argument("paths", nargs="+", metavar="RUN_OR_DIR",
-                   help="run files (run.json, records.jsonl) or folders scanned recursively for them")
+    p.add_argument("paths", nargs="*", metavar="RUN_OR_DIR",
+                   help="run files (run.json, records.jsonl) or folders scanned recursively for them "
+                        "(with --store: stored first)")
+    p.add_argument("--store", metavar="URL", help="read the runs from this history store (sqlite:///FILE or "
+                                                  "postgresql://...; see hostbench history)")
+    p.add_argument("--last", type=int, default=100, help="newest runs per GPU in the trends")
     p.add_argument("--out", required=True, metavar="DIR",
                    help=f"folder to write into, made if missing. It overwrites DIR/index.html, DIR/img/*.png "
                         f"and DIR/{MANIFEST} (the list of files it wrote); a rebuild removes only files "
@@ -504,6 +543,9 @@ def parser() -> ArgParser:
     p.add_argument("--order", choices=["date", "version"], default="date",
                    help="order runs by date, or by nvidia-cudnn-frontend version")
     p.add_argument("--title", default="hostbench dashboard", help="page title")
+
+    from cudnn_hostbench.scripts import history_cmd
+    history_cmd.add_parser(command)
 
     p = command("audit", cmd_audit,
                 description=("Which integration traps your own step hits, and what each costs on this GPU: times "

@@ -14,6 +14,8 @@ Outputs, all directly in --out:
                                  timed out / failed), imported version, stderr tail, run file
   matrix.md                      status, median µs and µs above torch_mm per version, and the
                                  verdicts that change from one version to the next
+Each finished part also goes into the history store (--store URL, else $HOSTBENCH_STORE, else
+results/history.db; `--store off` for none), where the dashboard's version view reads it.
 `--only 1.20.0,1.26.0` splits a matrix over several invocations;
 `--merge-only [--from DIR...]` rebuilds matrix.md (and, with --from, a combined matrix.json)
 from the outputs already written. Only the merge needs pandas and scipy; without them matrix.md
@@ -107,6 +109,7 @@ def run_one(args, ver: str, lib: str | None, target: Path, pytest_args: list[str
     env = os.environ.copy()
     env["PYTHONPATH"] = _prepend(str(target), env.get("PYTHONPATH"))
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["HOSTBENCH_STORE"] = "off"   # the suite's own copy stays out of the store: the matrix stores its part
     if lib:
         env["LD_LIBRARY_PATH"] = _prepend(lib, env.get("LD_LIBRARY_PATH"))
     rc, out, err = run_proc([args.python, "-c", IMPORT_CHECK], env, str(args.root), min(120, timeout))
@@ -147,6 +150,26 @@ def pivot(frame, value: str, labels: list[str]):
 def frame_md(t) -> str:
     rows = [[*idx, *(fmt.num(v, 2, "-") for v in vals)] for idx, vals in zip(t.index, t.values)]
     return fmt.md_table(["probe", "variant", "mode", "size", *t.columns], rows)
+
+
+def store_part(url: str | None, path: Path) -> str:
+    """Ingests one finished part into the history store; a line saying where, or why not."""
+    if url and url.lower() == "off":
+        return ""
+    try:
+        from cudnn_hostbench.bench.measure.records import RunFileError, load_run
+        from cudnn_hostbench.reports.history import db
+    except ImportError as e:
+        return f"  not stored in the history store ({e})"
+    try:
+        st = db.open_store(url or db.default_url(ROOT))
+        try:
+            rid, new = st.ingest_run(load_run(path, need_records=True))
+        finally:
+            st.close()
+    except (db.StoreError, RunFileError, OSError) as e:
+        return f"  not stored in the history store: {store.one_line(str(e))}"
+    return f"  history store: run {rid} {'stored' if new else 'already stored'}"
 
 
 def merge(out: Path, entries: list[dict], dashboard: str | None = None):
@@ -264,6 +287,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--from", dest="sources", nargs="+", metavar="DIR",
                     help="with --merge-only: folders of earlier matrix outputs to merge (default --out)")
     ap.add_argument("--dashboard", metavar="DIR", help="also write a dashboard there (many files)")
+    ap.add_argument("--store", metavar="URL",
+                    help="history store for the parts (default $HOSTBENCH_STORE, else results/history.db; off: none)")
     ap.add_argument("--python", default=sys.executable, help="interpreter for pip and pytest")
     ap.add_argument("--root", default=str(ROOT), help="where `probes/` is (the repository root)")
     ap.add_argument("--target-root", default="/tmp", help="where the fe-<ver> install folders go")
@@ -279,6 +304,11 @@ def main(argv: list[str] | None = None) -> int:
     args.out = str(out)
     if args.merge_only:
         entries = entries_for_merge(docs)
+        for e in entries:   # parts merged from elsewhere are stored too (each run once)
+            if e["status"] == "ok":
+                line = store_part(args.store, Path(e.get("path") or out / e["run_file"]))
+                if line:
+                    print(line, flush=True)
         if args.sources:  # the combined status, beside the combined matrix.md
             doc = {"merged_from": args.sources, **shared_settings(docs), "versions": entries}
             (out / "matrix.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
@@ -307,6 +337,10 @@ def main(argv: list[str] | None = None) -> int:
                                                         min(args.timeout, left))}
                 entries.append(e)
                 print(f"fe {e['label']}: {e['status']} {e.get('detail', '')[-200:]}".rstrip(), flush=True)
+                if e["status"] == "ok":
+                    line = store_part(args.store, out / e["run_file"])
+                    if line:
+                        print(line, flush=True)
                 # rewritten after every version, so a killed matrix keeps what it finished
                 (out / "matrix.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
     med = merge(out, entries, args.dashboard)

@@ -1,5 +1,6 @@
-"""Dashboard: change points, a site rendered from synthetic runs (trust flags, host rows), the
-reference runs in headless Chromium at 1400 px."""
+"""Dashboard: change points, a site rendered from synthetic runs (two GPUs, trust flags, host rows),
+the committed H200 history store (verdicts first, trends, version view) in headless Chromium at
+1400 px."""
 from __future__ import annotations
 
 import html
@@ -12,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from cudnn_hostbench.bench.measure import trust
 from cudnn_hostbench.bench.measure.records import Record, run_document, write_run
-from cudnn_hostbench.reports import changepoints, dashboard, fmt, store
+from cudnn_hostbench.reports import changepoints, dashboard
 from cudnn_hostbench.scripts import cli
 from tests.helpers import FINGERPRINT, synthetic_records
 
@@ -99,87 +99,39 @@ def site(tmp_path_factory):
     return tmp / "site"
 
 
-def images(site: Path) -> list[tuple[str, int, int]]:
-    """(src, width, height) of every <img> in the page."""
+def test_site_is_one_file_with_nothing_fetched(site):
     page = (site / "index.html").read_text()
-    tags = re.findall(r"<img [^>]*>", page)
-    return [(re.search(r'src="([^"]+)"', t).group(1), int(re.search(r'width="(\d+)"', t).group(1)),
-             int(re.search(r'height="(\d+)"', t).group(1))) for t in tags]
-
-
-def test_site_files_and_every_image_referenced(site):
-    page = (site / "index.html").read_text()
-    refs = {src for src, _, _ in images(site)}
-    files = {f"img/{p.name}" for p in (site / "img").glob("*.png")}
-    # per GPU a heat map and bars; H200 also a history and its host-time chart
-    assert refs == files and len(files) == 6
-    assert all((site / r).stat().st_size > 1000 for r in refs)
     assert not re.search(r'(src|href)="(https?:)?//', page)  # nothing fetched from a network
-    assert "<script" not in page
-    manifest = (site / dashboard.MANIFEST).read_text().split("\n")
-    assert set(refs) | {"index.html"} <= set(manifest)
-
-
-def test_images_fit_one_screen_and_say_their_size(site):
-    for src, w, h in images(site):
-        assert dashboard.png_size(site / src) == (w, h)
-        assert w <= dashboard.WIDTH_PX < WINDOW
+    assert "<script" not in page and "<img" not in page        # charts are inline SVG
+    assert (site / dashboard.MANIFEST).read_text().strip().splitlines()[-1] == "index.html"
 
 
 def test_site_content(site):
     page = (site / "index.html").read_text()
     assert "NVIDIA H100 &lt;PCIe&gt;" in page and "NVIDIA H200" in page      # escaped
     assert "broken.json" in page                                              # load error named
-    for field in ("driver", "cudnn_frontend", "clock_source", "cpu_model"):
-        assert f"<td>{field}</td>" in page
-    assert page.index("fe 1.20.0") < page.index("fe 1.26.0") < page.index("fe 1.31.0")
-    # the 20 % step of generic/eager at the third version is listed, in the right place
-    m = re.findall(r"<td>generic · eager · (\d+)</td><td>fe 1.28.0</td>", page)
-    assert sorted(m) == ["1024", "256"]
-    assert "unsupported: needs frontend &gt;= 1.31" in page
+    # the version view: one column per frontend, in version order
+    view = page[page.index("Versions: the newest run at each frontend"):]
+    assert view.index("fe 1.20.0") < view.index("fe 1.26.0") < view.index("fe 1.28.0") < view.index("fe 1.31.0")
+    # generic eager 20 % slower from fe 1.28 on: marked in the view against the newest frontend
+    row = re.search(r"<td>execute/generic/256/eager</td>.*?</tr>", view, re.S).group(0)
+    assert "slower" not in row.split("fe")[0] and "faster" in row   # older frontends read faster
 
 
-def test_trust_summary_per_run_legend_once_and_badges(site, tmp_path):
+def test_trust_marks_are_counts_that_expand(site):
     page = html.unescape((site / "index.html").read_text())
-    runs, _ = store.load_runs([site.parent / "runs"], "version")
-    for run in runs:
-        assert trust.summary_line(run) in page
-    newest = [r for r in runs if store.frontend_version(r) == "1.31.0"][0]
-    assert "2 worker(s)" in trust.summary_line(newest) and "2 figure(s) flagged" in trust.summary_line(newest)
-    assert page.count(trust.LEGEND) == 1
-    assert re.search(r"<td>execute/generic · 256 · eager</td><td[^>]*>[\d.]+ µs/call</td><td[^>]*>⚑w</td>", page)
-    assert re.search(r"<td>build/cache_hit · 256 · host</td><td[^>]*>310.0 ms</td><td[^>]*>⚑c</td>", page)
-    assert re.search(r"<td[^>]*>310.0 ms⚑c</td>", page)  # the badge beside the figure in the host table
+    summary = re.search(r"<summary>Trust marks on the newest run: (.*?)</summary>", page, re.S).group(1)
+    assert "⚑w</span> wide_spread 1" in summary and "discarded" not in summary   # d lowers no trust
+    at = page.index("Trust marks")
+    assert "execute/generic/256/eager" in page[at:page.index("<h3>Trends", at)]
+    assert page.count("⚑d") <= 3   # a count and its expansion, never a row per figure
 
 
-def test_no_legend_without_flags(tmp_path):
+def test_no_trust_marks_without_flags(tmp_path):
     write_run(tmp_path / "run.json", run_document(synthetic_records(1, rounds=6), dict(FINGERPRINT)))
     assert cli.main(["dashboard", str(tmp_path / "run.json"), "--out", str(tmp_path / "site")]) == 0
-    page = html.unescape((tmp_path / "site" / "index.html").read_text())
-    assert trust.LEGEND not in page and "no figure flagged" in page
-
-
-def test_units_are_never_mixed(site):
-    runs, _ = store.load_runs([site.parent / "runs" / "h200"], "version")
-    labels = store.unique_labels(runs, "version")
-    df = store.records_frame(runs, labels)
-    blocks = dashboard.heat_blocks(df, labels)
-    heat_variants = {v for rows, _ in blocks for _, _, v in rows}
-    assert heat_variants and not heat_variants & {"build_total", "step_plan", "step_check", "cache_hit"}
-    page = (site / "index.html").read_text()
-    # host rows in their own section, in ms, parts named as parts of their total, not as a difference
-    host = page[page.index("Host / build time"):page.index("Per probe")]
-    assert "img/NVIDIA-H200-host-ms.png" in host and "build/step_plan · 256" in host
-    assert "0.89× build_total" in host and "above" not in host
-
-
-def test_cells_say_ratios(site):
-    runs, _ = store.load_runs([site.parent / "runs" / "h100"])
-    df = store.records_frame(runs)
-    row = df[(df.variant == "generic") & (df["mode"] == "eager") & (df["size"] == "256")].iloc[0]
-    rec = runs[0].find("execute", "generic", "256", "eager")
-    assert row.ratio == pytest.approx(rec.ratio.median)  # the round-by-round median, not recomputed
-    assert fmt.ratio(1.234) == "1.23×" and fmt.ratio(612.4) == "612×"
+    page = (tmp_path / "site" / "index.html").read_text()
+    assert "Trust marks" not in page and "NO HISTORY" in page
 
 
 def test_hostbench_dispatches_dashboard(tmp_path):
@@ -188,21 +140,49 @@ def test_hostbench_dispatches_dashboard(tmp_path):
     assert (tmp_path / "site" / "index.html").exists()
 
 
-# -- the reference runs, in a browser at 1400 px -----------------------------------------------
+# -- the committed H200 history: verdicts first; in a browser at 1400 px ----------------------------
+EXPORT = REFERENCE / "history.hbx.jsonl.gz"
+
+
+def history_site(tmp: Path, inject_graph: float | None = None) -> Path:
+    from tests.test_history_check import GRAPH, inject, newest_reference
+    url = f"sqlite:///{tmp / 'h.db'}"
+    assert cli.main(["history", "ingest", str(EXPORT), "--store", url]) == 0
+    if inject_graph:
+        from cudnn_hostbench.reports.history import db
+        st = db.open_store(url)
+        inject(st, newest_reference(st)["id"], GRAPH, inject_graph)
+        st.close()
+    assert cli.main(["dashboard", "--store", url, "--out", str(tmp / "site")]) == 0
+    return tmp / "site"
+
+
 @pytest.fixture(scope="module")
 def reference_site(tmp_path_factory):
-    runs, errors = store.load_runs([REFERENCE])
-    assert errors == [] and len(runs) >= 2
-    out = tmp_path_factory.mktemp("ref") / "site"
-    dashboard.build(runs, out)
-    return out
+    return history_site(tmp_path_factory.mktemp("ref"))
 
 
-def test_reference_runs_render(reference_site):
-    page = (reference_site / "index.html").read_text()
-    assert "NVIDIA H200" in page and "img/NVIDIA-H200-heatmap.png" in page
-    for src, w, _ in images(reference_site):
-        assert (reference_site / src).exists() and w <= dashboard.WIDTH_PX
+def test_first_screen_leads_with_the_verdicts(reference_site):
+    page = html.unescape((reference_site / "index.html").read_text())
+    first = page[page.index("<body>"):page.index("<h3>Trends")]
+    assert "Newest run <b>2026-11-30 00:58</b>" in first and "history of 11 runs on its key" in first
+    assert "431 SAME" in first and "SLOWER" not in first
+    assert "No row moved past its minimum detectable change" in first
+    assert re.search(r"graph <b>\d\.\d %</b>", first) and "eager ratio (fast state)" in first
+    assert "Trust marks on the newest run" in first
+    shown = re.sub(r"<details>.*?</details>", "", first, flags=re.S)   # what is open without a click
+    assert shown.count("<tr>") < 5 and "⚑d" not in shown                # counts that expand, no row per flag
+    trends = page[page.index("<h3>Trends"):]
+    assert trends.count('<svg class="chart"') >= 30
+    assert "Versions: the newest run at each frontend" in trends and "fe 1.20.0" in trends
+
+
+def test_a_regression_is_the_first_thing_shown(tmp_path):
+    page = html.unescape((history_site(tmp_path, 1.06) / "index.html").read_text())
+    first = page[page.index("<body>"):page.index("<h3>Trends")]
+    assert "1 SLOWER" in first and "Changed against history" in first
+    assert re.search(r"<td class=\"slower\">SLOWER</td><td>new</td><td>fusion/cudnn_fused/epilogue-b16m512k1024n512/graph",
+                     first)
 
 
 @pytest.fixture
@@ -226,25 +206,30 @@ def browse(browser: str, tmp: Path, url: str, *args: str) -> subprocess.Complete
     return p
 
 
-def test_reference_dashboard_in_chromium_is_one_screen_wide(chromium, reference_site, tmp_path):
+def test_history_dashboard_in_chromium_is_one_screen_wide(chromium, reference_site, tmp_path):
     import numpy as np
     from PIL import Image
 
-    browser = chromium
     index = reference_site / "index.html"
     # the page has no script of its own: a copy with one reports the laid-out width
     probe = reference_site / "_width.html"
     probe.write_text(index.read_text().replace("</body>", (
         '<script>addEventListener("load", () => document.body.setAttribute('
         '"data-scroll-width", document.documentElement.scrollWidth))</script></body>')))
-    dom = browse(browser, tmp_path, probe.as_uri(), f"--window-size={WINDOW},1000", "--dump-dom").stdout
+    dom = browse(chromium, tmp_path, probe.as_uri(), f"--window-size={WINDOW},1000", "--dump-dom").stdout
     width = int(re.search(r'data-scroll-width="(\d+)"', dom).group(1))
     assert 0 < width <= WINDOW
     shot = tmp_path / "shot.png"
-    browse(browser, tmp_path, index.as_uri(), f"--window-size={WINDOW},2400", f"--screenshot={shot}")
-    im = Image.open(shot).convert("RGB")
-    assert im.size == (WINDOW, 2400)
-    px = np.asarray(im).reshape(-1, 3)
-    inked = (px.min(axis=1) < 200).mean()
-    colours = len(np.unique(px[::7], axis=0))
-    assert inked > 0.03 and colours > 100, (inked, colours)  # not blank: text, tables and heat map
+    browse(chromium, tmp_path, index.as_uri(), f"--window-size={WINDOW},1400", f"--screenshot={shot}")
+    if os.environ.get("HB_SCREENSHOT_DIR"):   # keep it to look at
+        shutil.copy(shot, Path(os.environ["HB_SCREENSHOT_DIR"]) / "dashboard-1400.png")
+    im = np.asarray(Image.open(shot).convert("RGB"))
+    assert im.shape == (1400, WINDOW, 3)
+    px = im.reshape(-1, 3)
+    assert (px.min(axis=1) < 200).mean() > 0.03 and len(np.unique(px[::7], axis=0)) > 100  # not blank
+    # the first screen holds the verdict banner (light green) and the charts' blue/orange dots
+    top = im[:700]
+    green = ((top[..., 0] > 225) & (top[..., 1] > 240) & (top[..., 2] > 225) & (top[..., 1] > top[..., 0] + 4))
+    assert green.sum() > 5000, "no verdict banner on the first screen"
+    blue = (im[..., 2] > 150) & (im[..., 0] < 110) & (im[..., 1] < 150)
+    assert blue.sum() > 200, "no chart on the first screen"

@@ -30,7 +30,7 @@ def test_every_lower_bound_is_pinned_in_the_oldest_set_ci_runs():
     pins = dict(line.split("==") for line in (ROOT / "ci" / "oldest.txt").read_text().splitlines()
                 if line.strip() and not line.startswith("#"))
     for dep in deps:
-        m = re.fullmatch(r"([A-Za-z0-9_.\-]+)>=([0-9.]+)", dep)
+        m = re.fullmatch(r"([A-Za-z0-9_.\-]+)(?:\[[a-z,]+\])?>=([0-9.]+)", dep)
         assert m, f"{dep}: every dependency declares a lower bound (name>=version)"
         pin = pins.get(m.group(1))
         assert pin and Version(pin) == Version(m.group(2)), f"{dep}: ci/oldest.txt must pin {m.group(1)}=={m.group(2)}"

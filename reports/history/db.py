@@ -1,0 +1,343 @@
+"""Open a store by URL, check its schema, ingest runs atomically, read histories back.
+
+URL: `sqlite:///path/to/history.db` (the embedded default) or `postgresql://user@host/db`
+(psycopg 3 is used for it). Every failure a person can cause (a corrupt file, a newer schema, an
+unreachable server, a database locked past the retries) is a StoreError with one line naming the
+store; no partial run is ever left: each run goes in one transaction.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy import create_engine, event, func, insert, select, text
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
+
+from cudnn_hostbench.bench.measure.records import UNIT_SECONDS, Run
+
+from . import schema as S
+
+ENV_URL = "HOSTBENCH_STORE"
+LOCK_RETRIES, LOCK_WAIT_S = 5, 1.0   # a locked SQLite file: wait, retry, then one line
+
+
+class StoreError(Exception):
+    """One line for a person: which store, what is wrong."""
+
+
+def default_url(root: Path | None = None) -> str:
+    """$HOSTBENCH_STORE, else results/history.db under `root` (the checkout)."""
+    if os.environ.get(ENV_URL):
+        return os.environ[ENV_URL]
+    root = root or Path(__file__).resolve().parents[2]
+    return f"sqlite:///{root / 'results' / 'history.db'}"
+
+
+def _shown(url: str) -> str:
+    """The URL without a password."""
+    if "://" in url and "@" in url.split("://", 1)[1]:
+        scheme, rest = url.split("://", 1)
+        cred, host = rest.rsplit("@", 1)
+        return f"{scheme}://{cred.split(':')[0]}@{host}"
+    return url
+
+
+def _one_line(text) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= 240 else text[:239] + "…"
+
+
+def _is_locked(e: Exception) -> bool:
+    return "locked" in str(getattr(e, "orig", e)).lower() or "busy" in str(getattr(e, "orig", e)).lower()
+
+
+@dataclass
+class Figure:
+    probe: str
+    variant: str
+    size: str
+    mode: str
+    status: str
+    unit: str
+    value: float | None
+    on_ratio: bool
+    median_us: float | None
+    workers: list = field(default_factory=list)
+    spread: float | None = None
+    flags: str = ""
+    kernels: str = ""
+    host_state: str = ""
+    baseline: str = ""
+    role: str = ""
+
+    @property
+    def row(self) -> tuple:
+        return (self.probe, self.variant, self.size, self.mode)
+
+
+def _us(x: float, unit: str) -> float:
+    return x * UNIT_SECONDS.get(unit, 1e-6) / 1e-6
+
+
+def figures_of(run: Run) -> list[Figure]:
+    """A run's records as store figures: eager rows with a baseline are judged on their paired
+    ratio to it (as compare does), the rest on µs; per-worker values of the judged figure."""
+    out = []
+    for rec in run.records:
+        kern = ""
+        d = rec if rec.mode == "device" else run.find(rec.probe, rec.variant, rec.size, "device")
+        if d is not None:
+            kern = ";".join(sorted({n.rsplit(" x", 1)[0] for n in d.kernel_names}))
+        if not rec.ok:
+            out.append(Figure(rec.probe, rec.variant, str(rec.size), rec.mode, rec.status or "no samples",
+                              rec.unit, None, False, None, kernels=kern, role=rec.role))
+            continue
+        med = _us(rec.summary().median, rec.unit)
+        bl = run.baseline_of(rec)
+        ratios = [w["ratio"] for w in rec.workers if w.get("ratio") is not None]
+        on_ratio = rec.mode == "eager" and bl is not None and bl is not rec and (bool(ratios) or bool(rec.ratio))
+        if on_ratio:
+            workers = ratios
+            value = statistics.median(ratios) if ratios else rec.ratio.median
+        else:
+            workers = [_us(w["median"], rec.unit) for w in rec.workers if w.get("median") is not None]
+            value = med
+        out.append(Figure(rec.probe, rec.variant, str(rec.size), rec.mode, "ok", rec.unit, value, on_ratio, med,
+                          workers, rec.spread, ",".join(rec.flags or ()), kern, rec.host_state or "",
+                          bl.variant if bl is not None else "", rec.role))
+    return out
+
+
+def run_meta(run: Run, source_hash: str) -> dict:
+    """The runs-table row of a run (without its id)."""
+    fp = run.fingerprint or {}
+    key = S.key_of(fp)
+    hs = fp.get("host_state") or {}
+    info = {k: fp.get(k) for k in ("python", "platform", "cpu_model", "cpu_count", "workers", "suite_wall_s",
+                                   "gpu_clocks_top_mhz", "compute_capability", "options") if k in fp}
+    return dict(source_hash=source_hash, history_key=S.key_hash(key), gpu=str(fp.get("gpu_name") or "unknown GPU"),
+                started_at=str(run.datetime or fp.get("datetime") or ""),
+                commit_id=str((fp.get("commit_info") or {}).get("id") or ""),
+                driver=key["driver"], cuda=key["cuda"], cudnn_backend=key["cudnn_backend"],
+                frontend=key["cudnn_frontend"], torch=key["torch"], measurement_version=S.MEASUREMENT_VERSION,
+                host=str(fp.get("host") or fp.get("node") or ""), source_path=str(run.path),
+                host_unstable=bool(isinstance(hs, dict) and hs.get("unstable")), excluded="",
+                key_json=json.dumps(key, sort_keys=True), info_json=json.dumps(info, sort_keys=True, default=str))
+
+
+def file_hash(path: str | Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+class Store:
+    """An open store. Use `open_store(url)`."""
+
+    def __init__(self, url: str, lock_retries: int | None = None, lock_wait_s: float | None = None):
+        self.url, self.shown = url, _shown(url)
+        self.lock_retries = LOCK_RETRIES if lock_retries is None else lock_retries
+        self.lock_wait_s = LOCK_WAIT_S if lock_wait_s is None else lock_wait_s
+        self.sqlite = url.startswith("sqlite")
+        kw: dict = {}
+        if self.sqlite:
+            path = url.split(":///", 1)[1] if ":///" in url else ""
+            if path and path != ":memory:":
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+            kw["connect_args"] = {"timeout": self.lock_wait_s}
+        elif url.startswith("postgresql://") or url.startswith("postgres://"):
+            url = "postgresql+psycopg://" + url.split("://", 1)[1]
+            kw["connect_args"] = {"connect_timeout": 5}
+        try:
+            self.engine = create_engine(url, **kw)
+        except (SQLAlchemyError, ImportError, ValueError) as e:
+            raise StoreError(f"{self.shown}: not a store URL ({_one_line(e)})") from e
+        if self.sqlite:
+            @event.listens_for(self.engine, "connect")
+            def _connect(conn, _):
+                # the driver's own transaction handling leaves DDL outside transactions: a second
+                # writer could see the tables before the schema version; we issue BEGIN ourselves
+                conn.isolation_level = None
+                conn.execute("PRAGMA foreign_keys=ON")   # SQLite enforces them only when asked
+
+            @event.listens_for(self.engine, "begin")
+            def _begin(conn):
+                conn.exec_driver_sql("BEGIN")
+        self._check_schema()
+
+    # -- opening ---------------------------------------------------------------------------------
+    def _retry(self, what: str, fn):
+        """Runs fn(); a locked database is waited for and retried, then one line."""
+        for attempt in range(self.lock_retries + 1):
+            try:
+                return fn()
+            except IntegrityError:
+                raise   # the callers know what a duplicate means
+            except OperationalError as e:
+                if self.sqlite and _is_locked(e) and attempt < self.lock_retries:
+                    time.sleep(self.lock_wait_s)
+                    continue
+                if _is_locked(e):
+                    raise StoreError(f"{self.shown}: locked by another writer; gave up {what} after "
+                                     f"{self.lock_retries + 1} tries (nothing changed)") from e
+                raise StoreError(f"{self.shown}: cannot {what} ({_one_line(getattr(e, 'orig', e))})") from e
+            except DBAPIError as e:
+                raise StoreError(f"{self.shown}: cannot {what}: not a hostbench store, or a damaged one "
+                                 f"({_one_line(getattr(e, 'orig', e))})") from e
+
+    def _check_schema(self) -> None:
+        def check():
+            with self.engine.begin() as c:
+                names = set(self.engine.dialect.get_table_names(c))
+                ours = {t.name for t in S.metadata.sorted_tables}
+                if not names & ours and not self.sqlite:
+                    # two first writers at once: the second waits here, then finds the tables
+                    c.execute(text("SELECT pg_advisory_xact_lock(4242018)"))
+                    names = set(self.engine.dialect.get_table_names(c))
+                if not names & ours:
+                    if names and self.sqlite:
+                        raise StoreError(f"{self.shown}: a database of something else (tables "
+                                         f"{', '.join(sorted(names)[:5])}); not a hostbench store")
+                    S.metadata.create_all(c)
+                    c.execute(insert(S.meta).values(name="schema_version", value=str(S.SCHEMA_VERSION)))
+                    return
+                v = c.execute(select(S.meta.c.value).where(S.meta.c.name == "schema_version")).scalar()
+                if v is None or not str(v).isdigit():
+                    raise StoreError(f"{self.shown}: no schema version in hb_meta; not a store this hostbench made")
+                if int(v) > S.SCHEMA_VERSION:
+                    raise StoreError(f"{self.shown}: schema version {v} is newer than this hostbench reads "
+                                     f"({S.SCHEMA_VERSION}); upgrade hostbench (the store is left as it is)")
+                if int(v) < S.SCHEMA_VERSION:
+                    raise StoreError(f"{self.shown}: schema version {v} is older than {S.SCHEMA_VERSION}; "
+                                     "no migration exists yet")
+        try:
+            self._retry("open the store", check)
+        except (IntegrityError, StoreError) as e:
+            # two writers created it at once and the other one won: its tables are there now
+            if isinstance(e, StoreError) and "already exists" not in str(e):
+                raise
+            self._retry("open the store", check)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # -- writing ---------------------------------------------------------------------------------
+    def _row_ids(self, c, keys: list[tuple]) -> dict[tuple, int]:
+        # row ids never change once made: known ones are kept between ingests
+        have = self._rows = getattr(self, "_rows", {})
+        if all(k in have for k in keys):
+            return have
+        for r in c.execute(select(S.rows.c.id, S.rows.c.probe, S.rows.c.variant, S.rows.c.size, S.rows.c.mode)):
+            have[(r.probe, r.variant, r.size, r.mode)] = r.id
+        missing = [k for k in dict.fromkeys(keys) if k not in have]
+        if missing:
+            if self.sqlite:
+                from sqlalchemy.dialects.sqlite import insert as dialect_insert
+            else:
+                from sqlalchemy.dialects.postgresql import insert as dialect_insert
+            stmt = dialect_insert(S.rows).on_conflict_do_nothing()
+            c.execute(stmt, [dict(zip(("probe", "variant", "size", "mode"), k)) for k in missing])
+            for r in c.execute(select(S.rows.c.id, S.rows.c.probe, S.rows.c.variant, S.rows.c.size, S.rows.c.mode)):
+                have[(r.probe, r.variant, r.size, r.mode)] = r.id
+        return have
+
+    def ingest(self, meta: dict, figs: list[Figure]) -> tuple[int, bool]:
+        """Stores one run and its figures in one transaction: (run id, True if newly stored).
+        A run whose source hash is already stored is not stored again."""
+        def go():
+            with self.engine.begin() as c:
+                old = c.execute(select(S.runs.c.id).where(S.runs.c.source_hash == meta["source_hash"])).scalar()
+                if old is not None:
+                    return old, False
+                ids = self._row_ids(c, [f.row for f in figs])
+                rid = c.execute(insert(S.runs).values(**meta, n_figures=len(figs))).inserted_primary_key[0]
+                if figs:
+                    c.execute(insert(S.figures), [dict(
+                        run_id=rid, row_id=ids[f.row], status=f.status[:2000], unit=f.unit, value=f.value,
+                        on_ratio=f.on_ratio, median_us=f.median_us, workers_json=json.dumps(f.workers),
+                        spread=f.spread, flags=f.flags, kernels=f.kernels, host_state=f.host_state,
+                        baseline=f.baseline, role=f.role) for f in figs])
+                return rid, True
+        try:
+            return self._retry(f"store run {meta.get('source_path')}", go)
+        except IntegrityError:   # another writer stored the same run between our check and insert
+            self._rows = {}      # row ids read inside the rolled-back transaction may not exist
+            return self._retry(f"store run {meta.get('source_path')}", go)
+        except BaseException:
+            self._rows = {}
+            raise
+
+    def ingest_run(self, run: Run, source_hash: str | None = None) -> tuple[int, bool]:
+        return self.ingest(run_meta(run, source_hash or file_hash(run.path)), figures_of(run))
+
+    def exclude(self, run_id: int, why: str) -> bool:
+        """Marks a run as left out of every history (conbench #474); its figures stay stored."""
+        def go():
+            with self.engine.begin() as c:
+                return c.execute(S.runs.update().where(S.runs.c.id == run_id).values(excluded=why or "excluded")).rowcount
+        return bool(self._retry("exclude a run", go))
+
+    # -- reading ---------------------------------------------------------------------------------
+    def runs(self, gpu: str | None = None, key: str | None = None) -> list[dict]:
+        """Every run (oldest first), optionally of one GPU or one history key."""
+        q = select(S.runs).order_by(S.runs.c.started_at, S.runs.c.id)
+        if gpu is not None:
+            q = q.where(S.runs.c.gpu == gpu)
+        if key is not None:
+            q = q.where(S.runs.c.history_key == key)
+
+        def go():
+            with self.engine.connect() as c:
+                return [dict(r._mapping) for r in c.execute(q)]
+        return self._retry("read runs", go)
+
+    def count(self) -> tuple[int, int]:
+        def go():
+            with self.engine.connect() as c:
+                return (c.execute(select(func.count()).select_from(S.runs)).scalar(),
+                        c.execute(select(func.count()).select_from(S.figures)).scalar())
+        return self._retry("count runs", go)
+
+    def figures(self, run_ids: list[int]) -> dict[int, dict[tuple, Figure]]:
+        """run id -> row -> Figure, for the given runs."""
+        out: dict[int, dict[tuple, Figure]] = {i: {} for i in run_ids}
+        if not run_ids:
+            return out
+        j = S.figures.join(S.rows, S.figures.c.row_id == S.rows.c.id)
+        cols = [S.figures.c.run_id, S.rows.c.probe, S.rows.c.variant, S.rows.c.size, S.rows.c.mode,
+                S.figures.c.status, S.figures.c.unit, S.figures.c.value, S.figures.c.on_ratio, S.figures.c.median_us,
+                S.figures.c.workers_json, S.figures.c.spread, S.figures.c.flags, S.figures.c.kernels,
+                S.figures.c.host_state, S.figures.c.baseline, S.figures.c.role]
+
+        loads = json.loads
+
+        def go():
+            with self.engine.connect() as c:
+                for i in range(0, len(run_ids), 500):
+                    q = select(*cols).select_from(j).where(S.figures.c.run_id.in_(run_ids[i:i + 500]))
+                    # unpacked as tuples: named-row access costs more than the query on 40k figures
+                    for (rid, probe, variant, size, mode, status, unit, value, on_ratio, median_us, workers,
+                         spread, flags, kernels, host_state, baseline, role) in c.execute(q):
+                        out[rid][(probe, variant, size, mode)] = Figure(
+                            probe, variant, size, mode, status, unit, value, bool(on_ratio), median_us,
+                            loads(workers), spread, flags, kernels, host_state, baseline, role)
+            return out
+        return self._retry("read figures", go)
+
+
+def open_store(url: str | None = None, **kw) -> Store:
+    """The store at `url` (default: default_url()), made with the current schema if empty."""
+    url = url or default_url()
+    if url.startswith("sqlite:///"):
+        p = Path(url.split(":///", 1)[1])
+        if p.is_dir():
+            raise StoreError(f"{url}: is a folder, not a database file")
+    try:
+        return Store(url, **kw)
+    except StoreError:
+        raise
+    except SQLAlchemyError as e:
+        raise StoreError(f"{_shown(url)}: cannot open the store ({_one_line(getattr(e, 'orig', e))})") from e

@@ -1,0 +1,89 @@
+"""Put runs into a store: run files or folders (read with reports.store), or a compact export
+(`*.hbx.jsonl.gz`: one line per run, its runs-table row and its figures, no raw samples).
+The committed reference history is such an export (reports/reference/h200/history.hbx.jsonl.gz).
+"""
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from cudnn_hostbench.bench.measure.records import RunFileError, load_run
+
+from .. import store as runstore
+from . import db
+
+EXPORT_SUFFIX = ".hbx.jsonl.gz"
+
+
+@dataclass
+class Result:
+    stored: list = field(default_factory=list)     # (path, run id)
+    already: list = field(default_factory=list)    # (path, run id) stored before
+    errors: list = field(default_factory=list)     # one line each
+
+
+def _export_lines(path: Path) -> Iterable[dict]:
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    yield json.loads(line)
+    except (OSError, EOFError, json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise RunFileError(f"{path}: not a readable history export ({runstore.one_line(e)})") from e
+
+
+def ingest_paths(store: db.Store, paths: Iterable[str | Path]) -> Result:
+    """Ingests every run file and export under `paths`; unreadable files become one line each,
+    the others are still stored (each run atomically)."""
+    res = Result()
+    paths = [Path(p) for p in paths]
+    exports = [p for p in paths if p.name.endswith(EXPORT_SUFFIX)]
+    files, errors = runstore.run_files([p for p in paths if p not in exports])
+    res.errors += [str(e) for e in errors]
+    exports += [f for f in files if f.name.endswith(".gz")]
+    for f in files:
+        if f.name.endswith(".gz"):
+            continue
+        try:
+            run = load_run(f, need_records=True)
+            h = db.file_hash(f)
+        except (RunFileError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as e:
+            res.errors.append(runstore.one_line(str(e) if isinstance(e, RunFileError) else f"{f}: not a run file ({e})"))
+            continue
+        rid, new = store.ingest_run(run, h)
+        (res.stored if new else res.already).append((str(f), rid))
+    for x in exports:
+        try:
+            for doc in _export_lines(x):
+                meta = dict(doc["run"])
+                meta.pop("id", None)
+                meta.pop("n_figures", None)
+                figs = [db.Figure(**f) for f in doc["figures"]]
+                rid, new = store.ingest(meta, figs)
+                (res.stored if new else res.already).append((f"{x}:{meta['source_path']}", rid))
+        except RunFileError as e:
+            res.errors.append(str(e))
+        except (KeyError, TypeError) as e:
+            res.errors.append(runstore.one_line(f"{x}: malformed history export ({type(e).__name__}: {e})"))
+    return res
+
+
+def export(store: db.Store, out: str | Path, gpu: str | None = None) -> int:
+    """Writes every run of the store (optionally of one GPU) as a compact export, atomically."""
+    out = Path(out)
+    runs = store.runs(gpu=gpu)
+    figs = store.figures([r["id"] for r in runs])
+    tmp = out.with_name(out.name + ".part")
+    # mtime 0: the same store exports to the same bytes
+    with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
+        for r in runs:
+            doc = {"run": {k: v for k, v in r.items() if k != "id"},
+                   "figures": [dataclasses.asdict(f) for f in figs[r["id"]].values()]}
+            gz.write((json.dumps(doc, sort_keys=True) + "\n").encode())
+    os.replace(tmp, out)
+    return len(runs)

@@ -1,0 +1,91 @@
+"""The store's tables (SQLAlchemy Core), its schema version and the history key.
+
+runs      one per ingested run file: the history key (what must match for two runs to be
+          compared), the versions it is made of, what is only information (host, date, file),
+          and a hash of the source file (the same file ingested twice is stored once);
+rows      one per (probe, variant, size, mode);
+figures   one per (run, row): the judged figure (eager rows with a baseline: the median paired
+          ratio; else the median µs), the median µs, the per-worker values, the between-worker
+          spread, flags, kernels and host state. Raw samples stay in the run file (the archive).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+
+from sqlalchemy import Boolean, Column, Float, ForeignKey, Index, Integer, MetaData, String, Table, Text, UniqueConstraint
+
+SCHEMA_VERSION = 1
+# The harness's measurement version: bump it when a change to bench/measure makes figures of new
+# runs incomparable with older ones (e.g. a new round-discard rule); it is part of the history key.
+MEASUREMENT_VERSION = 1
+# fingerprint fields that must match for two runs to share a history (conbench's "context")
+KEY_FIELDS = ("gpu_name", "sm_count", "driver", "cuda", "cudnn_backend", "cudnn_frontend", "torch")
+
+metadata = MetaData()
+
+meta = Table("hb_meta", metadata,
+             Column("name", String(64), primary_key=True),
+             Column("value", String(255), nullable=False))
+
+runs = Table("hb_runs", metadata,
+             Column("id", Integer, primary_key=True, autoincrement=True),
+             Column("source_hash", String(64), nullable=False, unique=True),
+             Column("history_key", String(64), nullable=False),
+             Column("gpu", String(128), nullable=False),
+             Column("started_at", String(40), nullable=False),   # ISO 8601 UTC: sorts as text
+             Column("commit_id", String(64), nullable=False, default=""),
+             Column("driver", String(64), nullable=False, default=""),
+             Column("cuda", String(32), nullable=False, default=""),
+             Column("cudnn_backend", String(32), nullable=False, default=""),
+             Column("frontend", String(32), nullable=False, default=""),
+             Column("torch", String(64), nullable=False, default=""),
+             Column("measurement_version", Integer, nullable=False),
+             Column("host", String(255), nullable=False, default=""),
+             Column("source_path", Text, nullable=False, default=""),
+             Column("host_unstable", Boolean, nullable=False, default=False),
+             Column("excluded", String(255), nullable=False, default=""),   # why, when a person excluded it
+             Column("key_json", Text, nullable=False),       # the key's fields, readable
+             Column("info_json", Text, nullable=False),      # the rest of the fingerprint, summarized
+             Column("n_figures", Integer, nullable=False))
+Index("hb_runs_key_time", runs.c.history_key, runs.c.started_at)
+
+rows = Table("hb_rows", metadata,
+             Column("id", Integer, primary_key=True, autoincrement=True),
+             Column("probe", String(64), nullable=False),
+             Column("variant", String(128), nullable=False),
+             Column("size", String(128), nullable=False),
+             Column("mode", String(16), nullable=False),
+             UniqueConstraint("probe", "variant", "size", "mode", name="hb_rows_ident"))
+
+figures = Table("hb_figures", metadata,
+                Column("run_id", Integer, ForeignKey("hb_runs.id", ondelete="CASCADE"), primary_key=True),
+                Column("row_id", Integer, ForeignKey("hb_rows.id"), primary_key=True),
+                Column("status", Text, nullable=False),
+                Column("unit", String(16), nullable=False),
+                Column("value", Float),          # the judged figure (ratio or µs)
+                Column("on_ratio", Boolean, nullable=False),
+                Column("median_us", Float),
+                Column("workers_json", Text, nullable=False),   # judged figure per worker
+                Column("spread", Float),
+                Column("flags", String(128), nullable=False, default=""),
+                Column("kernels", Text, nullable=False, default=""),
+                Column("host_state", String(16), nullable=False, default=""),
+                Column("baseline", String(128), nullable=False, default=""),
+                Column("role", String(32), nullable=False, default=""))
+Index("hb_figures_row", figures.c.row_id, figures.c.run_id)
+
+
+def key_of(fingerprint: dict) -> dict:
+    """The fields of a run's history key (missing ones are '')."""
+    fe = fingerprint.get("cudnn_frontend")
+    if isinstance(fe, dict):
+        fe = fe.get("version")
+    key = {f: str(fingerprint.get(f) if f != "cudnn_frontend" else fe or "") for f in KEY_FIELDS}
+    key["measurement_version"] = str(MEASUREMENT_VERSION)
+    return {k: ("" if v == "None" else v) for k, v in key.items()}
+
+
+def key_hash(key: dict) -> str:
+    """Every key field hashed (unlike conbench's machine hash, which drops the CPU model: #1412)."""
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]

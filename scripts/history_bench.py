@@ -1,0 +1,124 @@
+"""Scale benchmark of the history store (a script, not a timed test).
+
+    python -m cudnn_hostbench.scripts.history_bench [--runs 1000] [--url URL ...] [--start-pg]
+
+Builds a synthetic history of --runs runs x 431 rows, resampled from the committed H200 history
+(reports/reference/h200/history.hbx.jsonl.gz): each synthetic run takes every row's figure from a
+randomly drawn committed full run, on one history key, one night apart. Then measures, per store:
+the ingest rate, one history check of the newest run, and the dashboard of the latest 100 runs.
+--start-pg starts a throwaway PostgreSQL server from the distribution's binaries (as the tests do).
+Prints a Markdown table (docs/measurements.md keeps the figures measured on the CI machine).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as _dt
+import os
+import platform
+import random
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from cudnn_hostbench.reports import dashboard
+from cudnn_hostbench.reports.history import check, db, ingest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXPORT = ROOT / "reports" / "reference" / "h200" / "history.hbx.jsonl.gz"
+
+
+def committed_runs() -> list[tuple[dict, list[db.Figure]]]:
+    """The committed full runs (the matrix parts measure a few probes only)."""
+    out = []
+    for doc in ingest._export_lines(EXPORT):
+        if doc["run"]["n_figures"] >= 400:
+            out.append((doc["run"], [db.Figure(**f) for f in doc["figures"]]))
+    return out
+
+
+def synthetic(n: int, seed: int = 0):
+    """n (meta, figures) pairs: per row, the figure of a randomly drawn committed run."""
+    base = committed_runs()
+    rows = {}
+    for _, figs in base:
+        for f in figs:
+            rows.setdefault(f.row, [])
+    for _, figs in base:
+        for f in figs:
+            rows[f.row].append(f)
+    rng = random.Random(seed)
+    start = _dt.datetime(2024, 1, 1, 2, 0, tzinfo=_dt.timezone.utc)
+    for i in range(n):
+        meta = dict(base[rng.randrange(len(base))][0])
+        meta.pop("id", None)
+        meta.pop("n_figures", None)
+        meta.update(source_hash=f"synthetic-{seed}-{i:06d}", source_path=f"synthetic/run{i:06d}.json",
+                    started_at=(start + _dt.timedelta(days=i)).isoformat(), commit_id=f"{rng.getrandbits(160):040x}")
+        figs = [dataclasses.replace(rng.choice(choices)) for choices in rows.values()]
+        yield meta, figs
+
+
+def bench(url: str, n: int, out: Path) -> dict:
+    st = db.open_store(url)
+    try:
+        t0 = time.perf_counter()
+        figures = 0
+        for meta, figs in synthetic(n):
+            st.ingest(meta, figs)
+            figures += len(figs)
+        ingest_s = time.perf_counter() - t0
+        newest = st.runs()[-1]["id"]
+        t0 = time.perf_counter()
+        _, verdicts = check.check(st, newest)
+        check_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        dashboard.build([], out, store=st, last=100)
+        dash_s = time.perf_counter() - t0
+        return {"runs": n, "figures": figures, "ingest_s": ingest_s, "runs_per_s": n / ingest_s,
+                "figures_per_s": figures / ingest_s, "check_s": check_s, "dashboard_s": dash_s,
+                "verdicts": check.counts(verdicts), "mdc": check.median_mdc(verdicts),
+                "page_kb": (out / "index.html").stat().st_size / 1024}
+    finally:
+        st.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=1000)
+    ap.add_argument("--url", action="append", default=[], help="store URL to fill (must be empty; repeatable)")
+    ap.add_argument("--start-pg", action="store_true", help="also start a throwaway PostgreSQL and measure it")
+    a = ap.parse_args(argv)
+    tmp = Path(tempfile.mkdtemp(prefix="hostbench-bench-"))
+    urls = list(a.url) or [f"sqlite:///{tmp / 'history.db'}"]
+    server = None
+    if a.start_pg:
+        sys.path.insert(0, str(ROOT))
+        from tests.pg_server import Server
+        server = Server(Path(tempfile.mkdtemp(prefix="hostbench-pg-"))).start()
+        urls.append(server.new_database("bench"))
+    rows = []
+    try:
+        for k, url in enumerate(urls):
+            r = bench(url, a.runs, tmp / f"site{k}")
+            engine = "PostgreSQL" if url.startswith("postgres") else "SQLite"
+            print(f"{engine}: {r}", flush=True)
+            rows.append(f"| {engine} | {r['runs']} × {r['figures'] // r['runs']} | {r['ingest_s']:.1f} s "
+                        f"({r['runs_per_s']:.1f} runs/s, {r['figures_per_s']:.0f} figures/s) | {r['check_s']:.2f} s "
+                        f"| {r['dashboard_s']:.2f} s ({r['page_kb']:.0f} KB) |")
+    finally:
+        if server is not None:
+            server.stop()
+            shutil.rmtree(server.root, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"\nmachine: {platform.node()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
+    print("| store | history | ingest | one history check | dashboard, latest 100 runs |")
+    print("|---|---|---|---|---|")
+    print("\n".join(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

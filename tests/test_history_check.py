@@ -1,0 +1,146 @@
+"""The history gate on the committed H200 history (reports/reference/h200/history.hbx.jsonl.gz:
+the reference run, the A/A pairs and the frontend matrix): the newest reference run against the
+runs before it is all SAME; a change injected into one row of it is caught alone."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from cudnn_hostbench.reports import robust
+from cudnn_hostbench.reports.history import check, db, ingest
+from cudnn_hostbench.scripts import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+EXPORT = ROOT / "reports" / "reference" / "h200" / "history.hbx.jsonl.gz"
+LIGHT_DEVICE = ("sdpa", "cudnn_sdpa", "b32h32s128d128", "device")            # ~37 µs per call
+GRAPH = ("fusion", "cudnn_fused", "epilogue-b16m512k1024n512", "graph")     # ~33 µs per call
+EAGER_TRAP = ("wrapper", "naive", "1024", "eager")                          # fast state, ratio to torch_mm
+
+
+def fresh(tmp_path) -> db.Store:
+    st = db.open_store(f"sqlite:///{tmp_path / 'h.db'}")
+    res = ingest.ingest_paths(st, [EXPORT])
+    assert len(res.stored) == 17 and not res.errors
+    return st
+
+
+def newest_reference(st: db.Store) -> dict:
+    """The newest full run (the reference run; the matrix parts after it measure a few probes)."""
+    return [r for r in st.runs() if r["n_figures"] >= 400][-1]
+
+
+def inject(st: db.Store, run_id: int, row: tuple, factor: float) -> None:
+    """Multiplies one row's figure (and each worker's) in a stored run by `factor`."""
+    f = st.figures([run_id])[run_id][row]
+    with st.engine.begin() as c:
+        rid = c.execute(text("SELECT id FROM hb_rows WHERE probe=:p AND variant=:v AND size=:s AND mode=:m"),
+                        dict(zip("pvsm", row))).scalar()
+        c.execute(text("UPDATE hb_figures SET value=:v, workers_json=:w WHERE run_id=:r AND row_id=:i"),
+                  {"v": f.value * factor, "w": json.dumps([w * factor for w in f.workers]), "r": run_id, "i": rid})
+
+
+def judged(st: db.Store, run_id: int) -> list[check.Verdict]:
+    return check.check(st, run_id)[1]
+
+
+def changed(vs) -> list[check.Verdict]:
+    return [v for v in vs if v.verdict in ("SLOWER", "FASTER", "KERNEL CHANGED")]
+
+
+def test_newest_reference_run_against_its_history_is_all_same(tmp_path):
+    st = fresh(tmp_path)
+    ref = newest_reference(st)
+    vs = judged(st, ref["id"])
+    assert changed(vs) == []
+    assert len([v for v in vs if v.value is not None]) == 431
+    full = [v for v in vs if v.n >= check.MIN_HISTORY]
+    assert len(full) > 300 and max(v.n for v in full) == 11   # 12 distinct full runs; run2 == run.json once
+    mm = check.median_mdc(vs)
+    # measured on the committed history (11 earlier runs); the pairwise floors are 4 % and 7 %
+    assert mm["device"] < 0.04 and mm["graph"] < 0.04 and mm["eager ratio (fast state)"] < 0.07, mm
+    st.close()
+
+
+@pytest.mark.parametrize("row, factor", [(LIGHT_DEVICE, 1.03), (GRAPH, 1.05), (EAGER_TRAP, 1.07),
+                                         (GRAPH, 1 / 1.05)])
+def test_injected_change_is_caught_alone(tmp_path, row, factor):
+    st = fresh(tmp_path)
+    ref = newest_reference(st)
+    inject(st, ref["id"], row, factor)
+    got = changed(judged(st, ref["id"]))
+    assert [(v.row, v.verdict) for v in got] == [(row, "SLOWER" if factor > 1 else "FASTER")]
+    assert got[0].state == "new" and abs(got[0].change - (factor - 1)) < 0.03
+    st.close()
+
+
+def test_change_in_two_runs_is_confirmed_and_one_that_vanishes_is_suspect(tmp_path):
+    st = fresh(tmp_path)
+    full = [r for r in st.runs() if r["n_figures"] >= 400]
+    prev, ref = full[-2], full[-1]
+    inject(st, prev["id"], GRAPH, 1.08)
+    before = [v for v in changed(judged(st, prev["id"])) if v.row == GRAPH]   # the next run (ref) does not show it
+    assert [v.state for v in before] == ["suspect"]
+    inject(st, ref["id"], GRAPH, 1.08)
+    assert [(v.row, v.state) for v in changed(judged(st, ref["id"]))] == [(GRAPH, "confirmed")]
+    assert [v.state for v in changed(judged(st, prev["id"])) if v.row == GRAPH] == ["confirmed"]
+    st.close()
+
+
+def test_too_little_history_falls_back_to_the_pairwise_gate(tmp_path):
+    st = fresh(tmp_path)
+    ref = newest_reference(st)
+    vs = check.check(st, ref["id"], last=3)[1]
+    assert all("too little history (" in v.note for v in vs if v.value is not None and v.n)
+    assert sum(1 for v in vs if v.n == 3) > 300
+    assert changed(vs) == []
+    st.close()
+
+
+def test_excluded_run_is_left_out(tmp_path):
+    st = fresh(tmp_path)
+    ref = newest_reference(st)
+    st.exclude([r for r in st.runs() if r["n_figures"] >= 400][0]["id"], "test")
+    assert max(v.n for v in judged(st, ref["id"])) == 10
+    st.close()
+
+
+def test_cli_check_prints_mdc_and_fails_only_on_confirmed(tmp_path, capsys):
+    st = fresh(tmp_path)
+    full = [r for r in st.runs() if r["n_figures"] >= 400]
+    url = st.url
+    inject(st, full[-1]["id"], GRAPH, 1.10)
+    st.close()
+    args = ["history", "check", str(full[-1]["id"]), "--store", url]
+    assert cli.main(args + ["--fail-on-regression"]) == 0        # new, not confirmed
+    out = capsys.readouterr().out
+    assert "1 SLOWER" in out and "median minimum detectable change" in out and "graph" in out
+    assert "fusion/cudnn_fused/epilogue-b16m512k1024n512/graph" in out
+    assert cli.main(args + ["--fail-on-regression", "any"]) == 1
+    st = db.open_store(url)
+    inject(st, full[-2]["id"], GRAPH, 1.10)
+    st.close()
+    assert cli.main(args + ["--fail-on-regression"]) == 1        # the run before shows it too
+
+
+def test_check_a_run_file_ingests_it_first(tmp_path, capsys):
+    from tests.helpers import write_synthetic_run
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    run = write_synthetic_run(tmp_path / "run.json")
+    assert cli.main(["history", "check", str(run), "--store", url]) == 0
+    assert "NO HISTORY" in capsys.readouterr().out
+    assert cli.main(["history", "check", str(tmp_path / "missing.json"), "--store", url]) == 2
+
+
+def test_robust_math():
+    xs = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 5.0]          # one wild run barely moves it
+    assert robust.location(xs) == 1.0
+    assert 0.005 < robust.relative_scale(xs) < 0.03
+    assert robust.scale([1.0]) is None and robust.location([]) is None
+    assert robust.run_error(0.0, 3) == 0.0 and robust.run_error(0.1, 1) == 0.0
+    m = robust.detectable(0.01, 11, 2.0, 0.015, 0.03, 3)
+    assert math.isclose(m, 2 * math.sqrt((0.01 * math.sqrt(1 + 1 / 11)) ** 2 + robust.run_error(0.03, 3) ** 2))
+    assert robust.detectable(0.001, 30, 2.0, 0.015) == 0.015

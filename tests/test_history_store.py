@@ -1,0 +1,216 @@
+"""The history store on SQLite and on a real PostgreSQL server (tests/pg_server.py): ingest is
+idempotent and atomic, safe with two writers, and every bad store is one line and exit 2 with
+nothing stored lost."""
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from sqlalchemy import text
+
+from cudnn_hostbench.reports.history import db, ingest
+from cudnn_hostbench.scripts import cli
+from tests.helpers import write_synthetic_run
+
+pytest_plugins = ["tests.pg_server"]   # the pg_server and store_url fixtures
+
+ROOT = Path(__file__).resolve().parents[1]
+EXPORT = ROOT / "reports" / "reference" / "h200" / "history.hbx.jsonl.gz"
+
+
+def hb(*args: str) -> int:
+    return cli.main(["history", *args])
+
+
+def stored(url: str) -> tuple[int, int]:
+    st = db.open_store(url)
+    try:
+        return st.count()
+    finally:
+        st.close()
+
+
+def complete(url: str) -> bool:
+    """Every stored run has all the figures it was stored with (no half run)."""
+    st = db.open_store(url)
+    try:
+        with st.engine.connect() as c:
+            bad = c.execute(text("SELECT count(*) FROM hb_runs r WHERE r.n_figures <> "
+                                 "(SELECT count(*) FROM hb_figures f WHERE f.run_id = r.id)")).scalar()
+        return bad == 0
+    finally:
+        st.close()
+
+
+def test_reference_export_ingests_once(store_url, capsys):
+    assert hb("ingest", str(EXPORT), "--store", store_url) == 0
+    runs, figs = stored(store_url)
+    assert runs == 17 and figs > 17 * 30
+    assert hb("ingest", str(EXPORT), "--store", store_url) == 0
+    assert stored(store_url) == (runs, figs)
+    assert "stored 0 run(s), 17 already stored" in capsys.readouterr().out
+    assert complete(store_url)
+
+
+def test_same_run_file_twice_is_stored_once(store_url, tmp_path, capsys):
+    run = write_synthetic_run(tmp_path / "a" / "run.json", seed=1)
+    copy = tmp_path / "b" / "run.json"
+    copy.parent.mkdir()
+    copy.write_bytes(run.read_bytes())
+    assert hb("ingest", str(run), str(copy), str(run), "--store", store_url) == 0
+    assert "stored 1 run(s), 2 already stored" in capsys.readouterr().out
+    assert stored(store_url)[0] == 1
+
+
+def test_export_round_trip(store_url, tmp_path):
+    assert hb("ingest", str(EXPORT), "--store", store_url) == 0
+    out = tmp_path / "again.hbx.jsonl.gz"
+    assert hb("export", str(out), "--store", store_url) == 0
+    url2 = f"sqlite:///{tmp_path / 'two.db'}"
+    assert hb("ingest", str(out), "--store", url2) == 0
+    assert stored(url2) == stored(store_url)
+
+
+def test_unreadable_run_among_good_ones_is_one_line(tmp_path, capsys):
+    good = write_synthetic_run(tmp_path / "runs" / "run.json", seed=2)
+    (tmp_path / "runs" / "broken.json").write_text('{"benchmarks": [')
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    assert hb("ingest", str(good.parent), "--store", url) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "broken.json" in err[0]
+    assert stored(url)[0] == 1
+
+
+def one_line_exit_2(capsys, *args) -> str:
+    assert hb(*args) == 2
+    err = capsys.readouterr().err.strip()
+    assert err and "\n" not in err and "Traceback" not in err
+    return err
+
+
+def test_corrupt_database_file(tmp_path, capsys):
+    bad = tmp_path / "history.db"
+    junk = os.urandom(4096)
+    bad.write_bytes(junk)
+    run = write_synthetic_run(tmp_path / "run.json")
+    err = one_line_exit_2(capsys, "ingest", str(run), "--store", f"sqlite:///{bad}")
+    assert str(bad) in err
+    assert bad.read_bytes() == junk   # left as it was
+
+
+def test_foreign_sqlite_database(tmp_path, capsys):
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as c:
+        c.execute("CREATE TABLE customers (id INTEGER)")
+    err = one_line_exit_2(capsys, "check", "--store", f"sqlite:///{other}")
+    assert "not a hostbench store" in err
+
+
+def test_newer_schema_is_refused_and_kept(store_url, tmp_path, capsys):
+    run = write_synthetic_run(tmp_path / "run.json")
+    assert hb("ingest", str(run), "--store", store_url) == 0
+    st = db.open_store(store_url)
+    with st.engine.begin() as c:
+        c.execute(text("UPDATE hb_meta SET value = '99' WHERE name = 'schema_version'"))
+    st.close()
+    err = one_line_exit_2(capsys, "ingest", str(write_synthetic_run(tmp_path / "r2.json", seed=3)), "--store", store_url)
+    assert "schema version 99 is newer" in err
+    st = db.Store.__new__(db.Store)   # read it back without the check: still one run, nothing lost
+    from sqlalchemy import create_engine
+    eng = create_engine(store_url.replace("postgresql://", "postgresql+psycopg://"))
+    with eng.connect() as c:
+        assert c.execute(text("SELECT count(*) FROM hb_runs")).scalar() == 1
+    eng.dispose()
+
+
+def test_unreachable_postgresql(capsys):
+    t0 = time.monotonic()
+    err = one_line_exit_2(capsys, "check", "--store", "postgresql://nobody:secret@127.0.0.1:9/none")
+    assert "127.0.0.1:9" in err and "secret" not in err
+    assert time.monotonic() - t0 < 30
+
+
+def test_locked_database_retries_then_one_line(tmp_path, capsys, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    assert hb("ingest", str(write_synthetic_run(tmp_path / "r1.json", seed=1)), "--store", url) == 0
+    monkeypatch.setattr(db, "LOCK_RETRIES", 2)
+    monkeypatch.setattr(db, "LOCK_WAIT_S", 0.2)
+    holder = sqlite3.connect(tmp_path / "h.db", isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        err = one_line_exit_2(capsys, "ingest", str(write_synthetic_run(tmp_path / "r2.json", seed=2)),
+                              "--store", url)
+        assert "locked by another writer" in err
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert stored(url)[0] == 1
+    # a lock released within the retries is waited for
+    holder = sqlite3.connect(tmp_path / "h.db", isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN EXCLUSIVE")
+    threading.Timer(0.3, lambda: (holder.execute("ROLLBACK"), holder.close())).start()
+    assert hb("ingest", str(write_synthetic_run(tmp_path / "r3.json", seed=3)), "--store", url) == 0
+    assert stored(url)[0] == 2
+
+
+def _ingest_process(url: str, *paths) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "cudnn_hostbench.scripts.cli", "history", "ingest", *map(str, paths),
+                             "--store", url], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_two_writers_at_once(store_url, tmp_path):
+    runs = [write_synthetic_run(tmp_path / f"r{i}.json", seed=i) for i in range(6)]
+    procs = [_ingest_process(store_url, *runs), _ingest_process(store_url, *reversed(runs))]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert stored(store_url)[0] == 6 and complete(store_url)
+
+
+def test_ingest_killed_midway_leaves_whole_runs(store_url):
+    p = _ingest_process(store_url, EXPORT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if stored(store_url)[0] >= 2:
+                break
+        except db.StoreError:
+            pass
+        time.sleep(0.02)
+    p.send_signal(signal.SIGKILL)
+    p.wait(timeout=30)
+    n = stored(store_url)[0]
+    assert n < 17, "the ingest finished before it was killed"
+    assert complete(store_url)
+    assert hb("ingest", str(EXPORT), "--store", store_url) == 0
+    assert stored(store_url)[0] == 17 and complete(store_url)
+
+
+def test_excluded_run_leaves_every_history(tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    assert hb("ingest", str(EXPORT), "--store", url) == 0
+    assert hb("exclude", "3", "--why", "bad machine", "--store", url) == 0
+    st = db.open_store(url)
+    assert [r["excluded"] for r in st.runs() if r["id"] == 3] == ["bad machine"]
+    st.close()
+    one_line_exit_2(capsys, "exclude", "999", "--store", url)
+
+
+def test_export_file_damaged_is_one_line(tmp_path, capsys):
+    bad = tmp_path / "x.hbx.jsonl.gz"
+    bad.write_bytes(b"\x1f\x8b not gzip")
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    assert hb("ingest", str(bad), "--store", url) == 2
+    assert "x.hbx.jsonl.gz" in capsys.readouterr().err
+
+
+def test_ingest_api_counts(tmp_path):
+    st = db.open_store(f"sqlite:///{tmp_path / 'h.db'}")
+    res = ingest.ingest_paths(st, [EXPORT])
+    assert len(res.stored) == 17 and not res.errors
+    st.close()
