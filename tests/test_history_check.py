@@ -144,3 +144,14 @@ def test_robust_math():
     m = robust.detectable(0.01, 11, 2.0, 0.015, 0.03, 3)
     assert math.isclose(m, 2 * math.sqrt((0.01 * math.sqrt(1 + 1 / 11)) ** 2 + robust.run_error(0.03, 3) ** 2))
     assert robust.detectable(0.001, 30, 2.0, 0.015) == 0.015
+
+
+def test_runs_measured_with_another_harness_version_do_not_share_a_history():
+    """Trap 2's rows changed meaning in harness 0.2 (one plan): a run says which version measured
+    it, and older runs (no version, no package list) keep version 1."""
+    from cudnn_hostbench.reports.history import schema
+    base = {"gpu_name": "NVIDIA H200", "driver": "580", "torch": "2.11"}
+    old, new = dict(base), {**base, "packages": {"cudnn-hostbench": "0.2.0"}}
+    assert schema.measurement_version_of(old) == 1 and schema.measurement_version_of(new) == 2
+    assert schema.measurement_version_of({**base, "measurement_version": 3}) == 3
+    assert schema.key_hash(schema.key_of(old)) != schema.key_hash(schema.key_of(new))

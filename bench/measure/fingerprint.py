@@ -140,8 +140,8 @@ def gpu_fingerprint(device: int = 0) -> dict:
 def fingerprint(ctx=None, root: str | os.PathLike = ".") -> dict:
     """Host and GPU fields, then whatever the registered hooks add for ctx; `root` is the
     repository whose commit the run records."""
-    from cudnn_hostbench.bench.measure.records import SCHEMA
-    fp = {"schema": SCHEMA, **host_fingerprint(root)}
+    from cudnn_hostbench.bench.measure.records import MEASUREMENT_VERSION, SCHEMA
+    fp = {"schema": SCHEMA, "measurement_version": MEASUREMENT_VERSION, **host_fingerprint(root)}
     fp.update(gpu_fingerprint())
     if ctx is not None:
         for hook in _FIELDS:

@@ -23,6 +23,10 @@ from cudnn_hostbench.bench.measure import stats
 from cudnn_hostbench.bench.measure.files import write_text_atomic
 
 SCHEMA = 1
+# What a figure means: bump it when a change makes new runs' figures incomparable with older ones
+# (2: trap 2's rows run one plan, issue 20). Every run's fingerprint records it; the history store
+# keys on it, so a run is compared only with runs that measured the same thing.
+MEASUREMENT_VERSION = 2
 CALL_MODES = ("eager", "graph", "device")   # the per-call timing modes
 MODES = (*CALL_MODES, "host")               # plus build-time rows
 # seconds per unit: pytest-benchmark stores seconds, records keep the unit they were measured in

@@ -124,7 +124,7 @@ def run_meta(run: Run, source_hash: str) -> dict:
                 started_at=str(run.datetime or fp.get("datetime") or ""),
                 commit_id=str((fp.get("commit_info") or {}).get("id") or ""),
                 driver=key["driver"], cuda=key["cuda"], cudnn_backend=key["cudnn_backend"],
-                frontend=key["cudnn_frontend"], torch=key["torch"], measurement_version=S.MEASUREMENT_VERSION,
+                frontend=key["cudnn_frontend"], torch=key["torch"], measurement_version=S.measurement_version_of(fp),
                 host=str(fp.get("host") or fp.get("node") or ""), source_path=str(run.path),
                 host_unstable=bool(isinstance(hs, dict) and hs.get("unstable")), excluded="",
                 key_json=json.dumps(key, sort_keys=True), info_json=json.dumps(info, sort_keys=True, default=str))

@@ -15,10 +15,12 @@ import json
 
 from sqlalchemy import Boolean, Column, Float, ForeignKey, Index, Integer, MetaData, String, Table, Text, UniqueConstraint
 
+from cudnn_hostbench.bench.measure import records as _records
+
 SCHEMA_VERSION = 1
-# The harness's measurement version: bump it when a change to bench/measure makes figures of new
-# runs incomparable with older ones (e.g. a new round-discard rule); it is part of the history key.
-MEASUREMENT_VERSION = 1
+# The harness's measurement version (bench.measure.records.MEASUREMENT_VERSION) is part of the
+# history key; a run says which it measured with (measurement_version_of).
+MEASUREMENT_VERSION = _records.MEASUREMENT_VERSION
 # fingerprint fields that must match for two runs to share a history (conbench's "context")
 KEY_FIELDS = ("gpu_name", "sm_count", "driver", "cuda", "cudnn_backend", "cudnn_frontend", "torch")
 
@@ -76,13 +78,23 @@ figures = Table("hb_figures", metadata,
 Index("hb_figures_row", figures.c.row_id, figures.c.run_id)
 
 
+def measurement_version_of(fp: dict) -> int:
+    """The version a run was measured with: recorded in its fingerprint since version 2; before
+    that, a run from harness 0.2 (its fingerprint lists its packages, cudnn-hostbench among them)
+    is version 2, and older runs are 1."""
+    v = fp.get("measurement_version")
+    if isinstance(v, int) and not isinstance(v, bool):
+        return v
+    return 2 if "cudnn-hostbench" in (fp.get("packages") or {}) else 1
+
+
 def key_of(fingerprint: dict) -> dict:
     """The fields of a run's history key (missing ones are '')."""
     fe = fingerprint.get("cudnn_frontend")
     if isinstance(fe, dict):
         fe = fe.get("version")
     key = {f: str(fingerprint.get(f) if f != "cudnn_frontend" else fe or "") for f in KEY_FIELDS}
-    key["measurement_version"] = str(MEASUREMENT_VERSION)
+    key["measurement_version"] = str(measurement_version_of(fingerprint))
     return {k: ("" if v == "None" else v) for k, v in key.items()}
 
 
