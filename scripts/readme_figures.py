@@ -22,17 +22,24 @@ VERSION_ROWS = [("set_stream", "set_stream_same"), ("set_stream", "raw_set_strea
                 ("execute", "generic"), ("execute", "pinned"), ("execute", "torch_mm")]
 
 # The guide's B200 figures (cuDNN 9.26, 256^3 bf16): quoted from the guide for comparison, not ours.
-GUIDE_B200 = {"torch.mm": 7.6, "pinned plan": 8.4, "generic execute": 13.2, "naive wrapper": 21.0}
+# Its "pinned plan" is execute_plan_at_index on the autotuned plan: our execute/autotuned row.
+GUIDE_B200 = {("execute", "torch_mm"): 7.6, ("execute", "autotuned"): 8.4, ("execute", "generic"): 13.2,
+              ("wrapper", "naive"): 21.0}
 CORE_PROBES = {"noop", "execute", "set_stream", "churn", "transpose", "interleave", "wrapper"}
-HEADLINE = [  # (row label, probe, variant)
+HEADLINE = [  # (row label, probe, variant): the call path on one plan first, then the engine apart
     ("torch.mm", "execute", "torch_mm"),
-    ("pinned plan", "execute", "pinned"),
-    ("generic execute", "execute", "generic"),
+    ("generic execute, the heuristic's plan", "execute", "generic"),
+    ("execute_plan_at_index(dict), same plan", "execute", "pinned"),
+    ("ordered tensor_uids form, same plan", "execute", "ordered_pinned"),
+    ("private raw-pointer floor, same plan", "execute", "raw_floor"),
+    ("execute_plan_at_index(dict), autotuned plan", "execute", "autotuned"),
+    ("ordered form, autotuned plan", "execute", "autotuned_ordered"),
     ("naive wrapper", "wrapper", "naive"),
-    ("fixed wrapper", "wrapper", "fixed"),
-    ("ordered tensor_uids, pinned", "execute", "ordered_pinned"),
-    ("private raw-pointer floor", "execute", "raw_floor"),
+    ("fixed wrapper, same plan", "wrapper", "fixed"),
+    ("fixed wrapper, autotuned plan", "wrapper", "fixed_autotuned"),
 ]
+WATERFALL = REFERENCE.parent / "waterfall"
+CROSSOVER = REFERENCE.parent / "crossover" / "crossover.json"
 
 
 def _cell(run, probe, variant, size, mode) -> str:
@@ -66,7 +73,8 @@ def headline(run) -> str:
     ]
     for label, probe, variant in HEADLINE:
         cells = [_cell(run, probe, variant, "256", m) for m in CALL_MODES]
-        lines.append(f"| {label} (`{probe}/{variant}`) | " + " | ".join(cells) + f" | {GUIDE_B200.get(label, '–')} |")
+        lines.append(f"| {label} (`{probe}/{variant}`) | " + " | ".join(cells)
+                     + f" | {GUIDE_B200.get((probe, variant), '–')} |")
     lines += ["", "Each probe's trap against its fix, first size, eager mode (median µs, × baseline):", ""]
     lines += probe_headlines(run)
     cal = run.fingerprint.get("calibration_us", {})
@@ -124,6 +132,34 @@ def framework(run) -> str:
     return "\n".join(lines)
 
 
+def engines(run) -> str:
+    """Where the microseconds go (issue 20): the engine apart from the call form, the per-call
+    waterfall, and the size from which each trap stops mattering."""
+    from cudnn_hostbench.reports import crossover, waterfall
+    from cudnn_hostbench.reports import engines as eng
+    if run.find("engine", "plan_0", "256", "eager") is None:
+        return ""
+    lines = ["### Where the microseconds go: the engine, the call form, and when a trap stops mattering", "",
+             "**The engine.** Every plan the 256³ matmul graph builds, called the same way (µs/call):", "",
+             eng.markdown(run).split("\n", 2)[-1].strip(), ""]
+    rs = waterfall.rows([run])
+    if rs:
+        png = WATERFALL / "waterfall.png"
+        lines += ["**The waterfall.** One eager call split into measured parts, all from the same interleaved "
+                  "rounds (`probes/probe_waterfall.py`); the parts add up to within 10 % of the eager figure:", "",
+                  waterfall.markdown(rs).split("\n", 2)[-1].strip(), ""]
+        if png.exists():
+            lines += [f"![waterfall]({png.relative_to(ROOT)})", ""]
+    if CROSSOVER.exists():
+        doc = crossover.load(CROSSOVER)
+        png = CROSSOVER.parent / f"crossover-{crossover.gpu(doc).replace(' ', '-')}.png"
+        lines += ["**Where each trap stops mattering** (`python3 -m cudnn_hostbench.scripts.crossover`): ",
+                  crossover.summary(doc).strip(), ""]
+        if png.exists():
+            lines += [f"![crossover]({png.relative_to(ROOT)})"]
+    return "\n".join(lines).rstrip()
+
+
 def versions() -> str:
     runs = sorted((records.load_run(p) for p in MATRIX.glob("run-fe*.json")),
                   key=lambda r: store.version_key(store.frontend_version(r)))
@@ -173,6 +209,7 @@ def sections() -> dict:
     if REFERENCE.exists():
         out["headline"] = headline(records.load_run(REFERENCE))
         out["framework"] = framework(records.load_run(REFERENCE))
+        out["engines"] = engines(records.load_run(REFERENCE))
     out["versions"] = versions()
     out["audit"] = audit_example()
     return {k: v for k, v in out.items() if v}
