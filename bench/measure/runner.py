@@ -24,26 +24,6 @@ from cudnn_hostbench.bench.measure.records import Record
 from cudnn_hostbench.bench.measure.status import OK, Status, Unsupported, error, failed
 
 
-def _frontend_objects_alive(limit: int = 4) -> str:
-    """The frontend objects still alive (type counts, and what refers to the first few), for the
-    log: each would be reported as leaked when the interpreter tears the frontend's module down."""
-    import sys
-    if "cudnn" not in sys.modules:
-        return ""
-    import gc
-    from collections import Counter
-    try:
-        objs = [o for o in gc.get_objects() if type(o).__module__.startswith("cudnn")]
-        if not objs:
-            return ""
-        kinds = Counter(type(o).__name__ for o in objs)
-        holders = Counter(type(r).__name__ for o in objs[:limit] for r in gc.get_referrers(o) if r is not objs)
-        return (", ".join(f"{n} {k}" for k, n in kinds.most_common()) + "; referred to by "
-                + ", ".join(f"{k} ×{n}" for k, n in holders.most_common(6)))
-    except Exception as e:  # noqa: BLE001 - a diagnostic: never fail the run for it
-        return f"(could not inspect: {type(e).__name__})"
-
-
 class Session:
     def __init__(self, out_dir: str | Path, opt: timing.Options | None = None, modes=records.CALL_MODES,
                  worker: str = "", warm_max_s: float = 60.0, fast_wait_s: float = 10.0,
@@ -421,6 +401,3 @@ class Session:
             ctx.close()
         import gc
         gc.collect()
-        alive = _frontend_objects_alive()
-        if alive:   # they would be reported as nanobind leaks at exit: say what holds them
-            self.say(f"still alive after release: {alive}")
