@@ -1,19 +1,18 @@
 """`hostbench compare BASE NEW`: per-benchmark verdicts between two runs, for people and CI.
 
-Verdict rule, per (probe, variant, size, mode), on the raw per-round samples:
-  SLOWER / FASTER  the medians differ by more than `threshold` (default 5 %) AND a two-sided
-                   Mann-Whitney U test gives p < `alpha` (default 0.01) AND the rank test
-                   points the same way as the medians;
-  UNSURE           fewer than `min_samples` (5) samples on a side, or the medians moved by more
-                   than the threshold but the rank test does not confirm it (p >= alpha, or it
-                   points the other way: a skewed or bimodal sample);
-  SAME             the medians moved by no more than the threshold (a significant but smaller
-                   shift is not worth a verdict).
-Rows that exist in one run only are ADDED / REMOVED; rows where either side has no samples
-(unsupported, failed) are UNMEASURED with the statuses in `note`.
-
-alpha is 0.01, not 0.05, because a suite has hundreds of rows and both tests must agree anyway;
-with 5 samples a side only fully separated samples reach it (exact p = 0.008).
+The verdict rule is reports/gate.judge, one implementation that `compare`, the version matrix
+and the history check's fallback (too little history) all call; its floors per mode are
+gate.floors_text(), which the README and docs/compare.md quote. In short, per (probe, variant,
+size, mode): the change is that of the median over worker processes; it must pass the row's noise
+floor (the mode's minimum effect, raised by the workers' spread) AND the workers must agree (their
+ranges separate, or a Mann-Whitney U test on the per-worker figures, p < alpha = 0.01; with one
+process a side, on the per-round samples). Else the row is SAME (within the floor) or UNSURE.
+Rows in one run only are ADDED / REMOVED; rows without samples on a side are UNMEASURED with their
+statuses in `note`; a slower row on other kernels is KERNEL CHANGED (a regression under
+--fail-on-regression unless --allow-kernel-change). The history check against a row's own past
+(reports/history/check.py) keeps KERNEL CHANGED and the host-state rules but judges against the
+noise learned from that past, with smaller minimum effects (check.MIN_EFFECT): a row's history
+knows its noise better than two runs do.
 
 With `normalize`, every sample is first divided by the same run's baseline variant (usually
 torch_mm) of the same probe/size/mode, round by round when the rounds pair up, else by the
