@@ -105,3 +105,18 @@ def test_an_installed_harness_runs_a_probe_file_in_another_folder(tmp_path):
         assert "passed" in r.stdout
     else:
         assert "3 skipped" in r.stdout and "no CUDA GPU visible" in r.stdout, r.stdout
+
+
+def test_the_committed_constraints_are_the_reference_runs_own_versions():
+    """reports/reference/h200/constraints.txt is written from the reference run's fingerprint
+    (scripts/lock.py), never by hand: re-deriving it gives the same file."""
+    from cudnn_hostbench.scripts import lock
+    ref = ROOT / "reports" / "reference" / "h200"
+    assert lock.constraints(records.load_run(ref / "run.json")) == (ref / "constraints.txt").read_text()
+
+
+def test_lock_refuses_a_run_without_package_versions(tmp_path, capsys):
+    from cudnn_hostbench.scripts import lock
+    old = ROOT / "reports" / "reference" / "h200" / "matrix" / "run-fe1.32.0.json"   # measured before 0.2
+    assert lock.main([str(old)]) == 2
+    assert "records no package versions" in capsys.readouterr().err
