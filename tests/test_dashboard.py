@@ -14,38 +14,13 @@ from pathlib import Path
 import pytest
 
 from cudnn_hostbench.bench.measure.records import Record, run_document, write_run
-from cudnn_hostbench.reports import changepoints, dashboard
+from cudnn_hostbench.reports import dashboard
 from cudnn_hostbench.scripts import cli
 from tests.helpers import FINGERPRINT, synthetic_records
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "reports" / "reference" / "h200"
 WINDOW = 1400
-
-
-# -- change points ----------------------------------------------------------------------------
-def test_step_found_where_it_happens():
-    (s,) = changepoints.detect([10, 10.1, 9.9, 10, 12, 12.1, 11.9, 12])
-    assert (s.index, s.before, s.after) == (4, 10.0, 12.0) and s.change == pytest.approx(0.2)
-
-
-def test_no_step_in_noise_or_below_min_step():
-    assert changepoints.detect([10, 10.1, 9.9, 10, 10.2, 10, 9.8, 10.1]) == []
-    assert changepoints.detect([10, 10, 10, 10.3, 10.3, 10.3]) == []          # 3 % < 5 %
-    assert changepoints.detect([10, 10, 10, 10.3, 10.3, 10.3], min_step=0.02) != []
-
-
-def test_single_outlier_and_short_series_are_not_steps():
-    assert changepoints.detect([10, 10, 10, 15, 10, 10, 10]) == []
-    assert changepoints.detect([10, 10, 10, 10, 13]) == []                    # needs a second run
-    assert changepoints.detect([10, 13, 13]) == []
-
-
-def test_bump_and_gaps():
-    steps = changepoints.detect([10, 10, 12, 12, 10, 10])
-    assert [(s.index, round(s.change, 2)) for s in steps] == [(2, 0.2), (4, -0.17)]
-    (s,) = changepoints.detect([10, float("nan"), 10, None, 10, 12, 12])
-    assert s.index == 5
 
 
 # -- the site ---------------------------------------------------------------------------------
