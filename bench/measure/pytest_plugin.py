@@ -117,10 +117,6 @@ class RunFileTarget(os.PathLike):
     def __exit__(self, *exc):
         self._fh.close()
 
-    def write(self, data) -> int:   # a direct write (no `with`), as some versions might do
-        with open(self.path, "ab") as fh:
-            return fh.write(data)
-
     @property
     def closed(self) -> bool:
         return self._fh is None or self._fh.closed
