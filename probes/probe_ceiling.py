@@ -5,7 +5,7 @@ torch only, through a naive cuDNN wrapper (per GEMM: stream query + set_stream, 
 torch.empty output, generic execute), through a fixed one (stream set once, prebuilt packs and
 outputs, pinned plans, ordered execute), and as the fixed step captured once in one CUDA graph and
 replayed. One call = one step, so µs/call is µs per step."""
-from cudnn_hostbench.bench.cudnn_graphs.build import Built, guard, plan_name
+from cudnn_hostbench.bench.cudnn_graphs.build import Built, guard, guard_each, plan_name
 from cudnn_hostbench.bench.cudnn_graphs.context import prepare
 from cudnn_hostbench.bench.cudnn_graphs.plans import pin_plan
 from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul, nan_fill, parse_dims
@@ -146,11 +146,7 @@ def build(ctx, size):
                                        note="the fixed step captured once (torch.cuda.graph), replayed per call")
         out["graphed"] = guard(graphed)
         return out
-    got = guard(cudnn_cases)
-    if isinstance(got, dict):
-        cases.update(got)
-    else:
-        cases.update({"naive": got, "fixed": got, "graphed": got})
+    cases.update(guard_each(cudnn_cases, ("naive", "fixed", "graphed")))
     return cases
 
 

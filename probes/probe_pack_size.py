@@ -6,7 +6,7 @@ plan the heuristics selected (the same plan index for every form): `generic`
 `ordered` (`execute_plan_at_index(tuple, i, tensor_uids=...)`, frontend 1.31+). torch.mm on A·B
 alone is the baseline at every size. The cost per extra tensor of each form is the least-squares
 slope of µs/call against N (bench/audit/packs.py; reports compute it from the measured rows)."""
-from cudnn_hostbench.bench.cudnn_graphs.build import guard, plan_name
+from cudnn_hostbench.bench.cudnn_graphs.build import guard, guard_each, plan_name
 from cudnn_hostbench.bench.cudnn_graphs.chain import MatmulAddChain
 from cudnn_hostbench.bench.cudnn_graphs.context import prepare
 from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant, rel_err
@@ -48,11 +48,7 @@ def build(ctx, size):
             return ch.case(bl.call(ch.buffers(), index=i), note=note)
         out["ordered"] = guard(ordered)
         return out
-    got = guard(cudnn_cases)
-    if isinstance(got, dict):
-        cases.update(got)
-    else:
-        cases.update({"generic": got, "pinned": got, "ordered": got})
+    cases.update(guard_each(cudnn_cases, ("generic", "pinned", "ordered")))
     return cases
 
 

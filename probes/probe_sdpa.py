@@ -5,7 +5,7 @@ agree). Q/K/V/O live in [B, S, H, D] memory (what projections produce) viewed as
 Notes record which backend torch dispatched to and which engine cuDNN ran (backend vs python)."""
 import math
 
-from cudnn_hostbench.bench.cudnn_graphs.build import as_output, build_graph, guard, new_graph, tensor_of
+from cudnn_hostbench.bench.cudnn_graphs.build import as_output, build_graph, guard, new_graph, sdpa_inference, tensor_of
 from cudnn_hostbench.bench.cudnn_graphs.context import prepare
 from cudnn_hostbench.bench.cudnn_graphs.problems import nan_fill, parse_dims
 from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant, rel_err
@@ -74,13 +74,7 @@ def build(ctx, size):
     def cudnn_sdpa():
         g = new_graph(ctx)
         Q, K, V = (tensor_of(ctx, g, t, nm) for t, nm in ((q, "Q"), (k, "K"), (v, "V")))
-        kw = {"use_causal_mask": True, "attn_scale": scale, "name": "sdpa"}
-        if ctx.caps.gen_stats:
-            kw["generate_stats"] = False
-        else:
-            kw["is_inference"] = True
-        out = g.sdpa(q=Q, k=K, v=V, **kw)
-        Out = out[0] if isinstance(out, (list, tuple)) else out
+        Out = sdpa_inference(ctx, g, Q, K, V, use_causal_mask=True, attn_scale=scale)
         as_output(ctx, Out, o)
         bl = build_graph(ctx, g, [Q, K, V, Out], what="causal SDPA graph")
         run = bl.call((q, k, v, o))

@@ -13,7 +13,7 @@ cuDNN backend or a python engine served them. Every variant is checked against a
 of the masked attention first."""
 import math
 
-from cudnn_hostbench.bench.cudnn_graphs.build import as_output, build_graph, guard, new_graph, tensor_of
+from cudnn_hostbench.bench.cudnn_graphs.build import as_output, build_graph, guard, new_graph, sdpa_inference, tensor_of
 from cudnn_hostbench.bench.cudnn_graphs.context import prepare
 from cudnn_hostbench.bench.cudnn_graphs.problems import nan_fill, parse_dims
 from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant, rel_err
@@ -118,14 +118,8 @@ class Decode:
         Q, K, V = (tensor_of(ctx, g, t, n.upper(), **kw(n)) for t, n in ((q, "q"), (k, "k"), (v, "v")))
         SQ = self._int_tensor(g, self.seq_q, "seq_len_q", cudnn.data_type.INT32)
         SKV = self._int_tensor(g, self.seq_kv, "seq_len_kv", cudnn.data_type.INT32)
-        sdpa_kw = {"attn_scale": self.scale, "use_padding_mask": True, "seq_len_q": SQ, "seq_len_kv": SKV,
-                   "name": "sdpa"}
-        if ctx.caps.gen_stats:
-            sdpa_kw["generate_stats"] = False
-        else:
-            sdpa_kw["is_inference"] = True
-        res = g.sdpa(q=Q, k=K, v=V, **sdpa_kw)
-        Out = res[0] if isinstance(res, (list, tuple)) else res
+        Out = sdpa_inference(ctx, g, Q, K, V, attn_scale=self.scale, use_padding_mask=True, seq_len_q=SQ,
+                             seq_len_kv=SKV)
         as_output(ctx, Out, o)
         if ragged:
             Out.set_ragged_offset(offs["o"])

@@ -82,11 +82,12 @@ def main(argv=None) -> int:
     ap.add_argument("--out", help="output folder (default: the first run's folder)")
     a = ap.parse_args(argv)
     runs, errors = store.load_runs(a.runs, order="version")
-    for e in errors:
-        print(f"waterfall: {e}", file=sys.stderr)
-    if not runs:
-        print(f"waterfall: no run could be read from {' '.join(a.runs)}", file=sys.stderr)
+    if not runs:   # one line: what was wrong with the input
+        why = "; ".join(map(str, errors)) or f"no run in {' '.join(a.runs)}"
+        print(f"waterfall: {why}; nothing written", file=sys.stderr)
         return 2
+    for e in errors:   # some inputs read: name the ones skipped
+        print(f"waterfall: skipped {e}", file=sys.stderr)
     rs = rows(runs)
     if not rs:
         print(f"waterfall: no measured waterfall records in {' '.join(a.runs)} (run -k waterfall)", file=sys.stderr)

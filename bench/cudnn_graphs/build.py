@@ -38,6 +38,13 @@ def guard(make: Callable[[], Any]) -> Any:
         return as_unsupported(e)
 
 
+def guard_each(make: Callable[[], dict], names) -> dict:
+    """Runs a factory of several cases ({name: case}); when it fails as a whole (no graph, an old
+    frontend), each of `names` gets that failure as its status."""
+    got = guard(make)
+    return got if isinstance(got, dict) else dict.fromkeys(names, got)
+
+
 # -- declaring --------------------------------------------------------------------------------------------
 def torch_dtype(cudnn, dtype):
     import torch
@@ -63,6 +70,18 @@ def as_output(ctx, x, t):
     """Marks x as an output laid out like torch buffer t."""
     return x.set_output(True).set_data_type(torch_dtype(ctx.cudnn, t.dtype)).set_dim(list(t.shape)) \
         .set_stride(list(t.stride()))
+
+
+def sdpa_inference(ctx, g, Q, K, V, **kw):
+    """An inference SDPA node (no softmax stats) in the spelling this frontend takes: generate_stats
+    where it has it, else is_inference. Returns the output tensor."""
+    kw.setdefault("name", "sdpa")
+    if ctx.caps.gen_stats:
+        kw["generate_stats"] = False
+    else:
+        kw["is_inference"] = True
+    res = g.sdpa(q=Q, k=K, v=V, **kw)
+    return res[0] if isinstance(res, (list, tuple)) else res
 
 
 def default_modes(cudnn):
