@@ -207,9 +207,10 @@ def audit_example() -> str:
 def sections() -> dict:
     out = {}
     if REFERENCE.exists():
-        out["headline"] = headline(records.load_run(REFERENCE))
-        out["framework"] = framework(records.load_run(REFERENCE))
-        out["engines"] = engines(records.load_run(REFERENCE))
+        run = records.load_run(REFERENCE)   # read once: every section below renders from it
+        out["headline"] = headline(run)
+        out["framework"] = framework(run)
+        out["engines"] = engines(run)
     out["versions"] = versions()
     out["audit"] = audit_example()
     return {k: v for k, v in out.items() if v}
