@@ -61,6 +61,8 @@ def build(ctx, size):
     mm = Matmul.cube(ctx, size)
     mm.pin()
     impl, form = cudnn_impl(ctx, mm)
+    # the registered ops' impl holds the built graph; the context's close empties it
+    ctx.attached(("registration", "registry"), registration.Registry).release(impl)
     a, b = mm.a, mm.b
     note = f"{mm.plan_note()}; body: torch.empty + {form}"
 

@@ -42,6 +42,36 @@ def test_registrations_call_the_same_impl_on_cpu():
     assert torch.allclose(x.grad, torch.ones(1, 4, 3) @ b.transpose(-1, -2))
 
 
+@pytest.mark.parametrize("kind", ["custom_op", "custom_op_autograd", "library"])
+def test_registry_close_frees_what_the_impl_holds(kind):
+    # torch keeps a registered impl after deregistration; the graph it closes over must not stay
+    import gc
+    import weakref
+
+    class Graph:
+        pass
+
+    def make():                 # the graph lives only in impl's closure, as in probe_registration
+        graph = Graph()
+
+        def impl(a, b):
+            assert graph is not None
+            return torch.mm(a, b)
+        return impl, weakref.ref(graph)
+    impl, alive = make()
+    reg = registration.Registry()
+    reg.release(impl)
+    made = (registration.library_op(impl, "CPU") if kind == "library"
+            else registration.custom_op(impl, "cpu", autograd=kind.endswith("autograd")))
+    reg.add(made)
+    a = torch.randn(3, 3)
+    assert torch.allclose(made.via_ops(a, a), a @ a)
+    del made, impl
+    reg.close()
+    gc.collect()
+    assert alive() is None and not reg.items and not reg.impls
+
+
 class _FakeGraph:
     def __init__(self):
         self.calls = []

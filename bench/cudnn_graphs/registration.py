@@ -27,17 +27,25 @@ class Registered:
 
 
 class Registry:
-    """The registrations a probe made on one GPU context. torch's dispatcher holds each
-    implementation (and what it closes over: a built cuDNN graph) until the op is deregistered,
-    so the context's close() calls ours: each op goes before the frontend's module is torn down,
-    which would otherwise report the graph as leaked."""
+    """The registrations a probe made on one GPU context, closed by the context's close().
+    torch keeps a registered implementation alive from C++ even after its op is deregistered
+    (seen on torch 2.11 and 2.13: custom_op and Library alike), and with it what the function
+    closes over: a built cuDNN graph, which the frontend then reports as leaked at exit. So close()
+    also empties the closure cells of every implementation given to `release`: what torch keeps
+    is then a function with no state. The body itself stays untouched (no per-call indirection)."""
 
     def __init__(self):
         self.items: list[Registered] = []
+        self.impls: list[Callable] = []
 
     def add(self, reg: "Registered") -> "Registered":
         self.items.append(reg)
         return reg
+
+    def release(self, impl: Callable) -> Callable:
+        """impl, whose captured state close() drops."""
+        self.impls.append(impl)
+        return impl
 
     def close(self) -> None:
         try:
@@ -53,6 +61,9 @@ class Registry:
                 destroy()
             for t in tables:
                 t.pop(reg.qualname, None)
+        while self.impls:
+            for cell in self.impls.pop().__closure__ or ():
+                cell.cell_contents = None
 
 
 def _ops_packet(torch, ns: str, name: str):
