@@ -15,7 +15,9 @@ paired ratio to the baseline, so a slower host moves both and cancels).
   SAME             within the noise floor ("noise-limited: detects >= N %" when that floor is
                    above the threshold; eager rows timed in the slow host state have a floor of
                    at least SLOW_EAGER_THRESHOLD).
-Runs without worker values (one process) fall back to the per-round test, and say so.
+With one worker on one side only, the other side's between-worker spread sets the noise floor, and
+a change must lie beyond all its workers and pass the per-round test. Runs with one process on both sides fall back to
+the per-round test, and say so.
 """
 from __future__ import annotations
 
@@ -91,6 +93,17 @@ def judge(a: Side, b: Side, mode: str, threshold: float | None = None, alpha: fl
         p, _ = _mwu(a.values, b.values)
         beyond = min(b.values) > max(a.values) if change > 0 else max(b.values) < min(a.values)
         agree, how = beyond or p < alpha, "workers overlap"
+    elif len(a.values) >= 2 or len(b.values) >= 2:
+        # one process on one side: the other side's workers are what is known of the noise between
+        # processes (rounds of one process are tight and would call any process offset significant);
+        # a change needs both: beyond every worker of the other side, and the per-round test
+        noise = max(floor, SPREAD_MULT * max(a.spread, b.spread))
+        beyond = min(b.values) > max(a.values) if change > 0 else max(b.values) < min(a.values)
+        p, agree = float("nan"), False
+        if beyond and len(a.rounds) >= min_samples and len(b.rounds) >= min_samples:
+            p, u = _mwu(a.rounds, b.rounds)
+            agree = p < alpha and (u > len(a.rounds) * len(b.rounds) / 2) == (change > 0)
+        how = "one process on one side: not beyond the other side's workers, or the rounds overlap"
     else:  # one process a side: the per-round test is all there is
         if len(a.rounds) < min_samples or len(b.rounds) < min_samples:
             return "UNSURE", change, float("nan"), f"too few samples (< {min_samples} a side)"

@@ -1,8 +1,7 @@
 """The gate on a committed A/A pair (two full default runs on a freshly started H200, the first
 cold): no false alarm, and a small injected slowdown is caught alone. The pair is pair 8
 (aa/pair8/, measurement version 1), the pair the gate's floors were last checked on. The current
-reference pair (aa/run1.json and run.json, with the issue 20/21 probes) shows one false SLOWER, on
-a decode-SDPA eager ratio the floors were never calibrated for (docs/measurements.md, aa/compare.md);
+reference pair (aa/run1.json and run.json, with the issue 20/21 probes) is compared in aa/compare.md;
 earlier pairs are in git history (cited by commit in docs/measurements.md)."""
 import copy
 from pathlib import Path

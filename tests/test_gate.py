@@ -327,6 +327,21 @@ def test_noise_limited_rows_say_what_they_can_detect():
     assert row.verdict == "SAME" and "noise-limited" in row.note
 
 
+def test_one_process_against_several_is_judged_on_their_spread_not_on_rounds():
+    # the reference pair's decode-SDPA row: one worker (0.383) against three (0.398-0.449), with
+    # tight rounds inside each process; the rounds alone called +13.8 % SLOWER
+    tight = [0.383 * (1 + 0.002 * i) for i in range(10)]
+    one, three = gate.Side([0.383], tight), gate.Side([0.398, 0.436, 0.449], [x * 1.14 for x in tight])
+    v, change, p, note = gate.judge(one, three, "eager")
+    assert v == "SAME" and 0.13 < change < 0.14 and note.startswith("noise-limited: detects >= 18 %")
+    # a change past that spread, beyond every worker of the other side, is still caught
+    v, *_ = gate.judge(gate.Side([0.30], tight), three, "eager")
+    assert v == "SLOWER"
+    # a single value inside the other side's workers is never a change
+    v, change, _, _ = gate.judge(gate.Side([0.40], tight), gate.Side([0.36, 0.46, 0.47], []), "eager")
+    assert v == "SAME" and change > 0.07
+
+
 def test_a_host_unstable_run_judges_no_eager_row():
     a = _run(1)
     b = _run(2, unstable=True)
