@@ -18,10 +18,12 @@ def build(ctx, size):
     return {
         "torch_mm": mm.case(mm.torch_mm_call()),
         "generic": mm.case(mm.generic_call(), note=mm.heuristic_note()),
-        "pinned": mm.case(mm.pinned_call(h), note=on_h),
+        # the rows that share generic's plan need its index (frontend 1.27+): generic_plan refuses otherwise
+        "pinned": guard(lambda: mm.case(mm.pinned_call(mm.generic_plan()), note=on_h)),
         "ordered": guard(lambda: mm.case(mm.ordered_call(), note=f"selected plan: {on_h}")),
-        "ordered_pinned": guard(lambda: mm.case(mm.ordered_call(pinned=True, index=h), note=on_h)),
-        "raw_floor": guard(lambda: mm.case(mm.raw_floor_call(h), note=f"PRIVATE API: _execute_with_raw_ptrs; {on_h}")),
+        "ordered_pinned": guard(lambda: mm.case(mm.ordered_call(pinned=True, index=mm.generic_plan()), note=on_h)),
+        "raw_floor": guard(lambda: mm.case(mm.raw_floor_call(mm.generic_plan()),
+                                           note=f"PRIVATE API: _execute_with_raw_ptrs; {on_h}")),
         "autotuned": mm.case(mm.pinned_call(t), note=on_t),
         "autotuned_ordered": guard(lambda: mm.case(mm.ordered_call(pinned=True, index=t), note=on_t)),
     }

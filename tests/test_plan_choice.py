@@ -48,3 +48,21 @@ def test_price_gives_each_finding_its_share_of_the_step_and_the_plan_note():
     assert priced and all(abs(f.share - f.cost_us / step) < 1e-12 for f in priced)
     assert sum(1 for n in new.notes if n.startswith("plan choice (")) == 1
     assert price(new, ref) == new   # repricing replaces the note, never stacks it
+
+
+def test_rows_that_share_generics_plan_are_refused_where_its_index_is_not_exposed():
+    # frontends before 1.27 have no selected plan index: "the first built plan" was an assumption,
+    # and on 1.20/1.26 generic execute ran another kernel than that plan
+    import types
+
+    import pytest
+
+    from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul
+    from cudnn_hostbench.bench.measure.status import Unsupported
+    old = types.SimpleNamespace(built=types.SimpleNamespace(index=None, plans={0: 0, 2: 0}))
+    with pytest.raises(Unsupported, match="frontend >= 1.27"):
+        Matmul.generic_plan(old)
+    assert Matmul.heuristic_plan(old) == 0           # labels may still name the first built plan
+    new = types.SimpleNamespace(built=types.SimpleNamespace(index=2, plans={0: 0, 2: 0}))
+    new.heuristic_plan = lambda: Matmul.heuristic_plan(new)
+    assert Matmul.generic_plan(new) == 2

@@ -145,6 +145,16 @@ class Matmul(Checked):
             raise Unsupported("no plan built")
         return min(b.plans)
 
+    def generic_plan(self) -> int:
+        """heuristic_plan, for a row that must run generic execute's own plan (to isolate the call
+        form). Refused where the frontend does not expose that plan: before 1.27 the first built
+        plan was only an assumption, and on 1.20/1.26 generic ran another kernel (the plan check
+        in device mode caught it)."""
+        if self.built.index is None:
+            raise Unsupported("needs the selected plan index (frontend >= 1.27): the plan generic execute "
+                              "runs is not exposed, so this row cannot share it")
+        return self.heuristic_plan()
+
     def plan_id(self, i: int) -> str:
         """Plan identity for a record's note: index, engine name, and how it was chosen."""
         b = self.built
