@@ -3,7 +3,7 @@ check detect. One place for this math: the history gate uses it, and compare or 
 
 The scale is the median absolute deviation times 1.4826 (the normal consistency constant), so
 one odd run in a history of ten barely moves it; a history of n runs predicts the next run with
-that scale widened by sqrt(1 + 1/n), as a prediction interval does.
+that scale widened by sqrt(1 + pi/(2n)), as a prediction interval about a median does.
 """
 from __future__ import annotations
 
@@ -42,8 +42,9 @@ def relative_scale(values: Iterable[float | None]) -> float | None:
 
 
 def predictive(rel_scale: float, n: int) -> float:
-    """The relative scale of the next run's figure, predicted from a history of n runs."""
-    return rel_scale * math.sqrt(1 + 1 / max(n, 1))
+    """The relative scale of (next run - the history's median), from a history of n runs: the
+    median of n values has about pi/2 times the variance of their mean."""
+    return rel_scale * math.sqrt(1 + math.pi / (2 * max(n, 1)))
 
 
 # expected range of w normal draws in standard deviations (d2 of control charts): turns a
@@ -63,7 +64,9 @@ def run_error(spread: float | None, workers: int) -> float:
 def detectable(rel_scale: float, n: int, k: float, min_effect: float, spread: float | None = None,
                workers: int = 0) -> float:
     """The smallest relative change a check can call: k times the noise of (new run - history
-    median), the history's predictive scale and the run's own standard error combined, and at
-    least the row's minimum effect."""
-    noise = math.sqrt(predictive(rel_scale, n) ** 2 + run_error(spread, workers) ** 2)
+    median), and at least the row's minimum effect. That noise is the history's predictive scale,
+    or the run's own standard error where it is wider: each history value is a run-level figure
+    that already carries its run's sampling error, so adding a typical run's error on top would
+    count it twice; a run whose workers spread more than usual widens its own floor."""
+    noise = max(predictive(rel_scale, n), run_error(spread, workers))
     return max(min_effect, k * noise)

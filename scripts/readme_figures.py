@@ -11,7 +11,7 @@ from pathlib import Path
 
 from cudnn_hostbench.bench.measure import records, trust
 from cudnn_hostbench.bench.measure.records import CALL_MODES
-from cudnn_hostbench.reports import store, table
+from cudnn_hostbench.reports import pack_cost, store, table
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -19,7 +19,8 @@ REFERENCE = ROOT / "reports" / "reference" / "h200" / "run.json"
 MATRIX = REFERENCE.parent / "matrix"
 AUDITS = {"naive": REFERENCE.parent / "audit-naive" / "audit.md", "fixed": REFERENCE.parent / "audit-fixed" / "audit.md"}
 VERSION_ROWS = [("set_stream", "set_stream_same"), ("set_stream", "raw_set_stream"), ("set_stream", "set_once"),
-                ("execute", "generic"), ("execute", "pinned"), ("execute", "torch_mm")]
+                ("execute", "generic"), ("execute", "pinned"), ("execute", "ordered"), ("execute", "autotuned"),
+                ("execute", "torch_mm")]
 
 # The guide's B200 figures (cuDNN 9.26, 256^3 bf16): quoted from the guide for comparison, not ours.
 # Its "pinned plan" is execute_plan_at_index on the autotuned plan: our execute/autotuned row.
@@ -174,7 +175,7 @@ def versions() -> str:
              "(see [docs/measurements.md](docs/measurements.md)).", "",
              "| probe/variant | " + " | ".join(f"fe {v}" for v in head) + " |",
              "|---|" + "---|" * len(runs)]
-    for probe, variant in VERSION_ROWS + [("wrapper", "naive"), ("wrapper", "fixed")]:
+    for probe, variant in VERSION_ROWS + [("wrapper", "naive"), ("wrapper", "fixed"), ("wrapper", "fixed_autotuned")]:
         cells = []
         for run in runs:
             e, d = run.find(probe, variant, "256", "eager"), run.find(probe, variant, "256", "device")
@@ -184,7 +185,10 @@ def versions() -> str:
             dev = f" / {d.summary().median:.2f}" if d is not None and d.ok else ""
             cells.append(f"{e.summary().median:.1f}{_ratio(e)}{trust.badge(e)}{dev}")
         lines.append(f"| {probe}/{variant} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    pack = pack_cost.matrix_section(runs, [f"fe {v}" for v in head])
+    if pack:   # the per-tensor cost of each call form, per version (issue 21)
+        lines += ["", "#### " + pack[0].lstrip("# "), *pack[1:]]
+    return "\n".join(lines).rstrip()
 
 
 def audit_example() -> str:

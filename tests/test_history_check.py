@@ -141,8 +141,11 @@ def test_robust_math():
     assert 0.005 < robust.relative_scale(xs) < 0.03
     assert robust.scale([1.0]) is None and robust.location([]) is None
     assert robust.run_error(0.0, 3) == 0.0 and robust.run_error(0.1, 1) == 0.0
-    m = robust.detectable(0.01, 11, 2.0, 0.015, 0.03, 3)
-    assert math.isclose(m, 2 * math.sqrt((0.01 * math.sqrt(1 + 1 / 11)) ** 2 + robust.run_error(0.03, 3) ** 2))
+    # the history's predictive scale about its median, or the run's own error where that is wider
+    m = robust.detectable(0.01, 11, 2.0, 0.015, 0.02, 3)
+    assert math.isclose(m, 2 * 0.01 * math.sqrt(1 + math.pi / 22))
+    wide = robust.detectable(0.01, 11, 2.0, 0.015, 0.2, 3)
+    assert math.isclose(wide, 2 * robust.run_error(0.2, 3)) and wide > m
     assert robust.detectable(0.001, 30, 2.0, 0.015) == 0.015
 
 

@@ -117,6 +117,6 @@ def test_the_committed_constraints_are_the_reference_runs_own_versions():
 
 def test_lock_refuses_a_run_without_package_versions(tmp_path, capsys):
     from cudnn_hostbench.scripts import lock
-    old = ROOT / "reports" / "reference" / "h200" / "matrix" / "run-fe1.32.0.json"   # measured before 0.2
+    old = ROOT / "reports" / "reference" / "h200" / "aa" / "pair8" / "run1.json"   # measured before 0.2
     assert lock.main([str(old)]) == 2
     assert "records no package versions" in capsys.readouterr().err

@@ -7,7 +7,7 @@ and falls back to the pairwise gate (reports.gate.judge) against the newest of t
 
 Otherwise: location and scale are the robust median and MAD of the history (reports.robust);
 the smallest change the row can be judged on is
-    mdc = max(minimum effect of the mode, K x scale x sqrt(1 + 1/n), half the run's own worker spread)
+    mdc = max(minimum effect of the mode, K x max(scale x sqrt(1 + pi/(2n)), the run's own standard error))
 and a change past it is SLOWER/FASTER when every worker of the run lies on the same side of the
 history's median (else UNSURE). The pairwise gate's host rules stay: eager rows of a host-unstable
 run, or timed in the slow host state, or judged on absolute µs, are never more than UNSURE; a change
