@@ -4,6 +4,7 @@ the committed H200 history store (verdicts first, trends, version view) in headl
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
 import shutil
@@ -119,10 +120,22 @@ def test_hostbench_dispatches_dashboard(tmp_path):
 EXPORT = REFERENCE / "history.hbx.jsonl.gz"
 
 
-def history_site(tmp: Path, inject_graph: float | None = None) -> Path:
+def v1_export(tmp: Path) -> Path:
+    """The committed export without its measurement-version-2 runs: the key with an 11-run
+    history, whose newest full run is the scene these tests read (the whole export: below)."""
+    import gzip
+    out = tmp / "v1.hbx.jsonl.gz"
+    with gzip.open(EXPORT, "rt", encoding="utf-8") as src, gzip.open(out, "wt", encoding="utf-8") as dst:
+        for line in src:
+            if str(json.loads(line)["run"].get("measurement_version")) == "1":
+                dst.write(line)
+    return out
+
+
+def history_site(tmp: Path, inject_graph: float | None = None, export: Path | None = None) -> Path:
     from tests.test_history_check import GRAPH, inject, newest_reference
     url = f"sqlite:///{tmp / 'h.db'}"
-    assert cli.main(["history", "ingest", str(EXPORT), "--store", url]) == 0
+    assert cli.main(["history", "ingest", str(export or v1_export(tmp)), "--store", url]) == 0
     if inject_graph:
         from cudnn_hostbench.reports.history import db
         st = db.open_store(url)
@@ -156,8 +169,19 @@ def test_a_regression_is_the_first_thing_shown(tmp_path):
     page = html.unescape((history_site(tmp_path, 1.06) / "index.html").read_text())
     first = page[page.index("<body>"):page.index("<h3>Trends")]
     assert "1 SLOWER" in first and "Changed against history" in first
-    assert re.search(r"<td class=\"slower\">SLOWER</td><td>new</td><td>fusion/cudnn_fused/epilogue-b16m512k1024n512/graph",
+    assert re.search(r"<td class=\"nw slower\">SLOWER</td><td class=\"nw\">new</td>"
+                     r"<td>fusion/cudnn_fused/epilogue-b16m512k1024n512/graph",
                      first)
+
+
+def test_the_whole_committed_history_leads_with_its_newest_run_and_says_how_little_history_it_has(tmp_path):
+    # the newest full run (measurement version 2, a later machine start) has 2 earlier runs on its
+    # key: every verdict says so, and the pairwise gate judges it
+    page = html.unescape((history_site(tmp_path, export=EXPORT) / "index.html").read_text())
+    first = page[page.index("<body>"):page.index("<h3>Trends")]
+    assert "Newest run <b>2026-12-01 05:23</b>" in first and "history of 2 runs on its key" in first
+    assert "too little history (2 " in first and "NO HISTORY" in first
+    assert "Versions: the newest run at each frontend" in page
 
 
 @pytest.fixture

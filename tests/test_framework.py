@@ -180,6 +180,29 @@ def test_slope_fits_skip_unmeasured_rows(tmp_path):
     assert packs.fits(run, "graph") == {}
 
 
+def test_eager_slopes_come_from_paired_ratios_so_a_host_state_change_between_sizes_cancels(tmp_path):
+    # p3-p7 timed in a slow host state (every µs x 1.6), p11-p15 fast: the absolute µs line falls,
+    # the ratio line (in the baseline's fast µs) keeps the true 0.5 µs per tensor
+    from cudnn_hostbench.bench.measure import stats
+    recs = []
+    for n in (3, 5, 7, 11, 15):
+        slow = 1.6 if n <= 7 else 1.0
+        state = "slow" if n <= 7 else "fast"
+        base = _rec("pack_size", "torch_mm", f"p{n}", 10.0 * slow)
+        base.role, base.host_state = "baseline", state
+        r = _rec("pack_size", "pinned", f"p{n}", (10 + 0.5 * n) * slow)
+        r.host_state = state
+        ratios = [(10 + 0.5 * n) / 10 * (1 + d) for d in (-0.01, 0.0, 0.01)]
+        r.ratio = stats.summarize(ratios)
+        r.workers = [{"worker": i + 1, "n": 5, "median": 0.0, "ratio": x} for i, x in enumerate(ratios)]
+        recs += [base, r]
+    f = packs.fits(_run(tmp_path, recs))["pinned"]
+    assert f.slope_us == pytest.approx(0.5, rel=1e-6)
+    assert len(f.worker_slopes) == 3 and min(f.worker_slopes) > 0.45 and "over 3 workers" in f.range_text
+    absolute = packs.least_squares([3, 5, 7, 11, 15], [(10 + 0.5 * n) * (1.6 if n <= 7 else 1) for n in (3, 5, 7, 11, 15)])
+    assert absolute[0] < 0                             # what the µs fit said before
+
+
 def test_framework_rules_priced_from_the_probes(tmp_path):
     run = _pack_run(tmp_path)
     counts = dict(custom_op_calls=2, custom_op_autograd_calls=1, dispatcher_calls=1, executes=1,

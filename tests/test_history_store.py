@@ -22,6 +22,7 @@ pytest_plugins = ["tests.pg_server"]   # the pg_server and store_url fixtures
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPORT = ROOT / "reports" / "reference" / "h200" / "history.hbx.jsonl.gz"
+RUNS = 25   # runs in the committed export (tests/test_history_check.py says which)
 
 
 def hb(*args: str) -> int:
@@ -51,10 +52,10 @@ def complete(url: str) -> bool:
 def test_reference_export_ingests_once(store_url, capsys):
     assert hb("ingest", str(EXPORT), "--store", store_url) == 0
     runs, figs = stored(store_url)
-    assert runs == 17 and figs > 17 * 30
+    assert runs == RUNS and figs > RUNS * 30
     assert hb("ingest", str(EXPORT), "--store", store_url) == 0
     assert stored(store_url) == (runs, figs)
-    assert "stored 0 run(s), 17 already stored" in capsys.readouterr().out
+    assert f"stored 0 run(s), {RUNS} already stored" in capsys.readouterr().out
     assert complete(store_url)
 
 
@@ -185,10 +186,10 @@ def test_ingest_killed_midway_leaves_whole_runs(store_url):
     p.send_signal(signal.SIGKILL)
     p.wait(timeout=30)
     n = stored(store_url)[0]
-    assert n < 17, "the ingest finished before it was killed"
+    assert n < RUNS, "the ingest finished before it was killed"
     assert complete(store_url)
     assert hb("ingest", str(EXPORT), "--store", store_url) == 0
-    assert stored(store_url)[0] == 17 and complete(store_url)
+    assert stored(store_url)[0] == RUNS and complete(store_url)
 
 
 def test_excluded_run_leaves_every_history(tmp_path, capsys):
@@ -212,5 +213,5 @@ def test_export_file_damaged_is_one_line(tmp_path, capsys):
 def test_ingest_api_counts(tmp_path):
     st = db.open_store(f"sqlite:///{tmp_path / 'h.db'}")
     res = ingest.ingest_paths(st, [EXPORT])
-    assert len(res.stored) == 17 and not res.errors
+    assert len(res.stored) == RUNS and not res.errors
     st.close()

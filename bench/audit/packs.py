@@ -1,7 +1,7 @@
 """Host cost per tensor of a variant pack: a least-squares line through the pack-size probe's
-median µs/call against the number of tensors in the pack (its size labels, 'p3' … 'p15'), per
-call form and mode. Used by the audit (the `Slope` figure source) and by reports (README table,
-version matrix). Reads records only."""
+µs/call (eager: its paired ratio to the baseline, in the baseline's µs) against the number of
+tensors in the pack (its size labels, 'p3' … 'p15'), per call form and mode. Used by the audit
+(the `Slope` figure source) and by reports (README table, version matrix). Reads records only."""
 from __future__ import annotations
 
 import re
@@ -38,26 +38,59 @@ class Fit:
     slope_us: float            # µs per extra tensor
     intercept_us: float
     points: tuple              # ((tensors, median µs), ...) in tensor order
+    worker_slopes: tuple = ()  # eager: the same line through each worker's ratios (between-process range)
+
+    @property
+    def range_text(self) -> str:
+        """' [min–max over N workers]', or '' without per-worker slopes."""
+        w = self.worker_slopes
+        return f" [{min(w):.3f}–{max(w):.3f} over {len(w)} workers]" if len(w) >= 2 else ""
 
     def describe(self) -> str:
         lo, hi = self.points[0][0], self.points[-1][0]
         return f"{self.slope_us:.3f} µs/tensor ({PROBE}/{self.variant} {self.mode}, {len(self.points)} packs of {lo}-{hi})"
 
 
+def _baseline_us(run, probe: str, mode: str) -> float | None:
+    """One µs/call for the probe's baseline over all pack sizes: the median of its per-size
+    medians, fast-state figures only where there are any. The baseline (torch.mm on A·B alone)
+    does the same work at every size, so one figure serves them all."""
+    base = [r for r in run.records if r.probe == probe and r.mode == mode and r.ok and r.role == "baseline"
+            and tensors_of(r.size) is not None]
+    fast = [r for r in base if r.host_state == "fast"]
+    meds = sorted(r.summary().median for r in (fast or base))
+    return meds[len(meds) // 2] if meds else None
+
+
 def fit(run, variant: str, mode: str = "eager", probe: str = PROBE) -> Fit | None:
-    """The line through run's ok records of probe/variant in mode, one point per pack size."""
-    pts = []
+    """The line through run's ok records of probe/variant in mode, one point per pack size. An
+    eager point is the size's paired ratio to the baseline times one baseline µs for all sizes:
+    absolute eager µs follow the host's state, which can differ from one pack size to the next
+    (a run measured p3-p7 in the slow state and p11-p15 in the fast one, and its µs slope came
+    out negative), while the round-by-round ratio cancels it."""
+    base = _baseline_us(run, probe, mode) if mode == "eager" else None
+    pts, per_worker = [], {}
     for r in run.records:
         if (r.probe, r.variant, r.mode) != (probe, variant, mode) or not r.ok:
             continue
         n = tensors_of(r.size)
-        if n is not None:
+        if n is None:
+            continue
+        if base is not None and r.ratio is not None and r.ratio.median:
+            pts.append((n, r.ratio.median * base))
+            for w in r.workers or ():
+                if w.get("ratio"):
+                    per_worker.setdefault(w.get("worker"), []).append((n, w["ratio"] * base))
+        else:
             pts.append((n, r.summary().median))
     pts.sort()
     line = least_squares([x for x, _ in pts], [y for _, y in pts])
     if line is None:
         return None
-    return Fit(variant, mode, line[0], line[1], tuple(pts))
+    sizes = {x for x, _ in pts}
+    ws = tuple(fw[0] for wp in per_worker.values()        # only workers that timed every size
+               if {x for x, _ in wp} == sizes and (fw := least_squares(*zip(*sorted(wp)))) is not None)
+    return Fit(variant, mode, line[0], line[1], tuple(pts), ws)
 
 
 def fits(run, mode: str = "eager") -> dict:
