@@ -16,8 +16,8 @@ paired ratio to the baseline, so a slower host moves both and cancels).
                    above the threshold; eager rows timed in the slow host state have a floor of
                    at least SLOW_EAGER_THRESHOLD).
 With one worker on one side only, the other side's between-worker spread sets the noise floor, and
-a change must lie beyond all its workers and pass the per-round test. Runs with one process on both sides fall back to
-the per-round test, and say so.
+a change must lie beyond all its workers and pass the per-round test. Runs with one process on
+both sides fall back to the per-round test, and say so.
 """
 from __future__ import annotations
 

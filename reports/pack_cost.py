@@ -14,7 +14,7 @@ def rows(run, modes=("eager", "graph")) -> list[list]:
     for mode in modes:
         for form, f in packs.fits(run, mode).items():
             (n0, y0), (n1, y1) = f.points[0], f.points[-1]
-            out.append([form, mode, num(f.slope_us, 3) + f.range_text, f"{num(y0)} @{n0}", f"{num(y1)} @{n1}",
+            out.append([form, mode, num(f.slope_us, 3) + f.range_text(), f"{num(y0)} @{n0}", f"{num(y1)} @{n1}",
                         len(f.points)])
     return out
 
@@ -27,18 +27,15 @@ def markdown(run, modes=("eager", "graph")) -> str:
                      "µs/call (largest pack)", "packs"], body)
 
 
-def _span(f) -> str:
-    w = f.worker_slopes
-    return f" [{min(w):.3f}–{max(w):.3f}]" if len(w) >= 2 else ""
-
-
 def matrix_section(runs, labels, mode: str = "eager") -> list[str]:
     """Markdown lines: µs per extra tensor, one row per call form, one column per version."""
     per = [packs.fits(r, mode) for r in runs]
     forms = [f for f in packs.FORMS if any(f in p for p in per)]
     if not forms:
         return []
-    body = [[form, *(num(p[form].slope_us, 3) + _span(p[form]) if form in p else DASH for p in per)] for form in forms]
+    def cell(p, form):
+        return num(p[form].slope_us, 3) + p[form].range_text(count=False) if form in p else DASH
+    body = [[form, *(cell(p, form) for p in per)] for form in forms]
     return [f"## µs per extra tensor in the variant pack ({packs.PROBE}, {mode}, least-squares slope "
             "[min–max of the same slope per worker process])", "",
             md_table(["call form", *labels], body), ""]

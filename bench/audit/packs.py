@@ -40,11 +40,12 @@ class Fit:
     points: tuple              # ((tensors, median µs), ...) in tensor order
     worker_slopes: tuple = ()  # eager: the same line through each worker's ratios (between-process range)
 
-    @property
-    def range_text(self) -> str:
-        """' [min–max over N workers]', or '' without per-worker slopes."""
+    def range_text(self, count: bool = True) -> str:
+        """' [min–max over N workers]' (or ' [min–max]'), or '' without per-worker slopes."""
         w = self.worker_slopes
-        return f" [{min(w):.3f}–{max(w):.3f} over {len(w)} workers]" if len(w) >= 2 else ""
+        if len(w) < 2:
+            return ""
+        return f" [{min(w):.3f}–{max(w):.3f}" + (f" over {len(w)} workers]" if count else "]")
 
     def describe(self) -> str:
         lo, hi = self.points[0][0], self.points[-1][0]
