@@ -20,8 +20,9 @@ LIGHT_DEVICE = ("sdpa", "cudnn_sdpa", "b32h32s128d128", "device")            # ~
 GRAPH = ("fusion", "cudnn_fused", "epilogue-b16m512k1024n512", "graph")     # ~33 µs per call
 EAGER_TRAP = ("wrapper", "naive", "1024", "eager")                          # fast state, ratio to torch_mm
 # 17 runs of measurement version 1 (2026-11-29/30), then version 2: the reference pair (aa/run1.json,
-# run.json), a third full run on a later machine start, and the 5 parts of the frontend matrix
-RUNS = 25
+# run.json), a third full run on a later machine start, the 5 parts of the frontend matrix, and a
+# pair of the three framework probes (aa/framework-pair.md)
+RUNS = 27
 
 
 def fresh(tmp_path) -> db.Store:
