@@ -22,7 +22,7 @@ def add_parser(command) -> None:
     p = command("history", main, description=DESCRIPTION,
                 epilog=f"The store: --store URL, else ${db.ENV_URL}, else results/history.db (SQLite). "
                        "Team store: postgresql://user@host/db. Details: docs/history.md")
-    hs = p.add_subparsers(dest="action", required=True, metavar="{ingest,check,export,exclude}")
+    hs = p.add_subparsers(dest="action", required=True, metavar="{ingest,check,export,exclude,upgrade}")
 
     def action(name, help_):
         q = hs.add_parser(name, help=help_, description=help_)
@@ -49,6 +49,8 @@ def add_parser(command) -> None:
     q = action("exclude", "leave a run out of every history (it stays stored)")
     q.add_argument("run_id", type=int)
     q.add_argument("--why", default="excluded by hand", help="reason, kept with the run")
+    action("upgrade", "migrate a store made by an older hostbench to this one's schema (Alembic; on "
+                      "PostgreSQL in one transaction); back the store up first")
 
 
 def _pick(store, what: str, prog: str):
@@ -76,10 +78,16 @@ def main(a) -> int:
     from cudnn_hostbench.reports.history import check, db, ingest
     prog = a.prog
     try:
-        store = db.open_store(a.store)
+        store = db.open_store(a.store, upgrade=a.action == "upgrade")
     except db.StoreError as e:
         _say(prog, str(e))
         return 2
+    if a.action == "upgrade":
+        before, after = store.upgraded or (None, None)
+        print(f"{store.shown}: schema revision {after}" + (" (was " + str(before) + ")" if before != after
+                                                            else ", nothing to do"))
+        store.close()
+        return 0
     try:
         if a.action == "ingest":
             res = ingest.ingest_paths(store, a.paths)

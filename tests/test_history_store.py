@@ -215,3 +215,71 @@ def test_ingest_api_counts(tmp_path):
     res = ingest.ingest_paths(st, [EXPORT])
     assert len(res.stored) == RUNS and not res.errors
     st.close()
+
+
+# -- migrations (Alembic) ----------------------------------------------------------------------------
+
+def _revision(url: str) -> str | None:
+    from cudnn_hostbench.reports.history import migrate
+    st = db.open_store(url)
+    try:
+        with st.engine.connect() as c:
+            return migrate.revision_of(c)
+    finally:
+        st.close()
+
+
+def test_a_new_store_is_at_the_migrations_head(store_url, capsys):
+    from cudnn_hostbench.reports.history import migrate
+    assert _revision(store_url) == migrate.head() == "0001"
+    assert hb("upgrade", "--store", store_url) == 0
+    assert "schema revision 0001, nothing to do" in capsys.readouterr().out
+
+
+def test_a_store_made_before_migrations_is_stamped_on_open(store_url, tmp_path):
+    run = write_synthetic_run(tmp_path / "run.json")
+    assert hb("ingest", str(run), "--store", store_url) == 0
+    st = db.open_store(store_url)
+    with st.engine.begin() as c:
+        c.execute(text("DROP TABLE hb_alembic_version"))
+    st.close()
+    assert _revision(store_url) == "0001" and stored(store_url)[0] == 1
+
+
+SECOND = '''"""test only: schema 2 adds a column"""
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0002"
+down_revision = "0001"
+
+
+def upgrade():
+    with op.batch_alter_table("hb_runs") as b:
+        b.add_column(sa.Column("note", sa.Text, nullable=True))
+'''
+
+
+def test_an_older_schema_is_refused_then_upgraded_in_place(store_url, tmp_path, monkeypatch, capsys):
+    # a store at schema 1, and a hostbench whose migrations go one revision further
+    import shutil
+
+    from cudnn_hostbench.reports.history import migrate
+    from cudnn_hostbench.reports.history import schema as S
+    run = write_synthetic_run(tmp_path / "run.json")
+    assert hb("ingest", str(run), "--store", store_url) == 0
+    newer = tmp_path / "migrations"
+    shutil.copytree(migrate.HERE, newer, ignore=shutil.ignore_patterns("__pycache__"))
+    (newer / "versions" / "0002_test_note.py").write_text(SECOND, encoding="utf-8")
+    monkeypatch.setattr(migrate, "HERE", newer)
+    monkeypatch.setattr(migrate, "SCHEMA_OF_REVISION", {"0001": 1, "0002": 2})
+    monkeypatch.setattr(S, "SCHEMA_VERSION", 2)
+    err = one_line_exit_2(capsys, "check", "--store", store_url)
+    assert "schema version 1 is older than 2" in err and "hostbench history upgrade" in err
+    assert hb("upgrade", "--store", store_url) == 0
+    assert "schema revision 0002 (was 0001)" in capsys.readouterr().out
+    st = db.open_store(store_url)             # now opens: schema 2, the run kept, the column there
+    with st.engine.connect() as c:
+        assert c.execute(text("SELECT value FROM hb_meta WHERE name = 'schema_version'")).scalar() == "2"
+        assert c.execute(text("SELECT count(*) FROM hb_runs WHERE note IS NULL")).scalar() == 1
+    st.close()

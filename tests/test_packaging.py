@@ -54,7 +54,8 @@ def test_the_wheel_installs_one_top_level_package(tmp_path):
     tops = {n.split("/")[0] for n in names}
     assert {t for t in tops if not t.endswith(".dist-info")} == {"cudnn_hostbench"}, tops
     for mod in ("bench/measure/pytest_plugin.py", "probes/probe_execute.py", "reports/table.py", "scripts/cli.py",
-                "reports/reference/h200/run.json"):
+                "reports/reference/h200/run.json", "reports/history/migrations/env.py",
+                "reports/history/migrations/versions/0001_schema_1.py"):   # the store's migrations ship too
         assert f"cudnn_hostbench/{mod}" in names
 
 

@@ -20,6 +20,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, SQLAlch
 
 from cudnn_hostbench.bench.measure.records import UNIT_SECONDS, Run
 
+from . import migrate
 from . import schema as S
 
 ENV_URL = "HOSTBENCH_STORE"
@@ -137,8 +138,11 @@ def file_hash(path: str | Path) -> str:
 class Store:
     """An open store. Use `open_store(url)`."""
 
-    def __init__(self, url: str, lock_retries: int | None = None, lock_wait_s: float | None = None):
+    def __init__(self, url: str, lock_retries: int | None = None, lock_wait_s: float | None = None,
+                 upgrade: bool = False):
         self.url, self.shown = url, _shown(url)
+        self.upgrade = upgrade            # migrate an older schema on open (hostbench history upgrade)
+        self.upgraded: tuple | None = None   # (from revision, to revision) when it did
         self.lock_retries = LOCK_RETRIES if lock_retries is None else lock_retries
         self.lock_wait_s = LOCK_WAIT_S if lock_wait_s is None else lock_wait_s
         self.sqlite = url.startswith("sqlite")
@@ -203,6 +207,7 @@ class Store:
                                          f"{', '.join(sorted(names)[:5])}); not a hostbench store")
                     S.metadata.create_all(c)
                     c.execute(insert(S.meta).values(name="schema_version", value=str(S.SCHEMA_VERSION)))
+                    migrate.stamp(c)      # today's tables: Alembic's head revision
                     return
                 v = c.execute(select(S.meta.c.value).where(S.meta.c.name == "schema_version")).scalar()
                 if v is None or not str(v).isdigit():
@@ -210,9 +215,19 @@ class Store:
                 if int(v) > S.SCHEMA_VERSION:
                     raise StoreError(f"{self.shown}: schema version {v} is newer than this hostbench reads "
                                      f"({S.SCHEMA_VERSION}); upgrade hostbench (the store is left as it is)")
-                if int(v) < S.SCHEMA_VERSION:
+                if int(v) < S.SCHEMA_VERSION and not self.upgrade:
                     raise StoreError(f"{self.shown}: schema version {v} is older than {S.SCHEMA_VERSION}; "
-                                     "no migration exists yet")
+                                     f"`hostbench history upgrade --store URL` migrates it (back it up first)")
+                if migrate.revision_of(c) is None:
+                    if int(v) != 1:
+                        raise StoreError(f"{self.shown}: schema version {v} without a migration revision; "
+                                         "not a store this hostbench made")
+                    migrate.stamp_at(c, "0001")   # made before Alembic was wired: schema 1 is revision 0001
+                if self.upgrade:
+                    before, after = migrate.upgrade(c)
+                    c.execute(S.meta.update().where(S.meta.c.name == "schema_version")
+                              .values(value=str(migrate.SCHEMA_OF_REVISION[after])))
+                    self.upgraded = (before, after)
         try:
             self._retry("open the store", check)
         except (IntegrityError, StoreError) as e:
