@@ -69,6 +69,12 @@ def _mwu(a, b) -> tuple[float, float]:
     return float(r.pvalue), float(r.statistic)
 
 
+def _rounds_agree(a: Side, b: Side, change: float, alpha: float) -> tuple[float, bool]:
+    """(p, significant in the direction of the change) of a rank test over the rounds."""
+    p, u = _mwu(a.rounds, b.rounds)
+    return p, p < alpha and (u > len(a.rounds) * len(b.rounds) / 2) == (change > 0)
+
+
 def judge(a: Side, b: Side, mode: str, threshold: float | None = None, alpha: float = ALPHA,
           min_samples: int = 5) -> tuple[str, float, float, str]:
     """(verdict, relative change of the medians over workers, p, note) for base a and new b."""
@@ -88,28 +94,26 @@ def judge(a: Side, b: Side, mode: str, threshold: float | None = None, alpha: fl
     kern = ""
     if a.kernels and b.kernels and a.kernels != b.kernels:
         kern = f"kernels: base {', '.join(sorted(a.kernels))}; new {', '.join(sorted(b.kernels))}"
-    if len(a.values) >= 2 and len(b.values) >= 2:
+    # every new worker beyond every base worker, in the direction of the change
+    beyond = min(b.values) > max(a.values) if change > 0 else max(b.values) < min(a.values)
+    if len(a.values) >= 2 or len(b.values) >= 2:
         noise = max(floor, SPREAD_MULT * max(a.spread, b.spread))
+    if len(a.values) >= 2 and len(b.values) >= 2:
         p, _ = _mwu(a.values, b.values)
-        beyond = min(b.values) > max(a.values) if change > 0 else max(b.values) < min(a.values)
         agree, how = beyond or p < alpha, "workers overlap"
     elif len(a.values) >= 2 or len(b.values) >= 2:
         # one process on one side: the other side's workers are what is known of the noise between
         # processes (rounds of one process are tight and would call any process offset significant);
         # a change needs both: beyond every worker of the other side, and the per-round test
-        noise = max(floor, SPREAD_MULT * max(a.spread, b.spread))
-        beyond = min(b.values) > max(a.values) if change > 0 else max(b.values) < min(a.values)
         p, agree = float("nan"), False
         if beyond and len(a.rounds) >= min_samples and len(b.rounds) >= min_samples:
-            p, u = _mwu(a.rounds, b.rounds)
-            agree = p < alpha and (u > len(a.rounds) * len(b.rounds) / 2) == (change > 0)
+            p, agree = _rounds_agree(a, b, change, alpha)
         how = "one process on one side: not beyond the other side's workers, or the rounds overlap"
     else:  # one process a side: the per-round test is all there is
         if len(a.rounds) < min_samples or len(b.rounds) < min_samples:
             return "UNSURE", change, float("nan"), f"too few samples (< {min_samples} a side)"
         noise = floor
-        p, u = _mwu(a.rounds, b.rounds)
-        agree = p < alpha and (u > len(a.rounds) * len(b.rounds) / 2) == (change > 0)
+        p, agree = _rounds_agree(a, b, change, alpha)
         how = "single process: per-round test not significant"
     note = f"noise-limited: detects >= {noise * 100:.0f} %" if noise > thr else ""
     if not abs(change) > noise:
