@@ -134,6 +134,8 @@ def gpu_fingerprint(device: int = 0) -> dict:
         fp["compute_capability"] = f"{p.major}.{p.minor}"
         fp["gpu_memory_gib"] = round(p.total_memory / 2**30, 1)
         fp["driver"] = driver_version()
+        from cudnn_hostbench.bench.measure.machine import identity
+        fp["machine"] = identity(device)
     return fp
 
 

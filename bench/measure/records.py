@@ -27,6 +27,14 @@ SCHEMA = 1
 # (2: trap 2's rows run one plan, issue 20). Every run's fingerprint records it; the history store
 # keys on it, so a run is compared only with runs that measured the same thing.
 MEASUREMENT_VERSION = 2
+# A figure stands on its worker processes: fewer than MIN_PROCESSES is marked, and a side of a
+# comparison with one process is never judged SLOWER or FASTER (UNSURE at most).
+MIN_PROCESSES = 3
+# Plan rules (a variant's declared way of choosing its plan) that are timing races: their pick may
+# differ between GPUs of one model, so a kernel change there is "autotune pick changed"
+# (information), never KERNEL CHANGED. Every other rule (the heuristic's index, a named engine)
+# gives one plan per GPU model and software stack.
+RACE_RULES = ("autotuned", "autotuned by eager", "slowest")
 CALL_MODES = ("eager", "graph", "device")   # the per-call timing modes
 MODES = (*CALL_MODES, "host")               # plus build-time rows
 # seconds per unit: pytest-benchmark stores seconds, records keep the unit they were measured in
@@ -66,6 +74,18 @@ class Record:
     workers: list = field(default_factory=list)            # per worker: {"worker", "n", "median", "ratio"}
     spread: float | None = None        # between-worker spread (max-min)/median of the judged figure
     flags: list = field(default_factory=list)              # trust.FLAGS that apply to this figure
+    plan_rule: str = ""                # how the variant's plan is chosen (its declaration); '' = not a cuDNN plan
+    plan: str = ""                     # the plan it ran: index and engine/knob name
+
+    @property
+    def processes(self) -> int:
+        """Worker processes behind the figure (a record of one process lists none)."""
+        return len(self.workers) or 1
+
+    @property
+    def race(self) -> bool:
+        """Its plan is picked by a timing race (autotune), so its kernels may differ per GPU."""
+        return self.plan_rule in RACE_RULES
 
     @property
     def key(self) -> tuple:
