@@ -15,17 +15,18 @@ def build(ctx, size):
     mm.pin()
     h, t = mm.heuristic_plan(), mm.built.pinned
     on_h, on_t = mm.plan_id(h), mm.plan_id(t)
+    ph, pt = mm.plan_label(h), mm.plan_label(t)
     return {
         "torch_mm": mm.case(mm.torch_mm_call()),
-        "generic": mm.case(mm.generic_call(), note=mm.heuristic_note()),
+        "generic": mm.case(mm.generic_call(), note=mm.heuristic_note(), plan=ph),
         # the rows that share generic's plan need its index (frontend 1.27+): generic_plan refuses otherwise
-        "pinned": guard(lambda: mm.case(mm.pinned_call(mm.generic_plan()), note=on_h)),
-        "ordered": guard(lambda: mm.case(mm.ordered_call(), note=f"selected plan: {on_h}")),
-        "ordered_pinned": guard(lambda: mm.case(mm.ordered_call(pinned=True, index=mm.generic_plan()), note=on_h)),
+        "pinned": guard(lambda: mm.case(mm.pinned_call(mm.generic_plan()), note=on_h, plan=ph)),
+        "ordered": guard(lambda: mm.case(mm.ordered_call(), note=f"selected plan: {on_h}", plan=ph)),
+        "ordered_pinned": guard(lambda: mm.case(mm.ordered_call(pinned=True, index=mm.generic_plan()), note=on_h, plan=ph)),
         "raw_floor": guard(lambda: mm.case(mm.raw_floor_call(mm.generic_plan()),
-                                           note=f"PRIVATE API: _execute_with_raw_ptrs; {on_h}")),
-        "autotuned": mm.case(mm.pinned_call(t), note=on_t),
-        "autotuned_ordered": guard(lambda: mm.case(mm.ordered_call(pinned=True, index=t), note=on_t)),
+                                           note=f"PRIVATE API: _execute_with_raw_ptrs; {on_h}", plan=ph)),
+        "autotuned": mm.case(mm.pinned_call(t), note=on_t, plan=pt),
+        "autotuned_ordered": guard(lambda: mm.case(mm.ordered_call(pinned=True, index=t), note=on_t, plan=pt)),
     }
 
 

@@ -59,7 +59,7 @@ def _registered(ctx, make, what: str):
 def build(ctx, size):
     torch = ctx.torch
     mm = Matmul.cube(ctx, size)
-    mm.pin()
+    mm.pin(rule="heuristic")   # one plan on every GPU of a model: the rows measure how the op is reached
     impl, form = cudnn_impl(ctx, mm)
     # the registered ops' impl holds the built graph; the context's close empties it
     ctx.attached(("registration", "registry"), registration.Registry).release(impl)
@@ -67,7 +67,7 @@ def build(ctx, size):
     note = f"{mm.plan_note()}; body: torch.empty + {form}"
 
     def case(fn, extra=""):
-        return Case(fn, mm.check, note=note + extra)
+        return Case(fn, mm.check, note=note + extra, plan=mm.plan_label())
 
     def direct():
         return impl(a, b)
@@ -134,7 +134,7 @@ PROBE = Probe(
     sizes=_sizes,
     prepare=prepare,
     # every cuDNN path runs one body on one pinned plan: the rows differ only by how the op is reached
-    extra={"plans": {v: "pinned" for v in ("direct", "python_fn", "custom_op", "custom_op_torch_ops",
+    extra={"plans": {v: "heuristic" for v in ("direct", "python_fn", "custom_op", "custom_op_torch_ops",
                                            "custom_op_autograd", "library", "graphed")},
            "pairs": [("custom_op", "library", True), ("custom_op_torch_ops", "library", True),
                      ("custom_op_autograd", "library", True)]},

@@ -9,7 +9,7 @@ from cudnn_hostbench.bench.measure.probe import Probe, Variant
 
 def build(ctx, size):
     mm = Matmul.cube(ctx, size)
-    mm.pin()
+    mm.pin(rule="heuristic")   # one plan on every GPU of a model: the rows measure the call
     cudnn, h, s = ctx.cudnn, ctx.handle, ctx.stream_ptr
     pinned = mm.pinned_call()
     torch = ctx.torch
@@ -56,7 +56,7 @@ PROBE = Probe(
     prepare=prepare,
     focus=True,
     extra={"plans": dict.fromkeys(("set_once", "set_stream_same", "raw_set_stream", "query_stream", "query_and_set"),
-                                   "autotuned"),
+                                   "heuristic"),
            "pairs": [(t, "set_once", True) for t in ("set_stream_same", "raw_set_stream", "query_stream", "query_and_set")]},
 )
 

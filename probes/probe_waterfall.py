@@ -50,7 +50,7 @@ def _paths(ctx, mm):
 
 def measure(ctx, size, opt):
     mm = Matmul.cube(ctx, size)
-    mm.pin()
+    mm.pin(rule="heuristic")
     paths, why = _paths(ctx, mm)
     recs, good = [], []
     for name in PATHS:

@@ -18,12 +18,12 @@ def build(ctx, size):
 
     def fixed():    # naive's own plan: needs its index (frontend 1.27+)
         call, _ = mm.fastest_call(mm.generic_plan())
-        return mm.case(call, note=f"fixed wrapper uses {how} on {mm.plan_id(h)}")
+        return mm.case(call, note=f"fixed wrapper uses {how} on {mm.plan_id(h)}", plan=mm.plan_label(h))
     return {
         "torch_mm": mm.case(mm.torch_mm_call()),
-        "naive": mm.case(mm.naive_call(), note=f"generic execute: {mm.plan_id(h)}"),
+        "naive": mm.case(mm.naive_call(), note=f"generic execute: {mm.plan_id(h)}", plan=mm.plan_label(h)),
         "fixed": guard(fixed),
-        "fixed_autotuned": mm.case(fixed_t, note=f"fixed wrapper uses {how} on {mm.plan_id(t)}"),
+        "fixed_autotuned": mm.case(fixed_t, note=f"fixed wrapper uses {how} on {mm.plan_id(t)}", plan=mm.plan_label(t)),
     }
 
 

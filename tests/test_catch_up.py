@@ -56,36 +56,39 @@ def test_a_block_no_worker_timed_fast_gets_a_catch_up_worker(tmp_path, monkeypat
     monkeypatch.setattr(workers, "run_workers", fake_run_workers)
     p = _parent(tmp_path)
     p._run()
-    assert len(calls) == 2 and calls[1]["start"] == 4 and calls[1]["floor"] == FLOOR
-    extra = calls[1]["args"]
-    assert "--hb-only=churn/256" in extra and "--hb-modes=eager" in extra
+    assert [c["start"] for c in calls] == [1, 4, 5, 6] and {c["floor"] for c in calls[1:]} == {FLOOR}
+    for extra in (c["args"] for c in calls[1:]):
+        assert "--hb-only=churn/256" in extra and "--hb-modes=eager" in extra
     churn = p.records[("churn", "trap", "256", "eager")]
-    # one more replicate in the fast state: workers 1 and 3 (fast by a floor learned too high)
-    # and the catch-up; worker 2 (slow) is left out
-    assert [w["worker"] for w in churn.workers] == [1, 3, 4] and churn.host_state == "fast"
+    # workers 1 and 3 were fast only by a floor learned too high, worker 2 slow: top-up workers
+    # follow until three processes timed churn truly fast; once they are the majority, the
+    # unsteady ones are left out
+    assert [w["worker"] for w in churn.workers] == [4, 5, 6] and churn.host_state == "fast"
+    assert "few_processes" not in churn.flags
     assert [w["worker"] for w in p.records[("wrapper", "trap", "256", "eager")].workers] == [1, 2, 3]
     assert p.fingerprint["catch_up"] == {"worker": 4, "blocks": ["churn/256"], "timed_fast": ["churn/256"]}
-    assert p.fingerprint["workers"] == 4
+    assert [t["worker"] for t in p.fingerprint["top_ups"]] == [4, 5, 6]
+    assert p.fingerprint["workers"] == 6 and "few_processes" not in p.fingerprint
 
 
 def test_a_block_slow_in_every_worker_becomes_fast_through_the_catch_up(tmp_path, monkeypatch):
     def fake_run_workers(k, args, out, say=print, env=None, start=1, floor=None):
         if start == 1:
             return [_write(tmp_path / f"w{i}.jsonl", _eager(i, 1.9, 1.3), FLOOR) for i in (1, 2, 3)]
-        return [_write(tmp_path / "w4.jsonl", _eager(4, 0.79, 1.1), FLOOR)]
+        return [_write(tmp_path / f"w{start}.jsonl", _eager(start, 0.79, 1.1), FLOOR)]
 
     monkeypatch.setattr(workers, "run_workers", fake_run_workers)
     p = _parent(tmp_path)
     p._run()
     for probe in ("churn", "wrapper"):
         r = p.records[(probe, "trap", "256", "eager")]
-        assert r.host_state == "fast" and [w["worker"] for w in r.workers] == [4]
+        assert r.host_state == "fast" and [w["worker"] for w in r.workers] == [4, 5, 6]
         assert r.ratio.median == pytest.approx(1.1, rel=0.02)
     assert p.fingerprint["catch_up"]["timed_fast"] == ["churn/256", "wrapper/256"]
     from cudnn_hostbench.bench.measure import trust
     from cudnn_hostbench.bench.measure.records import Run
     line = trust.summary_line(Run("r", p.fingerprint, list(p.records.values())))
-    assert line.startswith("3 worker(s) + a catch-up worker for churn/256, wrapper/256 (timed fast: churn/256, wrapper/256)")
+    assert line.startswith("3 worker(s) + 3 top-up workers for churn/256, wrapper/256 (timed fast: churn/256, wrapper/256)")
 
 
 def test_a_block_only_two_workers_timed_fast_gets_a_catch_up_worker(tmp_path, monkeypatch):
@@ -195,15 +198,15 @@ def test_focus_only_workers_add_replicates_to_the_headline_rows_only(tmp_path, m
     assert line.startswith("3 worker(s) + 2 focus-only worker(s);")
 
 
-def test_workers_retry_no_block_when_focus_only_workers_follow(tmp_path):
-    """The parent tells every worker how many focus-only workers follow; only without them does a
-    worker time a slow headline block again (H200: retries caught 4 of 14, focus-only workers
-    12 of 12)."""
-    for n, retry in ((2, False), (0, True)):
+def test_workers_retry_no_block_top_up_workers_replicate_instead(tmp_path):
+    """A worker never times a slow headline block again: a retry spends its worker's time before
+    replication does, and the parent's top-up workers bring every thin eager row to three
+    processes (H200: retries caught 4 of 14, extra workers 12 of 12)."""
+    for n in (2, 0):
         args = _session_of(tmp_path, {"--hb-focus-workers": n}).worker_args()
         assert f"--hb-focus-workers={n}" in args
         hb = _session_of(tmp_path / f"w{n}", {"--hb-worker": "2/3", "--hb-focus-workers": n})
-        assert hb.runner().retry_focus is retry
+        assert hb.runner().retry_focus is False
 
 
 def test_a_workers_progress_reaches_the_terminal_and_its_exit_noise_only_the_log(tmp_path):
@@ -225,16 +228,17 @@ def test_a_workers_progress_reaches_the_terminal_and_its_exit_noise_only_the_log
 F = 14.0   # EXTRA_FIXED_S: an extra worker's cost besides waiting
 
 
-@pytest.mark.parametrize("left_s,workers_run,wait_s,catch_up", [
-    (1000.0, 2, 8.0, True),    # room for all: each worker its full 4 s for each of 2 blocks
-    (3 * F, 2, 7.0, True),     # 7 s of waiting each, then room for a catch-up that does not wait
-    (2 * F + 2, 2, 1.0, False),  # two workers with 1 s of waiting each; nothing left after them
-    (1.5 * F, 1, 7.0, False),  # one worker fits
-    (5.0, 0, None, False),     # none fits: said, and in the summary line
+@pytest.mark.parametrize("left_s,top_ups", [
+    (1000.0, 3),             # room for all: top-ups until MAX_TOP_UPS
+    (2.5 * F, 2),            # two fit; the third would end past the budget
+    (1.5 * F, 1),
+    (5.0, 0),                # none fits: said, and in the summary line
 ])
-def test_extra_workers_fit_the_budget(tmp_path, monkeypatch, left_s, workers_run, wait_s, catch_up):
-    from cudnn_hostbench.bench.measure.parent import EXTRA_FIXED_S
-    assert EXTRA_FIXED_S == F
+def test_top_up_workers_fit_the_budget_and_come_before_focus_workers(tmp_path, monkeypatch, left_s, top_ups):
+    """The budget is the whole run's wall time (the first worker's wait included) less the
+    parent's own end work; replication (top-ups) is served before focus-only workers."""
+    from cudnn_hostbench.bench.measure.parent import END_RESERVE_S, EXTRA_FIXED_S, MAX_TOP_UPS
+    assert EXTRA_FIXED_S == F and MAX_TOP_UPS == 3
     from cudnn_hostbench.bench.measure import trust
     from cudnn_hostbench.bench.measure.records import Run
     calls = []
@@ -243,28 +247,25 @@ def test_extra_workers_fit_the_budget(tmp_path, monkeypatch, left_s, workers_run
         calls.append({"k": k, "args": args, "start": start})
         if start > 1:
             clock["t"] += F * k   # each extra worker costs its fixed part
-        if start == 1:   # full workers: churn slow everywhere, so a catch-up is wanted
-            return [_write(tmp_path / f"w{i}.jsonl", _eager(i, 1.9, 1.2), FLOOR) for i in (1, 2, 3)]
-        return [_write(tmp_path / f"w{start + j}.jsonl", _eager(start + j, 1.9, 1.2), FLOOR) for j in range(k)]
+            return [_write(tmp_path / f"w{start + j}.jsonl", _eager(start + j, 1.9, 1.2), FLOOR) for j in range(k)]
+        # full workers: churn slow everywhere, and the top-ups never catch the fast state
+        return [_write(tmp_path / f"w{i}.jsonl", _eager(i, 1.9, 1.2), FLOOR) for i in (1, 2, 3)]
 
     monkeypatch.setattr(workers, "run_workers", fake_run_workers)
     p = _parent(tmp_path, focus_workers=2, budget_s=300.0)
     p.t0 = 1000.0   # a round start: sums of whole seconds stay exact in floating point
-    clock = {"t": p.t0 + 300.0 - left_s}
+    clock = {"t": p.t0 + 300.0 - END_RESERVE_S - left_s}
     monkeypatch.setattr("cudnn_hostbench.bench.measure.parent.time.perf_counter", lambda: clock["t"])
     p._run()
-    focus = [c for c in calls if c["start"] == 4 and any(a.startswith("--hb-only") for a in c["args"])]
-    if workers_run:
-        assert focus[0]["k"] == workers_run
-        waited = next(a for a in focus[0]["args"] if a.startswith("--hb-focus-wait-s="))
-        assert float(waited.split("=")[1]) == pytest.approx(wait_s)
-    else:
-        assert not focus and p.fingerprint["budget_cut"]["focus_workers_dropped"] == 2
-    assert ("catch_up" in p.fingerprint) is catch_up
+    tops = [c for c in calls[1:] if c["k"] == 1]
+    assert [c["start"] for c in tops] == list(range(4, 4 + top_ups))
+    assert all("--hb-modes=eager" in c["args"] for c in tops)
+    assert len(p.fingerprint.get("top_ups", [])) == top_ups
     line = trust.summary_line(Run("r", p.fingerprint, list(p.records.values())))
-    if not catch_up:
+    if top_ups < MAX_TOP_UPS:
         assert p.fingerprint["budget_cut"]["catch_up_skipped"] == ["churn/256", "wrapper/256"]
-        assert "cut to fit --hb-budget-s 300: " in line and "no catch-up worker for churn/256, wrapper/256" in line
+        assert "cut to fit --hb-budget-s 300: " in line and "no top-up worker for churn/256, wrapper/256" in line
+        assert p.fingerprint["budget_cut"]["focus_workers_dropped"] == 2   # nothing left for them
 
 
 def _session_of(tmp_path, opts: dict, args=(), cwd=None) -> HostbenchSession:

@@ -451,9 +451,10 @@ def test_registration_probe_wiring(monkeypatch):
     ctx.cudnn.pygraph.get_workspace_size_plan_at_index = lambda self, i: 8
     ctx.stream = None
 
-    def pin(self, cache=True):
+    def pin(self, cache=True, rule="autotuned"):
+        assert rule == "heuristic", "the registration rows run one plan on every GPU: the heuristic's"
         self.build(all_plans=True)
-        self.built.pinned = 1
+        self.built.pinned, self.built.pinned_by = 1, "heuristic"
         return 1
     monkeypatch.setattr(Matmul, "pin", pin)
     monkeypatch.setattr(Matmul, "cube", classmethod(lambda cls, c, size: cls.random(c, 1, 8, 8, 8)))

@@ -58,8 +58,24 @@ class Checked:
     def poison(self) -> None:
         self.output().fill_(float("nan"))
 
-    def case(self, fn, note: str = "") -> Case:
-        return Case(fn=fn, check=self.check, poison=self.poison, note=note)
+    def case(self, fn, note: str = "", plan: str | None = None) -> Case:
+        """plan: the plan the call runs; by default the pinned one where it was pinned by a rule
+        (not by a timing race: a race's rows name theirs)."""
+        b = getattr(self, "built", None)
+        if plan is None:
+            plan = self.plan_label() if b is not None and b.pinned_by == "heuristic" else ""
+        return Case(fn=fn, check=self.check, poison=self.poison, note=note, plan=plan)
+
+    def plan_label(self, i: int | None = None) -> str:
+        """'<index>:<engine and knobs>' of plan i (default: the pinned one), or '' without one."""
+        b = getattr(self, "built", None)
+        i = getattr(b, "pinned", None) if i is None else i
+        if b is None or i is None:
+            return ""
+        try:
+            return f"{i}:{plan_name(b.graph, i)}"
+        except Exception:  # noqa: BLE001 - a frontend without plan names: the index alone
+            return str(i)
 
 
 class Matmul(Checked):
@@ -119,9 +135,17 @@ class Matmul(Checked):
         self.vp = dict(zip(ts, (self.a, self.b, self.c)))
         return self.built
 
-    def pin(self, cache: bool = True) -> int:
-        """Builds every plan and pins the fastest; a plan pinned before on this context is reused."""
+    def pin(self, cache: bool = True, rule: str = "autotuned") -> int:
+        """Builds every plan and pins one. rule 'heuristic': the heuristic's pick (the plan generic
+        execute runs), the same plan on every GPU of one model and software stack, for rows that
+        measure the call path; 'autotuned': the fastest by GPU time, a race whose winner may
+        differ between two GPUs of one model (a plan pinned before on this context is reused)."""
         b = self.build(all_plans=True)
+        if rule == "heuristic":
+            b.pinned, b.pinned_by = self.heuristic_plan(), "heuristic"
+            return b.pinned
+        if rule != "autotuned":
+            raise ValueError(f"plan rule {rule!r}: 'heuristic' or 'autotuned'")
         key = GraphCache.key(*self.buffers())
         pinned = self.ctx.pinned_plans.get(key) if cache else None
         if pinned is None or pinned not in b.plans:
@@ -162,7 +186,7 @@ class Matmul(Checked):
         if i == self.heuristic_plan():
             src = " (g._plan_index)" if b.index is not None else " (assumed: first built)"
             how.append("the plan generic execute runs" + src)
-        if i == b.pinned:
+        if i == b.pinned and b.pinned_by != "heuristic":
             us = b.plan_us.get(i)
             by = {"graph": "GPU time", "eager": "eager us/call"}.get(b.pinned_by, b.pinned_by)
             how.append(f"autotuned by {by}" + (f" ({us:.2f} us)" if us else ""))

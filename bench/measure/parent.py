@@ -15,6 +15,16 @@ from cudnn_hostbench.bench.measure.status import error
 MIN_FAST_WORKERS = 3   # a headline block timed fast by fewer workers gets a catch-up worker
 EXTRA_FIXED_S = 14.0   # a focus-only or catch-up worker's cost besides waiting (H200: start-up 4-6 s,
 #                        its six blocks' eager rounds 8-9 s)
+MAX_TOP_UPS = 3        # top-up workers after the full ones, while eager rows stand on < MIN_PROCESSES
+END_RESERVE_S = 6.0    # the parent's own work after the workers: merge, run file, table, history
+
+
+def thin_blocks(recs) -> list[tuple[str, str]]:
+    """(probe, size) blocks with an eager row that stands on fewer than MIN_PROCESSES worker
+    processes of one host state (a worker in the other state is left out of the merge): a figure
+    of one or two processes moves 3-30 % between processes, so it is not yet a figure."""
+    return sorted({(r.probe, r.size) for r in recs
+                   if r.mode == "eager" and r.ok and r.processes < records.MIN_PROCESSES})
 
 
 class Parent:
@@ -52,6 +62,24 @@ class Parent:
         wanted = self.focus_workers
         eager = "eager" in self.modes
         cut: dict = {}
+        # replication first: every eager row on at least MIN_PROCESSES processes of one host state
+        tops = []
+        while eager and runs and len(tops) < MAX_TOP_UPS:
+            missing = sorted(set(self._thin_focus(runs)) | set(thin_blocks(recs)))
+            if not missing:
+                break
+            k, per_block = self._fit(1, len(missing), 2.0)
+            if not k:
+                cut["catch_up_skipped"] = [f"{p}/{s}" for p, s in missing]
+                say(f"--hb-budget-s: no time left for a top-up worker ({', '.join(cut['catch_up_skipped'])})")
+                break
+            got = self._catch_up(runs, missing, say, per_block)
+            if got is None:
+                break
+            recs, runs = got
+            tops.append(self.fingerprint.get("catch_up"))
+        if tops:
+            extra["catch_up"], extra["top_ups"] = tops[0], tops
         if wanted > 0 and focus and runs and eager:
             n, per_block = self._fit(wanted, len(focus), 1.0)
             if n < wanted:
@@ -65,14 +93,9 @@ class Parent:
                 runs = runs + more
                 recs, self.fingerprint = merge_runs(runs, wall_s=time.perf_counter() - self.t0)
                 extra["focus_workers"] = {"workers": len(more), "blocks": [f"{p}/{s}" for p, s in focus]}
-        missing = self._thin_focus(runs)
-        if missing and eager:
-            k, per_block = self._fit(1, len(missing), 2.0)
-            if k:
-                recs = self._catch_up(runs, missing, say, per_block) or recs
-            else:
-                cut["catch_up_skipped"] = [f"{p}/{s}" for p, s in missing]
-                say(f"--hb-budget-s: no time left for a catch-up worker ({', '.join(cut['catch_up_skipped'])})")
+        few = thin_blocks(recs)
+        if few:
+            extra["few_processes"] = [f"{p}/{s}" for p, s in few]
         if cut:
             extra["budget_cut"] = {"budget_s": self.budget_s, **cut}
         self.fingerprint.update(extra)
@@ -130,8 +153,9 @@ class Parent:
         budget = self.budget_s
         if not budget:
             return n, per_block
-        first = ((self.fingerprint.get("host_state") or {}).get("per_worker") or [{}])[0]
-        left = budget - (time.perf_counter() - self.t0 - (first.get("waited_s") or 0.0))
+        # the whole run counts, the first worker's wait for the host included: a user's budget
+        # is wall time from the command to its table
+        left = budget - END_RESERVE_S - (time.perf_counter() - self.t0)
         n = min(n, max(0, int(left // EXTRA_FIXED_S)))
         if not n:
             return 0, 0.0
@@ -153,7 +177,9 @@ class Parent:
                                        floor=floor), say)
         if not extra:
             return None
+        keep = {k: v for k, v in self.fingerprint.items() if k in ("catch_up", "focus_workers")}
         recs, self.fingerprint = merge_runs(runs + extra, wall_s=time.perf_counter() - self.t0)
+        self.fingerprint.update(keep)
         own = [r for r in extra[0].records if r.mode == "eager" and r.ok and r.role != "baseline"]
         caught = [f"{p}/{s}" for p, s in missing
                   if any((r.probe, r.size) == (p, s) for r in own)
@@ -161,7 +187,7 @@ class Parent:
         self.fingerprint["catch_up"] = {"worker": len(runs) + 1, "blocks": [f"{p}/{s}" for p, s in missing],
                                         "timed_fast": caught}
         say(f"catch-up worker: timed in the fast state: {', '.join(caught) or 'none'}")
-        return recs
+        return recs, runs + extra
 
     def finish(self) -> None:
         if self.fingerprint:

@@ -44,6 +44,7 @@ class Case:
     poison: Callable[[], None] = lambda: None
     tol: float = 2e-2
     note: str = ""
+    plan: str = ""      # the cuDNN plan it runs ('<index>:<engine and knobs>'), where it runs one
 
 
 @dataclass

@@ -25,7 +25,8 @@ from cudnn_hostbench.bench.measure.options import OptionError, SuiteOptions, che
 from cudnn_hostbench.bench.measure.status import Status
 
 DEFAULT_WORKERS = 3
-DEFAULT_ROUNDS = 10      # per worker: 3 workers pool 30 kept rounds
+DEFAULT_ROUNDS = 8       # per worker: replication across processes, not rounds, is what narrows a figure
+#                          (pyperf's design); 3 workers pool 24 kept rounds, top-up workers more
 
 
 class InjectedClock:
@@ -62,7 +63,7 @@ def pytest_addoption(parser):
                 help="a separate budget per worker for the probes' headline sizes (the trap/fix ratios at "
                      "256): each may wait up to 4 s for the fast state; 0 treats them like the rest "
                      "(default %(default)s)")
-    g.addoption("--hb-focus-workers", type=int, default=2,
+    g.addoption("--hb-focus-workers", type=int, default=0,
                 help="extra worker processes that time only the headline sizes' eager rows, after the "
                      "--hb-workers: those ratios vary most from process to process, so they get more "
                      "replicates (default %(default)s)")
@@ -221,7 +222,9 @@ class HostbenchSession:
                                    # a worker's records come from records.jsonl, where a retried row's
                                    # last line wins; focus-only workers replace the retry: on the
                                    # H200 they timed 12 of 12 blocks fast, the retries 4 of 14
-                                   retry_focus=bool(w) and c.getoption("--hb-focus-workers") == 0)
+                                   # top-up workers (parent.Parent) replace the retries: a retry
+                                   # spends its worker's time before replication does
+                                   retry_focus=False)
         return self.measure
 
     @property

@@ -24,9 +24,11 @@ from cudnn_hostbench.bench.measure.files import write_text_atomic
 
 SCHEMA = 1
 # What a figure means: bump it when a change makes new runs' figures incomparable with older ones
-# (2: trap 2's rows run one plan, issue 20). Every run's fingerprint records it; the history store
-# keys on it, so a run is compared only with runs that measured the same thing.
-MEASUREMENT_VERSION = 2
+# (2: trap 2's rows run one plan, issue 20; 3: every call-path probe runs the heuristic's plan, not
+# a timing race's, and every eager row stands on at least 3 processes). Every run's fingerprint
+# records it; the history store keys on it, so a run is compared only with runs that measured the
+# same thing.
+MEASUREMENT_VERSION = 3
 # A figure stands on its worker processes: fewer than MIN_PROCESSES is marked, and a side of a
 # comparison with one process is never judged SLOWER or FASTER (UNSURE at most).
 MIN_PROCESSES = 3

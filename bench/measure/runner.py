@@ -42,6 +42,7 @@ class Session:
         self.suite = suite or SuiteOptions()
         self.records: dict = {}
         self._cases: dict = {}
+        self._plans: dict = {}    # (probe, variant, size) -> (declared plan rule, plan run)
         self._ctx = None
         self.ctx_error = None
         self.fingerprint: dict = {}
@@ -96,6 +97,8 @@ class Session:
 
     # -- records ---------------------------------------------------------------------------
     def _put(self, rec: Record) -> Record:
+        rule, plan = self._plans.get(rec.key[:3], ("", ""))
+        rec.plan_rule, rec.plan = rec.plan_rule or rule, rec.plan or plan
         self.records[rec.key] = rec
         self.writer.write({"kind": "record", "record": rec.to_dict()})
         return rec
@@ -152,6 +155,8 @@ class Session:
                 self._mark_all(probe, size, [name], status)
                 continue
             good[name] = case
+            rule = probe.extra.get("plans", {}).get(name, "")
+            self._plans[(probe.name, name, size)] = (rule, case.plan if rule else "")
         self._cases[key] = good
         return good
 

@@ -13,6 +13,8 @@ import re
 import statistics
 from typing import NamedTuple
 
+from cudnn_hostbench.bench.measure.records import MIN_PROCESSES
+
 
 class Mark(NamedTuple):
     letter: str          # shown after ⚑ next to a figure
@@ -34,6 +36,8 @@ MARKS = {
     "slow_host": Mark("s", "eager figure timed in the host's slow state; compared only with slow-state figures",
                       True, "timed in the slow host state"),
     "wide_spread": Mark("w", "worker processes disagree by more than 10 %", True, "workers disagree"),
+    "few_processes": Mark("p", "fewer than 3 worker processes behind the figure; one is never judged", True,
+                          "fewer than 3 processes"),
 }
 FLAGS = {k: (m.letter, m.meaning) for k, m in MARKS.items()}   # flag -> (letter, meaning), in order
 SHOWN = tuple(k for k, m in MARKS.items() if m.lowers_trust)
@@ -111,6 +115,8 @@ def flags_for(rec, host_unstable: bool = False) -> list[str]:
         out.append("slow_host")
     if rec.spread is not None and rec.spread > WIDE_SPREAD:
         out.append("wide_spread")
+    if rec.mode != "host" and getattr(rec, "processes", MIN_PROCESSES) < MIN_PROCESSES:
+        out.append("few_processes")
     return out
 
 
@@ -124,15 +130,21 @@ def summary_line(run) -> str:
         for k, n in (r.rounds_discarded or {}).items():
             why[k] = why.get(k, 0) + n
     catch = fp.get("catch_up") or {}
+    tops = [t for t in fp.get("top_ups") or ([catch] if catch else []) if t]
     focus = (fp.get("focus_workers") or {}).get("workers", 0)
-    parts = [f"{fp.get('workers', 1) - focus - (1 if catch else 0)} worker(s)"
+    blocks = sorted({b for t in tops for b in t.get("blocks", [])})
+    fast = sorted({b for t in tops for b in t.get("timed_fast", [])})
+    parts = [f"{fp.get('workers', 1) - focus - len(tops)} worker(s)"
              + (f" + {focus} focus-only worker(s)" if focus else "")
-             + (f" + a catch-up worker for {', '.join(catch.get('blocks', []))} (timed fast: "
-                f"{', '.join(catch.get('timed_fast', [])) or 'none'})" if catch else "")]
+             + ((" + a catch-up worker" if len(tops) == 1 else f" + {len(tops)} top-up workers")
+                + f" for {', '.join(blocks)} (timed fast: {', '.join(fast) or 'none'})" if tops else "")]
+    few = fp.get("few_processes") or []
+    if few:
+        parts.append(f"eager rows on fewer than {MIN_PROCESSES} processes (⚑p) in {len(few)} block(s)")
     cut = fp.get("budget_cut") or {}
     if cut:
         what = ([f"{cut['focus_workers_dropped']} focus-only worker(s) dropped"] if cut.get("focus_workers_dropped") else []) \
-            + ([f"no catch-up worker for {', '.join(cut['catch_up_skipped'])}"] if cut.get("catch_up_skipped") else [])
+            + ([f"no top-up worker for {', '.join(cut['catch_up_skipped'])}"] if cut.get("catch_up_skipped") else [])
         parts.append(f"cut to fit --hb-budget-s {cut.get('budget_s', 0):g}: {', '.join(what)}")
     if hs.get("floor_us"):
         parts.append(f"host floor {hs['floor_us']:.2f} µs")
