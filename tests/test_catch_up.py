@@ -273,7 +273,7 @@ def _session_of(tmp_path, opts: dict, args=(), cwd=None) -> HostbenchSession:
     from pathlib import Path
     base = {"hb_sizes": "256", "hb_tokens": "256", "hb_modes": "eager,graph,device", "hb_rounds": 5,
             "hb_warm_s": 1.0, "hb_fast_wait_s": 1.0, "hb_focus_wait_s": 1.0, "hb_focus_workers": 2,
-            "hb_heavy": False, "hb_workers": 1, "hb_worker": None, "hb_only": None, "hb_budget_s": 0.0,
+            "hb_heavy": False, "hb_workers": 1, "hb_worker": None, "hb_only": None, "hb_deadline": None, "hb_budget_s": 0.0,
             "hb_out": str(tmp_path), "benchmark_only": True, "benchmark_json": None, "keyword": "",
             "markexpr": "", "plugins": [], "override_ini": []}
     for k, v in opts.items():
@@ -327,3 +327,25 @@ def test_the_harness_run_file_target_is_a_file_and_a_path(tmp_path, style):
         with open(t, mode="wb") as fh:
             fh.write(b"{}")
     assert (tmp_path / "run.json.tmp").read_bytes() == b"{}" and t.closed
+
+
+def test_a_top_up_worker_gets_a_deadline_and_measures_nothing_past_it(tmp_path):
+    """Within a budget a top-up worker is told when the run's time is up; past it, a row is
+    recorded as not measured without building anything, and the merge keeps the other workers'."""
+    import time
+
+    from cudnn_hostbench.bench.measure.runner import Session
+    p = _parent(tmp_path, budget_s=300.0)
+    args = p._eager_args([("churn", "256")], 1.0)
+    end = float(next(a for a in args if a.startswith("--hb-deadline=")).split("=")[1])
+    assert time.time() + 300.0 - 30.0 < end < time.time() + 300.0
+    assert not any(a.startswith("--hb-deadline") for a in _parent(tmp_path)._eager_args([("churn", "256")], 1.0))
+
+    s = Session(tmp_path / "w", deadline=time.time() - 1.0)
+    probe = SimpleNamespace(name="churn")
+    rec = s.record(probe, "256", "trap", "eager")
+    assert not rec.ok and "deadline" in rec.status and s._ctx is None and not s._cases
+    late = [rec, *[r for r in _eager(1, 0.8, 1.2) if r.probe == "wrapper"]]
+    merged = workers.merge_records([_eager(1, 0.8, 1.2), _eager(2, 0.8, 1.2), late])
+    churn = next(r for r in merged if r.key == ("churn", "trap", "256", "eager"))
+    assert churn.ok and [w["worker"] for w in churn.workers] == [1, 2]

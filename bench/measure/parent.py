@@ -16,7 +16,7 @@ MIN_FAST_WORKERS = 3   # a headline block timed fast by fewer workers gets a cat
 EXTRA_FIXED_S = 14.0   # a focus-only or catch-up worker's cost besides waiting (H200: start-up 4-6 s,
 #                        its six blocks' eager rounds 8-9 s)
 MAX_TOP_UPS = 3        # top-up workers after the full ones, while eager rows stand on < MIN_PROCESSES
-END_RESERVE_S = 6.0    # the parent's own work after the workers: merge, run file, table, history
+END_RESERVE_S = 8.0    # the parent's own work after the workers: merge, run file, table, history
 
 
 def thin_blocks(recs) -> list[tuple[str, str]]:
@@ -121,10 +121,15 @@ class Parent:
 
     def _eager_args(self, blocks, per_block: float) -> list[str]:
         """A worker's arguments for the eager rows of `blocks` only, each with `per_block` full
-        focus allowances of waiting for the fast state."""
+        focus allowances of waiting for the fast state; within a budget, a deadline (the budget's
+        end less the parent's own end work) after which it measures nothing more."""
         from cudnn_hostbench.bench.measure.hoststate import FOCUS_BLOCK_S
-        return [*self.worker_args(), "--hb-modes=eager", f"--hb-only={','.join(f'{p}/{s}' for p, s in blocks)}",
+        args = [*self.worker_args(), "--hb-modes=eager", f"--hb-only={','.join(f'{p}/{s}' for p, s in blocks)}",
                 f"--hb-focus-wait-s={per_block * FOCUS_BLOCK_S * len(blocks):g}"]
+        if self.budget_s:
+            end = time.time() + self.budget_s - END_RESERVE_S - (time.perf_counter() - self.t0)
+            args.append(f"--hb-deadline={end:.1f}")
+        return args
 
     def _thin_focus(self, runs) -> list[tuple[str, str]]:
         """Focus blocks (a trap probe's headline size) that fewer than MIN_FAST_WORKERS workers

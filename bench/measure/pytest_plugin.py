@@ -75,6 +75,7 @@ def pytest_addoption(parser):
     g.addoption("--hb-heavy", action="store_true", help="heavy sweeps (every plan, every size)")
     g.addoption("--hb-worker", default=None, help=argparse.SUPPRESS)   # set by the parent only
     g.addoption("--hb-only", default=None, help=argparse.SUPPRESS)     # a catch-up worker's blocks
+    g.addoption("--hb-deadline", type=float, default=None, help=argparse.SUPPRESS)   # a top-up worker's end (epoch s)
 
 
 def _cuda_ok() -> tuple[bool, str]:
@@ -224,7 +225,7 @@ class HostbenchSession:
                                    # H200 they timed 12 of 12 blocks fast, the retries 4 of 14
                                    # top-up workers (parent.Parent) replace the retries: a retry
                                    # spends its worker's time before replication does
-                                   retry_focus=False)
+                                   retry_focus=False, deadline=c.getoption("--hb-deadline"))
         return self.measure
 
     @property

@@ -27,13 +27,15 @@ from cudnn_hostbench.bench.measure.status import OK, Status, Unsupported, error,
 class Session:
     def __init__(self, out_dir: str | Path, opt: timing.Options | None = None, modes=records.CALL_MODES,
                  worker: str = "", warm_max_s: float = 60.0, fast_wait_s: float = 10.0,
-                 suite: SuiteOptions | None = None, focus_wait_s: float = 0.0, retry_focus: bool = False):
+                 suite: SuiteOptions | None = None, focus_wait_s: float = 0.0, retry_focus: bool = False,
+                 deadline: float | None = None):
         self.out_dir = Path(out_dir)
         self.worker = worker            # "2/3" in a worker process: progress lines name it
         self.warm_max_s = warm_max_s
         self.fast_wait_s = fast_wait_s  # budget for waiting on the fast host state before eager cycles
         self.focus_wait_s = focus_wait_s  # a budget of its own for the probes' focus blocks
         self.retry_focus = retry_focus    # time slow focus blocks again before the profiler phase
+        self.deadline = deadline          # wall clock (time.time()) after which nothing more is measured
         self._retry: list = []
         self.retries: dict = {}
         self.watch = timing.Watch()
@@ -114,6 +116,10 @@ class Session:
 
     def record(self, probe, size: str, variant: str, mode: str) -> Record:
         key = (probe.name, variant, size, mode)
+        if key not in self.records and self.deadline is not None and time.time() > self.deadline:
+            # a top-up worker past its share of the run's budget: its rows stay with the others
+            late = error("not measured: past this worker's deadline")
+            return self._put(Record(probe.name, variant, size, mode, status=str(late)))
         if key not in self.records:
             phase = {"device": "device", "host": "host"}.get(mode, "eager+graph")
             t0 = time.perf_counter()
