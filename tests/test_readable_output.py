@@ -28,7 +28,7 @@ def lines_of(text: str) -> list[str]:
 
 # -- marks ------------------------------------------------------------------------------------------
 def test_marks_are_defined_once_and_only_trust_lowering_ones_mark_a_figure():
-    assert set(trust.MARKS) == {"discarded", "clock_drop", "host_unstable", "slow_host", "wide_spread"}
+    assert set(trust.MARKS) == {"discarded", "clock_drop", "host_unstable", "slow_host", "wide_spread", "few_processes"}
     assert not trust.MARKS["discarded"].lowers_trust
     assert all(trust.MARKS[k].lowers_trust for k in ("clock_drop", "host_unstable", "slow_host", "wide_spread"))
     assert len({m.letter for m in trust.MARKS.values()}) == len(trust.MARKS)
