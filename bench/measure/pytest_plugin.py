@@ -25,8 +25,9 @@ from cudnn_hostbench.bench.measure.options import OptionError, SuiteOptions, che
 from cudnn_hostbench.bench.measure.status import Status
 
 DEFAULT_WORKERS = 3
-DEFAULT_ROUNDS = 8       # per worker: replication across processes, not rounds, is what narrows a figure
-#                          (pyperf's design); 3 workers pool 24 kept rounds, top-up workers more
+DEFAULT_ROUNDS = 6       # per worker: replication across processes, not rounds, is what narrows a figure
+#                          (pyperf's design); 3 workers pool 18 kept eager rounds, top-up workers more
+GRAPH_ROUNDS = 4         # per worker: CUDA-graph replays are GPU-bound (two runs agree within 0.5 %)
 
 
 class InjectedClock:
@@ -52,7 +53,7 @@ def pytest_addoption(parser):
     g.addoption("--hb-workers", type=int, default=DEFAULT_WORKERS,
                 help="worker processes the suite runs in, one after another; 1 measures in this process "
                      "(a quick look) (default %(default)s)")
-    g.addoption("--hb-warm-s", type=float, default=10.0,
+    g.addoption("--hb-warm-s", type=float, default=5.0,
                 help="seconds the first worker waits at most for the host's fast state (later ones, which start "
                      "from its floor, a tenth) "
                      "(default %(default)s)")
@@ -269,7 +270,8 @@ class HostbenchSession:
 
 
 def _options(config) -> timing.Options:
-    opt = timing.Options(rounds=config.getoption("--hb-rounds"))
+    rounds = config.getoption("--hb-rounds")
+    opt = timing.Options(rounds=rounds, graph_rounds=min(rounds, GRAPH_ROUNDS))
     w = config.getoption("--hb-worker")
     if w:
         opt.rotation = int(w.split("/")[0]) - 1   # each worker its own variant order
