@@ -349,3 +349,22 @@ def test_a_top_up_worker_gets_a_deadline_and_measures_nothing_past_it(tmp_path):
     merged = workers.merge_records([_eager(1, 0.8, 1.2), _eager(2, 0.8, 1.2), late])
     churn = next(r for r in merged if r.key == ("churn", "trap", "256", "eager"))
     assert churn.ok and [w["worker"] for w in churn.workers] == [1, 2]
+
+
+def test_a_top_up_worker_that_learns_a_lower_floor_does_not_thin_other_blocks(tmp_path, monkeypatch):
+    """The run's floor is the full workers': a top-up that learned a lower one would otherwise
+    make their fast figures stale and send the next top-up after blocks it never ran."""
+    def fake_run_workers(k, args, out, say=print, env=None, start=1, floor=None):
+        if start == 1:   # churn fast in two workers only, wrapper fast in all three (floor 0.80)
+            recs = [[r for r in _eager(i, s, 1.2) if r.probe == "churn"] + [r for r in _eager(i, 0.85, 2.3)
+                    if r.probe == "wrapper"] for i, s in ((1, 0.85), (2, 1.9), (3, 0.85))]
+            return [_write(tmp_path / f"w{i}.jsonl", rs, 0.80) for i, rs in enumerate(recs, 1)]
+        return [_write(tmp_path / f"w{start}.jsonl", [r for r in _eager(start, 0.70, 1.2) if r.probe == "churn"], 0.70)]
+
+    monkeypatch.setattr(workers, "run_workers", fake_run_workers)
+    p = _parent(tmp_path)
+    p._run()
+    assert [t["worker"] for t in p.fingerprint["top_ups"]] == [4]
+    assert [w["worker"] for w in p.records[("wrapper", "trap", "256", "eager")].workers] == [1, 2, 3]
+    assert [w["worker"] for w in p.records[("churn", "trap", "256", "eager")].workers] == [1, 3, 4]
+    assert p.fingerprint["host_state"]["floor_us"] == 0.80

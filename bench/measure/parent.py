@@ -39,6 +39,7 @@ class Parent:
         self.modes = tuple(modes)
         self.focus = set(focus or ())      # (probe, size) headline blocks, known after collection
         self.records: dict | None = None
+        self.run_floor: float | None = None
         self.fingerprint: dict = {}
         # the budget is the parent process's wall time, its start-up (imports, collection) included
         from cudnn_hostbench.bench.measure.fingerprint import process_age_s
@@ -59,6 +60,7 @@ class Parent:
         say(f"running the suite in {self.k} worker processes, one after another (--hb-workers)")
         runs = self._load(run_workers(self.k, self.worker_args(), self.out, say=say), say)
         recs, self.fingerprint = merge_runs(runs, wall_s=time.perf_counter() - self.t0)
+        self.run_floor = self._floor()   # the full workers' floor judges every later merge
         extra: dict = {}
         focus = sorted(self.focus)
         wanted = self.focus_workers
@@ -93,7 +95,7 @@ class Parent:
                 more = self._load(run_workers(n, self._eager_args(focus, per_block), self.out, say=say,
                                               start=len(runs) + 1, floor=self._floor()), say)
                 runs = runs + more
-                recs, self.fingerprint = merge_runs(runs, wall_s=time.perf_counter() - self.t0)
+                recs, self.fingerprint = merge_runs(runs, wall_s=time.perf_counter() - self.t0, floor=self.run_floor)
                 extra["focus_workers"] = {"workers": len(more), "blocks": [f"{p}/{s}" for p, s in focus]}
         few = thin_blocks(recs)
         if few:
@@ -185,7 +187,7 @@ class Parent:
         if not extra:
             return None
         keep = {k: v for k, v in self.fingerprint.items() if k in ("catch_up", "focus_workers")}
-        recs, self.fingerprint = merge_runs(runs + extra, wall_s=time.perf_counter() - self.t0)
+        recs, self.fingerprint = merge_runs(runs + extra, wall_s=time.perf_counter() - self.t0, floor=self.run_floor)
         self.fingerprint.update(keep)
         own = [r for r in extra[0].records if r.mode == "eager" and r.ok and r.role != "baseline"]
         caught = [f"{p}/{s}" for p, s in missing

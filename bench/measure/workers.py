@@ -159,9 +159,14 @@ def merge_fingerprints(fps: list[dict], wall_s: float | None = None) -> dict:
     return fp
 
 
-def merge_runs(runs: list[Run], wall_s: float | None = None) -> tuple[list[Record], dict]:
+def merge_runs(runs: list[Run], wall_s: float | None = None, floor: float | None = None) -> tuple[list[Record], dict]:
+    """Merged records and fingerprint; `floor` fixes the run's host floor (the full workers'), so
+    a later top-up worker that learns a lower one does not turn figures the full workers timed
+    fast into stale ones (seen on the H200: each top-up thinned blocks it never ran)."""
     fp = merge_fingerprints([r.fingerprint for r in runs], wall_s)
     hs = fp.get("host_state") or {}
+    if floor and hs:
+        hs["floor_us"] = floor
     per = stale_host([r.records for r in runs], hs.get("floor_us"))
     return merge_records(per, bool(hs.get("unstable"))), fp
 
