@@ -16,6 +16,8 @@ MIN_FAST_WORKERS = 3   # a headline block timed fast by fewer workers gets a cat
 EXTRA_FIXED_S = 14.0   # a focus-only or catch-up worker's cost besides waiting (H200: start-up 4-6 s,
 #                        its six blocks' eager rounds 8-9 s)
 MAX_TOP_UPS = 3        # top-up workers after the full ones, while eager rows stand on < MIN_PROCESSES
+TOP_UP_MIN_S = 8.0     # a top-up worker starts when this much is left: start-up 4-6 s, then blocks in
+#                        order until its deadline (H200: 9 blocks in 9 s, 17 in 24 s)
 END_RESERVE_S = 8.0    # the parent's own work after the workers: merge, run file, table, history
 
 
@@ -72,7 +74,7 @@ class Parent:
             missing = sorted(set(self._thin_focus(runs)) | set(thin_blocks(recs)))
             if not missing:
                 break
-            k, per_block = self._fit(1, len(missing), 2.0)
+            k, per_block = self._fit(1, len(missing), 2.0, TOP_UP_MIN_S)
             if not k:
                 cut["catch_up_skipped"] = [f"{p}/{s}" for p, s in missing]
                 say(f"--hb-budget-s: no time left for a top-up worker ({', '.join(cut['catch_up_skipped'])})")
@@ -154,10 +156,10 @@ class Parent:
                 fast[b] = fast.get(b, 0) + all(oks)
         return sorted(b for b, n in fast.items() if n < MIN_FAST_WORKERS)
 
-    def _fit(self, n: int, blocks: int, per_block: float) -> tuple[int, float]:
-        """How many extra workers (of n) fit in what is left of --hb-budget-s, and the focus
-        allowances per block each may wait (at most per_block). The first worker's wait for the
-        host floor is not counted: a fresh machine may take longer."""
+    def _fit(self, n: int, blocks: int, per_block: float, fixed_s: float = EXTRA_FIXED_S) -> tuple[int, float]:
+        """How many extra workers (of n) fit in what is left of --hb-budget-s, each costing
+        fixed_s besides waiting, and the focus allowances per block each may wait (at most
+        per_block)."""
         from cudnn_hostbench.bench.measure.hoststate import FOCUS_BLOCK_S
         budget = self.budget_s
         if not budget:
@@ -165,10 +167,10 @@ class Parent:
         # the whole run counts, the first worker's wait for the host included: a user's budget
         # is wall time from the command to its table
         left = budget - END_RESERVE_S - (time.perf_counter() - self.t0)
-        n = min(n, max(0, int(left // EXTRA_FIXED_S)))
+        n = min(n, max(0, int(left // fixed_s)))
         if not n:
             return 0, 0.0
-        wait = left / n - EXTRA_FIXED_S
+        wait = left / n - fixed_s
         return n, max(0.0, min(per_block, wait / (FOCUS_BLOCK_S * blocks)))
 
     def _catch_up(self, runs, missing, say, per_block: float = 2.0):
