@@ -33,7 +33,8 @@ def gpu_label(info: dict) -> str:
 
 def failure_line(result: dict) -> str:
     """The one line a failed job gets: its GPU, the job (its version), and why."""
-    why = one_line(f"{result.get('status', 'failed')}: {result.get('detail') or ''}".rstrip(": "))
+    detail = one_line(result.get("detail") or "")   # a log's or traceback's last line says most
+    why = f"{result.get('status', 'failed')}" + (f": {detail}" if detail else "")
     return f"{gpu_label(result.get('gpu') or {})}: {result.get('job', '?')}: {why}"
 
 
@@ -75,7 +76,7 @@ def run_jobs(jobs: list[Job], slots: list, work: Callable, done: Callable | None
             try:
                 res = dict(work(job, slot) or {})
             except Exception as e:  # noqa: BLE001 - one job's failure stays its own
-                res = {"status": "failed", "detail": f"{type(e).__name__}: {e}"}
+                res = {"status": "failed", "detail": f"{type(e).__name__}: {' '.join(str(e).split())}"}
             res.setdefault("status", "ok")
             res.update(gpu=slot_info(slot), job=job.name)
             with lock:
