@@ -164,9 +164,9 @@ def test_a_pinned_command_and_its_children_run_on_its_cores_only():
 
 def test_the_fingerprint_says_a_run_was_one_job_of_a_node(monkeypatch):
     from cudnn_hostbench.bench.measure import fingerprint
-    assert "node" not in fingerprint.host_fingerprint()
+    assert "node_job" not in fingerprint.host_fingerprint()
     monkeypatch.setenv(node.NODE_ENV, "1/2;GPU-b;1;nvidia-smi topo -m")
-    assert fingerprint.host_fingerprint()["node"] == {"slot": 1, "jobs": 2, "gpu": "GPU-b", "cpus": "1",
+    assert fingerprint.host_fingerprint()["node_job"] == {"slot": 1, "jobs": 2, "gpu": "GPU-b", "cpus": "1",
                                                        "basis": "nvidia-smi topo -m"}
 
 

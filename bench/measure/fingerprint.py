@@ -75,9 +75,9 @@ def host_fingerprint(root: str | os.PathLike = ".") -> dict:
     except AttributeError:  # pragma: no cover - not Linux
         affinity = []
     from cudnn_hostbench.bench.measure.node import job_fields
-    node = job_fields()   # a job of a node command (one of N at once): its slot and cores
+    job = job_fields()   # a job of a node command (one of N at once): its slot and cores
     return {
-        **({"node": node} if node else {}),
+        **({"node_job": job} if job else {}),
         "datetime": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "python": platform.python_version(),
         "platform": platform.platform(),

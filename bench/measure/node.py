@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 # NVLink multicast off in every job's environment unless the user set otherwise: the harness uses
 # no NCCL, but a team's node image may load it, and multicast objects are shared across the node
 MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
-NODE_ENV = "HOSTBENCH_NODE"   # "<slot>/<jobs>;<gpu uuid>;<cpu list>;<basis>": the fingerprint's 'node'
+NODE_ENV = "HOSTBENCH_NODE"   # "<slot>/<jobs>;<gpu uuid>;<cpu list>;<basis>": the fingerprint's 'node_job'
 QUERY = ["nvidia-smi", "--query-gpu=index,uuid,name,pci.bus_id", "--format=csv,noheader"]
 TOPO = ["nvidia-smi", "topo", "-m"]
 ANSI = re.compile(r"\x1b\[[0-9;]*m")   # nvidia-smi underlines the topo header with escape codes
@@ -277,7 +277,7 @@ def pinned(cmd: list[str], cpus, python: str | None = None) -> list[str]:
 
 
 def job_fields(env=None) -> dict:
-    """The fingerprint's 'node' entry of a job started by a node command ({} otherwise): it says the
+    """The fingerprint's 'node_job' entry of a job started by a node command ({} otherwise): it says the
     run shared its node with other jobs, on which cores, planned how."""
     text = (os.environ if env is None else env).get(NODE_ENV, "")
     parts = text.split(";")
