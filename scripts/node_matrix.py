@@ -101,6 +101,19 @@ def run_parallel(args, jobs: list[Job], slots: list, pytest_args: list[str], doc
     return results
 
 
+def gpu_section(doc: dict, basis: str) -> str:
+    """matrix.md's note on where each version ran: versions on different GPUs differ also by their
+    GPUs' own speed (GPU-bound rows about 1.5 % between GPUs; the graph/device floors are 4 %)."""
+    from cudnn_hostbench.reports import fmt
+    rows = [[e["label"], (e.get("gpu") or {}).get("index", "–"), (e.get("gpu") or {}).get("uuid") or "–",
+             (e.get("gpu") or {}).get("cpus", "–"), e["status"], e.get("seconds", "")] for e in doc["versions"]]
+    return "\n".join(["", f"## Where each version ran (in parallel, one per GPU; cores from {basis})", "",
+                      fmt.md_table(["version", "GPU", "UUID", "cores", "status", "seconds"], rows), "",
+                      f"Matrix wall time {doc.get('wall_s', 0):.0f} s. Each version ran on its own GPU: GPU-bound rows "
+                      "differ between GPUs by about 1.5 % (hostbench run --all-gpus measures it), within the 4 % "
+                      "graph/device floors of the verdicts above.", ""])
+
+
 def failures(results: list[dict]) -> list[str]:
     """One line per failed job: its GPU, its version, why."""
     return [failure_line(r) for r in results if r.get("status") not in OK]
@@ -125,6 +138,8 @@ def main(args, wheels: dict, pytest_args: list[str], out: Path) -> int:
     doc["wall_s"] = round(time.monotonic() - t0, 1)   # installs included, as in the serial matrix
     (out / "matrix.json").write_text(json.dumps(doc, indent=1, default=str), encoding="utf-8")
     med = vm.merge(out, doc["versions"], args.dashboard)
+    with open(out / "matrix.md", "a", encoding="utf-8") as fh:
+        fh.write(gpu_section(doc, plan.basis))
     if med is not None:
         print(med.to_string(float_format=lambda v: f"{v:.2f}"))
     print(f"wrote {out / 'matrix.md'} ({doc['wall_s']:.0f} s on {len(plan.slots)} GPU(s))")

@@ -264,7 +264,9 @@ def test_version_matrix_runs_one_version_per_gpu_in_parallel(tmp_path, monkeypat
             assert where["fe"] == e["version"] and e["gpu"]["cpus"] == node.cpu_list_text(g.cpus)
             ran[e["version"]] = where["span"]
     assert sorted(ran) == ["1.10.0", "1.12.0"]
-    assert "| fake | torch_mm | graph | 256 |" in (out / "matrix.md").read_text()
+    md = (out / "matrix.md").read_text()
+    assert "| fake | torch_mm | graph | 256 |" in md and "## Where each version ran" in md
+    assert "| 1.11.0 | 1 | GPU-fake1 |" in md
     # the first wave put 1.10.0 and 1.11.0 on the two GPUs at once: 1.12.0 took the GPU 1.11.0 freed
     # while 1.10.0 was still running
     (a0, a1), (b0, b1) = ran["1.10.0"], ran["1.12.0"]

@@ -93,6 +93,8 @@ def run_jobs(jobs: list[Job], slots: list, work: Callable, done: Callable | None
             for t in threads:
                 t.join(0.2)
     except KeyboardInterrupt:
+        with lock:
+            pending.clear()   # no slot starts another job while the running ones are killed
         kill_children()
         raise
     return [results[i] for i in range(len(jobs)) if i in results]
