@@ -222,3 +222,23 @@ def test_run_all_gpus_reports_each_gpu_keeps_the_others_when_one_fails(tmp_path,
     # and --fail-on-slow says so when every job ran
     slots.pop()
     assert cli.main(["run", "--all-gpus", "--out", str(tmp_path / "n2"), "--fail-on-slow", "-k", "execute"]) == 1
+
+
+def test_docs_node_names_every_option_and_the_codes_constants():
+    import argparse
+
+    from cudnn_hostbench.scripts import node_matrix
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "node.md").read_text(encoding="utf-8")
+    p = cli.parser()
+    sub = next(a for a in p._actions if a.dest == "command").choices
+    run_opts = {o for a in sub["run"]._actions for o in a.option_strings} - {"-h", "--help", "--out", "--reference"}
+    ap = argparse.ArgumentParser()
+    node_matrix.add_arguments(ap)
+    actions = next(a for a in sub["node"]._actions if a.dest == "node_action").choices
+    matrix_opts = {o for a in ap._actions for o in a.option_strings} - {"-h", "--help"}
+    named = run_opts | matrix_opts | {f"hostbench node {a}" for a in actions}
+    assert not sorted(o for o in named if o not in doc)
+    for k, v in node.MULTICAST_OFF.items():
+        assert f"{k}={v}" in doc
+    assert f"{rep.BETWEEN_START * 100:g} %" in doc and f"{rep.SPREAD_MULT:g} ×" in doc
+    assert "docs/node.md" in (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
