@@ -92,10 +92,11 @@ def test_discover_takes_nvidia_smi_then_nvml_then_an_even_split():
         nvmlDeviceGetName = staticmethod(lambda h: b"NVIDIA H200")
         nvmlDeviceGetPciInfo = staticmethod(lambda h: type("P", (), {"busId": b"0000:18:00.0"}))
         nvmlDeviceGetCpuAffinity = staticmethod(lambda h, n: [0xF << (4 * h), 0][:n] + [0] * max(0, n - 2))
+        nvmlDeviceGetNumaNodeId = staticmethod(lambda h: h)
 
     gpus, basis = node.discover(fake_smi("", ""), nv=NV)
     assert basis == node.NVML_BASIS and [sorted(g.cpus) for g in gpus] == [[0, 1, 2, 3], [4, 5, 6, 7]]
-    assert gpus[0].name == "NVIDIA H200" and node.mask_cpus([0, 1]) == {64}
+    assert gpus[0].name == "NVIDIA H200" and gpus[1].numa == 1 and node.mask_cpus([0, 1]) == {64}
     gpus, basis = node.discover(fake_smi(QUERY8.splitlines()[0] + "\n", VM), nv=False)
     assert basis == node.EVEN and len(gpus) == 1
 
@@ -134,6 +135,7 @@ def test_select_and_subset_keep_each_gpus_cores_from_the_whole_plan():
     picked = node.select(gpus, f"5,{gpus[2].uuid}")
     assert [g.index for g in picked] == [5, 2]
     assert [s.cpus for s in node.subset(slots, picked)] == [slots[2].cpus, slots[5].cpus]
+    assert [(s.number, s.jobs) for s in node.subset(slots, picked)] == [(2, 2), (5, 2)]   # two run at once
     with pytest.raises(NodeError, match="GPU 9: not on this node"):
         node.select(gpus, "9")
     plan = node.node_plan("1", run=fake_smi(), nv=False, allowed=range(224), siblings=h100_siblings)
@@ -141,6 +143,19 @@ def test_select_and_subset_keep_each_gpus_cores_from_the_whole_plan():
     assert "GPU 1 (GPU-00000001" in "\n".join(plan.lines()) and "NUMA node 0" in plan.lines()[1]
     with pytest.raises(NodeError, match="no GPU found"):
         node.node_plan(run=lambda cmd: "", nv=False)
+
+
+def test_the_users_cuda_visible_devices_limits_the_node(monkeypatch):
+    gpus, basis = node.discover(fake_smi(), nv=False)
+    assert [g.index for g in node.visible(gpus, {"CUDA_VISIBLE_DEVICES": "6,GPU-00000002"})] == [2, 6]
+    assert node.visible(gpus, {}) == gpus and node.visible(gpus, {"CUDA_VISIBLE_DEVICES": ""}) == []
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5")
+    plan = node.node_plan(run=fake_smi(), nv=False, allowed=range(224), siblings=h100_siblings)
+    # GPUs 4 and 5 share NUMA node 1: each gets half of it
+    assert [s.gpu.index for s in plan.slots] == [4, 5] and [len(s.cpus) for s in plan.slots] == [56, 56]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "9")
+    with pytest.raises(NodeError, match=r"^CUDA_VISIBLE_DEVICES=9: leaves none of the node's GPUs \(0, 1, 2"):
+        node.node_plan(run=fake_smi(), nv=False)
 
 
 def test_a_jobs_environment_names_its_gpu_and_place_and_keeps_multicast_off():
@@ -226,6 +241,7 @@ def test_where(benchmark):
 
 
 def two_gpus(monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     cpus = sorted(os.sched_getaffinity(0))
     halves = [cpus[: max(1, len(cpus) // 2)], cpus[max(1, len(cpus) // 2):] or cpus[:1]]
     gpus = [Gpu(i, f"GPU-fake{i}", "Fake GPU", cpus=frozenset(h), numa=i) for i, h in enumerate(halves)]

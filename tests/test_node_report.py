@@ -153,6 +153,7 @@ def test_node_report_check_and_walltime_from_files(tmp_path, capsys):
 
 
 def test_node_plan_and_run_all_gpus_without_a_gpu_are_one_line(monkeypatch, capsys):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.setattr(node, "discover", lambda *a, **k: ([], node.EVEN))
     assert cli.main(["node", "plan"]) == 2
     assert capsys.readouterr().err.strip() == "hostbench node plan: no GPU found (nvidia-smi and NVML see none)"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 # NVLink multicast off in every job's environment unless the user set otherwise: the harness uses
 # no NCCL, but a team's node image may load it, and multicast objects are shared across the node
@@ -165,7 +165,11 @@ def from_nvml(nv=None) -> list[Gpu]:
             cpus = mask_cpus(nv.nvmlDeviceGetCpuAffinity(h, words))
         except Exception:  # noqa: BLE001 - NOT_SUPPORTED in some VMs: the even split covers it
             cpus = frozenset()
-        gpus.append(Gpu(i, uuid, name, bus, cpus))
+        try:
+            numa = int(nv.nvmlDeviceGetNumaNodeId(h))
+        except Exception:  # noqa: BLE001 - older drivers: unknown
+            numa = None
+        gpus.append(Gpu(i, uuid, name, bus, cpus, numa))
     return gpus
 
 
@@ -248,9 +252,20 @@ def plan(gpus: list[Gpu], basis: str, allowed=None, siblings=_siblings) -> list[
 
 def subset(slots: list[Slot], gpus: list[Gpu]) -> list[Slot]:
     """The slots of `gpus`, each keeping the cores it has in the whole node's plan (so a GPU run
-    alone is pinned as it is beside the others)."""
+    alone is pinned as it is beside the others); `jobs` becomes how many of them run at once."""
     want = [g.index for g in gpus]
-    return [s for s in slots if s.gpu.index in want]
+    kept = [s for s in slots if s.gpu.index in want]
+    return [replace(s, jobs=len(kept)) for s in kept]
+
+
+def visible(gpus: list[Gpu], env=None) -> list[Gpu]:
+    """The GPUs the user's CUDA_VISIBLE_DEVICES leaves (indices, or UUIDs and their prefixes, as
+    CUDA takes them); all when it is unset."""
+    spec = (os.environ if env is None else env).get("CUDA_VISIBLE_DEVICES")
+    if spec is None:
+        return list(gpus)
+    items = [x.strip() for x in spec.split(",") if x.strip()]
+    return [g for g in gpus if any(x == str(g.index) or (x.startswith("GPU-") and g.uuid.startswith(x)) for x in items)]
 
 
 def gpu_env(base: dict, slot: Slot) -> dict:
@@ -303,9 +318,14 @@ class Plan:
 
 
 def node_plan(spec: str | None = None, run=_run, nv=None, allowed=None, siblings=_siblings) -> Plan:
-    """The node's GPUs (`spec` of them) planned over the whole node; NodeError when there is none."""
-    gpus, basis = discover(run, nv)
-    if not gpus:
+    """The node's GPUs (`spec` of them) planned over the whole node (the GPUs CUDA_VISIBLE_DEVICES
+    leaves, when it is set); NodeError when there is none."""
+    found, basis = discover(run, nv)
+    gpus = visible(found)
+    if not found:
         raise NodeError("no GPU found (nvidia-smi and NVML see none)")
+    if not gpus:
+        raise NodeError(f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')}: leaves none of the "
+                        f"node's GPUs ({', '.join(str(g.index) for g in found)})")
     slots = plan(gpus, basis, allowed, siblings)
     return Plan(subset(slots, select(gpus, spec)), slots[0].basis)
