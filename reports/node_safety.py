@@ -129,8 +129,10 @@ def walltime(serial: dict, parallel: dict) -> tuple[str, list[str]]:
     lines = ["# Version matrix wall time: serial on one GPU against parallel on the node", "",
              fmt.md_table(["matrix", "GPUs", "versions ok", "wall s", "how known"], head), ""]
     if ws and wp:
-        lines += [f"Speed-up {ws / wp:.2f}× on {n} GPU(s) (ideal {min(n, max(len(pv), 1))}×: "
-                  f"one version per GPU at a time).", ""]
+        k = max(len(pv), 1)
+        ideal = k / -(-k // n)   # versions over the waves they need, one version per GPU at a time
+        lines += [f"Speed-up {ws / wp:.2f}× on {n} GPU(s) (ideal {ideal:.3g}×: {k} version(s) in "
+                  f"{-(-k // n)} wave(s), one version per GPU at a time).", ""]
     per = [[v, fmt.num(sv[v].get("seconds"), 1), fmt.num(pv[v].get("seconds"), 1),
             (pv[v].get("gpu") or {}).get("index", "–"), (pv[v].get("gpu") or {}).get("cpus", "–")]
            for v in sorted(set(sv) & set(pv), key=lambda x: _key(x))]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -63,6 +64,13 @@ def job_env(slot) -> dict:
     return env
 
 
+def kept(out: Path) -> str:
+    """Where a job that did not finish left what it measured (its workers write records.jsonl as
+    they go), or ''."""
+    parts = sorted(out.glob("workers/*/records.jsonl")) + sorted(out.glob("records.jsonl"))
+    return f"; measured so far: {', '.join(map(str, parts))}" if parts else ""
+
+
 def runner(pytest_args: list[str], timeout: float, root: Path):
     def work(job: Job, slot) -> dict:
         out = Path(job.data["out"])
@@ -75,13 +83,13 @@ def runner(pytest_args: list[str], timeout: float, root: Path):
             try:
                 rc = p.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
-                os.killpg(p.pid, 9)
+                os.killpg(p.pid, signal.SIGKILL)
                 p.wait()
-                return {"status": "timed out", "detail": f"after {timeout:.0f} s (log {log})"}
+                return {"status": "timed out", "detail": f"after {timeout:.0f} s{kept(out)} (log {log})"}
         run = out / "run.json"
         if not run.exists():
             tail = one_line(log.read_text(encoding="utf-8", errors="replace"))
-            return {"status": "failed", "detail": f"exit {rc}, no run file: {tail} (log {log})"}
+            return {"status": "failed", "detail": f"exit {rc}, no run file: {tail}{kept(out)} (log {log})"}
         # rc 1: some probes failed their numerics; what was measured is in the run file
         return {"status": "ok", "run_file": str(run), "detail": "" if rc == 0 else f"exit {rc} (log {log})"}
     return work

@@ -111,7 +111,10 @@ def test_walltime_report_serial_against_parallel():
     text, problems = node_safety.walltime(serial, parallel)
     assert not problems
     assert "| serial | 1 | 5 | 450 | matrix wall time |" in text and "| parallel | 8 | 5 | 110 | matrix wall time |" in text
-    assert "Speed-up 4.09× on 8 GPU(s) (ideal 5×" in text and "| 1.32.0 | 89.0 | 92.0 | 4 | 32-39 |" in text
+    assert "Speed-up 4.09× on 8 GPU(s) (ideal 5×: 5 version(s) in 1 wave(s)" in text
+    assert "| 1.32.0 | 89.0 | 92.0 | 4 | 32-39 |" in text
+    four = matrix_doc(230.0, dict(zip(vers, [83, 84, 86, 90, 92])), gpus=4)
+    assert "Speed-up 1.96× on 4 GPU(s) (ideal 2.5×: 5 version(s) in 2 wave(s)" in node_safety.walltime(serial, four)[0]
     # an older serial matrix without its wall time: the versions' seconds, said so; other suites: said so
     text, problems = node_safety.walltime(matrix_doc(None, {"1.20.0": 80, "1.26.0": 82}),
                                           matrix_doc(85.0, {"1.20.0": 81, "1.26.0": 84}, gpus=2, args=("-k", "x")))
@@ -184,6 +187,11 @@ assert "--hb-modes=graph,device" in sys.argv and "-k" in sys.argv and os.environ
 if gpu == "GPU-c":
     print("RuntimeError: CUDA error: uncorrectable ECC error encountered")
     sys.exit(3)
+if gpu == "GPU-d":   # hangs after its first worker wrote what it measured
+    os.makedirs(os.path.join(out, "workers", "w1"))
+    open(os.path.join(out, "workers", "w1", "records.jsonl"), "w").write("{}")
+    import time
+    time.sleep(120)
 fp = {**FINGERPRINT, "machine": {"gpu_uuid": gpu, "boot_id": "b"}, "node_job": node.job_fields(),
       "cpu_affinity": sorted(os.sched_getaffinity(0))}
 records.write_run(os.path.join(out, "run.json"), records.run_document(tight_records(1.08 if gpu == "GPU-b" else 1.0), fp))
@@ -195,8 +203,8 @@ def test_run_all_gpus_reports_each_gpu_keeps_the_others_when_one_fails(tmp_path,
     child = tmp_path / "child.py"
     child.write_text(CHILD)
     cpus = sorted(os.sched_getaffinity(0))
-    slots = [node.Slot(node.Gpu(i, f"GPU-{u}", "Fake"), (cpus[i % len(cpus)],), node.TOPO_BASIS, 3, i)
-             for i, u in enumerate("abc")]
+    slots = [node.Slot(node.Gpu(i, f"GPU-{u}", "Fake"), (cpus[i % len(cpus)],), node.TOPO_BASIS, 4, i)
+             for i, u in enumerate("abcd")]
     monkeypatch.setattr(node, "node_plan", lambda spec=None, **k: node.Plan(slots, node.TOPO_BASIS))
     monkeypatch.setattr(node_run, "job_command", lambda out, args: [sys.executable, str(child), "--out", str(out),
                                                                       "--hb-modes=graph,device", *args])
@@ -204,15 +212,18 @@ def test_run_all_gpus_reports_each_gpu_keeps_the_others_when_one_fails(tmp_path,
     store = tmp_path / "h.db"
     monkeypatch.setenv("HOSTBENCH_STORE", f"sqlite:///{store}")
     out = tmp_path / "node"
-    assert cli.main(["run", "--all-gpus", "--out", str(out), "-k", "execute"]) == 2
+    assert cli.main(["run", "--all-gpus", "--out", str(out), "--job-timeout", "4", "-k", "execute"]) == 2
     cap = capsys.readouterr()
-    assert cap.err.strip() == ("hostbench run: GPU 2 (GPU-c): frontend 1.32.0: failed: exit 3, no run file: "
-                               f"RuntimeError: CUDA error: uncorrectable ECC error encountered (log {out}/gpu2/hostbench.log)")
-    assert "1 slow GPU(s) of 2: GPU 1 (GPU-b)" in cap.out and "; 1 job(s) failed" in cap.out
+    assert cap.err.strip().splitlines() == [
+        "hostbench run: GPU 2 (GPU-c): frontend 1.32.0: failed: exit 3, no run file: "
+        f"RuntimeError: CUDA error: uncorrectable ECC error encountered (log {out}/gpu2/hostbench.log)",
+        f"hostbench run: GPU 3 (GPU-d): frontend 1.32.0: timed out: after 4 s; measured so far: "
+        f"{out}/gpu3/workers/w1/records.jsonl (log {out}/gpu3/hostbench.log)"]
+    assert "1 slow GPU(s) of 2: GPU 1 (GPU-b)" in cap.out and "; 2 job(s) failed" in cap.out
     for i, u in enumerate("ab"):
         run = load_run(out / f"gpu{i}" / "run.json")
         assert run.fingerprint["machine"]["gpu_uuid"] == f"GPU-{u}"
-        assert run.fingerprint["node_job"]["gpu"] == f"GPU-{u}" and run.fingerprint["node_job"]["jobs"] == 3
+        assert run.fingerprint["node_job"]["gpu"] == f"GPU-{u}" and run.fingerprint["node_job"]["jobs"] == 4
         assert run.fingerprint["cpu_affinity"] == [cpus[i % len(cpus)]]
     doc = json.loads((out / "node.json").read_text())
     assert [g["uuid"] for g in doc["gpus"]] == ["GPU-a", "GPU-b"] and doc["gpus"][1]["slow"]
@@ -221,7 +232,7 @@ def test_run_all_gpus_reports_each_gpu_keeps_the_others_when_one_fails(tmp_path,
     assert sorted(Path(r["source_path"]).parent.name for r in st.runs()) == ["gpu0", "gpu1"]
     st.close()
     # and --fail-on-slow says so when every job ran
-    slots.pop()
+    del slots[2:]
     assert cli.main(["run", "--all-gpus", "--out", str(tmp_path / "n2"), "--fail-on-slow", "-k", "execute"]) == 1
 
 
