@@ -229,7 +229,9 @@ def test_run_all_gpus_reports_each_gpu_keeps_the_others_when_one_fails(tmp_path,
     assert [g["uuid"] for g in doc["gpus"]] == ["GPU-a", "GPU-b"] and doc["gpus"][1]["slow"]
     assert doc["failed"][0].startswith("GPU 2 (GPU-c): frontend 1.32.0")
     st = db.open_store(f"sqlite:///{store}")
-    assert sorted(Path(r["source_path"]).parent.name for r in st.runs()) == ["gpu0", "gpu1"]
+    stored = {Path(r["source_path"]).parent.name: json.loads(r["info_json"]) for r in st.runs()}
+    assert sorted(stored) == ["gpu0", "gpu1"]   # each with its GPU's identity and its place
+    assert stored["gpu1"]["machine"]["gpu_uuid"] == "GPU-b" and stored["gpu1"]["node_job"]["gpu"] == "GPU-b"
     st.close()
     # and --fail-on-slow says so when every job ran
     del slots[2:]
