@@ -64,6 +64,14 @@ def job_env(slot) -> dict:
     return env
 
 
+def reason(log: str) -> str:
+    """The line of a job's log that says why it ended without a run file: the last error or
+    `hostbench run:` line (no GPU, a bad option), else the last line."""
+    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
+    said = [ln for ln in lines if ln.startswith("hostbench run:") or "Error" in ln.split(":", 1)[0]]
+    return one_line((said or lines or [""])[-1])
+
+
 def kept(out: Path) -> str:
     """Where a job that did not finish left what it measured (its workers write records.jsonl as
     they go), or ''."""
@@ -88,7 +96,7 @@ def runner(pytest_args: list[str], timeout: float, root: Path):
                 return {"status": "timed out", "detail": f"after {timeout:.0f} s{kept(out)} (log {log})"}
         run = out / "run.json"
         if not run.exists():
-            tail = one_line(log.read_text(encoding="utf-8", errors="replace"))
+            tail = reason(log.read_text(encoding="utf-8", errors="replace"))
             return {"status": "failed", "detail": f"exit {rc}, no run file: {tail}{kept(out)} (log {log})"}
         # rc 1: some probes failed their numerics; what was measured is in the run file
         return {"status": "ok", "run_file": str(run), "detail": "" if rc == 0 else f"exit {rc} (log {log})"}

@@ -256,3 +256,12 @@ def test_docs_node_names_every_option_and_the_codes_constants():
         assert f"{k}={v}" in doc
     assert f"{rep.BETWEEN_START * 100:g} %" in doc and f"{rep.SPREAD_MULT:g} ×" in doc
     assert "docs/node.md" in (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+
+
+def test_a_jobs_failure_reason_is_the_line_that_says_why():
+    log = ("hostbench run: torch sees no CUDA GPU; probes need a CUDA GPU. Showing the committed reference run(s)\n\n"
+           "reference run reports/reference/h200/run.json\n| probe | size |\n| execute | 256 |\n")
+    assert node_run.reason(log).startswith("hostbench run: torch sees no CUDA GPU")
+    log = "collected 40 items\nTraceback (most recent call last):\n  ...\nRuntimeError: CUDA error: out of memory\nexit\n"
+    assert node_run.reason(log) == "RuntimeError: CUDA error: out of memory"
+    assert node_run.reason("just\nthe end\n") == "the end" and node_run.reason("") == ""

@@ -21,9 +21,11 @@ class Job:
     gpu: int | None = None      # run only on this GPU index (None: any)
 
 
-def one_line(text: str, limit: int = 300) -> str:
+def one_line(text: str, limit: int | None = 300) -> str:
+    """The last non-blank line of `text`, its last `limit` characters (a log line's end says most)."""
     lines = [ln.strip() for ln in str(text).strip().splitlines() if ln.strip()]
-    return (lines[-1] if lines else "")[-limit:]
+    last = lines[-1] if lines else ""
+    return last[-limit:] if limit else last
 
 
 def gpu_label(info: dict) -> str:
@@ -33,7 +35,7 @@ def gpu_label(info: dict) -> str:
 
 def failure_line(result: dict) -> str:
     """The one line a failed job gets: its GPU, the job (its version), and why."""
-    detail = one_line(result.get("detail") or "")   # a log's or traceback's last line says most
+    detail = one_line(result.get("detail") or "", None)   # a log's or traceback's last line says most
     why = f"{result.get('status', 'failed')}" + (f": {detail}" if detail else "")
     return f"{gpu_label(result.get('gpu') or {})}: {result.get('job', '?')}: {why}"
 
