@@ -144,6 +144,9 @@ def run(args) -> int:
     if not args.all_gpus:
         print(f"{prog}: --gpus {args.gpus}: only with --all-gpus", file=sys.stderr)
         return 2
+    if getattr(args, "reference", False):
+        print(f"{prog}: --reference: not with --all-gpus (it measures; --reference only renders)", file=sys.stderr)
+        return 2
     try:
         plan = node.node_plan(args.gpus)
     except node.NodeError as e:

@@ -162,6 +162,10 @@ def test_node_plan_and_run_all_gpus_without_a_gpu_are_one_line(monkeypatch, caps
     assert capsys.readouterr().err.strip() == "hostbench node plan: no GPU found (nvidia-smi and NVML see none)"
     assert cli.main(["run", "--all-gpus"]) == 2
     assert capsys.readouterr().err.strip() == "hostbench run: --all-gpus: no GPU found (nvidia-smi and NVML see none)"
+    assert cli.main(["run", "--gpus", "0"]) == 2
+    assert capsys.readouterr().err.strip() == "hostbench run: --gpus 0: only with --all-gpus"
+    assert cli.main(["run", "--all-gpus", "--reference"]) == 2
+    assert capsys.readouterr().err.strip().startswith("hostbench run: --reference: not with --all-gpus")
     # two GPUs of one NUMA node, which holds every core this process may use: they split it
     allowed = frozenset(os.sched_getaffinity(0))
     gpus = [node.Gpu(0, "GPU-a", "Fake", cpus=allowed, numa=0), node.Gpu(1, "GPU-b", "Fake", cpus=allowed, numa=0)]
