@@ -98,6 +98,22 @@ def render(checks: list[SafetyCheck]) -> str:
     return "\n".join(out)
 
 
+def load_coverage(results: list[dict], checked: str) -> str:
+    """How much of the checked job's time each load job ran beside it (from run_jobs' start and
+    end times): a load job that ended early left its GPU idle for the rest."""
+    me = next((r for r in results if r.get("job") == checked and "started_s" in r), None)
+    load = [r for r in results if r is not me and "started_s" in r]
+    if me is None or not load:
+        return "Load: no load job ran beside the checked one."
+    span = max(me["ended_s"] - me["started_s"], 1e-9)
+    cover = [(max(0.0, min(r["ended_s"], me["ended_s"]) - max(r["started_s"], me["started_s"])) / span, r)
+             for r in load]
+    lo, hi = min(c for c, _ in cover), max(c for c, _ in cover)
+    short = [f"GPU {(r.get('gpu') or {}).get('index', '?')} {c:.0%}" for c, r in cover if c < 0.9]
+    return (f"Load: {len(load)} job(s) ran beside the checked run for {lo:.0%}-{hi:.0%} of its "
+            f"{span:.0f} s" + (f"; under 90 %: {', '.join(short)}" if short else "") + ".")
+
+
 # -- wall time: serial on one GPU against parallel on N ------------------------------------------
 
 def matrix_wall(doc: dict) -> tuple[float | None, str]:

@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         print(line, flush=True)
     phases = jobs_for(args, wheels, plan.slots, check_gpu, out)
     node_matrix.install_all(args, [j for js in phases.values() for j in js])
-    failed = []
+    failed, coverage = [], ""
     args.deadline, args.store = 0, "off"
     for phase, jobs in phases.items():
         (out / phase).mkdir(parents=True, exist_ok=True)
@@ -100,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         results = node_matrix.run_parallel(args, jobs, slots, pytest_args, doc, out / phase,
                                            say=lambda m: print(m, flush=True), store=False)
         failed += node_matrix.failures(results)
+        if phase == "alongside":
+            coverage = node_safety.load_coverage(results, jobs[0].name)
     for line in failed:
         print(f"node_check: {line}", file=sys.stderr)
     runs = {}
@@ -113,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"node_check: {e}", file=sys.stderr)
     pairs = [("alone", "alongside"), ("alone2", "alongside"), ("alone", "alone2")]
     checks = [node_safety.check(runs[a], runs[b], f"{b} vs {a}") for a, b in pairs if a in runs and b in runs]
-    text = "# Alone against alongside: the parallel matrix's safety check\n\n" + node_safety.render(checks)
+    text = "# Alone against alongside: the parallel matrix's safety check\n\n" + node_safety.render(checks) + coverage + "\n"
     (out / "check.md").write_text(text, encoding="utf-8")
     print(text)
     print(f"wrote {out / 'check.md'}")

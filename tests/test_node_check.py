@@ -58,6 +58,7 @@ def test_alone_alongside_alone_on_one_gpu_while_the_others_carry_load(setup, cap
     assert {c[4] == ["-k", "execute"] for c in calls} == {True}
     md = (out / "check.md").read_text()
     assert "alongside vs alone: SAFE" in md and "alongside vs alone2: SAFE" in md and "alone2 vs alone: SAFE" in md
+    assert "\nLoad: 1 job(s) ran beside the checked run for " in md
     assert (out / "alongside" / "gpu1" / "run-fe1.31.0.json").exists()
     assert (out / "alone" / "matrix.json").exists() and capsys.readouterr().err == ""
 

@@ -269,3 +269,12 @@ def test_a_jobs_failure_reason_is_the_line_that_says_why():
     log = "collected 40 items\nTraceback (most recent call last):\n  ...\nRuntimeError: CUDA error: out of memory\nexit\n"
     assert node_run.reason(log) == "RuntimeError: CUDA error: out of memory"
     assert node_run.reason("just\nthe end\n") == "the end" and node_run.reason("") == ""
+
+
+def test_load_coverage_says_how_long_the_neighbours_ran_beside_the_checked_run():
+    me = {"job": "fe 1.32.0 (alongside)", "started_s": 0.0, "ended_s": 100.0, "gpu": {"index": 0}}
+    load = [{"job": "fe 1.31.0 (load)", "started_s": 0.5, "ended_s": 120.0, "gpu": {"index": 1}},
+            {"job": "fe 1.20.0 (load)", "started_s": 0.2, "ended_s": 60.2, "gpu": {"index": 2}}]
+    assert node_safety.load_coverage([me, *load], me["job"]) == \
+        "Load: 2 job(s) ran beside the checked run for 60%-100% of its 100 s; under 90 %: GPU 2 60%."
+    assert node_safety.load_coverage([me], me["job"]) == "Load: no load job ran beside the checked one."

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -46,9 +47,10 @@ def _eligible(job: Job, slot) -> bool:
 
 def run_jobs(jobs: list[Job], slots: list, work: Callable, done: Callable | None = None) -> list[dict]:
     """work(job, slot) -> result dict for every job, one job per slot at a time; results in job
-    order, each with 'gpu' (the slot) and 'job'. An exception in work becomes that job's result
-    {'status': 'failed', 'detail': ...}; done(job, slot, result) runs under a lock as each ends
-    (to write progress files). A job whose GPU is not among the slots fails without running."""
+    order, each with 'gpu' (the slot), 'job', and 'started_s'/'ended_s' (seconds from the start).
+    An exception in work becomes that job's result {'status': 'failed', 'detail': ...};
+    done(job, slot, result) runs under a lock as each ends (to write progress files). A job whose
+    GPU is not among the slots fails without running."""
     lock = threading.Lock()
     results: dict[int, dict] = {}
     pending = list(range(len(jobs)))
@@ -71,16 +73,20 @@ def run_jobs(jobs: list[Job], slots: list, work: Callable, done: Callable | None
         if i is not None:
             first[s.number] = i
 
+    t0 = time.monotonic()
+
     def loop(slot):
         i = first.get(slot.number)
         while i is not None:
             job = jobs[i]
+            started = time.monotonic() - t0
             try:
                 res = dict(work(job, slot) or {})
             except Exception as e:  # noqa: BLE001 - one job's failure stays its own
                 res = {"status": "failed", "detail": f"{type(e).__name__}: {' '.join(str(e).split())}"}
             res.setdefault("status", "ok")
-            res.update(gpu=slot_info(slot), job=job.name)
+            res.update(gpu=slot_info(slot), job=job.name, started_s=round(started, 2),
+                       ended_s=round(time.monotonic() - t0, 2))
             with lock:
                 results[i] = res
                 if done is not None:
