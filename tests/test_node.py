@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from cudnn_hostbench.bench.measure import node, node_jobs
+from cudnn_hostbench.bench.measure import node, node_jobs, node_topo
 from cudnn_hostbench.bench.measure.node import Gpu, NodeError
 
 # Written for these tests in the layout of nvidia-smi's `topo -m` matrix (documented by
@@ -58,21 +58,21 @@ def h100_siblings(cpu: int) -> frozenset:
 
 
 def test_cpu_lists_round_trip():
-    assert node.parse_cpu_list("0-3,8,10-11") == {0, 1, 2, 3, 8, 10, 11}
-    assert node.parse_cpu_list("N/A") == frozenset() and node.parse_cpu_list("") == frozenset()
+    assert node_topo.parse_cpu_list("0-3,8,10-11") == {0, 1, 2, 3, 8, 10, 11}
+    assert node_topo.parse_cpu_list("N/A") == frozenset() and node_topo.parse_cpu_list("") == frozenset()
     assert node.cpu_list_text({0, 1, 2, 3, 8, 10, 11}) == "0-3,8,10-11"
-    assert node.cpu_list_text(node.parse_cpu_list("0-55,112-167")) == "0-55,112-167"
+    assert node.cpu_list_text(node_topo.parse_cpu_list("0-55,112-167")) == "0-55,112-167"
 
 
 def test_topo_matrix_is_parsed_from_its_columns():
-    topo = node.parse_topo(DGX_H100)
+    topo = node_topo.parse_topo(DGX_H100)
     assert sorted(topo) == list(range(8))
-    assert topo[0] == (node.parse_cpu_list("0-55,112-167"), 0)
-    assert topo[7] == (node.parse_cpu_list("56-111,168-223"), 1)
-    pairs = node.parse_topo(PAIRS)
-    assert pairs[1] == (node.parse_cpu_list("0-15,32-47"), 0) and pairs[2][1] == 1
-    assert node.parse_topo(VM) == {0: (frozenset(), None), 1: (frozenset(), None)}
-    assert node.parse_topo("NVIDIA-SMI has failed") == {}
+    assert topo[0] == (node_topo.parse_cpu_list("0-55,112-167"), 0)
+    assert topo[7] == (node_topo.parse_cpu_list("56-111,168-223"), 1)
+    pairs = node_topo.parse_topo(PAIRS)
+    assert pairs[1] == (node_topo.parse_cpu_list("0-15,32-47"), 0) and pairs[2][1] == 1
+    assert node_topo.parse_topo(VM) == {0: (frozenset(), None), 1: (frozenset(), None)}
+    assert node_topo.parse_topo("NVIDIA-SMI has failed") == {}
 
 
 def fake_smi(query=QUERY8, topo=DGX_H100):
@@ -80,8 +80,8 @@ def fake_smi(query=QUERY8, topo=DGX_H100):
 
 
 def test_discover_takes_nvidia_smi_then_nvml_then_an_even_split():
-    gpus, basis = node.discover(fake_smi(), nv=False)
-    assert basis == node.TOPO_BASIS and len(gpus) == 8
+    gpus, basis = node_topo.discover(fake_smi(), nv=False)
+    assert basis == node_topo.TOPO_BASIS and len(gpus) == 8
     assert gpus[5].uuid.startswith("GPU-00000005") and gpus[5].numa == 1 and gpus[5].bus_id.endswith(":1D:00.0")
 
     class NV:   # NVML's calls as pynvml spells them; affinity as 64-bit words, CPU 0 in word 0's low bit
@@ -94,15 +94,15 @@ def test_discover_takes_nvidia_smi_then_nvml_then_an_even_split():
         nvmlDeviceGetCpuAffinity = staticmethod(lambda h, n: [0xF << (4 * h), 0][:n] + [0] * max(0, n - 2))
         nvmlDeviceGetNumaNodeId = staticmethod(lambda h: h)
 
-    gpus, basis = node.discover(fake_smi("", ""), nv=NV)
-    assert basis == node.NVML_BASIS and [sorted(g.cpus) for g in gpus] == [[0, 1, 2, 3], [4, 5, 6, 7]]
-    assert gpus[0].name == "NVIDIA H200" and gpus[1].numa == 1 and node.mask_cpus([0, 1]) == {64}
-    gpus, basis = node.discover(fake_smi(QUERY8.splitlines()[0] + "\n", VM), nv=False)
+    gpus, basis = node_topo.discover(fake_smi("", ""), nv=NV)
+    assert basis == node_topo.NVML_BASIS and [sorted(g.cpus) for g in gpus] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert gpus[0].name == "NVIDIA H200" and gpus[1].numa == 1 and node_topo.mask_cpus([0, 1]) == {64}
+    gpus, basis = node_topo.discover(fake_smi(QUERY8.splitlines()[0] + "\n", VM), nv=False)
     assert basis == node.EVEN and len(gpus) == 1
 
 
 def test_gpus_sharing_a_numa_node_split_its_physical_cores():
-    gpus, basis = node.discover(fake_smi(), nv=False)
+    gpus, basis = node_topo.discover(fake_smi(), nv=False)
     slots = node.plan(gpus, basis, allowed=range(224), siblings=h100_siblings)
     seen = set()
     for s in slots:
@@ -122,15 +122,15 @@ def test_gpus_sharing_a_numa_node_split_its_physical_cores():
 
 def test_without_affinity_the_allowed_cores_split_evenly():
     gpus = [Gpu(0, "GPU-a"), Gpu(1, "GPU-b", cpus=frozenset({0, 1}))]
-    slots = node.plan(gpus, node.TOPO_BASIS, allowed=range(6), siblings=lambda c: frozenset({c}))
+    slots = node.plan(gpus, node_topo.TOPO_BASIS, allowed=range(6), siblings=lambda c: frozenset({c}))
     assert [s.cpus for s in slots] == [(0, 1, 2), (3, 4, 5)] and slots[0].basis == node.EVEN
     # masks that overlap without being equal cannot be split per NUMA node either
     odd = [Gpu(0, cpus=frozenset({0, 1, 2})), Gpu(1, cpus=frozenset({2, 3}))]
-    assert node.plan(odd, node.TOPO_BASIS, allowed=range(4), siblings=lambda c: frozenset({c}))[0].basis == node.EVEN
+    assert node.plan(odd, node_topo.TOPO_BASIS, allowed=range(4), siblings=lambda c: frozenset({c}))[0].basis == node.EVEN
 
 
 def test_select_and_subset_keep_each_gpus_cores_from_the_whole_plan():
-    gpus, basis = node.discover(fake_smi(), nv=False)
+    gpus, basis = node_topo.discover(fake_smi(), nv=False)
     slots = node.plan(gpus, basis, allowed=range(224), siblings=h100_siblings)
     picked = node.select(gpus, f"5,{gpus[2].uuid}")
     assert [g.index for g in picked] == [5, 2]
@@ -146,7 +146,7 @@ def test_select_and_subset_keep_each_gpus_cores_from_the_whole_plan():
 
 
 def test_the_users_cuda_visible_devices_limits_the_node(monkeypatch):
-    gpus, basis = node.discover(fake_smi(), nv=False)
+    gpus, basis = node_topo.discover(fake_smi(), nv=False)
     assert [g.index for g in node.visible(gpus, {"CUDA_VISIBLE_DEVICES": "6,GPU-00000002"})] == [2, 6]
     assert node.visible(gpus, {}) == gpus and node.visible(gpus, {"CUDA_VISIBLE_DEVICES": ""}) == []
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5")
@@ -159,13 +159,13 @@ def test_the_users_cuda_visible_devices_limits_the_node(monkeypatch):
 
 
 def test_a_jobs_environment_names_its_gpu_and_place_and_keeps_multicast_off():
-    slot = node.Slot(Gpu(3, "GPU-xyz"), (8, 9), node.TOPO_BASIS, jobs=8, number=3)
+    slot = node.Slot(Gpu(3, "GPU-xyz"), (8, 9), node_topo.TOPO_BASIS, jobs=8, number=3)
     env = node.gpu_env({"PATH": "/bin", "NCCL_NVLS_ENABLE": "1"}, slot)
     assert env["CUDA_VISIBLE_DEVICES"] == "GPU-xyz" and env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
     assert env["NCCL_NVLS_ENABLE"] == "1"   # the user's own setting stands
     assert env["TORCH_SYMM_MEM_DISABLE_MULTICAST"] == "1" and env["NVSHMEM_DISABLE_NVLS"] == "1"
     assert env["OMP_NUM_THREADS"] == "2" and env["PATH"] == "/bin"
-    assert node.job_fields(env) == {"slot": 3, "jobs": 8, "gpu": "GPU-xyz", "cpus": "8-9", "basis": node.TOPO_BASIS}
+    assert node.job_fields(env) == {"slot": 3, "jobs": 8, "gpu": "GPU-xyz", "cpus": "8-9", "basis": node_topo.TOPO_BASIS}
     assert node.job_fields({}) == {}
 
 
@@ -245,7 +245,7 @@ def two_gpus(monkeypatch):
     cpus = sorted(os.sched_getaffinity(0))
     halves = [cpus[: max(1, len(cpus) // 2)], cpus[max(1, len(cpus) // 2):] or cpus[:1]]
     gpus = [Gpu(i, f"GPU-fake{i}", "Fake GPU", cpus=frozenset(h), numa=i) for i, h in enumerate(halves)]
-    monkeypatch.setattr(node, "discover", lambda *a, **k: (gpus, node.TOPO_BASIS))
+    monkeypatch.setattr(node, "discover", lambda *a, **k: (gpus, node_topo.TOPO_BASIS))
     return gpus
 
 

@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from cudnn_hostbench.bench.measure import node
+from cudnn_hostbench.bench.measure import node, node_topo
 from cudnn_hostbench.bench.measure.records import Record, Run, load_run, run_document, write_run
 from cudnn_hostbench.reports import node as rep
 from cudnn_hostbench.reports import node_safety
@@ -169,7 +169,7 @@ def test_node_plan_and_run_all_gpus_without_a_gpu_are_one_line(monkeypatch, caps
     # two GPUs of one NUMA node, which holds every core this process may use: they split it
     allowed = frozenset(os.sched_getaffinity(0))
     gpus = [node.Gpu(0, "GPU-a", "Fake", cpus=allowed, numa=0), node.Gpu(1, "GPU-b", "Fake", cpus=allowed, numa=0)]
-    monkeypatch.setattr(node, "discover", lambda *a, **k: (gpus, node.TOPO_BASIS))
+    monkeypatch.setattr(node, "discover", lambda *a, **k: (gpus, node_topo.TOPO_BASIS))
     if len(allowed) < 2:   # one core for two GPUs: said in one line
         assert cli.main(["node", "plan"]) == 2 and "GPU 0 (GPU-a): no CPU core of its own" in capsys.readouterr().err
         return
@@ -207,9 +207,9 @@ def test_run_all_gpus_reports_each_gpu_keeps_the_others_when_one_fails(tmp_path,
     child = tmp_path / "child.py"
     child.write_text(CHILD)
     cpus = sorted(os.sched_getaffinity(0))
-    slots = [node.Slot(node.Gpu(i, f"GPU-{u}", "Fake"), (cpus[i % len(cpus)],), node.TOPO_BASIS, 4, i)
+    slots = [node.Slot(node.Gpu(i, f"GPU-{u}", "Fake"), (cpus[i % len(cpus)],), node_topo.TOPO_BASIS, 4, i)
              for i, u in enumerate("abcd")]
-    monkeypatch.setattr(node, "node_plan", lambda spec=None, **k: node.Plan(slots, node.TOPO_BASIS))
+    monkeypatch.setattr(node, "node_plan", lambda spec=None, **k: node.Plan(slots, node_topo.TOPO_BASIS))
     monkeypatch.setattr(node_run, "job_command", lambda out, args: [sys.executable, str(child), "--out", str(out),
                                                                       "--hb-modes=graph,device", *args])
     monkeypatch.setattr(node_run, "frontend_version", lambda: "frontend 1.32.0")
