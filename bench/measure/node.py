@@ -32,8 +32,8 @@ class Slot:
     """One job's place: its GPU and the cores it is pinned to."""
     gpu: Gpu
     cpus: tuple
-    basis: str                  # where the cores came from (see the module docstring)
-    jobs: int = 1               # slots planned on the node (jobs that may run at once)
+    basis: str                  # where the cores came from: node_topo's TOPO_BASIS, NVML_BASIS or EVEN
+    jobs: int = 1               # jobs that run at once (the node's GPUs, or those of a subset)
     number: int = 0             # this slot's place among them, from 0
 
     @property
