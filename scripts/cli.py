@@ -24,6 +24,7 @@ COMMANDS = {
     "history": "the history store: ingest runs, check a run against its history, export",
     "audit": "audit your own integration step for known traps",
     "reprice": "price a saved audit again from another run file (no GPU needed)",
+    "node": "the GPUs of this node: cores per GPU, the slow-GPU report, the parallel matrix's checks",
 }
 SYNOPSIS = "usage: hostbench [--version] {" + ",".join(COMMANDS) + "} ..."
 HINT = "run `hostbench <cmd> --help` for a command's options"
@@ -145,7 +146,10 @@ def _bad(prog: str, msg: str) -> int:
 # -- the commands ---------------------------------------------------------------------------------
 
 def cmd_run(a, rest: list[str]) -> int:
-    from cudnn_hostbench.scripts import run
+    from cudnn_hostbench.scripts import node_run, run
+    if a.all_gpus or a.gpus:   # every GPU of the node at once (scripts/node_run.py)
+        a.pytest_args = rest
+        return node_run.run(a)
     return run.main(a.out, a.reference, rest)
 
 
@@ -479,6 +483,8 @@ def parser() -> ArgParser:
                 epilog="other arguments go to pytest (e.g. --hb-workers 1 --hb-sizes 256 -k execute)")
     p.add_argument("--out", help="result folder (default results/<stamp>)")
     p.add_argument("--reference", action="store_true", help="render the committed reference run(s) only")
+    from cudnn_hostbench.scripts import node_cmd, node_run
+    node_run.add_arguments(p)
 
     p = command("table", cmd_table,
                 description="The table: µs per call by mode, kernels per call, ratio to the probe's baseline "
@@ -571,6 +577,7 @@ def parser() -> ArgParser:
     p.add_argument("--run-file", required=True, help="run file with the probes' figures to price with")
     p.add_argument("--out", help="folder for the new audit.md and audit.json (default: the audit's own folder, "
                                  "replacing both files)")
+    node_cmd.add_arguments(command("node", node_cmd.run, description=node_cmd.__doc__))
     return ap
 
 

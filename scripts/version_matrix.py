@@ -16,7 +16,9 @@ Outputs, all directly in --out:
                                  verdicts that change from one version to the next
 Each finished part also goes into the history store (--store URL, else $HOSTBENCH_STORE, else
 results/history.db; `--store off` for none), where the dashboard's version view reads it.
-`--only 1.20.0,1.26.0` splits a matrix over several invocations;
+`--gpus all` runs one version per GPU of the node at once, each pinned to its GPU and to cores of
+its NUMA node (scripts/node_matrix.py; docs/node.md). `--only 1.20.0,1.26.0` splits a matrix over
+several invocations;
 `--merge-only [--from DIR...]` rebuilds matrix.md (and, with --from, a combined matrix.json)
 from the outputs already written. Only the merge needs pandas and scipy; without them matrix.md
 holds the status table alone.
@@ -38,7 +40,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a file: make `bench` and `reports` importable
     sys.path.insert(0, str(ROOT))
 
+from cudnn_hostbench.bench.measure import node  # noqa: E402
 from cudnn_hostbench.reports import fmt, store  # noqa: E402  (no pandas until the merge)
+from cudnn_hostbench.scripts import node_matrix  # noqa: E402
 
 WHEEL = re.compile(r"^nvidia_cudnn_frontend-([0-9][^-]*)-.*\.whl$")
 TAIL = 2000
@@ -100,13 +104,13 @@ def _prepend(path: str, existing: str | None) -> str:
     return os.pathsep.join([path] + ([existing] if existing else []))
 
 
-def run_one(args, ver: str, lib: str | None, target: Path, pytest_args: list[str], timeout: float) -> dict:
+def run_one(args, ver: str, lib: str | None, target: Path, pytest_args: list[str], timeout: float, slot=None) -> dict:
     """Import check, then the suite, for one frontend version (and backend folder)."""
     label = ver if lib is None else f"{ver}+cudnn{lib_label(lib)}"
     name = f"run-fe{ver}" + ("" if lib is None else f"-cudnn{lib_label(lib)}") + ".json"
     out_file = Path(args.out) / name
     entry = {"version": ver, "label": label, "cudnn_lib": lib, "run_file": name, "status": "", "detail": ""}
-    env = os.environ.copy()
+    env = os.environ.copy() if slot is None else node.gpu_env(os.environ, slot)   # --gpus: its GPU and place
     env["PYTHONPATH"] = _prepend(str(target), env.get("PYTHONPATH"))
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["HOSTBENCH_STORE"] = "off"   # the suite's own copy stays out of the store: the matrix stores its part
@@ -127,6 +131,7 @@ def run_one(args, ver: str, lib: str | None, target: Path, pytest_args: list[str
     if (Path(args.root) / "conftest.py").exists() and not any(a.startswith("--hb-out") for a in pytest_args):
         # the suite's own outputs (records.jsonl, run.json, tables) stay out of --out
         cmd += [f"--hb-out={target}-results"]
+    cmd = cmd if slot is None else node.pinned(cmd, slot.cpus, args.python)   # --gpus: on its cores only
     t0 = time.monotonic()
     rc, out, err = run_proc(cmd, env, str(args.root), timeout)
     entry["seconds"] = round(time.monotonic() - t0, 1)
@@ -292,6 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--python", default=sys.executable, help="interpreter for pip and pytest")
     ap.add_argument("--root", default=str(ROOT), help="where `probes/` is (the repository root)")
     ap.add_argument("--target-root", default="/tmp", help="where the fe-<ver> install folders go")
+    node_matrix.add_arguments(ap)
     args = ap.parse_args(ours)
     out = Path(args.out).resolve()
     if args.merge_only:  # checked before --out is made: a bad source writes nothing
@@ -319,6 +325,8 @@ def main(argv: list[str] | None = None) -> int:
         if not wheels:
             print(f"no nvidia_cudnn_frontend-*.whl in {args.wheels}", file=sys.stderr)
             return 2
+        if args.gpus:   # one version per GPU, in parallel
+            return node_matrix.main(args, wheels, pytest_args, out)
         entries, start = [], time.monotonic()
         doc = {"pytest_args": pytest_args, "python": sys.version.split()[0], "versions": entries}
         for ver, wheel in wheels.items():
@@ -342,6 +350,7 @@ def main(argv: list[str] | None = None) -> int:
                     if line:
                         print(line, flush=True)
                 # rewritten after every version, so a killed matrix keeps what it finished
+                doc["wall_s"] = round(time.monotonic() - start, 1)
                 (out / "matrix.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
     med = merge(out, entries, args.dashboard)
     if med is not None:

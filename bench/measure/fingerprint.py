@@ -74,7 +74,10 @@ def host_fingerprint(root: str | os.PathLike = ".") -> dict:
         affinity = sorted(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
         affinity = []
+    from cudnn_hostbench.bench.measure.node import job_fields
+    job = job_fields()   # a job of a node command (one of N at once): its slot and cores
     return {
+        **({"node_job": job} if job else {}),
         "datetime": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "python": platform.python_version(),
         "platform": platform.platform(),

@@ -120,7 +120,8 @@ def run_meta(run: Run, source_hash: str) -> dict:
     key = S.key_of(fp)
     hs = fp.get("host_state") or {}
     info = {k: fp.get(k) for k in ("python", "platform", "cpu_model", "cpu_count", "workers", "suite_wall_s",
-                                   "gpu_clocks_top_mhz", "compute_capability", "options") if k in fp}
+                                   "gpu_clocks_top_mhz", "compute_capability", "options", "machine", "node_job")
+            if k in fp}
     return dict(source_hash=source_hash, history_key=S.key_hash(key), gpu=str(fp.get("gpu_name") or "unknown GPU"),
                 started_at=str(run.datetime or fp.get("datetime") or ""),
                 commit_id=str((fp.get("commit_info") or {}).get("id") or ""),

@@ -1,0 +1,129 @@
+"""Shows that the parallel version matrix is safe: one frontend version measured alone on a GPU and
+on the same GPU alongside N-1 other jobs must agree within the gate's same-start floors on eager,
+graph and device rows (reports/node_safety.py).
+
+    python3 -m cudnn_hostbench.scripts.node_check --wheels .whlm .whl --version 1.32.0 --out results/node-check \\
+        -- --hb-sizes 256 -k "execute or set_stream or wrapper or pack_size"
+
+Three phases, each pinned as in the parallel matrix (the whole node's plan):
+  alone/      the version on --gpu (default the first GPU), every other GPU idle;
+  alongside/  the same, while every other GPU runs the suite under another version of --wheels
+              (cycled; the same version where there is no other), each in its own install folder;
+  alone2/     alone again (unless --once): the control, how far a row moves with no neighbours.
+Then check.md: alongside against each alone run, and alone against alone. Exit 0 safe, 1 not
+shown safe, 2 bad input or a job that failed (one line naming its GPU and version; the other
+phases' files are kept). These runs stay out of the history store: they are a test of the node.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+from pathlib import Path
+
+from cudnn_hostbench.bench.measure import node
+from cudnn_hostbench.bench.measure.node_jobs import Job
+from cudnn_hostbench.scripts import node_matrix
+
+
+def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    from cudnn_hostbench.scripts.version_matrix import ROOT
+    ours, pytest_args = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog="arguments after -- go to pytest")
+    ap.add_argument("--wheels", nargs="+", default=[".whlm", ".whl"], help="folders of frontend wheels")
+    ap.add_argument("--version", required=True, help="the frontend version to check (its wheel must be in --wheels)")
+    ap.add_argument("--gpu", type=int, help="GPU index it runs on (default: the first of --gpus)")
+    ap.add_argument("--gpus", default="all", help="GPUs of the node to load (all, or indices / UUIDs)")
+    ap.add_argument("--out", default="results/node-check", help="folder for alone/, alongside/, alone2/, check.md")
+    ap.add_argument("--timeout", type=float, default=600, help="seconds per suite")
+    ap.add_argument("--once", action="store_true", help="no second alone run (no control)")
+    ap.add_argument("--python", default=sys.executable, help="interpreter for pip and pytest")
+    ap.add_argument("--root", default=str(ROOT), help="where `probes/` is (the repository root)")
+    ap.add_argument("--target-root", default="/tmp", help="where the install folders go")
+    return ap.parse_args(ours), pytest_args
+
+
+def jobs_for(args, wheels: dict, slots: list, check_gpu: int, out: Path) -> dict[str, list[Job]]:
+    """Each phase's jobs: the checked version on its GPU; alongside, one load job per other GPU."""
+    target = Path(args.target_root)
+    me = lambda phase: Job(f"fe {args.version} ({phase})", {  # noqa: E731
+        "version": args.version, "lib": None, "wheel": wheels[args.version], "label": args.version,
+        "target": target / f"fe-{args.version}", "out": out / phase}, gpu=check_gpu)
+    others = [v for v in wheels if v != args.version] or [args.version]
+    load = []
+    for s, ver in zip([s for s in slots if s.gpu.index != check_gpu], itertools.cycle(others)):
+        k = s.gpu.index
+        load.append(Job(f"fe {ver} (load)", {"version": ver, "lib": None, "wheel": wheels[ver], "label": ver,
+                                             "target": target / f"fe-{ver}-gpu{k}",
+                                             "out": out / "alongside" / f"gpu{k}"}, gpu=k))
+    phases = {"alone": [me("alone")], "alongside": [me("alongside"), *load]}
+    if not args.once:
+        phases["alone2"] = [me("alone2")]
+    return phases
+
+
+def main(argv: list[str] | None = None) -> int:
+    from cudnn_hostbench.bench.measure.records import RunFileError, load_run
+    from cudnn_hostbench.reports import node_safety
+    from cudnn_hostbench.scripts import version_matrix as vm
+
+    args, pytest_args = parse(list(sys.argv[1:] if argv is None else argv))
+    wheels = vm.find_wheels(args.wheels)
+    if args.version not in wheels:
+        print(f"node_check: --version {args.version}: no wheel for it in {' '.join(args.wheels)}", file=sys.stderr)
+        return 2
+    try:
+        plan = node.node_plan(args.gpus)
+        check_gpu = plan.slots[0].gpu.index if args.gpu is None else args.gpu
+        if check_gpu not in [s.gpu.index for s in plan.slots]:
+            raise node.NodeError(f"GPU {check_gpu}: not among --gpus {args.gpus}")
+        if len(plan.slots) < 2:
+            raise node.NodeError(f"{plan.slots[0].label}: the only GPU; alongside needs two or more")
+    except node.NodeError as e:
+        print(f"node_check: {e}", file=sys.stderr)
+        return 2
+    out = Path(args.out).resolve()
+    for line in plan.lines():
+        print(line, flush=True)
+    phases = jobs_for(args, wheels, plan.slots, check_gpu, out)
+    node_matrix.install_all(args, [j for js in phases.values() for j in js])
+    failed, coverage = [], ""
+    args.deadline, args.store = 0, "off"
+    for phase, jobs in phases.items():
+        (out / phase).mkdir(parents=True, exist_ok=True)
+        for j in jobs:
+            Path(j.data["out"]).mkdir(parents=True, exist_ok=True)
+        slots = node.subset(plan.slots, [s.gpu for s in plan.slots if s.gpu.index in {j.gpu for j in jobs}])
+        print(f"{phase}: {len(jobs)} job(s) on GPU(s) {', '.join(str(s.gpu.index) for s in slots)}", flush=True)
+        doc = {"pytest_args": pytest_args, "phase": phase, "versions": [],
+               "node": {"basis": plan.basis, "gpus": [node_matrix.slot_info(s) for s in slots]}}
+        results = node_matrix.run_parallel(args, jobs, slots, pytest_args, doc, out / phase,
+                                           say=lambda m: print(m, flush=True), store=False)
+        failed += node_matrix.failures(results)
+        if phase == "alongside":
+            coverage = node_safety.load_coverage(results, jobs[0].name)
+    for line in failed:
+        print(f"node_check: {line}", file=sys.stderr)
+    runs = {}
+    for phase in phases:
+        path = out / phase / f"run-fe{args.version}.json"
+        try:
+            runs[phase] = load_run(path, need_records=True)
+        except RunFileError as e:
+            if not failed:
+                failed.append(str(e))
+                print(f"node_check: {e}", file=sys.stderr)
+    pairs = [("alone", "alongside"), ("alone2", "alongside"), ("alone", "alone2")]
+    checks = [node_safety.check(runs[a], runs[b], f"{b} vs {a}") for a, b in pairs if a in runs and b in runs]
+    text = "# Alone against alongside: the parallel matrix's safety check\n\n" + node_safety.render(checks) + coverage + "\n"
+    (out / "check.md").write_text(text, encoding="utf-8")
+    print(text)
+    print(f"wrote {out / 'check.md'}")
+    if failed:
+        return 2
+    judged = [c for c in checks if "alongside" in c.label]
+    return 0 if judged and all(c.safe for c in judged) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
