@@ -336,6 +336,7 @@ def test_a_top_up_worker_gets_a_deadline_and_measures_nothing_past_it(tmp_path):
 
     from cudnn_hostbench.bench.measure.runner import Session
     p = _parent(tmp_path, budget_s=300.0)
+    p.t0 = time.perf_counter()   # the budget counts from the parent process's start: here, now
     args = p._eager_args([("churn", "256")], 1.0)
     end = float(next(a for a in args if a.startswith("--hb-deadline=")).split("=")[1])
     assert time.time() + 300.0 - 30.0 < end < time.time() + 300.0
