@@ -217,3 +217,29 @@ def test_a_pair_declared_to_share_the_plan_must_run_the_same_kernels(session, mo
     assert fix.status.startswith("failed: plan check: declared to share trap's plan, but ran "
                                  "cudnn_generated_fort_native_sm90_matMul_knob_47; trap ran nvjet_a")
     assert session.records[("pl", "same", "8", "device")].ok and fix.samples
+
+
+def test_build_time_rows_say_which_host_state_timed_them(tmp_path):
+    """Host-mode rows (build, deserialize, tuning sweeps) are host-bound: the runner waits for
+    the fast state before them and stamps the state the sentinel saw around them."""
+    from cudnn_hostbench.bench.measure.hoststate import HostState
+    from cudnn_hostbench.bench.measure.records import Record
+    from cudnn_hostbench.bench.measure.runner import host_state_of
+
+    readings = iter([1.0, 1.05, 2.1, 1.0])   # fast, fast | slow after, fast before
+    hs = HostState(read=lambda: next(readings), floor=1.0)
+    hs.gate_budget_s = 0.0
+    assert host_state_of(hs, 1.0, 1.05) == ("fast", 1.05)
+    assert host_state_of(hs, 1.0, 2.1) == ("slow", 2.1)
+    assert host_state_of(None, 1.0, 1.0) == ("", None)
+
+    probe = Probe("build", "doc", [Variant("step", "info", "s", modes=("host",))], build=lambda c, s: {},
+                  sizes=lambda o: ["8"], baseline=None,
+                  extra={"measure": lambda ctx, size, opt: [Record("build", "step", size, "host", unit="ms",
+                                                                  samples=[0.3, 0.31, 0.29])]})
+    s = Session(tmp_path)
+    s._ctx = FakeCtx()
+    s.watch.host = HostState(read=iter([1.0, 2.2]).__next__, floor=1.0)
+    s.watch.host.gate_budget_s = 0.0
+    rec = s.record(probe, "8", "step", "host")
+    assert rec.ok and rec.host_state == "slow" and rec.sentinel_us == 2.2 and "slow_host" in rec.flags

@@ -24,6 +24,14 @@ from cudnn_hostbench.bench.measure.records import Record
 from cudnn_hostbench.bench.measure.status import OK, Status, Unsupported, error, failed
 
 
+def host_state_of(host, before: float | None, after: float | None) -> tuple[str, float | None]:
+    """The host state of a stretch of host-mode work from sentinel readings taken before and
+    after it: 'fast' when both were fast, else 'slow'; ('', None) without a floor."""
+    if host is None or not host.floor or before is None or after is None:
+        return "", None
+    return ("fast" if host.fast(before) and host.fast(after) else "slow"), max(before, after)
+
+
 class Session:
     def __init__(self, out_dir: str | Path, opt: timing.Options | None = None, modes=records.CALL_MODES,
                  worker: str = "", warm_max_s: float = 60.0, fast_wait_s: float = 10.0,
@@ -360,12 +368,20 @@ class Session:
     # -- custom (build-time) probes -------------------------------------------------------------
     def measure_custom(self, probe, size) -> None:
         gpu = self.context()
+        host = self.watch.host
+        before = host.await_fast() if host is not None else None
         try:
             recs = probe.extra["measure"](probe.context(gpu), size, self.opt)
         except Exception as e:  # noqa: BLE001
             self._mark_all(probe, size, [v.name for v in probe.variants], Status.of(e), modes=("host",))
             return
+        state = host_state_of(host, before, host.read()) if host is not None else ("", None)
         for r in recs:
+            if r.mode == "host" and state[0]:
+                # build-time rows are host-bound: the slow state doubles them (H200: deserialize
+                # 0.25 ms fast, 0.47 ms slow), so they say which state timed them, like eager
+                r.host_state, r.sentinel_us = state
+                r.flags = trust.flags_for(r)
             self._put(r)
 
     # -- end of run -------------------------------------------------------------------------------

@@ -111,7 +111,7 @@ def flags_for(rec, host_unstable: bool = False) -> list[str]:
         out.append("clock_drop")
     if host_unstable and rec.mode == "eager":
         out.append("host_unstable")
-    if rec.mode == "eager" and getattr(rec, "host_state", "") == "slow":
+    if rec.mode in ("eager", "host") and getattr(rec, "host_state", "") == "slow":
         out.append("slow_host")
     if rec.spread is not None and rec.spread > WIDE_SPREAD:
         out.append("wide_spread")
