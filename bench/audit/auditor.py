@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudnn_hostbench.bench.audit import count as audit_count
+from cudnn_hostbench.bench.audit import lines as audit_lines
 from cudnn_hostbench.bench.audit import packs as audit_packs
 from cudnn_hostbench.bench.audit import rules as audit_rules
 from cudnn_hostbench.bench.audit import sampler as audit_sampler
@@ -189,6 +190,12 @@ def price(report: AuditReport, run) -> AuditReport:
     if step:   # what share of the user's own step each finding is
         findings = [dataclasses.replace(f, share=f.cost_us / step if f.cost_us is not None else None)
                     for f in findings]
+    table = audit_lines.table(report.sampling, step)
+    tied = audit_lines.tie(findings, report.counts, table)
+    findings = [dataclasses.replace(f, lines=tied.get(f.rule, [])) for f in findings]
+    if table.get("rows") is not None:
+        table["remainder"] = [r["line"] for r in audit_lines.remainder(table, tied)]
+    projection = audit_lines.project(findings, report.counts, table, tied, report.modes)
     avoidable = sum(f.cost_us for f in findings if f.cost_us is not None)
     notes = [n for n in report.notes
              if n != OVER_NOTE and not n.startswith(audit_packs.NOTE_PREFIX) and not n.startswith(PLAN_NOTE)]
@@ -200,4 +207,9 @@ def price(report: AuditReport, run) -> AuditReport:
     plan = recommend_plan(run, report.counts)
     if plan:
         notes.append(plan)
-    return dataclasses.replace(report, findings=findings, avoidable_us=avoidable, notes=notes)
+    run_note = report.run_note
+    fe_run, fe_audit = (run.fingerprint.get("cudnn_frontend") if run else None), report.env.get("cudnn_frontend")
+    if fe_run and fe_audit and fe_run != fe_audit and "measured with frontend" not in run_note:
+        run_note += f"; the run measured frontend {fe_run}, the audit ran {fe_audit}: figures may not carry over"
+    return dataclasses.replace(report, findings=findings, avoidable_us=avoidable, notes=notes, lines=table,
+                               projection=projection, run_note=run_note)
