@@ -46,7 +46,8 @@ def _rows(t: dict, rows: list) -> tuple[list, list]:
 
 def text(t: dict, projection: dict, rem: list) -> list:
     if not t:
-        return []
+        proj = _projection_text(projection)
+        return ["", *proj] if proj else []
     out = ["", header(t)]
     if t.get("error") or t.get("verdict"):
         return out + _projection_text(projection)
@@ -92,10 +93,8 @@ def finding_lines(f) -> str:
 
 
 def markdown(t: dict, projection: dict, rem: list) -> list:
-    if not t:
-        return []
-    md = ["", "## Host time by source line", "", header(t).replace("\n  ", "\n\n")]
-    if not (t.get("error") or t.get("verdict")):
+    md = ["", "## Host time by source line", "", header(t).replace("\n  ", "\n\n")] if t else []
+    if t and not (t.get("error") or t.get("verdict")):
         shown, rest = _rows(t, t["rows"])
         rows = [[f"`{r['line']}`", r["function"], f"{r['us']:.2f}", _pct(r.get("share")), _callees(r, 6)] for r in shown]
         if rest:

@@ -143,18 +143,20 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict) 
     if eager is None:
         return dict(out, projected_us=None, method="none", note="no eager figure")
     priced = [f for f in findings if f.cost_us is not None]
-    unpriced = sorted({f.rule for f in findings if f.cost_us is None} - REMOVES)
     rows = lines_table.get("rows") or []
     if not rows:
         proj = max(0.0, eager - sum(f.cost_us for f in priced))
         return dict(out, projected_us=proj, method="eager − priced findings", err_us=None,
-                    unpriced=unpriced, dropped=[], reduced=[])
+                    unpriced=sorted({f.rule for f in findings if f.cost_us is None}), dropped=[], reduced=[])
     where = counts.get("lines") or {}
     keeps = {ln for k in KEEPS for ln in (where.get(k) or {})}
     rules_on = {}
     for rule, items in tied.items():
         for x in items:
             rules_on.setdefault(x["line"], set()).add(rule)
+    # a finding with no price is left in, unless every line it was counted on is dropped
+    unpriced = sorted(f.rule for f in findings if f.cost_us is None
+                      and not (tied.get(f.rule) and all(_dropped(x["line"], rules_on, keeps) for x in tied[f.rule])))
     cut = {}                                   # line -> priced µs taken off a kept line
     for f in priced:
         items = tied.get(f.rule) or []

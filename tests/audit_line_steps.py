@@ -1,0 +1,37 @@
+"""CPU steps for the line sampler's tests (tests/test_audit_lines.py): each line does one kind of
+work, so the tests can check where the sampler puts its time. Line numbers are looked up by the
+marker comments, not hard-coded."""
+import torch
+
+A = torch.randn(96, 96)
+W = torch.randn(96, 96)
+
+
+def python_work():
+    s = 0
+    for i in range(300):                 # marker: python
+        s += i
+    return s
+
+
+def step():
+    python_work()                        # marker: calls-python
+    torch.mm(A, W)                       # marker: torch-op
+    sum(range(3000))                     # marker: builtin
+    return A
+
+
+def tiny_step():
+    return None
+
+
+def raising_step():
+    raise ValueError("boom")
+
+
+def line_of(marker: str) -> int:
+    with open(__file__, encoding="utf-8") as f:
+        for n, text in enumerate(f, 1):
+            if text.rstrip().endswith(f"# marker: {marker}"):
+                return n
+    raise KeyError(marker)
