@@ -218,6 +218,23 @@ def test_lines_table_ties_findings_and_projects_the_fixed_step():
     assert q["method"] == "eager − priced findings" and q["projected_us"] == pytest.approx(46.0)
 
 
+def test_a_registered_op_projects_to_the_direct_call():
+    """custom_op/dispatcher: the fix the projection takes is the direct call, so the op's line loses
+    the time it spent inside the dispatcher, not the Library-registration price."""
+    disp = _stack(20, "<lambda>", "my_op()", callsite.DISPATCHER, 12.0,
+                  extra=[["torch/_ops.py", 700, "OpOverload.__call__", False]])
+    own = _stack(20, "<lambda>", "my_op()", callsite.CALL, 1.0)
+    body = _stack(30, "impl", "g.execute()", callsite.CUDNN, 9.0)
+    s = dict(SAMPLING, loop_us=0.0, stacks=[disp, own, body])
+    counts = {"custom_op_calls": 1, "lines": {"custom_op_calls": {"x.py:20": 1}, "executes": {"x.py:30": 1}}}
+    t = audit_lines.table(s, 22.0)
+    f = [_f("custom_op", 8.0)]
+    tied = audit_lines.tie(f, counts, t)
+    p = audit_lines.project(f, counts, t, tied, {"eager": {"median": 22.0}})
+    assert p["reduced"] == ["x.py:20"] and p["projected_us"] == pytest.approx(10.0)   # 1 + 9: 12 µs of dispatcher gone
+    assert p["unpriced"] == []
+
+
 def test_lines_that_do_not_sum_to_the_step_say_why():
     s = dict(SAMPLING, outside_us=60.0)
     t = audit_lines.table(s, 200.0)

@@ -193,11 +193,24 @@ def _cudnn_attrs() -> frozenset:
         return CUDNN_NAMES
 
 
-def kind_of_name(name: str, globals_=None) -> str:
+def _kind_of_type(t) -> str | None:
+    mod = getattr(t, "__module__", "") or ""
+    if mod.startswith("torch") and not mod.startswith(("torch._ops", "torch._library")):
+        return TORCH
+    if mod.startswith("cudnn"):
+        return CUDNN
+    return None
+
+
+def kind_of_name(name: str, globals_=None, local_types: dict | None = None) -> str:
     found = kind_of_object(_resolve(name, globals_))
     if found:
         return found
     head, _, attr = name.rpartition(".")
+    if local_types and head in local_types:      # `g.matmul`: what g is decides (cuDNN graph or tensor)
+        found = _kind_of_type(local_types[head])
+        if found:
+            return found
     if head.startswith("torch"):
         return TORCH
     if head.startswith("cudnn"):
@@ -213,7 +226,7 @@ def kind_of_name(name: str, globals_=None) -> str:
     return CALL
 
 
-def decode(code, lasti: int, lineno: int, globals_=None) -> tuple[str, str]:
+def decode(code, lasti: int, lineno: int, globals_=None, local_types: dict | None = None) -> tuple[str, str]:
     """(what the line was doing, its kind) at instruction offset `lasti` of `code`."""
     try:
         ins = _instruction(code, lasti)
@@ -230,7 +243,7 @@ def decode(code, lasti: int, lineno: int, globals_=None) -> tuple[str, str]:
             name = "…" + name[name.rfind(")") + 1:]
         if len(name) > 60:
             name = name[:57] + "..."
-        return f"{name}()", kind_of_name(name, globals_)
+        return f"{name}()", kind_of_name(name, globals_, local_types)
     if ins.opname in OPERATORS or ins.opname.startswith("BINARY_") or ins.opname.startswith("INPLACE_"):
         sym = OPERATORS.get(ins.opname) or ins.argrepr or ins.opname.split("_", 1)[-1].lower()
         return f"operator {sym}", OPERATOR

@@ -26,6 +26,8 @@ REMOVES = frozenset({"rebuild", "new_output", "set_stream", "stream_query", "vie
                      "layout_copy", "copy", "sync", "new_pack", "capture"})
 # counts that mark a line as doing work the fixed step still does
 KEEPS = ("executes", "cublas_calls", "custom_op_calls", "custom_op_autograd_calls", "dispatcher_calls")
+# fixed by calling the implementation directly: the line loses its measured dispatcher time
+DIRECT = frozenset({"custom_op", "dispatcher"})
 # frontend calls a step still makes once its graph is built: any other frontend call is a rebuild
 RUN_CALLS = frozenset({"execute", "execute_plan_at_index", "set_stream", "_raw_set_stream"})
 
@@ -133,7 +135,9 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict) 
     From the lines when the step was sampled: a line whose every finding removes its call (a
     rebuild, an allocation, a copy, a view, a stream query) and that does no work the fixed step
     keeps (an execute, a cuBLAS call, a registered op) is dropped with its measured time; a line
-    that keeps its work loses its findings' priced cost, shared by count over their lines. Lines
+    that keeps its work loses its findings' priced cost, shared by count over their lines, except a
+    registered op (custom_op, dispatcher), whose fix is the direct call: that line loses the time
+    it measured inside the dispatcher. Lines
     are in sampled time, scaled to the eager step. Without sampling: eager − the priced findings."""
     eager = (modes.get("eager") or {}).get("median")
     graph = (modes.get("graph") or {}).get("median")
@@ -157,8 +161,19 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict) 
     # a finding with no price is left in, unless every line it was counted on is dropped
     unpriced = sorted(f.rule for f in findings if f.cost_us is None
                       and not (tied.get(f.rule) and all(_dropped(x["line"], rules_on, keeps) for x in tied[f.rule])))
-    cut = {}                                   # line -> priced µs taken off a kept line
+    cut = {}                                   # line -> µs taken off a kept line
+    rows_by = {r["line"]: r for r in rows}
+    for f in findings:
+        if f.rule in DIRECT:                   # measured: the line's time inside the dispatcher
+            for x in tied.get(f.rule) or ():
+                r = rows_by.get(x["line"])
+                if r is not None:
+                    cut[x["line"]] = cut.get(x["line"], 0.0) + sum(
+                        c["us"] for c in r["callees"] if c["kind"] == callsite.DISPATCHER)
+    unpriced = [u for u in unpriced if u not in DIRECT]
     for f in priced:
+        if f.rule in DIRECT:
+            continue
         items = tied.get(f.rule) or []
         kept = [x for x in items if not _dropped(x["line"], rules_on, keeps)]
         n = sum(x["per_step"] or 0 for x in kept)

@@ -12,7 +12,8 @@ into it). Why this sampler and not pyinstrument, py-spy, sys.monitoring or torch
 docs/audit.md ("Host time by source line").
 
 Sampled and plain rounds alternate; if sampling slows the step by more than MAX_OVERHEAD the
-interval doubles, up to MAX_INTERVAL_S. What comes back is plain data (audit.json's `sampling`):
+interval doubles, up to MAX_INTERVAL_S. A slow step is sampled over at least MIN_STEPS steps.
+What comes back is plain data (audit.json's `sampling`):
 stacks with their µs, each named by file:line and the callee at its innermost user frame, so the
 line table is recomputed from the file alone (bench.audit.lines)."""
 from __future__ import annotations
@@ -26,8 +27,9 @@ from collections import Counter
 
 from cudnn_hostbench.bench.audit import callsite, usercode
 
-INTERVAL_S = 1e-3
+INTERVAL_S = 5e-4
 MAX_INTERVAL_S = 8e-3
+MIN_STEPS = 200               # a slow step is sampled over at least this many steps
 CHUNK_S = 0.125               # one sampled or plain round
 ROUNDS = 8                    # sampled rounds per try, each after a plain one: at least 1 s sampled
 MAX_OVERHEAD = 0.10
@@ -55,21 +57,36 @@ class _Sampler:
         self.stacks = Counter()          # stack (leaf first) -> seconds
         self.counts = Counter()          # stack -> samples
         self.globals = {}
+        self.local_types = {}            # (code, instruction) of user code -> {local name: its type}, first visit
         self.in_loop = self.outside = 0.0
         self.samples = 0
         self.on = False
+        self.busy = False                # a signal taken inside the handler itself is dropped
         self.clock = clock
         self.last = clock()
 
     def handler(self, signum, frame):
+        if self.busy:
+            return
+        self.busy = True
+        try:
+            self._sample(frame)
+        finally:
+            self.last = self.clock()     # the handler's own time is charged to no line
+            self.busy = False
+
+    def _sample(self, frame):
         now = self.clock()
-        if self.on and frame is not None and frame.f_code is not _HANDLER_CODE:   # not inside itself
+        if self.on and frame is not None:
             f, stack, code = frame, [], LOOP_CODE
             while f is not None and f.f_code is not code:
                 c = f.f_code
                 stack.append((c, f.f_lasti, f.f_lineno))
                 if c not in self.globals:
                     self.globals[c] = f.f_globals
+                site = (c, f.f_lasti)
+                if site not in self.local_types:    # what `g` is in `g.matmul()`: once per call site
+                    self.local_types[site] = _types(f) if usercode.is_user(c.co_filename) else {}
                 f = f.f_back
             dt = now - self.last
             self.samples += 1
@@ -81,10 +98,13 @@ class _Sampler:
                 self.counts[key] += 1
             else:
                 self.in_loop += dt
-        self.last = self.clock()        # the handler's own time is charged to no line
 
 
-_HANDLER_CODE = _Sampler.handler.__code__
+def _types(frame) -> dict:
+    try:
+        return {k: type(v) for k, v in frame.f_locals.items()}
+    except Exception:  # noqa: BLE001 - a frame whose locals cannot be read names no types
+        return {}
 
 
 def cannot_start() -> str | None:
@@ -157,7 +177,7 @@ def sample_step(step, sync, step_us: float | None, *, interval: float = INTERVAL
     step's eager µs (sizes the rounds). Returns audit.json's `sampling` (see module doc); raises
     SamplerError when the sampler cannot start, and whatever the step raises."""
     per = (step_us or 100.0) * 1e-6
-    steps = max(2, math.ceil(chunk_s / per))
+    steps = max(2, math.ceil(chunk_s / per), math.ceil(MIN_STEPS / rounds))
     tries = []
     while True:
         t, sampler = _try(step, sync, steps, interval, rounds)
@@ -167,7 +187,7 @@ def sample_step(step, sync, step_us: float | None, *, interval: float = INTERVAL
         interval *= 2
     n = t["steps"]
     out = dict(t, tries=tries, loop_us=sampler.in_loop / n * 1e6, outside_us=sampler.outside / n * 1e6,
-               stacks=named_stacks(sampler.stacks, sampler.counts, sampler.globals, n),
+               stacks=named_stacks(sampler.stacks, sampler.counts, sampler.globals, n, sampler.local_types),
                max_overhead=MAX_OVERHEAD, min_samples=MIN_SAMPLES, min_step_us=MIN_STEP_US)
     out["verdict"] = verdict(out, step_us)
     return out
@@ -189,7 +209,7 @@ def verdict(s: dict, step_us: float | None) -> str:
     return ""
 
 
-def named_stacks(stacks: Counter, counts: Counter, globals_: dict, steps: int) -> list:
+def named_stacks(stacks: Counter, counts: Counter, globals_: dict, steps: int, local_types: dict | None = None) -> list:
     """Stacks as plain data, root first: [{"frames": [[file, line, function, user]...],
     "callee": what the innermost user frame was doing, "kind": its kind, "spill": operators whose
     time may land here, "us": µs per step, "n": samples}], most time first."""
@@ -197,7 +217,7 @@ def named_stacks(stacks: Counter, counts: Counter, globals_: dict, steps: int) -
     for stack, sec in stacks.items():
         frames = tuple((usercode.display(c.co_filename), ln, getattr(c, "co_qualname", c.co_name),
                         usercode.is_user(c.co_filename)) for c, _, ln in reversed(stack))
-        callee, kind = _callee(stack, globals_)
+        callee, kind = _callee(stack, globals_, local_types or {})
         key = (frames, callee, kind, _spill(stack))
         us[key] += sec / steps * 1e6
         n[key] += counts[stack]
@@ -215,11 +235,11 @@ def _spill(stack) -> tuple:
     return ()
 
 
-def _callee(stack, globals_) -> tuple[str, str]:
+def _callee(stack, globals_, local_types) -> tuple[str, str]:
     """What the innermost user frame (stack is leaf first) was doing, and its kind."""
     for i, (code, lasti, line) in enumerate(stack):
         if usercode.is_user(code.co_filename):
-            label, kind = callsite.decode(code, lasti, line, globals_.get(code))
+            label, kind = callsite.decode(code, lasti, line, globals_.get(code), local_types.get((code, lasti)))
             if i > 0:   # it called into library Python code: that code says what it is
                 kind = file_kind([c.co_filename for c, _, _ in stack[:i]]) or kind
             return label, kind
