@@ -93,7 +93,8 @@ def finding_lines(f) -> str:
 
 
 def markdown(t: dict, projection: dict, rem: list) -> list:
-    md = ["", "## Host time by source line", "", header(t).replace("\n  ", "\n\n")] if t else []
+    head = header(t).removeprefix("host time by source line: ").replace("\n  ", "\n\n") if t else ""
+    md = ["", "## Host time by source line", "", head[:1].upper() + head[1:]] if t else []
     if t and not (t.get("error") or t.get("verdict")):
         shown, rest = _rows(t, t["rows"])
         rows = [[f"`{r['line']}`", r["function"], f"{r['us']:.2f}", _pct(r.get("share")), _callees(r, 6)] for r in shown]

@@ -147,7 +147,7 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict) 
     if eager is None:
         return dict(out, projected_us=None, method="none", note="no eager figure")
     priced = [f for f in findings if f.cost_us is not None]
-    rows = lines_table.get("rows") or []
+    rows = [] if lines_table.get("verdict") else lines_table.get("rows") or []   # unresolved: not by line
     if not rows:
         proj = max(0.0, eager - sum(f.cost_us for f in priced))
         return dict(out, projected_us=proj, method="eager − priced findings", err_us=None,
