@@ -40,14 +40,14 @@ VIEW_METHODS = ("view", "view_as", "reshape", "reshape_as", "unsqueeze", "squeez
                 "expand", "expand_as", "flatten", "unflatten", "narrow", "select", "as_strided", "__getitem__")
 # reads of a tensor's layout that build a cache key or a graph's description per call
 META_METHODS = ("stride", "size", "dim")
-NO_LINES = ("build_us", "pack_tensors", "pack_tensors_dict", "pack_extra_tensors_dict",
+NO_LINES = ("build_us", "execute_us", "pack_tensors", "pack_tensors_dict", "pack_extra_tensors_dict",
             *(f"copy_bytes_{k}" for k in COPY_KINDS))
 ALLOC_STAT = "allocation.all.allocated"    # allocator requests, cached blocks included
 MIN_STEPS = 2                              # a step boundary must be seen to count switches across it
 
 # every per-step count the pass reports, so absent ones read as 0
 COUNT_KEYS = (
-    "graphs_created", *BUILD_STEPS, "graph_builds", "build_us",
+    "graphs_created", *BUILD_STEPS, "graph_builds", "build_us", "execute_us",
     "execute", "execute_plan_at_index", "execute_ordered", "executes", "new_packs",
     "set_stream", "set_stream_backend", "set_stream_cached", "stream_queries",
     "cuda_allocs", "cuda_allocs_explicit", "cuda_factory_calls",
@@ -269,6 +269,7 @@ def _nested(tally, family, key, orig, before=None, after=None, timed=None):
         try:
             if outer and before:
                 before(args, kwargs)
+                t0 = time.perf_counter()     # time the call, not the bookkeeping
             out = orig(*args, **kwargs)
             if outer and after:
                 after(args, kwargs, out)
@@ -300,7 +301,7 @@ def _wrap_cudnn(p: Patcher, tally: Tally, cudnn) -> None:
                 tally.add("execute_ordered" if kwargs.get("tensor_uids") is not None else name)
             return before
         for name in EXECUTES:
-            p.patch(cls, name, lambda o, n=name: _nested(tally, "execute", "_calls_" + n, o,
+            p.patch(cls, name, lambda o, n=name: _nested(tally, "execute", "_calls_" + n, o, timed="execute_us",
                                                          before=before_exec(n)))
     pb = getattr(cudnn, "_pybind_module", None)
     has_raw = pb is not None and hasattr(pb, "_raw_set_stream")
