@@ -203,7 +203,10 @@ def _kind_of_type(t) -> str | None:
 
 
 def kind_of_name(name: str, globals_=None, local_types: dict | None = None) -> str:
-    found = kind_of_object(_resolve(name, globals_))
+    try:
+        found = kind_of_object(_resolve(name, globals_))
+    except Exception:  # noqa: BLE001 - an object that will not say what it is
+        found = None
     if found:
         return found
     head, _, attr = name.rpartition(".")
