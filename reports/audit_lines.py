@@ -68,7 +68,9 @@ def _projection_text(p: dict) -> list:
         return []
     err = f" ± {p['err_us']:.1f}" if p.get("err_us") is not None else ""
     how = (f"from the lines: {len(p.get('dropped') or [])} dropped, {len(p.get('reduced') or [])} reduced by their "
-           f"findings' priced cost" if p.get("method") == "lines" else p.get("method", ""))
+           f"findings' cost" + (f", {len(p['timed'])} with too few samples taking the counting pass's execute time"
+                                if p.get("timed") else "")
+           if p.get("method") == "lines" else p.get("method", ""))
     ceiling = (f"CUDA-graph ceiling {num(p.get('graph_us'))} µs/step" if p.get("graph_us") is not None
                else "no CUDA-graph ceiling (not capturable)")
     line = (f"projected with every finding fixed: {p['projected_us']:.2f}{err} µs/step eager ({how}); "

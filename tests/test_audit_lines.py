@@ -21,6 +21,7 @@ from cudnn_hostbench.bench.audit import auditor as audit
 from cudnn_hostbench.bench.audit import callsite, cost, sampler, usercode
 from cudnn_hostbench.bench.audit import lines as audit_lines
 from cudnn_hostbench.bench.audit.target import AuditInputError
+from cudnn_hostbench.reports import audit_lines as report_lines
 from cudnn_hostbench.reports import audit_report, flame
 
 from . import audit_line_steps as steps
@@ -92,12 +93,7 @@ def test_sampler_says_when_it_cannot_resolve_the_step():
     few = dict(s, stacks=[{"frames": [], "callee": "x", "kind": "Python", "spill": [], "us": 1.0, "n": 3}])
     assert sampler.verdict(few, 50.0) == "too few samples to split by line: 3 in the step (needs 200)"
     t = audit_lines.table(s, 0.2)
-    assert t["verdict"] and "too fast" in "\n".join(audit_report_lines(t))
-
-
-def audit_report_lines(t):
-    from cudnn_hostbench.reports import audit_lines as rl
-    return rl.text(t, {}, [])
+    assert t["verdict"] and "too fast" in "\n".join(report_lines.text(t, {}, []))
 
 
 def test_sampler_that_cannot_start_says_why_in_one_line():
@@ -232,6 +228,20 @@ def test_a_registered_op_projects_to_the_direct_call():
     p = audit_lines.project(f, counts, t, tied, {"eager": {"median": 22.0}})
     assert p["reduced"] == ["x.py:20"] and p["projected_us"] == pytest.approx(10.0)   # 1 + 9: 12 µs of dispatcher gone
     assert p["unpriced"] == []
+
+
+def test_a_sparse_execute_line_takes_the_counting_pass_time():
+    """A slow step whose one kept line has a few samples: its execute time comes from the counting pass."""
+    build = _stack(10, "call", "g.build()", callsite.CUDNN, 1000.0, n=5000)
+    run = _stack(12, "call", "g.execute()", callsite.CUDNN, 30.0, n=3)      # 3 samples: ±60 %
+    s = dict(SAMPLING, loop_us=0.0, stacks=[build, run])
+    counts = dict(COUNTS, executes=1, execute_us=11.0)
+    t = audit_lines.table(s, 1030.0)
+    f = [_f("rebuild", 1000.0), _f("generic_execute", 4.0), _f("new_pack", 0.5), _f("new_output", 3.0)]
+    tied = audit_lines.tie(f, counts, t)
+    p = audit_lines.project(f, counts, t, tied, {"eager": {"median": 1030.0}})
+    assert p["timed"] == ["x.py:12"] and p["projected_us"] == pytest.approx(11.0 - 4.0 - 0.5)
+    assert "1 with too few samples taking the counting pass's execute time" in report_lines._projection_text(p)[0]
 
 
 def test_lines_that_do_not_sum_to_the_step_say_why():

@@ -10,6 +10,7 @@ from cudnn_hostbench.bench.audit import callsite
 from cudnn_hostbench.bench.audit.count import BUILD_STEPS
 
 MAX_GAP = 0.10            # the lines must sum to the eager step within this share
+SPARSE = 30               # a kept line with fewer samples takes its execute time from the counting pass
 NO_USER = "(no user frame)"
 
 # per-step counts whose lines tie a finding to the source (counts["lines"])
@@ -181,19 +182,29 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict) 
             share = (x["per_step"] or 0) / n if n else 1 / len(kept)
             cut[x["line"]] = cut.get(x["line"], 0.0) + f.cost_us * share
     total = lines_table["sum_us"] + lines_table.get("loop_us", 0.0) + lines_table.get("outside_us", 0.0)
-    kept_us, var, dropped, reduced = lines_table.get("loop_us", 0.0) + lines_table.get("outside_us", 0.0), 0.0, [], []
+    scale = eager / total if total > 0 else 1.0
+    kept_us, var, dropped, reduced, timed = lines_table.get("loop_us", 0.0) + lines_table.get("outside_us", 0.0), \
+        0.0, [], [], []
+    per_exec = (counts.get("execute_us") or 0) / counts["executes"] if counts.get("executes") else 0.0
     for r in rows:
         if _dropped(r["line"], rules_on, keeps):
             dropped.append(r["line"])
             continue
-        left = max(0.0, r["us"] - cut.get(r["line"], 0.0))
+        us, n = r["us"], r["n"]
+        execs = (where.get("executes") or {}).get(r["line"])
+        if n < SPARSE and execs and per_exec > 0:
+            # too few samples on a line that executes (a slow step's one cheap line): its execute
+            # time as the counting pass timed it, in eager units, plus what else the line sampled
+            rest = sum(c["us"] for c in r["callees"] if c["kind"] != callsite.CUDNN)
+            us, n = per_exec * execs / scale + rest, max(n, SPARSE)
+            timed.append(r["line"])
+        left = max(0.0, us - cut.get(r["line"], 0.0))
         if r["line"] in cut:
             reduced.append(r["line"])
         kept_us += left
-        var += r["us"] ** 2 / max(r["n"], 1)
-    scale = eager / total if total > 0 else 1.0
+        var += us ** 2 / max(n, 1)
     return dict(out, projected_us=kept_us * scale, err_us=math.sqrt(var) * scale, method="lines",
-                unpriced=unpriced, dropped=dropped, reduced=reduced)
+                unpriced=unpriced, dropped=dropped, reduced=reduced, timed=timed)
 
 
 def _dropped(line: str, rules_on: dict, keeps: set) -> bool:
