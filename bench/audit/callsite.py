@@ -119,6 +119,15 @@ def _statements(filename: str) -> tuple:
                  if isinstance(n, simple) or isinstance(n, (ast.If, ast.While)))
 
 
+def _line(ins) -> int | None:
+    """The line an instruction starts (3.10-3.12: starts_line; 3.13+: line_number)."""
+    n = getattr(ins, "line_number", None)
+    if n is not None:
+        return n
+    s = ins.starts_line
+    return s if isinstance(s, int) and not isinstance(s, bool) else None
+
+
 def call_text_by_order(code, lasti: int, lineno: int, instructions=None) -> str | None:
     """The source of the call at `lasti`, found by counting call instructions of its statement."""
     stmts = [(a, b, n) for a, b, n in _statements(code.co_filename) if a <= lineno <= b]
@@ -131,7 +140,7 @@ def call_text_by_order(code, lasti: int, lineno: int, instructions=None) -> str 
     ins = instructions if instructions is not None else list(dis.get_instructions(code))
     k, line = -1, None
     for i in ins:
-        line = i.starts_line if i.starts_line not in (None, True, False) else line
+        line = _line(i) or line
         if i.offset > lasti:
             break
         if line is not None and a <= line <= b and _is_call(i.opname):
@@ -266,8 +275,7 @@ def operators_before(code, lasti: int) -> tuple:
         return ()
     out, line = [], None
     for i in ins:
-        line = i.starts_line if isinstance(i.starts_line, int) and not isinstance(i.starts_line, bool) else line
-        line = getattr(i, "line_number", None) or line
+        line = _line(i) or line
         if i.offset >= lasti:
             break
         if _is_call(i.opname) or i.opname in _CHECKPOINTS:
