@@ -210,13 +210,13 @@ def verdict(s: dict, step_us: float | None) -> str:
 
 
 def named_stacks(stacks: Counter, counts: Counter, globals_: dict, steps: int, local_types: dict | None = None) -> list:
-    """Stacks as plain data, root first: [{"frames": [[file, line, function, user]...],
+    """Stacks as plain data, root first: [{"frames": [[file, line, function, user, instruction]...],
     "callee": what the innermost user frame was doing, "kind": its kind, "spill": operators whose
     time may land here, "us": µs per step, "n": samples}], most time first."""
     us, n = Counter(), Counter()
     for stack, sec in stacks.items():
         frames = tuple((usercode.display(c.co_filename), ln, getattr(c, "co_qualname", c.co_name),
-                        usercode.is_user(c.co_filename)) for c, _, ln in reversed(stack))
+                        usercode.is_user(c.co_filename), lasti) for c, lasti, ln in reversed(stack))
         callee, kind = _callee(stack, globals_, local_types or {})
         key = (frames, callee, kind, _spill(stack))
         us[key] += sec / steps * 1e6
