@@ -127,7 +127,7 @@ def _start(sampler: _Sampler, interval: float):
     try:
         signal.signal(signal.SIGALRM, sampler.handler)
         signal.siginterrupt(signal.SIGALRM, False)    # restart interrupted system calls
-        signal.setitimer(signal.ITIMER_REAL, interval, interval)
+        signal.setitimer(signal.ITIMER_REAL, 0, 0)     # armed only for the sampled rounds
     except (OSError, ValueError) as e:
         signal.signal(signal.SIGALRM, old if old is not None else signal.SIG_DFL)
         raise SamplerError(f"the line sampler could not start its timer: {e}") from e
@@ -153,12 +153,14 @@ def _try(step, sync, steps: int, interval: float, rounds: int) -> tuple[dict, _S
     old = _start(sampler, interval)
     try:
         for _ in range(rounds):
-            plain.append(_round(step, steps, sync) / steps)
+            plain.append(_round(step, steps, sync) / steps)    # no timer: truly unsampled
             sampler.last = sampler.clock()
             sampler.on = True
+            signal.setitimer(signal.ITIMER_REAL, interval, interval)
             try:
                 sampled.append(_round(step, steps, sync))
             finally:
+                signal.setitimer(signal.ITIMER_REAL, 0, 0)
                 sampler.on = False
     finally:
         _stop(old)
