@@ -31,7 +31,8 @@ INTERVAL_S = 5e-4
 MAX_INTERVAL_S = 4e-3
 MIN_STEPS = 200               # a slow step is sampled over at least this many steps
 CHUNK_S = 0.125               # one sampled or plain round
-ROUNDS = 8                    # sampled rounds per try, each after a plain one: at least 1 s sampled
+ROUNDS = 8                    # sampled rounds per try, each after a plain one
+MIN_SAMPLED_S = 1.0           # more rounds (up to twice ROUNDS) until this much was sampled
 MAX_OVERHEAD = 0.10
 MIN_SAMPLES = 200             # fewer samples in the step: too few to split it by line
 MIN_STEP_US = 10.0            # a shorter step gives the sampler too few places to catch it
@@ -147,12 +148,12 @@ def _round(step, n, sync, clock=time.perf_counter) -> float:
     return clock() - t0
 
 
-def _try(step, sync, steps: int, interval: float, rounds: int) -> tuple[dict, _Sampler]:
+def _try(step, sync, steps: int, interval: float, rounds: int, min_s: float) -> tuple[dict, _Sampler]:
     sampler = _Sampler()
     plain, sampled = [], []
     old = _start(sampler, interval)
     try:
-        for _ in range(rounds):
+        while len(sampled) < rounds or (sum(sampled) < min_s and len(sampled) < 2 * rounds):
             plain.append(_round(step, steps, sync) / steps)    # no timer: truly unsampled
             sampler.last = sampler.clock()
             sampler.on = True
@@ -167,13 +168,13 @@ def _try(step, sync, steps: int, interval: float, rounds: int) -> tuple[dict, _S
     sampled = [x / steps for x in sampled]
     # paired: each sampled round against the plain round just before it, so host drift cancels
     ratios = [b / a for a, b in zip(plain, sampled) if a > 0]
-    return {"interval_us": interval * 1e6, "steps": steps * rounds, "wall_s": sum(sampled) * steps,
+    return {"interval_us": interval * 1e6, "steps": steps * len(sampled), "wall_s": sum(sampled) * steps,
             "step_us_plain": statistics.median(plain) * 1e6, "step_us_sampled": statistics.median(sampled) * 1e6,
             "overhead": statistics.median(ratios) - 1 if ratios else None, "samples": sampler.samples}, sampler
 
 
 def sample_step(step, sync, step_us: float | None, *, interval: float = INTERVAL_S, chunk_s: float = CHUNK_S,
-                rounds: int = ROUNDS, max_interval: float = MAX_INTERVAL_S) -> dict:
+                rounds: int = ROUNDS, max_interval: float = MAX_INTERVAL_S, min_s: float = MIN_SAMPLED_S) -> dict:
     """Samples `rounds` rounds of about `chunk_s` of steps each (after a plain round each), raising
     the interval while sampling distorts the step by more than MAX_OVERHEAD. `step_us` is the
     step's eager µs (sizes the rounds). Returns audit.json's `sampling` (see module doc); raises
@@ -182,7 +183,7 @@ def sample_step(step, sync, step_us: float | None, *, interval: float = INTERVAL
     steps = max(2, math.ceil(chunk_s / per), math.ceil(MIN_STEPS / rounds))
     tries = []
     while True:
-        t, sampler = _try(step, sync, steps, interval, rounds)
+        t, sampler = _try(step, sync, steps, interval, rounds, min_s)
         tries.append(t)
         if t["overhead"] is None or t["overhead"] <= MAX_OVERHEAD or interval * 2 > max_interval:
             break
