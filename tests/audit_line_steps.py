@@ -35,3 +35,22 @@ def line_of(marker: str) -> int:
             if text.rstrip().endswith(f"# marker: {marker}"):
                 return n
     raise KeyError(marker)
+
+
+# a trap step and its fixed version (CPU): the trap rebuilds a cache key and makes views per call
+B = torch.randn(96, 96)
+_CACHE = {}
+
+
+def keyed_step():
+    key = (tuple(A.shape), tuple(A.stride()), A.dtype)     # marker: key
+    w_t = B.t().unsqueeze(0)                               # marker: views
+    fn = _CACHE.setdefault(key, torch.matmul)
+    return fn(A, w_t[0])                                   # marker: work
+
+
+B_T = B.t()
+
+
+def keyed_step_fixed():
+    return torch.matmul(A, B_T)

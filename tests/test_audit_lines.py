@@ -244,6 +244,47 @@ def test_a_sparse_execute_line_takes_the_counting_pass_time():
     assert "1 with too few samples taking the counting pass's execute time" in report_lines._projection_text(p)[0]
 
 
+def test_projection_on_cpu_lands_on_the_fixed_step(tmp_path):
+    """The method end to end on CPU: a step that builds a key and two views per call, counted,
+    sampled and priced with churn figures measured here, projects to its fixed version's step.
+    Eager times alternate trap/fixed so host drift cancels; CPU hosts are noisy, so the band is
+    wider than the 15 % the H200 audits are held to."""
+    import statistics
+    import time
+
+    from cudnn_hostbench.bench.audit import count as audit_count
+    from cudnn_hostbench.bench.measure.records import Record, load_run, run_document, write_run
+
+    def us(fn, n=2000):
+        t = time.perf_counter()
+        for _ in range(n):
+            fn()
+        return (time.perf_counter() - t) / n * 1e6
+
+    def view():
+        return steps.A.view(96, 96)
+
+    def key():
+        return tuple((tuple(t.shape), tuple(t.stride()), t.dtype) for t in (steps.A, steps.B))
+
+    for fn in (steps.keyed_step, steps.keyed_step_fixed, view, key):
+        us(fn, 200)
+    rounds = [(us(steps.keyed_step), us(steps.keyed_step_fixed), us(lambda: None), us(view), us(key)) for _ in range(7)]
+    trap, fixed, reuse, new_view, cache_key = (statistics.median(r[i] for r in rounds) for i in range(5))
+    recs = [Record("churn", v, "256", "eager", samples=[x] * 5)
+            for v, x in (("reuse", reuse), ("new_view", new_view), ("cache_key", cache_key))]
+    run = load_run(write_run(tmp_path / "run.json", run_document(recs, {})))
+    c = audit_count.count_step(steps.keyed_step, 10, cudnn=None, torch=torch, device_type="cpu")
+    s = sampler.sample_step(steps.keyed_step, lambda: None, trap)
+    r = audit.price(_report(modes={"eager": {"median": trap}}, counts=c, sampling=s), run)
+    assert {"views", "metadata"} <= {f.rule for f in r.findings}
+    p = r.projection
+    work = f"{HERE}:{steps.line_of('work')}"
+    assert set(p["dropped"]) == {f"{HERE}:{steps.line_of('key')}", f"{HERE}:{steps.line_of('views')}"}
+    assert work in p["reduced"]          # its index view goes, the matmul stays
+    assert abs(audit_lines.against(p, fixed)) <= 0.3, (p["projected_us"], fixed, trap)
+
+
 def test_lines_that_do_not_sum_to_the_step_say_why():
     s = dict(SAMPLING, outside_us=60.0)
     t = audit_lines.table(s, 200.0)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from cudnn_hostbench.bench.audit import callsite
-from cudnn_hostbench.bench.audit.count import BUILD_STEPS
+from cudnn_hostbench.bench.audit.count import ALLOC_FNS, ALLOC_METHODS, BUILD_STEPS, VIEW_METHODS
 
 MAX_GAP = 0.10            # the lines must sum to the eager step within this share
 SPARSE = 30               # a kept line with fewer samples takes its execute time from the counting pass
@@ -27,6 +27,17 @@ REMOVES = frozenset({"rebuild", "new_output", "set_stream", "stream_query", "vie
                      "layout_copy", "copy", "sync", "new_pack", "capture"})
 # counts that mark a line as doing work the fixed step still does
 KEEPS = ("executes", "cublas_calls", "custom_op_calls", "custom_op_autograd_calls", "dispatcher_calls")
+_COPIES = ("contiguous", "clone", "copy_", "to")
+# the calls each removing finding takes out of a line (by the callee's name; a rebuild: any frontend
+# call but the ones a built graph still makes). Python glue around them (tuple(), list(), an
+# operator) goes with them; any other callee on the line stays.
+REMOVED_CALLS = {
+    "views": frozenset(VIEW_METHODS) | {"operator []"}, "metadata": frozenset({"stride", "size", "dim"}),
+    "new_output": frozenset(ALLOC_FNS) | frozenset(ALLOC_METHODS), "transpose": frozenset(_COPIES),
+    "layout_copy": frozenset(_COPIES), "copy": frozenset(_COPIES), "set_stream": frozenset({"set_stream"}),
+    "stream_query": frozenset({"current_stream", "cuda_stream"}),
+    "sync": frozenset({"item", "cpu", "tolist", "synchronize", "bool", "int", "float"}),
+}
 # fixed by calling the implementation directly: the line loses its measured dispatcher time
 DIRECT = frozenset({"custom_op", "dispatcher"})
 # frontend calls a step still makes once its graph is built: any other frontend call is a rebuild
@@ -135,7 +146,8 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict) 
 
     From the lines when the step was sampled: a line whose every finding removes its call (a
     rebuild, an allocation, a copy, a view, a stream query) and that does no work the fixed step
-    keeps (an execute, a cuBLAS call, a registered op) is dropped with its measured time; a line
+    keeps (an execute, a cuBLAS call, a registered op) loses the measured time of those calls and
+    their Python glue, keeping any other call on it (REMOVED_CALLS); a line
     that keeps its work loses its findings' priced cost, shared by count over their lines, except a
     registered op (custom_op, dispatcher), whose fix is the direct call: that line loses the time
     it measured inside the dispatcher. Lines
@@ -188,7 +200,10 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict) 
     per_exec = (counts.get("execute_us") or 0) / counts["executes"] if counts.get("executes") else 0.0
     for r in rows:
         if _dropped(r["line"], rules_on, keeps):
-            dropped.append(r["line"])
+            left = _left_after_removal(r, rules_on[r["line"]])
+            (reduced if left > 0 else dropped).append(r["line"])
+            kept_us += left
+            var += left ** 2 / max(r["n"] * left / r["us"], 1) if r["us"] > 0 else 0.0
             continue
         us, n = r["us"], r["n"]
         execs = (where.get("executes") or {}).get(r["line"])
@@ -208,8 +223,24 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict) 
 
 
 def _dropped(line: str, rules_on: dict, keeps: set) -> bool:
+    """Whether every finding on the line removes its call and the line does no work the fixed step keeps."""
     rules = rules_on.get(line)
     return bool(rules) and rules <= REMOVES and line not in keeps
+
+
+def _left_after_removal(row: dict, rules: set) -> float:
+    """µs of a line's callees that its removing findings do not explain (another call on it)."""
+    names = frozenset().union(*(REMOVED_CALLS.get(r, ()) for r in rules))
+    left = 0.0
+    for c in row["callees"]:
+        label, kind = c["callee"], c["kind"]
+        name = label if label.startswith("operator ") else _attr(label)
+        if name in names or kind in (callsite.PYTHON, callsite.OPERATOR):
+            continue
+        if "rebuild" in rules and kind == callsite.CUDNN and name not in RUN_CALLS:
+            continue
+        left += c["us"]
+    return left
 
 
 def against(projected: dict, measured_eager_us: float | None) -> float | None:
