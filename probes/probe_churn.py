@@ -1,5 +1,6 @@
 """Trap 4: per-call Python churn (a new variant-pack dict, a torch.empty output, a recomputed
-(shape, stride) cache key), each alone and all together, vs reusing them."""
+(shape, stride) cache key), each alone and all together, vs reusing them; and a tensor view made per
+call (`a.view(shape)` bound into the pack), the price of one per-call view/reshape op."""
 from cudnn_hostbench.bench.cudnn_graphs.cache_keys import GraphCache
 from cudnn_hostbench.bench.cudnn_graphs.context import prepare
 from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul, cube_sizes
@@ -29,6 +30,14 @@ def build(ctx, size):
         g.execute_plan_at_index(own, ws, i, handle=h)
         return out
 
+    own_view = dict(vp)   # its own long-lived pack: only A's entry changes per call
+    a_shape = tuple(a.shape)
+
+    def new_view():
+        own_view[tA] = a.view(a_shape)
+        g.execute_plan_at_index(own_view, ws, i, handle=h)
+        return c
+
     def cache_key():
         gg = cache[GraphCache.key(a, b)]
         gg.execute_plan_at_index(vp, ws, i, handle=h)
@@ -52,6 +61,7 @@ def build(ctx, size):
         "new_dict": mm.case(new_dict),
         "new_output": mm.case(new_output),
         "cache_key": mm.case(cache_key),
+        "new_view": mm.case(new_view),
         "all_three": mm.case(all_three),
     }
     return cases
@@ -67,13 +77,15 @@ PROBE = Probe(
         Variant("new_output", "trap", "torch.empty output per call", kernels=GEMM),
         Variant("cache_key", "trap", "(shape, stride, dtype) cache key per call", kernels=GEMM),
         Variant("all_three", "trap", "dict + torch.empty + cache key per call", kernels=GEMM),
+        Variant("new_view", "trap", "a.view(shape) made and bound per call", kernels=GEMM),
     ],
     build=build,
     sizes=cube_sizes,
     prepare=prepare,
     focus=True,
-    extra={"plans": dict.fromkeys(("reuse", "new_dict", "new_output", "cache_key", "all_three"), "heuristic"),
-           "pairs": [(t, "reuse", True) for t in ("new_dict", "new_output", "cache_key", "all_three")]},
+    extra={"plans": dict.fromkeys(("reuse", "new_dict", "new_output", "cache_key", "all_three", "new_view"),
+                                  "heuristic"),
+           "pairs": [(t, "reuse", True) for t in ("new_dict", "new_output", "cache_key", "all_three", "new_view")]},
 )
 
 

@@ -9,6 +9,7 @@ from cudnn_hostbench.bench.measure import trust
 from cudnn_hostbench.bench.measure.files import write_text_atomic
 from cudnn_hostbench.bench.measure.records import CALL_MODES as MODES
 
+from . import audit_lines, flame
 from .fmt import md_table, median_iqr, num
 
 
@@ -39,10 +40,13 @@ def render_text(r: AuditReport) -> str:
     for i, f in enumerate(r.findings, 1):
         lines.append(f"{i:2d}. [{f.label}] {f.title}: {num(f.cost_us)} µs/step{_share(f)}")
         lines.append(f"    seen: {f.evidence}")
+        if audit_lines.finding_lines(f):
+            lines.append(f"    at:   {audit_lines.finding_lines(f)}")
         lines += [f"    cost: {c}" for c in f.cost_from]
         lines.append(f"    fix:  {f.fix}")
     if _marks(r):
         lines.append(f"trust marks (⚑ on a cited figure): {_marks(r)}")
+    lines += audit_lines.text(r.lines, r.projection, _remainder(r))
     lines += ["", f"counts per step (steady state, {r.counts.get('steps', 0)} steps): " + _counts_line(r.counts)]
     lines += [f"note: {n}" for n in r.notes]
     return "\n".join(lines) + "\n"
@@ -63,11 +67,14 @@ def render_markdown(r: AuditReport) -> str:
     if not r.findings:
         md.append("No traps found.")
     else:
-        md.append(md_table(["#", "trap", "finding", "seen per step", "µs/step", "cost from", "fix"],
-                           [[i, f.label, f.title, f.evidence, num(f.cost_us) + _share(f), "; ".join(f.cost_from) or "–", f.fix]
-                            for i, f in enumerate(r.findings, 1)]))
+        md.append(md_table(["#", "trap", "finding", "seen per step", "at lines", "µs/step", "cost from", "fix"],
+                           [[i, f.label, f.title, f.evidence, audit_lines.finding_lines(f) or "–", num(f.cost_us) + _share(f),
+                             "; ".join(f.cost_from) or "–", f.fix] for i, f in enumerate(r.findings, 1)]))
         if _marks(r):
             md += ["", f"Trust marks (⚑ on a cited figure): {_marks(r)}."]
+    md += audit_lines.markdown(r.lines, r.projection, _remainder(r))
+    if (r.sampling or {}).get("stacks"):
+        md += ["", f"The sampled stacks as an icicle chart: [{FLAME}]({FLAME}) (open it in a browser; click a box to zoom)."]
     md += ["", f"## Counts per step (steady state, {r.counts.get('steps', 0)} steps)", "",
            md_table(["count", "per step"], [[k, f"{v:g}"] for k, v in r.counts.items()
                                             if k != "steps" and isinstance(v, (int, float))])]
@@ -80,9 +87,20 @@ def render_markdown(r: AuditReport) -> str:
     return "\n".join(md) + "\n"
 
 
+FLAME = "flame.html"
+
+
+def _remainder(r: AuditReport) -> list:
+    names = set((r.lines or {}).get("remainder") or ())
+    return [x for x in (r.lines or {}).get("rows") or () if x["line"] in names]
+
+
 def write_outputs(r: AuditReport, out_dir) -> list[Path]:
-    """audit.md and audit.json, both rendered before either is written, each written whole."""
+    """audit.md, audit.json and (when the step was sampled) flame.html, all rendered before any
+    is written, each written whole."""
     texts = {"audit.md": render_markdown(r), "audit.json": json.dumps(r.to_dict(), indent=1, default=str)}
+    if (r.sampling or {}).get("stacks"):
+        texts[FLAME] = flame.render_html(flame.tree(r.sampling), f"hostbench audit: {r.target}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     return [write_text_atomic(out / name, text) for name, text in texts.items()]

@@ -556,13 +556,14 @@ def parser() -> ArgParser:
     p = command("audit", cmd_audit,
                 description=("Which integration traps your own step hits, and what each costs on this GPU: times "
                              "the step eager, replayed in a CUDA graph and on the device, counts what it calls, "
-                             f"and prices each trap with the probes' figures. It {target.NEEDS}."),
-                epilog="exit codes: 0 done; 2 bad input or no CUDA GPU / cuDNN frontend here; "
-                       "1 the audit failed part way (nothing written)")
+                             "samples its host time by source line, prices each trap with the probes' figures "
+                             f"and projects the step with every trap fixed. It {target.NEEDS}."),
+                epilog="exit codes: 0 done; 2 bad input (including a line sampler that cannot start), or no CUDA "
+                       "GPU / cuDNN frontend here; 1 the audit failed part way (nothing written)")
     p.add_argument("target", help="path/to/file.py:make_step; make_step() sets up and returns a zero-argument step")
     p.add_argument("--run-file", help="run file with the probes' figures (default: newest results/*/run.json "
                                       "measured on this GPU, else reports/reference/<gpu>/run.json)")
-    p.add_argument("--out", help="also write audit.md and audit.json into this folder (default: print only)")
+    p.add_argument("--out", help="also write audit.md, audit.json and flame.html into this folder (default: print only)")
     p.add_argument("--rounds", type=int, default=timing.Options.rounds,
                    help="interleaved timing rounds per mode")
     p.add_argument("--count-steps", type=int, default=COUNT_STEPS,
@@ -571,12 +572,13 @@ def parser() -> ArgParser:
     p = command("reprice", cmd_reprice,
                 description="Price a saved audit's findings again from another run file of the probes (e.g. "
                             "after a new run on the same GPU). What the audit measured of the step (its modes, "
-                            "counts and kernels) stays as it was; only the costs and their citations change.",
+                            "counts, kernels and sampled stacks) stays as it was; the costs, their citations, the "
+                            "line table and the projection are computed again.",
                 epilog="exit codes: 0 written; 2 bad input (an unreadable audit or run file, a bad --out)")
     p.add_argument("audit", help="audit.json, or the folder `hostbench audit --out` wrote it to")
     p.add_argument("--run-file", required=True, help="run file with the probes' figures to price with")
-    p.add_argument("--out", help="folder for the new audit.md and audit.json (default: the audit's own folder, "
-                                 "replacing both files)")
+    p.add_argument("--out", help="folder for the new audit.md, audit.json and flame.html (default: the audit's "
+                                 "own folder, replacing its files)")
     node_cmd.add_arguments(command("node", node_cmd.run, description=node_cmd.__doc__))
     return ap
 

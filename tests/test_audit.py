@@ -263,7 +263,9 @@ def test_counts_naive_and_fixed_shapes(cpu_stream):
     assert c["alloc_counted_by"] == "factory calls" and c["alloc_calls"] == {"torch.empty": 1.0}
     assert c["set_stream"] == 1 and c["set_stream_cached"] == 1 and c["set_stream_backend"] == 0
     assert c["stream_queries"] == 1
-    assert set(by_rule(cost.evaluate(c, None))) == NAIVE_RULES
+    assert c["tensor_views"] == 1 and c["stride_reads"] == 0      # w.t() per step, from this file
+    assert set(c["lines"]["tensor_views"]) == {f"tests/test_audit.py:{naive.__code__.co_firstlineno + 1}"}
+    assert set(by_rule(cost.evaluate(c, None))) == NAIVE_RULES | {"views"}
 
     g = cudnn.pygraph()
     g.build()
@@ -440,7 +442,7 @@ def test_copies_counted_by_call_on_cpu(cpu_stream):
     by_call = {x["call"]: x for x in c["copy_list"]}
     t = by_call[".contiguous()"]
     assert t["kind"] == "transposed" and t["shape"] == [8, 16] and t["stride"] == [1, 8] and t["transposed_view"]
-    assert t["dtype"] == "float32" and t["where"].startswith("test_audit.py:")
+    assert t["dtype"] == "float32" and t["where"].startswith("tests/test_audit.py:")
     assert by_call[".contiguous(memory_format=torch.channels_last)"]["kind"] == "channels_last"
     assert by_call[".copy_()"]["kind"] == "channels_last"
     assert by_call[".clone(memory_format=torch.contiguous_format)"]["kind"] == "other"
@@ -538,11 +540,13 @@ def test_audit_keeps_going_when_capture_fails(run, monkeypatch, cpu_stream):
     monkeypatch.setattr(audit, "_device_mode", lambda step, sync, opt: (
         {"median": 5.0, "iqr": 0.1, "q1": 5, "q3": 5.1, "n": 3}, 2.0,
         [["nvjet_tst", 1.0, 2.0], ["direct_copy_kernel_cuda", 1.0, 3.0]]))
+    monkeypatch.setattr(audit.audit_sampler, "sample_step", lambda step, sync, us: {"error": "not sampled here"})
     steps = []
     ctx = types.SimpleNamespace(stream=None)
     rep = audit.audit(lambda: (steps.append(1), torch.cuda.synchronize()), run_file=run.path, ctx=ctx,
                       count_steps=3, target="t.py:make_step")
     assert len(steps) == 1 + 1 + 3                                   # first call, uncounted, counted
+    assert rep.sampling == {"error": "not sampled here"}
     g = rep.modes["graph"]["error"]
     assert g == ("not capturable — the step synchronizes (torch.cuda.synchronize) during capture: "
                  "operation not permitted when stream is capturing")

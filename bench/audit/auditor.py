@@ -4,8 +4,9 @@
     from cudnn_hostbench.bench.audit import audit; report = audit(step)
 
 Order of the passes (one process, one step): a first plain call; eager timing; CUDA-graph capture
-and replay; the counting pass (bench.audit.count, wrappers only inside it); the device mode
-(torch.profiler) last, because a profiler session slows later host timing in the same process.
+and replay; the counting pass (bench.audit.count, wrappers only inside it); the line sampler
+(bench.audit.sampler: host time by source line); the device mode (torch.profiler) last, because a
+profiler session slows later host timing in the same process.
 Trap costs come from a run file of the probes (bench.audit.cost, bench.audit.rules). A failed
 capture is summarised in one line after the counting pass, whose counts name the cause.
 Needs a CUDA GPU and nvidia-cudnn-frontend. The report is rendered by reports.audit_report.
@@ -19,12 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudnn_hostbench.bench.audit import count as audit_count
+from cudnn_hostbench.bench.audit import lines as audit_lines
 from cudnn_hostbench.bench.audit import packs as audit_packs
 from cudnn_hostbench.bench.audit import rules as audit_rules
+from cudnn_hostbench.bench.audit import sampler as audit_sampler
 from cudnn_hostbench.bench.audit.cost import Finding, evaluate, load_costs
 from cudnn_hostbench.bench.audit.plan_choice import PREFIX as PLAN_NOTE
 from cudnn_hostbench.bench.audit.plan_choice import recommend as recommend_plan
-from cudnn_hostbench.bench.audit.target import first_call
+from cudnn_hostbench.bench.audit.target import AuditInputError, first_call
 from cudnn_hostbench.bench.measure import stats, timing
 
 COUNT_STEPS = 10
@@ -44,6 +47,9 @@ class AuditReport:
     run_file: str | None
     run_note: str
     notes: list = field(default_factory=list)
+    sampling: dict = field(default_factory=dict)      # the line sampler's stacks (bench.audit.sampler), or {"error"}
+    lines: dict = field(default_factory=dict)         # derived: host time by line (bench.audit.lines)
+    projection: dict = field(default_factory=dict)    # derived: the step with every finding fixed
 
     @property
     def capture_error(self) -> str | None:
@@ -56,7 +62,7 @@ class AuditReport:
     def from_dict(cls, d: dict) -> "AuditReport":
         """An audit.json read back (ValueError/KeyError/TypeError on a file that is not one)."""
         names = {f.name for f in dataclasses.fields(cls)}
-        missing = names - set(d) - {"notes"}
+        missing = names - set(d) - {"notes", "sampling", "lines", "projection"}
         if missing:
             raise ValueError(f"missing {', '.join(sorted(missing))}")
         kw = {k: d[k] for k in names if k in d}
@@ -115,6 +121,9 @@ def audit(step, *, run_file=None, rounds: int | None = None, count_steps: int = 
     from cudnn_hostbench.bench.measure.context import GpuContext
     if timing.profiler_has_run():
         raise timing.ContaminatedError("a torch.profiler session already ran in this process: audit in a fresh process")
+    why = audit_sampler.cannot_start()
+    if why:   # before anything is measured, so nothing measured is lost
+        raise AuditInputError(why)
     ctx = ctx or GpuContext()
     env = _env(ctx)
     run, run_path, run_note = load_costs(run_file, env.get("gpu_name"), root)
@@ -140,6 +149,8 @@ def audit(step, *, run_file=None, rounds: int | None = None, count_steps: int = 
         sync()
         counts = audit_count.count_step(step, count_steps, memory_stats=torch.cuda.memory_stats)
         sync()
+        sampling = _sample(step, sync, modes["eager"].get("median"))
+        sync()
         device, kpc, kernels = _device_mode(step, sync, opt)
     if capture_failed is not None:  # summarised after counting: the counts name the cause
         modes["graph"] = {"error": audit_rules.capture_summary(capture_failed, counts),
@@ -150,8 +161,19 @@ def audit(step, *, run_file=None, rounds: int | None = None, count_steps: int = 
     report = AuditReport(
         target=target or getattr(step, "__qualname__", repr(step)), env=env, modes=modes, kernels_per_step=kpc,
         kernels=kernels, host_overhead_us=(eager - device) if eager is not None and device is not None else None,
-        counts=counts, findings=[], avoidable_us=0.0, run_file=run_path, run_note=run_note, notes=notes)
+        counts=counts, findings=[], avoidable_us=0.0, run_file=run_path, run_note=run_note, notes=notes,
+        sampling=sampling)
     return price(report, run)
+
+
+def _sample(step, sync, eager_us) -> dict:
+    """The line sampler's result, or {"error": why} (the rest of the audit stands without it)."""
+    try:
+        return audit_sampler.sample_step(step, sync, eager_us)
+    except audit_sampler.SamplerError as e:
+        return {"error": str(e)}
+    except Exception as e:  # noqa: BLE001 - the step failing while sampled: say so, keep the rest
+        return {"error": f"the step raised while sampled: {audit_rules.error_line(f'{type(e).__name__}: {e}')}"}
 
 
 OVER_NOTE = ("the avoidable sum exceeds the measured host overhead: run-file figures come from another "
@@ -168,6 +190,12 @@ def price(report: AuditReport, run) -> AuditReport:
     if step:   # what share of the user's own step each finding is
         findings = [dataclasses.replace(f, share=f.cost_us / step if f.cost_us is not None else None)
                     for f in findings]
+    table = audit_lines.table(report.sampling, step)
+    tied = audit_lines.tie(findings, report.counts, table)
+    findings = [dataclasses.replace(f, lines=tied.get(f.rule, [])) for f in findings]
+    if table.get("rows") is not None:
+        table["remainder"] = [r["line"] for r in audit_lines.remainder(table, tied)]
+    projection = audit_lines.project(findings, report.counts, table, tied, report.modes)
     avoidable = sum(f.cost_us for f in findings if f.cost_us is not None)
     notes = [n for n in report.notes
              if n != OVER_NOTE and not n.startswith(audit_packs.NOTE_PREFIX) and not n.startswith(PLAN_NOTE)]
@@ -179,4 +207,9 @@ def price(report: AuditReport, run) -> AuditReport:
     plan = recommend_plan(run, report.counts)
     if plan:
         notes.append(plan)
-    return dataclasses.replace(report, findings=findings, avoidable_us=avoidable, notes=notes)
+    run_note = report.run_note
+    fe_run, fe_audit = (run.fingerprint.get("cudnn_frontend") if run else None), report.env.get("cudnn_frontend")
+    if fe_run and fe_audit and fe_run != fe_audit and "measured with frontend" not in run_note:
+        run_note += f"; the run measured frontend {fe_run}, the audit ran {fe_audit}: figures may not carry over"
+    return dataclasses.replace(report, findings=findings, avoidable_us=avoidable, notes=notes, lines=table,
+                               projection=projection, run_note=run_note)

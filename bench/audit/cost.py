@@ -93,6 +93,7 @@ class Finding:
     fix: str = ""
     flagged: bool = False          # a cited probe figure carries a trust flag
     share: float | None = None     # cost_us as a share of the user's own eager step
+    lines: list = field(default_factory=list)   # [{"line", "per_step", "us"}]: where its calls were counted
 
 
 def _part_cost(part, counts, run, measured) -> tuple[float | None, str, bool]:

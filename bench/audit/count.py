@@ -21,7 +21,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from cudnn_hostbench.bench.audit import dispatch
+from cudnn_hostbench.bench.audit import dispatch, usercode
 
 BUILD_STEPS = ("validate", "build_operation_graph", "create_execution_plans", "check_support",
                "build_plans", "build_plan_at_index", "build", "deserialize")
@@ -35,12 +35,19 @@ CUBLAS_METHODS = ("mm", "matmul", "__matmul__")
 SYNC_METHODS = {"item": ".item()", "cpu": ".cpu()", "tolist": ".tolist()", "__bool__": "bool(tensor)",
                 "__int__": "int(tensor)", "__float__": "float(tensor)"}
 COPY_KINDS = ("transposed", "channels_last", "other")
+# Tensor methods that make a view (or index) per call; counted when user code calls them
+VIEW_METHODS = ("view", "view_as", "reshape", "reshape_as", "unsqueeze", "squeeze", "t", "transpose", "permute",
+                "expand", "expand_as", "flatten", "unflatten", "narrow", "select", "as_strided", "__getitem__")
+# reads of a tensor's layout that build a cache key or a graph's description per call
+META_METHODS = ("stride", "size", "dim")
+NO_LINES = ("build_us", "execute_us", "pack_tensors", "pack_tensors_dict", "pack_extra_tensors_dict",
+            *(f"copy_bytes_{k}" for k in COPY_KINDS))
 ALLOC_STAT = "allocation.all.allocated"    # allocator requests, cached blocks included
 MIN_STEPS = 2                              # a step boundary must be seen to count switches across it
 
 # every per-step count the pass reports, so absent ones read as 0
 COUNT_KEYS = (
-    "graphs_created", *BUILD_STEPS, "graph_builds", "build_us",
+    "graphs_created", *BUILD_STEPS, "graph_builds", "build_us", "execute_us",
     "execute", "execute_plan_at_index", "execute_ordered", "executes", "new_packs",
     "set_stream", "set_stream_backend", "set_stream_cached", "stream_queries",
     "cuda_allocs", "cuda_allocs_explicit", "cuda_factory_calls",
@@ -49,6 +56,8 @@ COUNT_KEYS = (
     # bench.audit.dispatch: registered ops reached through the dispatcher; tensors per variant pack
     "custom_op_calls", "custom_op_autograd_calls", "dispatcher_calls",
     "pack_tensors", "pack_tensors_dict", "pack_extra_tensors_dict",
+    # per-call views and layout reads made by user code (bench.audit.rules: views, metadata)
+    "tensor_views", "stride_reads", "shape_reads",
 )
 EXECUTE_PROBE_PACK = 3    # tensors in the execute probe's pack: what its per-call figures already include
 
@@ -155,10 +164,14 @@ class Tally:
         self.names = {"alloc": Counter(), "sync": Counter(), "op": Counter(), "pack": Counter()}
         self.copies = Counter()          # (call, where, kind, shape, dtype, stride, transposed, bytes) -> n
         self.counting = False
+        self.where = {}                  # count key -> Counter of the user lines it came from
 
     def add(self, key: str, n: float = 1) -> None:
         if self.counting:
             self.total[key] += n
+            if not key.startswith("_") and key not in NO_LINES:
+                line = usercode.innermost_user_line(sys._getframe(1)) or "(no user line)"
+                self.where.setdefault(key, Counter())[line] += 1
 
     def name(self, family: str, name: str) -> None:
         if self.counting:
@@ -256,6 +269,7 @@ def _nested(tally, family, key, orig, before=None, after=None, timed=None):
         try:
             if outer and before:
                 before(args, kwargs)
+                t0 = time.perf_counter()     # time the call, not the bookkeeping
             out = orig(*args, **kwargs)
             if outer and after:
                 after(args, kwargs, out)
@@ -287,7 +301,7 @@ def _wrap_cudnn(p: Patcher, tally: Tally, cudnn) -> None:
                 tally.add("execute_ordered" if kwargs.get("tensor_uids") is not None else name)
             return before
         for name in EXECUTES:
-            p.patch(cls, name, lambda o, n=name: _nested(tally, "execute", "_calls_" + n, o,
+            p.patch(cls, name, lambda o, n=name: _nested(tally, "execute", "_calls_" + n, o, timed="execute_us",
                                                          before=before_exec(n)))
     pb = getattr(cudnn, "_pybind_module", None)
     has_raw = pb is not None and hasattr(pb, "_raw_set_stream")
@@ -337,7 +351,7 @@ def _copy_wrapper(tally, call, orig, device_type, made):
         if outer and tally.counting:
             got = made(args, kwargs, out)
             if got is not None and _on_device(got[0], device_type) and got[0].numel() > 0:
-                tally.copy(call(args, kwargs), _caller(), *got)
+                tally.copy(call(args, kwargs), usercode.innermost_user_line(sys._getframe(1)) or _caller(), *got)
         return out
     return wrapper
 
@@ -371,6 +385,37 @@ def _wrap_copies(p: Patcher, tally: Tally, Tensor, device_type: str) -> None:
     p.patch(Tensor, "clone", lambda o: _copy_wrapper(
         tally, lambda a, k: f".clone({_fmt_kw(k)})", o, device_type, new_tensor))
     p.patch(Tensor, "copy_", lambda o: _copy_wrapper(tally, lambda a, k: ".copy_()", o, device_type, into))
+
+
+def _from_user(depth: int = 2) -> bool:
+    """Whether the call `depth` frames up came straight from user code (torch's own Python
+    makes views and reads strides all the time: those are the op's cost, not the user's)."""
+    try:
+        return usercode.is_user(sys._getframe(depth).f_code.co_filename)
+    except ValueError:
+        return False
+
+
+def _wrap_views(p: Patcher, tally: Tally, Tensor, device_type: str) -> None:
+    def counted(key, orig):
+        def wrapper(self, *args, **kwargs):
+            if tally.counting and _on_device(self, device_type) and _from_user():
+                tally.add(key)
+            return orig(self, *args, **kwargs)
+        return wrapper
+    for name in VIEW_METHODS:
+        p.patch(Tensor, name, lambda o: counted("tensor_views", o))
+    for name in META_METHODS:
+        p.patch(Tensor, name, lambda o, n=name: counted("stride_reads" if n == "stride" else "shape_reads", o))
+    shape = getattr(Tensor, "shape", None)
+    if shape is not None and hasattr(shape, "__get__"):
+        def make(orig):
+            def get(self):
+                if tally.counting and _on_device(self, device_type) and _from_user():
+                    tally.add("shape_reads")
+                return orig.__get__(self, type(self))
+            return property(get)
+        p.patch(Tensor, "shape", make)
 
 
 def _wrap_torch(p: Patcher, tally: Tally, torch, device_type: str) -> None:
@@ -418,6 +463,7 @@ def _wrap_torch(p: Patcher, tally: Tally, torch, device_type: str) -> None:
     for name, shown in SYNC_METHODS.items():
         p.patch(Tensor, name, lambda o, s=shown: _nested(tally, "sync", "_sync_calls", o, before=sync_on_self(s)))
     _wrap_copies(p, tally, Tensor, device_type)
+    _wrap_views(p, tally, Tensor, device_type)
 
     cuda = getattr(torch, "cuda", None)
     p.patch(cuda, "current_stream", lambda o: _nested(tally, "stream", "stream_queries", o))
@@ -453,6 +499,7 @@ def _results(tally: Tally, steps: int, stats_before, stats_after) -> dict:
     out["sync_calls"] = {k: v / steps for k, v in sorted(tally.names["sync"].items())}
     out["op_calls"] = {k: v / steps for k, v in sorted(tally.names["op"].items())}
     out["pack_sizes"] = {k: v / steps for k, v in sorted(tally.names["pack"].items())}
+    out["lines"] = {k: {w: n / steps for w, n in c.most_common()} for k, c in sorted(tally.where.items())}
     out["copy_list"] = [
         {"call": call, "where": where, "kind": kind, "shape": list(shape), "dtype": dtype, "stride": list(stride),
          "transposed_view": transposed, "bytes": nbytes, "per_step": n / steps}

@@ -216,6 +216,24 @@ RULES = (
              "for allocations inside ops, pass out= or reuse a preallocated buffer"),
     ),
     Rule(
+        id="views", trap=4, title="tensor views made every step",
+        fires=lambda c: _n(c, "tensor_views") > 0,
+        evidence="{tensor_views:g} views, reshapes or index expressions per step made by the step's own code",
+        parts=((Figure("churn", "new_view", ("reuse",), "tensor_views"),),),
+        fix=("make views once at set-up (bind W.t().unsqueeze(0), x[0], x.view(...) once and keep them) and reuse "
+             "them while the input is the same tensor"),
+    ),
+    Rule(
+        id="metadata", trap=4, title="cache key or graph description rebuilt from shapes and strides every step",
+        fires=lambda c: _n(c, "stride_reads") > 0,
+        evidence=("{stride_reads:g} stride() and {shape_reads:g} shape/size reads per step by the step's own code "
+                  "(a (shape, stride, dtype) key, or a graph described again)"),
+        # the churn probe's key reads shape and stride of 2 tensors: half its cost per stride read
+        parts=((Figure("churn", "cache_key", ("reuse",), "stride_reads", scale=0.5),),),
+        fix=("key the cache on the tensor object (`x is self._last_x`) and build the (shape, stride, dtype) key "
+             "only for an input not seen before"),
+    ),
+    Rule(
         id="transpose", trap=5, title="transposed view materialized every step (a W.t() weight made contiguous)",
         fires=lambda c: _n(c, "copies_transposed") > 0,
         evidence="{copies_transposed:g} copies of a transposed view into a contiguous tensor per step",

@@ -1,0 +1,249 @@
+"""Host time by source line, from the line sampler's stacks (audit.json's `sampling`): the line
+table, the lines each finding's calls were counted on, the lines no finding explains, and the step
+projected with every finding fixed. Pure functions of a saved audit, so `hostbench reprice`
+recomputes them without a GPU."""
+from __future__ import annotations
+
+import math
+
+from cudnn_hostbench.bench.audit import callsite
+from cudnn_hostbench.bench.audit.count import ALLOC_FNS, ALLOC_METHODS, BUILD_STEPS, VIEW_METHODS
+
+MAX_GAP = 0.10            # the lines must sum to the eager step within this share
+SPARSE = 30               # a kept line with fewer samples takes its execute time from the counting pass
+NO_USER = "(no user frame)"
+
+# per-step counts whose lines tie a finding to the source (counts["lines"])
+RULE_KEYS = {
+    "rebuild": ("graphs_created", *BUILD_STEPS), "generic_execute": ("execute",), "set_stream": ("set_stream",),
+    "stream_query": ("stream_queries",), "new_pack": ("new_packs",), "new_output": ("cuda_factory_calls",),
+    "views": ("tensor_views",), "metadata": ("stride_reads", "shape_reads"), "transpose": ("copies_transposed",),
+    "layout_copy": ("copies_channels_last",), "copy": ("copies_other",), "interleave": ("executes", "cublas_calls"),
+    "custom_op": ("custom_op_calls", "custom_op_autograd_calls"), "dispatcher": ("dispatcher_calls",),
+    "pack_size": ("executes",), "sync": ("syncs",), "capture": ("syncs", "graphs_created"),
+}
+# fixing these removes the call from the step; the others make a needed call cheaper
+REMOVES = frozenset({"rebuild", "new_output", "set_stream", "stream_query", "views", "metadata", "transpose",
+                     "layout_copy", "copy", "sync", "new_pack", "capture"})
+# counts that mark a line as doing work the fixed step still does
+KEEPS = ("executes", "cublas_calls", "custom_op_calls", "custom_op_autograd_calls", "dispatcher_calls")
+_COPIES = ("contiguous", "clone", "copy_", "to")
+# the calls each removing finding takes out of a line (by the callee's name; a rebuild: any frontend
+# call but the ones a built graph still makes). Python glue around them (tuple(), list(), an
+# operator) goes with them; any other callee on the line stays.
+REMOVED_CALLS = {
+    "views": frozenset(VIEW_METHODS) | {"operator []"}, "metadata": frozenset({"stride", "size", "dim"}),
+    "new_output": frozenset(ALLOC_FNS) | frozenset(ALLOC_METHODS), "transpose": frozenset(_COPIES),
+    "layout_copy": frozenset(_COPIES), "copy": frozenset(_COPIES), "set_stream": frozenset({"set_stream"}),
+    "stream_query": frozenset({"current_stream", "cuda_stream"}),
+    "sync": frozenset({"item", "cpu", "tolist", "synchronize", "bool", "int", "float"}),
+}
+# fixed by calling the implementation directly: the line loses its measured dispatcher time
+DIRECT = frozenset({"custom_op", "dispatcher"})
+# frontend calls a step still makes once its graph is built: any other frontend call is a rebuild
+RUN_CALLS = frozenset({"execute", "execute_plan_at_index", "set_stream", "_raw_set_stream"})
+
+
+def _line_of(stack: dict) -> tuple[str, str]:
+    frames = stack.get("frames") or []
+    user = [f for f in frames if f[3]]
+    if not user:
+        return NO_USER, frames[-1][2] if frames else ""
+    f = user[-1]
+    return f"{f[0]}:{f[1]}", f[2]
+
+
+def table(sampling: dict | None, eager_us: float | None) -> dict:
+    """{"rows": [{line, function, us, n, share, callees: [{callee, kind, us}], spill}], sum_us, ...}
+    most time first; {} without sampling, {"error"} when the sampler failed."""
+    if not sampling:
+        return {}
+    if sampling.get("error"):
+        return {"error": sampling["error"]}
+    rows = {}
+    for st in sampling.get("stacks") or ():
+        line, fn = _line_of(st)
+        r = rows.setdefault(line, {"line": line, "function": fn, "us": 0.0, "n": 0, "callees": {}, "spill": []})
+        r["us"] += st["us"]
+        r["n"] += st["n"]
+        key = (st["callee"], st["kind"])
+        r["callees"][key] = r["callees"].get(key, 0.0) + st["us"]
+        r["spill"] += [s for s in st.get("spill") or () if s not in r["spill"]]
+    out = []
+    for r in sorted(rows.values(), key=lambda r: -r["us"]):
+        r["callees"] = [{"callee": c, "kind": k, "us": u} for (c, k), u in sorted(r["callees"].items(), key=lambda x: -x[1])]
+        r["share"] = r["us"] / eager_us if eager_us else None
+        out.append(r)
+    total = sum(r["us"] for r in out)
+    t = {"rows": out, "sum_us": total, "eager_us": eager_us, "loop_us": sampling.get("loop_us", 0.0),
+         "outside_us": sampling.get("outside_us", 0.0), "overhead": sampling.get("overhead"),
+         "interval_us": sampling.get("interval_us"), "samples": sampling.get("samples"),
+         "step_us_sampled": sampling.get("step_us_sampled"), "step_us_plain": sampling.get("step_us_plain"),
+         "steps": sampling.get("steps"), "verdict": sampling.get("verdict", ""),
+         "coverage": total / eager_us if eager_us else None}
+    t["note"] = gap_note(t)
+    return t
+
+
+def gap_note(t: dict) -> str:
+    """'' when the lines sum to the eager step within MAX_GAP, else by how much and where the rest went."""
+    eager, total = t.get("eager_us"), t.get("sum_us") or 0.0
+    if not eager:
+        return "no eager figure to compare the lines with"
+    gap = total / eager - 1
+    if abs(gap) <= MAX_GAP:
+        return ""
+    why = []
+    if t.get("outside_us", 0) > MAX_GAP * eager / 2:
+        why.append(f"{t['outside_us']:.1f} µs/step waited outside the step (the sync after each sampled round: "
+                   "the GPU ran behind the host, so this step is device-bound there)")
+    if t.get("loop_us", 0) > MAX_GAP * eager / 2:
+        why.append(f"{t['loop_us']:.1f} µs/step landed between steps (operators at the end of the step, whose "
+                   "time goes to the next call: the loop's)")
+    if t.get("overhead") is not None and abs(t["overhead"]) > MAX_GAP / 2:
+        why.append(f"sampling changed the step by {t['overhead'] * 100:+.0f} %")
+    plain = t.get("step_us_plain")
+    if plain and abs(plain / eager - 1) > MAX_GAP / 2:
+        why.append(f"the sampler's own plain rounds ran at {plain:.1f} µs/step against the eager mode's "
+                   f"{eager:.1f} (another host state, or rounds without a sync per call)")
+    return (f"the lines sum to {total:.1f} µs/step, {total / eager * 100:.0f} % of the eager step ({eager:.1f} µs)"
+            + (": " + "; ".join(why) if why else ""))
+
+
+def _attr(callee: str) -> str:
+    name = callee.rstrip("()").rsplit(".", 1)[-1]
+    return name.lstrip("…")
+
+
+def tie(findings, counts: dict, lines_table: dict) -> dict:
+    """{rule: [{"line", "per_step", "us"}]}: where each finding's calls were counted (counts["lines"]),
+    with the line's sampled µs; a rebuild also ties the lines whose sampled callee builds a graph."""
+    where = counts.get("lines") or {}
+    us = {r["line"]: r["us"] for r in lines_table.get("rows") or ()}
+    out = {}
+    for f in findings:
+        got = {}
+        for key in RULE_KEYS.get(f.rule, ()):
+            for line, n in (where.get(key) or {}).items():
+                got[line] = got.get(line, 0.0) + n
+        if f.rule == "rebuild":
+            for r in lines_table.get("rows") or ():
+                if any(c["kind"] == callsite.CUDNN and _attr(c["callee"]) not in RUN_CALLS for c in r["callees"]):
+                    got.setdefault(r["line"], None)
+        out[f.rule] = [{"line": ln, "per_step": n, "us": us.get(ln)}
+                       for ln, n in sorted(got.items(), key=lambda x: -(us.get(x[0]) or 0))]
+    return out
+
+
+def remainder(lines_table: dict, tied: dict) -> list:
+    """The table's rows on no finding's lines, most time first."""
+    covered = {x["line"] for v in tied.values() for x in v}
+    return [r for r in lines_table.get("rows") or () if r["line"] not in covered]
+
+
+def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict) -> dict:
+    """The eager step with every finding fixed, and the CUDA-graph ceiling beside it.
+
+    From the lines when the step was sampled: a line whose every finding removes its call (a
+    rebuild, an allocation, a copy, a view, a stream query) and that does no work the fixed step
+    keeps (an execute, a cuBLAS call, a registered op) loses the measured time of those calls and
+    their Python glue, keeping any other call on it (REMOVED_CALLS); a line
+    that keeps its work loses its findings' priced cost, shared by count over their lines, except a
+    registered op (custom_op, dispatcher), whose fix is the direct call: that line loses the time
+    it measured inside the dispatcher. Lines
+    are in sampled time, scaled to the eager step. Without sampling: eager − the priced findings."""
+    eager = (modes.get("eager") or {}).get("median")
+    graph = (modes.get("graph") or {}).get("median")
+    device = (modes.get("device") or {}).get("median")
+    out = {"eager_us": eager, "graph_us": graph, "device_us": device,
+           "graph_error": (modes.get("graph") or {}).get("error")}
+    if eager is None:
+        return dict(out, projected_us=None, method="none", note="no eager figure")
+    priced = [f for f in findings if f.cost_us is not None]
+    rows = [] if lines_table.get("verdict") else lines_table.get("rows") or []   # unresolved: not by line
+    if not rows:
+        proj = max(0.0, eager - sum(f.cost_us for f in priced))
+        return dict(out, projected_us=proj, method="eager − priced findings", err_us=None,
+                    unpriced=sorted({f.rule for f in findings if f.cost_us is None}), dropped=[], reduced=[])
+    where = counts.get("lines") or {}
+    keeps = {ln for k in KEEPS for ln in (where.get(k) or {})}
+    rules_on = {}
+    for rule, items in tied.items():
+        for x in items:
+            rules_on.setdefault(x["line"], set()).add(rule)
+    # a finding with no price is left in, unless every line it was counted on is dropped
+    unpriced = sorted(f.rule for f in findings if f.cost_us is None
+                      and not (tied.get(f.rule) and all(_dropped(x["line"], rules_on, keeps) for x in tied[f.rule])))
+    cut = {}                                   # line -> µs taken off a kept line
+    rows_by = {r["line"]: r for r in rows}
+    for f in findings:
+        if f.rule in DIRECT:                   # measured: the line's time inside the dispatcher
+            for x in tied.get(f.rule) or ():
+                r = rows_by.get(x["line"])
+                if r is not None:
+                    cut[x["line"]] = cut.get(x["line"], 0.0) + sum(
+                        c["us"] for c in r["callees"] if c["kind"] == callsite.DISPATCHER)
+    unpriced = [u for u in unpriced if u not in DIRECT]
+    for f in priced:
+        if f.rule in DIRECT:
+            continue
+        items = tied.get(f.rule) or []
+        kept = [x for x in items if not _dropped(x["line"], rules_on, keeps)]
+        n = sum(x["per_step"] or 0 for x in kept)
+        for x in kept:
+            share = (x["per_step"] or 0) / n if n else 1 / len(kept)
+            cut[x["line"]] = cut.get(x["line"], 0.0) + f.cost_us * share
+    total = lines_table["sum_us"] + lines_table.get("loop_us", 0.0) + lines_table.get("outside_us", 0.0)
+    scale = eager / total if total > 0 else 1.0
+    kept_us, var, dropped, reduced, timed = lines_table.get("loop_us", 0.0) + lines_table.get("outside_us", 0.0), \
+        0.0, [], [], []
+    per_exec = (counts.get("execute_us") or 0) / counts["executes"] if counts.get("executes") else 0.0
+    for r in rows:
+        if _dropped(r["line"], rules_on, keeps):
+            left = _left_after_removal(r, rules_on[r["line"]])
+            (reduced if left > 0 else dropped).append(r["line"])
+            kept_us += left
+            var += left ** 2 / max(r["n"] * left / r["us"], 1) if r["us"] > 0 else 0.0
+            continue
+        us, n = r["us"], r["n"]
+        execs = (where.get("executes") or {}).get(r["line"])
+        if n < SPARSE and execs and per_exec > 0:
+            # too few samples on a line that executes (a slow step's one cheap line): its execute
+            # time as the counting pass timed it, in eager units, plus what else the line sampled
+            rest = sum(c["us"] for c in r["callees"] if c["kind"] != callsite.CUDNN)
+            us, n = per_exec * execs / scale + rest, max(n, SPARSE)
+            timed.append(r["line"])
+        left = max(0.0, us - cut.get(r["line"], 0.0))
+        if r["line"] in cut:
+            reduced.append(r["line"])
+        kept_us += left
+        var += us ** 2 / max(n, 1)
+    return dict(out, projected_us=kept_us * scale, err_us=math.sqrt(var) * scale, method="lines",
+                unpriced=unpriced, dropped=dropped, reduced=reduced, timed=timed)
+
+
+def _dropped(line: str, rules_on: dict, keeps: set) -> bool:
+    """Whether every finding on the line removes its call and the line does no work the fixed step keeps."""
+    rules = rules_on.get(line)
+    return bool(rules) and rules <= REMOVES and line not in keeps
+
+
+def _left_after_removal(row: dict, rules: set) -> float:
+    """µs of a line's callees that its removing findings do not explain (another call on it)."""
+    names = frozenset().union(*(REMOVED_CALLS.get(r, ()) for r in rules))
+    left = 0.0
+    for c in row["callees"]:
+        label, kind = c["callee"], c["kind"]
+        name = label if label.startswith("operator ") else _attr(label)
+        if name in names or kind in (callsite.PYTHON, callsite.OPERATOR):
+            continue
+        if "rebuild" in rules and kind == callsite.CUDNN and name not in RUN_CALLS:
+            continue
+        left += c["us"]
+    return left
+
+
+def against(projected: dict, measured_eager_us: float | None) -> float | None:
+    """The projection over a fixed version's measured eager µs/step, minus 1."""
+    p = (projected or {}).get("projected_us")
+    return p / measured_eager_us - 1 if p is not None and measured_eager_us else None

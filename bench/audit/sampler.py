@@ -1,0 +1,265 @@
+"""Host time of a steady-state step by source line: an in-process, timer-signal stack sampler.
+
+A wall-clock interval timer (ITIMER_REAL) raises SIGALRM every `interval`; the handler runs in the
+main thread at the next point where the interpreter takes signals, reads the stack (code,
+instruction, line of each frame down to the loop that runs the step) and charges it the wall time
+since the previous sample. A call that holds the interpreter (a nanobind cuDNN call, a builtin) or
+releases it (a torch op) is caught when it returns, still on its own line, so its whole time lands
+where it was spent; no profile event is needed, so callees that raise none are seen too. Tensor
+operators (`a + b`, `x[0]`) are the exception: the interpreter takes no signal right after them, so
+their time goes to the next call of the same frame (each line names the operators that can spill
+into it). Why this sampler and not pyinstrument, py-spy, sys.monitoring or torch.profiler:
+docs/audit.md ("Host time by source line").
+
+Sampled and plain rounds alternate; if sampling slows the step by more than MAX_OVERHEAD the
+interval doubles, up to MAX_INTERVAL_S. A slow step is sampled over at least MIN_STEPS steps.
+What comes back is plain data (audit.json's `sampling`):
+stacks with their µs, each named by file:line and the callee at its innermost user frame, so the
+line table is recomputed from the file alone (bench.audit.lines)."""
+from __future__ import annotations
+
+import math
+import signal
+import statistics
+import threading
+import time
+from collections import Counter
+
+from cudnn_hostbench.bench.audit import callsite, usercode
+
+INTERVAL_S = 5e-4
+MAX_INTERVAL_S = 4e-3
+MIN_STEPS = 200               # a slow step is sampled over at least this many steps
+CHUNK_S = 0.125               # one sampled or plain round
+ROUNDS = 8                    # sampled rounds per try, each after a plain one
+MIN_SAMPLED_S = 1.0           # more rounds (up to twice ROUNDS) until this much was sampled
+MAX_OVERHEAD = 0.10
+MIN_SAMPLES = 200             # fewer samples in the step: too few to split it by line
+MIN_STEP_US = 10.0            # a shorter step gives the sampler too few places to catch it
+
+
+class SamplerError(RuntimeError):
+    """The sampler could not start (not the main thread, no interval timer, SIGALRM in use)."""
+
+
+def _loop(step, n):
+    """Runs the step n times; every sampled stack is cut at this frame."""
+    for _ in range(n):
+        step()
+
+
+LOOP_CODE = _loop.__code__
+
+
+class _Sampler:
+    """SIGALRM handler state: µs charged per stack, per code object its globals."""
+
+    def __init__(self, clock=time.perf_counter):
+        self.stacks = Counter()          # stack (leaf first) -> seconds
+        self.counts = Counter()          # stack -> samples
+        self.globals = {}
+        self.local_types = {}            # (code, instruction) of user code -> {local name: its type}, first visit
+        self.in_loop = self.outside = 0.0
+        self.samples = 0
+        self.on = False
+        self.busy = False                # a signal taken inside the handler itself is dropped
+        self.clock = clock
+        self.last = clock()
+
+    def handler(self, signum, frame):
+        if self.busy:
+            return
+        self.busy = True
+        try:
+            self._sample(frame)
+        finally:
+            self.last = self.clock()     # the handler's own time is charged to no line
+            self.busy = False
+
+    def _sample(self, frame):
+        now = self.clock()
+        if self.on and frame is not None:
+            f, stack, code = frame, [], LOOP_CODE
+            while f is not None and f.f_code is not code:
+                c = f.f_code
+                stack.append((c, f.f_lasti, f.f_lineno))
+                if c not in self.globals:
+                    self.globals[c] = f.f_globals
+                site = (c, f.f_lasti)
+                if site not in self.local_types:    # what `g` is in `g.matmul()`: once per call site
+                    self.local_types[site] = _types(f) if usercode.is_user(c.co_filename) else {}
+                f = f.f_back
+            dt = now - self.last
+            self.samples += 1
+            if f is None:
+                self.outside += dt       # the sync after the loop, the round's own code
+            elif stack:
+                key = tuple(stack)
+                self.stacks[key] += dt
+                self.counts[key] += 1
+            else:
+                self.in_loop += dt
+
+
+def _types(frame) -> dict:
+    try:
+        return {k: type(v) for k, v in frame.f_locals.items()}
+    except Exception:  # noqa: BLE001 - a frame whose locals cannot be read names no types
+        return {}
+
+
+def cannot_start() -> str | None:
+    """Why the sampler cannot run in this thread and process, or None (checked before measuring)."""
+    if not hasattr(signal, "setitimer") or not hasattr(signal, "SIGALRM"):
+        return "the line sampler needs signal.setitimer and SIGALRM, which this platform lacks"
+    if threading.current_thread() is not threading.main_thread():
+        return "the line sampler runs on SIGALRM, so it needs the main thread: audit from the main thread"
+    old = signal.getsignal(signal.SIGALRM)
+    if old not in (signal.SIG_DFL, signal.SIG_IGN, None):
+        return f"SIGALRM already has a handler ({getattr(old, '__qualname__', old)}): the line sampler cannot run"
+    return None
+
+
+def _start(sampler: _Sampler, interval: float):
+    why = cannot_start()
+    if why:
+        raise SamplerError(why)
+    old = signal.getsignal(signal.SIGALRM)
+    try:
+        signal.signal(signal.SIGALRM, sampler.handler)
+        signal.siginterrupt(signal.SIGALRM, False)    # restart interrupted system calls
+        signal.setitimer(signal.ITIMER_REAL, 0, 0)     # armed only for the sampled rounds
+    except (OSError, ValueError) as e:
+        signal.signal(signal.SIGALRM, old if old is not None else signal.SIG_DFL)
+        raise SamplerError(f"the line sampler could not start its timer: {e}") from e
+    return old
+
+
+def _stop(old) -> None:
+    signal.setitimer(signal.ITIMER_REAL, 0, 0)
+    signal.signal(signal.SIGALRM, old if old is not None else signal.SIG_DFL)
+
+
+def _round(step, n, sync, clock=time.perf_counter) -> float:
+    sync()
+    t0 = clock()
+    _loop(step, n)
+    sync()
+    return clock() - t0
+
+
+def _try(step, sync, steps: int, interval: float, rounds: int, min_s: float) -> tuple[dict, _Sampler]:
+    sampler = _Sampler()
+    plain, sampled = [], []
+    old = _start(sampler, interval)
+    try:
+        while len(sampled) < rounds or (sum(sampled) < min_s and len(sampled) < 2 * rounds):
+            plain.append(_round(step, steps, sync) / steps)    # no timer: truly unsampled
+            sampler.last = sampler.clock()
+            sampler.on = True
+            signal.setitimer(signal.ITIMER_REAL, interval, interval)
+            try:
+                sampled.append(_round(step, steps, sync))
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0, 0)
+                sampler.on = False
+    finally:
+        _stop(old)
+    sampled = [x / steps for x in sampled]
+    # paired: each sampled round against the plain round just before it, so host drift cancels
+    ratios = [b / a for a, b in zip(plain, sampled) if a > 0]
+    return {"interval_us": interval * 1e6, "steps": steps * len(sampled), "wall_s": sum(sampled) * steps,
+            "step_us_plain": statistics.median(plain) * 1e6, "step_us_sampled": statistics.median(sampled) * 1e6,
+            "overhead": statistics.median(ratios) - 1 if ratios else None, "samples": sampler.samples}, sampler
+
+
+def sample_step(step, sync, step_us: float | None, *, interval: float = INTERVAL_S, chunk_s: float = CHUNK_S,
+                rounds: int = ROUNDS, max_interval: float = MAX_INTERVAL_S, min_s: float = MIN_SAMPLED_S) -> dict:
+    """Samples `rounds` rounds of about `chunk_s` of steps each (after a plain round each), raising
+    the interval while sampling distorts the step by more than MAX_OVERHEAD. `step_us` is the
+    step's eager µs (sizes the rounds). Returns audit.json's `sampling` (see module doc); raises
+    SamplerError when the sampler cannot start, and whatever the step raises."""
+    per = (step_us or 100.0) * 1e-6
+    steps = max(2, math.ceil(chunk_s / per), math.ceil(MIN_STEPS / rounds))
+    tries = []
+    while True:
+        t, sampler = _try(step, sync, steps, interval, rounds, min_s)
+        tries.append(t)
+        if t["overhead"] is None or t["overhead"] <= MAX_OVERHEAD or interval * 2 > max_interval:
+            break
+        interval *= 2
+    n = t["steps"]
+    out = dict(t, tries=tries, loop_us=sampler.in_loop / n * 1e6, outside_us=sampler.outside / n * 1e6,
+               stacks=named_stacks(sampler.stacks, sampler.counts, sampler.globals, n, sampler.local_types),
+               max_overhead=MAX_OVERHEAD, min_samples=MIN_SAMPLES, min_step_us=MIN_STEP_US)
+    out["verdict"] = verdict(out, step_us)
+    return out
+
+
+def verdict(s: dict, step_us: float | None) -> str:
+    """'' when the samples resolve the step by line, else why not."""
+    in_step = sum(x["n"] for x in s["stacks"])
+    if step_us is None:
+        return "no eager figure to compare the lines with"
+    if step_us is not None and step_us < MIN_STEP_US:
+        return (f"too fast to split by line: a {step_us:.1f} µs step gives the sampler too few places to "
+                f"catch it (it needs {MIN_STEP_US:g} µs or more)")
+    if in_step < MIN_SAMPLES:
+        return f"too few samples to split by line: {in_step} in the step (needs {MIN_SAMPLES})"
+    if s.get("overhead") is not None and s["overhead"] > s.get("max_overhead", MAX_OVERHEAD):
+        return (f"sampling slowed the step by {s['overhead'] * 100:.0f} % even at a "
+                f"{s['interval_us'] / 1e3:g} ms interval: per-line figures are distorted")
+    return ""
+
+
+def named_stacks(stacks: Counter, counts: Counter, globals_: dict, steps: int, local_types: dict | None = None) -> list:
+    """Stacks as plain data, root first: [{"frames": [[file, line, function, user, instruction]...],
+    "callee": what the innermost user frame was doing, "kind": its kind, "spill": operators whose
+    time may land here, "us": µs per step, "n": samples}], most time first."""
+    us, n = Counter(), Counter()
+    for stack, sec in stacks.items():
+        frames = tuple((usercode.display(c.co_filename), ln, getattr(c, "co_qualname", c.co_name),
+                        usercode.is_user(c.co_filename), lasti) for c, lasti, ln in reversed(stack))
+        callee, kind = _callee(stack, globals_, local_types or {})
+        key = (frames, callee, kind, _spill(stack))
+        us[key] += sec / steps * 1e6
+        n[key] += counts[stack]
+    return [{"frames": [list(f) for f in frames], "callee": callee, "kind": kind, "spill": list(spill),
+             "us": v, "n": n[(frames, callee, kind, spill)]}
+            for (frames, callee, kind, spill), v in us.most_common()]
+
+
+def _spill(stack) -> tuple:
+    """Operators on other lines of the innermost user frame whose time the interpreter may have
+    charged to this sample (no signal is taken right after an operator)."""
+    for code, lasti, line in stack:
+        if usercode.is_user(code.co_filename):
+            return tuple(f"{sym} at :{ln}" for ln, sym in callsite.operators_before(code, lasti) if ln != line)
+    return ()
+
+
+def _callee(stack, globals_, local_types) -> tuple[str, str]:
+    """What the innermost user frame (stack is leaf first) was doing, and its kind."""
+    for i, (code, lasti, line) in enumerate(stack):
+        if usercode.is_user(code.co_filename):
+            label, kind = callsite.decode(code, lasti, line, globals_.get(code), local_types.get((code, lasti)))
+            if i > 0:   # it called into library Python code: that code says what it is
+                kind = file_kind([c.co_filename for c, _, _ in stack[:i]]) or kind
+            return label, kind
+    code, lasti, line = stack[0]
+    return f"{usercode.display(code.co_filename)}:{line}", file_kind([code.co_filename]) or callsite.PYTHON
+
+
+def file_kind(files) -> str | None:
+    """The kind of callee a stack of library frames (leaf first) belongs to."""
+    norm = [f.replace("\\", "/") for f in files]
+    if any("/torch/_ops.py" in f or "/torch/_library/" in f or f.endswith("/torch/library.py") for f in norm):
+        return callsite.DISPATCHER
+    outer = norm[-1]
+    if "/cudnn/" in outer:
+        return callsite.CUDNN
+    if "/torch/" in outer:
+        return callsite.TORCH
+    if not usercode.is_user(files[-1]):
+        return callsite.PYTHON
+    return None

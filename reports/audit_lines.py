@@ -1,0 +1,113 @@
+"""The audit's host time by source line, as text and Markdown: the line table with its callees,
+the lines no finding explains, and the step projected with every finding fixed
+(bench.audit.lines computes them; reports.audit_report places them)."""
+from __future__ import annotations
+
+from .fmt import DASH, md_table, num
+
+TOP = 15          # rows shown; the rest summed in one line
+
+
+def _callees(r: dict, limit: int = 4) -> str:
+    cs = r.get("callees") or []
+    text = "; ".join(f"{c['callee']} [{c['kind']}] {c['us']:.1f}" for c in cs[:limit])
+    if len(cs) > limit:
+        text += f"; {len(cs) - limit} more {sum(c['us'] for c in cs[limit:]):.1f}"
+    if r.get("spill"):
+        text += f" (may include operators {', '.join(r['spill'][:3])})"
+    return text
+
+
+def _pct(x) -> str:
+    return DASH if x is None else f"{x * 100:.0f} %"
+
+
+def header(t: dict) -> str:
+    """How the lines were sampled and how well they add up."""
+    if t.get("error"):
+        return f"host time by line: not sampled: {t['error']}"
+    over = t.get("overhead")
+    head = (f"host time by source line: {t.get('steps', 0)} steps sampled every {num(t.get('interval_us'), 0)} µs "
+            f"({t.get('samples', 0)} samples); sampling overhead "
+            f"{DASH if over is None else f'{over * 100:+.1f} %'} (plain {num(t.get('step_us_plain'), 1)} vs "
+            f"sampled {num(t.get('step_us_sampled'), 1)} µs/step)")
+    if t.get("verdict"):
+        return head + f"\n  {t['verdict']}"
+    cover = (f"lines sum to {t['sum_us']:.1f} µs/step = {_pct(t.get('coverage'))} of the eager step "
+             f"({num(t.get('eager_us'), 1)} µs)")
+    return head + "\n  " + (t["note"] if t.get("note") else cover + ", within 10 %") + \
+        f"; between steps {t.get('loop_us', 0):.1f}, outside the step {t.get('outside_us', 0):.1f} µs/step"
+
+
+def _rows(t: dict, rows: list) -> tuple[list, list]:
+    shown, rest = rows[:TOP], rows[TOP:]
+    return shown, ([f"{len(rest)} more lines", sum(r["us"] for r in rest)] if rest else [])
+
+
+def text(t: dict, projection: dict, rem: list) -> list:
+    if not t:
+        proj = _projection_text(projection)
+        return ["", *proj] if proj else []
+    out = ["", header(t)]
+    if t.get("error") or t.get("verdict"):
+        return out + _projection_text(projection)
+    shown, rest = _rows(t, t["rows"])
+    out.append(f"  {'µs/step':>8} {'share':>6}  line (function): what it called [kind] µs/step")
+    for r in shown:
+        out.append(f"  {r['us']:8.2f} {_pct(r.get('share')):>6}  {r['line']} ({r['function']}): {_callees(r)}")
+    if rest:
+        out.append(f"  {rest[1]:8.2f}         {rest[0]}")
+    if rem:
+        out.append("lines no finding explains, most time first:")
+        out += [f"  {r['us']:8.2f} µs/step  {r['line']}: {_callees(r)}" for r in rem[:TOP]]
+    return out + _projection_text(projection)
+
+
+def _projection_text(p: dict) -> list:
+    if not p or p.get("projected_us") is None:
+        return []
+    err = f" ± {p['err_us']:.1f}" if p.get("err_us") is not None else ""
+    how = (f"from the lines: {len(p.get('dropped') or [])} dropped, {len(p.get('reduced') or [])} reduced by their "
+           f"findings' cost" + (f", {len(p['timed'])} with too few samples taking the counting pass's execute time"
+                                if p.get("timed") else "")
+           if p.get("method") == "lines" else p.get("method", ""))
+    ceiling = (f"CUDA-graph ceiling {num(p.get('graph_us'))} µs/step" if p.get("graph_us") is not None
+               else "no CUDA-graph ceiling (not capturable)")
+    line = (f"projected with every finding fixed: {p['projected_us']:.2f}{err} µs/step eager ({how}); "
+            f"{ceiling}; device {num(p.get('device_us'))} µs/step")
+    if p.get("unpriced"):
+        line += f"; left in (no price): {', '.join(p['unpriced'])}"
+    return [line]
+
+
+def finding_lines(f) -> str:
+    """'at examples/x.py:31 (1/step, 12.3 µs), ...' for a finding, '' when no line was counted."""
+    items = getattr(f, "lines", None) or []
+    parts = []
+    for x in items[:6]:
+        n = "" if x.get("per_step") is None else f"{x['per_step']:g}/step"
+        us = "" if x.get("us") is None else f"{x['us']:.1f} µs"
+        detail = ", ".join(p for p in (n, us) if p)
+        parts.append(f"{x['line']}" + (f" ({detail})" if detail else ""))
+    if len(items) > 6:
+        parts.append(f"{len(items) - 6} more")
+    return ", ".join(parts)
+
+
+def markdown(t: dict, projection: dict, rem: list) -> list:
+    head = header(t).removeprefix("host time by source line: ").replace("\n  ", "\n\n") if t else ""
+    md = ["", "## Host time by source line", "", head[:1].upper() + head[1:]] if t else []
+    if t and not (t.get("error") or t.get("verdict")):
+        shown, rest = _rows(t, t["rows"])
+        rows = [[f"`{r['line']}`", r["function"], f"{r['us']:.2f}", _pct(r.get("share")), _callees(r, 6)] for r in shown]
+        if rest:
+            rows.append([rest[0], "", f"{rest[1]:.2f}", "", ""])
+        md += ["", md_table(["line", "function", "µs/step", "share of eager", "what it called [kind] µs/step"], rows)]
+        if rem:
+            md += ["", "### Lines no finding explains", "",
+                   md_table(["line", "µs/step", "what it called [kind] µs/step"],
+                            [[f"`{r['line']}`", f"{r['us']:.2f}", _callees(r, 6)] for r in rem[:TOP]])]
+    proj = _projection_text(projection)
+    if proj:
+        md += ["", "## Projected with every finding fixed", "", proj[0].removeprefix("projected with every finding fixed: ")]
+    return md
