@@ -57,10 +57,23 @@ class Side:
     kernels: frozenset = frozenset()
     host_state: str = ""      # eager: 'fast' or 'slow' host state of the kept rounds
     per_call_us: float = 0.0  # the record's own median, µs per call: tells heavy work apart
+    probe: str = ""
+    variant: str = ""
+    race: bool = False        # its plan is a timing race (autotune): a kernel change is a pick, not cuDNN's
 
     @property
     def spread(self) -> float:
         return trust.relative_spread(self.values) or 0.0
+
+
+def floor_of(probe: str, variant: str, mode: str, us_a: float, us_b: float, states: tuple = ()) -> float:
+    """The default pairwise floor of a row: its mode's, raised for slow-state eager rows and heavy work."""
+    floor = THRESHOLD.get(mode, 0.05)
+    if mode == "eager" and "slow" in states:
+        return SLOW_EAGER_THRESHOLD
+    if mode in ("graph", "device") and min(us_a, us_b) >= HEAVY_US:
+        floor = max(floor, HEAVY_THRESHOLD)
+    return floor
 
 
 def _mwu(a, b) -> tuple[float, float]:
