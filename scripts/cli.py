@@ -237,6 +237,8 @@ def cmd_compare(a) -> int:
             return _bad(a.prog, f"--markdown {a.markdown}: cannot write ({e.strerror or e})")
     width = fmt.term_width()
     print(compare.summary(df))   # the verdict counts first
+    if compare.machine_line(df):
+        print(compare.machine_line(df))
     vers = compare.version_diff(diff)
     if vers:
         print("versions differ:")

@@ -33,6 +33,16 @@ _ONLY = {
 }
 
 
+def measurement_version(fp: dict) -> int:
+    """The version a run was measured with: recorded in its fingerprint since version 2; before
+    that, a run from harness 0.2 (its fingerprint lists its packages, cudnn-hostbench among them)
+    is version 2, and older runs are 1."""
+    v = fp.get("measurement_version")
+    if isinstance(v, int) and not isinstance(v, bool):
+        return v
+    return 2 if "cudnn-hostbench" in (fp.get("packages") or {}) else 1
+
+
 def inferred(version: int, probe: str, variant: str) -> str:
     """The rule an old run's row ran under, or '' where the declaration does not say."""
     if version not in _ONLY:

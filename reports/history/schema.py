@@ -20,6 +20,8 @@ from sqlalchemy import Boolean, Column, Float, ForeignKey, Index, Integer, MetaD
 
 from cudnn_hostbench.bench.measure import records as _records
 
+from . import plans
+
 SCHEMA_VERSION = 2   # 2: machine identity, start and probes per run; plan rule and plan per figure
 # The harness's measurement version (bench.measure.records.MEASUREMENT_VERSION) is part of the
 # history key; a run says which it measured with (measurement_version_of).
@@ -90,13 +92,8 @@ Index("hb_figures_row", figures.c.row_id, figures.c.run_id)
 
 
 def measurement_version_of(fp: dict) -> int:
-    """The version a run was measured with: recorded in its fingerprint since version 2; before
-    that, a run from harness 0.2 (its fingerprint lists its packages, cudnn-hostbench among them)
-    is version 2, and older runs are 1."""
-    v = fp.get("measurement_version")
-    if isinstance(v, int) and not isinstance(v, bool):
-        return v
-    return 2 if "cudnn-hostbench" in (fp.get("packages") or {}) else 1
+    """The version a run was measured with (history.plans.measurement_version)."""
+    return plans.measurement_version(fp)
 
 
 def key_of(fingerprint: dict) -> dict:
