@@ -223,7 +223,7 @@ def machine_line(df) -> str:
         fac = (f"; the new run's GPU runs GPU-bound rows {abs(f - 1) * 100:.1f} % "
                f"{'slower' if f > 1 else 'faster'} than the base's, and they are judged beyond that" if f else "")
         return f"machines: different machine starts ({gpu}): judged with the between-start scale{fac}"
-    return "machines: start unknown for a run (recorded since measurement with machine identity): pairwise floors"
+    return ""    # a run of unknown start (before machine identity): judged as before, nothing to say
 
 
 def _same(x, y) -> bool:

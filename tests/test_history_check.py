@@ -149,7 +149,7 @@ def test_small_history_uses_every_run_not_the_newest(tmp_path):
     ref = newest_reference(st)
     vs = check.check(st, ref["id"], last=3)[1]
     small = [v for v in vs if v.value is not None and v.n == 3]
-    assert len(small) > 300 and all("small history (3 runs)" in v.note for v in small)
+    assert len(small) > 300 and all("too little history (3 < 8 runs)" in v.note for v in small)
     assert all(v.scale in ("same GPU", "fleet") for v in small)
     assert changed(vs) == []
     st.close()

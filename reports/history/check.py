@@ -295,8 +295,15 @@ def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, l
             sc, hist = got
             v, change, mdc, note = _judge(f, sc, fac, bool(target["host_unstable"]), _kernels_of(hist, target))
             loc, n, kind = sc.location, len(hist), sc.kind
+            mine_partial = h.partial(target)
+            if v in ("SLOWER", "FASTER") and noise.gpu_bound(f) and all(h.partial(r) != mine_partial for r, _ in hist):
+                # a partial run (a few probes) leaves the GPU in another state than a full run does:
+                # its GPU-bound rows sat 5 % under the full runs' on the H200 (the framework pair)
+                v, note = "UNSURE", "; ".join(x for x in (note, "a partial run against full runs (or the other way): "
+                                                               "the GPU state may differ") if x)
             if n < minimum:
-                note = "; ".join(x for x in (f"small history ({n} runs): its class's noise", note) if x)
+                note = "; ".join(x for x in (f"too little history ({n} < {minimum} runs) for its own noise: its class's, "
+                                             "widened for the few runs", note) if x)
         if 1 < f.processes < MIN_PROCESSES or f.processes == 1:
             note = "; ".join(x for x in (note, f"{f.processes} process{'es' if f.processes > 1 else ''}") if x)
         state = ""
