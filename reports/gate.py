@@ -124,7 +124,7 @@ def judge(a: Side, b: Side, mode: str, threshold: float | None = None, alpha: fl
     if a.kernels and b.kernels and a.kernels != b.kernels:
         kern = f"kernels: base {', '.join(sorted(a.kernels))}; new {', '.join(sorted(b.kernels))}"
         if a.race or b.race:    # an autotune race picked another plan: information, not cuDNN's change
-            return "PICK CHANGED", change, float("nan"), "autotune pick changed (information): " + kern
+            kern = "autotune pick changed (information): " + kern
     # every new worker beyond every base worker, in the direction of the change
     beyond = min(b.values) > max(a.values) if change > 0 else max(b.values) < min(a.values)
     if len(a.values) >= 2 or len(b.values) >= 2:
@@ -149,6 +149,8 @@ def judge(a: Side, b: Side, mode: str, threshold: float | None = None, alpha: fl
     note = f"noise-limited: detects >= {noise * 100:.0f} %" if noise > thr else ""
     if not abs(change) > noise:
         return "SAME", change, p, "; ".join(x for x in (note, kern) if x)
+    if kern and (a.race or b.race):
+        return "PICK CHANGED", change, p, kern
     if mode == "eager" and (a.host_unstable or b.host_unstable):
         return "UNSURE", change, p, "host-unstable run: eager rows are not judged"
     if mode == "eager" and a.host_state and b.host_state and a.host_state != b.host_state:

@@ -191,12 +191,12 @@ def _judge(f: db.Figure, sc: noise.Scale, factor: float, run_unstable: bool, ker
     value = f.value / math.exp(factor)
     change = value / sc.location - 1
     workers = [w / math.exp(factor) for w in (f.workers or [])]
-    race = plans.is_race(f.plan_rule)
-    picked = race and kernels and f.kernels and kernels != f.kernels
-    if picked:
-        return "PICK CHANGED", change, mdc, f"autotune pick changed (information): history {kernels}; this run {f.kernels}"
+    picked = plans.is_race(f.plan_rule) and kernels and f.kernels and kernels != f.kernels
+    pick = f"autotune pick changed (information): history {kernels}; this run {f.kernels}" if picked else ""
     if not abs(change) > mdc:
-        return "SAME", change, mdc, ""
+        return "SAME", change, mdc, pick
+    if picked:      # the figure moved with the pick: information, never a regression
+        return "PICK CHANGED", change, mdc, pick
     if not f.on_ratio and abs(value - sc.location) < MIN_ABS_US:
         return "SAME", change, mdc, f"under {MIN_ABS_US:g} µs per call"
     if f.processes < 2:
@@ -296,9 +296,10 @@ def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, l
             v, change, mdc, note = _judge(f, sc, fac, bool(target["host_unstable"]), _kernels_of(hist, target))
             loc, n, kind = sc.location, len(hist), sc.kind
             mine_partial = h.partial(target)
-            if v in ("SLOWER", "FASTER") and noise.gpu_bound(f) and all(h.partial(r) != mine_partial for r, _ in hist):
+            if v in ("SLOWER", "FASTER") and f.mode in ("graph", "device") and \
+                    all(h.partial(r) != mine_partial for r, _ in hist):
                 # a partial run (a few probes) leaves the GPU in another state than a full run does:
-                # its GPU-bound rows sat 5 % under the full runs' on the H200 (the framework pair)
+                # the framework pair's graph and device rows sat up to 5 % under the full runs'
                 v, note = "UNSURE", "; ".join(x for x in (note, "a partial run against full runs (or the other way): "
                                                                "the GPU state may differ") if x)
             if n < minimum:
