@@ -162,9 +162,9 @@ class History:
         """The row's history: log figures (machine factor removed from GPU-bound rows), starts, runs."""
         hist = [(r, self.figs[r["id"]].get(row)) for r in self.before]
         hist = [(r, f) for r, f in hist if _usable(f, like)][-self.last:]
-        full = [(r, f) for r, f in hist if not self.partial(r)]
-        if not self.partial(self.target) and len(full) >= 2:
-            hist = full     # a partial run's GPU state may differ from a full run's: like with like
+        alike = [(r, f) for r, f in hist if self.partial(r) == self.partial(self.target)]
+        if len(alike) >= 2:
+            hist = alike    # a partial run's GPU state may differ from a full run's: like with like
         logs = [math.log(f.value) - noise.offset(self.factors[r["id"]], f) for r, f in hist]
         return logs, [noise.start_of(r) for r, _ in hist], hist
 
@@ -295,13 +295,10 @@ def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, l
             sc, hist = got
             v, change, mdc, note = _judge(f, sc, fac, bool(target["host_unstable"]), _kernels_of(hist, target))
             loc, n, kind = sc.location, len(hist), sc.kind
-            mine_partial = h.partial(target)
-            if v in ("SLOWER", "FASTER") and f.mode in ("graph", "device") and \
-                    all(h.partial(r) != mine_partial for r, _ in hist):
+            if v in ("SLOWER", "FASTER") and any(h.partial(r) != h.partial(target) for r, _ in hist):
                 # a partial run (a few probes) leaves the GPU in another state than a full run does:
-                # the framework pair's graph and device rows sat up to 5 % under the full runs'
-                v, note = "UNSURE", "; ".join(x for x in (note, "a partial run against full runs (or the other way): "
-                                                               "the GPU state may differ") if x)
+                # the framework pair's rows sat up to 5 % under the full runs'
+                v, note = "UNSURE", "; ".join(x for x in (note, "partial and full runs mixed: the GPU state may differ") if x)
             if n < minimum:
                 note = "; ".join(x for x in (f"too little history ({n} < {minimum} runs) for its own noise: its class's, "
                                              "widened for the few runs", note) if x)
@@ -374,9 +371,10 @@ def render(target: dict, verdicts: list[Verdict], show_all: bool = False) -> str
         lines += [machine_line(target), factor_line(target)]
         if target.get("partial"):
             lines.append(f"  a partial run (probes {target.get('probes', '')}): its GPU state may differ from "
-                         "a full run's; judged against partial runs where they measured the row")
+                         "a full run's; judged against partial runs where two measured the row, and a change "
+                         "against full runs is UNSURE at most")
         elif target.get("partial_runs"):
-            lines.append(f"  {len(target['partial_runs'])} partial run(s) in the history left out where full "
+            lines.append(f"  {len(target['partial_runs'])} partial run(s) in the history left out where two full "
                          "runs measured the row (a few probes: the GPU state may differ)")
     noise_limited = sum(1 for v in verdicts if v.verdict == "SAME" and v.mdc and v.mdc > 2 * MIN_EFFECT.get(v.mode, 0.05))
     if noise_limited:
