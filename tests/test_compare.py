@@ -331,3 +331,28 @@ def test_version_matrix_merge_only(tmp_path):
     # and in place, from the run files alone
     assert vm.main(["--merge-only", "--out", str(tmp_path / "a")]) == 0
     assert "| 1.9.0 | 1.20.0 |" in (tmp_path / "a" / "matrix.md").read_text()
+
+
+def _scaled(run, factor: float, machine: dict):
+    """The run on another machine whose GPU runs every GPU-bound row (graph/device, >= 20 µs) by `factor`."""
+    import copy
+    run = copy.deepcopy(run)
+    run.fingerprint["machine"] = machine
+    for r in run.records:
+        if r.mode in ("graph", "device") and r.ok and cmp._gpu_bound_us(r) >= 20:
+            r.samples = [x * factor for x in r.samples]
+            for w in r.workers:
+                w["median"] = w["median"] * factor if w.get("median") is not None else None
+    return run
+
+
+def test_a_machine_wide_shift_between_starts_is_said_once_not_as_many_regressions():
+    ref = ROOT / "reports" / "reference" / "h200" / "aa" / "pair8"
+    a = load_run(ref / "run1.json")
+    a.fingerprint["machine"] = {"boot_id": "b1", "gpu_uuid": "GPU-a"}
+    b = _scaled(load_run(ref / "run2.json"), 1.06, {"boot_id": "b2", "gpu_uuid": "GPU-b"})
+    df = cmp.compare(a, b)
+    assert "GPU-bound rows 6." in cmp.machine_line(df) and "slower than the base's" in cmp.machine_line(df)
+    assert not set(df.verdict) & {"SLOWER", "KERNEL CHANGED"}
+    same = b.fingerprint["machine"] = {"boot_id": "b1", "gpu_uuid": "GPU-a"}   # the same start: no factor
+    assert same and "SLOWER" in set(cmp.compare(a, b).verdict)
