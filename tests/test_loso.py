@@ -33,18 +33,19 @@ def test_every_start_is_judged_and_none_says_kernel_changed(loso):
 
 
 def test_false_verdicts_and_mdcs_stay_within_what_was_measured(loso):
-    # measured: 9 false verdicts against the fleet over 12 runs (the check before this change:
+    # measured: 4 false verdicts against the fleet over 12 runs (the check before this change:
     # 180 in the same leave-one-start-out setting), 7 against the same GPU
-    assert _false(loso, 2) <= 9 and _false(loso, 3) <= 7
-    assert max(s[2] for s in loso.starts) <= 4
+    assert _false(loso, 2) <= 4 and _false(loso, 3) <= 7
+    assert max(s[2] for s in loso.starts) <= 2
     fleet, same = loso_check.medians(loso)
-    assert fleet["graph"] <= 0.032 and fleet["device"] <= 0.024 and fleet["eager ratio (fast state)"] <= 0.082
+    assert fleet["graph"] <= 0.032 and fleet["device"] <= 0.0251 and fleet["eager ratio (fast state)"] <= 0.082
     assert same["device"] <= 0.0152 and same["graph"] <= 0.027
-    assert loso.caught["graph +4 %"][0] >= 7 and loso.caught["device +4 %"][0] >= 7
+    assert loso.caught["graph +4 %"][0] >= 8 and loso.caught["device +4 %"][0] >= 8
 
 
 @pytest.mark.xfail(strict=True, reason="issue 26's targets, not met on the committed history: false verdicts "
-                                       "on 4 of 6 starts, eager MDC 8.1 %, same-GPU graph MDC 2.6 %")
+                                       "on 4 of 6 starts, fleet graph MDC 3.2 %, eager MDC 8.1 %, "
+                                       "same-GPU graph MDC 2.6 %")
 def test_targets(loso):
     fleet, same = loso_check.medians(loso)
     assert _false(loso, 2) == 0 and _false(loso, 3) == 0
