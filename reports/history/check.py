@@ -121,6 +121,7 @@ class History:
 
     def __init__(self, target: dict, before: list[dict], figs: dict, minimum: int, last: int = DEFAULT_LAST):
         self.target, self.before, self.figs, self.minimum, self.last = target, before, figs, minimum, last
+        self.most = max(len((r.get("probes") or "").split(",")) for r in [*before, target])
         self.factors = self._factors()
         self.factor = self._target_factor()
         self.pools: dict[tuple, noise.Pool] = {}
@@ -173,8 +174,8 @@ class History:
         return logs, [noise.start_of(r) for r, _ in hist], hist
 
     def partial(self, run: dict) -> bool:
-        most = max(len((r.get("probes") or "").split(",")) for r in [*self.before, self.target])
-        return len((run.get("probes") or "").split(",")) < PARTIAL * most
+        """A run holding under half the probes the key's fullest run held."""
+        return len((run.get("probes") or "").split(",")) < PARTIAL * self.most
 
     def scale(self, row: tuple, f: db.Figure) -> tuple[noise.Scale, list[tuple[dict, db.Figure]]] | None:
         logs, groups, hist = self.logs(row, f)
