@@ -21,12 +21,15 @@ baseline's median, so a slower host or clock moves both and cancels out.
 from __future__ import annotations
 
 import json
+import math
 import statistics
 import textwrap
 
-from cudnn_hostbench.bench.measure.records import UNIT_SECONDS, Record, Run
+from cudnn_hostbench.bench.measure import machine
+from cudnn_hostbench.bench.measure.records import MIN_PROCESSES, UNIT_SECONDS, Record, Run
 
 from . import fmt, gate
+from .history import noise, plans
 
 # fingerprint fields that describe the run itself (or are measurements), not the environment
 NOT_ENV = {"datetime", "commit_info", "argv", "suite_wall_s", "wall_s", "calibration_us"}
@@ -54,7 +57,7 @@ def kernels_of(run: Run, rec: Record) -> frozenset:
     return frozenset(n.rsplit(" x", 1)[0] for n in (d.kernel_names if d is not None else []))
 
 
-def _side(run: Run, rec: Record, on_ratio: bool) -> gate.Side:
+def _side(run: Run, rec: Record, on_ratio: bool, factor: float = 1.0) -> gate.Side:
     """A record's worker-level values (ratios to its baseline when on_ratio), and its rounds."""
     if on_ratio:
         vals = [w["ratio"] for w in rec.workers if w.get("ratio") is not None]
@@ -71,8 +74,53 @@ def _side(run: Run, rec: Record, on_ratio: bool) -> gate.Side:
     hs = (run.fingerprint or {}).get("host_state") or {}
     us = rec.summary().median if rec.ok else 0.0
     per_call_us = us * UNIT_SECONDS.get(rec.unit, 1e-6) / 1e-6 if us else 0.0
+    if factor != 1.0:   # another machine start: its GPU-bound rows are seen through its machine factor
+        vals, rounds = [v / factor for v in vals], [x / factor for x in rounds]
+    rule = plans.rule_of(rec.plan_rule, plans.measurement_version(run.fingerprint or {}), rec.probe, rec.variant)
     return gate.Side(vals, rounds, bool(hs.get("unstable")) or "host_unstable" in (rec.flags or ()),
-                     kernels_of(run, rec), rec.host_state, per_call_us)
+                     kernels_of(run, rec), rec.host_state, per_call_us, rec.probe, rec.variant,
+                     plans.is_race(rule), rec.processes)
+
+
+def machines(base: Run, new: Run) -> dict:
+    """Where the two runs ran: their starts and GPUs, and whether they share them ('' = unknown)."""
+    fa, fb = base.fingerprint or {}, new.fingerprint or {}
+    sa, sb, ga, gb = machine.start_of(fa), machine.start_of(fb), machine.gpu_of(fa), machine.gpu_of(fb)
+    return {"base_start": sa, "new_start": sb, "same_start": bool(sa and sa == sb),
+            "same_gpu": bool(ga and ga == gb) or bool(sa and sa == sb),
+            "cross_start": bool(sa and sb and sa != sb)}
+
+
+def _gpu_bound_us(rec: Record) -> float:
+    us = rec.summary().median if rec.ok else 0.0
+    return us * UNIT_SECONDS.get(rec.unit, 1e-6) / 1e-6 if us else 0.0
+
+
+def machine_factor(a: dict, b: dict) -> float | None:
+    """The new run's machine factor against the base: the median ratio of their GPU-bound rows
+    (graph/device, 20 µs or more per call), None with fewer than noise.MIN_FACTOR_ROWS of them."""
+    logs = []
+    for key, ra in a.items():
+        rb = b.get(key)
+        if rb is None or ra.mode not in ("graph", "device") or not (ra.ok and rb.ok):
+            continue
+        ua, ub = _gpu_bound_us(ra), _gpu_bound_us(rb)
+        if min(ua, ub) >= noise.GPU_BOUND_US:
+            logs.append(math.log(ub / ua))
+    return math.exp(statistics.median(logs)) if len(logs) >= noise.MIN_FACTOR_ROWS else None
+
+
+def cross_floor(mode: str, on_ratio: bool, per_call_us: float) -> float:
+    """The least change judged between two machine starts: K x the sd of a difference of two runs
+    of different starts, from the committed fleet's noise (history.noise.FLEET)."""
+    cls = ("eager", "ratio" if on_ratio else "us") if mode == "eager" else (
+        ("host", "*") if mode == "host" else (mode, "heavy" if per_call_us >= noise.HEAVY_US
+                                              else "gpu-bound" if per_call_us >= noise.GPU_BOUND_US else "light"))
+    w, b = noise.FLEET.get(cls, (0.0, 0.0))
+    return CROSS_K * math.sqrt(2 * (w * w + b * b))
+
+
+CROSS_K = 3.0   # as the history check's K
 
 
 def compare(base: Run, new: Run, threshold: float | None = None, alpha: float = gate.ALPHA,
@@ -86,6 +134,8 @@ def compare(base: Run, new: Run, threshold: float | None = None, alpha: float = 
 
     a = {r.key: r for r in base.records}
     b = {r.key: r for r in new.records}
+    where = machines(base, new)
+    factor = machine_factor(a, b) if where["cross_start"] and not normalize else None
     keys = list(a) + [k for k in b if k not in a]
     # keep each probe/size/mode together (unmeasured records come last in a run file)
     first = {}
@@ -124,7 +174,9 @@ def compare(base: Run, new: Run, threshold: float | None = None, alpha: float = 
             rows.append(row)
             continue
         on_ratio = (normalize or (ra.mode == "eager" and not absolute)) and bl is not None and bl is not ra
-        sa, sb = _side(base, ra, on_ratio), _side(new, rb, on_ratio)
+        gpu_bound = ra.mode in ("graph", "device") and min(_gpu_bound_us(ra), _gpu_bound_us(rb)) >= noise.GPU_BOUND_US
+        fac = factor if factor and gpu_bound and not on_ratio else 1.0
+        sa, sb = _side(base, ra, on_ratio), _side(new, rb, on_ratio, fac)
         if on_ratio and (not sa.values or not sb.values) and normalize:
             row.update(verdict="UNSURE", note="no baseline to normalize by")
             rows.append(row)
@@ -134,7 +186,13 @@ def compare(base: Run, new: Run, threshold: float | None = None, alpha: float = 
             sa, sb = _side(base, ra, False), _side(new, rb, False)
         if on_ratio:
             row["unit"] = f"x {bl.variant}"
-        v, change, p, note = gate.judge(sa, sb, ra.mode, threshold, alpha, min_samples)
+        floor_min = cross_floor(ra.mode, on_ratio, min(sa.per_call_us, sb.per_call_us)) \
+            if where["cross_start"] and threshold is None else 0.0
+        v, change, p, note = gate.judge(sa, sb, ra.mode, threshold, alpha, min_samples, floor_min=floor_min)
+        if fac != 1.0:
+            note = "; ".join(x for x in (f"beyond the machine factor {(fac - 1) * 100:+.1f} %", note) if x)
+        if v not in ("UNMEASURED",) and 0 < min(sa.processes, sb.processes) < MIN_PROCESSES:
+            note = "; ".join(x for x in (note, f"{min(sa.processes, sb.processes)} process(es) on a side") if x)
         if normalize and bl is None:   # a probe without a baseline (noop, build-time rows)
             note = "; ".join(x for x in ("no baseline: judged on its own figures", note) if x)
         if ra.mode == "eager" and not on_ratio and not absolute and v in ("SLOWER", "FASTER"):
@@ -147,7 +205,25 @@ def compare(base: Run, new: Run, threshold: float | None = None, alpha: float = 
         if ra.unit != rb.unit and not on_ratio:
             row.update(verdict="UNSURE", note=f"units differ ({ra.unit} vs {rb.unit})")
         rows.append(row)
-    return pd.DataFrame(rows, columns=COLUMNS)
+    df = pd.DataFrame(rows, columns=COLUMNS)
+    df.attrs.update(where, machine_factor=factor)
+    return df
+
+
+def machine_line(df) -> str:
+    """The header line on where the two runs ran and which scale judged them."""
+    m = df.attrs
+    if not m:
+        return ""
+    if m.get("same_start"):
+        return "machines: same GPU, same machine start: judged on the pairwise floors (a twin replicates; it does not confirm)"
+    if m.get("cross_start"):
+        gpu = "same GPU after a reboot" if m.get("same_gpu") else "different GPUs"
+        f = m.get("machine_factor")
+        fac = (f"; the new run's GPU runs GPU-bound rows {abs(f - 1) * 100:.1f} % "
+               f"{'slower' if f > 1 else 'faster'} than the base's, and they are judged beyond that" if f else "")
+        return f"machines: different machine starts ({gpu}): judged with the between-start scale{fac}"
+    return ""    # a run of unknown start (before machine identity): judged as before, nothing to say
 
 
 def _same(x, y) -> bool:
@@ -287,7 +363,7 @@ def markdown(df, base: Run, new: Run, diff, threshold: float, alpha: float, norm
 
 
 ORDER = ["SLOWER", "FASTER", "KERNEL CHANGED", "UNSURE", "SAME", "ADDED", "REMOVED", "UNMEASURED"]
-JUDGED = ("SLOWER", "FASTER", "KERNEL CHANGED", "UNSURE", "SAME")   # rows both runs measured
+JUDGED = ("SLOWER", "FASTER", "KERNEL CHANGED", "PICK CHANGED", "UNSURE", "SAME")   # rows both runs measured
 
 
 def summary(df) -> str:

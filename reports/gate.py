@@ -9,15 +9,18 @@ paired ratio to the baseline, so a slower host moves both and cancels).
                    at least `threshold` and SPREAD_MULT x the larger between-worker spread of the
                    two runs, AND the workers agree: every new worker lies beyond every base worker
                    (complete separation) or a Mann-Whitney U test on worker values gives p < alpha;
-  KERNEL CHANGED   would be SLOWER or FASTER, but the device kernels differ between the runs;
+  KERNEL CHANGED   would be SLOWER or FASTER, but the device kernels differ between the runs
+                   under a fixed plan rule (PICK CHANGED, information only, where the plan is
+                   a timing race: autotune may pick another near-tied kernel on any GPU);
   UNSURE           past the noise floor but the workers overlap; or an eager row of a run marked
                    host-unstable, or timed in another host state (fast vs slow) than its base;
   SAME             within the noise floor ("noise-limited: detects >= N %" when that floor is
                    above the threshold; eager rows timed in the slow host state have a floor of
                    at least SLOW_EAGER_THRESHOLD).
 With one worker on one side only, the other side's between-worker spread sets the noise floor, and
-a change must lie beyond all its workers and pass the per-round test. Runs with one process on
-both sides fall back to the per-round test, and say so.
+a change must lie beyond all its workers and pass the per-round test; even then a side of one
+process is never SLOWER or FASTER (UNSURE at most). Runs with one process on both sides fall back
+to the per-round test, and say so.
 """
 from __future__ import annotations
 
@@ -40,6 +43,13 @@ HEAVY_US, HEAVY_THRESHOLD = 100.0, 0.06
 SLOW_EAGER_THRESHOLD = 0.12
 SPREAD_MULT = 1.5
 ALPHA = 0.01
+# Probes added after that calibration, from their same-start pairs (aa/run1.json against run.json,
+# and the framework pair in the history export; docs/compare.md "Floors per probe"): about 1.3x the
+# largest change between the runs of one start, where that passes the mode's floor. Decode SDPA's
+# eager ratio follows the host's speed: 21-30 % between fresh processes (torch's SDPA path is about
+# twice as host-bound as cuDNN's), so it is judged only past 30 %.
+PROBE_THRESHOLD = {("sdpa_decode", "eager"): 0.30, ("sdpa_decode", "graph"): 0.07,
+                   ("pack_size", "eager"): 0.12, ("registration", "eager"): 0.09, ("registration", "graph"): 0.06}
 
 
 def floors_text() -> str:
@@ -47,6 +57,11 @@ def floors_text() -> str:
     return (", ".join(f"{m} {t * 100:g} %" for m, t in THRESHOLD.items())
             + f"; graph/device work of {HEAVY_US:g} µs or more {HEAVY_THRESHOLD * 100:g} %; "
             f"eager rows in the slow host state {SLOW_EAGER_THRESHOLD * 100:g} %, and never SLOWER/FASTER")
+
+
+def probe_floors_text() -> str:
+    """The per-probe floors in words (docs/compare.md quotes them)."""
+    return ", ".join(f"{p} {m} {t * 100:g} %" for (p, m), t in PROBE_THRESHOLD.items())
 
 
 @dataclass
@@ -57,10 +72,24 @@ class Side:
     kernels: frozenset = frozenset()
     host_state: str = ""      # eager: 'fast' or 'slow' host state of the kept rounds
     per_call_us: float = 0.0  # the record's own median, µs per call: tells heavy work apart
+    probe: str = ""
+    variant: str = ""
+    race: bool = False        # its plan is a timing race (autotune): a kernel change is a pick, not cuDNN's
+    processes: int = 0        # worker processes behind the figure (0: len(values))
 
     @property
     def spread(self) -> float:
         return trust.relative_spread(self.values) or 0.0
+
+
+def floor_of(probe: str, variant: str, mode: str, us_a: float, us_b: float, states: tuple = ()) -> float:
+    """The default pairwise floor of a row: its mode's, raised for slow-state eager rows and heavy work."""
+    floor = PROBE_THRESHOLD.get((probe, mode), THRESHOLD.get(mode, 0.05))
+    if mode == "eager" and "slow" in states:
+        return max(floor, SLOW_EAGER_THRESHOLD)
+    if mode in ("graph", "device") and min(us_a, us_b) >= HEAVY_US:
+        floor = max(floor, HEAVY_THRESHOLD)
+    return floor
 
 
 def _mwu(a, b) -> tuple[float, float]:
@@ -76,17 +105,17 @@ def _rounds_agree(a: Side, b: Side, change: float, alpha: float) -> tuple[float,
 
 
 def judge(a: Side, b: Side, mode: str, threshold: float | None = None, alpha: float = ALPHA,
-          min_samples: int = 5) -> tuple[str, float, float, str]:
-    """(verdict, relative change of the medians over workers, p, note) for base a and new b."""
+          min_samples: int = 5, floor_min: float = 0.0) -> tuple[str, float, float, str]:
+    """(verdict, relative change of the medians over workers, p, note) for base a and new b;
+    `floor_min` raises the floor (runs of two machine starts: compare.cross_floor)."""
     if not a.values or not b.values:
         return "UNMEASURED", float("nan"), float("nan"), "no samples"
-    thr = THRESHOLD.get(mode, 0.05) if threshold is None else threshold
-    floor = thr    # the least change this row can be judged on
+    thr = PROBE_THRESHOLD.get((b.probe, mode), THRESHOLD.get(mode, 0.05)) if threshold is None else threshold
     slow = mode == "eager" and "slow" in (a.host_state, b.host_state)
-    if threshold is None and slow:
-        floor = SLOW_EAGER_THRESHOLD
-    elif threshold is None and mode in ("graph", "device") and min(a.per_call_us, b.per_call_us) >= HEAVY_US:
-        floor = max(floor, HEAVY_THRESHOLD)
+    # the least change this row can be judged on
+    floor = thr if threshold is not None else floor_of(b.probe, b.variant, mode, a.per_call_us, b.per_call_us,
+                                                      (a.host_state, b.host_state))
+    floor = max(floor, floor_min)
     ma, mb = statistics.median(a.values), statistics.median(b.values)
     change = mb / ma - 1 if ma else float("nan")
     if a.values == b.values and a.rounds == b.rounds:
@@ -94,6 +123,8 @@ def judge(a: Side, b: Side, mode: str, threshold: float | None = None, alpha: fl
     kern = ""
     if a.kernels and b.kernels and a.kernels != b.kernels:
         kern = f"kernels: base {', '.join(sorted(a.kernels))}; new {', '.join(sorted(b.kernels))}"
+        if a.race or b.race:    # an autotune race picked another plan: information, not cuDNN's change
+            kern = "autotune pick changed (information): " + kern
     # every new worker beyond every base worker, in the direction of the change
     beyond = min(b.values) > max(a.values) if change > 0 else max(b.values) < min(a.values)
     if len(a.values) >= 2 or len(b.values) >= 2:
@@ -118,6 +149,8 @@ def judge(a: Side, b: Side, mode: str, threshold: float | None = None, alpha: fl
     note = f"noise-limited: detects >= {noise * 100:.0f} %" if noise > thr else ""
     if not abs(change) > noise:
         return "SAME", change, p, "; ".join(x for x in (note, kern) if x)
+    if kern and (a.race or b.race):
+        return "PICK CHANGED", change, p, kern
     if mode == "eager" and (a.host_unstable or b.host_unstable):
         return "UNSURE", change, p, "host-unstable run: eager rows are not judged"
     if mode == "eager" and a.host_state and b.host_state and a.host_state != b.host_state:
@@ -126,6 +159,9 @@ def judge(a: Side, b: Side, mode: str, threshold: float | None = None, alpha: fl
         return "UNSURE", change, p, "; ".join(x for x in (how, note) if x)
     if slow:
         return "UNSURE", change, p, "slow host state: its eager figures drift between processes; judge runs in the fast state"
+    one = min(a.processes or len(a.values), b.processes or len(b.values))
+    if one < 2:
+        return "UNSURE", change, p, "one process on a side: never SLOWER or FASTER"
     if kern:
         return "KERNEL CHANGED", change, p, kern
     return ("SLOWER" if change > 0 else "FASTER"), change, p, note

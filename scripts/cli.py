@@ -241,6 +241,8 @@ def cmd_compare(a) -> int:
             return _bad(a.prog, f"--markdown {a.markdown}: cannot write ({e.strerror or e})")
     width = fmt.term_width()
     print(compare.summary(df))   # the verdict counts first
+    if compare.machine_line(df):
+        print(compare.machine_line(df))
     vers = compare.version_diff(diff)
     if vers:
         print("versions differ:")
@@ -447,10 +449,12 @@ baseline: each worker's median paired ratio to it; other rows: each worker's med
                    --threshold, and 1.5x the between-worker spread of either run) and the
                    workers agree (complete separation, or Mann-Whitney U p < --alpha)
   KERNEL CHANGED   it would be SLOWER / FASTER, but the device kernels differ between the runs
+                   under a fixed plan rule
+  PICK CHANGED     the same, where the plan is an autotune race: information, never a regression
   UNSURE           past the noise floor but the workers overlap; an eager row of a host-unstable
                    run, timed in another host state (fast vs slow), or in the slow host state;
-                   a baseline's absolute eager µs (judged only with --absolute); single-process
-                   runs with too few samples
+                   a baseline's absolute eager µs (judged only with --absolute); a side of one
+                   worker process
   SAME             within the noise floor ("noise-limited: detects >= N %" when it is wider)
   ADDED / REMOVED  the row exists in one run only
   UNMEASURED       a side has no samples (unsupported, failed); the note says why

@@ -22,22 +22,32 @@ VARIANTS = {"execute": {"torch_mm": 10.0, "generic": 14.0, "pinned": 12.0},
             "set_stream": {"torch_mm": 10.0, "set_stream": 15.0}}
 
 
-def make_run(path, seed, n=30, host=1.0, slow=None, fp=None, drop=(), extra=()):
+def make_run(path, seed, n=30, host=1.0, slow=None, fp=None, drop=(), extra=(), workers=3):
     """A run of interleaved rounds: a per-round host factor shared by all variants, plus
-    right-skewed per-sample noise and rare outliers. `slow` scales (probe, variant) medians."""
+    right-skewed per-sample noise and rare outliers. `slow` scales (probe, variant) medians.
+    The rounds are split among `workers` processes (each with its median and paired ratio)."""
+    import statistics
     rng = random.Random(seed)
     slow = slow or {}
     recs = []
     for probe, variants in VARIANTS.items():
         for mode in ("eager", "graph"):
             rounds = [host * (1 + rng.gauss(0, 0.01)) for _ in range(n)]
+            got = {}
             for v, mu in variants.items():
                 if (probe, v) in drop:
                     continue
                 k = slow.get((probe, v), 1.0)
-                xs = [mu * k * f * (1 + abs(rng.gauss(0, 0.04))) * (1.3 if rng.random() < 0.03 else 1)
-                      for f in rounds]
-                recs.append(Record(probe, v, "256", mode, samples=xs, baseline="torch_mm",
+                got[v] = [mu * k * f * (1 + abs(rng.gauss(0, 0.04))) * (1.3 if rng.random() < 0.03 else 1)
+                          for f in rounds]
+            for v, xs in got.items():
+                ws = []
+                if workers > 1:
+                    for i in range(workers):
+                        part, base = xs[i::workers], got.get("torch_mm", [])[i::workers]
+                        ws.append({"worker": i + 1, "n": len(part), "median": statistics.median(part),
+                                   "ratio": statistics.median(x / y for x, y in zip(part, base)) if base else None})
+                recs.append(Record(probe, v, "256", mode, samples=xs, baseline="torch_mm", workers=ws,
                                    role="baseline" if v == "torch_mm" else "trap"))
     recs += list(extra)
     fingerprint = {"gpu_name": "NVIDIA H200", "driver": "570.1", "cudnn_frontend": "1.32.0",
@@ -70,7 +80,43 @@ def test_injected_change_is_found(tmp_path, factor, word):
         assert verdicts(df, variant="generic") == [word, word]
         assert set(verdicts(df[df.variant != "generic"])) == {"SAME"}
         row = df[df.variant == "generic"].iloc[0]
-        assert row.p < 0.01 and abs(row.change - (factor - 1)) < 0.04
+        # three workers a side: complete separation decides (a U test on 3 against 3 cannot go under 0.1)
+        assert row.p <= 0.1 and abs(row.change - (factor - 1)) < 0.04
+
+
+def test_a_side_of_one_process_is_never_slower(tmp_path):
+    # issue 25: an old single-process run still renders and compares; past the floor it is UNSURE
+    a = make_run(tmp_path / "a.json", 1, workers=1)
+    b = make_run(tmp_path / "b.json", 2, slow={("execute", "generic"): 1.3})
+    df = cmp.compare(a, b)
+    row = df[(df.variant == "generic") & (df["mode"] == "graph")].iloc[0]
+    assert row.verdict == "UNSURE" and "one process on a side" in row.note and "1 process(es) on a side" in row.note
+    assert "SLOWER" not in set(df.verdict) and "FASTER" not in set(df.verdict)
+
+
+def _with_machine(path, seed, start, gpu, **kw):
+    boot, uuid = start.split("/")
+    fp = {"machine": {"boot_id": boot, "gpu_uuid": uuid}, **kw.pop("fp", {})}
+    return make_run(path, seed, fp=fp, **kw)
+
+
+def test_two_starts_are_judged_on_the_between_start_scale_and_say_so(tmp_path):
+    a = _with_machine(tmp_path / "a.json", 1, "boot1/GPU-a", "GPU-a")
+    twin = _with_machine(tmp_path / "b.json", 2, "boot1/GPU-a", "GPU-a", slow={("execute", "generic"): 1.10})
+    other = _with_machine(tmp_path / "c.json", 2, "boot2/GPU-b", "GPU-b", slow={("execute", "generic"): 1.10})
+    same = cmp.compare(a, twin)
+    assert same.attrs["same_start"] and "same machine start" in cmp.machine_line(same)
+    assert verdicts(same, variant="generic", mode="graph") == ["SLOWER"]
+    cross = cmp.compare(a, other)
+    assert cross.attrs["cross_start"] and not cross.attrs["same_gpu"]
+    assert "different machine starts (different GPUs): judged with the between-start scale" in cmp.machine_line(cross)
+    # eager ratios between starts: the fleet's between-start noise sets a wider floor than 7 %
+    assert cmp.cross_floor("eager", True, 10.0) > 0.07
+    assert verdicts(cross, variant="generic", mode="eager") == ["SAME"]
+    reboot = _with_machine(tmp_path / "d.json", 3, "boot9/GPU-a", "GPU-a")
+    assert "same GPU after a reboot" in cmp.machine_line(cmp.compare(a, reboot))
+    old = make_run(tmp_path / "e.json", 4)       # no machine identity: an unknown start, judged as before
+    assert cmp.machine_line(cmp.compare(a, old)) == "" and not cmp.compare(a, old).attrs["cross_start"]
 
 
 def test_threshold_is_configurable(tmp_path):
@@ -80,8 +126,8 @@ def test_threshold_is_configurable(tmp_path):
 
 
 def test_too_few_samples_is_unsure(tmp_path):
-    a = make_run(tmp_path / "a.json", 1, n=4)
-    b = make_run(tmp_path / "b.json", 2, n=4, slow={("execute", "generic"): 1.5})
+    a = make_run(tmp_path / "a.json", 1, n=4, workers=1)
+    b = make_run(tmp_path / "b.json", 2, n=4, slow={("execute", "generic"): 1.5}, workers=1)
     df = cmp.compare(a, b)
     assert set(df.verdict) == {"UNSURE"}
     assert all("too few" in n for n in df.note)
@@ -285,3 +331,28 @@ def test_version_matrix_merge_only(tmp_path):
     # and in place, from the run files alone
     assert vm.main(["--merge-only", "--out", str(tmp_path / "a")]) == 0
     assert "| 1.9.0 | 1.20.0 |" in (tmp_path / "a" / "matrix.md").read_text()
+
+
+def _scaled(run, factor: float, machine: dict):
+    """The run on another machine whose GPU runs every GPU-bound row (graph/device, >= 20 µs) by `factor`."""
+    import copy
+    run = copy.deepcopy(run)
+    run.fingerprint["machine"] = machine
+    for r in run.records:
+        if r.mode in ("graph", "device") and r.ok and cmp._gpu_bound_us(r) >= 20:
+            r.samples = [x * factor for x in r.samples]
+            for w in r.workers:
+                w["median"] = w["median"] * factor if w.get("median") is not None else None
+    return run
+
+
+def test_a_machine_wide_shift_between_starts_is_said_once_not_as_many_regressions():
+    ref = ROOT / "reports" / "reference" / "h200" / "aa" / "pair8"
+    a = load_run(ref / "run1.json")
+    a.fingerprint["machine"] = {"boot_id": "b1", "gpu_uuid": "GPU-a"}
+    b = _scaled(load_run(ref / "run2.json"), 1.06, {"boot_id": "b2", "gpu_uuid": "GPU-b"})
+    df = cmp.compare(a, b)
+    assert "GPU-bound rows 6." in cmp.machine_line(df) and "slower than the base's" in cmp.machine_line(df)
+    assert not set(df.verdict) & {"SLOWER", "KERNEL CHANGED"}
+    same = b.fingerprint["machine"] = {"boot_id": "b1", "gpu_uuid": "GPU-a"}   # the same start: no factor
+    assert same and "SLOWER" in set(cmp.compare(a, b).verdict)

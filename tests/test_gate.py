@@ -334,12 +334,32 @@ def test_one_process_against_several_is_judged_on_their_spread_not_on_rounds():
     one, three = gate.Side([0.383], tight), gate.Side([0.398, 0.436, 0.449], [x * 1.14 for x in tight])
     v, change, p, note = gate.judge(one, three, "eager")
     assert v == "SAME" and 0.13 < change < 0.14 and note.startswith("noise-limited: detects >= 18 %")
-    # a change past that spread, beyond every worker of the other side, is still caught
-    v, *_ = gate.judge(gate.Side([0.30], tight), three, "eager")
-    assert v == "SLOWER"
+    # a change past that spread, beyond every worker of the other side: a side of one process is
+    # never SLOWER or FASTER (issue 25), UNSURE at most
+    v, _, _, note = gate.judge(gate.Side([0.30], tight), three, "eager")
+    assert v == "UNSURE" and "one process on a side" in note
     # a single value inside the other side's workers is never a change
     v, change, _, _ = gate.judge(gate.Side([0.40], tight), gate.Side([0.36, 0.46, 0.47], []), "eager")
     assert v == "SAME" and change > 0.07
+
+
+def test_a_kernel_change_under_a_race_rule_is_an_autotune_pick_not_a_kernel_change():
+    a = gate.Side([1.0, 1.01, 1.0], [], kernels=frozenset({"knob_41"}), race=True)
+    b = gate.Side([1.2, 1.21, 1.2], [], kernels=frozenset({"knob_36"}), race=True)
+    v, _, _, note = gate.judge(a, b, "device")
+    assert v == "PICK CHANGED" and note.startswith("autotune pick changed (information)")
+    v, *_ = gate.judge(gate.Side(a.values, [], kernels=a.kernels), gate.Side(b.values, [], kernels=b.kernels), "device")
+    assert v == "KERNEL CHANGED"
+
+
+def test_floors_of_the_probes_added_since_the_calibration():
+    # decode SDPA's eager ratio follows the host's speed (21-30 % between fresh processes)
+    assert gate.floor_of("sdpa_decode", "cudnn_padded", "eager", 20, 20) == 0.30
+    three = lambda x: gate.Side([x, x * 1.01, x * 0.99], [], probe="sdpa_decode")  # noqa: E731
+    assert gate.judge(three(0.40), three(0.40 * 1.25), "eager")[0] == "SAME"
+    assert gate.judge(three(0.40), three(0.40 * 1.40), "eager")[0] == "SLOWER"
+    assert gate.floor_of("pack_size", "pinned", "eager", 10, 10) == 0.12     # fw pair: p5 pinned +9.0 %
+    assert gate.floor_of("execute", "generic", "eager", 10, 10) == gate.THRESHOLD["eager"]
 
 
 def test_a_host_unstable_run_judges_no_eager_row():

@@ -231,27 +231,67 @@ def _revision(url: str) -> str | None:
 
 def test_a_new_store_is_at_the_migrations_head(store_url, capsys):
     from cudnn_hostbench.reports.history import migrate
-    assert _revision(store_url) == migrate.head() == "0001"
+    assert _revision(store_url) == migrate.head() == "0002"
     assert hb("upgrade", "--store", store_url) == 0
-    assert "schema revision 0001, nothing to do" in capsys.readouterr().out
+    assert "schema revision 0002, nothing to do" in capsys.readouterr().out
 
 
-def test_a_store_made_before_migrations_is_stamped_on_open(store_url, tmp_path):
+# the columns revision 0002 added: a store without them is a store of schema 1
+SCHEMA_2 = {"hb_runs": ("start", "gpu_uuid", "machine_json", "probes"), "hb_figures": ("plan_rule", "plan")}
+
+
+def make_schema_1(url: str, revision: bool = True) -> None:
+    """Turns a store into what hostbench made before schema 2: those columns gone, schema 1, and
+    revision 0001 (or, with revision=False, no revision table: a store from before migrations)."""
+    st = db.open_store(url)
+    with st.engine.begin() as c:
+        for table, cols in SCHEMA_2.items():
+            for col in cols:
+                c.execute(text(f"ALTER TABLE {table} DROP COLUMN {col}"))
+        c.execute(text("UPDATE hb_meta SET value = '1' WHERE name = 'schema_version'"))
+        if revision:
+            c.execute(text("UPDATE hb_alembic_version SET version_num = '0001'"))
+        else:
+            c.execute(text("DROP TABLE hb_alembic_version"))
+    st.close()
+
+
+def test_a_store_made_before_migrations_is_stamped_on_open(store_url, tmp_path, capsys):
     run = write_synthetic_run(tmp_path / "run.json")
     assert hb("ingest", str(run), "--store", store_url) == 0
+    make_schema_1(store_url, revision=False)
+    err = one_line_exit_2(capsys, "check", "--store", store_url)     # stamped 0001, then refused
+    assert "schema version 1 is older than 2" in err
+    assert hb("upgrade", "--store", store_url) == 0
+    assert "schema revision 0002 (was 0001)" in capsys.readouterr().out
+    assert _revision(store_url) == "0002" and stored(store_url)[0] == 1
+
+
+def test_a_schema_1_store_is_migrated_and_its_runs_are_unknown_starts(store_url, tmp_path, capsys):
+    from cudnn_hostbench.reports.history import check
+    runs = [write_synthetic_run(tmp_path / f"run{i}.json", seed=i) for i in range(3)]
+    assert hb("ingest", *map(str, runs), "--store", store_url) == 0
+    before = stored(store_url)
+    make_schema_1(store_url)
+    err = one_line_exit_2(capsys, "ingest", str(runs[0]), "--store", store_url)
+    assert "schema version 1 is older than 2" in err and "hostbench history upgrade" in err
+    assert hb("upgrade", "--store", store_url) == 0
+    assert "schema revision 0002 (was 0001)" in capsys.readouterr().out
+    assert stored(store_url) == before
     st = db.open_store(store_url)
-    with st.engine.begin() as c:
-        c.execute(text("DROP TABLE hb_alembic_version"))
+    rs = st.runs()
+    assert [(r["start"], r["gpu_uuid"], r["probes"]) for r in rs] == [("", "", "execute")] * 3
+    target, vs = check.check(st, rs[-1]["id"], minimum=2)
+    assert target["start"] == "" and any(v.n == 2 for v in vs)
     st.close()
-    assert _revision(store_url) == "0001" and stored(store_url)[0] == 1
 
 
-SECOND = '''"""test only: schema 2 adds a column"""
+SECOND = '''"""test only: schema 3 adds a column"""
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0002"
-down_revision = "0001"
+revision = "0003"
+down_revision = "0002"
 
 
 def upgrade():
@@ -261,7 +301,7 @@ def upgrade():
 
 
 def test_an_older_schema_is_refused_then_upgraded_in_place(store_url, tmp_path, monkeypatch, capsys):
-    # a store at schema 1, and a hostbench whose migrations go one revision further
+    # a store at schema 2, and a hostbench whose migrations go one revision further
     import shutil
 
     from cudnn_hostbench.reports.history import migrate
@@ -270,16 +310,16 @@ def test_an_older_schema_is_refused_then_upgraded_in_place(store_url, tmp_path, 
     assert hb("ingest", str(run), "--store", store_url) == 0
     newer = tmp_path / "migrations"
     shutil.copytree(migrate.HERE, newer, ignore=shutil.ignore_patterns("__pycache__"))
-    (newer / "versions" / "0002_test_note.py").write_text(SECOND, encoding="utf-8")
+    (newer / "versions" / "0003_test_note.py").write_text(SECOND, encoding="utf-8")
     monkeypatch.setattr(migrate, "HERE", newer)
-    monkeypatch.setattr(migrate, "SCHEMA_OF_REVISION", {"0001": 1, "0002": 2})
-    monkeypatch.setattr(S, "SCHEMA_VERSION", 2)
+    monkeypatch.setattr(migrate, "SCHEMA_OF_REVISION", {"0001": 1, "0002": 2, "0003": 3})
+    monkeypatch.setattr(S, "SCHEMA_VERSION", 3)
     err = one_line_exit_2(capsys, "check", "--store", store_url)
-    assert "schema version 1 is older than 2" in err and "hostbench history upgrade" in err
+    assert "schema version 2 is older than 3" in err and "hostbench history upgrade" in err
     assert hb("upgrade", "--store", store_url) == 0
-    assert "schema revision 0002 (was 0001)" in capsys.readouterr().out
-    st = db.open_store(store_url)             # now opens: schema 2, the run kept, the column there
+    assert "schema revision 0003 (was 0002)" in capsys.readouterr().out
+    st = db.open_store(store_url)             # now opens: schema 3, the run kept, the column there
     with st.engine.connect() as c:
-        assert c.execute(text("SELECT value FROM hb_meta WHERE name = 'schema_version'")).scalar() == "2"
+        assert c.execute(text("SELECT value FROM hb_meta WHERE name = 'schema_version'")).scalar() == "3"
         assert c.execute(text("SELECT count(*) FROM hb_runs WHERE note IS NULL")).scalar() == 1
     st.close()

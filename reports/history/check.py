@@ -1,42 +1,59 @@
-"""The history gate: judge one run's rows against the runs on the same history key.
+"""The history gate: judge one run's rows against the runs on the same history key, knowing which
+machine each run ran on (reports/history/noise.py).
 
-Per row, the history is the judged figure of the last `last` (default 30) earlier runs on the
-same key that measured it (eager rows: only those timed in the same host state; runs a person
-excluded are left out). With fewer than `minimum` such runs the row says "too little history"
-and falls back to the pairwise gate (reports.gate.judge) against the newest of them.
+Per row, the history is the judged figure of the last `last` (default 30) earlier runs on the same
+key that measured it (eager rows: only those timed in the same host state; runs a person excluded
+are left out). Every earlier run counts, never only the newest: with one earlier run the row falls
+back to the pairwise gate (reports.gate.judge), and says so; with fewer than `minimum` the row's
+noise is its class's, widened for the small history.
 
-Otherwise: location and scale are the robust median and MAD of the history (reports.robust);
-the smallest change the row can be judged on is
-    mdc = max(minimum effect of the mode, K x max(scale x sqrt(1 + pi/(2n)), the run's own standard error))
-and a change past it is SLOWER/FASTER when every worker of the run lies on the same side of the
-history's median (else UNSURE). The pairwise gate's host rules stay: eager rows of a host-unstable
-run, or timed in the slow host state, or judged on absolute µs, are never more than UNSURE; a change
-where the device kernels differ from the history's newest is KERNEL CHANGED.
+GPU-bound rows are first divided by their run's machine factor (the whole run's shift, reported
+once). Where the run's GPU has history on the key the row is judged against that history on the
+within-start scale ("same GPU"); otherwise against the median over starts on the between-start
+scale ("fleet"). The smallest change a row can be judged on is
+    mdc = max(minimum effect of the mode, K x max(that scale, the run's own standard error))
+and a change past it is SLOWER/FASTER when every worker of the run lies on the same side (else
+UNSURE). The pairwise gate's host rules stay: eager rows of a host-unstable run, timed in the slow
+host state, or judged on absolute µs are UNSURE at most, and so is a figure of one process. Where
+the device kernels differ from the history's: KERNEL CHANGED when the plan rule is fixed, "PICK
+CHANGED" (information, never a regression) when the plan is a timing race (autotune).
 
-A change is *confirmed* when the next run on the key shows it too (or, for the newest run, when
-the run before it already did), *suspect* when the next run does not, and *new* with no next run.
+A change is *confirmed* by a run from another start (another machine, or the same GPU after a
+reboot) that shows it too: the next such run, or for the newest run the newest such run before
+it; *suspect* when that run does not show it; *replicated* when only a run of the same start
+shows it (a twin replicates, it does not confirm); *new* otherwise.
 """
 from __future__ import annotations
 
 import math
 import statistics
+from collections import Counter
 from dataclasses import dataclass
 
+from cudnn_hostbench.bench.measure.records import MIN_PROCESSES
+
 from .. import gate, robust
-from . import db
+from . import db, noise, plans
 
 DEFAULT_LAST = 30
 CONFIRM_LOOKAHEAD = 5   # later runs searched for the first that measured a changed row
-MIN_HISTORY = 8
-K = 2.0
+MIN_HISTORY = 8         # fewer earlier runs: the row's noise is its class's alone
+# Multipliers of the scale; set on the leave-one-start-out check of the committed history
+# (scripts/loso_check.py, docs/measurements.md): the fewest that give no false verdict there
+K = 3.0
+K_HOST = 4.0   # build-time rows: heavy-tailed between runs (up to 52 % between A/A runs)
 # µs rows: a change under this many µs per call is not judged. On the newest machine start the
 # 2.6 µs torch_mm device kernels moved by -0.07 and -0.08 µs (-2.5 %, -2.9 %) in both runs while
 # every heavier row stayed: a machine's floor, not software
 MIN_ABS_US = 0.1
-K_HOST = 4.0   # build-time rows: heavy-tailed between runs (up to 52 % between A/A runs)
 # the least change worth a verdict when the history is quiet; host (build-time) rows keep the
 # pairwise gate's floor, their run-to-run swings are large and not worth a finer rule
 MIN_EFFECT = {"eager": 0.03, "graph": 0.015, "device": 0.015, "host": gate.THRESHOLD["host"]}
+# Against the fleet (no history of the run's own GPU) graph and device rows need more: the
+# committed fleet's start-level moves on them, factors removed, reached 1.9-2.1 % at p99.5 while
+# their classes' sds say 0.3-0.5 % (scripts/loso_check.py, docs/measurements.md)
+MIN_EFFECT_FLEET = {**MIN_EFFECT, "graph": 0.025, "device": 0.025}
+PARTIAL = 0.5   # a run holding fewer than this share of the key's probes is a partial run
 
 
 @dataclass
@@ -52,10 +69,12 @@ class Verdict:
     mdc: float | None    # minimum detectable change (relative)
     n: int               # runs in the history
     verdict: str
-    state: str = ""      # confirmed / suspect / new, for SLOWER/FASTER/KERNEL CHANGED
+    state: str = ""      # confirmed / replicated / suspect / new, for SLOWER/FASTER/KERNEL CHANGED
     note: str = ""
     on_ratio: bool = False
     host_state: str = ""
+    scale: str = ""      # what the MDC stands on: 'same GPU', 'fleet' or 'pairwise'
+    processes: int = 0   # worker processes behind this run's figure
 
     @property
     def row(self) -> tuple:
@@ -63,53 +82,32 @@ class Verdict:
 
 
 def _usable(f: db.Figure | None, like: db.Figure) -> bool:
-    return (f is not None and f.status == "ok" and f.value is not None and f.on_ratio == like.on_ratio
-            and (like.mode != "eager" or f.host_state == like.host_state))
+    return (f is not None and f.status == "ok" and f.value is not None and f.value > 0
+            and f.on_ratio == like.on_ratio and (like.mode != "eager" or f.host_state == like.host_state))
 
 
-def _judge(f: db.Figure, hist: list[float], run_unstable: bool, kernels: str) -> tuple[str, float, float, str, float]:
-    loc = statistics.median(hist)
-    rel = robust.relative_scale(hist) or 0.0
-    mdc = robust.detectable(rel, len(hist), K_HOST if f.mode == "host" else K, MIN_EFFECT.get(f.mode, 0.05),
-                           f.spread, len(f.workers or ()))
-    change = f.value / loc - 1 if loc else float("nan")
-    if not abs(change) > mdc:
-        return "SAME", change, mdc, "", loc
-    if not f.on_ratio and abs(f.value - loc) < MIN_ABS_US:
-        return "SAME", change, mdc, f"under {MIN_ABS_US:g} µs per call", loc
-    if f.workers and len(f.workers) >= 2 and not all((w > loc) == (change > 0) for w in f.workers):
-        return "UNSURE", change, mdc, "workers straddle the history's median", loc
-    if f.mode == "eager" and run_unstable:
-        return "UNSURE", change, mdc, "host-unstable run: eager rows are not judged", loc
-    if f.mode == "eager" and f.host_state == "slow":
-        return "UNSURE", change, mdc, "slow host state: its eager figures drift between processes", loc
-    if f.mode == "eager" and not f.on_ratio:
-        return "UNSURE", change, mdc, "absolute eager µs (host-bound between processes)", loc
-    if kernels and f.kernels and kernels != f.kernels:
-        return "KERNEL CHANGED", change, mdc, f"kernels: history {kernels}; this run {f.kernels}", loc
-    return ("SLOWER" if change > 0 else "FASTER"), change, mdc, "", loc
-
-
-def _shows(g: db.Figure | None, like: db.Figure, loc: float, mdc: float, change: float) -> bool | None:
-    """Whether another run's figure shows the same change (None: it did not measure the row)."""
-    if not _usable(g, like):
-        return None
-    c = g.value / loc - 1
-    return abs(c) > mdc and (c > 0) == (change > 0)
+def _kernels_of(hist: list[tuple[dict, db.Figure]], me: dict) -> str:
+    """The kernels the history ran: its own GPU's newest where it has run there, else the most common."""
+    own = [f.kernels for r, f in hist if noise.same_machine(r, me) and f.kernels]
+    if own:
+        return own[-1]
+    ks = Counter(f.kernels for _, f in hist if f.kernels)
+    return ks.most_common(1)[0][0] if ks else ""
 
 
 def _pairwise(f: db.Figure, old: db.Figure, run_unstable: bool) -> tuple[str, float, str]:
     ov, nv = old.workers or [old.value], f.workers or [f.value]
     change = statistics.median(nv) / statistics.median(ov) - 1 if statistics.median(ov) else float("nan")
-    floor = gate.THRESHOLD.get(f.mode, 0.05)
-    if f.mode == "eager" and "slow" in (f.host_state, old.host_state):
-        floor = gate.SLOW_EAGER_THRESHOLD
+    floor = gate.floor_of(f.probe, f.variant, f.mode, old.median_us or 0.0, f.median_us or 0.0,
+                          (old.host_state, f.host_state))
     if abs(change) <= floor:
         # within the pairwise floor: SAME whatever the rank test says (it is not run: scipy
         # costs seconds to import, more than the rest of a check)
         return "SAME", change, "within the pairwise floor"
-    a = gate.Side(ov, [], False, frozenset(old.kernels.split(";")) - {""}, old.host_state, old.median_us or 0.0)
-    b = gate.Side(nv, [], run_unstable, frozenset(f.kernels.split(";")) - {""}, f.host_state, f.median_us or 0.0)
+    a = gate.Side(ov, [], False, frozenset(old.kernels.split(";")) - {""}, old.host_state, old.median_us or 0.0,
+                  probe=f.probe, variant=f.variant)
+    b = gate.Side(nv, [], run_unstable, frozenset(f.kernels.split(";")) - {""}, f.host_state, f.median_us or 0.0,
+                  probe=f.probe, variant=f.variant, race=plans.is_race(f.plan_rule))
     v, change, _, note = gate.judge(a, b, f.mode)
     if v == "UNSURE" and "too few samples" in note and abs(change) <= gate.THRESHOLD.get(f.mode, 0.05):
         v, note = "SAME", "one process a side: within the pairwise floor"
@@ -118,12 +116,147 @@ def _pairwise(f: db.Figure, old: db.Figure, run_unstable: bool) -> tuple[str, fl
     return v, change, note
 
 
+class History:
+    """The earlier runs of a key and what they say about each row's noise and each run's machine."""
+
+    def __init__(self, target: dict, before: list[dict], figs: dict, minimum: int, last: int = DEFAULT_LAST):
+        self.target, self.before, self.figs, self.minimum, self.last = target, before, figs, minimum, last
+        self.most = max(len((r.get("probes") or "").split(",")) for r in [*before, target])
+        self.factors = self._factors()
+        self.factor = self._target_factor()
+        self.pools: dict[tuple, noise.Pool] = {}
+        self.parts: dict[tuple, noise.Parts] = {}
+        by_class: dict[tuple, list[noise.Parts]] = {}
+        for row, f in figs[target["id"]].items():
+            if f.status != "ok" or f.value is None:
+                continue
+            logs, groups, _ = self.logs(row, f)
+            if len(logs) >= 2:
+                p = self.parts[row] = noise.parts(logs, groups)
+                by_class.setdefault(noise.row_class(f), []).append(p)
+        for cls, ps in by_class.items():
+            self.pools[cls] = noise.prior(cls, noise.pool(ps), len({noise.start_of(r) for r in before}))
+
+    def _factors(self) -> dict[int, dict]:
+        """Each earlier run's machine factors (by GPU-bound size class) against all earlier runs'."""
+        rows: dict[tuple, list[float]] = {}
+        for r in self.before:
+            for row, f in self.figs[r["id"]].items():
+                if f.status == "ok" and (f.value or 0) > 0 and noise.gpu_bound(f):
+                    rows.setdefault(row, []).append(math.log(f.value))
+        locs = {row: statistics.median(xs) for row, xs in rows.items() if len(xs) >= 2}
+        return {r["id"]: noise.machine_factors(self._gpu_logs(r["id"]), locs) for r in self.before}
+
+    def _gpu_logs(self, run_id: int) -> dict[tuple, tuple[str, str, float]]:
+        return {row: (noise.size_class(f), f.kernels, math.log(f.value)) for row, f in self.figs[run_id].items()
+                if f.status == "ok" and (f.value or 0) > 0 and noise.gpu_bound(f)}
+
+    def _target_factor(self) -> dict:
+        """The judged run's machine factors against the history (factors removed), {} when unknown."""
+        adj: dict[tuple, list[float]] = {}
+        for r in self.before:
+            for row, f in self.figs[r["id"]].items():
+                if f.status == "ok" and (f.value or 0) > 0 and noise.gpu_bound(f):
+                    adj.setdefault(row, []).append(math.log(f.value) - noise.offset(self.factors[r["id"]], f))
+        locs = {row: statistics.median(xs) for row, xs in adj.items() if len(xs) >= 2}
+        logs = self._gpu_logs(self.target["id"])
+        self.factor_rows = len([r for r in logs if r in locs])
+        return noise.machine_factors(logs, locs)
+
+    def logs(self, row: tuple, like: db.Figure) -> tuple[list[float], list[str], list[tuple[dict, db.Figure]]]:
+        """The row's history: log figures (machine factor removed from GPU-bound rows), starts, runs."""
+        hist = [(r, self.figs[r["id"]].get(row)) for r in self.before]
+        hist = [(r, f) for r, f in hist if _usable(f, like)][-self.last:]
+        alike = [(r, f) for r, f in hist if self.partial(r) == self.partial(self.target)]
+        if len(alike) >= 2:
+            hist = alike    # a partial run's GPU state may differ from a full run's: like with like
+        logs = [math.log(f.value) - noise.offset(self.factors[r["id"]], f) for r, f in hist]
+        return logs, [noise.start_of(r) for r, _ in hist], hist
+
+    def partial(self, run: dict) -> bool:
+        """A run holding under half the probes the key's fullest run held."""
+        return len((run.get("probes") or "").split(",")) < PARTIAL * self.most
+
+    def scale(self, row: tuple, f: db.Figure) -> tuple[noise.Scale, list[tuple[dict, db.Figure]]] | None:
+        logs, groups, hist = self.logs(row, f)
+        if len(logs) < 2:
+            return None
+        own = self.parts.get(row, noise.Parts())
+        if len(logs) < self.minimum:
+            own = noise.Parts()     # a small history: the class's noise alone
+        pool = self.pools.get(noise.row_class(f)) or noise.prior(noise.row_class(f), noise.Pool(0.0, 0.0), 0)
+        mine = [noise.same_machine(r, self.target) for r, _ in hist]
+        return noise.predict(logs, groups, mine, own, pool), hist
+
+
+def _judge(f: db.Figure, sc: noise.Scale, factor: float, run_unstable: bool, kernels: str) -> tuple[str, float, float, str]:
+    k = K_HOST if f.mode == "host" else K
+    floor = (MIN_EFFECT_FLEET if sc.kind == "fleet" else MIN_EFFECT).get(f.mode, 0.05)
+    mdc = max(floor, k * sc.sd,
+              k * robust.run_error(f.spread, len(f.workers or ())))
+    value = f.value / math.exp(factor)
+    change = value / sc.location - 1
+    workers = [w / math.exp(factor) for w in (f.workers or [])]
+    picked = plans.is_race(f.plan_rule) and kernels and f.kernels and kernels != f.kernels
+    pick = f"autotune pick changed (information): history {kernels}; this run {f.kernels}" if picked else ""
+    if not abs(change) > mdc:
+        return "SAME", change, mdc, pick
+    if picked:      # the figure moved with the pick: information, never a regression
+        return "PICK CHANGED", change, mdc, pick
+    if not f.on_ratio and abs(value - sc.location) < MIN_ABS_US:
+        return "SAME", change, mdc, f"under {MIN_ABS_US:g} µs per call"
+    if f.processes < 2:
+        return "UNSURE", change, mdc, "one process: never SLOWER or FASTER"
+    if len(workers) >= 2 and not all((w > sc.location) == (change > 0) for w in workers):
+        return "UNSURE", change, mdc, "workers straddle the history's median"
+    if f.mode == "eager" and run_unstable:
+        return "UNSURE", change, mdc, "host-unstable run: eager rows are not judged"
+    if f.mode == "eager" and f.host_state == "slow":
+        return "UNSURE", change, mdc, "slow host state: its eager figures drift between processes"
+    if f.mode == "eager" and not f.on_ratio:
+        return "UNSURE", change, mdc, "absolute eager µs (host-bound between processes)"
+    if kernels and f.kernels and kernels != f.kernels:
+        return "KERNEL CHANGED", change, mdc, f"kernels: history {kernels}; this run {f.kernels}"
+    return ("SLOWER" if change > 0 else "FASTER"), change, mdc, ""
+
+
+def _shows(g: db.Figure | None, like: db.Figure, loc: float, mdc: float, change: float, factor: float) -> bool | None:
+    """Whether another run's figure shows the same change (None: it did not measure the row)."""
+    if not _usable(g, like):
+        return None
+    c = g.value / math.exp(factor) / loc - 1
+    return abs(c) > mdc and (c > 0) == (change > 0)
+
+
+def _state(h: History, after: list[dict], hist: list[tuple[dict, db.Figure]], f: db.Figure,
+           loc: float, mdc: float, change: float) -> str:
+    """confirmed / suspect by the first later run of another start (for the newest run: confirmed
+    when the newest earlier run of another start shows it); replicated when only a twin of the
+    same start shows it; else new."""
+    me = noise.start_of(h.target)
+
+    def shows(r, g):
+        return _shows(g, f, loc, mdc, change, noise.offset(h.factors.get(r["id"], {}), g))
+    later = [(r, h.figs[r["id"]].get(f.row)) for r in after]
+    later = [(r, g) for r, g in later if _usable(g, f)]
+    other = [(r, g) for r, g in later if noise.start_of(r) != me]
+    if other:
+        return "confirmed" if shows(*other[0]) else "suspect"
+    earlier = [(r, g) for r, g in hist if noise.start_of(r) != me]
+    if not later and earlier and shows(*earlier[-1]):
+        return "confirmed"
+    twins = [(r, g) for r, g in [*later, *hist] if noise.start_of(r) == me and r.get("start")]
+    if any(shows(r, g) for r, g in twins):
+        return "replicated"
+    return "suspect" if later else "new"
+
+
 def check(store: db.Store, run_id: int, last: int = DEFAULT_LAST, minimum: int = MIN_HISTORY) -> tuple[dict, list[Verdict]]:
-    """(the judged run's store row, one Verdict per row of it)."""
+    """(the judged run's store row with what the check learned of its machine, one Verdict per row)."""
     everyone = [r for r in store.runs() if r["id"] == run_id]
     if not everyone:
         raise db.StoreError(f"{store.shown}: no run with id {run_id}")
-    target = everyone[0]
+    target = dict(everyone[0])
     same = [r for r in store.runs(key=target["history_key"]) if not r["excluded"] or r["id"] == run_id]
     pos = next(i for i, r in enumerate(same) if r["id"] == run_id)
     # twice `last` runs are read: rows that some runs skip (other host state, a partial run) still
@@ -131,37 +264,56 @@ def check(store: db.Store, run_id: int, last: int = DEFAULT_LAST, minimum: int =
     before = same[max(0, pos - 2 * last):pos]
     after = same[pos + 1:pos + 1 + CONFIRM_LOOKAHEAD]
     figs = store.figures([r["id"] for r in before] + [run_id] + [r["id"] for r in after])
-    mine = figs[run_id]
+    return judge_run(target, before, after, figs, last, minimum)
+
+
+def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, last: int = DEFAULT_LAST,
+              minimum: int = MIN_HISTORY) -> tuple[dict, list[Verdict]]:
+    """The check on runs already read: `before` and `after` are the key's runs around `target`."""
+    h = History(target, before, figs, minimum, last)
+    own = [r for r in before if noise.same_machine(r, target)]
+    target.update(machine_factor=h.factor.get("all"), machine_factors=h.factor, factor_rows=h.factor_rows, same_gpu_runs=len(own),
+                  history_runs=len(before), history_starts=len({noise.start_of(r) for r in before}),
+                  partial=h.partial(target), partial_runs=[r["id"] for r in before if h.partial(r)])
     out = []
-    for row, f in mine.items():
+    for row, f in figs[target["id"]].items():
         unit = f"x {f.baseline}" if f.on_ratio else "us"
+        base = dict(on_ratio=f.on_ratio, host_state=f.host_state, processes=f.processes)
         if f.status != "ok" or f.value is None:
             out.append(Verdict(*row, unit, None, None, float("nan"), None, 0, "UNMEASURED", note=f.status[:120]))
             continue
-        hist_f = [figs[r["id"]].get(row) for r in before]
-        hist_f = [h for h in hist_f if _usable(h, f)][-last:]
-        hist = [h.value for h in hist_f]
-        if len(hist) < minimum:
-            if not hist_f:
-                out.append(Verdict(*row, unit, f.value, None, float("nan"), None, 0, "NO HISTORY",
-                                   note="no earlier run on this key measured this row", on_ratio=f.on_ratio,
-                                   host_state=f.host_state))
-                continue
-            v, change, note = _pairwise(f, hist_f[-1], bool(target["host_unstable"]))
-            loc, mdc = hist_f[-1].value, gate.THRESHOLD.get(f.mode, 0.05)
-            note = f"too little history ({len(hist)} < {minimum} runs): pairwise gate against the newest; {note}"
-            note = note.rstrip("; ")
+        hist_all = [(r, figs[r["id"]].get(row)) for r in before]
+        hist_all = [(r, g) for r, g in hist_all if _usable(g, f)][-last:]
+        if not hist_all:
+            out.append(Verdict(*row, unit, f.value, None, float("nan"), None, 0, "NO HISTORY",
+                               note="no earlier run on this key measured this row", **base))
+            continue
+        fac = noise.offset(h.factor, f)
+        got = h.scale(row, f) if len(hist_all) >= 2 else None
+        if got is None:     # one earlier run: the pairwise gate, the only comparison there is
+            old = hist_all[-1][1]
+            v, change, note = _pairwise(f, old, bool(target["host_unstable"]))
+            loc, mdc, n, kind, hist = old.value, gate.THRESHOLD.get(f.mode, 0.05), 1, "pairwise", hist_all
+            note = f"one earlier run: pairwise gate; {note}".rstrip("; ")
+            if v in ("SLOWER", "FASTER") and f.processes < 2:
+                v, note = "UNSURE", note + "; one process: never SLOWER or FASTER"
         else:
-            v, change, mdc, note, loc = _judge(f, hist, bool(target["host_unstable"]), hist_f[-1].kernels)
+            sc, hist = got
+            v, change, mdc, note = _judge(f, sc, fac, bool(target["host_unstable"]), _kernels_of(hist, target))
+            loc, n, kind = sc.location, len(hist), sc.kind
+            if v in ("SLOWER", "FASTER") and any(h.partial(r) != h.partial(target) for r, _ in hist):
+                # a partial run (a few probes) leaves the GPU in another state than a full run does:
+                # the framework pair's rows sat up to 5 % under the full runs'
+                v, note = "UNSURE", "; ".join(x for x in (note, "partial and full runs mixed: the GPU state may differ") if x)
+            if n < minimum:
+                note = "; ".join(x for x in (f"too little history ({n} < {minimum} runs) for its own noise: its class's, "
+                                             "widened for the few runs", note) if x)
+        if 1 < f.processes < MIN_PROCESSES or f.processes == 1:
+            note = "; ".join(x for x in (note, f"{f.processes} process{'es' if f.processes > 1 else ''}") if x)
         state = ""
         if v in ("SLOWER", "FASTER", "KERNEL CHANGED"):
-            later = [figs[r["id"]].get(row) for r in after]
-            later = [g for g in later if _usable(g, f)]
-            if later:
-                state = "confirmed" if _shows(later[0], f, loc, mdc, change) else "suspect"
-            else:
-                state = "confirmed" if hist_f and _shows(hist_f[-1], f, loc, mdc, change) else "new"
-        out.append(Verdict(*row, unit, f.value, loc, change, mdc, len(hist), v, state, note, f.on_ratio, f.host_state))
+            state = _state(h, after, hist, f, loc, mdc, change)
+        out.append(Verdict(*row, unit, f.value, loc, change, mdc, n, v, state, note, scale=kind, **base))
     return target, out
 
 
@@ -174,16 +326,17 @@ def mode_class(v: Verdict) -> str:
     return "other"
 
 
-def median_mdc(verdicts: list[Verdict], minimum: int = MIN_HISTORY) -> dict[str, float]:
-    """Median minimum detectable change per class, over rows with a full history."""
+def median_mdc(verdicts: list[Verdict], minimum: int = 2) -> dict[str, float]:
+    """Median minimum detectable change per class, over rows judged on a history of `minimum` runs or more."""
     by: dict[str, list[float]] = {}
     for v in verdicts:
-        if v.mdc is not None and v.n >= minimum and not math.isnan(v.mdc):
+        if v.mdc is not None and v.n >= minimum and v.scale != "pairwise" and not math.isnan(v.mdc):
             by.setdefault(mode_class(v), []).append(v.mdc)
     return {k: statistics.median(xs) for k, xs in sorted(by.items())}
 
 
-ORDER = {"SLOWER": 0, "KERNEL CHANGED": 1, "FASTER": 2, "UNSURE": 3, "NO HISTORY": 4, "UNMEASURED": 5, "SAME": 6}
+ORDER = {"SLOWER": 0, "KERNEL CHANGED": 1, "FASTER": 2, "UNSURE": 3, "PICK CHANGED": 4, "NO HISTORY": 5,
+         "UNMEASURED": 6, "SAME": 7}
 
 
 def counts(verdicts: list[Verdict]) -> dict[str, int]:
@@ -193,26 +346,55 @@ def counts(verdicts: list[Verdict]) -> dict[str, int]:
     return dict(sorted(c.items(), key=lambda kv: ORDER.get(kv[0], 9)))
 
 
+def machine_line(target: dict) -> str:
+    """Where the run ran and what it is judged against, in one line."""
+    start = target.get("start") or "unknown start"
+    own = target.get("same_gpu_runs", 0)
+    against = (f"judged against its own GPU's {own} earlier run(s) on this key (same GPU: within-start scale)"
+               if own else f"no earlier run on this GPU: judged against the fleet "
+                           f"({target.get('history_runs', 0)} runs on {target.get('history_starts', 0)} starts, "
+                           f"between-start scale)")
+    return f"  machine: start {start}; {against}"
+
+
+def factor_line(target: dict) -> str:
+    f = target.get("machine_factor")
+    if f is None:
+        why = "a partial run" if target.get("partial") else "too few GPU-bound rows in common"
+        return f"  machine factor: not known ({why}); GPU-bound rows judged as they are"
+    pct = (math.exp(f) - 1) * 100
+    return (f"  this GPU runs GPU-bound rows {abs(pct):.1f} % {'slower' if pct > 0 else 'faster'} than the "
+            f"history median ({target.get('factor_rows', 0)} rows); rows count as changed only beyond that shift")
+
+
 def render(target: dict, verdicts: list[Verdict], show_all: bool = False) -> str:
-    """Text for a terminal: the run, counts, the changed rows first, each with its MDC."""
+    """Text for a terminal: the run, its machine, counts, the changed rows first, each with its MDC."""
     lines = [f"run {target['id']} ({target['started_at'][:19]}, {target['gpu']}, frontend {target['frontend']}, "
              f"commit {target['commit_id'][:7]}) against its history"]
     c = counts(verdicts)
     lines.append("  " + ", ".join(f"{n} {k}" for k, n in c.items()))
+    if "history_runs" in target:
+        lines += [machine_line(target), factor_line(target)]
+        if target.get("partial"):
+            lines.append(f"  a partial run (probes {target.get('probes', '')}): its GPU state may differ from "
+                         "a full run's; judged against partial runs where two measured the row, and a change "
+                         "against full runs is UNSURE at most")
+        elif target.get("partial_runs"):
+            lines.append(f"  {len(target['partial_runs'])} partial run(s) in the history left out where two full "
+                         "runs measured the row (a few probes: the GPU state may differ)")
     noise_limited = sum(1 for v in verdicts if v.verdict == "SAME" and v.mdc and v.mdc > 2 * MIN_EFFECT.get(v.mode, 0.05))
     if noise_limited:
         lines.append(f"  {noise_limited} SAME rows are noise-limited (detect only changes over twice the mode's minimum effect)")
     mm = median_mdc(verdicts)
     if mm:
-        lines.append("  median minimum detectable change, rows with full history: "
-                     + ", ".join(f"{k} {x * 100:.1f} %" for k, x in mm.items()))
+        lines.append("  median minimum detectable change: " + ", ".join(f"{k} {x * 100:.1f} %" for k, x in mm.items()))
     rows = sorted((v for v in verdicts if show_all or v.verdict not in ("SAME", "UNMEASURED")),
                   key=lambda v: (ORDER.get(v.verdict, 9), -abs(v.change) if not math.isnan(v.change) else 0))
     if rows:
-        lines.append(f"  {'verdict':15s} {'state':9s} {'row':60s} {'change':>8s} {'mdc':>6s} {'n':>3s}  note")
+        lines.append(f"  {'verdict':15s} {'state':10s} {'row':60s} {'change':>8s} {'mdc':>6s} {'on':9s} {'n':>3s}  note")
     for v in rows:
         ch = "" if math.isnan(v.change) else f"{v.change * 100:+.1f}%"
         mdc = "" if v.mdc is None else f"{v.mdc * 100:.1f}%"
         name = f"{v.probe}/{v.variant}/{v.size}/{v.mode} [{v.unit}]"
-        lines.append(f"  {v.verdict:15s} {v.state:9s} {name[:60]:60s} {ch:>8s} {mdc:>6s} {v.n:3d}  {v.note}")
+        lines.append(f"  {v.verdict:15s} {v.state:10s} {name[:60]:60s} {ch:>8s} {mdc:>6s} {v.scale:9s} {v.n:3d}  {v.note}")
     return "\n".join(lines)

@@ -18,9 +18,10 @@ from pathlib import Path
 from sqlalchemy import create_engine, event, func, insert, select, text
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
 
+from cudnn_hostbench.bench.measure import machine
 from cudnn_hostbench.bench.measure.records import UNIT_SECONDS, Run
 
-from . import migrate
+from . import migrate, plans
 from . import schema as S
 
 ENV_URL = "HOSTBENCH_STORE"
@@ -75,10 +76,17 @@ class Figure:
     host_state: str = ""
     baseline: str = ""
     role: str = ""
+    plan_rule: str = ""      # the variant's plan rule (recorded, or inferred for old runs: history.plans)
+    plan: str = ""           # the plan it ran, where the record names it
 
     @property
     def row(self) -> tuple:
         return (self.probe, self.variant, self.size, self.mode)
+
+    @property
+    def processes(self) -> int:
+        """Worker processes behind the figure (one value per worker; none listed: one process)."""
+        return len(self.workers) or 1
 
 
 def _us(x: float, unit: str) -> float:
@@ -89,14 +97,17 @@ def figures_of(run: Run) -> list[Figure]:
     """A run's records as store figures: eager rows with a baseline are judged on their paired
     ratio to it (as compare does), the rest on µs; per-worker values of the judged figure."""
     out = []
+    version = S.measurement_version_of(run.fingerprint or {})
     for rec in run.records:
+        rule = plans.rule_of(getattr(rec, "plan_rule", "") or "", version, rec.probe, rec.variant)
         kern = ""
         d = rec if rec.mode == "device" else run.find(rec.probe, rec.variant, rec.size, "device")
         if d is not None:
             kern = ";".join(sorted({n.rsplit(" x", 1)[0] for n in d.kernel_names}))
         if not rec.ok:
             out.append(Figure(rec.probe, rec.variant, str(rec.size), rec.mode, rec.status or "no samples",
-                              rec.unit, None, False, None, kernels=kern, role=rec.role))
+                              rec.unit, None, False, None, kernels=kern, role=rec.role, plan_rule=rule,
+                              plan=str(getattr(rec, "plan", "") or "")))
             continue
         med = _us(rec.summary().median, rec.unit)
         bl = run.baseline_of(rec)
@@ -110,7 +121,7 @@ def figures_of(run: Run) -> list[Figure]:
             value = med
         out.append(Figure(rec.probe, rec.variant, str(rec.size), rec.mode, "ok", rec.unit, value, on_ratio, med,
                           workers, rec.spread, ",".join(rec.flags or ()), kern, rec.host_state or "",
-                          bl.variant if bl is not None else "", rec.role))
+                          bl.variant if bl is not None else "", rec.role, rule, str(getattr(rec, "plan", "") or "")))
     return out
 
 
@@ -129,7 +140,18 @@ def run_meta(run: Run, source_hash: str) -> dict:
                 frontend=key["cudnn_frontend"], torch=key["torch"], measurement_version=S.measurement_version_of(fp),
                 host=str(fp.get("host") or fp.get("node") or ""), source_path=str(run.path),
                 host_unstable=bool(isinstance(hs, dict) and hs.get("unstable")), excluded="",
-                key_json=json.dumps(key, sort_keys=True), info_json=json.dumps(info, sort_keys=True, default=str))
+                key_json=json.dumps(key, sort_keys=True), info_json=json.dumps(info, sort_keys=True, default=str),
+                **machine_of(run))
+
+
+def machine_of(run: Run) -> dict:
+    """The runs-table fields of where a run ran: its start ('<boot id>/<GPU UUID>', '' when
+    unknown), the GPU's UUID, the whole identity, and the probes it held (a partial run holds few)."""
+    fp = run.fingerprint or {}
+    ident = fp.get("machine") if isinstance(fp.get("machine"), dict) else {}
+    return dict(start=machine.start_of(fp), gpu_uuid=machine.gpu_of(fp),
+                machine_json=json.dumps(ident, sort_keys=True, default=str),
+                probes=",".join(sorted({r.probe for r in run.records})))
 
 
 def file_hash(path: str | Path) -> str:
@@ -275,7 +297,7 @@ class Store:
                         run_id=rid, row_id=ids[f.row], status=f.status[:2000], unit=f.unit, value=f.value,
                         on_ratio=f.on_ratio, median_us=f.median_us, workers_json=json.dumps(f.workers),
                         spread=f.spread, flags=f.flags, kernels=f.kernels, host_state=f.host_state,
-                        baseline=f.baseline, role=f.role) for f in figs])
+                        baseline=f.baseline, role=f.role, plan_rule=f.plan_rule, plan=f.plan) for f in figs])
                 return rid, True
         try:
             return self._retry(f"store run {meta.get('source_path')}", go)
@@ -326,7 +348,8 @@ class Store:
         cols = [S.figures.c.run_id, S.rows.c.probe, S.rows.c.variant, S.rows.c.size, S.rows.c.mode,
                 S.figures.c.status, S.figures.c.unit, S.figures.c.value, S.figures.c.on_ratio, S.figures.c.median_us,
                 S.figures.c.workers_json, S.figures.c.spread, S.figures.c.flags, S.figures.c.kernels,
-                S.figures.c.host_state, S.figures.c.baseline, S.figures.c.role]
+                S.figures.c.host_state, S.figures.c.baseline, S.figures.c.role, S.figures.c.plan_rule,
+                S.figures.c.plan]
 
         loads = json.loads
 
@@ -336,10 +359,10 @@ class Store:
                     q = select(*cols).select_from(j).where(S.figures.c.run_id.in_(run_ids[i:i + 500]))
                     # unpacked as tuples: named-row access costs more than the query on 40k figures
                     for (rid, probe, variant, size, mode, status, unit, value, on_ratio, median_us, workers,
-                         spread, flags, kernels, host_state, baseline, role) in c.execute(q):
+                         spread, flags, kernels, host_state, baseline, role, plan_rule, plan) in c.execute(q):
                         out[rid][(probe, variant, size, mode)] = Figure(
                             probe, variant, size, mode, status, unit, value, bool(on_ratio), median_us,
-                            loads(workers), spread, flags, kernels, host_state, baseline, role)
+                            loads(workers), spread, flags, kernels, host_state, baseline, role, plan_rule, plan)
             return out
         return self._retry("read figures", go)
 

@@ -1,5 +1,6 @@
 """Put runs into a store: run files or folders (read with reports.store), or a compact export
-(`*.hbx.jsonl.gz`: one line per run, its runs-table row and its figures, no raw samples).
+(`*.hbx.jsonl.gz`: one line per run, its runs-table row and its figures, no raw samples). The
+runs-table row carries the run's machine (start, GPU UUID, identity) and the probes it held.
 The committed reference history is such an export (reports/reference/h200/history.hbx.jsonl.gz).
 """
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Iterable
 from cudnn_hostbench.bench.measure.records import RunFileError, load_run
 
 from .. import store as runstore
-from . import db
+from . import db, plans
 
 EXPORT_SUFFIX = ".hbx.jsonl.gz"
 
@@ -64,6 +65,7 @@ def ingest_paths(store: db.Store, paths: Iterable[str | Path]) -> Result:
                 meta.pop("id", None)
                 meta.pop("n_figures", None)
                 figs = [db.Figure(**f) for f in doc["figures"]]
+                _older_export(meta, figs)
                 rid, new = store.ingest(meta, figs)
                 (res.stored if new else res.already).append((f"{x}:{meta['source_path']}", rid))
         except RunFileError as e:
@@ -71,6 +73,16 @@ def ingest_paths(store: db.Store, paths: Iterable[str | Path]) -> Result:
         except (KeyError, TypeError) as e:
             res.errors.append(runstore.one_line(f"{x}: malformed history export ({type(e).__name__}: {e})"))
     return res
+
+
+def _older_export(meta: dict, figs: list) -> None:
+    """An export written before schema 2 has no machine fields, probes or plan rules: its runs get
+    an unknown start, the probes of their own figures, and the plan rules their probes declared."""
+    meta.setdefault("probes", ",".join(sorted({f.probe for f in figs})))
+    version = int(meta.get("measurement_version") or 1)
+    for f in figs:
+        if not f.plan_rule:
+            f.plan_rule = plans.inferred(version, f.probe, f.variant)
 
 
 def export(store: db.Store, out: str | Path, gpu: str | None = None) -> int:

@@ -2,11 +2,14 @@
 
 runs      one per ingested run file: the history key (what must match for two runs to be
           compared), the versions it is made of, what is only information (host, date, file),
-          and a hash of the source file (the same file ingested twice is stored once);
+          the machine it ran on (its start = boot id/GPU UUID, the GPU's UUID, the whole identity
+          as JSON; '' when unknown), the probes it held, and a hash of the source file (the same
+          file ingested twice is stored once);
 rows      one per (probe, variant, size, mode);
 figures   one per (run, row): the judged figure (eager rows with a baseline: the median paired
           ratio; else the median µs), the median µs, the per-worker values, the between-worker
-          spread, flags, kernels and host state. Raw samples stay in the run file (the archive).
+          spread, flags, kernels, host state, and the plan rule and plan the variant ran. Raw
+          samples stay in the run file (the archive).
 """
 from __future__ import annotations
 
@@ -17,7 +20,9 @@ from sqlalchemy import Boolean, Column, Float, ForeignKey, Index, Integer, MetaD
 
 from cudnn_hostbench.bench.measure import records as _records
 
-SCHEMA_VERSION = 1
+from . import plans
+
+SCHEMA_VERSION = 2   # 2: machine identity, start and probes per run; plan rule and plan per figure
 # The harness's measurement version (bench.measure.records.MEASUREMENT_VERSION) is part of the
 # history key; a run says which it measured with (measurement_version_of).
 MEASUREMENT_VERSION = _records.MEASUREMENT_VERSION
@@ -49,7 +54,12 @@ runs = Table("hb_runs", metadata,
              Column("excluded", String(255), nullable=False, default=""),   # why, when a person excluded it
              Column("key_json", Text, nullable=False),       # the key's fields, readable
              Column("info_json", Text, nullable=False),      # the rest of the fingerprint, summarized
-             Column("n_figures", Integer, nullable=False))
+             Column("n_figures", Integer, nullable=False),
+             # schema 2 (revision 0002); '' on runs stored before it: an unknown start
+             Column("start", String(255), nullable=False, default="", server_default=""),
+             Column("gpu_uuid", String(128), nullable=False, default="", server_default=""),
+             Column("machine_json", Text, nullable=False, default="{}", server_default="{}"),
+             Column("probes", Text, nullable=False, default="", server_default=""))   # comma-separated, sorted
 Index("hb_runs_key_time", runs.c.history_key, runs.c.started_at)
 
 rows = Table("hb_rows", metadata,
@@ -74,18 +84,16 @@ figures = Table("hb_figures", metadata,
                 Column("kernels", Text, nullable=False, default=""),
                 Column("host_state", String(16), nullable=False, default=""),
                 Column("baseline", String(128), nullable=False, default=""),
-                Column("role", String(32), nullable=False, default=""))
+                Column("role", String(32), nullable=False, default=""),
+                # schema 2: the variant's declared plan rule and the plan it ran ('' = unknown)
+                Column("plan_rule", String(64), nullable=False, default="", server_default=""),
+                Column("plan", String(255), nullable=False, default="", server_default=""))
 Index("hb_figures_row", figures.c.row_id, figures.c.run_id)
 
 
 def measurement_version_of(fp: dict) -> int:
-    """The version a run was measured with: recorded in its fingerprint since version 2; before
-    that, a run from harness 0.2 (its fingerprint lists its packages, cudnn-hostbench among them)
-    is version 2, and older runs are 1."""
-    v = fp.get("measurement_version")
-    if isinstance(v, int) and not isinstance(v, bool):
-        return v
-    return 2 if "cudnn-hostbench" in (fp.get("packages") or {}) else 1
+    """The version a run was measured with (history.plans.measurement_version)."""
+    return plans.measurement_version(fp)
 
 
 def key_of(fingerprint: dict) -> dict:

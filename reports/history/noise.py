@@ -1,0 +1,217 @@
+"""A row's noise between machine starts and within one, learned from the history grouped by start.
+
+On the H200 fleet the runs of one machine start move together: GPU-bound rows (graph and device,
+20 µs or more per call) of one start sit 0.5-1.7 % off the others, all of them at once, while two
+runs of one start agree within 0.5 %. So:
+
+- every run gets a *machine factor*: the median, over its GPU-bound rows, of its log figure
+  against the history's; GPU-bound figures are divided by their run's factor before they are
+  compared, and the new run's factor is reported once ("this GPU runs GPU-bound rows 1.9 %
+  slower than the history median") instead of as many regressions;
+- each row's log figures (factor removed) are split, one-way random effects by start, into a
+  within-start variance and a between-start variance (method of moments, Kalibera & Jones'
+  nested levels); a row with few starts borrows from its class (mode, size class, kernel family)
+  with PRIOR_DF degrees of freedom of weight;
+- a run whose GPU (or start) has history on the key is judged against that history on the
+  within-start scale ("same GPU", tight); any other run against the fleet, the median over
+  starts, on the between-start scale plus the within ("fleet").
+
+A run of unknown start (an old run) is a start of its own. Figures are logs throughout: a relative
+scale, symmetric for slower and faster.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+from . import plans
+
+GPU_BOUND_US = 20.0        # graph/device rows at or above this many µs per call follow the GPU's speed
+HEAVY_US = 100.0           # ... and at or above this, run power-capped
+MIN_FACTOR_ROWS = 10       # a machine factor needs this many GPU-bound rows in common (a partial run has few)
+KERNEL_ROWS = 3            # a kernel's own factor needs this many rows on it: one changed row cannot move it
+PRIOR_DF = 4.0             # weight of the class's pooled variance in a row's own, in degrees of freedom
+FLOOR_SD = 0.001           # no row is quieter than 0.1 % between two runs
+
+
+def start_of(run: dict) -> str:
+    """The run's start, or a start of its own when unknown (runs stored before machine identity)."""
+    return run.get("start") or f"unknown start of run {run['id']}"
+
+
+def same_machine(a: dict, b: dict) -> bool:
+    """Same physical GPU: the same known GPU UUID, or the same known start."""
+    return bool((a.get("gpu_uuid") and a.get("gpu_uuid") == b.get("gpu_uuid"))
+                or (a.get("start") and a.get("start") == b.get("start")))
+
+
+def gpu_bound(f) -> bool:
+    return f.mode in ("graph", "device") and not f.on_ratio and (f.median_us or 0.0) >= GPU_BOUND_US
+
+
+def family(kernels: str) -> str:
+    k = kernels.lower()
+    if "cudnn" in k:
+        return "cudnn"
+    if any(x in k for x in ("nvjet", "cublas", "xmma", "gemm")):
+        return "cublas"
+    return "torch" if "at::native" in k else "none"
+
+
+def size_class(f) -> str:
+    us = f.median_us or 0.0
+    return "heavy" if us >= HEAVY_US else "gpu-bound" if us >= GPU_BOUND_US else "light"
+
+
+def row_class(f) -> tuple:
+    """The rows a row borrows noise from: same mode and judged figure, size class, kernel family;
+    a plan picked by a race (autotune) moves with its pick, so such rows keep to themselves."""
+    race = "race" if plans.is_race(f.plan_rule) else ""
+    if f.mode == "eager":
+        return ("eager", "ratio" if f.on_ratio else "us", f.host_state, race)
+    if f.mode == "host":
+        return ("host",)
+    return (f.mode, size_class(f), family(f.kernels), race)
+
+
+def machine_factors(logs: dict, locs: dict) -> dict:
+    """A run's machine factors: the median log offset of its GPU-bound rows from the history's,
+    over all of them ('all') and per size class ('gpu-bound', 'heavy': power-capped work follows
+    the GPU's power limit more than lighter work does); a class with too few rows takes 'all', and
+    a run with too few GPU-bound rows in common (a partial run) has none. Then, per kernel set
+    that KERNEL_ROWS or more rows of the run share, what that kernel's rows keep in common beyond
+    their class's factor (one GPU ran transpose's 70 µs cuBLAS kernel 5 % slower than the others,
+    every row of it, in both its runs): ('kernels', name) -> factor."""
+    d: dict = {}
+    for r, (cls, _, x) in logs.items():
+        if r in locs:
+            d.setdefault(cls, []).append(x - locs[r])
+            d.setdefault("all", []).append(x - locs[r])
+    if len(d.get("all", ())) < MIN_FACTOR_ROWS:
+        return {}
+    out: dict = {"all": statistics.median(d["all"])}
+    for cls in ("gpu-bound", "heavy"):
+        xs = d.get(cls, [])
+        out[cls] = statistics.median(xs) if len(xs) >= MIN_FACTOR_ROWS else out["all"]
+    by: dict = {}
+    for r, (cls, kern, x) in logs.items():
+        if r in locs and kern:
+            by.setdefault(("kernels", kern), []).append(x - locs[r] - out[cls])
+    out.update({k: statistics.median(xs) for k, xs in by.items() if len(xs) >= KERNEL_ROWS})
+    return out
+
+
+def offset(factors: dict, f) -> float:
+    """The log offset a run's machine puts on a figure (0 for rows that do not follow the GPU)."""
+    if not factors or not gpu_bound(f):
+        return 0.0
+    return factors.get(size_class(f), 0.0) + factors.get(("kernels", f.kernels), 0.0)
+
+
+@dataclass
+class Parts:
+    """One row's sums of squares by start: within (ssw, dfw) and between (sb2 estimate, dfb)."""
+    ssw: float = 0.0
+    dfw: int = 0
+    sb2: float = 0.0
+    dfb: int = 0
+
+
+def parts(values: list[float], groups: list[str]) -> Parts:
+    """One-way random effects by group, method of moments (unbalanced: harmonic group size)."""
+    by: dict[str, list[float]] = {}
+    for v, g in zip(values, groups):
+        by.setdefault(g, []).append(v)
+    ssw = sum(sum((x - statistics.fmean(xs)) ** 2 for x in xs) for xs in by.values())
+    dfw = len(values) - len(by)
+    p = Parts(ssw, dfw)
+    if len(by) >= 2:
+        means = [statistics.fmean(xs) for xs in by.values()]
+        # the spread of the start means, less what the within-start noise puts into them
+        hm = len(by) / sum(1.0 / len(xs) for xs in by.values())
+        msb = statistics.variance(means)
+        msw = ssw / dfw if dfw else 0.0
+        p.sb2, p.dfb = max(0.0, msb - msw / hm), len(by) - 1
+    return p
+
+
+@dataclass
+class Pool:
+    """A class's pooled variances."""
+    sw2: float
+    sb2: float
+
+
+def pool(rows: list[Parts]) -> Pool:
+    ssw, dfw = sum(p.ssw for p in rows), sum(p.dfw for p in rows)
+    bs = [p.sb2 for p in rows if p.dfb]
+    return Pool(ssw / dfw if dfw else 0.0, statistics.fmean(bs) if bs else 0.0)
+
+
+def blend(own: float, df: float, prior: float) -> float:
+    return (own * df + prior * PRIOR_DF) / (df + PRIOR_DF)
+
+
+@dataclass
+class Scale:
+    """What a row's change is judged on."""
+    kind: str            # 'same GPU' or 'fleet'
+    location: float      # the history's figure (factor removed), linear
+    sd: float            # relative sd of (new run - location)
+    n: int               # history runs behind the location
+    starts: int          # starts among them
+
+
+def _median_var(n: int) -> float:
+    """Variance of the median of n draws, in draws' variances (a mean up to 2; pi/2n beyond)."""
+    return 1.0 / n if n <= 2 else math.pi / (2 * n)
+
+
+def predict(logs: list[float], groups: list[str], mine: list[bool], row: Parts, prior: Pool) -> Scale:
+    """The scale a new run's row is judged on: against its own GPU's history where it has one
+    (`mine`) on the within-start scale, else against the median over starts on the between-start
+    scale; where the own history is so short that the fleet predicts the run better, the fleet."""
+    sw2 = blend(row.ssw / row.dfw if row.dfw else prior.sw2, row.dfw, prior.sw2)
+    sb2 = blend(row.sb2, row.dfb, prior.sb2)
+    by: dict[str, list[float]] = {}
+    for x, g in zip(logs, groups):
+        by.setdefault(g, []).append(x)
+    k = len(by)
+    per_start = min(len(xs) for xs in by.values())
+    var = sb2 + sw2 + _median_var(k) * (sb2 + sw2 / per_start)
+    fleet = Scale("fleet", math.exp(statistics.median(statistics.median(xs) for xs in by.values())),
+                  max(FLOOR_SD, math.sqrt(var)), len(logs), k)
+    own = [x for x, m in zip(logs, mine) if m]
+    if not own:
+        return fleet
+    sd = max(FLOOR_SD, math.sqrt(sw2 * (1 + _median_var(len(own)))))
+    return Scale("same GPU", math.exp(statistics.median(own)), sd, len(logs), k) if sd <= fleet.sd else fleet
+
+
+# What the committed H200 history (measurement 1: 12 full runs on 6 starts) says of each class's
+# noise, as relative sds (within a start, between starts after the machine factors; race rows left
+# out). A store with few starts of its own leans on these: scripts/loso_check.fleet_noise() measures
+# them, and tests/test_loso.py holds this table to it.
+FLEET = {
+    ("device", "gpu-bound"): (0.0029, 0.0043),
+    ("device", "heavy"): (0.0023, 0.0036),
+    ("device", "light"): (0.0063, 0.0076),
+    ("eager", "ratio"): (0.0178, 0.0151),
+    ("eager", "us"): (0.0368, 0.0309),
+    ("graph", "gpu-bound"): (0.0042, 0.0041),
+    ("graph", "heavy"): (0.0071, 0.0068),
+    ("graph", "light"): (0.0064, 0.0085),
+    ("host", "*"): (0.1724, 0.0907),
+}
+
+
+def fleet_of(cls: tuple) -> tuple[float, float]:
+    """The committed fleet's (within, between) sd for a class: by mode and size class, eager by host state."""
+    return FLEET.get(cls[:2]) or FLEET.get(cls[:1] + ("*",)) or (0.0, 0.0)
+
+
+def prior(cls: tuple, own: Pool, starts: int) -> Pool:
+    """A class's pool, its between-start part leaning on the fleet's where the store has few starts."""
+    w, b = fleet_of(cls)
+    return Pool(own.sw2 if own.sw2 else w * w, blend(own.sb2, max(0, starts - 1), b * b))

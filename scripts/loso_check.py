@@ -1,0 +1,169 @@
+"""Leave-one-start-out check of the history gate on the committed H200 history (CPU only).
+
+Each machine start's runs are judged against all the other starts' runs (the fleet), as a nightly
+run on a fresh machine is; a start's second run is also judged with its first in the history (the
+same GPU). No software changed between these runs, so every SLOWER, FASTER or KERNEL CHANGED is
+false. Then one change at a time is injected into each start's runs, and must be the only row
+called: +4 % on a GPU-bound graph row, +4 % on a device row, +8 % on an eager trap ratio.
+
+    python3 -m cudnn_hostbench.scripts.loso_check [EXPORT] [--markdown]
+"""
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EXPORT = ROOT / "reports" / "reference" / "h200" / "history.hbx.jsonl.gz"
+CHANGED = ("SLOWER", "FASTER", "KERNEL CHANGED")
+FULL = 400          # figures in a full run of measurement 1 (437); the matrix parts hold 45
+# (name, row, factor): one injected change each, the rows the history tests use
+INJECT = [("graph +4 %", ("fusion", "cudnn_fused", "epilogue-b16m512k1024n512", "graph"), 1.04),
+          ("device +4 %", ("sdpa", "cudnn_sdpa", "b32h32s128d128", "device"), 1.04),
+          ("eager trap ratio +8 %", ("wrapper", "naive", "1024", "eager"), 1.08)]
+CLASSES = ("graph", "device", "eager ratio (fast state)")
+
+
+@dataclasses.dataclass
+class Result:
+    starts: list            # (start, runs, false verdicts against the fleet, against the same GPU, picks)
+    mdc_fleet: dict         # class -> list of MDCs
+    mdc_same: dict
+    caught: dict            # injection name -> (caught alone, tried)
+    false_rows: list        # (start, run id, verdict text)
+
+
+def load(export: Path = EXPORT):
+    """The committed history in a scratch store: (store, its full runs of measurement 1 by start)."""
+    from cudnn_hostbench.reports.history import db, ingest
+    tmp = tempfile.mkdtemp(prefix="hb-loso-")
+    st = db.open_store(f"sqlite:///{Path(tmp) / 'h.db'}")
+    res = ingest.ingest_paths(st, [export])
+    if res.errors:
+        raise SystemExit(res.errors[0])
+    full = [r for r in st.runs() if r["n_figures"] >= FULL and int(r["measurement_version"]) == 1]
+    return st, full
+
+
+def _inject(figs: dict, run_id: int, row: tuple, factor: float) -> dict | None:
+    f = figs[run_id].get(row)
+    if f is None or f.value is None:
+        return None
+    out = dict(figs)
+    out[run_id] = dict(figs[run_id])
+    out[run_id][row] = dataclasses.replace(f, value=f.value * factor, workers=[w * factor for w in f.workers])
+    return out
+
+
+def run(export: Path = EXPORT) -> Result:
+    from cudnn_hostbench.reports.history import check, noise
+    st, full = load(export)
+    figs = st.figures([r["id"] for r in full])
+    st.close()
+    starts = sorted({noise.start_of(r) for r in full})
+    res = Result([], {c: [] for c in CLASSES}, {c: [] for c in CLASSES}, {n: [0, 0] for n, _, _ in INJECT}, [])
+    for s in starts:
+        mine = [r for r in full if noise.start_of(r) == s]
+        others = [r for r in full if noise.start_of(r) != s]
+        false_fleet = false_same = picks = 0
+        for i, t in enumerate(mine):
+            for setting, before in (("fleet", others), ("same GPU", others + mine[:i]) if i else (None, None)):
+                if setting is None:
+                    continue
+                target, vs = check.judge_run(dict(t), before, [], figs)
+                bad = [v for v in vs if v.verdict in CHANGED]
+                picks += sum(v.verdict == "PICK CHANGED" for v in vs)
+                res.false_rows += [(s, t["id"], setting, f"{v.verdict} {'/'.join(v.row)} {v.change * 100:+.1f}% "
+                                    f"(mdc {v.mdc * 100:.1f}%, {v.scale})") for v in bad]
+                if setting == "fleet":
+                    false_fleet += len(bad)
+                else:
+                    false_same += len(bad)
+                into = res.mdc_fleet if setting == "fleet" else res.mdc_same
+                for v in vs:
+                    c = check.mode_class(v)
+                    if c in into and v.mdc is not None and v.scale == setting:
+                        into[c].append(v.mdc)
+                if setting != "fleet":
+                    continue
+                for name, row, factor in INJECT:
+                    got = _inject(figs, t["id"], row, factor)
+                    if got is None:
+                        continue
+                    base = next((v for v in vs if v.row == row), None)
+                    if base is None or base.verdict != "SAME" or (row[3] == "eager" and base.host_state != "fast"):
+                        continue    # judged only where the row is measured, quiet, and (eager) fast
+                    _, vi = check.judge_run(dict(t), before, [], got)
+                    called = [(v.row, v.verdict) for v in vi if v.verdict in CHANGED]
+                    res.caught[name][1] += 1
+                    res.caught[name][0] += called == [(row, "SLOWER")]
+        res.starts.append((s, len(mine), false_fleet, false_same, picks))
+    return res
+
+
+def table(res: Result) -> str:
+    """Markdown: false verdicts per start, MDC medians per class, injections caught alone."""
+    lines = ["| start | runs | false SLOWER/FASTER/KERNEL CHANGED vs the fleet | vs the same GPU "
+             "| autotune pick changed (information) |",
+             "|---|---|---|---|---|"]
+    lines += [f"| {s} | {n} | {a} | {b} | {p} |" for s, n, a, b, p in res.starts]
+    lines += ["", "| class | median MDC, fleet | median MDC, same GPU |", "|---|---|---|"]
+    for c in CLASSES:
+        f, g = res.mdc_fleet[c], res.mdc_same[c]
+        lines.append(f"| {c} | {_pct(f)} ({len(f)} rows) | {_pct(g)} ({len(g)} rows) |")
+    lines += ["", "| injected | caught alone |", "|---|---|"]
+    lines += [f"| {n} | {c} of {t} runs |" for n, (c, t) in res.caught.items()]
+    return "\n".join(lines)
+
+
+def _pct(xs: list) -> str:
+    return f"{statistics.median(xs) * 100:.2f} %" if xs else "-"
+
+
+def medians(res: Result) -> tuple[dict, dict]:
+    return ({c: statistics.median(x) for c, x in res.mdc_fleet.items() if x},
+            {c: statistics.median(x) for c, x in res.mdc_same.items() if x})
+
+
+def fleet_noise(export: Path = EXPORT) -> dict:
+    """The committed fleet's (within, between) sd per class (mode and size class; eager ratios and
+    µs; host), from all its full runs of measurement 1: what noise.FLEET holds."""
+    import math
+
+    from cudnn_hostbench.reports.history import check, noise
+    st, full = load(export)
+    figs = st.figures([r["id"] for r in full])
+    st.close()
+    h = check.History(dict(full[-1]), full, figs, 1)
+    by: dict = {}
+    for row, p in h.parts.items():
+        f = figs[full[-1]["id"]][row]
+        cls = noise.row_class(f)
+        if cls[-1] == "race":
+            continue
+        by.setdefault(cls[:2] if cls[0] != "host" else ("host", "*"), []).append(p)
+    out = {}
+    for cls, ps in sorted(by.items()):
+        pool = noise.pool(ps)
+        out[cls] = (round(math.sqrt(pool.sw2), 4), round(math.sqrt(pool.sb2), 4))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    export = Path(next((a for a in args if not a.startswith("--")), EXPORT))
+    if not export.is_file():
+        print(f"loso_check: {export}: no such history export", file=sys.stderr)
+        return 2
+    res = run(export)
+    print(table(res))
+    for s, rid, setting, text in res.false_rows:
+        print(f"false: {s} run {rid} ({setting}): {text}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

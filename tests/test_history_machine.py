@@ -1,0 +1,116 @@
+"""Machine identity in the history store: each run's start, GPU and the probes it held are stored,
+exported and ingested again; the committed export knows the start of every committed run; plan
+rules are stored (and inferred for old runs); the check says which scale judged a row."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cudnn_hostbench.bench.measure import records
+from cudnn_hostbench.reports.history import check, db, ingest, noise, plans
+from cudnn_hostbench.scripts import cli
+from tests.helpers import FINGERPRINT, synthetic_records
+
+ROOT = Path(__file__).resolve().parents[1]
+EXPORT = ROOT / "reports" / "reference" / "h200" / "history.hbx.jsonl.gz"
+MACHINE = {"gpu_uuid": "GPU-1234", "gpu_serial": "1650", "vbios": "96.00", "pci_bus_id": "00000000:19:00.0",
+           "power_limit_w": 700.0, "max_sm_clock_mhz": 1980, "max_mem_clock_mhz": 2619,
+           "boot_id": "b00t", "hostname": "vm"}
+
+
+def _run(path: Path, seed: int, machine: dict | None = None, rule: str = "") -> Path:
+    recs = synthetic_records(seed)
+    for r in recs:
+        r.plan_rule = rule if r.variant == "pinned" else ""
+        r.plan = "plan 1 'eng7_k24=41'" if r.variant == "pinned" else ""
+    fp = {**FINGERPRINT, "datetime": f"2026-12-0{seed + 1}T00:00:00+00:00"}
+    if machine:
+        fp["machine"] = machine
+    return records.write_run(path, records.run_document(recs, fp))
+
+
+def test_a_run_s_machine_and_probes_are_stored_and_travel_in_the_export(tmp_path):
+    st = db.open_store(f"sqlite:///{tmp_path / 'a.db'}")
+    ingest.ingest_paths(st, [_run(tmp_path / "r.json", 0, MACHINE, rule="autotuned")])
+    r = st.runs()[0]
+    assert r["start"] == "b00t/GPU-1234" and r["gpu_uuid"] == "GPU-1234" and r["probes"] == "execute"
+    assert json.loads(r["machine_json"])["power_limit_w"] == 700.0
+    figs = st.figures([r["id"]])[r["id"]]
+    pinned = [f for f in figs.values() if f.variant == "pinned"]
+    assert pinned and all(f.plan_rule == "autotuned" and f.plan.startswith("plan 1") for f in pinned)
+    ingest.export(st, tmp_path / "x.hbx.jsonl.gz")
+    st2 = db.open_store(f"sqlite:///{tmp_path / 'b.db'}")
+    ingest.ingest_paths(st2, [tmp_path / "x.hbx.jsonl.gz"])
+    r2 = st2.runs()[0]
+    assert {k: r2[k] for k in ("start", "gpu_uuid", "machine_json", "probes")} == \
+           {k: r[k] for k in ("start", "gpu_uuid", "machine_json", "probes")}
+    assert [f.plan_rule for f in st2.figures([r2["id"]])[r2["id"]].values() if f.variant == "pinned"] == \
+           [f.plan_rule for f in pinned]
+    st.close()
+    st2.close()
+
+
+def test_a_run_without_identity_is_an_unknown_start_of_its_own(tmp_path):
+    st = db.open_store(f"sqlite:///{tmp_path / 'a.db'}")
+    ingest.ingest_paths(st, [_run(tmp_path / "a.json", 0), _run(tmp_path / "b.json", 1)])
+    a, b = st.runs()
+    assert a["start"] == b["start"] == "" and noise.start_of(a) != noise.start_of(b)
+    assert not noise.same_machine(a, b)
+    st.close()
+
+
+def test_old_runs_take_the_plan_rule_their_probe_declared_where_it_names_a_race():
+    assert plans.inferred(1, "execute", "pinned") == "autotuned"          # version 1: autotuned pin
+    assert plans.inferred(2, "execute", "pinned") == ""                   # version 2: the heuristic's plan
+    assert plans.inferred(2, "registration", "custom_op_autograd") == "autotuned"
+    assert plans.inferred(2, "wrapper", "fixed_autotuned") == "autotuned"
+    assert plans.inferred(3, "churn", "reuse") == ""                      # new runs record their own
+    assert plans.is_race("autotuned") and not plans.is_race("heuristic")
+
+
+def test_the_committed_export_knows_every_run_s_start():
+    st = db.open_store("sqlite:///:memory:")
+    ingest.ingest_paths(st, [EXPORT])
+    rs = st.runs()
+    assert all(r["start"].startswith("log:") for r in rs)
+    full_v1 = [r for r in rs if r["n_figures"] >= 400 and r["measurement_version"] == 1]
+    by: dict = {}
+    for r in full_v1:
+        by.setdefault(r["start"], []).append(r)
+    assert len(full_v1) == 12 and len(by) == 6 and {len(v) for v in by.values()} == {2}
+    fw = [r for r in rs if "fw-run" in r["source_path"]]
+    assert {r["probes"] for r in fw} == {"pack_size,registration,sdpa_decode"}
+    st.close()
+
+
+def test_an_autotune_pick_is_information_and_never_fails_the_check(tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    st = db.open_store(url)
+    ingest.ingest_paths(st, [EXPORT])
+    full = [r for r in st.runs() if r["n_figures"] >= 400 and r["measurement_version"] == 1]
+    # pair 4 run 2: its autotuned pins ran other knobs than its history, and two figures moved with them
+    target, vs = check.check(st, full[3]["id"])
+    picks = [v for v in vs if v.verdict == "PICK CHANGED"]
+    assert picks and all("autotune pick changed (information)" in v.note and v.state == "" for v in picks)
+    assert all(plans.is_race(st.figures([full[3]["id"]])[full[3]["id"]][v.row].plan_rule) for v in picks)
+    assert not [v for v in vs if v.verdict == "KERNEL CHANGED"]
+    st.close()
+    args = ["history", "check", str(full[-1]["id"]), "--store", url, "--fail-on-regression", "any", "--all"]
+    assert cli.main(args) == 0
+    out = capsys.readouterr().out
+    assert "KERNEL CHANGED" not in out and "autotune pick changed" in out
+    assert "machine: start log:2026-11-30 pair 8" in out and "this GPU runs GPU-bound rows" in out
+
+
+def test_a_figure_of_one_process_is_never_slower(tmp_path):
+    st = db.open_store(f"sqlite:///{tmp_path / 'a.db'}")
+    paths = [_run(tmp_path / f"r{i}.json", i) for i in range(3)]
+    ingest.ingest_paths(st, paths)
+    last = st.runs()[-1]
+    figs = st.figures([r["id"] for r in st.runs()])
+    row = ("execute", "generic", "1024", "graph")
+    figs[last["id"]][row].value *= 1.5
+    target, vs = check.judge_run(dict(last), st.runs()[:-1], [], figs)
+    v = next(v for v in vs if v.row == row)
+    assert v.verdict == "UNSURE" and "one process" in v.note and v.processes == 1
+    st.close()
