@@ -79,7 +79,7 @@ def _side(run: Run, rec: Record, on_ratio: bool, factor: float = 1.0) -> gate.Si
     rule = plans.rule_of(rec.plan_rule, plans.measurement_version(run.fingerprint or {}), rec.probe, rec.variant)
     return gate.Side(vals, rounds, bool(hs.get("unstable")) or "host_unstable" in (rec.flags or ()),
                      kernels_of(run, rec), rec.host_state, per_call_us, rec.probe, rec.variant,
-                     plans.is_race(rule), rec.processes)
+                     plans.is_race(rule), rec.processes, "clock_drop" in (rec.flags or ()))
 
 
 def machines(base: Run, new: Run) -> dict:

@@ -76,6 +76,7 @@ class Side:
     variant: str = ""
     race: bool = False        # its plan is a timing race (autotune): a kernel change is a pick, not cuDNN's
     processes: int = 0        # worker processes behind the figure (0: len(values))
+    clock_drop: bool = False  # the GPU clock dropped below 95 % of its usual clock on kept rounds (⚑c)
 
     @property
     def spread(self) -> float:
@@ -111,7 +112,9 @@ def judge(a: Side, b: Side, mode: str, threshold: float | None = None, alpha: fl
     if not a.values or not b.values:
         return "UNMEASURED", float("nan"), float("nan"), "no samples"
     thr = PROBE_THRESHOLD.get((b.probe, mode), THRESHOLD.get(mode, 0.05)) if threshold is None else threshold
-    slow = mode == "eager" and "slow" in (a.host_state, b.host_state)
+    # build-time (host) rows are host-bound like eager ones, and say their host state since
+    # measurement 3 (H200: deserialize 0.25 ms fast, 0.47 ms slow)
+    slow = mode in ("eager", "host") and "slow" in (a.host_state, b.host_state)
     # the least change this row can be judged on
     floor = thr if threshold is not None else floor_of(b.probe, b.variant, mode, a.per_call_us, b.per_call_us,
                                                       (a.host_state, b.host_state))
@@ -153,12 +156,17 @@ def judge(a: Side, b: Side, mode: str, threshold: float | None = None, alpha: fl
         return "PICK CHANGED", change, p, kern
     if mode == "eager" and (a.host_unstable or b.host_unstable):
         return "UNSURE", change, p, "host-unstable run: eager rows are not judged"
-    if mode == "eager" and a.host_state and b.host_state and a.host_state != b.host_state:
+    if mode in ("eager", "host") and a.host_state and b.host_state and a.host_state != b.host_state:
         return "UNSURE", change, p, f"host state differs ({a.host_state} vs {b.host_state})"
     if not agree:
         return "UNSURE", change, p, "; ".join(x for x in (how, note) if x)
     if slow:
         return "UNSURE", change, p, "slow host state: its eager figures drift between processes; judge runs in the fast state"
+    if mode == "graph" and (a.clock_drop or b.clock_drop) and min(a.per_call_us, b.per_call_us) >= HEAVY_US:
+        # a power-capped replay follows the GPU's power state (H200, one start, two runs:
+        # measurement/4096 graph 179-190 µs, then 198-200 µs; its device rows 173.6 vs 174.0)
+        return "UNSURE", change, p, ("GPU clock dropped on kept rounds (⚑c): heavy replays follow the power state; "
+                                     "the device row judges the kernels")
     one = min(a.processes or len(a.values), b.processes or len(b.values))
     if one < 2:
         return "UNSURE", change, p, "one process on a side: never SLOWER or FASTER"

@@ -492,3 +492,20 @@ def test_a_worker_without_a_steady_host_state_is_left_out_when_most_had_one():
     r = next(m for m in merged if m.key == ("execute", "generic", "256", "eager"))
     assert [w["worker"] for w in r.workers] == [2, 3] and "host_unstable" not in r.flags
     assert r.rounds_discarded.get("worker_no_host_state") == 1 and "found no steady host state" in r.note
+
+
+def test_a_heavy_replay_whose_clock_dropped_and_a_build_row_in_another_host_state_are_unsure():
+    """Measured on one H200 start: measurement/4096 graph 179-190 µs in one run, 198-200 µs in the
+    next (⚑c: the clock dropped on kept rounds), its device rows 173.6 and 174.0; build-time rows
+    say their host state since measurement 3, and one timed slow is not compared with one fast."""
+    from cudnn_hostbench.reports.gate import Side, judge
+    a = Side([179.4, 190.4, 181.5], [180.0] * 16, per_call_us=181.5, clock_drop=True)
+    b = Side([199.9, 198.1, 200.1], [199.0] * 25, per_call_us=199.9, clock_drop=True)
+    verdict, change, _, note = judge(a, b, "graph")
+    assert verdict == "UNSURE" and change > 0.09 and "clock dropped" in note
+    assert judge(Side([179.4, 190.4, 181.5], [180.0] * 16, per_call_us=181.5),
+                 Side([199.9, 198.1, 200.1], [199.0] * 25, per_call_us=199.9), "graph")[0] == "SLOWER"
+    fast = Side([0.25, 0.24, 0.25], [0.25] * 24, host_state="fast")
+    slow = Side([0.47, 0.52, 0.50], [0.5] * 24, host_state="slow")
+    assert judge(fast, slow, "host")[0] == "UNSURE"
+    assert judge(Side([0.25, 0.24, 0.25], [0.25] * 24), Side([0.47, 0.52, 0.50], [0.5] * 24), "host")[0] == "SLOWER"
