@@ -62,7 +62,7 @@ def store_run(run, path) -> str:
     except ImportError as e:   # sqlalchemy missing: the run file is still the archive
         return f"history store: not stored ({e}); ingest later with hostbench history ingest"
     try:
-        st = db.open_store(url)
+        st = db.open_store(url, create=True)
         try:
             rid, new = st.ingest_run(run)
         finally:

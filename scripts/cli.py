@@ -283,7 +283,7 @@ def cmd_dashboard(a) -> int:
     runs, errors, st = [], [], None
     if a.store:
         try:
-            st = db.open_store(a.store)
+            st = db.open_store(a.store, create=bool(a.paths))   # only storing runs makes a store
             n = st.count()[0]
         except db.StoreError as e:
             say(str(e))

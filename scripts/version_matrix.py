@@ -152,6 +152,21 @@ def frame_md(t) -> str:
     return fmt.md_table(["probe", "variant", "mode", "size", *t.columns], rows)
 
 
+def store_problem(url: str | None) -> str:
+    """Why the history store cannot take parts, in one line; '' when it can (or is off)."""
+    if url and url.lower() == "off":
+        return ""
+    try:
+        from cudnn_hostbench.reports.history import db
+    except ImportError:
+        return ""    # store_part says so per part; the merge itself needs no store
+    try:
+        db.open_store(url or db.default_url(), create=True).close()
+    except db.StoreError as e:
+        return f"--store: {store.one_line(str(e))}"
+    return ""
+
+
 def store_part(url: str | None, path: Path) -> str:
     """Ingests one finished part into the history store; a line saying where, or why not."""
     if url and url.lower() == "off":
@@ -162,7 +177,7 @@ def store_part(url: str | None, path: Path) -> str:
     except ImportError as e:
         return f"  not stored in the history store ({e})"
     try:
-        st = db.open_store(url or db.default_url(ROOT))
+        st = db.open_store(url or db.default_url(), create=True)
         try:
             rid, new = st.ingest_run(load_run(path, need_records=True))
         finally:
@@ -300,7 +315,15 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as e:
             print(f"version_matrix: {e}", file=sys.stderr)
             return 2
-    out.mkdir(parents=True, exist_ok=True)
+        problem = store_problem(args.store)   # a store that cannot take the parts: before anything is written
+        if problem:
+            print(f"version_matrix: {problem}", file=sys.stderr)
+            return 2
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        print(f"version_matrix: --out {out}: cannot make the folder ({e.strerror or e})", file=sys.stderr)
+        return 2
     args.out = str(out)
     if args.merge_only:
         entries = entries_for_merge(docs)
