@@ -211,7 +211,7 @@ def test_export_file_damaged_is_one_line(tmp_path, capsys):
 
 
 def test_ingest_api_counts(tmp_path):
-    st = db.open_store(f"sqlite:///{tmp_path / 'h.db'}")
+    st = db.open_store(f"sqlite:///{tmp_path / 'h.db'}", create=True)
     res = ingest.ingest_paths(st, [EXPORT])
     assert len(res.stored) == RUNS and not res.errors
     st.close()
@@ -221,7 +221,7 @@ def test_ingest_api_counts(tmp_path):
 
 def _revision(url: str) -> str | None:
     from cudnn_hostbench.reports.history import migrate
-    st = db.open_store(url)
+    st = db.open_store(url, create=True)
     try:
         with st.engine.connect() as c:
             return migrate.revision_of(c)
