@@ -363,10 +363,16 @@ def _load_jsonl(path: Path, text: str) -> Run:
                     raise TypeError("fingerprint is not an object")
                 _check_schema(path, fp.get("schema"))
             elif obj.get("kind") == "record":
-                rec = Record.from_dict(obj["record"])
-                bad = _bad_field(rec)
-                if bad:
-                    raise RunFileError(f"{path}:{i}: malformed record {_named(obj['record'], i)}: field {bad}")
+                d = obj["record"]
+                try:
+                    rec = Record.from_dict(d)
+                    bad = _bad_field(rec)
+                except (TypeError, AttributeError) as e:
+                    bad = f"ratio ({e})" if isinstance(d, dict) else None
+                    if bad is None:
+                        raise
+                if bad:   # which figure, which field
+                    raise RunFileError(f"{path}:{i}: malformed record {_named(d, i)}: field {bad} is malformed")
                 recs.append(rec)
         except (KeyError, TypeError, AttributeError) as e:
             raise RunFileError(f"{path}:{i}: malformed {obj.get('kind')} line ({e})") from e
