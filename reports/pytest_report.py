@@ -69,5 +69,5 @@ def store_run(run, path) -> str:
             st.close()
     except (db.StoreError, OSError) as e:
         return f"history store: not stored ({e}); the run file is kept: hostbench history ingest {path}"
-    return (f"history store: run {rid} {'stored' if new else 'was already stored'} in {db._shown(url)}; "
+    return (f"history store: {f'run {rid} stored' if new else f'already stored as run {rid}'} in {db._shown(url)}; "
             f"hostbench history check {rid} --store {db._shown(url)}")

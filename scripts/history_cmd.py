@@ -113,6 +113,9 @@ def _ingest(a) -> int:
     except db.StoreError as e:
         _say(a.prog, str(e))
         return 2
+    except OSError as e:
+        _say(a.prog, f"{getattr(e, 'filename', '') or ''}: {e.strerror or e}")
+        return 2
     finally:
         for st in opened:
             st.close()

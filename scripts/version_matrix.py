@@ -184,7 +184,7 @@ def store_part(url: str | None, path: Path) -> str:
             st.close()
     except (db.StoreError, RunFileError, OSError) as e:
         return f"  not stored in the history store: {store.one_line(str(e))}"
-    return f"  history store: run {rid} {'stored' if new else 'already stored'}"
+    return f"  history store: {f'run {rid} stored' if new else f'already stored as run {rid}'}"
 
 
 def merge(out: Path, entries: list[dict], dashboard: str | None = None):

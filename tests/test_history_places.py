@@ -178,3 +178,23 @@ def test_the_reference_run_is_named_by_a_path_that_works_from_here(tmp_path, mon
     named = [line.split("reference run ", 1)[1] for line in capsys.readouterr().out.splitlines()
              if line.startswith("reference run ")]
     assert named and all(Path(p).is_file() for p in named)
+
+
+def test_installed_hostbench_run_writes_its_results_beside_the_default_store(tmp_path, monkeypatch):
+    """`hostbench run` on a GPU, installed: results/<stamp> in the project, where the finished run
+    goes into history.db beside it, the default store (pytest itself is not run here)."""
+    import pytest as pytest_module
+
+    from cudnn_hostbench.scripts import run
+    monkeypatch.setattr(where, "PACKAGE_ROOT", tmp_path / "site-packages" / "cudnn_hostbench")
+    monkeypatch.delenv("HOSTBENCH_STORE")
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / ".git").mkdir()
+    monkeypatch.chdir(proj)
+    seen = []
+    monkeypatch.setattr(run, "cuda_available", lambda: (True, ""))
+    monkeypatch.setattr(pytest_module, "main", lambda args: seen.append(args) or pytest_module.ExitCode.USAGE_ERROR)
+    assert run.main() == 2
+    out = Path(next(a for a in seen[0] if a.startswith("--hb-out=")).split("=", 1)[1])
+    assert out.parent == proj / "results" and out.parent / "history.db" == where.default_store()
