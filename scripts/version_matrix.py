@@ -315,7 +315,9 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as e:
             print(f"version_matrix: {e}", file=sys.stderr)
             return 2
-        problem = store_problem(args.store)   # a store that cannot take the parts: before anything is written
+        entries = entries_for_merge(docs)
+        # a store that cannot take the parts: said before anything is written (made only with a part to store)
+        problem = store_problem(args.store) if any(e["status"] == "ok" for e in entries) else ""
         if problem:
             print(f"version_matrix: {problem}", file=sys.stderr)
             return 2
@@ -326,7 +328,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args.out = str(out)
     if args.merge_only:
-        entries = entries_for_merge(docs)
         for e in entries:   # parts merged from elsewhere are stored too (each run once)
             if e["status"] == "ok":
                 line = store_part(args.store, Path(e.get("path") or out / e["run_file"]))
