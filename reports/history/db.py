@@ -12,6 +12,7 @@ import json
 import os
 import statistics
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -326,7 +327,7 @@ class Store:
         r = S.runs.c
         ids = c.execute(select(r.id).where(r.started_at == meta["started_at"], r.history_key == meta["history_key"],
                                            r.commit_id == meta.get("commit_id", "")).order_by(r.id)).scalars().all()
-        stored = self._figures_on(c, list(ids))
+        stored = self.figures(list(ids), c)
         return next((i for i in ids if identity.same_figures(figs, stored[i])), None)
 
     def ingest_run(self, run: Run, source_hash: str | None = None) -> tuple[int, bool]:
@@ -394,15 +395,8 @@ class Store:
                         c.execute(select(func.count()).select_from(S.figures)).scalar())
         return self._retry("count runs", go)
 
-    def figures(self, run_ids: list[int]) -> dict[int, dict[tuple, Figure]]:
-        """run id -> row -> Figure, for the given runs."""
-        def go():
-            with self.engine.connect() as c:
-                return self._figures_on(c, run_ids)
-        return self._retry("read figures", go)
-
-    @staticmethod
-    def _figures_on(c, run_ids: list[int]) -> dict[int, dict[tuple, Figure]]:
+    def figures(self, run_ids: list[int], conn=None) -> dict[int, dict[tuple, Figure]]:
+        """run id -> row -> Figure, for the given runs (on `conn`, inside its transaction, if given)."""
         out: dict[int, dict[tuple, Figure]] = {i: {} for i in run_ids}
         if not run_ids:
             return out
@@ -411,16 +405,21 @@ class Store:
                 S.figures.c.status, S.figures.c.unit, S.figures.c.value, S.figures.c.on_ratio, S.figures.c.median_us,
                 S.figures.c.workers_json, S.figures.c.spread, S.figures.c.flags, S.figures.c.kernels,
                 S.figures.c.host_state, S.figures.c.baseline, S.figures.c.role]
+
         loads = json.loads
-        for i in range(0, len(run_ids), 500):
-            q = select(*cols).select_from(j).where(S.figures.c.run_id.in_(run_ids[i:i + 500]))
-            # unpacked as tuples: named-row access costs more than the query on 40k figures
-            for (rid, probe, variant, size, mode, status, unit, value, on_ratio, median_us, workers,
-                 spread, flags, kernels, host_state, baseline, role) in c.execute(q):
-                out[rid][(probe, variant, size, mode)] = Figure(
-                    probe, variant, size, mode, status, unit, value, bool(on_ratio), median_us,
-                    loads(workers), spread, flags, kernels, host_state, baseline, role)
-        return out
+
+        def go():
+            with self.engine.connect() if conn is None else nullcontext(conn) as c:
+                for i in range(0, len(run_ids), 500):
+                    q = select(*cols).select_from(j).where(S.figures.c.run_id.in_(run_ids[i:i + 500]))
+                    # unpacked as tuples: named-row access costs more than the query on 40k figures
+                    for (rid, probe, variant, size, mode, status, unit, value, on_ratio, median_us, workers,
+                         spread, flags, kernels, host_state, baseline, role) in c.execute(q):
+                        out[rid][(probe, variant, size, mode)] = Figure(
+                            probe, variant, size, mode, status, unit, value, bool(on_ratio), median_us,
+                            loads(workers), spread, flags, kernels, host_state, baseline, role)
+            return out
+        return self._retry("read figures", go) if conn is None else go()
 
 
 def open_store(url: str | None = None, create: bool = False, **kw) -> Store:
