@@ -198,3 +198,11 @@ def test_installed_hostbench_run_writes_its_results_beside_the_default_store(tmp
     assert run.main() == 2
     out = Path(next(a for a in seen[0] if a.startswith("--hb-out=")).split("=", 1)[1])
     assert out.parent == proj / "results" and out.parent / "history.db" == where.default_store()
+
+
+def test_a_store_turned_off_is_one_line_for_the_history_commands(monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("HOSTBENCH_STORE", "off")
+    assert "the store is off" in one_line_exit_2(capsys, "history", "list")
+    run = write_synthetic_run(tmp_path / "run.json")
+    assert "the store is off" in one_line_exit_2(capsys, "history", "ingest", str(run))
+    assert not (Path.cwd() / "off").exists()

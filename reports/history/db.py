@@ -426,7 +426,10 @@ def open_store(url: str | None = None, create: bool = False, **kw) -> Store:
     """The store at `url` (default: default_url(); a plain path is a SQLite file). With `create`
     (what stores runs) an absent or empty one is made with the current schema; without, it is a
     StoreError: reading never leaves a store behind."""
-    url = as_url(url or default_url())
+    url = url or default_url()
+    if url.lower() in ("off", "none", "0"):
+        raise StoreError(f"the store is off ({ENV_URL}={url}); name one with --store URL")
+    url = as_url(url)
     p = sqlite_path(url)
     if p is not None and p.is_dir():
         raise StoreError(f"{_shown(url)}: is a folder, not a database file")
