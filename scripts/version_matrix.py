@@ -15,7 +15,7 @@ Outputs, all directly in --out:
   matrix.md                      status, median µs and µs above torch_mm per version, and the
                                  verdicts that change from one version to the next
 Each finished part also goes into the history store (--store URL, else $HOSTBENCH_STORE, else
-results/history.db; `--store off` for none), where the dashboard's version view reads it.
+the default store, docs/history.md; `--store off` for none), where the dashboard's version view reads it.
 `--only 1.20.0,1.26.0` splits a matrix over several invocations;
 `--merge-only [--from DIR...]` rebuilds matrix.md (and, with --from, a combined matrix.json)
 from the outputs already written. Only the merge needs pandas and scipy; without them matrix.md
@@ -303,7 +303,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="with --merge-only: folders of earlier matrix outputs to merge (default --out)")
     ap.add_argument("--dashboard", metavar="DIR", help="also write a dashboard there (many files)")
     ap.add_argument("--store", metavar="URL",
-                    help="history store for the parts (default $HOSTBENCH_STORE, else results/history.db; off: none)")
+                    help="history store for the parts (default $HOSTBENCH_STORE, else the default store: "
+                         "docs/history.md; off: none)")
     ap.add_argument("--python", default=sys.executable, help="interpreter for pip and pytest")
     ap.add_argument("--root", default=str(ROOT), help="where `probes/` is (the repository root)")
     ap.add_argument("--target-root", default="/tmp", help="where the fe-<ver> install folders go")
