@@ -206,3 +206,15 @@ def test_a_store_turned_off_is_one_line_for_the_history_commands(monkeypatch, ca
     run = write_synthetic_run(tmp_path / "run.json")
     assert "the store is off" in one_line_exit_2(capsys, "history", "ingest", str(run))
     assert not (Path.cwd() / "off").exists()
+
+
+def test_a_dashboard_of_unreadable_runs_makes_no_store(tmp_path, capsys):
+    (tmp_path / "broken.json").write_text('{"benchmarks": [')
+    url = f"sqlite:///{tmp_path / 'new' / 'h.db'}"
+    assert cli.main(["dashboard", str(tmp_path / "broken.json"), "--store", url, "--out", str(tmp_path / "site")]) == 2
+    err = capsys.readouterr().err
+    assert "broken.json" in err and "no store there" in err
+    assert not (tmp_path / "new").exists() and not (tmp_path / "site").exists()
+    run = write_synthetic_run(tmp_path / "run.json")
+    assert cli.main(["dashboard", str(run), "--store", url, "--out", str(tmp_path / "site")]) == 0
+    assert (tmp_path / "new" / "h.db").is_file()

@@ -24,7 +24,10 @@ def checkout() -> Path | None:
 
 def project(start: Path | None = None) -> Path | None:
     """The nearest folder up from `start` (the current one) that looks like a project."""
-    here = (start or Path.cwd()).resolve()
+    try:
+        here = (start or Path.cwd()).resolve()
+    except OSError:   # the current folder was removed under us
+        return None
     for d in (here, *here.parents):
         if d == Path.home() or d.parent == d:
             return None    # the home folder or / is not a project, even with a stray marker
@@ -51,10 +54,9 @@ def shown(path: str | os.PathLike) -> str:
     p = Path(path)
     try:
         a = p.resolve()
+        return str(a.relative_to(Path.cwd().resolve()))
     except OSError:
         return str(p)
-    try:
-        return str(a.relative_to(Path.cwd().resolve()))
     except ValueError:
         return str(a)
 
