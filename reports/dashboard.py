@@ -29,7 +29,7 @@ class OutError(Exception):
 def memory_store(runs):
     """A store in memory holding `runs` (loaded Run objects), for a dashboard over files."""
     from .history import db
-    st = db.open_store("sqlite://")
+    st = db.open_store("sqlite://", create=True)
     for r in runs:
         try:
             h = db.file_hash(r.path)

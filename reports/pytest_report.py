@@ -62,12 +62,12 @@ def store_run(run, path) -> str:
     except ImportError as e:   # sqlalchemy missing: the run file is still the archive
         return f"history store: not stored ({e}); ingest later with hostbench history ingest"
     try:
-        st = db.open_store(url)
+        st = db.open_store(url, create=True)
         try:
             rid, new = st.ingest_run(run)
         finally:
             st.close()
     except (db.StoreError, OSError) as e:
         return f"history store: not stored ({e}); the run file is kept: hostbench history ingest {path}"
-    return (f"history store: run {rid} {'stored' if new else 'was already stored'} in {db._shown(url)}; "
+    return (f"history store: {f'run {rid} stored' if new else f'already stored as run {rid}'} in {db._shown(url)}; "
             f"hostbench history check {rid} --store {db._shown(url)}")

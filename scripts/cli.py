@@ -287,19 +287,24 @@ def cmd_dashboard(a) -> int:
         say(f"--last {a.last}: must be at least 1")
         return 2
     runs, errors, st = [], [], None
+    if a.paths:   # read first: only a run to store makes a store
+        runs, errors = store.load_runs(a.paths, a.order)
     if a.store:
         try:
-            st = db.open_store(a.store)
+            st = db.open_store(a.store, create=bool(runs))
             n = st.count()[0]
         except db.StoreError as e:
+            for x in errors if not runs else []:
+                say(f"skipped {x}")
             say(str(e))
             return 2
-        if not n and not a.paths:
+        if not n and not runs:
             st.close()
+            for x in errors:
+                say(f"skipped {x}")
             say(f"{st.shown}: the store holds no runs; nothing written")
             return 2
     if a.paths:
-        runs, errors = store.load_runs(a.paths, a.order)
         for r in runs:
             for w in getattr(r, "warnings", None) or []:
                 say(f"warning: {w}")

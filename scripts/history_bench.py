@@ -63,7 +63,7 @@ def synthetic(n: int, seed: int = 0):
 
 
 def bench(url: str, n: int, out: Path) -> dict:
-    st = db.open_store(url)
+    st = db.open_store(url, create=True)
     try:
         t0 = time.perf_counter()
         figures = 0

@@ -1,4 +1,5 @@
-"""`hostbench history ingest|check|export|exclude`: the history store from the command line.
+"""`hostbench history ingest|check|list|show|export|exclude|include|upgrade`: the history store
+from the command line. Only ingest makes a store; the others read an existing one.
 
 Bad input (an unreadable run file among others is skipped with one line; a store that cannot be
 opened, a corrupt or foreign database, a newer schema, a server that cannot be reached, a lock
@@ -18,15 +19,18 @@ def _say(prog: str, msg: str) -> None:
 
 def add_parser(command) -> None:
     """Declares the history command on the cli's `command(name, func, ...)` helper."""
-    from cudnn_hostbench.reports.history import check, db
+    from cudnn_hostbench.reports.history import check, db, where
     p = command("history", main, description=DESCRIPTION,
-                epilog=f"The store: --store URL, else ${db.ENV_URL}, else results/history.db (SQLite). "
-                       "Team store: postgresql://user@host/db. Details: docs/history.md")
-    hs = p.add_subparsers(dest="action", required=True, metavar="{ingest,check,export,exclude,upgrade}")
+                epilog=f"The store: --store URL, else ${db.ENV_URL}, else results/history.db of this checkout, "
+                       "of the project you run from, or of your data folder (here: "
+                       f"{where.shown(where.default_store())}). Team store: postgresql://user@host/db. "
+                       "Details: docs/history.md")
+    hs = p.add_subparsers(dest="action", required=True,
+                          metavar="{ingest,check,list,show,export,exclude,include,upgrade}")
 
     def action(name, help_):
         q = hs.add_parser(name, help=help_, description=help_)
-        q.add_argument("--store", metavar="URL", help="store URL (sqlite:///FILE or postgresql://...)")
+        q.add_argument("--store", metavar="URL", help="store URL (sqlite:///FILE, a .db file, or postgresql://...)")
         q.set_defaults(prog=q.prog)
         return q
 
@@ -43,14 +47,36 @@ def add_parser(command) -> None:
     q.add_argument("--all", action="store_true", help="print every row, not only the changed ones")
     q.add_argument("--fail-on-regression", nargs="?", const="confirmed", choices=["confirmed", "any"],
                    help="exit 1 on a SLOWER row: 'confirmed' (default) only when a second run shows it too")
+    q = action("list", "the runs the store holds: id, start time, GPU, history key, machine start and GPU, "
+                       "probes, excluded or not")
+    q.add_argument("--gpu", help="only runs of this GPU name")
+    q = action("show", "one stored run in full")
+    q.add_argument("run_id", type=int)
     q = action("export", "write the store (or one GPU of it) as a compact export (*.hbx.jsonl.gz)")
     q.add_argument("out", help="file to write (replaced atomically)")
     q.add_argument("--gpu", help="only runs of this GPU name")
     q = action("exclude", "leave a run out of every history (it stays stored)")
     q.add_argument("run_id", type=int)
     q.add_argument("--why", default="excluded by hand", help="reason, kept with the run")
+    q = action("include", "take an excluded run back into every history (undoes exclude)")
+    q.add_argument("run_id", type=int)
     action("upgrade", "migrate a store made by an older hostbench to this one's schema (Alembic; on "
                       "PostgreSQL in one transaction); back the store up first")
+
+
+def _known(store, run_id: int) -> dict:
+    """The run with this id; LookupError saying how to list the ids."""
+    run = store.run(run_id)
+    if run is None:
+        raise LookupError(f"{store.shown}: no run with id {run_id}; `hostbench history list"
+                          f"{_store_arg(store)}` lists the ids")
+    return run
+
+
+def _store_arg(store) -> str:
+    """' --store URL' for a command to print, unless the store is the default one."""
+    from cudnn_hostbench.reports.history import db
+    return "" if store.url == db.as_url(db.default_url()) else f" --store {store.shown}"
 
 
 def _pick(store, what: str, prog: str):
@@ -64,7 +90,7 @@ def _pick(store, what: str, prog: str):
             raise LookupError(f"{store.shown}: the store holds no runs")
         return max(runs, key=lambda r: (r["started_at"], r["id"]))["id"]
     if what.isdigit() and not Path(what).exists():
-        return int(what)
+        return _known(store, int(what))["id"]
     res = ingest.ingest_paths(store, [what])
     if res.errors:
         raise LookupError(res.errors[0])
@@ -74,9 +100,41 @@ def _pick(store, what: str, prog: str):
     return got[0][1]
 
 
+def _ingest(a) -> int:
+    """Opens (makes) the store only at the first readable run: a failed ingest leaves none behind."""
+    from cudnn_hostbench.reports.history import db, ingest
+    opened = []
+
+    def store():
+        opened.append(db.open_store(a.store, create=True))
+        return opened[-1]
+    try:
+        res = ingest.ingest_paths(store, a.paths)
+    except db.StoreError as e:
+        _say(a.prog, str(e))
+        return 2
+    except OSError as e:
+        _say(a.prog, f"{getattr(e, 'filename', '') or ''}: {e.strerror or e}")
+        return 2
+    finally:
+        for st in opened:
+            st.close()
+    for e in res.errors:
+        _say(a.prog, f"skipped {e}")
+    for path, rid in res.already:
+        print(f"{path}: already stored as run {rid}")
+    shown = opened[0].shown if opened else db._shown(db.as_url(a.store or db.default_url()))
+    print(f"{shown}: stored {len(res.stored)} run(s), {len(res.already)} already stored"
+          + (f", {len(res.errors)} unreadable" if res.errors else "")
+          + ("" if opened else "; nothing to store, no store made"))
+    return 2 if res.errors and not (res.stored or res.already) else 0
+
+
 def main(a) -> int:
-    from cudnn_hostbench.reports.history import check, db, ingest
+    from cudnn_hostbench.reports.history import check, db, ingest, listing
     prog = a.prog
+    if a.action == "ingest":
+        return _ingest(a)
     try:
         store = db.open_store(a.store, upgrade=a.action == "upgrade")
     except db.StoreError as e:
@@ -89,27 +147,37 @@ def main(a) -> int:
         store.close()
         return 0
     try:
-        if a.action == "ingest":
-            res = ingest.ingest_paths(store, a.paths)
-            for e in res.errors:
-                _say(prog, f"skipped {e}")
-            print(f"{store.shown}: stored {len(res.stored)} run(s), {len(res.already)} already stored"
-                  + (f", {len(res.errors)} unreadable" if res.errors else ""))
-            return 2 if res.errors and not (res.stored or res.already) else 0
+        if a.action == "list":
+            print(listing.list_text(store, a.gpu))
+            return 0
+        if a.action == "show":
+            print(listing.show_text(store, _known(store, a.run_id)))
+            return 0
         if a.action == "export":
             n = ingest.export(store, a.out, a.gpu)
             print(f"wrote {a.out} ({n} runs)")
             return 0
         if a.action == "exclude":
-            if not store.exclude(a.run_id, a.why):
-                _say(prog, f"{store.shown}: no run with id {a.run_id}")
-                return 2
-            print(f"run {a.run_id} is left out of every history ({a.why})")
+            _known(store, a.run_id)
+            store.exclude(a.run_id, a.why)
+            print(f"run {a.run_id} is left out of every history ({a.why}); "
+                  f"`hostbench history include {a.run_id}{_store_arg(store)}` takes it back")
+            return 0
+        if a.action == "include":
+            if not _known(store, a.run_id)["excluded"]:
+                print(f"run {a.run_id} was not excluded; nothing to do")
+                return 0
+            store.include(a.run_id)
+            print(f"run {a.run_id} is back in every history")
             return 0
         if a.last < 1 or a.min_history < 1:
             _say(prog, "--last and --min-history must be at least 1")
             return 2
         rid = _pick(store, a.run, prog)
+        why = _known(store, rid)["excluded"]
+        if why:   # judged all the same; it is only left out of the other runs' histories
+            print(f"note: run {rid} is excluded ({why}): it is in no other run's history; "
+                  f"`hostbench history include {rid}{_store_arg(store)}` takes it back")
         target, verdicts = check.check(store, rid, a.last, a.min_history)
         print(check.render(target, verdicts, a.all))
         slower = [v for v in verdicts if v.verdict == "SLOWER"]

@@ -32,6 +32,7 @@ def cuda_available() -> tuple[bool, str]:
 def render_reference() -> int:
     from cudnn_hostbench.bench.measure import records
     from cudnn_hostbench.reports import table
+    from cudnn_hostbench.reports.history import where
     runs = reference_runs()
     if not runs:
         print("no committed reference run under reports/reference/", file=sys.stderr)
@@ -42,7 +43,7 @@ def render_reference() -> int:
         except records.RunFileError as e:
             print(f"skipping reference run: {e}", file=sys.stderr)
             continue
-        print(f"\nreference run {path.relative_to(ROOT)}\n{table.caption(run)}")
+        print(f"\nreference run {where.shown(path)}\n{table.caption(run)}")   # a path that works from here
         print(table.render_text(table.build_table(run)))
     return 0
 
@@ -65,7 +66,11 @@ def main(out: str | None = None, reference: bool = False, pytest_args=()) -> int
                   + (f" Ignored: {' '.join(ignored)}." if ignored else ""), file=sys.stderr)
         return render_reference()
     import pytest
-    out = Path(out or ROOT / "results" / _dt.datetime.now().strftime("%Y%m%d-%H%M%S"))
+
+    from cudnn_hostbench.reports.history import where
+    # results/ of the checkout, the project or the user's data folder, never inside the package;
+    # the finished run goes into history.db beside its folder: the default store
+    out = Path(out or where.results_dir() / _dt.datetime.now().strftime("%Y%m%d-%H%M%S"))
     if out.exists() and not out.is_dir():
         print(f"hostbench run: --out {out}: exists and is not a folder", file=sys.stderr)
         return 2

@@ -15,7 +15,7 @@ Outputs, all directly in --out:
   matrix.md                      status, median µs and µs above torch_mm per version, and the
                                  verdicts that change from one version to the next
 Each finished part also goes into the history store (--store URL, else $HOSTBENCH_STORE, else
-results/history.db; `--store off` for none), where the dashboard's version view reads it.
+the default store, docs/history.md; `--store off` for none), where the dashboard's version view reads it.
 `--gpus all` runs one version per GPU of the node at once, each pinned to its GPU and to cores of
 its NUMA node (scripts/node_matrix.py; docs/node.md). `--only 1.20.0,1.26.0` splits a matrix over
 several invocations;
@@ -157,6 +157,21 @@ def frame_md(t) -> str:
     return fmt.md_table(["probe", "variant", "mode", "size", *t.columns], rows)
 
 
+def store_problem(url: str | None) -> str:
+    """Why the history store cannot take parts, in one line; '' when it can (or is off)."""
+    if url and url.lower() == "off":
+        return ""
+    try:
+        from cudnn_hostbench.reports.history import db
+    except ImportError:
+        return ""    # store_part says so per part; the merge itself needs no store
+    try:
+        db.open_store(url or db.default_url(), create=True).close()
+    except db.StoreError as e:
+        return f"--store: {store.one_line(str(e))}"
+    return ""
+
+
 def store_part(url: str | None, path: Path) -> str:
     """Ingests one finished part into the history store; a line saying where, or why not."""
     if url and url.lower() == "off":
@@ -167,14 +182,14 @@ def store_part(url: str | None, path: Path) -> str:
     except ImportError as e:
         return f"  not stored in the history store ({e})"
     try:
-        st = db.open_store(url or db.default_url(ROOT))
+        st = db.open_store(url or db.default_url(), create=True)
         try:
             rid, new = st.ingest_run(load_run(path, need_records=True))
         finally:
             st.close()
     except (db.StoreError, RunFileError, OSError) as e:
         return f"  not stored in the history store: {store.one_line(str(e))}"
-    return f"  history store: run {rid} {'stored' if new else 'already stored'}"
+    return f"  history store: {f'run {rid} stored' if new else f'already stored as run {rid}'}"
 
 
 def merge(out: Path, entries: list[dict], dashboard: str | None = None):
@@ -293,7 +308,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="with --merge-only: folders of earlier matrix outputs to merge (default --out)")
     ap.add_argument("--dashboard", metavar="DIR", help="also write a dashboard there (many files)")
     ap.add_argument("--store", metavar="URL",
-                    help="history store for the parts (default $HOSTBENCH_STORE, else results/history.db; off: none)")
+                    help="history store for the parts (default $HOSTBENCH_STORE, else the default store: "
+                         "docs/history.md; off: none)")
     ap.add_argument("--python", default=sys.executable, help="interpreter for pip and pytest")
     ap.add_argument("--root", default=str(ROOT), help="where `probes/` is (the repository root)")
     ap.add_argument("--target-root", default="/tmp", help="where the fe-<ver> install folders go")
@@ -306,10 +322,19 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as e:
             print(f"version_matrix: {e}", file=sys.stderr)
             return 2
-    out.mkdir(parents=True, exist_ok=True)
+        entries = entries_for_merge(docs)
+        # a store that cannot take the parts: said before anything is written (made only with a part to store)
+        problem = store_problem(args.store) if any(e["status"] == "ok" for e in entries) else ""
+        if problem:
+            print(f"version_matrix: {problem}", file=sys.stderr)
+            return 2
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        print(f"version_matrix: --out {out}: cannot make the folder ({e.strerror or e})", file=sys.stderr)
+        return 2
     args.out = str(out)
     if args.merge_only:
-        entries = entries_for_merge(docs)
         for e in entries:   # parts merged from elsewhere are stored too (each run once)
             if e["status"] == "ok":
                 line = store_part(args.store, Path(e.get("path") or out / e["run_file"]))

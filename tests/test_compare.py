@@ -270,6 +270,15 @@ def test_slow(benchmark):
 '''
 
 
+def stored_files(url: str) -> list[str]:
+    from cudnn_hostbench.reports.history import db
+    st = db.open_store(url)
+    try:
+        return sorted(Path(r["source_path"]).name for r in st.runs())
+    finally:
+        st.close()
+
+
 def test_version_matrix_runs_each_wheel_in_its_own_process(tmp_path):
     wheels, root, out = tmp_path / "wheels", tmp_path / "repo", tmp_path / "out"
     wheels.mkdir()
@@ -279,8 +288,10 @@ def test_version_matrix_runs_each_wheel_in_its_own_process(tmp_path):
     fake_wheel(wheels, "1.11.0", 'raise ImportError("libcudnn.so.9: cannot open shared object file")')
     (wheels / "nvidia_cudnn_frontend-1.0.0-py3-none-any.whl").write_text("not a zip")
     (wheels / "nvtx-0.2-py3-none-any.whl").write_text("ignored: not the frontend")
-    common = ["--out", str(out), "--root", str(root), "--target-root", str(tmp_path / "t")]
+    url = f"sqlite:///{tmp_path / 'h.db'}"   # never the default store: a test's run is no one's history
+    common = ["--out", str(out), "--root", str(root), "--target-root", str(tmp_path / "t"), "--store", url]
     assert vm.main(["--wheels", str(wheels), *common, "--", "-k", "quick"]) == 0
+    assert stored_files(url) == ["run-fe1.10.0.json"]
     status = {e["version"]: e for e in json.loads((out / "matrix.json").read_text())["versions"]}
     assert [status[v]["status"] for v in ("1.0.0", "1.10.0", "1.11.0")] == ["install failed", "ok", "import failed"]
     assert "libcudnn.so.9" in status["1.11.0"]["detail"]
@@ -310,7 +321,10 @@ def test_version_matrix_merge_only(tmp_path):
         {"version": "1.31.0", "label": "1.31.0", "run_file": "run-fe1.31.0.json", "status": "ok", "detail": ""},
         {"version": "1.32.0", "label": "1.32.0", "run_file": "", "status": "import failed", "detail": "boom"}]}))
     out = tmp_path / "merged"
-    assert vm.main(["--merge-only", "--out", str(out), "--from", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    merge = ["--merge-only", "--store", url, "--out"]
+    assert vm.main([*merge, str(out), "--from", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    assert stored_files(url) == ["run-fe1.20.0.json", "run-fe1.31.0.json", "run-fe1.9.0.json"]
     md = (out / "matrix.md").read_text()
     assert "| probe | variant | mode | size | 1.9.0 | 1.20.0 | 1.31.0 |" in md
     assert "| 1.32.0 | import failed |" in md
@@ -319,17 +333,18 @@ def test_version_matrix_merge_only(tmp_path):
     assert [e["label"] for e in merged["versions"]] == ["1.9.0", "1.20.0", "1.31.0", "1.32.0"]
     assert "pytest_args" not in merged  # folder a has no matrix.json: the two parts' suites can't be shown equal
     (tmp_path / "a" / "matrix.json").write_text(json.dumps({"pytest_args": ["--hb-sizes", "256"], "versions": []}))
-    assert vm.main(["--merge-only", "--out", str(out), "--from", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    assert vm.main([*merge, str(out), "--from", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
     assert json.loads((out / "matrix.json").read_text())["pytest_args"] == ["--hb-sizes", "256"]
     # a missing source folder or a corrupt matrix.json: one line, exit 2, nothing written
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "matrix.json").write_text("{truncated")
     for source in ("nope", "bad"):
         fresh = tmp_path / f"out-{source}"
-        assert vm.main(["--merge-only", "--out", str(fresh), "--from", str(tmp_path / "a"), str(tmp_path / source)]) == 2
+        assert vm.main([*merge, str(fresh), "--from", str(tmp_path / "a"), str(tmp_path / source)]) == 2
         assert not fresh.exists()
     # and in place, from the run files alone
-    assert vm.main(["--merge-only", "--out", str(tmp_path / "a")]) == 0
+    assert vm.main([*merge, str(tmp_path / "a")]) == 0
+    assert len(stored_files(url)) == 3   # each run stored once
     assert "| 1.9.0 | 1.20.0 |" in (tmp_path / "a" / "matrix.md").read_text()
 
 

@@ -13,7 +13,7 @@ def test_run_goes_into_the_store_beside_its_folder(tmp_path, monkeypatch):
     path = write_synthetic_run(tmp_path / "results" / "20261201-000000" / "run.json")
     line = pytest_report.store_run(load_run(path), path)
     assert "run 1 stored" in line and str(tmp_path / "results" / "history.db") in line
-    assert "was already stored" in pytest_report.store_run(load_run(path), path)
+    assert "already stored as run 1" in pytest_report.store_run(load_run(path), path)
     st = db.open_store(f"sqlite:///{tmp_path / 'results' / 'history.db'}")
     assert st.count()[0] == 1
     st.close()

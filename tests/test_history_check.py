@@ -26,7 +26,7 @@ RUNS = 27
 
 
 def fresh(tmp_path) -> db.Store:
-    st = db.open_store(f"sqlite:///{tmp_path / 'h.db'}")
+    st = db.open_store(f"sqlite:///{tmp_path / 'h.db'}", create=True)
     res = ingest.ingest_paths(st, [EXPORT])
     assert len(res.stored) == RUNS and not res.errors
     return st
@@ -199,6 +199,14 @@ def test_check_a_run_file_ingests_it_first(tmp_path, capsys):
     from tests.helpers import write_synthetic_run
     url = f"sqlite:///{tmp_path / 'h.db'}"
     run = write_synthetic_run(tmp_path / "run.json")
+    # a store that is not there is not made by a check: a mistyped path would judge against nothing
+    assert cli.main(["history", "check", str(run), "--store", url]) == 2
+    assert "no store there" in capsys.readouterr().err and not (tmp_path / "h.db").exists()
+    assert cli.main(["history", "ingest", str(write_synthetic_run(tmp_path / "other.json", seed=1)), "--store", url]) == 0
+    st = db.open_store(url)
+    with st.engine.begin() as c:   # another GPU's run: the run checked below has no history
+        c.execute(db.S.runs.update().values(history_key="elsewhere"))
+    st.close()
     assert cli.main(["history", "check", str(run), "--store", url]) == 0
     assert "NO HISTORY" in capsys.readouterr().out
     assert cli.main(["history", "check", str(tmp_path / "missing.json"), "--store", url]) == 2

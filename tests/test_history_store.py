@@ -211,7 +211,7 @@ def test_export_file_damaged_is_one_line(tmp_path, capsys):
 
 
 def test_ingest_api_counts(tmp_path):
-    st = db.open_store(f"sqlite:///{tmp_path / 'h.db'}")
+    st = db.open_store(f"sqlite:///{tmp_path / 'h.db'}", create=True)
     res = ingest.ingest_paths(st, [EXPORT])
     assert len(res.stored) == RUNS and not res.errors
     st.close()
@@ -221,7 +221,7 @@ def test_ingest_api_counts(tmp_path):
 
 def _revision(url: str) -> str | None:
     from cudnn_hostbench.reports.history import migrate
-    st = db.open_store(url)
+    st = db.open_store(url, create=True)
     try:
         with st.engine.connect() as c:
             return migrate.revision_of(c)
@@ -323,3 +323,89 @@ def test_an_older_schema_is_refused_then_upgraded_in_place(store_url, tmp_path, 
         assert c.execute(text("SELECT value FROM hb_meta WHERE name = 'schema_version'")).scalar() == "3"
         assert c.execute(text("SELECT count(*) FROM hb_runs WHERE note IS NULL")).scalar() == 1
     st.close()
+
+
+# -- one run is one run, whatever its bytes (issue 28) ---------------------------------------------------
+
+def _reserialized(src: Path, dst: Path) -> Path:
+    """The same run written again: other indentation and key order, so other bytes."""
+    import json
+    doc = json.loads(src.read_text())
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    dst.write_text(json.dumps(doc, indent=3, sort_keys=True))
+    assert dst.read_bytes() != src.read_bytes()
+    return dst
+
+
+def test_a_rewritten_copy_of_a_stored_run_is_that_run(store_url, tmp_path, capsys):
+    run = write_synthetic_run(tmp_path / "a" / "run.json", seed=1)
+    assert hb("ingest", str(run), "--store", store_url) == 0
+    copy = _reserialized(run, tmp_path / "b" / "run.json")
+    capsys.readouterr()
+    assert hb("ingest", str(copy), "--store", store_url) == 0
+    out = capsys.readouterr().out
+    assert f"{copy}: already stored as run 1" in out and "stored 0 run(s), 1 already stored" in out
+    assert stored(store_url)[0] == 1
+    # through an export and back, and as the partial records.jsonl of the same run (µs, not seconds)
+    exp = tmp_path / "e.hbx.jsonl.gz"
+    assert hb("export", str(exp), "--store", store_url) == 0
+    from cudnn_hostbench.bench.measure.records import JsonlWriter, load_run
+    r = load_run(run)
+    w = JsonlWriter(tmp_path / "c" / "records.jsonl")
+    w.write({"kind": "fingerprint", "fingerprint": r.fingerprint})
+    for rec in r.records:
+        w.write({"kind": "record", "record": rec.to_dict()})
+    w.close()
+    assert hb("ingest", str(exp), str(tmp_path / "c" / "records.jsonl"), "--store", store_url) == 0
+    assert stored(store_url)[0] == 1
+
+
+def test_a_run_with_the_same_start_but_other_figures_is_another_run(store_url, tmp_path):
+    a = write_synthetic_run(tmp_path / "a.json", seed=1)
+    b = write_synthetic_run(tmp_path / "b.json", seed=2)    # same fingerprint, start time and commit
+    assert hb("ingest", str(a), str(b), "--store", store_url) == 0
+    assert stored(store_url)[0] == 2
+
+
+def test_two_writers_of_one_run_in_other_bytes(store_url, tmp_path):
+    runs = [write_synthetic_run(tmp_path / f"r{i}.json", seed=i) for i in range(4)]
+    copies = [_reserialized(r, tmp_path / "copies" / r.name) for r in runs]
+    procs = [_ingest_process(store_url, *runs), _ingest_process(store_url, *reversed(copies))]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert stored(store_url)[0] == 4 and complete(store_url)
+
+
+# -- exports: no stray .part, no local paths (issue 28) --------------------------------------------------
+
+def _export_paths(path: Path) -> list[str]:
+    import gzip
+    import json
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        return [json.loads(line)["run"]["source_path"] for line in fh if line.strip()]
+
+
+def test_export_onto_a_folder_is_one_line_and_leaves_no_part(tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    assert hb("ingest", str(write_synthetic_run(tmp_path / "run.json")), "--store", url) == 0
+    (tmp_path / "site").mkdir()
+    err = one_line_exit_2(capsys, "export", str(tmp_path / "site"), "--store", url)
+    assert str(tmp_path / "site") in err and "is a folder" in err
+    one_line_exit_2(capsys, "export", str(tmp_path / "nowhere" / "x.hbx.jsonl.gz"), "--store", url)
+    assert not list(tmp_path.rglob("*.part"))
+
+
+def test_an_export_names_run_files_inside_their_repository_or_not_at_all(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    local = write_synthetic_run(tmp_path / "local-run.json")       # a temp file: no repository
+    repo = tmp_path / "project"
+    (repo / ".git").mkdir(parents=True)
+    in_repo = write_synthetic_run(repo / "runs" / "run.json", seed=4)
+    ref = ROOT / "reports" / "reference" / "h200" / "run.json"
+    monkeypatch.chdir(tmp_path)                                     # ingested from elsewhere, by absolute path
+    assert hb("ingest", str(local), str(in_repo), str(ref), "--store", url) == 0
+    out = tmp_path / "h.hbx.jsonl.gz"
+    assert hb("export", str(out), "--store", url) == 0
+    assert sorted(_export_paths(out)) == ["", "reports/reference/h200/run.json", "runs/run.json"]
+    import gzip
+    assert str(tmp_path) not in gzip.decompress(out.read_bytes()).decode()

@@ -109,3 +109,29 @@ def test_records_frame_in_us_with_baseline_difference(tmp_path):
     assert df.loc["slow", "above_us"] == pytest.approx(5.0)
     assert df.loc["torch_mm", "is_baseline"] and df.loc["torch_mm", "above_us"] == 0
     assert df.loc["gone", "status"] == "failed: boom" and df["median_us"].isna()["gone"]
+
+
+@pytest.mark.parametrize("field, bad", [("stats.data", [1e-6, "x"]), ("ratio", "fast"), ("workers", [5]),
+                                        ("spread", "wide"), ("kernels_per_call", "one")])
+def test_a_malformed_figure_names_its_benchmark_and_field(tmp_path, field, bad):
+    from cudnn_hostbench.bench.measure.records import RunFileError, load_run
+    path = write(tmp_path / "run.json")
+    doc = json.loads(path.read_text())
+    entry = next(b for b in doc["benchmarks"] if (b["extra_info"]["variant"], b["extra_info"]["mode"]) == ("generic", "eager")
+                 and b["extra_info"]["size"] == "256")
+    if field == "stats.data":
+        entry["stats"]["data"] = bad
+    else:
+        entry["extra_info"][field] = bad
+    path.write_text(json.dumps(doc))
+    with pytest.raises(RunFileError) as e:
+        load_run(path)
+    msg = str(e.value)
+    assert msg.startswith(str(path)) and "execute/generic/256 eager" in msg and field in msg and "\n" not in msg
+    # the same figure in a partial records.jsonl
+    rec = {k: v for k, v in entry["extra_info"].items()}
+    rec["samples"] = [1.0, "x"] if field == "stats.data" else [1.0, 2.0]
+    (tmp_path / "records.jsonl").write_text(json.dumps({"kind": "record", "record": rec}) + "\n")
+    with pytest.raises(RunFileError) as e:
+        load_run(tmp_path / "records.jsonl")
+    assert "execute/generic/256 eager" in str(e.value) and (field if field != "stats.data" else "samples") in str(e.value)

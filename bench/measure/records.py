@@ -217,7 +217,46 @@ class Run:
         return None
 
 
+_NUMBER_FIELDS = ("spread", "kernels_per_call", "sentinel_us")   # a number or null
+_LIST_FIELDS = ("kernel_names", "flags", "workers")
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _bad_field(rec: Record) -> str | None:
+    """'FIELD (value)' of the first field a record cannot hold as it is, or None."""
+    def shown(v) -> str:
+        return repr(v) if len(repr(v)) <= 40 else repr(v)[:39] + "…"
+    if not isinstance(rec.samples, list) or not all(map(_is_number, rec.samples)):
+        return f"samples ({shown(rec.samples)})"
+    for k in _NUMBER_FIELDS:
+        if getattr(rec, k) is not None and not _is_number(getattr(rec, k)):
+            return f"{k} ({shown(getattr(rec, k))})"
+    for k in _LIST_FIELDS:
+        if not isinstance(getattr(rec, k), list):
+            return f"{k} ({shown(getattr(rec, k))})"
+    if rec.ratio is not None and any(v is not None and not _is_number(v) for v in dataclasses.astuple(rec.ratio)):
+        return f"ratio ({shown(rec.ratio.to_dict())})"
+    for w in rec.workers:
+        if not isinstance(w, dict) or any(w.get(k) is not None and not _is_number(w[k]) for k in ("median", "ratio")):
+            return f"workers ({shown(w)})"
+    return None
+
+
+def _named(rec_or_entry, i: int) -> str:
+    """A benchmark as a person finds it: probe/variant/size mode, else its pytest name, else its place."""
+    d = rec_or_entry if isinstance(rec_or_entry, dict) else {}
+    x = d.get("extra_info") if isinstance(d.get("extra_info"), dict) else d
+    if all(x.get(k) is not None for k in ("probe", "variant", "size", "mode")):
+        return f"{x['probe']}/{x['variant']}/{x['size']} {x['mode']}"
+    return str(d.get("name") or f"#{i + 1}")
+
+
 def _record_from_entry(b: dict) -> Record:
+    if not isinstance(b.get("extra_info") or {}, dict):
+        raise TypeError("field extra_info is not an object")
     extra = dict(b.get("extra_info") or {})
     params = b.get("params") or {}
     for k in ("size", "variant", "mode"):
@@ -230,11 +269,19 @@ def _record_from_entry(b: dict) -> Record:
         extra["variant"] = extra.get("variant") or b.get("param") or "-"
         extra["size"] = extra.get("size") or "-"
         extra["mode"] = extra.get("mode") or "eager"
-    rec = Record.from_dict(extra)
+    try:
+        rec = Record.from_dict(extra)
+    except (TypeError, AttributeError) as e:
+        raise TypeError(f"field ratio is not a summary ({e})") from e
     data = (b.get("stats") or {}).get("data")
     if data:
+        if not isinstance(data, list) or not all(map(_is_number, data)):
+            raise TypeError("field stats.data holds something that is not a number")
         scale = UNIT_SECONDS.get(rec.unit, 1e-6)
         rec.samples = [x / scale for x in data]
+    bad = _bad_field(rec)
+    if bad:
+        raise TypeError(f"field {bad} is malformed")
     return rec
 
 
@@ -268,8 +315,11 @@ def _load_json(path: Path, text: str) -> Run:
     recs = []
     try:
         fp = (doc.get("machine_info") or {}).get("hostbench") or {}
-        for b in doc["benchmarks"]:
-            recs.append(_record_from_entry(b))
+        for i, b in enumerate(doc["benchmarks"]):
+            try:
+                recs.append(_record_from_entry(b))
+            except (KeyError, TypeError, AttributeError) as e:   # which benchmark, which field
+                raise RunFileError(f"{path}: malformed benchmark {_named(b, i)}: {e}") from e
         for u in (doc.get("hostbench") or {}).get("unmeasured", []):
             recs.append(Record.from_dict(u))
     except (KeyError, TypeError, AttributeError) as e:
@@ -315,7 +365,17 @@ def _load_jsonl(path: Path, text: str) -> Run:
                     raise TypeError("fingerprint is not an object")
                 _check_schema(path, fp.get("schema"))
             elif obj.get("kind") == "record":
-                recs.append(Record.from_dict(obj["record"]))
+                d = obj["record"]
+                try:
+                    rec = Record.from_dict(d)
+                    bad = _bad_field(rec)
+                except (TypeError, AttributeError) as e:
+                    bad = f"ratio ({e})" if isinstance(d, dict) else None
+                    if bad is None:
+                        raise
+                if bad:   # which figure, which field
+                    raise RunFileError(f"{path}:{i}: malformed record {_named(d, i)}: field {bad} is malformed")
+                recs.append(rec)
         except (KeyError, TypeError, AttributeError) as e:
             raise RunFileError(f"{path}:{i}: malformed {obj.get('kind')} line ({e})") from e
     by_key = {}

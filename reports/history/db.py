@@ -12,6 +12,7 @@ import json
 import os
 import statistics
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, SQLAlch
 from cudnn_hostbench.bench.measure import machine
 from cudnn_hostbench.bench.measure.records import UNIT_SECONDS, Run
 
-from . import migrate, plans
+from . import identity, migrate, plans, where
 from . import schema as S
 
 ENV_URL = "HOSTBENCH_STORE"
@@ -32,16 +33,32 @@ class StoreError(Exception):
     """One line for a person: which store, what is wrong."""
 
 
-def default_url(root: Path | None = None) -> str:
-    """$HOSTBENCH_STORE, else results/history.db under `root` (the checkout)."""
+def default_url() -> str:
+    """$HOSTBENCH_STORE, else results/history.db where results belong (where.py: the checkout, the
+    current project or the user's data folder; never inside an installed package)."""
     if os.environ.get(ENV_URL):
         return os.environ[ENV_URL]
-    root = root or Path(__file__).resolve().parents[2]
-    return f"sqlite:///{root / 'results' / 'history.db'}"
+    return f"sqlite:///{where.default_store()}"
+
+
+def as_url(url: str) -> str:
+    """A store URL; a plain file path is a SQLite store."""
+    return url if "://" in url else f"sqlite:///{url}"
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file of a SQLite URL (None: not SQLite, or in memory)."""
+    if not url.startswith("sqlite") or ":///" not in url:
+        return None
+    path = url.split(":///", 1)[1].split("?", 1)[0]
+    return Path(path) if path and path != ":memory:" else None
 
 
 def _shown(url: str) -> str:
-    """The URL without a password."""
+    """The URL without a password; a SQLite file as a person can reach it from here."""
+    path = sqlite_path(url)
+    if path is not None:
+        return f"sqlite:///{where.shown(path)}"
     if "://" in url and "@" in url.split("://", 1)[1]:
         scheme, rest = url.split("://", 1)
         cred, host = rest.rsplit("@", 1)
@@ -162,18 +179,30 @@ class Store:
     """An open store. Use `open_store(url)`."""
 
     def __init__(self, url: str, lock_retries: int | None = None, lock_wait_s: float | None = None,
-                 upgrade: bool = False):
+                 upgrade: bool = False, create: bool = False):
         self.url, self.shown = url, _shown(url)
         self.upgrade = upgrade            # migrate an older schema on open (hostbench history upgrade)
+        self.create = create              # only what stores runs makes a store; reading never does
         self.upgraded: tuple | None = None   # (from revision, to revision) when it did
         self.lock_retries = LOCK_RETRIES if lock_retries is None else lock_retries
         self.lock_wait_s = LOCK_WAIT_S if lock_wait_s is None else lock_wait_s
         self.sqlite = url.startswith("sqlite")
         kw: dict = {}
         if self.sqlite:
-            path = url.split(":///", 1)[1] if ":///" in url else ""
-            if path and path != ":memory:":
-                Path(path).parent.mkdir(parents=True, exist_ok=True)
+            path = sqlite_path(url)
+            if path is not None and not path.is_file():
+                if not create or path.exists():
+                    raise StoreError(f"{self.shown}: no store there" + (
+                        " (not a file)" if path.exists() else "; is the path right? Only `hostbench history "
+                        "ingest` makes a store"))
+                blocker = next((d for d in path.parents if d.exists()), None)
+                if blocker is not None and not blocker.is_dir():
+                    raise StoreError(f"{self.shown}: {where.shown(blocker)} is a file, not a folder")
+                try:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                except OSError as e:   # a folder we may not write
+                    raise StoreError(f"{self.shown}: cannot make its folder {where.shown(path.parent)} "
+                                     f"({e.strerror or e})") from e
             kw["connect_args"] = {"timeout": self.lock_wait_s}
         elif url.startswith("postgresql://") or url.startswith("postgres://"):
             url = "postgresql+psycopg://" + url.split("://", 1)[1]
@@ -228,6 +257,9 @@ class Store:
                     if names and self.sqlite:
                         raise StoreError(f"{self.shown}: a database of something else (tables "
                                          f"{', '.join(sorted(names)[:5])}); not a hostbench store")
+                    if not self.create:
+                        raise StoreError(f"{self.shown}: holds no hostbench store yet; `hostbench history "
+                                         "ingest RUN --store URL` makes one")
                     S.metadata.create_all(c)
                     c.execute(insert(S.meta).values(name="schema_version", value=str(S.SCHEMA_VERSION)))
                     migrate.stamp(c)      # today's tables: Alembic's head revision
@@ -284,10 +316,13 @@ class Store:
 
     def ingest(self, meta: dict, figs: list[Figure]) -> tuple[int, bool]:
         """Stores one run and its figures in one transaction: (run id, True if newly stored).
-        A run whose source hash is already stored is not stored again."""
+        A run already stored (the same file, or the same run in other bytes: identity.py) is not
+        stored again; its id comes back."""
         def go():
             with self.engine.begin() as c:
                 old = c.execute(select(S.runs.c.id).where(S.runs.c.source_hash == meta["source_hash"])).scalar()
+                if old is None:
+                    old = self._same_run(c, meta, figs)
                 if old is not None:
                     return old, False
                 ids = self._row_ids(c, [f.row for f in figs])
@@ -308,8 +343,21 @@ class Store:
             self._rows = {}
             raise
 
+    def _same_run(self, c, meta: dict, figs: list[Figure]) -> int | None:
+        """The id of a stored run with this run's start time, key, commit and figures, if any."""
+        if not self.sqlite:   # a second writer of the same run waits here for the first one's commit
+            c.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": identity.lock_key(meta)})
+        r = S.runs.c
+        ids = c.execute(select(r.id).where(r.started_at == meta["started_at"], r.history_key == meta["history_key"],
+                                           r.commit_id == meta.get("commit_id", "")).order_by(r.id)).scalars().all()
+        stored = self.figures(list(ids), c)
+        return next((i for i in ids if identity.same_figures(figs, stored[i])), None)
+
     def ingest_run(self, run: Run, source_hash: str | None = None) -> tuple[int, bool]:
-        return self.ingest(run_meta(run, source_hash or file_hash(run.path)), figures_of(run))
+        meta = run_meta(run, source_hash or file_hash(run.path))
+        if meta["source_path"]:   # where the file is, whatever folder the ingest ran from
+            meta["source_path"] = str(Path(meta["source_path"]).resolve())
+        return self.ingest(meta, figures_of(run))
 
     def exclude(self, run_id: int, why: str) -> bool:
         """Marks a run as left out of every history (conbench #474); its figures stay stored."""
@@ -318,7 +366,38 @@ class Store:
                 return c.execute(S.runs.update().where(S.runs.c.id == run_id).values(excluded=why or "excluded")).rowcount
         return bool(self._retry("exclude a run", go))
 
+    def include(self, run_id: int) -> bool:
+        """Takes an excluded run back into every history."""
+        def go():
+            with self.engine.begin() as c:
+                return c.execute(S.runs.update().where(S.runs.c.id == run_id).values(excluded="")).rowcount
+        return bool(self._retry("take a run back", go))
+
     # -- reading ---------------------------------------------------------------------------------
+    def run(self, run_id: int) -> dict | None:
+        """One run's row, or None."""
+        def go():
+            with self.engine.connect() as c:
+                r = c.execute(select(S.runs).where(S.runs.c.id == run_id)).first()
+                return dict(r._mapping) if r is not None else None
+        return self._retry("read a run", go)
+
+    def probes(self, run_ids: list[int] | None = None) -> dict[int, dict[str, int]]:
+        """run id -> probe -> figures it holds (every run, or the given ones)."""
+        q = (select(S.figures.c.run_id, S.rows.c.probe, func.count())
+             .select_from(S.figures.join(S.rows, S.figures.c.row_id == S.rows.c.id))
+             .group_by(S.figures.c.run_id, S.rows.c.probe))
+        if run_ids is not None:
+            q = q.where(S.figures.c.run_id.in_(run_ids))
+
+        def go():
+            out: dict[int, dict[str, int]] = {}
+            with self.engine.connect() as c:
+                for rid, probe, n in c.execute(q):
+                    out.setdefault(rid, {})[probe] = n
+            return out
+        return self._retry("read probes", go)
+
     def runs(self, gpu: str | None = None, key: str | None = None) -> list[dict]:
         """Every run (oldest first), optionally of one GPU or one history key."""
         q = select(S.runs).order_by(S.runs.c.started_at, S.runs.c.id)
@@ -339,8 +418,8 @@ class Store:
                         c.execute(select(func.count()).select_from(S.figures)).scalar())
         return self._retry("count runs", go)
 
-    def figures(self, run_ids: list[int]) -> dict[int, dict[tuple, Figure]]:
-        """run id -> row -> Figure, for the given runs."""
+    def figures(self, run_ids: list[int], conn=None) -> dict[int, dict[tuple, Figure]]:
+        """run id -> row -> Figure, for the given runs (on `conn`, inside its transaction, if given)."""
         out: dict[int, dict[tuple, Figure]] = {i: {} for i in run_ids}
         if not run_ids:
             return out
@@ -354,7 +433,7 @@ class Store:
         loads = json.loads
 
         def go():
-            with self.engine.connect() as c:
+            with self.engine.connect() if conn is None else nullcontext(conn) as c:
                 for i in range(0, len(run_ids), 500):
                     q = select(*cols).select_from(j).where(S.figures.c.run_id.in_(run_ids[i:i + 500]))
                     # unpacked as tuples: named-row access costs more than the query on 40k figures
@@ -364,16 +443,21 @@ class Store:
                             probe, variant, size, mode, status, unit, value, bool(on_ratio), median_us,
                             loads(workers), spread, flags, kernels, host_state, baseline, role, plan_rule, plan)
             return out
-        return self._retry("read figures", go)
+        return self._retry("read figures", go) if conn is None else go()
 
 
-def open_store(url: str | None = None, **kw) -> Store:
-    """The store at `url` (default: default_url()), made with the current schema if empty."""
+def open_store(url: str | None = None, create: bool = False, **kw) -> Store:
+    """The store at `url` (default: default_url(); a plain path is a SQLite file). With `create`
+    (what stores runs) an absent or empty one is made with the current schema; without, it is a
+    StoreError: reading never leaves a store behind."""
     url = url or default_url()
-    if url.startswith("sqlite:///"):
-        p = Path(url.split(":///", 1)[1])
-        if p.is_dir():
-            raise StoreError(f"{url}: is a folder, not a database file")
+    if url.lower() in ("off", "none", "0"):
+        raise StoreError(f"the store is off ({ENV_URL}={url}); name one with --store URL")
+    url = as_url(url)
+    p = sqlite_path(url)
+    if p is not None and p.is_dir():
+        raise StoreError(f"{_shown(url)}: is a folder, not a database file")
+    kw["create"] = create
     try:
         return Store(url, **kw)
     except StoreError:

@@ -11,12 +11,12 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable, Iterator
 
 from cudnn_hostbench.bench.measure.records import RunFileError, load_run
 
 from .. import store as runstore
-from . import db, plans
+from . import db, plans, where
 
 EXPORT_SUFFIX = ".hbx.jsonl.gz"
 
@@ -38,26 +38,26 @@ def _export_lines(path: Path) -> Iterable[dict]:
         raise RunFileError(f"{path}: not a readable history export ({runstore.one_line(e)})") from e
 
 
-def ingest_paths(store: db.Store, paths: Iterable[str | Path]) -> Result:
-    """Ingests every run file and export under `paths`; unreadable files become one line each,
-    the others are still stored (each run atomically)."""
-    res = Result()
+def runs_in(paths: Iterable[str | Path], errors: list) -> Iterator[tuple[str, dict, list]]:
+    """(label, runs-table row, figures) of every readable run under `paths`, one at a time;
+    each unreadable file adds one line to `errors`."""
     paths = [Path(p) for p in paths]
     exports = [p for p in paths if p.name.endswith(EXPORT_SUFFIX)]
-    files, errors = runstore.run_files([p for p in paths if p not in exports])
-    res.errors += [str(e) for e in errors]
+    files, bad = runstore.run_files([p for p in paths if p not in exports])
+    errors += [str(e) for e in bad]
     exports += [f for f in files if f.name.endswith(".gz")]
     for f in files:
         if f.name.endswith(".gz"):
             continue
         try:
             run = load_run(f, need_records=True)
-            h = db.file_hash(f)
+            meta = db.run_meta(run, db.file_hash(f))
+            meta["source_path"] = str(f.resolve())   # where the file is, whatever folder this ran from
+            figs = db.figures_of(run)
         except (RunFileError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as e:
-            res.errors.append(runstore.one_line(str(e) if isinstance(e, RunFileError) else f"{f}: not a run file ({e})"))
+            errors.append(runstore.one_line(str(e) if isinstance(e, RunFileError) else f"{f}: not a run file ({e})"))
             continue
-        rid, new = store.ingest_run(run, h)
-        (res.stored if new else res.already).append((str(f), rid))
+        yield str(f), meta, figs
     for x in exports:
         try:
             for doc in _export_lines(x):
@@ -66,12 +66,23 @@ def ingest_paths(store: db.Store, paths: Iterable[str | Path]) -> Result:
                 meta.pop("n_figures", None)
                 figs = [db.Figure(**f) for f in doc["figures"]]
                 _older_export(meta, figs)
-                rid, new = store.ingest(meta, figs)
-                (res.stored if new else res.already).append((f"{x}:{meta['source_path']}", rid))
+                yield f"{x}:{meta['source_path']}", meta, figs
         except RunFileError as e:
-            res.errors.append(str(e))
+            errors.append(str(e))
         except (KeyError, TypeError) as e:
-            res.errors.append(runstore.one_line(f"{x}: malformed history export ({type(e).__name__}: {e})"))
+            errors.append(runstore.one_line(f"{x}: malformed history export ({type(e).__name__}: {e})"))
+
+
+def ingest_paths(store: db.Store | Callable[[], db.Store], paths: Iterable[str | Path]) -> Result:
+    """Ingests every run file and export under `paths`; unreadable files become one line each,
+    the others are still stored (each run atomically). `store` may be a function that opens it:
+    it is called at the first readable run, so nothing is made when there is none."""
+    res = Result()
+    st = store if isinstance(store, db.Store) else None
+    for label, meta, figs in runs_in(paths, res.errors):
+        st = st or store()
+        rid, new = st.ingest(meta, figs)
+        (res.stored if new else res.already).append((label, rid))
     return res
 
 
@@ -86,16 +97,25 @@ def _older_export(meta: dict, figs: list) -> None:
 
 
 def export(store: db.Store, out: str | Path, gpu: str | None = None) -> int:
-    """Writes every run of the store (optionally of one GPU) as a compact export, atomically."""
+    """Writes every run of the store (optionally of one GPU) as a compact export, atomically.
+    A run's file is named inside its repository, or not at all: an export is shared, and a path
+    on the machine that wrote it means nothing elsewhere."""
     out = Path(out)
+    if out.is_dir():
+        raise IsADirectoryError(21, "is a folder; name the export file (*.hbx.jsonl.gz)", str(out))
     runs = store.runs(gpu=gpu)
     figs = store.figures([r["id"] for r in runs])
     tmp = out.with_name(out.name + ".part")
-    # mtime 0: the same store exports to the same bytes
-    with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
-        for r in runs:
-            doc = {"run": {k: v for k, v in r.items() if k != "id"},
-                   "figures": [dataclasses.asdict(f) for f in figs[r["id"]].values()]}
-            gz.write((json.dumps(doc, sort_keys=True) + "\n").encode())
-    os.replace(tmp, out)
+    try:
+        # mtime 0: the same store exports to the same bytes
+        with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
+            for r in runs:
+                run = {k: v for k, v in r.items() if k != "id"}
+                run["source_path"] = where.repo_relative(run.get("source_path") or "")
+                doc = {"run": run, "figures": [dataclasses.asdict(f) for f in figs[r["id"]].values()]}
+                gz.write((json.dumps(doc, sort_keys=True) + "\n").encode())
+        os.replace(tmp, out)
+    except BaseException:
+        tmp.unlink(missing_ok=True)   # never a stray .part beside the export
+        raise
     return len(runs)
