@@ -192,6 +192,9 @@ class History:
 def _judge(f: db.Figure, sc: noise.Scale, factor: float, run_unstable: bool, kernels: str) -> tuple[str, float, float, str]:
     k = K_HOST if f.mode == "host" else K
     floor = (MIN_EFFECT_FLEET if sc.kind == "fleet" else MIN_EFFECT).get(f.mode, 0.05)
+    # a probe's own between-process floor (gate.PROBE_THRESHOLD: decode SDPA's eager ratio follows
+    # the host's speed by 21-30 %) holds here too: a class scale of few runs does not know it
+    floor = max(floor, gate.row_threshold(f.probe, f.variant, f.mode) or 0.0)
     mdc = max(floor, k * sc.sd,
               k * robust.run_error(f.spread, len(f.workers or ())))
     value = f.value / math.exp(factor)
@@ -211,8 +214,11 @@ def _judge(f: db.Figure, sc: noise.Scale, factor: float, run_unstable: bool, ker
         return "UNSURE", change, mdc, "workers straddle the history's median"
     if f.mode == "eager" and run_unstable:
         return "UNSURE", change, mdc, "host-unstable run: eager rows are not judged"
-    if f.mode == "eager" and f.host_state == "slow":
+    if f.mode in ("eager", "host") and f.host_state == "slow":
         return "UNSURE", change, mdc, "slow host state: its eager figures drift between processes"
+    if f.mode == "graph" and "clock_drop" in (f.flags or "") and (f.median_us or 0.0) >= gate.HEAVY_US:
+        # H200, one start: measurement/4096 graph 179-190 µs in one run, 198-200 µs in the next
+        return "UNSURE", change, mdc, "GPU clock dropped on kept rounds (⚑c): heavy replays follow the power state"
     if f.mode == "eager" and not f.on_ratio:
         return "UNSURE", change, mdc, "absolute eager µs (host-bound between processes)"
     if kernels and f.kernels and kernels != f.kernels:
