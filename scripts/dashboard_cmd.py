@@ -24,7 +24,7 @@ def add_parser(command) -> None:
                                                   "postgresql://...; see hostbench history)")
     p.add_argument("--last", type=int, default=100, help="newest runs per GPU in the trends")
     p.add_argument("--out", required=True, metavar="DIR",
-                   help=f"folder to write into, made if missing. It overwrites DIR/index.html, DIR/img/*.png "
+                   help=f"folder to write into, made if missing. It overwrites DIR/index.html (one page, charts inline) "
                         f"and DIR/{MANIFEST} (the list of files it wrote); a rebuild removes only files "
                         f"that list names, and a non-empty folder without it is refused")
     p.add_argument("--order", choices=["date", "version"], default="date",

@@ -154,7 +154,7 @@ def engines(run) -> str:
     if CROSSOVER.exists():
         doc = crossover.load(CROSSOVER)
         png = CROSSOVER.parent / f"crossover-{crossover.gpu(doc).replace(' ', '-')}.png"
-        lines += ["**Where each trap stops mattering** (`python3 -m cudnn_hostbench.scripts.crossover`): ",
+        lines += ["**Where each trap stops mattering** (`hostbench crossover`): ",
                   crossover.summary(doc).strip(), ""]
         if png.exists():
             lines += [f"![crossover]({png.relative_to(ROOT)})"]
