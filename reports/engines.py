@@ -18,7 +18,7 @@ _ID = re.compile(r"plan (\d+) '([^']*)'")
 
 def plans(run) -> dict:
     """{size: [row]} with row = {index, name, eager, graph, device, heuristic, autotuned}."""
-    by = {}
+    by: dict = {}
     for r in run.records:
         if r.probe != "engine" or not r.variant.startswith("plan_"):
             continue
