@@ -237,6 +237,9 @@ def add_parser(command) -> None:
 
 
 def run(a) -> int:
+    if not README.is_file():   # an installed copy: the README and its sources live in a checkout
+        print(f"{a.prog}: no {README} here: a maintainer's command, run it in a checkout", file=sys.stderr)
+        return 2
     old = README.read_text(encoding="utf-8")
     new = render(old, sections())
     if a.check:

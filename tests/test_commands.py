@@ -91,3 +91,11 @@ def test_docs_name_only_commands_and_modules_that_exist(doc):
         assert (ROOT / f"{rel}.py").is_file(), f"{doc.name}: `python -m {mod}`: no such module"
     for m in re.finditer(r"(?:`|^)hostbench ([a-z][\w-]*)", text, re.M):
         assert m.group(1) in cli.ALL, f"{doc.name}: `hostbench {m.group(1)}` is not a command"
+
+
+def test_readme_figures_outside_a_checkout_is_one_line(tmp_path, monkeypatch, capsys):
+    from cudnn_hostbench.scripts import readme_figures
+    monkeypatch.setattr(readme_figures, "README", tmp_path / "README.md")   # as in an installed copy
+    assert cli.main(["readme-figures", "--check"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "maintainer's command" in err[0] and not (tmp_path / "README.md").exists()
