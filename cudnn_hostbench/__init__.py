@@ -1,13 +1,8 @@
 """cudnn-hostbench: one installed package, so nothing generic lands in site-packages.
 
-Installed (`pip install .`), its subpackages bench, probes, reports and scripts sit inside this
-folder. In a checkout they stay top-level folders of the repository (the project's layout), and
-this package reaches them through its __path__: `cudnn_hostbench.bench` is <repo>/bench.
+Its subpackages bench, probes, reports and scripts are the repository's top-level folders; in a
+checkout this folder holds relative links to them (bench -> ../bench), so every file has one
+import name, cudnn_hostbench.<folder>.<module>, that static tools resolve too. docs/layout.md
+says why.
 """
-from pathlib import Path as _Path
-
 __version__ = "0.2.0"
-
-_here = _Path(__file__).resolve().parent
-if not (_here / "bench").is_dir() and (_here.parent / "bench" / "__init__.py").is_file():
-    __path__.append(str(_here.parent))

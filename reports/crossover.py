@@ -2,11 +2,10 @@
 time the trap adds at each size, and the size from which it stays under the threshold; one plot
 per GPU. Reads the records file only.
 
-    python -m cudnn_hostbench.reports.crossover CROSSOVER.json... [--out DIR]
+    hostbench crossover-plot CROSSOVER.json... [--out DIR]
 """
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
@@ -77,11 +76,13 @@ def load(path: Path) -> dict:
     return doc
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m cudnn_hostbench.reports.crossover", description=__doc__.split("\n")[0])
-    ap.add_argument("files", nargs="+")
-    ap.add_argument("--out", help="folder for the plots (default: beside each file)")
-    a = ap.parse_args(argv)
+def add_parser(command) -> None:
+    p = command("crossover-plot", render, description=__doc__)
+    p.add_argument("files", nargs="+", metavar="CROSSOVER.json", help="records files `hostbench crossover` wrote")
+    p.add_argument("--out", help="folder for the plots (default: beside each file)")
+
+
+def render(a) -> int:
     for f in a.files:
         try:
             doc = load(Path(f))
@@ -90,12 +91,18 @@ def main(argv=None) -> int:
             print(summary(doc))
             print(f"wrote {plot(doc, out)}")
         except ValueError as e:
-            print(f"crossover: {e}", file=sys.stderr)
+            print(f"{a.prog}: {e}", file=sys.stderr)
             return 2
         except OSError as e:
-            print(f"crossover: cannot write the plot for {f}: {e}", file=sys.stderr)
+            print(f"{a.prog}: cannot write the plot for {f}: {e}", file=sys.stderr)
             return 2
     return 0
+
+
+def main(argv=None) -> int:
+    """`python -m cudnn_hostbench.reports.crossover` is `hostbench crossover-plot`."""
+    from cudnn_hostbench.scripts.cli import alias
+    return alias("crossover-plot")(argv)
 
 
 if __name__ == "__main__":

@@ -2,11 +2,10 @@
 GPU µs/call (graph replay) and device µs, the heuristic's pick and the autotuned plan marked, and
 the host-cost spread across engines stated. Reads records only.
 
-    python -m cudnn_hostbench.reports.engines RUN [--out DIR]
+    hostbench engines RUN [--out DIR]
 """
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from pathlib import Path
@@ -19,7 +18,7 @@ _ID = re.compile(r"plan (\d+) '([^']*)'")
 
 def plans(run) -> dict:
     """{size: [row]} with row = {index, name, eager, graph, device, heuristic, autotuned}."""
-    by = {}
+    by: dict = {}
     for r in run.records:
         if r.probe != "engine" or not r.variant.startswith("plan_"):
             continue
@@ -62,18 +61,20 @@ def markdown(run) -> str:
     return "\n\n".join(out) + "\n"
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m cudnn_hostbench.reports.engines", description=__doc__.split("\n")[0])
-    ap.add_argument("run")
-    ap.add_argument("--out", help="folder for engines.md (default: print only)")
-    a = ap.parse_args(argv)
+def add_parser(command) -> None:
+    p = command("engines", render, description=__doc__)
+    p.add_argument("run", help="a run file with the engine probe's rows")
+    p.add_argument("--out", help="folder for engines.md (default: print only)")
+
+
+def render(a) -> int:
     try:
         run = records.load_run(a.run)
     except records.RunFileError as e:
-        print(f"engines: {e}", file=sys.stderr)
+        print(f"{a.prog}: {e}", file=sys.stderr)
         return 2
     if not plans(run):
-        print(f"engines: no engine probe rows in {a.run} (run -k engine)", file=sys.stderr)
+        print(f"{a.prog}: no engine probe rows in {a.run} (run -k engine)", file=sys.stderr)
         return 2
     md = markdown(run)
     print(md)
@@ -82,9 +83,15 @@ def main(argv=None) -> int:
             Path(a.out).mkdir(parents=True, exist_ok=True)
             (Path(a.out) / "engines.md").write_text(md, encoding="utf-8")
         except OSError as e:
-            print(f"engines: cannot write to {a.out}: {e}", file=sys.stderr)
+            print(f"{a.prog}: cannot write to {a.out}: {e}", file=sys.stderr)
             return 2
     return 0
+
+
+def main(argv=None) -> int:
+    """`python -m cudnn_hostbench.reports.engines` is `hostbench engines`."""
+    from cudnn_hostbench.scripts.cli import alias
+    return alias("engines")(argv)
 
 
 if __name__ == "__main__":

@@ -165,7 +165,7 @@ def _grid(d: pd.DataFrame, left=("variant", "note", "unit")) -> list[str]:
 def _narrow(df: pd.DataFrame, level: int) -> tuple[list[str], list[str]]:
     """(table lines, status notes): one heading line per probe · size, then its variants."""
     d = display_frame(df, level).reset_index(drop=True)
-    notes = []
+    notes: list[str] = []
     for i, s in enumerate(d["status"]):
         if s:
             notes.append(f"[{len(notes) + 1}] {d['probe'].iloc[i]}/{d['variant'].iloc[i]}/{d['size'].iloc[i]}: {s}")

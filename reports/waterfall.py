@@ -1,14 +1,13 @@
 """Renders the waterfall probe's records: a table of each path's parts and a stacked bar chart, one
 bar per (path, frontend version) when several runs are given (a version matrix). Reads records only.
 
-    python -m cudnn_hostbench.reports.waterfall RUN_OR_DIR... [--out DIR]
+    hostbench waterfall RUN_OR_DIR... [--out DIR]
 
 Writes DIR/waterfall.md and DIR/waterfall.png (default: beside the first run); bad input prints one
 line naming it and exits 2.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -76,21 +75,23 @@ def chart(rs: list[dict], path: Path) -> Path:
     return path
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m cudnn_hostbench.reports.waterfall", description=__doc__.split("\n")[0])
-    ap.add_argument("runs", nargs="+", help="run files (run.json, records.jsonl) or folders of them")
-    ap.add_argument("--out", help="output folder (default: the first run's folder)")
-    a = ap.parse_args(argv)
+def add_parser(command) -> None:
+    p = command("waterfall", render, description=__doc__)
+    p.add_argument("runs", nargs="+", help="run files (run.json, records.jsonl) or folders of them")
+    p.add_argument("--out", help="output folder (default: the first run's folder)")
+
+
+def render(a) -> int:
     runs, errors = store.load_runs(a.runs, order="version")
     if not runs:   # one line: what was wrong with the input
         why = "; ".join(map(str, errors)) or f"no run in {' '.join(a.runs)}"
-        print(f"waterfall: {why}; nothing written", file=sys.stderr)
+        print(f"{a.prog}: {why}; nothing written", file=sys.stderr)
         return 2
     for e in errors:   # some inputs read: name the ones skipped
-        print(f"waterfall: skipped {e}", file=sys.stderr)
+        print(f"{a.prog}: skipped {e}", file=sys.stderr)
     rs = rows(runs)
     if not rs:
-        print(f"waterfall: no measured waterfall records in {' '.join(a.runs)} (run -k waterfall)", file=sys.stderr)
+        print(f"{a.prog}: no measured waterfall records in {' '.join(a.runs)} (run -k waterfall)", file=sys.stderr)
         return 2
     out = Path(a.out) if a.out else Path(runs[0].path).parent
     try:
@@ -98,11 +99,17 @@ def main(argv=None) -> int:
         (out / "waterfall.md").write_text(markdown(rs), encoding="utf-8")
         chart(rs, out / "waterfall.png")
     except OSError as e:
-        print(f"waterfall: cannot write to {out}: {e}", file=sys.stderr)
+        print(f"{a.prog}: cannot write to {out}: {e}", file=sys.stderr)
         return 2
     print(markdown(rs))
     print(f"wrote {out / 'waterfall.md'} and {out / 'waterfall.png'}")
     return 0
+
+
+def main(argv=None) -> int:
+    """`python -m cudnn_hostbench.reports.waterfall` is `hostbench waterfall`."""
+    from cudnn_hostbench.scripts.cli import alias
+    return alias("waterfall")(argv)
 
 
 if __name__ == "__main__":

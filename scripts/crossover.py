@@ -3,7 +3,7 @@ trap's extra eager µs/call (trap minus its fix, same interleaved rounds) stays 
 step's GPU time (the fix captured in a CUDA graph and replayed). Writes a JSON records file and a
 plot per GPU; about 2-3 minutes on one H200 (a time box stops the sweep and keeps what it has).
 
-    python -m cudnn_hostbench.scripts.crossover [--out DIR] [--threshold 0.05] [--time-box 170]
+    hostbench crossover [--out DIR] [--threshold 0.05] [--time-box 170]
         [--traps rebuild,execute,set_stream,churn,transpose,wrapper] [--rounds 7]
 
 Each trap reuses its probe's own build (numerics checked against torch before timing):
@@ -12,7 +12,6 @@ the wrapper tokens 1..4096 through a [T,4096] x [4096,4096] GEMM. No GPU: one li
 """
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
 import json
 import math
@@ -20,6 +19,8 @@ import statistics
 import sys
 import time
 from pathlib import Path
+
+from cudnn_hostbench.scripts.cli import alias
 
 CUBES = ["128", "256", "512", "1024", "2048", "4096", "8192"]
 TOKENS = [1, 4, 16, 64, 256, 1024, 4096]
@@ -103,25 +104,27 @@ def crossover(points: list, threshold: float) -> str | None:
     return None
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m cudnn_hostbench.scripts.crossover", description=__doc__.split("\n")[0])
-    ap.add_argument("--out", default="results/crossover", help="output folder (default results/crossover)")
-    ap.add_argument("--threshold", type=float, default=0.05, help="share of the step's GPU time (default 0.05)")
-    ap.add_argument("--time-box", type=float, default=170.0, help="seconds before the sweep stops (default 170)")
-    ap.add_argument("--rounds", type=int, default=7, help="interleaved eager rounds per point (default 7)")
-    ap.add_argument("--traps", default=",".join(TRAPS), help=f"comma-separated, of {','.join(TRAPS)}")
-    a = ap.parse_args(argv)
+def add_parser(command) -> None:
+    p = command("crossover", run, description=__doc__)
+    p.add_argument("--out", default="results/crossover", help="output folder")
+    p.add_argument("--threshold", type=float, default=0.05, help="share of the step's GPU time")
+    p.add_argument("--time-box", type=float, default=170.0, help="seconds before the sweep stops")
+    p.add_argument("--rounds", type=int, default=7, help="interleaved eager rounds per point")
+    p.add_argument("--traps", default=",".join(TRAPS), help=f"comma-separated, of {','.join(TRAPS)}")
+
+
+def run(a) -> int:
     traps = [t for t in a.traps.split(",") if t]
     unknown = [t for t in traps if t not in TRAPS]
     if unknown or not 0 < a.threshold < 1 or a.rounds < 1 or a.time_box <= 0:
         why = f"unknown trap(s) {','.join(unknown)}" if unknown else "--threshold in (0,1), --rounds >= 1, --time-box > 0"
-        print(f"crossover: bad option: {why}", file=sys.stderr)
+        print(f"{a.prog}: bad option: {why}", file=sys.stderr)
         return 2
     out = Path(a.out)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        print(f"crossover: cannot write to {out}: {e}", file=sys.stderr)
+        print(f"{a.prog}: cannot write to {out}: {e}", file=sys.stderr)
         return 2
     from cudnn_hostbench.bench.cudnn_graphs import context as _cudnn_hooks  # noqa: F401 - registers cuDNN's hooks
     from cudnn_hostbench.bench.measure import fingerprint as fpmod
@@ -129,7 +132,7 @@ def main(argv=None) -> int:
     try:
         ctx = GpuContext()
     except (NoGpuError, ImportError) as e:
-        print(f"crossover: {e}", file=sys.stderr)
+        print(f"{a.prog}: {e}", file=sys.stderr)
         return 2
     from cudnn_hostbench.bench.measure.files import write_text_atomic
     doc = {"kind": "crossover", "threshold": a.threshold, "rounds": a.rounds,
@@ -166,6 +169,8 @@ def main(argv=None) -> int:
 def _json(x):
     return None if isinstance(x, float) and math.isnan(x) else str(x)
 
+
+main = alias("crossover")   # python -m cudnn_hostbench.scripts.crossover: `hostbench crossover`
 
 if __name__ == "__main__":
     sys.exit(main())

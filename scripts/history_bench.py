@@ -1,6 +1,6 @@
 """Scale benchmark of the history store (a script, not a timed test).
 
-    python -m cudnn_hostbench.scripts.history_bench [--runs 1000] [--url URL ...] [--start-pg]
+    hostbench history-bench [--runs 1000] [--url URL ...] [--start-pg]
 
 Builds a synthetic history of --runs runs x 431 rows, resampled from the committed H200 history
 (reports/reference/h200/history.hbx.jsonl.gz): each synthetic run takes every row's figure from a
@@ -11,7 +11,6 @@ Prints a Markdown table (docs/measurements.md keeps the figures measured on the 
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import datetime as _dt
 import os
@@ -25,6 +24,7 @@ from pathlib import Path
 
 from cudnn_hostbench.reports import dashboard
 from cudnn_hostbench.reports.history import check, db, ingest
+from cudnn_hostbench.scripts.cli import alias
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPORT = ROOT / "reports" / "reference" / "h200" / "history.hbx.jsonl.gz"
@@ -86,12 +86,14 @@ def bench(url: str, n: int, out: Path) -> dict:
         st.close()
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--runs", type=int, default=1000)
-    ap.add_argument("--url", action="append", default=[], help="store URL to fill (must be empty; repeatable)")
-    ap.add_argument("--start-pg", action="store_true", help="also start a throwaway PostgreSQL and measure it")
-    a = ap.parse_args(argv)
+def add_parser(command) -> None:
+    p = command("history-bench", run, description=__doc__)
+    p.add_argument("--runs", type=int, default=1000, help="synthetic runs in the history")
+    p.add_argument("--url", action="append", default=[], help="store URL to fill (must be empty; repeatable)")
+    p.add_argument("--start-pg", action="store_true", help="also start a throwaway PostgreSQL and measure it")
+
+
+def run(a) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="hostbench-bench-"))
     urls = list(a.url) or [f"sqlite:///{tmp / 'history.db'}"]
     server = None
@@ -120,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(rows))
     return 0
 
+
+main = alias("history-bench")   # python -m cudnn_hostbench.scripts.history_bench
 
 if __name__ == "__main__":
     sys.exit(main())

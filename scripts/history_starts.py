@@ -16,6 +16,8 @@ from pathlib import Path
 
 from sqlalchemy import update
 
+from cudnn_hostbench.scripts.cli import alias
+
 # (end of the source path, started_at to the minute) -> start label
 STARTS = {
     ("aa/pair3/run1.json", "2026-11-29T22:07"): "log:2026-11-29 pair 3",
@@ -53,12 +55,17 @@ def start_of(source_path: str, started_at: str) -> str:
     return ""
 
 
-def main(argv: list[str] | None = None) -> int:
+def add_parser(command) -> None:
+    p = command("history-starts", run, description=(__doc__ or "").split("\n")[0])
+    p.add_argument("export", help="an existing export (*.hbx.jsonl.gz), rewritten in place")
+
+
+def run(a) -> int:
     from cudnn_hostbench.reports.history import db, ingest
     from cudnn_hostbench.reports.history import schema as S
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1 or not Path(args[0]).is_file():
-        print("usage: history_starts EXPORT.hbx.jsonl.gz (an existing export)", file=sys.stderr)
+    args = [a.export]
+    if not Path(args[0]).is_file():
+        print(f"{a.prog}: {args[0]}: no such export", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory() as tmp:
         st = db.open_store(f"sqlite:///{Path(tmp) / 'h.db'}")
@@ -78,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wrote {args[0]} ({n} runs; no start known for {len(missing)}: {', '.join(missing) or 'none'})")
     return 0
 
+
+main = alias("history-starts")   # python -m cudnn_hostbench.scripts.history_starts
 
 if __name__ == "__main__":
     sys.exit(main())

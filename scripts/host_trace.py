@@ -1,6 +1,6 @@
 """Traces the host-state sentinel for a while: is this host bistable, and where is its floor?
 
-    python3 -m cudnn_hostbench.scripts.host_trace --seconds 20 [--out host_trace.json]
+    hostbench host-trace --seconds 20 [--out host_trace.json]
 
 Prints the floor (as the harness learns it: the lower quartile of the fast cluster, not the
 lowest reading), the fraction of readings within 5/10/15/25 % of it, and how long fast and slow
@@ -9,7 +9,6 @@ rounds timed in the slow one).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -17,6 +16,7 @@ import time
 from pathlib import Path
 
 from cudnn_hostbench.bench.measure.files import write_text_atomic
+from cudnn_hostbench.scripts.cli import alias
 
 
 def spells(flags: list[bool], times: list[float]) -> dict:
@@ -43,20 +43,21 @@ def summarize(readings: list[tuple[float, float]], tol: float = 0.10) -> dict:
             "spells": spells([x <= floor * (1 + tol) for x in xs], times)}
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="host_trace", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seconds", type=float, default=20.0, help="how long to trace (default %(default)s)")
-    ap.add_argument("--every", type=float, default=0.01, help="seconds between readings (default %(default)s)")
-    ap.add_argument("--out", help="also write the readings and summary as JSON")
-    a = ap.parse_args(argv)
+def add_parser(command) -> None:
+    p = command("host-trace", run, description=__doc__)
+    p.add_argument("--seconds", type=float, default=20.0, help="how long to trace")
+    p.add_argument("--every", type=float, default=0.01, help="seconds between readings")
+    p.add_argument("--out", help="also write the readings and summary as JSON")
+
+
+def run(a) -> int:
     # the user's input first: a trace that cannot be kept is not worth tracing
     if not a.seconds > 0 or not a.every >= 0:
-        print(f"host_trace: --seconds must be more than 0 and --every 0 or more, got {a.seconds:g} and {a.every:g}",
+        print(f"{a.prog}: --seconds must be more than 0 and --every 0 or more, got {a.seconds:g} and {a.every:g}",
               file=sys.stderr)
         return 2
     if a.out and (Path(a.out).is_dir() or not Path(a.out).parent.is_dir()):
-        print(f"host_trace: --out {a.out}: not a file in an existing folder", file=sys.stderr)
+        print(f"{a.prog}: --out {a.out}: not a file in an existing folder", file=sys.stderr)
         return 2
     from cudnn_hostbench.bench.measure.context import pin_main_thread
     from cudnn_hostbench.bench.measure.hoststate import sentinel_us
@@ -72,10 +73,12 @@ def main(argv=None) -> int:
         try:
             write_text_atomic(a.out, json.dumps({"summary": s, "readings": readings}))
         except OSError as e:
-            print(f"host_trace: --out {a.out}: cannot write ({e.strerror or e})", file=sys.stderr)
+            print(f"{a.prog}: --out {a.out}: cannot write ({e.strerror or e})", file=sys.stderr)
             return 2
     return 0
 
+
+main = alias("host-trace")   # python -m cudnn_hostbench.scripts.host_trace: `hostbench host-trace`
 
 if __name__ == "__main__":
     sys.exit(main())

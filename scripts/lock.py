@@ -1,6 +1,6 @@
 """The exact package versions behind a run, as a pip constraints file.
 
-    python3 -m cudnn_hostbench.scripts.lock RUN.json [--out constraints.txt]
+    hostbench lock RUN.json [--out constraints.txt]
 
 The versions come from the run's own fingerprint (`packages`, recorded as it ran), so the file
 names what measured the figures, never what happens to be installed here. Install the measuring
@@ -8,11 +8,11 @@ environment from it with `pip install -c constraints.txt -e ".[gpu]"`.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 from cudnn_hostbench.bench.measure.records import RunFileError, load_run
+from cudnn_hostbench.scripts.cli import alias
 
 
 def constraints(run) -> str:
@@ -28,15 +28,17 @@ def constraints(run) -> str:
     return "\n".join(head + [f"{n}=={v}" for n, v in sorted(pk.items())]) + "\n"
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python3 -m cudnn_hostbench.scripts.lock", description=__doc__.split("\n\n")[0])
-    ap.add_argument("run", help="a run file (run.json)")
-    ap.add_argument("--out", help="write here instead of stdout")
-    a = ap.parse_args(argv)
+def add_parser(command) -> None:
+    p = command("lock", run, description=__doc__.split("\n\n")[0])
+    p.add_argument("run", help="a run file (run.json)")
+    p.add_argument("--out", help="write here instead of stdout")
+
+
+def run(a) -> int:
     try:
         text = constraints(load_run(a.run, need_records=True))
     except RunFileError as e:
-        print(f"lock: {e}", file=sys.stderr)
+        print(f"{a.prog}: {e}", file=sys.stderr)
         return 2
     if not a.out:
         sys.stdout.write(text)
@@ -44,10 +46,12 @@ def main(argv=None) -> int:
     try:
         Path(a.out).write_text(text)
     except OSError as e:
-        print(f"lock: --out {a.out}: cannot write ({e.strerror or e})", file=sys.stderr)
+        print(f"{a.prog}: --out {a.out}: cannot write ({e.strerror or e})", file=sys.stderr)
         return 2
     return 0
 
+
+main = alias("lock")   # python -m cudnn_hostbench.scripts.lock: `hostbench lock`
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -16,6 +16,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from cudnn_hostbench.scripts.cli import alias
+
 ROOT = Path(__file__).resolve().parents[1]
 EXPORT = ROOT / "reports" / "reference" / "h200" / "history.hbx.jsonl.gz"
 CHANGED = ("SLOWER", "FASTER", "KERNEL CHANGED")
@@ -152,11 +154,15 @@ def fleet_noise(export: Path = EXPORT) -> dict:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    export = Path(next((a for a in args if not a.startswith("--")), EXPORT))
+def add_parser(command) -> None:
+    p = command("loso-check", run_cmd, description=(__doc__ or "").split("\n")[0])
+    p.add_argument("export", nargs="?", default=str(EXPORT), help="a history export (default: the committed one)")
+
+
+def run_cmd(a) -> int:
+    export = Path(a.export)
     if not export.is_file():
-        print(f"loso_check: {export}: no such history export", file=sys.stderr)
+        print(f"{a.prog}: {export}: no such history export", file=sys.stderr)
         return 2
     res = run(export)
     print(table(res))
@@ -164,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"false: {s} run {rid} ({setting}): {text}")
     return 0
 
+
+main = alias("loso-check")   # python -m cudnn_hostbench.scripts.loso_check: `hostbench loso-check`
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -16,7 +16,6 @@ phases' files are kept). These runs stay out of the history store: they are a te
 """
 from __future__ import annotations
 
-import argparse
 import itertools
 import sys
 from pathlib import Path
@@ -24,12 +23,13 @@ from pathlib import Path
 from cudnn_hostbench.bench.measure import node
 from cudnn_hostbench.bench.measure.node_jobs import Job
 from cudnn_hostbench.scripts import node_matrix
+from cudnn_hostbench.scripts.cli import alias
 
 
-def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+def add_parser(command) -> None:
     from cudnn_hostbench.scripts.version_matrix import ROOT
-    ours, pytest_args = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog="arguments after -- go to pytest")
+    ap = command("node-check", run, extra="after --", description=__doc__.split("\n")[0],
+                 epilog="arguments after -- go to pytest")
     ap.add_argument("--wheels", nargs="+", default=[".whlm", ".whl"], help="folders of frontend wheels")
     ap.add_argument("--version", required=True, help="the frontend version to check (its wheel must be in --wheels)")
     ap.add_argument("--gpu", type=int, help="GPU index it runs on (default: the first of --gpus)")
@@ -40,7 +40,6 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     ap.add_argument("--python", default=sys.executable, help="interpreter for pip and pytest")
     ap.add_argument("--root", default=str(ROOT), help="where `probes/` is (the repository root)")
     ap.add_argument("--target-root", default="/tmp", help="where the install folders go")
-    return ap.parse_args(ours), pytest_args
 
 
 def jobs_for(args, wheels: dict, slots: list, check_gpu: int, out: Path) -> dict[str, list[Job]]:
@@ -62,12 +61,12 @@ def jobs_for(args, wheels: dict, slots: list, check_gpu: int, out: Path) -> dict
     return phases
 
 
-def main(argv: list[str] | None = None) -> int:
+def run(args) -> int:
     from cudnn_hostbench.bench.measure.records import RunFileError, load_run
     from cudnn_hostbench.reports import node_safety
     from cudnn_hostbench.scripts import version_matrix as vm
 
-    args, pytest_args = parse(list(sys.argv[1:] if argv is None else argv))
+    pytest_args = args.rest
     wheels = vm.find_wheels(args.wheels)
     if args.version not in wheels:
         print(f"node_check: --version {args.version}: no wheel for it in {' '.join(args.wheels)}", file=sys.stderr)
@@ -124,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     judged = [c for c in checks if "alongside" in c.label]
     return 0 if judged and all(c.safe for c in judged) else 1
 
+
+main = alias("node-check")   # python -m cudnn_hostbench.scripts.node_check: `hostbench node-check`
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -16,6 +16,10 @@ import sys
 from pathlib import Path
 
 
+def add_parser(command) -> None:
+    add_arguments(command("node", run, description=__doc__))
+
+
 def add_arguments(p) -> None:
     sub = p.add_subparsers(dest="node_action", required=True, parser_class=type(p), metavar="ACTION")
     a = sub.add_parser("plan", help="each GPU of the node, its NUMA node and the cores its jobs are pinned to")

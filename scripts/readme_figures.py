@@ -1,17 +1,17 @@
 """Renders the README's figure sections from committed runs, so no figure is typed in by hand.
 
-    python3 -m cudnn_hostbench.scripts.readme_figures          # rewrite the sections between the markers
-    python3 -m cudnn_hostbench.scripts.readme_figures --check  # exit 1 if README is out of date
+    hostbench readme-figures          # rewrite the sections between the markers
+    hostbench readme-figures --check  # exit 1 if README is out of date
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 from cudnn_hostbench.bench.measure import records, trust
 from cudnn_hostbench.bench.measure.records import CALL_MODES
 from cudnn_hostbench.reports import pack_cost, store, table
+from cudnn_hostbench.scripts.cli import alias
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -154,7 +154,7 @@ def engines(run) -> str:
     if CROSSOVER.exists():
         doc = crossover.load(CROSSOVER)
         png = CROSSOVER.parent / f"crossover-{crossover.gpu(doc).replace(' ', '-')}.png"
-        lines += ["**Where each trap stops mattering** (`python3 -m cudnn_hostbench.scripts.crossover`): ",
+        lines += ["**Where each trap stops mattering** (`hostbench crossover`): ",
                   crossover.summary(doc).strip(), ""]
         if png.exists():
             lines += [f"![crossover]({png.relative_to(ROOT)})"]
@@ -231,10 +231,15 @@ def render(text: str, secs: dict) -> str:
     return text
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--check", action="store_true")
-    a = ap.parse_args(argv)
+def add_parser(command) -> None:
+    p = command("readme-figures", run, description=__doc__)
+    p.add_argument("--check", action="store_true", help="exit 1 if README is out of date; write nothing")
+
+
+def run(a) -> int:
+    if not README.is_file():   # an installed copy: the README and its sources live in a checkout
+        print(f"{a.prog}: no {README} here: a maintainer's command, run it in a checkout", file=sys.stderr)
+        return 2
     old = README.read_text(encoding="utf-8")
     new = render(old, sections())
     if a.check:
@@ -242,6 +247,8 @@ def main(argv=None) -> int:
     README.write_text(new, encoding="utf-8")
     return 0
 
+
+main = alias("readme-figures")   # python -m cudnn_hostbench.scripts.readme_figures
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -56,6 +56,27 @@ def pinned_config(root: Path) -> list[str]:
     return [*(["-c", str(cfg)] if cfg.is_file() else []), "-o", "python_files=probe_*.py test_*.py"]
 
 
+def add_parser(command) -> None:
+    p = command("run", run, extra="unknown", description=__doc__,
+                epilog="other arguments go to pytest (e.g. --hb-workers 1 --hb-sizes 256 -k execute)")
+    p.add_argument("--out", help="result folder (default results/<stamp>)")
+    p.add_argument("--reference", action="store_true", help="render the committed reference run(s) only")
+    from cudnn_hostbench.scripts import node_run
+    node_run.add_arguments(p)
+
+
+def run(a) -> int:
+    if a.reference and a.rest:   # nothing of a run is asked for: an argument here is a mistake
+        print(f"{a.prog}: --reference renders the committed run(s) and takes no other arguments: "
+              f"{' '.join(a.rest)}", file=sys.stderr)
+        return 2
+    if a.all_gpus or a.gpus:   # every GPU of the node at once (scripts/node_run.py)
+        from cudnn_hostbench.scripts import node_run
+        a.pytest_args = a.rest
+        return node_run.run(a)
+    return main(a.out, a.reference, a.rest)
+
+
 def main(out: str | None = None, reference: bool = False, pytest_args=()) -> int:
     ok, why = cuda_available()
     if reference or not ok:

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Set-up and CPU test suite: installs what the tests need (a CPU torch, the package with its test
-# extra), lints, then runs the tests. Upgrades what is installed to the newest versions that
-# resolve (what a new user gets); `--oldest` installs the oldest versions pyproject.toml allows
-# (ci/oldest.txt) instead. Other arguments go to pytest.
+# extra), lints, type-checks the typed core (mypy), then runs the tests. Upgrades what is
+# installed to the newest versions that resolve (what a new user gets); `--oldest` installs the
+# oldest versions pyproject.toml allows (ci/oldest.txt) instead. Other arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pins=()
@@ -13,6 +13,7 @@ fi
 python3 -m pip install -q --upgrade pip
 # torch==2.13.0: a CPU build (a bare `torch` can pull a multi-GB CUDA build)
 python3 -m pip install -q --upgrade --upgrade-strategy eager "${pins[@]}" torch==2.13.0 -e ".[test]"
-python3 -m pip list --format=freeze 2>/dev/null | grep -iE '^(pytest|pytest-benchmark|pandas|numpy|scipy|matplotlib|seaborn|jinja2|packaging|torch)==' | tr '\n' ' '; echo
+python3 -m pip list --format=freeze 2>/dev/null | grep -iE '^(pytest|pytest-benchmark|pandas|numpy|scipy|matplotlib|seaborn|jinja2|packaging|torch|mypy)==' | tr '\n' ' '; echo
 python3 -m ruff check .   # lint first: configured in pyproject.toml, noqa markers included (RUF100)
+python3 -m mypy           # the typed core (bench/measure, reports): [tool.mypy] in pyproject.toml
 python3 -m pytest tests -q -p no:cacheprovider "$@"

@@ -1,6 +1,6 @@
 """Run the probe suite under several nvidia-cudnn-frontend wheels and merge the runs.
 
-    python3 -m cudnn_hostbench.scripts.version_matrix --wheels .whlm .whl --out OUT/matrix -- --hb-sizes 256 -k "execute"
+    hostbench matrix --wheels .whlm .whl --out OUT/matrix -- --hb-sizes 256 -k "execute"
 
 Each wheel is installed with pip into its own folder (/tmp/fe-<ver>, --no-deps, nothing else
 touched) and the suite runs in its own process with that folder first on PYTHONPATH, so the
@@ -25,7 +25,6 @@ holds the status table alone.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -43,6 +42,7 @@ if str(ROOT) not in sys.path:  # run as a file: make `bench` and `reports` impor
 from cudnn_hostbench.bench.measure import node  # noqa: E402
 from cudnn_hostbench.reports import fmt, store  # noqa: E402  (no pandas until the merge)
 from cudnn_hostbench.scripts import node_matrix  # noqa: E402
+from cudnn_hostbench.scripts.cli import alias  # noqa: E402
 
 WHEEL = re.compile(r"^nvidia_cudnn_frontend-([0-9][^-]*)-.*\.whl$")
 TAIL = 2000
@@ -204,7 +204,7 @@ def merge(out: Path, entries: list[dict], dashboard: str | None = None):
         import pandas  # noqa: F401
         import scipy  # noqa: F401
     except ImportError as e:
-        text += [f"Merge skipped ({e}); run `python3 -m cudnn_hostbench.scripts.version_matrix --merge-only --out {out}` "
+        text += [f"Merge skipped ({e}); run `hostbench matrix --merge-only --out {out}` "
                  "where pandas and scipy are installed."]
         (out / "matrix.md").write_text("\n".join(text) + "\n", encoding="utf-8")
         return None
@@ -291,13 +291,11 @@ def shared_settings(docs: dict[Path, dict | None]) -> dict:
     return {k: first[k] for k in ("pytest_args", "python") if all(k in d and d[k] == first[k] for d in docs.values())}
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    ours, pytest_args = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog="arguments after -- go to pytest")
+def add_parser(command) -> None:
+    ap = command("matrix", run, extra="after --", description=__doc__, epilog="arguments after -- go to pytest")
     ap.add_argument("--wheels", nargs="+", default=[".whlm", ".whl"], help="folders of frontend wheels")
     ap.add_argument("--out", default="results/matrix", help="folder for run files, matrix.json, matrix.md")
-    ap.add_argument("--timeout", type=float, default=240, help="seconds per version for the suite (240)")
+    ap.add_argument("--timeout", type=float, default=240, help="seconds per version for the suite")
     ap.add_argument("--deadline", type=float, default=0,
                     help="seconds for the whole matrix; versions that no longer fit are skipped (0: none)")
     ap.add_argument("--cudnn-lib", action="append", default=[], metavar="DIR",
@@ -314,7 +312,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--root", default=str(ROOT), help="where `probes/` is (the repository root)")
     ap.add_argument("--target-root", default="/tmp", help="where the fe-<ver> install folders go")
     node_matrix.add_arguments(ap)
-    args = ap.parse_args(ours)
+
+
+def run(args) -> int:
+    pytest_args = args.rest
     out = Path(args.out).resolve()
     if args.merge_only:  # checked before --out is made: a bad source writes nothing
         try:
@@ -383,6 +384,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wrote {out / 'matrix.md'}")
     return 0 if any(e["status"] == "ok" for e in entries) else 1
 
+
+main = alias("matrix")   # python -m cudnn_hostbench.scripts.version_matrix: `hostbench matrix`
 
 if __name__ == "__main__":
     sys.exit(main())

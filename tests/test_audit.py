@@ -16,7 +16,7 @@ from cudnn_hostbench.bench.audit import count as audit_count
 from cudnn_hostbench.bench.audit import rules as audit_rules
 from cudnn_hostbench.bench.measure.records import Record, run_document, write_run
 from cudnn_hostbench.reports import audit_report
-from cudnn_hostbench.scripts import cli
+from cudnn_hostbench.scripts import audit_cmd, cli
 
 ROOT = Path(__file__).resolve().parent.parent
 HAS_GPU = torch.cuda.is_available()
@@ -625,8 +625,8 @@ def test_load_factory_messages(tmp_path, body, spec_attr, message):
 @pytest.fixture
 def fake_gpu(monkeypatch):
     monkeypatch.setattr(target, "environment_problem", lambda: None)
-    monkeypatch.setattr(cli, "_gpu_context", lambda: object())
-    monkeypatch.setattr(cli, "_on_stream", lambda ctx: contextlib.nullcontext())
+    monkeypatch.setattr(audit_cmd, "_gpu_context", lambda: object())
+    monkeypatch.setattr(audit_cmd, "_on_stream", lambda ctx: contextlib.nullcontext())
 
 
 @pytest.mark.parametrize("body, message", [

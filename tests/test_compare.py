@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import random
 import shutil
-import sys
 import zipfile
 from pathlib import Path
 
@@ -13,10 +12,9 @@ import pytest
 from cudnn_hostbench.bench.measure.records import Record, load_run, run_document, write_run
 from cudnn_hostbench.reports import compare as cmp
 from cudnn_hostbench.scripts import cli
+from cudnn_hostbench.scripts import version_matrix as vm
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import version_matrix as vm
 
 VARIANTS = {"execute": {"torch_mm": 10.0, "generic": 14.0, "pinned": 12.0},
             "set_stream": {"torch_mm": 10.0, "set_stream": 15.0}}

@@ -46,4 +46,4 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     assert crossover.main(["--traps", "nope", "--out", str(tmp_path)]) == 2
     assert crossover.main(["--out", str(tmp_path / "o")]) == 2          # this machine has no GPU
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 3 and all(e.startswith("crossover: ") for e in err)
+    assert len(err) == 3 and all(e.startswith("hostbench crossover") for e in err)

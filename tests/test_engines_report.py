@@ -28,4 +28,4 @@ def test_bad_input_is_one_line(tmp_path, capsys):
     assert engines.main([str(f)]) == 2
     assert engines.main([str(tmp_path / "nope.json")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 2 and all(e.startswith("engines: ") for e in err)
+    assert len(err) == 2 and all(e.startswith("hostbench engines: ") for e in err)

@@ -26,7 +26,8 @@ def _pyproject() -> dict:
 
 
 def test_every_lower_bound_is_pinned_in_the_oldest_set_ci_runs():
-    deps = _pyproject()["project"]["dependencies"]
+    project = _pyproject()["project"]
+    deps = project["dependencies"] + [d for d in project["optional-dependencies"]["test"] if ">=" in d]
     pins = dict(line.split("==") for line in (ROOT / "ci" / "oldest.txt").read_text().splitlines()
                 if line.strip() and not line.startswith("#"))
     for dep in deps:
@@ -44,7 +45,7 @@ def test_the_plugin_is_registered_through_entry_points():
 def test_the_wheel_installs_one_top_level_package(tmp_path):
     """`pip show -f` of an installed harness lists cudnn_hostbench/ and its dist-info, nothing
     generic (no top-level bench, probes, reports or scripts), and the reference runs it renders."""
-    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path),
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-v", "-w", str(tmp_path),
                         str(ROOT)], capture_output=True, text=True, timeout=300)
     if r.returncode != 0 and "No module named" in r.stderr:
         pytest.skip(f"cannot build a wheel here: {r.stderr.strip().splitlines()[-1]}")
@@ -53,10 +54,72 @@ def test_the_wheel_installs_one_top_level_package(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names}
     assert {t for t in tops if not t.endswith(".dist-info")} == {"cudnn_hostbench"}, tops
-    for mod in ("bench/measure/pytest_plugin.py", "probes/probe_execute.py", "reports/table.py", "scripts/cli.py",
+    assert "absent from the `packages` configuration" not in r.stdout + r.stderr   # every folder it ships is declared
+    for mod in ("py.typed", "bench/measure/pytest_plugin.py", "probes/probe_execute.py", "reports/table.py", "scripts/cli.py",
                 "reports/reference/h200/run.json", "reports/history/migrations/env.py",
                 "reports/history/migrations/versions/0001_schema_1.py"):   # the store's migrations ship too
         assert f"cudnn_hostbench/{mod}" in names
+
+
+FOLDERS = ("bench", "probes", "reports", "scripts")
+
+
+def test_the_package_links_to_the_top_level_folders():
+    """cudnn_hostbench/<folder> is a relative link to ../<folder>: it stays inside any copy of the
+    checkout (the device machine gets links as links), and the package's only path is its folder."""
+    import os
+
+    import cudnn_hostbench
+    for name in FOLDERS:
+        link = ROOT / "cudnn_hostbench" / name
+        assert link.is_symlink() and os.readlink(link) == f"../{name}", link
+    assert [Path(p).resolve() for p in cudnn_hostbench.__path__] == [ROOT / "cudnn_hostbench"]
+
+
+def _python(code: str, cwd=ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("name", FOLDERS)
+def test_a_folder_imports_under_one_name_only(name):
+    """From the root, `import bench` would load every module a second time (a class failing
+    isinstance against itself): it is refused in one line that names the right import."""
+    r = _python(f"import {name}")
+    assert r.returncode != 0
+    assert r.stderr.strip().splitlines()[-1] == (
+        f"ImportError: {name}: import this folder as cudnn_hostbench.{name} (under a second name its modules would "
+        "load twice)")
+    r = _python(f"import cudnn_hostbench.{name}, sys; print(sorted(m for m in sys.modules if m.split('.')[0] in "
+                f"{FOLDERS!r}))")
+    assert r.returncode == 0 and r.stdout.strip() == "[]", r.stdout + r.stderr
+
+
+def test_only_the_four_folders_are_part_of_the_package():
+    r = _python("import importlib.util as u; print([u.find_spec(m) is None for m in "
+                "('cudnn_hostbench.tests', 'cudnn_hostbench.conftest', 'cudnn_hostbench.examples')])")
+    assert r.stdout.strip() == "[True, True, True]", r.stdout + r.stderr
+
+
+def test_a_checkout_collects_probes_under_the_package_name_and_says_why_nothing_ran(tmp_path):
+    """`pytest probes` from the root imports probes/probe_x.py as cudnn_hostbench.probes.probe_x
+    (never as probes.probe_x); on a machine without a GPU its summary says nothing was measured."""
+    (tmp_path / "names_plugin.py").write_text(
+        "import sys\n"
+        "def pytest_collection_finish(session):\n"
+        "    print('MODULES', sorted({it.module.__name__ for it in session.items}))\n")
+    env = {**__import__("os").environ, "PYTHONPATH": str(tmp_path)}
+    r = subprocess.run([sys.executable, "-m", "pytest", "probes/probe_noop.py", "probes/probe_execute.py", "--benchmark-only",
+                        "-q", "-p", "no:cacheprovider", "-p", "names_plugin", "--hb-sizes=256", "--hb-workers=1"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    line = next(x for x in r.stdout.splitlines() if x.startswith("MODULES"))
+    assert line == "MODULES ['cudnn_hostbench.probes.probe_execute', 'cudnn_hostbench.probes.probe_noop']", line
+    import torch
+    if not torch.cuda.is_available():
+        summary = r.stdout.strip().splitlines()
+        assert summary[-1].endswith("s") and "skipped" in summary[-1] and "passed" not in summary[-1]
+        assert summary[-2].startswith("hostbench: nothing measured") and "no CUDA GPU" in summary[-2] \
+            and "`hostbench run`" in summary[-2], summary[-2:]
 
 
 def test_a_run_file_from_a_newer_harness_is_refused_in_one_line(tmp_path):

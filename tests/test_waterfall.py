@@ -92,4 +92,4 @@ def test_report_refuses_a_run_without_waterfall_records_in_one_line(tmp_path, ca
     assert report.main([str(f)]) == 2
     assert report.main([str(tmp_path / "missing.json")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err and all(line.startswith("waterfall: ") for line in err)
+    assert err and all(line.startswith("hostbench waterfall: ") for line in err)

@@ -122,7 +122,7 @@ def add_fields(hook: Callable[[Any], dict]) -> None:
 
 def gpu_fingerprint(device: int = 0) -> dict:
     """GPU, driver, CUDA, torch and torch's cuDNN versions."""
-    fp = {}
+    fp: dict = {}
     try:
         import torch
     except ImportError:

@@ -8,6 +8,8 @@ away every one of its rounds.
 """
 from __future__ import annotations
 
+from typing import Any
+
 CLOCK_FRACTION = 0.95
 
 
@@ -16,7 +18,8 @@ class Clocks:
 
     def __init__(self, device: int = 0):
         self.error = None
-        self._nv = self._h = None
+        self._nv: Any = None   # the pynvml module, once it loaded
+        self._h: Any = None
         try:
             import pynvml as nv
             nv.nvmlInit()
@@ -45,7 +48,7 @@ class Clocks:
         if not self.ok:
             return {"error": self.error}
         nv, h = self._nv, self._h
-        out = {"sm_mhz": self.sm_mhz()}
+        out: dict[str, Any] = {"sm_mhz": self.sm_mhz()}
         try:
             out["mem_mhz"] = int(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM))
             out["sm_max_mhz"] = int(nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_SM))

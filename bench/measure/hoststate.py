@@ -82,11 +82,11 @@ class HostState:
         self.floor = self.prior
         self.clock, self.sleep = clock, sleep
         self.readings: list[float] = []   # kept sorted: the floor is a quantile of them
-        self.held = None        # whether warm() saw the host hold its fast floor
+        self.held: bool | None = None   # whether warm() saw the host hold its fast floor
         self.unstable = False   # set by the runner: floor never held and no steady state kept
         self.waited_s = 0.0
         self.gate_s = 0.0       # seconds spent waiting for the fast state before eager cycles
-        self.gate_budget_s = None   # at most this much in all (None: no gate)
+        self.gate_budget_s: float | None = None   # at most this much in all (None: no gate)
         self.gate_timeouts = 0
         self._gate_note = 10.0
         self._gate_rest_until = float("-inf")
@@ -95,13 +95,13 @@ class HostState:
         self.focus_s = 0.0
         self.focus_blocks = 0
         self.focus_timeouts = 0
-        self._focus_left = None    # seconds the current focus block may still wait (None: not in one)
+        self._focus_left: float | None = None   # seconds the current focus block may still wait (None: not in one)
 
     def read(self) -> float:
         us = self._read()
         bisect.insort(self.readings, us)
         own = robust_floor(self.readings)
-        self.floor = own if self.prior is None else min(self.prior, own)
+        self.floor = own if self.prior is None or own is None else min(self.prior, own)
         return us
 
     def fast(self, us: float) -> bool:
@@ -186,7 +186,8 @@ class HostState:
             self.focus_s += spent
             self._focus_left = max(0.0, self._focus_left - spent)
             return us
-        us, spent, timed_out = self._wait_fast(us, min(max_s, self.gate_budget_s - self.gate_s), every_s)
+        left = (self.gate_budget_s or 0.0) - self.gate_s   # gating(): a budget is set
+        us, spent, timed_out = self._wait_fast(us, min(max_s, left), every_s)
         if timed_out:
             # no fast spell in max_s: the host is in a long slow stretch; waiting on every
             # cycle would spend the budget for nothing, so rest the gate for a while

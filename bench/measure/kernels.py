@@ -39,7 +39,7 @@ def is_kernel(name: str) -> bool:
 
 def families(names: Counter, calls: int) -> dict:
     """{family: kernels per call} from {kernel name: launches over `calls` calls}."""
-    out = Counter()
+    out: Counter[str] = Counter()
     for name, c in names.items():
         if is_kernel(name):
             out[family_of(name)] += c

@@ -83,7 +83,8 @@ def _cuda_ok() -> tuple[bool, str]:
     try:
         import torch
     except ImportError as e:
-        return False, f"torch not importable ({e})"
+        return False, (f"torch not importable ({e}): probes need torch and a CUDA GPU; "
+                       "`hostbench run` renders the committed reference run instead")
     if not torch.cuda.is_available():
         return False, ("no CUDA GPU visible (torch.cuda.is_available() is False): probes need one; "
                        "`hostbench run` renders the committed reference run instead")
@@ -421,6 +422,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     hb = _hb(config)
     if hb is not None:
         hb.place_run_file()
+    if hb is not None and not hb.gpu_ok:   # "N skipped", exit 0: say here that nothing was measured, and why
+        n = sum(hb.why in str(getattr(r, "longrepr", "")) for r in terminalreporter.stats.get("skipped", []))
+        if n:
+            terminalreporter.write_line(f"hostbench: nothing measured, {n} probe case(s) skipped: {hb.why}",
+                                        yellow=True, bold=True)
 
 
 def pytest_unconfigure(config):

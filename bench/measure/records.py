@@ -342,6 +342,8 @@ def _check_schema(path: Path, schema) -> None:
 
 
 def _load_jsonl(path: Path, text: str) -> Run:
+    fp: dict
+    recs: list
     fp, recs, warnings = {}, [], []
     lines = text.splitlines()
     last = max((i for i, line in enumerate(lines, 1) if line.strip()), default=0)

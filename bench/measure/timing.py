@@ -23,7 +23,7 @@ import statistics
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from cudnn_hostbench.bench.measure.kernels import families as kernel_families
 
@@ -60,7 +60,7 @@ def _make_loop(unroll: int = UNROLL) -> Callable[[Callable, int], None]:
     body = "\n".join(["        fn()"] * unroll)
     src = (f"def loop(fn, n, _rep=_rep):\n    for _ in _rep(None, n // {unroll}):\n{body}\n"
            f"    for _ in _rep(None, n % {unroll}):\n        fn()\n")
-    ns = {"_rep": itertools.repeat}
+    ns: dict = {"_rep": itertools.repeat}
     exec(src, ns)  # noqa: S102 - generated from constants above
     return ns["loop"]
 
@@ -130,17 +130,20 @@ class Watch:
     kept cycles), `sm_mhz` (clocks after kept cycles), `fell_back` (too few cycles were kept,
     so every cycle is used and the figure is flagged).
     """
-    host: object = None
-    clocks: object = None
+    host: Any = None     # a hoststate.HostState
+    clocks: Any = None   # a gpustate.GpuClocks
     min_kept: int = 3
 
     def __post_init__(self):
         self.begin()
 
     def begin(self) -> None:
-        self.discarded, self.sentinel, self.sm_mhz, self.fell_back = Counter(), [], [], False
+        self.discarded: Counter[str] = Counter()
+        self.sentinel: list = []
+        self.sm_mhz: list = []
+        self.fell_back = False
         self.state = ""        # host state of the kept eager cycles: 'fast' or 'slow'
-        self.busy = []         # clock readings taken during the current cycle's GPU work
+        self.busy: list = []   # clock readings taken during the current cycle's GPU work
 
     def host_read(self):
         return self.host.read() if self.host is not None else None
@@ -188,7 +191,7 @@ def _cycles(names: list, opt: Options, run_cycle: Callable[[list], dict], judge,
     Returns {name: kept values}.
     """
     buckets: dict = {}
-    every = {n: [] for n in names}
+    every: dict[str, list] = {n: [] for n in names}
     if watch is not None:
         watch.begin()
     r, limit = 0, opt.warmup_rounds + rounds * max(1, opt.max_round_factor)
@@ -207,7 +210,7 @@ def _cycles(names: list, opt: Options, run_cycle: Callable[[list], dict], judge,
         for n in names:
             every[n].append(vals[n])
         if bucket not in (None, "fast", "slow"):
-            watch.discarded[bucket] += 1
+            watch.discarded[bucket] += 1   # type: ignore[union-attr]  # a bucket comes from a watch
             continue
         buckets.setdefault(bucket, []).append((vals, sentinel))
     need = watch.min_kept if watch is not None else 1
@@ -287,7 +290,7 @@ def _judge_clock(watch: Watch):
 
 @dataclass
 class Captured:
-    graph: object
+    graph: Any                   # a torch.cuda.CUDAGraph
     calls: int
     last: object = None          # the last call's return value, valid after each replay
 
@@ -376,7 +379,9 @@ def summarize_device_events(events, calls: int) -> DeviceSample:
     summing both would count it twice.
     """
     total = 0.0
-    names, times, full = Counter(), Counter(), Counter()
+    names: Counter[str] = Counter()
+    times: Counter = Counter()   # summed µs
+    full: Counter[str] = Counter()
     for name, dur in events:
         total += dur
         names[short_kernel_name(name)] += 1

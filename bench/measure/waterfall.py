@@ -64,7 +64,7 @@ def measure(paths: list[Path], sync, rounds: int = 25, target_round_s: float = 2
     for k, f in fns.items():     # warm-up, then calls per round from one timed round
         run_calls(f, 3)
         calls[k] = calls_for(issue_and_eager(f, 8, sync, clock)[1], target_round_s, 16, 512)
-    out = {p.name: {f: [] for f in FIGURES} for p in paths}
+    out: dict[str, dict[str, list]] = {p.name: {f: [] for f in FIGURES} for p in paths}
     order = list(fns)
     was = gc.isenabled()
     gc.disable()

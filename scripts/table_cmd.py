@@ -1,0 +1,63 @@
+"""`hostbench table RUN`: the table of a saved run, checked before the first line of output."""
+from __future__ import annotations
+
+import sys
+import textwrap
+
+from cudnn_hostbench.scripts.args import bad, check_out_dir
+
+
+def add_parser(command) -> None:
+    p = command("table", run,
+                description="The table: µs per call by mode, kernels per call, ratio to the probe's baseline "
+                            "with its spread, host overhead. Rows are probe / variant / size; built from a "
+                            "run's records only.")
+    p.add_argument("run", help="run file (run.json, a --benchmark-json file, or a partial records.jsonl)")
+    p.add_argument("--out", metavar="DIR",
+                   help="also write table.csv and table.md (whole run) into this folder; made if missing, "
+                        "files of those names replaced")
+    p.add_argument("--probe", help="only rows of this probe")
+    p.add_argument("--markdown", action="store_true", help="print Markdown (as in table.md) instead of text")
+    p.add_argument("--wide", action="store_true",
+                   help="every column and whole statuses, however wide (default: fit $COLUMNS or the terminal)")
+
+
+def run(a) -> int:
+    from cudnn_hostbench.bench.measure import records, trust
+    from cudnn_hostbench.reports import fmt, table
+
+    # every check before the first line of output, so bad input never leaves half a result
+    try:
+        run = records.load_run(a.run, need_records=True)
+        trust.check_run(run)
+    except ValueError as e:   # RunFileError, or figures that cannot be measurements
+        return bad(a.prog, str(e))
+    probes = list(dict.fromkeys(r.probe for r in run.records))
+    if a.probe is not None and a.probe not in probes:
+        return bad(a.prog, f"--probe {a.probe!r}: no such probe in {a.run} (it has: {', '.join(probes)})")
+    problem = a.out and check_out_dir(a.out, ("table.csv", "table.md"))
+    if problem:
+        return bad(a.prog, f"--out {a.out}: {problem}")
+    for w in run.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    df = table.build_table(run)
+    if a.probe is not None:
+        df = df[df["probe"] == a.probe]
+    if a.markdown:
+        print(table.markdown_document(run, df), end="")
+    elif a.wide:
+        print(table.caption(run))
+        print(trust.summary_line(run))
+        print(table.render_text(df, wide=True))
+    else:
+        width = fmt.term_width()
+        for text in (table.caption(run), trust.summary_line(run)):
+            print("\n".join(textwrap.wrap(text, width, subsequent_indent="  ", break_long_words=True)))
+        print(table.render_text(df, width))
+    if a.out:
+        try:
+            for p in table.write_outputs(run, a.out):
+                print(f"wrote {p}")
+        except OSError as e:
+            return bad(a.prog, f"--out {a.out}: cannot write ({e.strerror or e})")
+    return 0
