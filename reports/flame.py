@@ -14,11 +14,11 @@ USER, LIBRARY = "#6aa9d8", "#b9c9d6"
 
 def tree(sampling: dict) -> dict:
     """{name, value (µs/step), kind, children} from audit.json's `sampling`."""
-    root = {"name": "step", "value": 0.0, "kind": "step", "children": {}}
+    root: dict = {"name": "step", "value": 0.0, "kind": "step", "children": {}}
     for st in sampling.get("stacks") or ():
         us = st["us"]
         root["value"] += us
-        node = root
+        node: dict = root
         path = [(f"{f[2]} · {f[0]}:{f[1]}", "user" if f[3] else "library") for f in st.get("frames") or ()]
         path.append((f"{st['callee']} [{st['kind']}]", st["kind"]))
         for name, kind in path:

@@ -94,7 +94,7 @@ HEADER = ["gpu", "uuid", "name", "rows", "factor [min–max over rows]", "rows s
           "flag above", "verdict"]
 
 
-def summary_line(fs: list[GpuFactor], failed: list[str] = ()) -> str:
+def summary_line(fs: list[GpuFactor], failed: tuple | list = ()) -> str:
     slow = [f"{f.gpu} ({f.uuid or 'no UUID'}) {f.factor:.3f}×" for f in fs if f.slow]
     if len(fs) < 2:
         head = f"{len(fs)} GPU measured: no node median to compare against"
@@ -113,13 +113,13 @@ def noise_text() -> str:
             f"worker the rounds' IQR over their median); 'flag above' names which one set it.")
 
 
-def render_text(fs: list[GpuFactor], failed: list[str] = ()) -> str:
+def render_text(fs: list[GpuFactor], failed: tuple | list = ()) -> str:
     lines = [summary_line(fs, failed), fmt.md_table(HEADER, table_rows(fs)), noise_text()]
     lines += [f"failed: {line}" for line in failed]
     return "\n".join(lines) + "\n"
 
 
-def markdown(fs: list[GpuFactor], failed: list[str] = (), runs: dict | None = None) -> str:
+def markdown(fs: list[GpuFactor], failed: tuple | list = (), runs: dict | None = None) -> str:
     text = ["# Which GPU of the node is slow", "", summary_line(fs, failed), "", fmt.md_table(HEADER, table_rows(fs)),
             "", noise_text(), ""]
     if failed:
@@ -129,6 +129,6 @@ def markdown(fs: list[GpuFactor], failed: list[str] = (), runs: dict | None = No
     return "\n".join(text)
 
 
-def to_json(fs: list[GpuFactor], failed: list[str] = ()) -> str:
+def to_json(fs: list[GpuFactor], failed: tuple | list = ()) -> str:
     return json.dumps({"between_start": BETWEEN_START, "spread_mult": SPREAD_MULT, "modes": list(GPU_BOUND),
                        "gpus": [asdict(f) for f in fs], "failed": list(failed)}, indent=1)

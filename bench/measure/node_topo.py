@@ -38,7 +38,7 @@ class Gpu:
 
 def parse_cpu_list(text: str) -> frozenset:
     """'0-3,8,10-11' -> {0,1,2,3,8,10,11}; '' or 'N/A' -> empty."""
-    cpus = set()
+    cpus: set[int] = set()
     for part in (text or "").replace(" ", "").split(","):
         m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
         if m:
@@ -49,7 +49,8 @@ def parse_cpu_list(text: str) -> frozenset:
 
 def cpu_list_text(cpus) -> str:
     """{0,1,2,3,8} -> '0-3,8' (the form taskset and /sys use)."""
-    out, run = [], []
+    out: list[str] = []
+    run: list[int] = []
     for c in sorted(cpus):
         if run and c == run[-1] + 1:
             run.append(c)
@@ -121,7 +122,7 @@ def from_nvml(nv=None) -> list[Gpu]:
     """The GPUs through NVML, each with nvmlDeviceGetCpuAffinity's cores; [] without NVML."""
     try:
         if nv is None:
-            import pynvml as nv
+            import pynvml as nv  # type: ignore[no-redef]
         nv.nvmlInit()
         n = nv.nvmlDeviceGetCount()
     except Exception:  # noqa: BLE001 - no package, no driver

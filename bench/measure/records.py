@@ -247,8 +247,8 @@ def _bad_field(rec: Record) -> str | None:
 
 def _named(rec_or_entry, i: int) -> str:
     """A benchmark as a person finds it: probe/variant/size mode, else its pytest name, else its place."""
-    d = rec_or_entry if isinstance(rec_or_entry, dict) else {}
-    x = d.get("extra_info") if isinstance(d.get("extra_info"), dict) else d
+    d: dict = rec_or_entry if isinstance(rec_or_entry, dict) else {}
+    x: dict = d["extra_info"] if isinstance(d.get("extra_info"), dict) else d
     if all(x.get(k) is not None for k in ("probe", "variant", "size", "mode")):
         return f"{x['probe']}/{x['variant']}/{x['size']} {x['mode']}"
     return str(d.get("name") or f"#{i + 1}")

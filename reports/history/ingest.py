@@ -80,7 +80,7 @@ def ingest_paths(store: db.Store | Callable[[], db.Store], paths: Iterable[str |
     res = Result()
     st = store if isinstance(store, db.Store) else None
     for label, meta, figs in runs_in(paths, res.errors):
-        st = st or store()
+        st = st or store()  # type: ignore[operator]  # not a Store: the opener
         rid, new = st.ingest(meta, figs)
         (res.stored if new else res.already).append((label, rid))
     return res
