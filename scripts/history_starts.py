@@ -68,7 +68,7 @@ def run(a) -> int:
         print(f"{a.prog}: {args[0]}: no such export", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory() as tmp:
-        st = db.open_store(f"sqlite:///{Path(tmp) / 'h.db'}")
+        st = db.open_store(f"sqlite:///{Path(tmp) / 'h.db'}", create=True)
         res = ingest.ingest_paths(st, [args[0]])
         if res.errors:
             print(res.errors[0], file=sys.stderr)

@@ -42,7 +42,7 @@ def load(export: Path = EXPORT):
     """The committed history in a scratch store: (store, its full runs of measurement 1 by start)."""
     from cudnn_hostbench.reports.history import db, ingest
     tmp = tempfile.mkdtemp(prefix="hb-loso-")
-    st = db.open_store(f"sqlite:///{Path(tmp) / 'h.db'}")
+    st = db.open_store(f"sqlite:///{Path(tmp) / 'h.db'}", create=True)
     res = ingest.ingest_paths(st, [export])
     if res.errors:
         raise SystemExit(res.errors[0])

@@ -47,7 +47,7 @@ def _write(prog: str, path: str | None, text: str) -> int | None:
     if not path:
         return None
     from cudnn_hostbench.bench.measure.files import write_text_atomic
-    from cudnn_hostbench.scripts.cli import check_out_file
+    from cudnn_hostbench.scripts.args import check_out_file
     problem = check_out_file(path)
     if problem:
         return _bad(prog, f"--markdown {path}: {problem}")

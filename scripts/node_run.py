@@ -118,7 +118,7 @@ def store_runs(runs: dict, out: Path, say) -> None:
         say(f"history store: not stored ({e}); {later}")
         return
     try:
-        st = db.open_store(url)
+        st = db.open_store(url, create=True)
     except (db.StoreError, OSError) as e:
         say(f"history store: not stored ({e}); {later}")
         return

@@ -30,7 +30,7 @@ def _run(path: Path, seed: int, machine: dict | None = None, rule: str = "") -> 
 
 
 def test_a_run_s_machine_and_probes_are_stored_and_travel_in_the_export(tmp_path):
-    st = db.open_store(f"sqlite:///{tmp_path / 'a.db'}")
+    st = db.open_store(f"sqlite:///{tmp_path / 'a.db'}", create=True)
     ingest.ingest_paths(st, [_run(tmp_path / "r.json", 0, MACHINE, rule="autotuned")])
     r = st.runs()[0]
     assert r["start"] == "b00t/GPU-1234" and r["gpu_uuid"] == "GPU-1234" and r["probes"] == "execute"
@@ -39,7 +39,7 @@ def test_a_run_s_machine_and_probes_are_stored_and_travel_in_the_export(tmp_path
     pinned = [f for f in figs.values() if f.variant == "pinned"]
     assert pinned and all(f.plan_rule == "autotuned" and f.plan.startswith("plan 1") for f in pinned)
     ingest.export(st, tmp_path / "x.hbx.jsonl.gz")
-    st2 = db.open_store(f"sqlite:///{tmp_path / 'b.db'}")
+    st2 = db.open_store(f"sqlite:///{tmp_path / 'b.db'}", create=True)
     ingest.ingest_paths(st2, [tmp_path / "x.hbx.jsonl.gz"])
     r2 = st2.runs()[0]
     assert {k: r2[k] for k in ("start", "gpu_uuid", "machine_json", "probes")} == \
@@ -51,7 +51,7 @@ def test_a_run_s_machine_and_probes_are_stored_and_travel_in_the_export(tmp_path
 
 
 def test_a_run_without_identity_is_an_unknown_start_of_its_own(tmp_path):
-    st = db.open_store(f"sqlite:///{tmp_path / 'a.db'}")
+    st = db.open_store(f"sqlite:///{tmp_path / 'a.db'}", create=True)
     ingest.ingest_paths(st, [_run(tmp_path / "a.json", 0), _run(tmp_path / "b.json", 1)])
     a, b = st.runs()
     assert a["start"] == b["start"] == "" and noise.start_of(a) != noise.start_of(b)
@@ -69,7 +69,7 @@ def test_old_runs_take_the_plan_rule_their_probe_declared_where_it_names_a_race(
 
 
 def test_the_committed_export_knows_every_run_s_start():
-    st = db.open_store("sqlite:///:memory:")
+    st = db.open_store("sqlite:///:memory:", create=True)
     ingest.ingest_paths(st, [EXPORT])
     rs = st.runs()
     assert all(r["start"].startswith("log:") for r in rs)
@@ -85,7 +85,7 @@ def test_the_committed_export_knows_every_run_s_start():
 
 def test_an_autotune_pick_is_information_and_never_fails_the_check(tmp_path, capsys):
     url = f"sqlite:///{tmp_path / 'h.db'}"
-    st = db.open_store(url)
+    st = db.open_store(url, create=True)
     ingest.ingest_paths(st, [EXPORT])
     full = [r for r in st.runs() if r["n_figures"] >= 400 and r["measurement_version"] == 1]
     # pair 4 run 2: its autotuned pins ran other knobs than its history, and two figures moved with them
@@ -103,7 +103,7 @@ def test_an_autotune_pick_is_information_and_never_fails_the_check(tmp_path, cap
 
 
 def test_a_figure_of_one_process_is_never_slower(tmp_path):
-    st = db.open_store(f"sqlite:///{tmp_path / 'a.db'}")
+    st = db.open_store(f"sqlite:///{tmp_path / 'a.db'}", create=True)
     paths = [_run(tmp_path / f"r{i}.json", i) for i in range(3)]
     ingest.ingest_paths(st, paths)
     last = st.runs()[-1]
