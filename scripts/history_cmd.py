@@ -41,6 +41,8 @@ def add_parser(command) -> None:
     q.add_argument("--min-history", type=int, default=check.MIN_HISTORY,
                    help="fewer history runs than this: 'too little history', the pairwise gate instead")
     q.add_argument("--all", action="store_true", help="print every row, not only the changed ones")
+    q.add_argument("--wide", action="store_true",
+                   help="every column and whole notes, however wide (default: fit $COLUMNS or the terminal)")
     q.add_argument("--fail-on-regression", nargs="?", const="confirmed", choices=["confirmed", "any"],
                    help="exit 1 on a SLOWER row: 'confirmed' (default) only when a second run shows it too")
     q = action("export", "write the store (or one GPU of it) as a compact export (*.hbx.jsonl.gz)")
@@ -111,7 +113,7 @@ def main(a) -> int:
             return 2
         rid = _pick(store, a.run, prog)
         target, verdicts = check.check(store, rid, a.last, a.min_history)
-        print(check.render(target, verdicts, a.all))
+        print(check.render(target, verdicts, a.all, wide=a.wide))
         slower = [v for v in verdicts if v.verdict == "SLOWER"]
         if a.fail_on_regression == "any" and slower:
             return 1
