@@ -1,0 +1,185 @@
+"""Issue 28: the run a report leads with (one rule, reports/history/lead.py), the dashboard's
+seaborn figures (trends with the history band, round ratios, the version heatmap) on the committed
+H200 history, and the waterfall and crossover figures' legends clear of the data."""
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from cudnn_hostbench.reports.history import charts, check, lead, page
+from tests.test_history_check import fresh
+
+ROOT = Path(__file__).resolve().parents[1]
+REFERENCE = ROOT / "reports" / "reference" / "h200"
+
+
+def run(i, n, started, gpu="G", excluded="", frontend="1.32.0", mv=2):
+    return {"id": i, "n_figures": n, "started_at": started, "gpu": gpu, "excluded": excluded,
+            "frontend": frontend, "measurement_version": mv}
+
+
+# -- the rule -----------------------------------------------------------------------------------
+def test_the_led_run_is_the_newest_full_one_and_partial_runs_after_it_are_named():
+    runs = [run(1, 700, "2026-01-01"), run(2, 720, "2026-01-02"), run(3, 100, "2026-01-03"),
+            run(4, 700, "2026-01-04", excluded="fan"), run(5, 45, "2026-01-05"), run(6, 900, "2026-01-01", gpu="H")]
+    assert lead.led(runs[:5])["id"] == 2          # 3 and 5 are partial, 4 excluded
+    pick, newer = lead.latest(runs)
+    assert pick["id"] == 2 and [r["id"] for r in newer] == [3, 5]
+    assert "2 newer partial run(s) not judged here (id 3, 5" in lead.why(newer)
+    assert lead.led([run(1, 10, "x", excluded="y")]) is None
+    # per version: a matrix part is full among its own version's runs, a 3-probe run is not
+    vers = lead.per_version([run(1, 718, "a"), run(2, 101, "b"), run(3, 135, "a", frontend="1.20.0"),
+                             run(4, 45, "0", frontend="1.20.0")])
+    assert vers["1.32.0"]["id"] == 1 and vers["1.20.0"]["id"] == 3
+
+
+@pytest.fixture(scope="module")
+def committed(tmp_path_factory):
+    st = fresh(tmp_path_factory.mktemp("store"))
+    yield st
+    st.close()
+
+
+def test_the_dashboard_judges_the_run_history_check_latest_names(committed):
+    runs = committed.runs()
+    pick, newer = lead.latest(runs)
+    assert pick["n_figures"] == 718 and pick["started_at"].startswith("2026-12-01T05:23")
+    assert len(newer) == 7 and all(r["n_figures"] < 200 for r in newer)   # matrix parts, the framework pair
+    section = page.gpu_section(committed, "NVIDIA H200", runs, 100)
+    assert section["newest"]["id"] == pick["id"]
+    text = check.render(*check.check(committed, pick["id"]), width=100, why=lead.why(newer))
+    assert text.startswith(f"run {pick['id']} ") and "newest full run" in text and "7 newer partial" in text
+
+
+@pytest.fixture(scope="module")
+def reference_section(committed):
+    return page.gpu_section(committed, "NVIDIA H200", committed.runs(), 100)
+
+
+def test_the_version_view_uses_each_versions_newest_full_run(reference_section):
+    v = reference_section["versions"]
+    assert v["versions"] == ["1.20.0", "1.26.0", "1.28.0", "1.31.0", "1.32.0"]
+    # fe 1.32: the 718-row run, not the 3-probe framework run measured after it
+    assert v["runs"]["1.32.0"]["n_figures"] == 718
+    assert all(r["measurement_version"] == 2 for r in v["runs"].values())
+    assert v["svg"].startswith("<svg") and "fe 1.20.0" in v["svg"]
+    # the heatmap holds the ratio rows only; the table every row
+    ratio_rows = [r for r in v["rows"] if r["unit"].startswith("×")]
+    assert 0 < len(ratio_rows) < len(v["rows"])
+    assert all(html.escape(r["name"]) in v["svg"] for r in ratio_rows)
+    assert "/graph (µs)" not in v["svg"]
+
+
+def test_trends_show_the_judged_measurement_version_spread_across_the_axis(reference_section, committed):
+    s = reference_section
+    assert s["other_mv"] == 12 and s["shown_runs"] == 3      # the version-1 full runs are left out
+    shown, _ = page._trend_runs(committed.runs(), s["newest"], 100)
+    assert {r["measurement_version"] for r in shown} == {2}
+    facets = page.trend_facets([v for v in check.check(committed, s["newest"]["id"])[1]
+                                if v.row == ("wrapper", "naive", "256", "eager")], shown,
+                               committed.figures([r["id"] for r in shown]), s["newest"]["id"])
+    xs = [p[0] for p in facets[0]["points"]]
+    assert xs == [0, 1, 2]   # evenly spaced by position, not squeezed by the hours between runs
+    assert facets[0]["band"] is not None and facets[0]["points"][-1][4]   # the judged run is ringed
+
+
+def test_the_band_the_caption_promises_is_drawn(committed, tmp_path):
+    # the v1 key has 11 history runs: every panel has a band, most the history's median ± MDC (the
+    # rest, rows with fewer runs in the same host state, the pairwise floor around the newest)
+    v1 = [r for r in committed.runs() if r["measurement_version"] == 1]
+    s = page.gpu_section(committed, "NVIDIA H200", v1, 100)
+    assert s["n_charts"] >= 30 and s["bands"] == s["n_charts"] and s["full_band"] >= s["n_charts"] * 0.8
+    # the band is a filled span in every panel (matplotlib writes one path per axhspan)
+    assert s["trends_svg"].count("fill: #9db4d8") == s["n_charts"]
+    assert s["shown_runs"] == 12 and s["other_mv"] == 0
+
+
+def test_round_ratios_come_from_the_judged_runs_file_or_say_whose_they_are(reference_section):
+    s = reference_section
+    # run D's file is not in the tree: the newest full run of its version whose file is
+    assert s["rounds_of"]["source_path"] == "reports/reference/h200/run.json"
+    assert s["rounds_svg"].startswith("<svg") and "execute · 256 · × torch_mm" in s["rounds_svg"]
+
+
+def test_round_ratios_are_each_rounds_ratio_to_its_baseline():
+    from cudnn_hostbench.bench.measure.records import load_run
+    r = load_run(REFERENCE / "run.json")
+    df = page.round_ratios(r)
+    rec = r.find("wrapper", "naive", "256", "eager")
+    sub = df[(df.probe == "wrapper") & (df.variant == "naive")]
+    assert len(sub) == len(rec.samples) and set(df["size"][df.probe == "wrapper"]) == {"256"}
+    assert abs(sub["ratio"].median() - rec.ratio.median) / rec.ratio.median < 0.1
+    assert "torch_mm" not in set(df["variant"][df.probe == "wrapper"])   # the baseline is the 1× line
+
+
+def test_charts_draw_nothing_without_data():
+    assert charts.trends([], [], []) == "" and charts.rounds(None, "x") == "" and charts.heatmap([], [], [], []) == ""
+
+
+def test_a_rerendered_page_is_byte_identical(reference_section, committed):
+    again = page.gpu_section(committed, "NVIDIA H200", committed.runs(), 100)
+    for k in ("trends_svg", "rounds_svg"):
+        assert again[k] == reference_section[k]
+    assert again["versions"]["svg"] == reference_section["versions"]["svg"]
+
+
+def test_committed_dashboards_match_the_code(tmp_path, monkeypatch):
+    """The committed pages are what the code renders from the committed history and matrix
+    (the generated-at line aside), rendered from the repository root as the README says."""
+    from cudnn_hostbench.scripts import cli
+    monkeypatch.chdir(ROOT)
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    assert cli.main(["history", "ingest", str(REFERENCE / "history.hbx.jsonl.gz"), "--store", url]) == 0
+    assert cli.main(["dashboard", "--store", url, "--out", str(tmp_path / "d")]) == 0
+    assert cli.main(["dashboard", "reports/reference/h200/matrix", "--order", "version", "--out", str(tmp_path / "m")]) == 0
+    strip = lambda p: re.sub(r"generated [^·]*·", "", Path(p).read_text())  # noqa: E731
+    assert strip(tmp_path / "d" / "index.html") == strip(REFERENCE / "dashboard" / "index.html")
+    assert strip(tmp_path / "m" / "index.html") == strip(REFERENCE / "matrix" / "dashboard" / "index.html")
+
+
+# -- waterfall and crossover --------------------------------------------------------------------
+def _overlaps(a, b) -> bool:
+    return a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1
+
+
+def test_the_waterfall_legend_covers_no_bar():
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    from cudnn_hostbench.bench.measure.records import load_run
+    from cudnn_hostbench.reports import waterfall
+    rs = waterfall.rows([load_run(REFERENCE / "run.json")])
+    fig = waterfall.figure(rs)
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    legends = fig.legends + [ax.get_legend() for ax in fig.axes if ax.get_legend()]
+    bars = [p.get_window_extent(r) for ax in fig.axes for p in ax.patches if isinstance(p, Rectangle) and p.get_width() > 0]
+    assert legends and len(bars) >= len(rs)
+    assert not any(_overlaps(lg.get_window_extent(r), b) for lg in legends for b in bars)
+    plt.close(fig)
+
+
+def test_the_crossover_legends_cover_no_line(tmp_path):
+    import matplotlib.pyplot as plt
+
+    from cudnn_hostbench.reports import crossover
+    doc = json.loads((REFERENCE / "crossover" / "crossover.json").read_text())
+    seen = {}
+    real_close = plt.close
+    plt.close = lambda fig=None: seen.setdefault("fig", fig)
+    try:
+        crossover.plot(doc, tmp_path)
+    finally:
+        plt.close = real_close
+    fig = seen["fig"]
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        lg = ax.get_legend()
+        assert lg is not None
+        assert not _overlaps(lg.get_window_extent(r), ax.get_window_extent(r))   # under the panel
+    real_close(fig)
