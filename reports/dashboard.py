@@ -1,9 +1,10 @@
 """`hostbench dashboard`: a static HTML page from the history store that leads with what changed.
 
 Over a store (`--store URL`), or over run files and folders (ingested first into a store in
-memory, so both read the same way): per GPU, the newest full run's verdicts against its history
-(reports/history/check.py), trust marks as counts that expand, trends as inline SVG with the
-history band and version changes, the frontend version view and the runs (reports/history/page.py).
+memory, so both read the same way): per GPU, the verdicts of the run reports/history/lead.py
+picks against its history (reports/history/check.py), trust marks as counts that expand, trends
+with the history band, every variant's round ratios, the frontend version heatmap and the runs
+(reports/history/page.py; figures drawn with seaborn, reports/history/charts.py, inlined as SVG).
 One HTML file, no scripts, nothing fetched: it opens from file://.
 
 The output folder holds a manifest (MANIFEST) of the files the dashboard wrote; a rebuild only

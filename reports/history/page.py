@@ -1,9 +1,9 @@
-"""The dashboard's content, read from a store: per GPU, the newest run's verdicts against its
-history first (regressions and improvements, then counts of unsure and noise-limited rows), trust
-marks as counts by kind that expand, then trends (inline SVG: eager figures as ratios to their
-baseline, graph and device figures in µs, each run's worker range, the history band, dates on the
-x axis with frontend/cuDNN/torch changes marked), the version view (newest run per frontend), and
-the runs. No scripts, nothing fetched.
+"""The dashboard's content, read from a store: per GPU, the led run's verdicts against its history
+first (lead.py says which run; regressions and improvements, then counts of unsure and
+noise-limited rows), trust marks as counts by kind that expand, then the figures (charts.py):
+trends of the led run's measurement version with the history band and version changes, every
+variant's round ratios from a run file at hand, the version heatmap (each version's newest full
+run), and the runs. No scripts, nothing fetched.
 """
 from __future__ import annotations
 
