@@ -210,6 +210,45 @@ def _narrow(df: pd.DataFrame, level: int) -> tuple[list[str], list[str]]:
     return lines, notes
 
 
+def _long(df: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """The narrowest layout: one line per (variant, mode) with its figure and ratio, the variant
+    named on its first line, under probe · size headings. Nothing is cut or dropped."""
+    d = display_frame(df, 2).reset_index(drop=True)
+    notes, body, heads = [], [], []
+    last = None
+    for i in range(len(d)):
+        probe, size, variant, status = d["probe"].iloc[i], d["size"].iloc[i], d["variant"].iloc[i], d["status"].iloc[i]
+        mark = ""
+        if status:
+            notes.append(f"[{len(notes) + 1}] {probe}/{variant}/{size}: {status}")
+            mark = f"[{len(notes)}]"
+        if (probe, size) != last:
+            heads.append((len(body), f"{probe} · {size}"))
+            last = (probe, size)
+        unit = d["unit"].iloc[i]
+        unit = "" if unit in (fmt.unit_text("us/call"), "ms") else unit
+        cells = [(m, d[m].iloc[i], d[f"{m} ×base"].iloc[i]) for m in MODES if d[m].iloc[i] != fmt.DASH]
+        if "host" in d and d["host"].iloc[i] != fmt.DASH:
+            cells.append(("host", d["host"].iloc[i], ""))
+        cells = cells or [("", fmt.DASH, "")]
+        if len(variant) > NAME_CAP:   # a line of its own
+            heads.append((len(body), variant))
+            variant = ""
+        for k, (m, fig, ratio) in enumerate(cells):
+            body.append([variant if k == 0 else "", m, f"{fig} {unit}".strip() if m != "host" else fig,
+                         "" if ratio == fmt.DASH else ratio, mark if k == 0 else ""])
+    grid = _grid(pd.DataFrame(body, columns=["variant", "mode", "figure", "×base", "note"]),
+                 left=("variant", "mode", "note"))
+    lines = grid[:2]
+    starts: dict = {}
+    for k, text in heads:
+        starts.setdefault(k, []).append(text)
+    for k, line in enumerate(grid[2:]):
+        lines += starts.get(k, [])
+        lines.append(line)
+    return lines, notes
+
+
 def render_text(df: pd.DataFrame, width: int | None = None, wide: bool = False) -> str:
     """The terminal table: the legend of trust marks on top when any figure has one, what ×base
     means and each probe's baseline underneath. Callers print caption() and
@@ -225,13 +264,15 @@ def render_text(df: pd.DataFrame, width: int | None = None, wide: bool = False) 
     legend = _legend(df)
     if wide:
         return "\n".join([*legend, _body(display_frame(df)), *textwrap.wrap(key_text(df), 100)])
-    for level in range(4):
-        lines, notes = _narrow(df, level)
+    for level in range(5):
+        lines, notes = _narrow(df, level) if level < 4 else _long(df)
         if max(map(len, lines), default=0) <= width:
             break
+    legend = [x for n in legend for x in textwrap.wrap(n, width, subsequent_indent="    ")]
     foot = [x for n in notes for x in textwrap.wrap(n, width, subsequent_indent="    ", break_long_words=True)]
     key = textwrap.wrap(key_text(df), min(width, 100), break_long_words=True)
-    dropped = {2: ["the ratio IQRs"], 3: ["the ratio IQRs", "kern/call", "host ovh"]}.get(level, [])
+    dropped = {2: ["the ratio IQRs"], 3: ["the ratio IQRs", "kern/call", "host ovh"],
+               4: ["the ratio IQRs", "kern/call", "host ovh"]}.get(level, [])
     if dropped:
         key += textwrap.wrap(f"({', '.join(dropped)} left out to fit {width} columns; --wide shows every column)",
                              min(width, 100))

@@ -68,12 +68,12 @@ def test_compare_sorts_by_verdict_then_probe():
     assert text.index("SLOWER") < text.index("KERNEL CHANGED") < text.index("FASTER")
 
 
-@pytest.mark.parametrize("width", [80, 100, 120])
+@pytest.mark.parametrize("width", [60, 80, 100, 120])
 def test_table_keeps_every_ratio_and_never_cuts_a_number(capsys, monkeypatch, width):
     lines = output(capsys, monkeypatch, ["table", str(REF / "run.json")], width)
     assert max(map(len, lines)) <= width
     header = next(x for x in lines if x.startswith("variant"))
-    assert header.count("×base") == 3
+    assert header.count("×base") == (1 if width == 60 else 3)   # 60: one line per mode
     assert not any(x.endswith("…") for x in lines)
     body = "\n".join(lines)
     assert "1245.32" in body and "668.66" in body                   # autotune's tune_sweep, rebuild's ratio
