@@ -220,32 +220,27 @@ def _grid(head: list[str], body: list[list[str]], right: set) -> list[str]:
 
 def _table(rows: list[Verdict], refs: list[str], width: int) -> tuple[list[str], bool]:
     """(lines, unit column dropped): verdict, state, row, unit, change, mdc, runs, note numbers;
-    to fit, probe and size move into heading lines, then the unit goes, then variant names are
-    cut. Verdicts and figures stay whole."""
+    to fit, probe and size move into heading lines, then the whole row name (and the unit goes).
+    Nothing is cut."""
     head = ["verdict", "state", "row", "unit", "change", "mdc", "runs", "note"]
     for level in range(3):
         cells = [[v.verdict, v.state, "/".join(v.row) if level == 0 else f"{v.variant}/{v.mode}",
                   "×" + v.unit[2:] if v.on_ratio else "µs", "" if math.isnan(v.change) else f"{v.change * 100:+.1f}%",
                   "" if v.mdc is None else f"{v.mdc * 100:.1f}%", str(v.n), r] for v, r in zip(rows, refs)]
-        keep = [i for i in range(len(head)) if not (level == 2 and i == 3)]
+        keep = [i for i in range(len(head)) if not (level == 2 and i in (2, 3))]
         body = [[c[i] for i in keep] for c in cells]
         right = {keep.index(i) for i in (4, 5, 6)}
         lines = _grid([head[i] for i in keep], body, right)
-        over = max(map(len, lines)) + 2 - width
-        if over > 0 and level == 2:   # names are cut last, never a verdict or a figure
-            cap = max(max(len(b[2]) for b in body) - over, 8)
-            for b in body:
-                b[2] = b[2] if len(b[2]) <= cap else b[2][:cap - 1] + "…"
-            lines = _grid([head[i] for i in keep], body, right)
         if max(map(len, lines)) + 2 <= width:
             break
     if level == 0:
         return ["  " + x for x in lines], False
     out, last = ["  " + x for x in lines[:2]], None
     for v, line in zip(rows, lines[2:]):
-        if (v.probe, v.size) != last:
-            last = (v.probe, v.size)
-            out.append(f"{v.probe} · {v.size}")
+        name = (v.probe, v.size) if level == 1 else (v.probe, v.size, v.variant, v.mode)
+        if name != last:
+            last = name
+            out.append(" · ".join(name) + (f" [{v.unit}]" if level == 2 else ""))
         out.append("  " + line)
     return out, level == 2
 
@@ -282,7 +277,7 @@ def render(target: dict, verdicts: list[Verdict], show_all: bool = False, width:
     if wide:
         refs = [v.note for v in rows]
     table, dropped = _table(rows, refs, width)
-    lines += [x if len(x) <= width else x[:width - 1] + "…" for x in table]
+    lines += table
     if not wide:
         for part, k in parts.items():
             lines += wrap(f"[{k}] {part}", "  ")
@@ -291,5 +286,5 @@ def render(target: dict, verdicts: list[Verdict], show_all: bool = False, width:
         lines += wrap(f"({no_history} row(s) with no history on this key, not listed: no earlier run measured them; "
                       "--all lists them)", "  ")
     if dropped:
-        lines += wrap(f"(unit column left out to fit {width} columns; --wide shows every column)", "  ")
+        lines += wrap(f"(row and unit in the heading lines to fit {width} columns; --wide shows every column)", "  ")
     return "\n".join(lines)
