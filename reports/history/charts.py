@@ -67,6 +67,7 @@ def trends(facets: list[dict], ticks: list[str], version_marks: list[tuple[int, 
         return ""
     sns = _setup()
     import pandas as pd
+    from matplotlib import ticker
     n = len(ticks)
     step = max(1, (n + 3) // 4)
     fig, axes = _grid(len(facets), [FACET_H] * ((len(facets) + 3) // 4))
@@ -79,15 +80,16 @@ def trends(facets: list[dict], ticks: list[str], version_marks: list[tuple[int, 
             ax.axhline(loc, color="#6a7fa8", lw=0.8, ls=":", zorder=0)
         spread = pts[pts.hi > pts.lo]
         ax.vlines(spread.x, spread.lo, spread.hi, color=colour, alpha=0.45, lw=2.5, zorder=1)
+        ax.set_ylabel(f["unit"], fontsize=7)
+        ax.set_xlabel(" ")   # labels set first: seaborn would otherwise lay out every tick label to decide
         sns.scatterplot(data=pts, x="x", y="value", color=colour, s=22, ax=ax, legend=False, zorder=3)
+        ax.yaxis.set_major_locator(ticker.MaxNLocator(4))
         led = pts[pts.led]
         ax.scatter(led.x, led.value, s=60, facecolor=colour, edgecolor="black", linewidth=1.2, zorder=4)
         for x, _label in version_marks:
             ax.axvline(x - 0.5, color="#c44", ls="--", lw=0.8, zorder=0)
         ax.set_title(f["title"], fontsize=8, loc="left", color=VERDICT_COLOURS.get(f["verdict"], "#222"),
                      fontweight="bold" if f["verdict"] in VERDICT_COLOURS else "normal")
-        ax.set_ylabel(f["unit"], fontsize=7)
-        ax.set_xlabel("")
         ax.tick_params(labelsize=7)
         ax.set_xlim(-0.6, n - 0.4)
         ax.set_xticks(range(0, n, step))
@@ -118,6 +120,8 @@ def rounds(data, caption: str) -> str:
     for ax, p in zip(axes, probes):
         sub = data[data.probe == p]
         order = list(dict.fromkeys(sub["variant"]))
+        ax.set_xlabel(" ")
+        ax.set_ylabel(" ")
         sns.stripplot(data=sub, x="ratio", y="variant", order=order, color=COLOURS["eager"], size=2.2, alpha=0.5,
                       jitter=0.25, ax=ax, legend=False)
         med = sub.drop_duplicates("variant")
