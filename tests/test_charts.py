@@ -93,8 +93,10 @@ def test_the_band_the_caption_promises_is_drawn(committed, tmp_path):
     v1 = [r for r in committed.runs() if r["measurement_version"] == 1]
     s = page.gpu_section(committed, "NVIDIA H200", v1, 100)
     assert s["n_charts"] >= 30 and s["bands"] == s["n_charts"] and s["full_band"] >= s["n_charts"] * 0.8
-    # the band is a filled span in every panel (matplotlib writes one path per axhspan)
-    assert s["trends_svg"].count("fill: #9db4d8") == s["n_charts"]
+    # the band is a filled span in every panel (one path per axhspan, styled by one class)
+    svg = s["trends_svg"]
+    band = re.search(r"\.(t\d+)\{fill: #9db4d8[^}]*\}", svg).group(1)
+    assert svg.count(f'class="{band}"') == s["n_charts"]
     assert s["shown_runs"] == 12 and s["other_mv"] == 0
 
 

@@ -24,19 +24,45 @@ def _setup():
     return sns
 
 
-def _svg(fig, label: str) -> str:
+def _svg(fig, label: str, prefix: str) -> str:
     import matplotlib.pyplot as plt
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+    fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None}, dpi=110)
     plt.close(fig)
-    text = buf.getvalue()
-    text = text[text.index("<svg"):]
+    text = _compact(buf.getvalue(), prefix)
     # scale to the page's width; the label names the figure for screen readers
     text = re.sub(r'<svg([^>]*?) width="([\d.]+)pt" height="([\d.]+)pt"',
                   lambda m: f'<svg{m.group(1)} class="figure" role="img" aria-label="{_attr(label)}" '
                             f'style="max-width:100%;height:auto" width="{float(m.group(2)) * 4 / 3:.0f}" '
                             f'height="{float(m.group(3)) * 4 / 3:.0f}"', text, count=1)
     return text
+
+
+def _compact(svg: str, prefix: str) -> str:
+    """matplotlib's SVG, smaller (the committed pages have a size budget): no metadata, no
+    indentation, no group ids, no no-op rotations, coordinates to 0.01 pt. Text between tags is
+    left alone."""
+    svg = svg[svg.index("<svg"):]
+    svg = re.sub(r"\s*<metadata>.*?</metadata>", "", svg, flags=re.S)
+    svg = re.sub(r'\s*transform="rotate\(-?0 [\d.]+ [\d.]+\)"', "", svg)
+    svg = re.sub(r">\s+<", "><", svg)
+    svg = re.sub(r'<g id="[^"]*">', "<g>", svg)   # group ids name nothing a reference points to
+    svg = svg.replace("font-family: 'DejaVu Sans'; ", "")   # the page's style sheet sets it once
+    svg = re.sub(r"<[^>]+>", lambda m: re.sub(r"(\.\d\d)\d+", r"\1", re.sub(r"\s*\n\s*", " ", m.group(0))), svg)
+    return _classes(svg, prefix)
+
+
+def _classes(svg: str, prefix: str) -> str:
+    """Style attributes used three times or more become classes of one style sheet inside the
+    figure (`prefix` keeps two figures' class names apart on one page)."""
+    from collections import Counter
+    counts = Counter(re.findall(r' style="([^"]*)"', svg))
+    names = {st: f"{prefix}{i}" for i, (st, n) in enumerate(counts.most_common()) if n >= 3}
+    if not names:
+        return svg
+    svg = re.sub(r' style="([^"]*)"', lambda m: f' class="{names[m.group(1)]}"' if m.group(1) in names else m.group(0), svg)
+    sheet = "".join(f"svg .{c}{{{st}}}" for st, c in names.items())
+    return re.sub(r"(<svg[^>]*>)", lambda m: m.group(1) + f"<style>{sheet}</style>", svg, count=1)
 
 
 def _attr(x: str) -> str:
@@ -97,7 +123,7 @@ def trends(facets: list[dict], ticks: list[str], version_marks: list[tuple[int, 
     for x, label in version_marks:   # named once, on the first facet
         axes[0].annotate(label, (x - 0.5, 1.0), xycoords=("data", "axes fraction"), fontsize=6, color="#b33",
                          ha="right", va="bottom")
-    return _svg(fig, "trends: one panel per row")
+    return _svg(fig, "trends: one panel per row", "t")
 
 
 def rounds(data, caption: str) -> str:
@@ -123,7 +149,7 @@ def rounds(data, caption: str) -> str:
         ax.set_xlabel(" ")
         ax.set_ylabel(" ")
         sns.stripplot(data=sub, x="ratio", y="variant", order=order, color=COLOURS["eager"], size=2.2, alpha=0.5,
-                      jitter=0.25, ax=ax, legend=False)
+                      jitter=0.25, ax=ax, legend=False, rasterized=True)   # thousands of dots: one image, not elements
         med = sub.drop_duplicates("variant")
         ax.scatter(med["median"], [order.index(v) for v in med["variant"]], marker="|", s=140, color="black",
                    zorder=5, linewidth=1.5)
@@ -134,7 +160,7 @@ def rounds(data, caption: str) -> str:
         ax.set_ylabel("")
         ax.tick_params(labelsize=7)
     np.random.set_state(saved)
-    return _svg(fig, caption)
+    return _svg(fig, caption, "r")
 
 
 def _ratio_axis(ax, ratios) -> None:
@@ -174,5 +200,5 @@ def heatmap(names: list[str], versions: list[str], values, labels) -> str:
     ax.set_ylabel("")
     ax.xaxis.tick_top()
     ax.tick_params(labelsize=7.5, length=0)
-    fig.tight_layout()
-    return _svg(fig, "version view: each frontend's figure against the newest")
+    fig.tight_layout(rect=(0.03, 0, 1, 1))   # room for a browser's font a little wider than matplotlib's
+    return _svg(fig, "version view: each frontend's figure against the newest", "h")
