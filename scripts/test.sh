@@ -13,6 +13,6 @@ fi
 python3 -m pip install -q --upgrade pip
 # torch==2.13.0: a CPU build (a bare `torch` can pull a multi-GB CUDA build)
 python3 -m pip install -q --upgrade --upgrade-strategy eager "${pins[@]}" torch==2.13.0 -e ".[test]"
-python3 -m pip list --format=freeze 2>/dev/null | grep -iE '^(pytest|pytest-benchmark|pandas|numpy|scipy|matplotlib|jinja2|packaging|torch)==' | tr '\n' ' '; echo
+python3 -m pip list --format=freeze 2>/dev/null | grep -iE '^(pytest|pytest-benchmark|pandas|numpy|scipy|matplotlib|seaborn|jinja2|packaging|torch)==' | tr '\n' ' '; echo
 python3 -m ruff check .   # lint first: configured in pyproject.toml, noqa markers included (RUF100)
 python3 -m pytest tests -q -p no:cacheprovider "$@"
