@@ -51,7 +51,9 @@ def test_the_dashboard_judges_the_run_history_check_latest_names(committed):
     assert len(newer) == 7 and all(r["n_figures"] < 200 for r in newer)   # matrix parts, the framework pair
     section = page.gpu_section(committed, "NVIDIA H200", runs, 100)
     assert section["newest"]["id"] == pick["id"]
-    text = check.render(*check.check(committed, pick["id"]), width=100, why=lead.why(newer))
+    rid, why = lead.latest_in(committed)   # what `history check latest` calls (wired at merge)
+    assert rid == pick["id"] and why == lead.why(newer)
+    text = check.render(*check.check(committed, rid), width=100, why=why)
     assert text.startswith(f"run {pick['id']} ") and "newest full run" in text and "7 newer partial" in text
 
 

@@ -58,3 +58,12 @@ def per_version(runs: list[dict], version_of=lambda r: r["frontend"]) -> dict[st
         by.setdefault(version_of(r), []).append(r)
     out = {v: led(rs) for v, rs in by.items()}
     return {v: r for v, r in out.items() if r is not None}
+
+
+def latest_in(store) -> tuple[int, str]:
+    """(run id, what to say about it) for `hostbench history check latest`: lead.latest over the
+    store's runs. LookupError when the store holds no run a report could lead with."""
+    pick, newer = latest(store.runs())
+    if pick is None:
+        raise LookupError(f"{store.shown}: the store holds no run that is not excluded")
+    return pick["id"], why(newer)
