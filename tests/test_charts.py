@@ -187,3 +187,39 @@ def test_the_crossover_legends_cover_no_line(tmp_path):
         assert lg is not None
         assert not _overlaps(lg.get_window_extent(r), ax.get_window_extent(r))   # under the panel
     real_close(fig)
+
+
+def test_the_committed_dashboard_draws_its_figures_in_chromium(tmp_path):
+    """The committed page in a real browser at 1400 px: one screen wide, and each figure drawn
+    (trend dots, the round-ratio strips, the heatmap's red and blue cells)."""
+    import os
+    import shutil
+
+    import numpy as np
+    from PIL import Image
+
+    from tests.test_dashboard import WINDOW, browse
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is missing under CI (.ci/run installs it)")
+        pytest.skip("no chromium on PATH (apt-get install -y chromium to run this check)")
+    page_file = tmp_path / "index.html"
+    page_file.write_text((REFERENCE / "dashboard" / "index.html").read_text().replace("</body>", (
+        '<script>addEventListener("load", () => document.body.setAttribute('
+        '"data-scroll-width", document.documentElement.scrollWidth))</script></body>')))
+    dom = browse(browser, tmp_path, page_file.as_uri(), f"--window-size={WINDOW},1000", "--dump-dom").stdout
+    assert 0 < int(re.search(r'data-scroll-width="(\d+)"', dom).group(1)) <= WINDOW
+    shot = tmp_path / "full.png"
+    browse(browser, tmp_path, (REFERENCE / "dashboard" / "index.html").as_uri(), f"--window-size={WINDOW},5200",
+           "--hide-scrollbars", f"--screenshot={shot}")
+    if os.environ.get("HB_SCREENSHOT_DIR"):
+        shutil.copy(shot, Path(os.environ["HB_SCREENSHOT_DIR"]) / "dashboard-full-1400.png")
+    im = np.asarray(Image.open(shot).convert("RGB")).astype(int)
+    r, g, b = im[..., 0], im[..., 1], im[..., 2]
+    dots = (b > 150) & (r < 110) & (g < 150)                    # seaborn's blue (#4c72b0): trends, strips
+    red = (r > 150) & (g < 90) & (b < 90)                        # heatmap: slower than the newest frontend
+    blue_cell = (b > 120) & (r < 60) & (g < 120) & (g > 40)      # heatmap: faster
+    rows = np.nonzero(dots.any(axis=1))[0]
+    assert dots.sum() > 2000 and rows.max() - rows.min() > 1500   # trends and strips, far apart
+    assert red.sum() > 2000 and blue_cell.sum() > 2000
