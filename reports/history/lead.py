@@ -37,9 +37,12 @@ def latest(runs: list[dict]) -> tuple[dict | None, list[dict]]:
     pick = _newest([x for x in (led(rs) for rs in by.values()) if x is not None])
     if pick is None:
         return None, []
-    newer = [r for r in by[pick["gpu"]] if (r["started_at"], r["id"]) > (pick["started_at"], pick["id"])
-             and not r["excluded"]]
-    return pick, newer
+    return pick, newer_than(pick, by[pick["gpu"]])
+
+
+def newer_than(run: dict, runs: list[dict]) -> list[dict]:
+    """The runs of `runs` (not excluded) after `run`: the partial runs a report passes over."""
+    return [r for r in runs if (r["started_at"], r["id"]) > (run["started_at"], run["id"]) and not r["excluded"]]
 
 
 def why(newer: list[dict]) -> str:

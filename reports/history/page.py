@@ -152,7 +152,7 @@ def gpu_section(store: db.Store, gpu: str, runs: list[dict], last: int, loaded: 
     trends_svg = charts.trends(facets, _ticks(shown), _version_marks(shown))
     # rounds: the judged run's file, else the newest full run of its version whose file is at hand
     rounds_run, rounds_of = None, None
-    for r in sorted(shown, key=lambda r: r["id"] == newest["id"], reverse=True)[:1] + shown[::-1]:
+    for r in [newest] + [r for r in reversed(shown) if r["id"] != newest["id"]]:
         rounds_run = _run_file(r, loaded or {})
         if rounds_run is not None:
             rounds_of = r
@@ -160,7 +160,7 @@ def gpu_section(store: db.Store, gpu: str, runs: list[dict], last: int, loaded: 
     rounds_svg = charts.rounds(round_ratios(rounds_run), "round ratios per probe") if rounds_run else ""
     return {
         "gpu": gpu, "slug": "".join(c if c.isalnum() else "-" for c in gpu), "newest": newest, "target": target,
-        "lead_rule": lead.RULE, "newer_partial": [r for r in runs if r["started_at"] > newest["started_at"]],
+        "lead_rule": lead.RULE, "newer_partial": lead.newer_than(newest, runs),
         "counts": check.counts(verdicts), "changed": changed, "unsure": unsure, "noise": noise, "little": little,
         "mdc": {k: x for k, x in check.median_mdc(verdicts).items() if k != "other"},
         "flags": [(k, trust.FLAGS.get(k, ("?", k)), n, flagged[k]) for k, n in flags.most_common()],
