@@ -256,10 +256,6 @@ def _lines(rows, left=None) -> list[str]:
     return lines
 
 
-def _cut(text: str, n: int) -> str:
-    return text if len(text) <= n else text[:max(n - 1, 1)] + "…"
-
-
 def _unit_tag(unit: str) -> str:
     """A figure's unit once the unit column is gone: × for a ratio, nothing for µs/call."""
     return "×" if unit.startswith("x ") else "" if unit == "µs/call" else f" {unit}"
@@ -285,7 +281,7 @@ def _fitted(rows: list[list[str]], width: int) -> tuple[list[str], list[str]]:
             for r, line in zip(body, lines[2:]):
                 if tuple(r[i] for i in named) != last:
                     last = tuple(r[i] for i in named)
-                    out.append(" · ".join(last))
+                    out += textwrap.wrap(" · ".join(last), width, subsequent_indent="    ", break_long_words=True)
                 out.append("  " + line)
             lines = out
         if max(map(len, lines)) <= width or level == len(drops) - 1:
@@ -300,8 +296,8 @@ def text_table(df, width: int | None = None, wide: bool = False) -> str:
     width = fmt.term_width() if width is None else width
     both = unmeasured_in_both(df)
     rows = table_rows(sorted_rows(df[~both]))
-    tail = [f"({int(both.sum())} row(s) unmeasured in both runs, not listed: --markdown FILE lists every row)"] \
-        if both.any() else []
+    tail = textwrap.wrap(f"({int(both.sum())} row(s) unmeasured in both runs, not listed: --markdown FILE lists "
+                         "every row)", 10**6 if wide else width) if both.any() else []
     if wide or not rows:
         return "\n".join((_lines([HEADER] + rows) if rows else []) + tail)
     notes: dict[str, int] = {}
@@ -317,7 +313,7 @@ def text_table(df, width: int | None = None, wide: bool = False) -> str:
         lines += textwrap.wrap(f"({what} left out to fit {width} columns"
                                + ("; × marks a ratio to the probe's baseline, other figures µs/call unless named"
                                   if "unit" in dropped else "") + "; --wide shows every column)", width)
-    return "\n".join(lines + [_cut(x, width) for x in tail])
+    return "\n".join(lines + tail)
 
 
 def markdown(df, base: Run, new: Run, diff, threshold: float, alpha: float, normalize: bool) -> str:

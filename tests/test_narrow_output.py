@@ -102,3 +102,21 @@ def test_history_check_fits_columns_and_counts_rows_without_history(capsys, monk
     assert sum("NO HISTORY" in x for x in listed) > 19
     wide = output(capsys, monkeypatch, ["history", "check", str(rid), "--store", url, "--wide"], 80)
     assert max(map(len, wide)) > 80 and any("too little history (2 < 8 runs)" in x for x in wide)
+
+
+def test_every_width_from_60_fits_and_cuts_nothing(tmp_path):
+    """Every line fits and nothing is cut with '…', from the narrowest width fmt.term_width gives."""
+    from cudnn_hostbench.reports.history import check, db, ingest
+    a, b = load_run(PAIR[0]), load_run(PAIR[1])
+    tables = [table.build_table(b)]
+    diffs = [cmp.compare(a, b), cmp.compare(load_run(MATRIX[0]), load_run(MATRIX[1]), normalize=True)]
+    st = db.open_store(f"sqlite:///{tmp_path / 'h.db'}")
+    ingest.ingest_paths(st, [REF / "history.hbx.jsonl.gz"])
+    checks = [check.check(st, r["id"]) for r in st.runs()[::4]]
+    st.close()
+    for w in range(60, 181, 15):
+        texts = [table.render_text(d, w) for d in tables]
+        texts += [cmp.text_table(d[d.verdict != "SAME"], w) for d in diffs]
+        texts += [check.render(t, v, True, width=w) for t, v in checks]
+        for text in texts:
+            assert all(len(x) <= w and "…" not in x for x in text.splitlines()), w

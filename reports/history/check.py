@@ -240,7 +240,8 @@ def _table(rows: list[Verdict], refs: list[str], width: int) -> tuple[list[str],
         name = (v.probe, v.size) if level == 1 else (v.probe, v.size, v.variant, v.mode)
         if name != last:
             last = name
-            out.append(" · ".join(name) + (f" [{v.unit}]" if level == 2 else ""))
+            out += textwrap.wrap(" · ".join(name) + (f" [{v.unit}]" if level == 2 else ""), width,
+                                 subsequent_indent="    ", break_long_words=True)
         out.append("  " + line)
     return out, level == 2
 
