@@ -97,7 +97,7 @@ def test_the_band_the_caption_promises_is_drawn(committed, tmp_path):
     assert s["n_charts"] >= 30 and s["bands"] == s["n_charts"] and s["full_band"] >= s["n_charts"] * 0.8
     # the band is a filled span in every panel (one path per axhspan, styled by one class)
     svg = s["trends_svg"]
-    band = re.search(r"\.(t\d+)\{fill: #9db4d8[^}]*\}", svg).group(1)
+    band = re.search(r"\.(t[0-9a-f]{6}-\d+)\{fill: #9db4d8[^}]*\}", svg).group(1)
     assert svg.count(f'class="{band}"') == s["n_charts"]
     assert s["shown_runs"] == 12 and s["other_mv"] == 0
 
@@ -228,3 +228,16 @@ def test_the_committed_dashboard_draws_its_figures_in_chromium(tmp_path):
     rows = np.nonzero(dots.any(axis=1))[0]
     assert dots.sum() > 2000 and rows.max() - rows.min() > 1500   # trends and strips, far apart
     assert red.sum() > 2000 and blue_cell.sum() > 2000
+
+
+def test_two_gpus_figures_never_share_a_class_name(tmp_path):
+    """An inline SVG's style sheet applies to the whole page: each figure's classes are its own."""
+    from cudnn_hostbench.scripts import cli
+    from tests.test_dashboard import make_runs
+    make_runs(tmp_path / "runs")
+    assert cli.main(["dashboard", str(tmp_path / "runs"), "--out", str(tmp_path / "site")]) == 0
+    page_text = (tmp_path / "site" / "index.html").read_text()
+    sheets = re.findall(r"<svg[^>]*><style>(.*?)</style>", page_text)
+    assert len(sheets) >= 3      # the H200's trends, rounds, heatmap; the H100's rounds
+    defined = [c for sheet in sheets for c in re.findall(r"svg \.([\w-]+)\{", sheet)]
+    assert len(defined) == len(set(defined))

@@ -54,10 +54,13 @@ def _compact(svg: str, prefix: str) -> str:
 
 def _classes(svg: str, prefix: str) -> str:
     """Style attributes used three times or more become classes of one style sheet inside the
-    figure (`prefix` keeps two figures' class names apart on one page)."""
+    figure. A page's style sheets all apply to the whole page: the names carry the figure's kind
+    (`prefix`) and a hash of its drawing, so two GPUs' trends never share a class name."""
+    import hashlib
     from collections import Counter
     counts = Counter(re.findall(r' style="([^"]*)"', svg))
-    names = {st: f"{prefix}{i}" for i, (st, n) in enumerate(counts.most_common()) if n >= 3}
+    tag = f"{prefix}{hashlib.sha1(svg.encode()).hexdigest()[:6]}-"
+    names = {st: f"{tag}{i}" for i, (st, n) in enumerate(counts.most_common()) if n >= 3}
     if not names:
         return svg
     svg = re.sub(r' style="([^"]*)"', lambda m: f' class="{names[m.group(1)]}"' if m.group(1) in names else m.group(0), svg)
