@@ -109,7 +109,7 @@ def trends(facets: list[dict], ticks: list[str], version_marks: list[tuple[int, 
             ax.axhline(loc, color="#6a7fa8", lw=0.8, ls=":", zorder=0)
         spread = pts[pts.hi > pts.lo]
         ax.vlines(spread.x, spread.lo, spread.hi, color=colour, alpha=0.45, lw=2.5, zorder=1)
-        ax.set_ylabel(f["unit"], fontsize=7)
+        ax.set_ylabel(f"{f['mode']} · {f['unit']}", fontsize=7)
         ax.set_xlabel(" ")   # labels set first: seaborn would otherwise lay out every tick label to decide
         sns.scatterplot(data=pts, x="x", y="value", color=colour, s=22, ax=ax, legend=False, zorder=3)
         ax.yaxis.set_major_locator(ticker.MaxNLocator(4))
@@ -117,7 +117,8 @@ def trends(facets: list[dict], ticks: list[str], version_marks: list[tuple[int, 
         ax.scatter(led.x, led.value, s=60, facecolor=colour, edgecolor="black", linewidth=1.2, zorder=4)
         for x, _label in version_marks:
             ax.axvline(x - 0.5, color="#c44", ls="--", lw=0.8, zorder=0)
-        ax.set_title(f["title"], fontsize=8, loc="left", color=VERDICT_COLOURS.get(f["verdict"], "#222"),
+        name = f["title"].rsplit(" · ", 1)[0]   # the mode is in the y label
+        ax.set_title(name, fontsize=min(8.0, 8.0 * 40 / len(name)), loc="left", color=VERDICT_COLOURS.get(f["verdict"], "#222"),
                      fontweight="bold" if f["verdict"] in VERDICT_COLOURS else "normal")
         ax.tick_params(labelsize=7)
         ax.set_xlim(-0.6, n - 0.4)
