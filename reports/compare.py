@@ -306,38 +306,90 @@ def table_rows(df) -> list[list[str]]:
 
 
 HEADER = ["probe", "size", "mode", "variant", "base", "new", "unit", "change", "p", "verdict", "note"]
+# what a reader acts on first; the rest after it, as compare() listed them
+ROW_ORDER = ["SLOWER", "KERNEL CHANGED", "FASTER", "UNSURE", "ADDED", "REMOVED", "UNMEASURED", "SAME"]
 
 
-def _lines(rows) -> list[str]:
+def sorted_rows(df):
+    """Rows by verdict (SLOWER, KERNEL CHANGED, FASTER, UNSURE, then the rest), then by probe;
+    a probe's rows keep their order."""
+    rank = {v: i for i, v in enumerate(ROW_ORDER)}
+    key = df["verdict"].map(lambda v: rank.get(v, len(rank)))
+    return df.assign(_k=key.values).sort_values(["_k", "probe"], kind="stable").drop(columns="_k")
+
+
+def unmeasured_in_both(df):
+    """Rows neither run measured (unsupported, failed or without samples on both sides)."""
+    return (df["verdict"] == "UNMEASURED") & (df["note"].str.startswith("both:")
+                                              | ((df["n_base"] == 0) & (df["n_new"] == 0)))
+
+
+def _lines(rows, left=None) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    left = left or [True] * len(widths)
+    lines = ["  ".join(c.ljust(w) if lf else c.rjust(w) for c, w, lf in zip(r, widths, left)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return lines
 
 
+def _unit_tag(unit: str) -> str:
+    """A figure's unit once the unit column is gone: × for a ratio, nothing for µs/call."""
+    return "×" if unit.startswith("x ") else "" if unit == "µs/call" else f" {unit}"
+
+
+def _fitted(rows: list[list[str]], width: int) -> tuple[list[str], list[str]]:
+    """(lines, dropped column names): p, then unit, then probe and size, then the variant move out
+    of the columns (the names into heading lines); figures, change and verdict always stay whole."""
+    numeric = {"base", "new", "change", "p"}
+    drops = [(), ("p",), ("p", "unit"), ("p", "unit", "probe", "size"), ("p", "unit", "probe", "size", "variant")]
+    for level, drop in enumerate(drops):
+        cols = [i for i, h in enumerate(HEADER) if h not in drop]
+        named = [i for i in (0, 1, 3) if HEADER[i] in drop]   # names said in heading lines
+        body = [list(r) for r in rows]
+        if "unit" in drop:
+            for r in body:
+                tag = _unit_tag(r[6])
+                r[4], r[5] = (x if x == "-" else x + tag for x in (r[4], r[5]))
+        lines = _lines([[HEADER[i] for i in cols]] + [[r[i] for i in cols] for r in body],
+                       [HEADER[i] not in numeric for i in cols])
+        if named:
+            out, last = ["  " + x for x in lines[:2]], None
+            for r, line in zip(body, lines[2:]):
+                if tuple(r[i] for i in named) != last:
+                    last = tuple(r[i] for i in named)
+                    out += textwrap.wrap(" · ".join(last), width, subsequent_indent="    ", break_long_words=True)
+                out.append("  " + line)
+            lines = out
+        if max(map(len, lines)) <= width or level == len(drops) - 1:
+            return lines, [d for d in drop if d not in ("probe", "size", "variant")]
+    return lines, []
+
+
 def text_table(df, width: int | None = None, wide: bool = False) -> str:
-    """The rows as text. Unless `wide`, every line fits `width` (default: the terminal's): notes
-    move under the table as numbered lines, then the p column goes; names too long are cut."""
+    """The rows as text, sorted by verdict then probe (sorted_rows); rows neither run measured are
+    a count under the table. Each note is printed once, under the table, numbered. Unless `wide`,
+    every line fits `width` (default: the terminal's): see _fitted."""
     width = fmt.term_width() if width is None else width
-    rows = table_rows(df)
+    both = unmeasured_in_both(df)
+    rows = table_rows(sorted_rows(df[~both]))
+    tail = textwrap.wrap(f"({int(both.sum())} row(s) unmeasured in both runs, not listed: --markdown FILE lists "
+                         "every row)", 10**6 if wide else width) if both.any() else []
     if wide or not rows:
-        return "\n".join(_lines([HEADER] + rows))
-    notes = [r[-1] for r in rows if r[-1]]
-    n = 0
-    short = []
+        return "\n".join((_lines([HEADER] + rows) if rows else []) + tail)
+    notes: dict[str, int] = {}
     for r in rows:
         if r[-1]:
-            n += 1
-        short.append(r[:-1] + ([f"[{n}]"] if r[-1] else [""]))
-    for drop_p in (False, True):
-        keep = [i for i, h in enumerate(HEADER) if not (drop_p and h == "p")]
-        lines = _lines([[HEADER[i] for i in keep]] + [[r[i] for i in keep] for r in short])
-        if max(map(len, lines)) <= width:
-            break
+            r[-1] = f"[{notes.setdefault(r[-1], len(notes) + 1)}]"
+    lines, dropped = _fitted(rows, width)
     lines = [x if len(x) <= width else x[:width - 1] + "…" for x in lines]
-    for k, note in enumerate(notes, 1):
+    for note, k in notes.items():
         lines += textwrap.wrap(f"[{k}] {note}", width, subsequent_indent="    ", break_long_words=True)
-    return "\n".join(lines)
+    if dropped:
+        what = " and ".join(dropped) + (" column" if len(dropped) == 1 else " columns")
+        lines += textwrap.wrap(f"({what} left out to fit {width} columns"
+                               + ("; × marks a ratio to the probe's baseline, other figures µs/call unless named"
+                                  if "unit" in dropped else "") + "; --wide shows every column)", width)
+    return "\n".join(lines + tail)
 
 
 def markdown(df, base: Run, new: Run, diff, threshold: float, alpha: float, normalize: bool) -> str:
@@ -354,7 +406,7 @@ def markdown(df, base: Run, new: Run, diff, threshold: float, alpha: float, norm
     if vers:
         lines += ["## Versions that differ", "", fmt.md_table(["package", "base", "new"],
                                                              [(k, rounded(x), rounded(y)) for k, x, y in vers]), ""]
-    lines += ["## Results", "", fmt.md_table(HEADER, table_rows(df)), ""]
+    lines += ["## Results", "", fmt.md_table(HEADER, table_rows(sorted_rows(df))), ""]
     rest = [d for d in diff if d not in vers]
     if rest:
         lines += ["## Environment differences", "",
@@ -362,14 +414,16 @@ def markdown(df, base: Run, new: Run, diff, threshold: float, alpha: float, norm
     return "\n".join(lines)
 
 
-ORDER = ["SLOWER", "FASTER", "KERNEL CHANGED", "UNSURE", "SAME", "ADDED", "REMOVED", "UNMEASURED"]
+ORDER = ["SLOWER", "KERNEL CHANGED", "FASTER", "UNSURE", "PICK CHANGED", "SAME", "ADDED", "REMOVED", "UNMEASURED"]
 JUDGED = ("SLOWER", "FASTER", "KERNEL CHANGED", "PICK CHANGED", "UNSURE", "SAME")   # rows both runs measured
 
 
 def summary(df) -> str:
     counts = df["verdict"].value_counts()
     order = ORDER + sorted(v for v in counts.index if v not in ORDER)  # a verdict added later still counts
-    return ", ".join(f"{counts[v]} {v}" for v in order if v in counts) or "nothing to compare"
+    both = int(unmeasured_in_both(df).sum()) if len(df) else 0
+    return ", ".join(f"{counts[v]} {v}" + (f" ({both} in both runs)" if v == "UNMEASURED" and both else "")
+                     for v in order if v in counts) or "nothing to compare"
 
 
 def judged(df) -> int:

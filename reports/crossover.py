@@ -37,31 +37,41 @@ def _x(size: str) -> float:
 
 
 def plot(doc: dict, out: Path) -> Path:
+    """Per trap, its share of the step's GPU time by size (seaborn lines, log-log), matmul sizes
+    left and token counts right; legends under the panels, where they cover no line."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import pandas as pd
+    import seaborn as sns
+    from matplotlib import ticker
+    sns.set_theme(style="whitegrid", context="paper")
     th = doc.get("threshold", 0.05)
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    rows = []
     for trap, e in doc.get("traps", {}).items():
-        ax = axes[1] if e.get("size_means") == "tokens" else axes[0]
-        ok = [p for p in e.get("points", []) if p.get("status") == "ok"]
-        if not ok:
-            continue
-        xs = [_x(p["size"]) for p in ok]
-        ys = [max(p["share"] * 100, 1e-3) for p in ok]
-        ax.plot(xs, ys, marker="o", label=f"{trap}" + (f" (from {e['crossover']})" if e.get("crossover") else ""))
+        label = f"{trap}" + (f" (from {e['crossover']})" if e.get("crossover") else " (not reached)")
+        for p in e.get("points", []):
+            if p.get("status") == "ok":
+                rows.append({"panel": "tokens" if e.get("size_means") == "tokens" else "matmul M=N=K",
+                             "trap": label, "x": _x(p["size"]), "share %": max(p["share"] * 100, 1e-3)})
+    df = pd.DataFrame(rows, columns=["panel", "trap", "x", "share %"])
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.8), sharey=True)
     for ax, title in zip(axes, ("matmul M=N=K", "tokens")):
+        sub = df[df.panel == title]
+        if len(sub):
+            sns.lineplot(data=sub, x="x", y="share %", hue="trap", marker="o", ax=ax)
+            ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
         ax.axhline(th * 100, color="black", linestyle="--", linewidth=1)
         ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda x, _: f"{x:g}"))   # 4096, not 2^12
         ax.set_yscale("log")
         ax.set_xlabel(title)
-        ax.legend(fontsize=8)
     axes[0].set_ylabel("trap's extra eager µs, % of the step's GPU time")
     fig.suptitle(f"Where each trap stops mattering: {gpu(doc)} (dashed: {th:.0%})")
     fig.tight_layout()
     name = re.sub(r"[^A-Za-z0-9_.-]+", "-", gpu(doc)).strip("-") or "gpu"
     path = Path(out) / f"crossover-{name}.png"
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path
 

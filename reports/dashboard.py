@@ -1,9 +1,10 @@
 """`hostbench dashboard`: a static HTML page from the history store that leads with what changed.
 
 Over a store (`--store URL`), or over run files and folders (ingested first into a store in
-memory, so both read the same way): per GPU, the newest full run's verdicts against its history
-(reports/history/check.py), trust marks as counts that expand, trends as inline SVG with the
-history band and version changes, the frontend version view and the runs (reports/history/page.py).
+memory, so both read the same way): per GPU, the verdicts of the run reports/history/lead.py
+picks against its history (reports/history/check.py), trust marks as counts that expand, trends
+with the history band, every variant's round ratios, the frontend version heatmap and the runs
+(reports/history/page.py; figures drawn with seaborn, reports/history/charts.py, inlined as SVG).
 One HTML file, no scripts, nothing fetched: it opens from file://.
 
 The output folder holds a manifest (MANIFEST) of the files the dashboard wrote; a rebuild only
@@ -39,10 +40,14 @@ def memory_store(runs):
     return st
 
 
-def render_store(st, folder: Path, errors=(), title: str = "hostbench dashboard", last: int = LAST) -> list[str]:
-    """Writes index.html into `folder`; returns the paths written, relative to it."""
+def render_store(st, folder: Path, errors=(), title: str = "hostbench dashboard", last: int = LAST,
+                 runs=()) -> list[str]:
+    """Writes index.html into `folder`; returns the paths written, relative to it. `runs`: loaded
+    run files, whose rounds the page draws (the store keeps per-worker figures only)."""
     from .history import page
-    (folder / "index.html").write_text(page.render(st, title, last, [str(e) for e in errors]), encoding="utf-8")
+    loaded = {str(r.path): r for r in runs}
+    (folder / "index.html").write_text(page.render(st, title, last, [str(e) for e in errors], loaded=loaded),
+                                       encoding="utf-8")
     return ["index.html"]
 
 
@@ -50,7 +55,7 @@ def render(runs, folder: Path, errors=(), order: str = "date", title: str = "hos
     """The dashboard of loaded runs (any order: the page orders by date, the version view by version)."""
     st = memory_store(runs)
     try:
-        return render_store(st, folder, errors, title)
+        return render_store(st, folder, errors, title, runs=runs)
     finally:
         st.close()
 
@@ -121,7 +126,7 @@ def build(runs, out: str | Path, errors=(), order: str = "date", title: str = "h
     old = previous_files(out)
     stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=_existing_ancestor(out.parent)))
     try:
-        written = render_store(store, stage, errors, title, last) if store is not None else \
+        written = render_store(store, stage, errors, title, last, runs) if store is not None else \
             render(runs, stage, errors, order, title)
         out.mkdir(parents=True, exist_ok=True)
         publish(stage, out, written, old)

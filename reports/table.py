@@ -120,14 +120,13 @@ def display_frame(df: pd.DataFrame, level: int = 0) -> pd.DataFrame:
     """The human table: medians with ratio to the baseline [IQR of round-by-round ratios].
 
     `level` drops secondary detail to fit a terminal: 1 the ratio IQRs, 2 also kern/call and
-    host ovh, 3 also the ratios. Statuses are whole here; render_text moves them under the table when it narrows.
+    host ovh. The figures and their ratios are never dropped. Statuses are whole here; render_text
+    moves them under the table when it narrows.
     """
     units = df["unit"].map(fmt.unit_text)
     out = pd.DataFrame({"probe": df["probe"], "variant": df["variant"], "size": df["size"], "unit": units})
     for m in MODES:
         out[m] = [_figure(x, b) for x, b in zip(df[m], df[f"{m}_badge"])]
-        if level >= 3:   # a very narrow terminal: figures only (--wide and --markdown keep the ratios)
-            continue
         out[f"{m} ×base"] = [
             _ratio_cell(r, a, b, level < 1)
             for r, a, b in zip(df[f"{m}_ratio"], df.get(f"{m}_ratio_q1", df[f"{m}_ratio"]),
@@ -149,38 +148,104 @@ def _body(d: pd.DataFrame, col: str = "status") -> str:
     return d.to_string(index=False, formatters={col: lambda s: s.ljust(width)})  # text reads left to right
 
 
-def _grid(d: pd.DataFrame, left=("variant", "note", "unit")) -> list[str]:
-    """Columns two spaces apart, names left-aligned and figures right-aligned, a rule under the header."""
+def _grid(d: pd.DataFrame, left=("variant", "note", "unit"), tight: bool = False) -> list[str]:
+    """Columns two spaces apart (`tight`: a ratio one space after its figure), names left-aligned
+    and figures right-aligned, a rule under the header."""
     cols = list(d.columns)
     heads = [c.split(" ", 1)[1] if c.endswith(" ×base") else c for c in cols]   # "×base" after its mode
     cells = [heads] + [[str(x) for x in row] for row in d.itertuples(index=False)]
     widths = [max(len(r[i]) for r in cells) for i in range(len(cols))]
+    gaps = ["" if i == 0 else " " if tight and c.endswith(" ×base") else "  " for i, c in enumerate(cols)]
 
-    def line(r):
-        return "  ".join(c.ljust(w) if cols[i] in left else c.rjust(w)
-                         for i, (c, w) in enumerate(zip(r, widths))).rstrip()
-    return [line(cells[0]), "  ".join("-" * w for w in widths), *map(line, cells[1:])]
+    def line(r, fill=" "):
+        return "".join(g + (c.ljust(w, fill) if cols[i] in left else c.rjust(w, fill))
+                       for i, (g, c, w) in enumerate(zip(gaps, r, widths))).rstrip()
+    return [line(cells[0]), line(["-" * w for w in widths]), *map(line, cells[1:])]
+
+
+NAME_CAP = 12   # at the narrowest level a longer variant name gets a line of its own
 
 
 def _narrow(df: pd.DataFrame, level: int) -> tuple[list[str], list[str]]:
-    """(table lines, status notes): one heading line per probe · size, then its variants."""
-    d = display_frame(df, level).reset_index(drop=True)
+    """(table lines, status notes): one heading line per probe · size, then its variants.
+
+    Level 0 is every column. From level 1 nothing is lost, only laid out closer: the unit column
+    goes (said in the probe · size heading, or after the name), the host column too (a build-time
+    row says `host <figure>` in place of the mode columns), variant names over NAME_CAP characters
+    stand on a line of their own and a ratio sits one space after its figure. Level 2 drops the
+    ratio IQRs, 3 also kern/call and host ovh (display_frame)."""
+    d = display_frame(df, max(level - 1, 0)).reset_index(drop=True)
     notes: list[str] = []
     for i, s in enumerate(d["status"]):
         if s:
             notes.append(f"[{len(notes) + 1}] {d['probe'].iloc[i]}/{d['variant'].iloc[i]}/{d['size'].iloc[i]}: {s}")
             d.iat[i, d.columns.get_loc("status")] = f"[{len(notes)}]"
     d = d.rename(columns={"status": "note"}) if notes else d.drop(columns=["status"])
-    d["unit"] = ["" if u == fmt.unit_text("us/call") else u for u in d["unit"]]   # µs/call: said in the key
-    if not d["unit"].astype(bool).any():
-        d = d.drop(columns=["unit"])
-    grid = _grid(d.drop(columns=["probe", "size"]))
+    d["unit"] = ["" if u in (fmt.unit_text("us/call"), "ms") else u for u in d["unit"]]   # said in the key
+    units = d.pop("unit") if level >= 1 or not d["unit"].astype(bool).any() else pd.Series([""] * len(d))
+    # a unit column that went: a probe · size whose rows share one other unit says it in its
+    # heading, any other row after its name
+    group_unit = {}
+    for key, us in units.groupby([d["probe"], d["size"]]):
+        group_unit[key] = us.iloc[0] if us.nunique() == 1 else None
+    d["variant"] = [v if not u or group_unit[(p, z)] else f"{v} [{u}]"
+                    for v, u, p, z in zip(d["variant"], units, d["probe"], d["size"])]
+    host = d.pop("host") if level >= 1 and "host" in d else None
+    long = [level >= 1 and len(v) > NAME_CAP for v in d["variant"]]
+    shown = d.assign(variant=["" if cut else v for v, cut in zip(d["variant"], long)])
+    grid = _grid(shown.drop(columns=["probe", "size"]), tight=level >= 1)
     lines, last = grid[:2], None
+    name_w = len(grid[1].split(" ", 1)[0])
     for k, (probe, size) in enumerate(zip(d["probe"], d["size"])):
         if (probe, size) != last:
-            lines.append(f"{probe} · {size}")
+            lines.append(f"{probe} · {size}" + (f" · {group_unit[(probe, size)]}" if group_unit[(probe, size)] else ""))
             last = (probe, size)
-        lines.append(grid[2 + k])
+        if long[k]:
+            lines.append(d["variant"].iloc[k])
+        line = grid[2 + k]
+        if host is not None and host.iloc[k] != fmt.DASH and all(d[m].iloc[k] == fmt.DASH for m in MODES):
+            note = d["note"].iloc[k] if "note" in d else ""
+            line = f"{shown['variant'].iloc[k].ljust(name_w)}  host {host.iloc[k]}" + (f"  {note}" if note else "")
+        lines.append(line)
+    return lines, notes
+
+
+def _long(df: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """The narrowest layout: one line per (variant, mode) with its figure and ratio, the variant
+    named on its first line, under probe · size headings. Nothing is cut or dropped."""
+    d = display_frame(df, 2).reset_index(drop=True)
+    notes, body, heads = [], [], []
+    last = None
+    for i in range(len(d)):
+        probe, size, variant, status = d["probe"].iloc[i], d["size"].iloc[i], d["variant"].iloc[i], d["status"].iloc[i]
+        mark = ""
+        if status:
+            notes.append(f"[{len(notes) + 1}] {probe}/{variant}/{size}: {status}")
+            mark = f"[{len(notes)}]"
+        if (probe, size) != last:
+            heads.append((len(body), f"{probe} · {size}"))
+            last = (probe, size)
+        unit = d["unit"].iloc[i]
+        unit = "" if unit in (fmt.unit_text("us/call"), "ms") else unit
+        cells = [(m, d[m].iloc[i], d[f"{m} ×base"].iloc[i]) for m in MODES if d[m].iloc[i] != fmt.DASH]
+        if "host" in d and d["host"].iloc[i] != fmt.DASH:
+            cells.append(("host", d["host"].iloc[i], ""))
+        cells = cells or [("", fmt.DASH, "")]
+        if len(variant) > NAME_CAP:   # a line of its own
+            heads.append((len(body), variant))
+            variant = ""
+        for k, (m, fig, ratio) in enumerate(cells):
+            body.append([variant if k == 0 else "", m, f"{fig} {unit}".strip() if m != "host" else fig,
+                         "" if ratio == fmt.DASH else ratio, mark if k == 0 else ""])
+    grid = _grid(pd.DataFrame(body, columns=["variant", "mode", "figure", "×base", "note"]),
+                 left=("variant", "mode", "note"))
+    lines = grid[:2]
+    starts: dict = {}
+    for k, text in heads:
+        starts.setdefault(k, []).append(text)
+    for k, line in enumerate(grid[2:]):
+        lines += starts.get(k, [])
+        lines.append(line)
     return lines, notes
 
 
@@ -190,20 +255,27 @@ def render_text(df: pd.DataFrame, width: int | None = None, wide: bool = False) 
     trust.summary_line(run) above it.
 
     Every line fits in `width` columns (default: the terminal's, or $COLUMNS): it drops the ratio
-    IQRs, then kern/call and host ovh, then the ratios, and moves statuses under the table as
-    numbered notes; a row still too wide (long names) is cut with '…'.
+    IQRs, then kern/call and host ovh, then folds the unit and host columns (_narrow), and moves
+    statuses under the table as numbered notes; figures and ratios stay whole. A line still too
+    wide is cut with '…' (a width under any level's need).
     `wide` keeps every column and the statuses inline (as --markdown and the CSV do).
     """
     width = fmt.term_width() if width is None else width
     legend = _legend(df)
     if wide:
         return "\n".join([*legend, _body(display_frame(df)), *textwrap.wrap(key_text(df), 100)])
-    for level in (0, 1, 2, 3):
-        lines, notes = _narrow(df, level)
+    for level in range(5):
+        lines, notes = _narrow(df, level) if level < 4 else _long(df)
         if max(map(len, lines), default=0) <= width:
             break
+    legend = [x for n in legend for x in textwrap.wrap(n, width, subsequent_indent="    ")]
     foot = [x for n in notes for x in textwrap.wrap(n, width, subsequent_indent="    ", break_long_words=True)]
     key = textwrap.wrap(key_text(df), min(width, 100), break_long_words=True)
+    dropped = {2: ["the ratio IQRs"], 3: ["the ratio IQRs", "kern/call", "host ovh"],
+               4: ["the ratio IQRs", "kern/call", "host ovh"]}.get(level, [])
+    if dropped:
+        key += textwrap.wrap(f"({', '.join(dropped)} left out to fit {width} columns; --wide shows every column)",
+                             min(width, 100))
     return "\n".join([*legend, *_fit(lines, width), *foot, *key])
 
 

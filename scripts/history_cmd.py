@@ -45,6 +45,8 @@ def add_parser(command) -> None:
     q.add_argument("--min-history", type=int, default=check.MIN_HISTORY,
                    help="fewer history runs than this: 'too little history', the pairwise gate instead")
     q.add_argument("--all", action="store_true", help="print every row, not only the changed ones")
+    q.add_argument("--wide", action="store_true",
+                   help="every column and whole notes, however wide (default: fit $COLUMNS or the terminal)")
     q.add_argument("--fail-on-regression", nargs="?", const="confirmed", choices=["confirmed", "any"],
                    help="exit 1 on a SLOWER row: 'confirmed' (default) only when a second run shows it too")
     q = action("list", "the runs the store holds: id, start time, GPU, history key, machine start and GPU, "
@@ -79,25 +81,25 @@ def _store_arg(store) -> str:
     return "" if store.url == db.as_url(db.default_url()) else f" --store {store.shown}"
 
 
-def _pick(store, what: str, prog: str):
-    """A run id from 'latest', an id, or a run file (ingested first)."""
+def _pick(store, what: str, prog: str) -> tuple[int, str]:
+    """(run id, why it is the one judged) from 'latest' (the dashboard's rule: reports.history.lead),
+    an id, or a run file (ingested first)."""
     from pathlib import Path
 
-    from cudnn_hostbench.reports.history import ingest
+    from cudnn_hostbench.reports.history import ingest, lead
     if what == "latest":
-        runs = store.runs()
-        if not runs:
+        if not store.runs():
             raise LookupError(f"{store.shown}: the store holds no runs")
-        return max(runs, key=lambda r: (r["started_at"], r["id"]))["id"]
+        return lead.latest_in(store)
     if what.isdigit() and not Path(what).exists():
-        return _known(store, int(what))["id"]
+        return _known(store, int(what))["id"], ""
     res = ingest.ingest_paths(store, [what])
     if res.errors:
         raise LookupError(res.errors[0])
     got = res.stored + res.already
     if len(got) != 1:
         raise LookupError(f"{what}: name one run file to check ({len(got)} runs found)")
-    return got[0][1]
+    return got[0][1], ""
 
 
 def _ingest(a) -> int:
@@ -173,13 +175,13 @@ def main(a) -> int:
         if a.last < 1 or a.min_history < 1:
             _say(prog, "--last and --min-history must be at least 1")
             return 2
-        rid = _pick(store, a.run, prog)
+        rid, led = _pick(store, a.run, prog)
         why = _known(store, rid)["excluded"]
         if why:   # judged all the same; it is only left out of the other runs' histories
             print(f"note: run {rid} is excluded ({why}): it is in no other run's history; "
                   f"`hostbench history include {rid}{_store_arg(store)}` takes it back")
         target, verdicts = check.check(store, rid, a.last, a.min_history)
-        print(check.render(target, verdicts, a.all))
+        print(check.render(target, verdicts, a.all, wide=a.wide, why=led))
         slower = [v for v in verdicts if v.verdict == "SLOWER"]
         if a.fail_on_regression == "any" and slower:
             return 1

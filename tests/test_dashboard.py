@@ -87,7 +87,7 @@ def test_site_content(site):
     assert "NVIDIA H100 &lt;PCIe&gt;" in page and "NVIDIA H200" in page      # escaped
     assert "broken.json" in page                                              # load error named
     # the version view: one column per frontend, in version order
-    view = page[page.index("Versions: the newest run at each frontend"):]
+    view = page[page.index("Versions: the newest full run at each frontend"):]
     assert view.index("fe 1.20.0") < view.index("fe 1.26.0") < view.index("fe 1.28.0") < view.index("fe 1.31.0")
     # generic eager 20 % slower from fe 1.28 on: marked in the view against the newest frontend
     row = re.search(r"<td>execute/generic/256/eager</td>.*?</tr>", view, re.S).group(0)
@@ -153,7 +153,7 @@ def reference_site(tmp_path_factory):
 def test_first_screen_leads_with_the_verdicts(reference_site):
     page = html.unescape((reference_site / "index.html").read_text())
     first = page[page.index("<body>"):page.index("<h3>Trends")]
-    assert "Newest run <b>2026-11-30 00:58</b>" in first and "history of 11 runs on its key" in first
+    assert "Judged run <b>2026-11-30 00:58</b>" in first and "history of 11 runs on its key" in first
     assert "431 SAME" in first and "SLOWER" not in first
     assert "No row moved past its minimum detectable change" in first
     assert re.search(r"graph <b>\d\.\d %</b>", first) and "eager ratio (fast state)" in first
@@ -161,8 +161,8 @@ def test_first_screen_leads_with_the_verdicts(reference_site):
     shown = re.sub(r"<details>.*?</details>", "", first, flags=re.S)   # what is open without a click
     assert shown.count("<tr>") < 5 and "⚑d" not in shown                # counts that expand, no row per flag
     trends = page[page.index("<h3>Trends"):]
-    assert trends.count('<svg class="chart"') >= 30
-    assert "Versions: the newest run at each frontend" in trends and "fe 1.20.0" in trends
+    assert int(re.search(r"One panel per row \((\d+) rows\)", trends).group(1)) >= 30
+    assert "Versions: the newest full run at each frontend" in trends and "fe 1.20.0" in trends
 
 
 def test_a_regression_is_the_first_thing_shown(tmp_path):
@@ -179,9 +179,9 @@ def test_the_whole_committed_history_leads_with_its_newest_run_and_says_how_litt
     # key: every verdict says so, and the pairwise gate judges it
     page = html.unescape((history_site(tmp_path, export=EXPORT) / "index.html").read_text())
     first = page[page.index("<body>"):page.index("<h3>Trends")]
-    assert "Newest run <b>2026-12-01 05:23</b>" in first and "history of 2 runs on its key" in first
+    assert "Judged run <b>2026-12-01 05:23</b>" in first and "history of 2 runs on its key" in first
     assert "too little history (2 " in first and "NO HISTORY" in first
-    assert "Versions: the newest run at each frontend" in page
+    assert "Versions: the newest full run at each frontend" in page
 
 
 @pytest.fixture

@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter
+import textwrap
 from dataclasses import dataclass
 
 from cudnn_hostbench.bench.measure.records import MIN_PROCESSES
@@ -373,34 +374,108 @@ def factor_line(target: dict) -> str:
             f"history median ({target.get('factor_rows', 0)} rows); rows count as changed only beyond that shift")
 
 
-def render(target: dict, verdicts: list[Verdict], show_all: bool = False) -> str:
-    """Text for a terminal: the run, its machine, counts, the changed rows first, each with its MDC."""
-    lines = [f"run {target['id']} ({target['started_at'][:19]}, {target['gpu']}, frontend {target['frontend']}, "
-             f"commit {target['commit_id'][:7]}) against its history"]
+def _note_refs(rows: list[Verdict]) -> tuple[list[str], dict[str, int]]:
+    """Each row's note parts as numbers ('1,3'), each distinct part numbered once."""
+    parts: dict[str, int] = {}
+    refs = []
+    for v in rows:
+        pieces: list[str] = []
+        for x in v.note.split("; "):   # "kernels: base A; new B" is one part
+            if pieces and x.startswith("new "):
+                pieces[-1] += "; " + x
+            elif x:
+                pieces.append(x)
+        ks = [parts.setdefault(x, len(parts) + 1) for x in pieces]
+        refs.append(",".join(map(str, ks)))
+    return refs, parts
+
+
+def _grid(head: list[str], body: list[list[str]], right: set) -> list[str]:
+    widths = [max(len(r[i]) for r in [head] + body) for i in range(len(head))]
+
+    def line(r):
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+    return [line(head), line(["-" * w for w in widths]), *map(line, body)]
+
+
+def _table(rows: list[Verdict], refs: list[str], width: int) -> tuple[list[str], bool]:
+    """(lines, unit column dropped): verdict, state, row, unit, change, mdc, runs, note numbers;
+    to fit, probe and size move into heading lines, then the whole row name (and the unit goes).
+    Nothing is cut."""
+    # "on": the scale the MDC came from (same GPU, fleet, pairwise)
+    head = ["verdict", "state", "row", "unit", "change", "mdc", "on", "runs", "note"]
+    for level in range(3):
+        cells = [[v.verdict, v.state, "/".join(v.row) if level == 0 else f"{v.variant}/{v.mode}",
+                  "×" + v.unit[2:] if v.on_ratio else "µs", "" if math.isnan(v.change) else f"{v.change * 100:+.1f}%",
+                  "" if v.mdc is None else f"{v.mdc * 100:.1f}%", v.scale, str(v.n), r] for v, r in zip(rows, refs)]
+        keep = [i for i in range(len(head)) if not (level == 2 and i in (2, 3))]
+        body = [[c[i] for i in keep] for c in cells]
+        right = {keep.index(i) for i in (4, 5, 7)}
+        lines = _grid([head[i] for i in keep], body, right)
+        if max(map(len, lines)) + 2 <= width:
+            break
+    if level == 0:
+        return ["  " + x for x in lines], False
+    out, last = ["  " + x for x in lines[:2]], None
+    for v, line in zip(rows, lines[2:]):
+        name = (v.probe, v.size) if level == 1 else (v.probe, v.size, v.variant, v.mode)
+        if name != last:
+            last = name
+            out += textwrap.wrap(" · ".join(name) + (f" [{v.unit}]" if level == 2 else ""), width,
+                                 subsequent_indent="    ", break_long_words=True)
+        out.append("  " + line)
+    return out, level == 2
+
+
+def render(target: dict, verdicts: list[Verdict], show_all: bool = False, width: int | None = None,
+           wide: bool = False, why: str = "") -> str:
+    """Text for a terminal: the run (and `why` it is the one judged), counts, the changed rows
+    first, each with its MDC. Rows without history, SAME and UNMEASURED rows are counted, listed
+    only with `show_all`. Every line fits `width` (default $COLUMNS or the terminal) unless `wide`."""
+    from .. import fmt
+    width = 10**6 if wide else fmt.term_width() if width is None else width
+
+    def wrap(text: str, indent: str = "") -> list[str]:
+        return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + "  ",
+                             break_long_words=True)
+    lines = wrap(f"run {target['id']} ({target['started_at'][:19]}, {target['gpu']}, frontend {target['frontend']}, "
+                 f"commit {target['commit_id'][:7]}) against its history" + (f": {why}" if why else ""))
     c = counts(verdicts)
-    lines.append("  " + ", ".join(f"{n} {k}" for k, n in c.items()))
+    lines += wrap(", ".join(f"{n} {k}" for k, n in c.items()), "  ")
     if "history_runs" in target:
-        lines += [machine_line(target), factor_line(target)]
+        lines += wrap(machine_line(target).strip(), "  ") + wrap(factor_line(target).strip(), "  ")
         if target.get("partial"):
-            lines.append(f"  a partial run (probes {target.get('probes', '')}): its GPU state may differ from "
-                         "a full run's; judged against partial runs where two measured the row, and a change "
-                         "against full runs is UNSURE at most")
+            lines += wrap(f"a partial run (probes {target.get('probes', '')}): its GPU state may differ from "
+                          "a full run's; judged against partial runs where two measured the row, and a change "
+                          "against full runs is UNSURE at most", "  ")
         elif target.get("partial_runs"):
-            lines.append(f"  {len(target['partial_runs'])} partial run(s) in the history left out where two full "
-                         "runs measured the row (a few probes: the GPU state may differ)")
+            lines += wrap(f"{len(target['partial_runs'])} partial run(s) in the history left out where two full "
+                          "runs measured the row (a few probes: the GPU state may differ)", "  ")
     noise_limited = sum(1 for v in verdicts if v.verdict == "SAME" and v.mdc and v.mdc > 2 * MIN_EFFECT.get(v.mode, 0.05))
     if noise_limited:
-        lines.append(f"  {noise_limited} SAME rows are noise-limited (detect only changes over twice the mode's minimum effect)")
+        lines += wrap(f"{noise_limited} SAME rows are noise-limited (detect only changes over twice the mode's "
+                      "minimum effect)", "  ")
     mm = median_mdc(verdicts)
     if mm:
-        lines.append("  median minimum detectable change: " + ", ".join(f"{k} {x * 100:.1f} %" for k, x in mm.items()))
-    rows = sorted((v for v in verdicts if show_all or v.verdict not in ("SAME", "UNMEASURED")),
+        lines += wrap("median minimum detectable change, rows with full history: "
+                      + ", ".join(f"{k} {x * 100:.1f} %" for k, x in mm.items()), "  ")
+    hidden = ("SAME", "UNMEASURED", "NO HISTORY")
+    rows = sorted((v for v in verdicts if show_all or v.verdict not in hidden),
                   key=lambda v: (ORDER.get(v.verdict, 9), -abs(v.change) if not math.isnan(v.change) else 0))
-    if rows:
-        lines.append(f"  {'verdict':15s} {'state':10s} {'row':60s} {'change':>8s} {'mdc':>6s} {'on':9s} {'n':>3s}  note")
-    for v in rows:
-        ch = "" if math.isnan(v.change) else f"{v.change * 100:+.1f}%"
-        mdc = "" if v.mdc is None else f"{v.mdc * 100:.1f}%"
-        name = f"{v.probe}/{v.variant}/{v.size}/{v.mode} [{v.unit}]"
-        lines.append(f"  {v.verdict:15s} {v.state:10s} {name[:60]:60s} {ch:>8s} {mdc:>6s} {v.scale:9s} {v.n:3d}  {v.note}")
+    if not rows:
+        return "\n".join(lines)
+    refs, parts = _note_refs(rows)
+    if wide:
+        refs = [v.note for v in rows]
+    table, dropped = _table(rows, refs, width)
+    lines += table
+    if not wide:
+        for part, k in parts.items():
+            lines += wrap(f"[{k}] {part}", "  ")
+    no_history = c.get("NO HISTORY", 0)
+    if no_history and not show_all:
+        lines += wrap(f"({no_history} row(s) with no history on this key, not listed: no earlier run measured them; "
+                      "--all lists them)", "  ")
+    if dropped:
+        lines += wrap(f"(row and unit in the heading lines to fit {width} columns; --wide shows every column)", "  ")
     return "\n".join(lines)

@@ -1,14 +1,13 @@
-"""The dashboard's content, read from a store: per GPU, the newest run's verdicts against its
-history first (regressions and improvements, then counts of unsure and noise-limited rows), trust
-marks as counts by kind that expand, then trends (inline SVG: eager figures as ratios to their
-baseline, graph and device figures in µs, each run's worker range, the history band, dates on the
-x axis with frontend/cuDNN/torch changes marked), the version view (newest run per frontend), and
-the runs. No scripts, nothing fetched.
+"""The dashboard's content, read from a store: per GPU, the led run's verdicts against its history
+first (lead.py says which run; regressions and improvements, then counts of unsure and
+noise-limited rows), trust marks as counts by kind that expand, then the figures (charts.py):
+trends of the led run's measurement version with the history band and version changes, every
+variant's round ratios from a run file at hand, the version heatmap (each version's newest full
+run), and the runs. No scripts, nothing fetched.
 """
 from __future__ import annotations
 
 import datetime as _dt
-import html
 import json
 import math
 from collections import Counter
@@ -17,24 +16,12 @@ from pathlib import Path
 from cudnn_hostbench.bench.measure import trust
 
 from .. import fmt
-from . import check, db
+from . import charts, check, db, lead
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
+ROOT = Path(__file__).resolve().parents[2]
 MAX_CHARTS = 36
-CHART_W, CHART_H = 320, 150
-COLOURS = {"eager": "#4c72b0", "graph": "#dd8452", "device": "#55a868", "host": "#8172b3"}
 VERSION_FIELDS = (("frontend", "fe"), ("cudnn_backend", "cuDNN"), ("torch", "torch"), ("driver", "driver"))
-
-
-def _esc(x) -> str:
-    return html.escape(str(x), quote=True)
-
-
-def _when(s: str) -> float:
-    try:
-        return _dt.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return 0.0
 
 
 def _pct(x) -> str:
@@ -47,84 +34,9 @@ def _fig_text(v, unit: str) -> str:
     return f"{v:.3f}×" if unit.startswith("x") else f"{fmt.value(v)} µs"
 
 
-def chart(title: str, runs: list[dict], figs: dict, row: tuple, band: tuple | None, newest_id: int) -> str:
-    """One trend: a dot per run at its judged figure, a line over its worker range, the history
-    band (location ± minimum detectable change), dashed lines where versions change."""
-    pts = []
-    for r in runs:
-        f = figs[r["id"]].get(row)
-        if f is None or f.value is None:
-            continue
-        pts.append((r, f))
-    if len(pts) < 2:
-        return ""
-    t = [_when(r["started_at"]) for r, _ in pts]
-    ys = [y for _, f in pts for y in ([f.value] + list(f.workers or []))]
-    if band:
-        ys += [band[0] * (1 - band[1]), band[0] * (1 + band[1])]
-    lo, hi = min(ys), max(ys)
-    pad = (hi - lo) * 0.08 or abs(hi) * 0.02 or 1.0
-    lo, hi = lo - pad, hi + pad
-    L, R, T, B = 46, 8, 18, 30
-    w, h = CHART_W - L - R, CHART_H - T - B
-    t0, t1 = min(t), max(t)
-    span = (t1 - t0) or 1.0
-    # runs hours apart and runs days apart both stay apart: x by rank, ticks by date
-    xs = [L + w * (i / max(len(pts) - 1, 1)) for i in range(len(pts))] if span < 3600 * len(pts) else \
-        [L + w * (ti - t0) / span for ti in t]
-
-    def Y(v):
-        return T + h * (1 - (v - lo) / (hi - lo))
-    out = [f'<svg class="chart" width="{CHART_W}" height="{CHART_H}" viewBox="0 0 {CHART_W} {CHART_H}" '
-           f'role="img" aria-label="{_esc(title)}"><title>{_esc(title)}</title>']
-    if band:
-        y1, y2 = Y(band[0] * (1 + band[1])), Y(band[0] * (1 - band[1]))
-        out.append(f'<rect x="{L}" y="{y1:.1f}" width="{w}" height="{max(y2 - y1, 1):.1f}" fill="#e8eef8"/>')
-        out.append(f'<line x1="{L}" x2="{L + w}" y1="{Y(band[0]):.1f}" y2="{Y(band[0]):.1f}" stroke="#9ab" '
-                   'stroke-dasharray="2 2"/>')
-    out.append(f'<line x1="{L}" x2="{L}" y1="{T}" y2="{T + h}" stroke="#999"/>'
-               f'<line x1="{L}" x2="{L + w}" y1="{T + h}" y2="{T + h}" stroke="#999"/>')
-    for v in (lo + pad, hi - pad):
-        out.append(f'<text x="{L - 3}" y="{Y(v) + 4:.1f}" text-anchor="end" class="tick">{_esc(fmt.value(v))}</text>')
-    prev, label_x = None, -1e9
-    for x, (r, _f) in zip(xs, pts):
-        if prev is not None:
-            changed = [f"{lab} {r[k]}" for k, lab in VERSION_FIELDS if r[k] != prev[k]]
-            if changed:
-                out.append(f'<line x1="{x - 1:.1f}" x2="{x - 1:.1f}" y1="{T}" y2="{T + h}" stroke="#c44" '
-                           f'stroke-dasharray="3 2"><title>{_esc(", ".join(changed))}</title></line>')
-                if x - label_x > 60:   # labels that would overlap keep only their line (and its tooltip)
-                    out.append(f'<text x="{x - 2:.1f}" y="{T - 4}" text-anchor="end" class="mark">'
-                               f'{_esc(changed[0])}</text>')
-                    label_x = x
-            elif r["commit_id"] != prev["commit_id"]:
-                out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{T + h}" y2="{T + h + 4}" stroke="#666">'
-                           f'<title>commit {_esc(r["commit_id"][:7])}</title></line>')
-        prev = r
-    colour = COLOURS.get(row[3], "#444")
-    for x, (r, f) in zip(xs, pts):
-        if f.workers and len(f.workers) > 1:
-            out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{Y(max(f.workers)):.1f}" y2="{Y(min(f.workers)):.1f}" '
-                       f'stroke="{colour}" stroke-opacity=".45" stroke-width="3"/>')
-        big = r["id"] == newest_id
-        ring = ' stroke="#000"' if big else ""
-        out.append(f'<circle cx="{x:.1f}" cy="{Y(f.value):.1f}" r="{3.5 if big else 2.2}" fill="{colour}"'
-                   f'{ring}><title>{_esc(r["started_at"][:16])} · '
-                   f'{_esc(_fig_text(f.value, "x" if f.on_ratio else "us"))}</title></circle>')
-    first, last = pts[0][0]["started_at"][:10], pts[-1][0]["started_at"][:10]
-    out.append(f'<text x="{L}" y="{CHART_H - 10}" class="tick">{_esc(first)}</text>')
-    if last != first:
-        out.append(f'<text x="{L + w}" y="{CHART_H - 10}" text-anchor="end" class="tick">{_esc(last)}</text>')
-    out.append(f'<text x="{L}" y="{T - 6}" class="tick">{len(pts)} runs</text></svg>')
-    return "".join(out)
-
-
 def _newest_full(runs: list[dict]) -> dict:
-    """The newest run with at least half the rows of the largest run (a version-matrix part
-    measures a few probes only; the version view shows those)."""
-    most = max(r["n_figures"] for r in runs)
-    return max((r for r in runs if r["n_figures"] >= most / 2 and not r["excluded"]),
-               key=lambda r: (r["started_at"], r["id"]), default=runs[-1])
+    """The run this GPU's section leads with (reports/history/lead.py; every run excluded: the newest)."""
+    return lead.led(runs) or runs[-1]
 
 
 def _trend_rows(verdicts: list[check.Verdict], roles: dict) -> list[check.Verdict]:
@@ -145,13 +57,86 @@ def _trend_rows(verdicts: list[check.Verdict], roles: dict) -> list[check.Verdic
     return (picked + rest)[:MAX_CHARTS]
 
 
-def gpu_section(store: db.Store, gpu: str, runs: list[dict], last: int) -> dict:
-    runs = runs[-last:]
+def _trend_runs(runs: list[dict], newest: dict, last: int) -> tuple[list[dict], int]:
+    """(the full runs of the judged run's measurement version, at most `last`, oldest first; how
+    many runs of other measurement versions were left out)."""
+    full = lead.full(runs)
+    same = [r for r in full if r["measurement_version"] == newest["measurement_version"]]
+    return same[-last:], len(full) - len(same)
+
+
+def _ticks(runs: list[dict]) -> list[str]:
+    return [r["started_at"][5:16].replace("T", " ") for r in runs]
+
+
+def _version_marks(runs: list[dict]) -> list[tuple[int, str]]:
+    out = []
+    for i in range(1, len(runs)):
+        changed = [f"{lab} {runs[i][k]}" for k, lab in VERSION_FIELDS if runs[i][k] != runs[i - 1][k]]
+        if changed:
+            out.append((i, changed[0]))
+    return out
+
+
+def trend_facets(verdicts, shown: list[dict], figs: dict, newest_id: int) -> list[dict]:
+    """What charts.trends draws: per trend row, each shown run's figure and worker range."""
+    out = []
+    for v in verdicts:
+        pts = []
+        for i, r in enumerate(shown):
+            f = figs[r["id"]].get(v.row)
+            if f is None or f.value is None or f.on_ratio != v.on_ratio:
+                continue
+            ws = list(f.workers or [])
+            pts.append((i, f.value, min(ws, default=f.value), max(ws, default=f.value), r["id"] == newest_id))
+        if len(pts) < 2:
+            continue
+        band = (v.location, v.mdc) if v.location and v.mdc else None
+        out.append({"title": f"{v.probe}/{v.variant}/{v.size} · {v.mode}", "mode": v.mode, "verdict": v.verdict,
+                    "unit": f"× {v.unit[2:]}" if v.on_ratio else "µs", "points": pts, "band": band,
+                    "history_n": v.n})
+    return out
+
+
+def _run_file(r: dict, loaded: dict):
+    """The judged run's own file (rounds are not in the store): a run given to the dashboard, or
+    the file at its stored path when its bytes still match."""
+    if r["source_path"] in loaded:
+        return loaded[r["source_path"]]
+    from cudnn_hostbench.bench.measure import records
+    for p in (Path(r["source_path"]), ROOT / r["source_path"]):
+        try:
+            if p.is_file() and db.file_hash(p) == r["source_hash"]:
+                return records.load_run(p)
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def round_ratios(run) -> "object":
+    """Per probe (its first size), every eager variant's per-round ratios to the probe's baseline."""
+    import pandas as pd
+
+    from ..compare import normalized
+    rows, first = [], {}
+    for rec in run.records:
+        if rec.mode != "eager" or not rec.ok or not rec.baseline or rec.variant == rec.baseline:
+            continue
+        if first.setdefault(rec.probe, rec.size) != rec.size:
+            continue
+        ratios = normalized(run, rec) or []
+        med = rec.ratio.median if rec.ratio else None
+        for x in ratios:
+            rows.append({"probe": rec.probe, "size": rec.size, "variant": rec.variant, "mode": rec.mode,
+                         "baseline": rec.baseline, "ratio": x, "median": med if med else float("nan")})
+    return pd.DataFrame(rows)
+
+
+def gpu_section(store: db.Store, gpu: str, runs: list[dict], last: int, loaded: dict | None = None) -> dict:
     newest = _newest_full(runs)
-    most = max(r["n_figures"] for r in runs)
-    full = [r for r in runs if r["n_figures"] >= most / 2]   # trends: full runs (matrix parts: version view)
+    shown, other_mv = _trend_runs(runs, newest, last)
     target, verdicts = check.check(store, newest["id"])
-    figs = store.figures([r["id"] for r in runs])
+    figs = store.figures([r["id"] for r in shown] + ([newest["id"]] if newest not in shown else []))
     mine = figs[newest["id"]]
     roles = {row: f.role for row, f in mine.items()}
     changed = sorted((v for v in verdicts if v.verdict in ("SLOWER", "KERNEL CHANGED", "FASTER")),
@@ -163,38 +148,40 @@ def gpu_section(store: db.Store, gpu: str, runs: list[dict], last: int) -> dict:
     flags = Counter(fl for f in mine.values() for fl in (f.flags.split(",") if f.flags else []) if fl in trust.SHOWN)
     flagged = {k: sorted("/".join(row) for row, f in mine.items() if k in (f.flags or "").split(","))
                for k in flags}
-    charts = []
-    for v in _trend_rows(verdicts, roles):
-        band = (v.location, v.mdc) if v.location and v.mdc and v.n >= check.MIN_HISTORY else None
-        unit = f"× {v.unit[2:]}" if v.on_ratio else "µs"
-        svg = chart(f"{v.probe}/{v.variant}/{v.size}/{v.mode}", full, figs, v.row, band, newest["id"])
-        if svg:
-            f = mine.get(v.row)
-            sub = f"now {_fig_text(v.value, v.unit)}"
-            if v.on_ratio and f is not None and f.median_us:
-                sub += f" ({fmt.value(f.median_us)} µs)"
-            charts.append({"svg": svg, "name": f"{v.probe}/{v.variant}/{v.size}", "mode": v.mode, "unit": unit,
-                           "sub": sub, "verdict": v.verdict})
+    facets = trend_facets(_trend_rows(verdicts, roles), shown, figs, newest["id"])
+    trends_svg = charts.trends(facets, _ticks(shown), _version_marks(shown))
+    # rounds: the judged run's file, else the newest full run of its version whose file is at hand
+    rounds_run, rounds_of = None, None
+    for r in [newest] + [r for r in reversed(shown) if r["id"] != newest["id"]]:
+        rounds_run = _run_file(r, loaded or {})
+        if rounds_run is not None:
+            rounds_of = r
+            break
+    rounds_svg = charts.rounds(round_ratios(rounds_run), "round ratios per probe") if rounds_run else ""
     return {
         "gpu": gpu, "slug": "".join(c if c.isalnum() else "-" for c in gpu), "newest": newest, "target": target,
+        "lead_rule": lead.RULE, "newer_partial": lead.newer_than(newest, runs),
         "counts": check.counts(verdicts), "changed": changed, "unsure": unsure, "noise": noise, "little": little,
         "mdc": {k: x for k, x in check.median_mdc(verdicts).items() if k != "other"},
         "flags": [(k, trust.FLAGS.get(k, ("?", k)), n, flagged[k]) for k, n in flags.most_common()],
-        "history_n": max((v.n for v in verdicts), default=0), "charts": charts,
-        "versions": version_view(store, runs), "runs": runs[::-1],
+        "history_n": max((v.n for v in verdicts), default=0), "trends_svg": trends_svg, "n_charts": len(facets),
+        "bands": sum(1 for f in facets if f["band"]), "full_band": sum(1 for f in facets if f["band"] and
+                                                                        f["history_n"] >= check.MIN_HISTORY),
+        "shown_runs": len(shown), "other_mv": other_mv, "rounds_svg": rounds_svg, "rounds_of": rounds_of,
+        "versions": version_view(store, runs, newest), "runs": runs[::-1],
     }
 
 
-def version_view(store: db.Store, runs: list[dict]) -> dict:
-    """The newest run at each frontend version (of this GPU), and the rows two or more measured."""
-    newest: dict = {}
-    for r in runs:
-        if not r["excluded"]:
-            newest[r["frontend"]] = r
+def version_view(store: db.Store, runs: list[dict], newest: dict | None = None) -> dict:
+    """Per frontend version (of this GPU, the judged run's measurement version), the newest run
+    that is full among that version's runs, and the rows two or more of them measured."""
+    mv = (newest or runs[-1])["measurement_version"]
+    picked = lead.per_version([r for r in runs if r["measurement_version"] == mv])
     from .. import store as runstore
-    vers = sorted(newest, key=runstore.version_key)
+    vers = sorted(picked, key=runstore.version_key)
+    newest = {v: picked[v] for v in vers}
     if len(vers) < 2:
-        return {"versions": vers, "rows": []}
+        return {"versions": vers, "rows": [], "runs": newest, "svg": ""}
     figs = store.figures([newest[v]["id"] for v in vers])
     rows: dict = {}
     for i, v in enumerate(vers):
@@ -210,16 +197,21 @@ def version_view(store: db.Store, runs: list[dict]) -> dict:
                     "cells": [None if c is None else (_fig_text(c.value, "x" if c.on_ratio else "us"),
                                                       c.value / ref.value - 1 if ref.value else 0.0) for c in cells]})
     out.sort(key=lambda x: x["name"])
-    return {"versions": vers, "rows": out}
+    ratios = [r for r in out if r["unit"].startswith("×")]   # the heatmap: the ratios; µs rows in the table
+    svg = charts.heatmap([f"{r['name']} ({r['unit']})" for r in ratios], vers,
+                         [[float("nan") if c is None else c[1] for c in r["cells"]] for r in ratios],
+                         [["" if c is None else c[0] for c in r["cells"]] for r in ratios])
+    return {"versions": vers, "rows": out, "runs": newest, "svg": svg}
 
 
-def render(store: db.Store, title: str, last: int = 100, errors=(), generated: str | None = None) -> str:
-    """The page's HTML."""
+def render(store: db.Store, title: str, last: int = 100, errors=(), generated: str | None = None,
+           loaded: dict | None = None) -> str:
+    """The page's HTML. `loaded`: source path -> Run, run files already in memory (their rounds)."""
     import jinja2
     by: dict = {}
     for r in store.runs():
         by.setdefault(r["gpu"], []).append(r)
-    sections = [gpu_section(store, g, rs, last) for g, rs in sorted(by.items())]
+    sections = [gpu_section(store, g, rs, last, loaded) for g, rs in sorted(by.items())]
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                              trim_blocks=True, lstrip_blocks=True)
     env.filters["pct"] = _pct
@@ -228,4 +220,4 @@ def render(store: db.Store, title: str, last: int = 100, errors=(), generated: s
     return env.get_template("dashboard.html.j2").render(
         title=title, sections=sections, errors=list(errors),
         generated=generated or _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        min_effect=check.MIN_EFFECT, k=check.K, last=last, check_last=check.DEFAULT_LAST)
+        min_effect=check.MIN_EFFECT, k=check.K, min_history=check.MIN_HISTORY, last=last, check_last=check.DEFAULT_LAST)

@@ -1,0 +1,208 @@
+"""The dashboard's figures, drawn with seaborn and inlined as SVG (no scripts, nothing fetched):
+trends faceted by row with the history band, every variant's round ratios per probe, and the
+version view as a heatmap. Each function takes plain data (page.py gathers it) and returns the SVG
+text, or "" when there is nothing to draw.
+"""
+from __future__ import annotations
+
+import io
+import re
+
+COLOURS = {"eager": "#4c72b0", "graph": "#dd8452", "device": "#55a868", "host": "#8172b3"}
+VERDICT_COLOURS = {"SLOWER": "#b91c1c", "FASTER": "#1a7f37", "KERNEL CHANGED": "#a16207"}
+FACET_W, FACET_H = 3.3, 2.0   # inches: four facets across a 1400 px page
+
+
+def _setup():
+    import matplotlib
+    matplotlib.use("Agg")
+    import seaborn as sns
+    sns.set_theme(style="whitegrid", context="paper", font_scale=0.95)
+    # text stays text (smaller, searchable); a fixed salt keeps a re-rendered page byte-identical
+    matplotlib.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "hostbench",
+                                "font.family": "DejaVu Sans"})
+    return sns
+
+
+def _svg(fig, label: str, prefix: str) -> str:
+    import matplotlib.pyplot as plt
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None}, dpi=110)
+    plt.close(fig)
+    text = _compact(buf.getvalue(), prefix)
+    # scale to the page's width; the label names the figure for screen readers
+    text = re.sub(r'<svg([^>]*?) width="([\d.]+)pt" height="([\d.]+)pt"',
+                  lambda m: f'<svg{m.group(1)} class="figure" role="img" aria-label="{_attr(label)}" '
+                            f'style="max-width:100%;height:auto" width="{float(m.group(2)) * 4 / 3:.0f}" '
+                            f'height="{float(m.group(3)) * 4 / 3:.0f}"', text, count=1)
+    return text
+
+
+def _compact(svg: str, prefix: str) -> str:
+    """matplotlib's SVG, smaller (the committed pages have a size budget): no metadata, no
+    indentation, no group ids, no no-op rotations, coordinates to 0.01 pt. Text between tags is
+    left alone."""
+    svg = svg[svg.index("<svg"):]
+    svg = re.sub(r"\s*<metadata>.*?</metadata>", "", svg, flags=re.S)
+    svg = re.sub(r'\s*transform="rotate\(-?0 [\d.]+ [\d.]+\)"', "", svg)
+    svg = re.sub(r">\s+<", "><", svg)
+    svg = re.sub(r'<g id="[^"]*">', "<g>", svg)   # group ids name nothing a reference points to
+    svg = svg.replace("font-family: 'DejaVu Sans'; ", "")   # the page's style sheet sets it once
+    svg = re.sub(r"<[^>]+>", lambda m: re.sub(r"(\.\d\d)\d+", r"\1", re.sub(r"\s*\n\s*", " ", m.group(0))), svg)
+    return _classes(svg, prefix)
+
+
+def _classes(svg: str, prefix: str) -> str:
+    """Style attributes used three times or more become classes of one style sheet inside the
+    figure. A page's style sheets all apply to the whole page: the names carry the figure's kind
+    (`prefix`) and a hash of its drawing, so two GPUs' trends never share a class name."""
+    import hashlib
+    from collections import Counter
+    counts = Counter(re.findall(r' style="([^"]*)"', svg))
+    tag = f"{prefix}{hashlib.sha1(svg.encode()).hexdigest()[:6]}-"
+    names = {st: f"{tag}{i}" for i, (st, n) in enumerate(counts.most_common()) if n >= 3}
+    if not names:
+        return svg
+    svg = re.sub(r' style="([^"]*)"', lambda m: f' class="{names[m.group(1)]}"' if m.group(1) in names else m.group(0), svg)
+    sheet = "".join(f"svg .{c}{{{st}}}" for st, c in names.items())
+    return re.sub(r"(<svg[^>]*>)", lambda m: m.group(1) + f"<style>{sheet}</style>", svg, count=1)
+
+
+def _attr(x: str) -> str:
+    return x.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _grid(n: int, heights: list[float], cols: int = 4, left: float = 0.055, wspace: float = 0.32):
+    """A figure of n panels, `cols` across, rows of the given heights (inches). Fixed margins:
+    tight_layout measures every tick label, which costs seconds on a page of 36 panels."""
+    import matplotlib.pyplot as plt
+    rows = (n + cols - 1) // cols
+    total = sum(heights) + 0.35
+    fig, axes = plt.subplots(rows, cols, figsize=(FACET_W * cols, total), squeeze=False,
+                             gridspec_kw={"height_ratios": heights})
+    fig.subplots_adjust(left=left, right=0.99, top=1 - 0.3 / total, bottom=0.35 / total, wspace=wspace,
+                        hspace=0.9 / (sum(heights) / rows))
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    return fig, list(axes.flat[:n])
+
+
+def trends(facets: list[dict], ticks: list[str], version_marks: list[tuple[int, str]]) -> str:
+    """One facet per row: each run's figure (dot) and worker range (bar) at its position among the
+    runs shown (evenly spaced, dated ticks), the history band (location ± the verdict's detectable
+    change, or the pairwise floor around the newest history run), and version changes as dashed
+    lines. `facets`: {title, mode, unit, verdict, points: [(x, value, lo, hi, is_led)], band: (loc, rel) | None}."""
+    if not facets:
+        return ""
+    sns = _setup()
+    import pandas as pd
+    from matplotlib import ticker
+    n = len(ticks)
+    step = max(1, (n + 3) // 4)
+    fig, axes = _grid(len(facets), [FACET_H] * ((len(facets) + 3) // 4))
+    for ax, f in zip(axes, facets):
+        colour = COLOURS.get(f["mode"], "#444")
+        pts = pd.DataFrame(f["points"], columns=["x", "value", "lo", "hi", "led"])
+        if f["band"]:
+            loc, rel = f["band"]
+            ax.axhspan(loc * (1 - rel), loc * (1 + rel), color="#9db4d8", alpha=0.35, lw=0, zorder=0)
+            ax.axhline(loc, color="#6a7fa8", lw=0.8, ls=":", zorder=0)
+        spread = pts[pts.hi > pts.lo]
+        ax.vlines(spread.x, spread.lo, spread.hi, color=colour, alpha=0.45, lw=2.5, zorder=1)
+        ax.set_ylabel(f"{f['mode']} · {f['unit']}", fontsize=7)
+        ax.set_xlabel(" ")   # labels set first: seaborn would otherwise lay out every tick label to decide
+        sns.scatterplot(data=pts, x="x", y="value", color=colour, s=22, ax=ax, legend=False, zorder=3)
+        ax.yaxis.set_major_locator(ticker.MaxNLocator(4))
+        led = pts[pts.led]
+        ax.scatter(led.x, led.value, s=60, facecolor=colour, edgecolor="black", linewidth=1.2, zorder=4)
+        for x, _label in version_marks:
+            ax.axvline(x - 0.5, color="#c44", ls="--", lw=0.8, zorder=0)
+        name = f["title"].rsplit(" · ", 1)[0]   # the mode is in the y label
+        ax.set_title(name, fontsize=min(8.0, 8.0 * 40 / len(name)), loc="left", color=VERDICT_COLOURS.get(f["verdict"], "#222"),
+                     fontweight="bold" if f["verdict"] in VERDICT_COLOURS else "normal")
+        ax.tick_params(labelsize=7)
+        ax.set_xlim(-0.6, n - 0.4)
+        ax.set_xticks(range(0, n, step))
+        ax.set_xticklabels([ticks[i] for i in range(0, n, step)], fontsize=6.5)
+    for x, label in version_marks:   # named once, on the first facet
+        axes[0].annotate(label, (x - 0.5, 1.0), xycoords=("data", "axes fraction"), fontsize=6, color="#b33",
+                         ha="right", va="bottom")
+    return _svg(fig, "trends: one panel per row", "t")
+
+
+def rounds(data, caption: str) -> str:
+    """Per probe, every variant's round ratios to the probe's baseline (a dot per round, the
+    reported median as a black bar). `data`: DataFrame with probe, size, variant, mode, baseline,
+    ratio, median."""
+    if data is None or not len(data):
+        return ""
+    sns = _setup()
+    probes = list(dict.fromkeys(data["probe"]))
+    counts = [data[data.probe == p]["variant"].nunique() for p in probes]
+    heights = [0.2 * max(counts[r:r + 4]) + 0.45 for r in range(0, len(probes), 4)]
+    longest = max(map(len, data["variant"]))
+    # room for the variant names left of each panel (7 pt text: about 0.06 inch a character)
+    name_in = 0.06 * min(longest, 24)
+    fig, axes = _grid(len(probes), heights, left=name_in / (FACET_W * 4), wspace=name_in / (FACET_W - name_in))
+    import numpy as np
+    saved = np.random.get_state()   # stripplot jitters with numpy's global generator: seeded, a page re-renders the same
+    np.random.seed(0)
+    for ax, p in zip(axes, probes):
+        sub = data[data.probe == p]
+        order = list(dict.fromkeys(sub["variant"]))
+        ax.set_xlabel(" ")
+        ax.set_ylabel(" ")
+        sns.stripplot(data=sub, x="ratio", y="variant", order=order, color=COLOURS["eager"], size=2.2, alpha=0.5,
+                      jitter=0.25, ax=ax, legend=False, rasterized=True)   # thousands of dots: one image, not elements
+        med = sub.drop_duplicates("variant")
+        ax.scatter(med["median"], [order.index(v) for v in med["variant"]], marker="|", s=140, color="black",
+                   zorder=5, linewidth=1.5)
+        ax.axvline(1.0, color="#888", lw=0.8, ls="--", zorder=0)
+        _ratio_axis(ax, sub["ratio"])
+        ax.set_title(f"{p} · {sub['size'].iloc[0]} · × {sub['baseline'].iloc[0]}", fontsize=8, loc="left")
+        ax.set_xlabel("")
+        ax.set_ylabel("")
+        ax.tick_params(labelsize=7)
+    np.random.set_state(saved)
+    return _svg(fig, caption, "r")
+
+
+def _ratio_axis(ax, ratios) -> None:
+    """Log scale only where the ratios span more than 4×; ticks read 0.9×, 1×, 10×."""
+    from matplotlib import ticker
+    lo, hi = min(ratios.min(), 1.0), max(ratios.max(), 1.0)
+    if hi / lo > 4:
+        ax.set_xscale("log")
+        ax.xaxis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0) if hi / lo < 50 else (1.0,),
+                                                     numticks=6))
+        ax.xaxis.set_minor_locator(ticker.NullLocator())
+    else:
+        ax.xaxis.set_major_locator(ticker.MaxNLocator(5))
+    ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda x, _: f"{x:g}×"))
+
+
+def heatmap(names: list[str], versions: list[str], values, labels) -> str:
+    """The version view: one row per (probe/variant/size/mode), one column per frontend version;
+    colour = change against the newest version (diverging, ±30 % full scale), text = the figure;
+    grey: a version that did not measure the row."""
+    if not names:
+        return ""
+    sns = _setup()
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import pandas as pd
+    df = pd.DataFrame(np.array(values, dtype=float) * 100, index=names, columns=[f"fe {v}" for v in versions])
+    sns.set_style("white")
+    fig, ax = plt.subplots(figsize=(2.0 + 1.15 * len(versions) + 0.055 * max(map(len, names)),
+                                    0.6 + 0.24 * len(names)))
+    ax.set_facecolor("#eeeeee")   # a version that did not measure the row
+    sns.heatmap(df, annot=np.array(labels, dtype=object), fmt="", cmap="RdBu_r", center=0, vmin=-30, vmax=30,
+                linewidths=0.5, linecolor="white", annot_kws={"fontsize": 7},
+                cbar_kws={"label": "% against the newest frontend", "shrink": min(1.0, 6 / (0.6 + 0.24 * len(names)))},
+                ax=ax)
+    ax.set_xlabel("")
+    ax.set_ylabel("")
+    ax.xaxis.tick_top()
+    ax.tick_params(labelsize=7.5, length=0)
+    fig.tight_layout(rect=(0.03, 0, 1, 1))   # room for a browser's font a little wider than matplotlib's
+    return _svg(fig, "version view: each frontend's figure against the newest", "h")
