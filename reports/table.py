@@ -214,7 +214,9 @@ def _long(df: pd.DataFrame) -> tuple[list[str], list[str]]:
     """The narrowest layout: one line per (variant, mode) with its figure and ratio, the variant
     named on its first line, under probe · size headings. Nothing is cut or dropped."""
     d = display_frame(df, 2).reset_index(drop=True)
-    notes, body, heads = [], [], []
+    notes: list[str] = []
+    body: list = []
+    heads: list = []
     last = None
     for i in range(len(d)):
         probe, size, variant, status = d["probe"].iloc[i], d["size"].iloc[i], d["variant"].iloc[i], d["status"].iloc[i]

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections import Counter
 import textwrap
+from collections import Counter
 from dataclasses import dataclass
 
 from cudnn_hostbench.bench.measure.records import MIN_PROCESSES

@@ -118,7 +118,8 @@ def round_ratios(run) -> "object":
     import pandas as pd
 
     from ..compare import normalized
-    rows, first = [], {}
+    rows: list = []
+    first: dict = {}
     for rec in run.records:
         if rec.mode != "eager" or not rec.ok or not rec.baseline or rec.variant == rec.baseline:
             continue
@@ -197,7 +198,7 @@ def version_view(store: db.Store, runs: list[dict], newest: dict | None = None) 
                     "cells": [None if c is None else (_fig_text(c.value, "x" if c.on_ratio else "us"),
                                                       c.value / ref.value - 1 if ref.value else 0.0) for c in cells]})
     out.sort(key=lambda x: x["name"])
-    ratios = [r for r in out if r["unit"].startswith("×")]   # the heatmap: the ratios; µs rows in the table
+    ratios = [r for r in out if str(r["unit"]).startswith("×")]   # the heatmap: the ratios; µs rows in the table
     svg = charts.heatmap([f"{r['name']} ({r['unit']})" for r in ratios], vers,
                          [[float("nan") if c is None else c[1] for c in r["cells"]] for r in ratios],
                          [["" if c is None else c[0] for c in r["cells"]] for r in ratios])
