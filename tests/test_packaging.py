@@ -181,6 +181,10 @@ def test_the_committed_constraints_are_the_reference_runs_own_versions():
 
 def test_lock_refuses_a_run_without_package_versions(tmp_path, capsys):
     from cudnn_hostbench.scripts import lock
-    old = ROOT / "reports" / "reference" / "h200" / "aa" / "pair8" / "run1.json"   # measured before 0.2
+    import json
+    doc = json.loads((ROOT / "reports" / "reference" / "h200" / "run.json").read_text())
+    del doc["machine_info"]["hostbench"]["packages"]   # as runs measured before 0.2 were
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(doc))
     assert lock.main([str(old)]) == 2
     assert "records no package versions" in capsys.readouterr().err
