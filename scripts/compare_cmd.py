@@ -114,7 +114,7 @@ def run(a) -> int:
     width = fmt.term_width()
     print(compare.summary(df))   # the verdict counts first
     if compare.machine_line(df):
-        print(compare.machine_line(df))
+        print("\n".join(textwrap.wrap(compare.machine_line(df), 10**6 if a.wide else width, subsequent_indent="  ")))
     vers = compare.version_diff(diff)
     if vers:
         print("versions differ:")

@@ -180,8 +180,9 @@ def test_the_committed_constraints_are_the_reference_runs_own_versions():
 
 
 def test_lock_refuses_a_run_without_package_versions(tmp_path, capsys):
-    from cudnn_hostbench.scripts import lock
     import json
+
+    from cudnn_hostbench.scripts import lock
     doc = json.loads((ROOT / "reports" / "reference" / "h200" / "run.json").read_text())
     del doc["machine_info"]["hostbench"]["packages"]   # as runs measured before 0.2 were
     old = tmp_path / "old.json"

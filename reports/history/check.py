@@ -408,7 +408,7 @@ def _table(rows: list[Verdict], refs: list[str], width: int) -> tuple[list[str],
         cells = [[v.verdict, v.state, "/".join(v.row) if level == 0 else f"{v.variant}/{v.mode}",
                   "×" + v.unit[2:] if v.on_ratio else "µs", "" if math.isnan(v.change) else f"{v.change * 100:+.1f}%",
                   "" if v.mdc is None else f"{v.mdc * 100:.1f}%", v.scale, str(v.n), r] for v, r in zip(rows, refs)]
-        keep = [i for i in range(len(head)) if not (level == 2 and i in (2, 3))]
+        keep = [i for i in range(len(head)) if not (level == 2 and i in (2, 3, 6))]
         body = [[c[i] for i in keep] for c in cells]
         right = {keep.index(i) for i in (4, 5, 7)}
         lines = _grid([head[i] for i in keep], body, right)
@@ -421,7 +421,7 @@ def _table(rows: list[Verdict], refs: list[str], width: int) -> tuple[list[str],
         name = (v.probe, v.size) if level == 1 else (v.probe, v.size, v.variant, v.mode)
         if name != last:
             last = name
-            out += textwrap.wrap(" · ".join(name) + (f" [{v.unit}]" if level == 2 else ""), width,
+            out += textwrap.wrap(" · ".join(name) + (f" [{v.unit}], mdc on {v.scale}" if level == 2 else ""), width,
                                  subsequent_indent="    ", break_long_words=True)
         out.append("  " + line)
     return out, level == 2
