@@ -44,22 +44,33 @@ def committed(tmp_path_factory):
     st.close()
 
 
-def test_the_dashboard_judges_the_run_history_check_latest_names(committed):
+def test_the_dashboard_judges_the_run_history_check_latest_names(committed, capsys, tmp_path):
     runs = committed.runs()
-    pick, newer = lead.latest(runs)
-    assert pick["n_figures"] == 718 and pick["started_at"].startswith("2026-12-01T05:23")
-    assert len(newer) == 7 and all(r["n_figures"] < 200 for r in newer)   # matrix parts, the framework pair
+    pick, newer = lead.latest(runs)   # measurement 3's newest full run: run.json
+    assert pick["n_figures"] == 727 and pick["source_path"] == "reports/reference/h200/run.json" and not newer
     section = page.gpu_section(committed, "NVIDIA H200", runs, 100)
     assert section["newest"]["id"] == pick["id"]
-    rid, why = lead.latest_in(committed)   # what `history check latest` calls (wired at merge)
+    rid, why = lead.latest_in(committed)   # what `history check latest` calls
     assert rid == pick["id"] and why == lead.why(newer)
     text = check.render(*check.check(committed, rid), width=100, why=why)
-    assert text.startswith(f"run {pick['id']} ") and "newest full run" in text and "7 newer partial" in text
+    assert text.startswith(f"run {pick['id']} ") and "newest full run" in text
+    # before measurement 3, the newest full run was run D, and seven partial runs came after it
+    older = [r for r in runs if r["measurement_version"] < 3]
+    pick, newer = lead.latest(older)
+    assert pick["n_figures"] == 718 and pick["started_at"].startswith("2026-12-01T05:23")
+    assert len(newer) == 7 and all(r["n_figures"] < 200 for r in newer)   # matrix parts, the framework pair
+    assert "7 newer partial" in lead.why(newer)
+    assert page.gpu_section(committed, "NVIDIA H200", older, 100)["newest"]["id"] == pick["id"]
 
 
 @pytest.fixture(scope="module")
 def reference_section(committed):
-    return page.gpu_section(committed, "NVIDIA H200", committed.runs(), 100)
+    """The page as it was before measurement 3's runs: measurement 2 judged, the matrix's versions."""
+    return page.gpu_section(committed, "NVIDIA H200", older_runs(committed), 100)
+
+
+def older_runs(st):
+    return [r for r in st.runs() if r["measurement_version"] < 3]
 
 
 def test_the_version_view_uses_each_versions_newest_full_run(reference_section):
@@ -79,7 +90,7 @@ def test_the_version_view_uses_each_versions_newest_full_run(reference_section):
 def test_trends_show_the_judged_measurement_version_spread_across_the_axis(reference_section, committed):
     s = reference_section
     assert s["other_mv"] == 12 and s["shown_runs"] == 3      # the version-1 full runs are left out
-    shown, _ = page._trend_runs(committed.runs(), s["newest"], 100)
+    shown, _ = page._trend_runs(older_runs(committed), s["newest"], 100)
     assert {r["measurement_version"] for r in shown} == {2}
     facets = page.trend_facets([v for v in check.check(committed, s["newest"]["id"])[1]
                                 if v.row == ("wrapper", "naive", "256", "eager")], shown,
@@ -102,11 +113,12 @@ def test_the_band_the_caption_promises_is_drawn(committed, tmp_path):
     assert s["shown_runs"] == 12 and s["other_mv"] == 0
 
 
-def test_round_ratios_come_from_the_judged_runs_file_or_say_whose_they_are(reference_section):
-    s = reference_section
-    # run D's file is not in the tree: the newest full run of its version whose file is
+def test_round_ratios_come_from_the_judged_runs_file_or_say_whose_they_are(reference_section, committed):
+    s = page.gpu_section(committed, "NVIDIA H200", committed.runs(), 100)   # the judged run's own file
     assert s["rounds_of"]["source_path"] == "reports/reference/h200/run.json"
     assert s["rounds_svg"].startswith("<svg") and "execute · 256 · × torch_mm" in s["rounds_svg"]
+    # run D (measurement 2): no run file of its version is in the tree any more, so no strips
+    assert reference_section["rounds_of"] is None
 
 
 def test_round_ratios_are_each_rounds_ratio_to_its_baseline():
@@ -125,7 +137,7 @@ def test_charts_draw_nothing_without_data():
 
 
 def test_a_rerendered_page_is_byte_identical(reference_section, committed):
-    again = page.gpu_section(committed, "NVIDIA H200", committed.runs(), 100)
+    again = page.gpu_section(committed, "NVIDIA H200", older_runs(committed), 100)
     for k in ("trends_svg", "rounds_svg"):
         assert again[k] == reference_section[k]
     assert again["versions"]["svg"] == reference_section["versions"]["svg"]
@@ -223,10 +235,17 @@ def test_the_committed_dashboard_draws_its_figures_in_chromium(tmp_path):
     im = np.asarray(Image.open(shot).convert("RGB")).astype(int)
     r, g, b = im[..., 0], im[..., 1], im[..., 2]
     dots = (b > 150) & (r < 110) & (g < 150)                    # seaborn's blue (#4c72b0): trends, strips
+    rows = np.nonzero(dots.any(axis=1))[0]
+    # the reference history leads with measurement 3's five runs: a few dots a panel, trends far above strips
+    assert dots.sum() > 100 and rows.max() - rows.min() > 1500
+    # the version heatmap: the frontend matrix's page (one key per version, five versions)
+    shot = tmp_path / "matrix.png"
+    browse(browser, tmp_path, (REFERENCE / "matrix" / "dashboard" / "index.html").as_uri(),
+           f"--window-size={WINDOW},5200", "--hide-scrollbars", f"--screenshot={shot}")
+    im = np.asarray(Image.open(shot).convert("RGB")).astype(int)
+    r, g, b = im[..., 0], im[..., 1], im[..., 2]
     red = (r > 150) & (g < 90) & (b < 90)                        # heatmap: slower than the newest frontend
     blue_cell = (b > 120) & (r < 60) & (g < 120) & (g > 40)      # heatmap: faster
-    rows = np.nonzero(dots.any(axis=1))[0]
-    assert dots.sum() > 2000 and rows.max() - rows.min() > 1500   # trends and strips, far apart
     assert red.sum() > 2000 and blue_cell.sum() > 2000
 
 

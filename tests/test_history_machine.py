@@ -72,14 +72,18 @@ def test_the_committed_export_knows_every_run_s_start():
     st = db.open_store("sqlite:///:memory:", create=True)
     ingest.ingest_paths(st, [EXPORT])
     rs = st.runs()
-    assert all(r["start"].startswith("log:") for r in rs)
+    # runs before measurement 3 took their start from the log; later ones record it (boot id/GPU UUID)
+    assert all(r["start"].startswith("log:") for r in rs if r["measurement_version"] < 3)
+    v3 = [r for r in rs if r["measurement_version"] == 3]
+    assert len(v3) == 5 and all(r["start"] == f"{r['start'].split('/')[0]}/{r['gpu_uuid']}" for r in v3)
+    assert sorted(sum(r["start"] == s for r in v3) for s in {r["start"] for r in v3}) == [1, 2, 2]
     full_v1 = [r for r in rs if r["n_figures"] >= 400 and r["measurement_version"] == 1]
     by: dict = {}
     for r in full_v1:
         by.setdefault(r["start"], []).append(r)
     assert len(full_v1) == 12 and len(by) == 6 and {len(v) for v in by.values()} == {2}
-    fw = [r for r in rs if "fw-run" in r["source_path"]]
-    assert {r["probes"] for r in fw} == {"pack_size,registration,sdpa_decode"}
+    fw = [r for r in rs if r["probes"] == "pack_size,registration,sdpa_decode"]   # the framework pair
+    assert len(fw) == 2 and fw[0]["start"] == fw[1]["start"]
     st.close()
 
 
