@@ -16,7 +16,7 @@ from pathlib import Path
 from cudnn_hostbench.bench.measure import trust
 
 from .. import fmt
-from . import charts, check, db, lead
+from . import charts, check, db, lead, where
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
 ROOT = Path(__file__).resolve().parents[2]
@@ -218,6 +218,8 @@ def render(store: db.Store, title: str, last: int = 100, errors=(), generated: s
     env.filters["pct"] = _pct
     env.filters["fig"] = lambda v: _fig_text(v.value, v.unit)
     env.filters["json"] = lambda x: json.dumps(x)
+    # a run's file as the page's reader finds it: inside its repository, not this machine's path
+    env.filters["shown_path"] = lambda p: where.repo_relative(p) or p
     return env.get_template("dashboard.html.j2").render(
         title=title, sections=sections, errors=list(errors),
         generated=generated or _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
