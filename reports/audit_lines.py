@@ -73,8 +73,8 @@ def _projection_text(p: dict) -> list:
            if p.get("method") == "lines" else p.get("method", ""))
     ceiling = (f"CUDA-graph ceiling {num(p.get('graph_us'))} µs/step" if p.get("graph_us") is not None
                else "no CUDA-graph ceiling (not capturable)")
-    line = (f"projected with every finding fixed: {p['projected_us']:.2f}{err} µs/step eager ({how}); "
-            f"{ceiling}; device {num(p.get('device_us'))} µs/step")
+    line = (f"projected with every finding fixed: {p['projected_us']:.2f}{err} µs/step eager, now "
+            f"{num(p.get('eager_us'))} ({how}); {ceiling}; device {num(p.get('device_us'))} µs/step")
     if p.get("unpriced"):
         line += f"; left in (no price): {', '.join(p['unpriced'])}"
     return [line]
@@ -110,4 +110,7 @@ def markdown(t: dict, projection: dict, rem: list) -> list:
     proj = _projection_text(projection)
     if proj:
         md += ["", "## Projected with every finding fixed", "", proj[0].removeprefix("projected with every finding fixed: ")]
+        for what in ("dropped", "reduced", "timed"):
+            if projection.get(what):
+                md.append(f"\n{what.capitalize()}: " + ", ".join(f"`{x}`" for x in projection[what]) + ".")
     return md

@@ -164,7 +164,8 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict) 
     if not rows:
         proj = max(0.0, eager - sum(f.cost_us for f in priced))
         return dict(out, projected_us=proj, method="eager − priced findings", err_us=None,
-                    unpriced=sorted({f.rule for f in findings if f.cost_us is None}), dropped=[], reduced=[])
+                    unpriced=sorted({f.rule for f in findings if f.cost_us is None} - {"capture"}), dropped=[],
+                    reduced=[])
     where = counts.get("lines") or {}
     keeps = {ln for k in KEEPS for ln in (where.get(k) or {})}
     rules_on = {}
@@ -183,7 +184,7 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict) 
                 if r is not None:
                     cut[x["line"]] = cut.get(x["line"], 0.0) + sum(
                         c["us"] for c in r["callees"] if c["kind"] == callsite.DISPATCHER)
-    unpriced = [u for u in unpriced if u not in DIRECT]
+    unpriced = [u for u in unpriced if u not in DIRECT and u != "capture"]   # capture: the ceiling beside it
     for f in priced:
         if f.rule in DIRECT:
             continue

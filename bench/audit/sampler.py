@@ -27,8 +27,8 @@ from collections import Counter
 
 from cudnn_hostbench.bench.audit import callsite, usercode
 
-INTERVAL_S = 5e-4
-MAX_INTERVAL_S = 4e-3
+INTERVAL_S = 1e-3
+MAX_INTERVAL_S = 8e-3
 MIN_STEPS = 200               # a slow step is sampled over at least this many steps
 CHUNK_S = 0.125               # one sampled or plain round
 ROUNDS = 8                    # sampled rounds per try, each after a plain one
