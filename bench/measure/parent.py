@@ -182,7 +182,7 @@ class Parent:
         stays as it was."""
         from cudnn_hostbench.bench.measure.workers import merge_runs, run_workers, truly_fast
         names = ", ".join(f"{p}/{s}" for p, s in missing)
-        say(f"catch-up worker: {names} were timed in the host's fast state by fewer than {MIN_FAST_WORKERS} workers")
+        say(f"top-up worker: {names}: eager rows on fewer than {MIN_FAST_WORKERS} processes of one host state")
         floor = self._floor()
         extra = self._load(run_workers(1, self._eager_args(missing, per_block), self.out, say=say, start=len(runs) + 1,
                                        floor=floor), say)
@@ -197,7 +197,7 @@ class Parent:
                   and all(truly_fast(r, floor) for r in own if (r.probe, r.size) == (p, s))]
         self.fingerprint["catch_up"] = {"worker": len(runs) + 1, "blocks": [f"{p}/{s}" for p, s in missing],
                                         "timed_fast": caught}
-        say(f"catch-up worker: timed in the fast state: {', '.join(caught) or 'none'}")
+        say(f"top-up worker: timed in the fast state: {', '.join(caught) or 'none'}")
         return recs, runs + extra
 
     def finish(self) -> None:
