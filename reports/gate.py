@@ -58,6 +58,17 @@ PROBE_THRESHOLD = {("sdpa_decode", "eager"): 0.30, ("sdpa_decode", "graph"): 0.0
 VARIANT_THRESHOLD = {("ceiling", "naive", "eager"): 0.25, ("registration", "graphed", "eager"): 0.25}
 
 
+# a power-capped replay follows the GPU's power state (H200, one start, two runs: measurement/4096
+# graph 179-190 µs, then 198-200 µs; its device rows 173.6 vs 174.0)
+POWER_NOTE = "GPU clock dropped on kept rounds (⚑c): heavy replays follow the power state; the device row judges the kernels"
+
+
+def power_bound(mode: str, clock_drop: bool, per_call_us: float) -> bool:
+    """A heavy graph replay whose GPU clock dropped on kept rounds: UNSURE at most, in the pairwise
+    gate and in the history check alike."""
+    return mode == "graph" and clock_drop and per_call_us >= HEAVY_US
+
+
 def row_threshold(probe: str, variant: str, mode: str) -> float | None:
     """A row's own floor (per variant, else per probe), or None for its mode's."""
     return VARIANT_THRESHOLD.get((probe, variant, mode), PROBE_THRESHOLD.get((probe, mode)))
@@ -175,11 +186,8 @@ def judge(a: Side, b: Side, mode: str, threshold: float | None = None, alpha: fl
         return "UNSURE", change, p, "; ".join(x for x in (how, note) if x)
     if slow:
         return "UNSURE", change, p, "slow host state: its eager figures drift between processes; judge runs in the fast state"
-    if mode == "graph" and (a.clock_drop or b.clock_drop) and min(a.per_call_us, b.per_call_us) >= HEAVY_US:
-        # a power-capped replay follows the GPU's power state (H200, one start, two runs:
-        # measurement/4096 graph 179-190 µs, then 198-200 µs; its device rows 173.6 vs 174.0)
-        return "UNSURE", change, p, ("GPU clock dropped on kept rounds (⚑c): heavy replays follow the power state; "
-                                     "the device row judges the kernels")
+    if power_bound(mode, a.clock_drop or b.clock_drop, min(a.per_call_us, b.per_call_us)):
+        return "UNSURE", change, p, POWER_NOTE
     one = min(a.processes or len(a.values), b.processes or len(b.values))
     if one < 2:
         return "UNSURE", change, p, "one process on a side: never SLOWER or FASTER"

@@ -217,9 +217,8 @@ def _judge(f: db.Figure, sc: noise.Scale, factor: float, run_unstable: bool, ker
         return "UNSURE", change, mdc, "host-unstable run: eager rows are not judged"
     if f.mode in ("eager", "host") and f.host_state == "slow":
         return "UNSURE", change, mdc, "slow host state: its eager figures drift between processes"
-    if f.mode == "graph" and "clock_drop" in (f.flags or "") and (f.median_us or 0.0) >= gate.HEAVY_US:
-        # H200, one start: measurement/4096 graph 179-190 µs in one run, 198-200 µs in the next
-        return "UNSURE", change, mdc, "GPU clock dropped on kept rounds (⚑c): heavy replays follow the power state"
+    if gate.power_bound(f.mode, "clock_drop" in (f.flags or ""), f.median_us or 0.0):
+        return "UNSURE", change, mdc, gate.POWER_NOTE
     if f.mode == "eager" and not f.on_ratio:
         return "UNSURE", change, mdc, "absolute eager µs (host-bound between processes)"
     if kernels and f.kernels and kernels != f.kernels:
