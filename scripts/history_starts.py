@@ -71,7 +71,7 @@ def run(a) -> int:
         st = db.open_store(f"sqlite:///{Path(tmp) / 'h.db'}", create=True)
         res = ingest.ingest_paths(st, [args[0]])
         if res.errors:
-            print(res.errors[0], file=sys.stderr)
+            print(f"{a.prog}: {res.errors[0]}", file=sys.stderr)
             return 2
         missing = []
         with st.engine.begin() as c:

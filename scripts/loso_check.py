@@ -45,8 +45,10 @@ def load(export: Path = EXPORT):
     st = db.open_store(f"sqlite:///{Path(tmp) / 'h.db'}", create=True)
     res = ingest.ingest_paths(st, [export])
     if res.errors:
-        raise SystemExit(res.errors[0])
+        raise ValueError(res.errors[0])
     full = [r for r in st.runs() if r["n_figures"] >= FULL and int(r["measurement_version"]) == 1]
+    if not full:
+        raise ValueError(f"{export}: no full run of measurement 1 in it: nothing to leave out")
     return st, full
 
 
@@ -164,7 +166,11 @@ def run_cmd(a) -> int:
     if not export.is_file():
         print(f"{a.prog}: {export}: no such history export", file=sys.stderr)
         return 2
-    res = run(export)
+    try:
+        res = run(export)
+    except ValueError as e:   # a corrupt or empty export: one line, nothing else
+        print(f"{a.prog}: {e}", file=sys.stderr)
+        return 2
     print(table(res))
     for s, rid, setting, text in res.false_rows:
         print(f"false: {s} run {rid} ({setting}): {text}")

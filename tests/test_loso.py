@@ -62,3 +62,13 @@ def test_the_script_prints_the_table_and_refuses_a_missing_export(tmp_path, caps
     assert loso_check.main([str(tmp_path / "missing.hbx.jsonl.gz")]) == 2
     err = capsys.readouterr().err.strip()
     assert "missing.hbx.jsonl.gz" in err and "\n" not in err
+
+
+def test_a_corrupt_or_empty_export_is_one_line_and_exit_2(tmp_path, capsys):
+    from cudnn_hostbench.scripts import cli
+    for name, data in (("corrupt.hbx.jsonl.gz", b"{bad"), ("empty.hbx.jsonl.gz", b"")):
+        p = tmp_path / name
+        p.write_bytes(data)
+        assert cli.main(["loso-check", str(p)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"hostbench loso-check: {p}"), err
