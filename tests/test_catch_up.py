@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from cudnn_hostbench.bench.measure import records, workers
+from cudnn_hostbench.bench.measure import parent, records, workers
 from cudnn_hostbench.bench.measure.options import SuiteOptions
 from cudnn_hostbench.bench.measure.parent import Parent
 from cudnn_hostbench.bench.measure.pytest_plugin import HostbenchSession, pytest_collection_modifyitems
@@ -369,3 +369,17 @@ def test_a_top_up_worker_that_learns_a_lower_floor_does_not_thin_other_blocks(tm
     assert [w["worker"] for w in p.records[("wrapper", "trap", "256", "eager")].workers] == [1, 2, 3]
     assert [w["worker"] for w in p.records[("churn", "trap", "256", "eager")].workers] == [1, 3, 4]
     assert p.fingerprint["host_state"]["floor_us"] == 0.80
+
+
+def test_a_figure_takes_the_host_state_three_processes_share():
+    """Fast when three workers timed it fast; else the state three workers share (three slow
+    processes make a figure, marked slow; one fast process does not); else fast, for a top-up to add to."""
+    assert workers.figure_state(["fast", "slow", "slow", "slow"]) == "slow"
+    assert workers.figure_state(["fast", "fast", "fast", "slow", "slow", "slow", "slow"]) == "fast"
+    assert workers.figure_state(["fast", "slow", "slow"]) == "fast"
+    assert workers.figure_state(["slow", "slow"]) == "slow"
+    assert workers.figure_state([]) == ""
+    per = [_eager(1, 0.85, 1.2), _eager(2, 1.9, 1.2), _eager(3, 1.9, 1.2), _eager(4, 1.9, 1.2)]
+    churn = {r.key: r for r in workers.merge_records(per)}[("churn", "trap", "256", "eager")]
+    assert churn.host_state == "slow" and [w["worker"] for w in churn.workers] == [2, 3, 4]
+    assert churn.processes == 3 and ("churn", "256") not in parent.thin_blocks([churn])

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from cudnn_hostbench.bench.measure import progress, stats, trust
 from cudnn_hostbench.bench.measure.hoststate import FLOOR_ENV, TOL
-from cudnn_hostbench.bench.measure.records import Record, Run, load_run
+from cudnn_hostbench.bench.measure.records import MIN_PROCESSES, Record, Run, load_run
 
 PROGRESS_PREFIXES = ("hostbench", "host:")   # a worker's progress lines (runner.Session.say, hoststate)
 
@@ -56,6 +56,23 @@ def truly_fast(r: Record, floor: float | None, tol: float = TOL) -> bool:
             and r.sentinel_us <= floor * (1 + tol))
 
 
+def figure_state(states: list[str]) -> str:
+    """The one host state a merged figure takes from its workers' states: the fast one when
+    MIN_PROCESSES workers timed it fast; else a state that many workers share (a figure of three
+    slow processes is a figure, marked slow; one of a single fast process is not: H200 run 4, 2026-12-01,
+    kept 1 fast of 3 workers and stayed on 2 processes after three top-ups); else fast when any
+    worker was fast (a top-up may still add to it), else the commonest."""
+    if not states:
+        return ""
+    n = {s: states.count(s) for s in set(states)}
+    if n.get("fast", 0) >= MIN_PROCESSES:
+        return "fast"
+    many = [s for s, k in n.items() if k >= MIN_PROCESSES]
+    if many:
+        return max(many, key=lambda s: n[s])
+    return "fast" if "fast" in n else max(n, key=lambda s: n[s])
+
+
 def merge_records(per_worker: list[list[Record]], host_unstable: bool = False) -> list[Record]:
     """One record per (probe, variant, size, mode) over the workers' records (worker i = index i+1)."""
     groups: dict = {}
@@ -75,10 +92,7 @@ def merge_records(per_worker: list[list[Record]], host_unstable: bool = False) -
         if unsteady and len(unsteady) * 2 >= len(ok):
             unsteady = []
         ok = [(i, r) for i, r in ok if i not in unsteady]
-        # one host state per figure: the fast one when any worker has a fast figure (as within a
-        # worker), since slow-state figures do not reproduce between processes
-        states = [r.host_state for _, r in ok if r.host_state]
-        state = "fast" if "fast" in states else (max(set(states), key=states.count) if states else "")
+        state = figure_state([r.host_state for _, r in ok if r.host_state])
         left_out = [i for i, r in ok if r.host_state and r.host_state != state]
         ok = [(i, r) for i, r in ok if i not in left_out]   # one host state per merged figure
         m = copy.deepcopy(ok[0][1])
