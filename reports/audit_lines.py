@@ -31,6 +31,11 @@ def header(t: dict) -> str:
             f"({t.get('samples', 0)} samples); sampling overhead "
             f"{DASH if over is None else f'{over * 100:+.1f} %'} (plain {num(t.get('step_us_plain'), 1)} vs "
             f"sampled {num(t.get('step_us_sampled'), 1)} µs/step)")
+    if t.get("rounds_other_state"):
+        head += (f"; {t['rounds_other_state']} of {t['rounds']} sampled rounds left out: their plain round ran "
+                 "in another host state than the eager figure")
+    if t.get("state_note"):
+        head += f"\n  {t['state_note']}"
     if t.get("verdict"):
         return head + f"\n  {t['verdict']}"
     cover = (f"lines sum to {t['sum_us']:.1f} µs/step = {_pct(t.get('coverage'))} of the eager step "

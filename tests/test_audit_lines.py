@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import types
 from pathlib import Path
 
@@ -85,6 +86,41 @@ def test_sampler_raises_the_interval_while_it_distorts_the_step(monkeypatch):
     s = sampler.sample_step(steps.step, lambda: None, 100.0, chunk_s=0.02, rounds=2, interval=1e-3, max_interval=4e-3)
     assert [t["interval_us"] for t in s["tries"]] == [1000.0, 2000.0, 4000.0]
     assert all("overhead" in t and "step_us_plain" in t and "step_us_sampled" in t for t in s["tries"])
+
+
+_STATE = {"slow": False, "n": 0}
+
+
+def _two_state_step():
+    if _STATE["slow"]:
+        sum(range(20000))   # the other host state: extra time on this line only
+    steps.step()
+
+
+def test_sampler_leaves_out_rounds_in_another_host_state(monkeypatch):
+    """A pair whose plain round ran off the eager figure ran in another host state (H200: custom_op
+    plain 44.6 µs/step against eager 31.7): its stacks stay out of the line table."""
+    real = sampler._round
+
+    def round_(step, n, sync, clock=time.perf_counter):
+        _STATE["slow"] = (_STATE["n"] // 2) % 3 == 1      # every third pair, plain and sampled alike
+        _STATE["n"] += 1
+        return real(step, n, sync, clock)
+
+    _STATE.update(slow=False, n=0)
+    us = _alone(_two_state_step, 1000)
+    monkeypatch.setattr(sampler, "_round", round_)
+    monkeypatch.setattr(sampler, "MATCH_TOL", 1.0)    # the other state here is 4-5× slower; CI hosts drift
+    s = sampler.sample_step(_two_state_step, lambda: None, us, chunk_s=0.02, rounds=4)
+    extra = f"{HERE}:{_two_state_step.__code__.co_firstlineno + 2}"
+    rows, t = _by_line(s)
+    assert s["rounds_other_state"] >= 1 and s["rounds"] - s["rounds_other_state"] >= 4 and not s["state_note"], (us, s["tries"])
+    assert extra not in rows
+    assert "sampled rounds left out" in report_lines.header(t)
+    # nothing matched: all rounds stay, and the table says the lines are from another state
+    s = sampler.sample_step(steps.step, lambda: None, us * 100, chunk_s=0.02, rounds=2)
+    assert s["rounds"] == 2 * sampler.MAX_ROUNDS_MULT and s["state_note"].startswith("no sampled round matched")
+    assert "no sampled round matched" in report_lines.header(audit_lines.table(s, us * 100))
 
 
 def test_sampler_says_when_it_cannot_resolve_the_step():

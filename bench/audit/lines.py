@@ -80,6 +80,8 @@ def table(sampling: dict | None, eager_us: float | None) -> dict:
          "interval_us": sampling.get("interval_us"), "samples": sampling.get("samples"),
          "step_us_sampled": sampling.get("step_us_sampled"), "step_us_plain": sampling.get("step_us_plain"),
          "steps": sampling.get("steps"), "verdict": sampling.get("verdict", ""),
+         "rounds": sampling.get("rounds"), "rounds_other_state": sampling.get("rounds_other_state", 0),
+         "state_note": sampling.get("state_note", ""),
          "coverage": total / eager_us if eager_us else None}
     t["note"] = gap_note(t)
     return t
