@@ -82,6 +82,12 @@ def _projection_text(p: dict) -> list:
             f"{num(p.get('eager_us'))} ({how}); {ceiling}; device {num(p.get('device_us'))} µs/step")
     if p.get("unpriced"):
         line += f"; left in (no price): {', '.join(p['unpriced'])}"
+    if p.get("warmed"):
+        line += f"; executes after a rebuild priced warm ({p['warm_from']})"
+    if p.get("freed"):
+        line += f"; frees of the removed objects taken off ({', '.join(p['freed'])})"
+    if p.get("cold"):
+        line += f"; {p['cold']}"
     return [line]
 
 
@@ -115,7 +121,7 @@ def markdown(t: dict, projection: dict, rem: list) -> list:
     proj = _projection_text(projection)
     if proj:
         md += ["", "## Projected with every finding fixed", "", proj[0].removeprefix("projected with every finding fixed: ")]
-        for what in ("dropped", "reduced", "timed"):
+        for what in ("dropped", "reduced", "timed", "warmed", "freed"):
             if projection.get(what):
                 md.append(f"\n{what.capitalize()}: " + ", ".join(f"`{x}`" for x in projection[what]) + ".")
     return md

@@ -209,8 +209,10 @@ def test_user_code_is_not_the_harness_torch_or_the_standard_library():
 
 # -- the line table, ties, remainder, projection (pure, from saved data) ------------------------------------
 
-def _stack(line, fn, callee, kind, us, n=50, extra=()):
-    return {"frames": [["x.py", line, fn, True], *extra], "callee": callee, "kind": kind, "spill": [], "us": us, "n": n}
+def _stack(line, fn, callee, kind, us, n=50, extra=(), outer=()):
+    """A sampled stack, root first: `outer` user frames, the line's own frame, then `extra` library frames."""
+    return {"frames": [*outer, ["x.py", line, fn, True], *extra], "callee": callee, "kind": kind, "spill": [], "us": us,
+            "n": n}
 
 
 SAMPLING = {"interval_us": 1000.0, "samples": 900, "steps": 4000, "overhead": 0.02, "step_us_plain": 100.0,
@@ -242,12 +244,37 @@ def test_lines_table_ties_findings_and_projects_the_fixed_step():
     p = audit_lines.project(findings, COUNTS, t, tied, modes)
     # dropped: the build line and the allocation line; the execute line loses 4 + 2 priced µs
     assert p["method"] == "lines" and set(p["dropped"]) == {"x.py:10", "x.py:11"} and p["reduced"] == ["x.py:12"]
-    assert p["projected_us"] == pytest.approx((14 + 14 + 5 + 1) * 100 / 100) and p["graph_us"] == 5.0
+    # kept: 14 (execute − 6) + 14 + 5; the loop's 1 µs between steps frees the per-step output
+    assert p["projected_us"] == pytest.approx(14 + 14 + 5) and p["graph_us"] == 5.0 and p["freed"] == ["between steps"]
     assert p["err_us"] > 0
-    assert audit_lines.against(p, 34.0) == pytest.approx(0.0)
+    assert audit_lines.against(p, 33.0) == pytest.approx(0.0)
     # without lines: eager minus the priced findings
     q = audit_lines.project(findings, COUNTS, {}, {}, modes)
     assert q["method"] == "eager − priced findings" and q["projected_us"] == pytest.approx(46.0)
+
+
+def test_a_rebuilding_step_projects_a_warm_execute_and_drops_the_graph_teardown():
+    """H200, naive example: its execute ran cold after each rebuild (105 µs against a warm 14.5) and
+    the graph built in `__call__` was torn down on the caller's line (30 µs/step): with the rebuild
+    fixed, the execute line takes the execute probe's warm figure and the caller loses its call time."""
+    build = _stack(28, "Layer.__call__", "g.build()", callsite.CUDNN, 900.0,
+                   outer=[["x.py", 42, "<lambda>", True]])
+    run = _stack(31, "Layer.__call__", "g.execute()", callsite.CUDNN, 100.0, outer=[["x.py", 42, "<lambda>", True]])
+    teardown = _stack(42, "<lambda>", "layer()", callsite.CALL, 30.0)
+    s = dict(SAMPLING, loop_us=0.0, stacks=[build, run, teardown])
+    counts = {"graphs_created": 1, "graph_builds": 1, "execute": 1, "executes": 1,
+              "lines": {"graphs_created": {"x.py:28": 1}, "execute": {"x.py:31": 1}, "executes": {"x.py:31": 1}}}
+    t = audit_lines.table(s, 1030.0)
+    assert {r["line"]: r["calls_into"] for r in t["rows"]}["x.py:42"] == ["Layer.__call__"]
+    f = [_f("rebuild", 900.0), _f("generic_execute", 2.0)]
+    tied = audit_lines.tie(f, counts, t)
+    p = audit_lines.project(f, counts, t, tied, {"eager": {"median": 1030.0}}, (14.5, "execute/generic 14.50 µs"))
+    assert p["warmed"] == ["x.py:31"] and p["freed"] == ["x.py:42"] and p["dropped"] == ["x.py:28"]
+    assert p["projected_us"] == pytest.approx(14.5 - 2.0) and "execute/generic" in p["warm_from"]
+    assert "priced warm" in report_lines.text(t, p, [])[-1] and "x.py:42" in report_lines.text(t, p, [])[-1]
+    # no warm figure: the execute stays cold, and the projection says why
+    q = audit_lines.project(f, counts, t, tied, {"eager": {"median": 1030.0}}, (None, "no run file"))
+    assert "warmed" not in q and q["cold"].endswith("(no run file)") and q["projected_us"] == pytest.approx(98.0)
 
 
 def test_a_registered_op_projects_to_the_direct_call():
@@ -445,22 +472,23 @@ REF = ROOT / "reports" / "reference" / "h200"
 # (example with findings, its fixed version): the projection of the first against the second's measured step
 PAIRS = [("audit-naive", "audit-fixed"), ("audit-custom-op", "audit-direct-op")]
 SAMPLED = [d for d in sorted(REF.glob("audit-*")) if json.loads((d / "audit.json").read_text()).get("sampling")]
-PENDING = "the committed H200 audits predate the line sampler: GPU_AUDIT_CMD re-measures them"
+PENDING = "the committed H200 audits predate the line sampler: scripts/audit_examples.sh re-measures them"
 
 
 def _load(name):
     return audit.AuditReport.from_dict(json.loads((REF / name / "audit.json").read_text(encoding="utf-8")))
 
 
-# Issue 27's target, measured on the H200 (2026-12-01 call 5) and missed: the naive example
-# projects 140.5 µs/step against the fixed example's 10.9 (the execute after each rebuild stays cold,
-# 105 µs, and no finding prices that), custom_op 15.9 against the direct call's 12.6 (+26 %).
-# Strict: the day a projection lands within 15 % this fails and the marker goes.
-MISSED = pytest.mark.xfail(strict=True, reason="measured on the H200: projections miss the fixed steps by "
-                                               "more than 15 % (naive 12.9x, custom_op +26 %)")
+# Issue 27's target, measured on the H200 (2026-12-01 call 5): the naive example now projects within
+# 15 % of the fixed step (12.0 against 10.9: executes after a rebuild priced warm, the graph's teardown
+# freed). custom_op projects 15.4 against the direct call's 12.6 (+22 %): its lines were sampled in
+# the host's slow state (plain rounds 44.6 µs/step against the eager 31.7), which the sampler now
+# leaves out; until it is re-measured the miss stands. Strict: the day it lands this fails.
+MISSED = pytest.mark.xfail(strict=True, reason="measured on the H200: custom_op's lines were sampled in the "
+                                               "slow host state, projection +22 % against the direct call")
 
 
-@pytest.mark.parametrize("trap, fixed", [pytest.param(*p, marks=MISSED) for p in PAIRS])
+@pytest.mark.parametrize("trap, fixed", [pytest.param(*p, marks=MISSED if p[0] == "audit-custom-op" else ()) for p in PAIRS])
 def test_projection_against_the_fixed_example_on_the_h200(trap, fixed):
     if not ((REF / fixed).is_dir() and _load(trap).sampling.get("stacks")):
         pytest.skip(PENDING)

@@ -24,7 +24,7 @@ from cudnn_hostbench.bench.audit import lines as audit_lines
 from cudnn_hostbench.bench.audit import packs as audit_packs
 from cudnn_hostbench.bench.audit import rules as audit_rules
 from cudnn_hostbench.bench.audit import sampler as audit_sampler
-from cudnn_hostbench.bench.audit.cost import Finding, evaluate, load_costs
+from cudnn_hostbench.bench.audit.cost import Finding, evaluate, load_costs, warm_execute
 from cudnn_hostbench.bench.audit.plan_choice import PREFIX as PLAN_NOTE
 from cudnn_hostbench.bench.audit.plan_choice import recommend as recommend_plan
 from cudnn_hostbench.bench.audit.target import AuditInputError, first_call
@@ -195,7 +195,8 @@ def price(report: AuditReport, run) -> AuditReport:
     findings = [dataclasses.replace(f, lines=tied.get(f.rule, [])) for f in findings]
     if table.get("rows") is not None:
         table["remainder"] = [r["line"] for r in audit_lines.remainder(table, tied)]
-    projection = audit_lines.project(findings, report.counts, table, tied, report.modes)
+    projection = audit_lines.project(findings, report.counts, table, tied, report.modes,
+                                     warm_execute(run, report.counts))
     avoidable = sum(f.cost_us for f in findings if f.cost_us is not None)
     notes = [n for n in report.notes
              if n != OVER_NOTE and not n.startswith(audit_packs.NOTE_PREFIX) and not n.startswith(PLAN_NOTE)]

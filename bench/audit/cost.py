@@ -69,6 +69,31 @@ def probe_figure(run, src: audit_rules.Figure) -> tuple[float | None, str, bool]
                 f"@{size} {src.mode}{scale}"), bool(b_trap or b_fix)
 
 
+# the execute probe's variant for each counted call form, warm (a plan built once, run many times)
+WARM_FORMS = {"execute": "generic", "execute_plan_at_index": "pinned", "execute_ordered": "ordered"}
+
+
+def warm_execute(run, counts: dict, size: str = "256") -> tuple[float | None, str]:
+    """(µs of one warm execute in the step's call forms, citation) from the execute probe, or
+    (None, why not): what an execute costs once its graph is kept, where the step runs each execute
+    right after building its plan, cold (H200, the naive example: 105 µs on its execute line against
+    a warm generic execute's 14.5)."""
+    forms = {k: counts.get(k) or 0 for k in WARM_FORMS if counts.get(k)}
+    if run is None or not forms:
+        return None, "no run file" if run is None else "no execute counted"
+    parts, total, n = [], 0.0, sum(forms.values())
+    for form, k in forms.items():
+        v = WARM_FORMS[form]
+        at = _closest_size(run, "execute", v, size, "eager")
+        us = _median(run, "execute", v, at, "eager") if at else None
+        if us is None:
+            return None, f"no figure in {_rel(run.path)} (execute/{v}, eager)"
+        badge = trust.badge(run.find("execute", v, at, "eager"))
+        parts.append(f"execute/{v} {us:.2f}{badge} µs @{at} eager" + (f" × {k:g}/{n:g}" if len(forms) > 1 else ""))
+        total += us * k / n
+    return total, "; ".join(parts)
+
+
 class _Zero(dict):
     def __missing__(self, key):
         return 0

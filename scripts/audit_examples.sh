@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Audits the five examples one after another (timing must not overlap), each in its own process:
+#   scripts/audit_examples.sh [OUT_DIR] [RUN_FILE]
+# writes OUT_DIR/audit-<name>/{audit.json,audit.md,flame.html} and OUT_DIR/audit-<name>.log.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-results/audits}
+run=${2:-}
+mkdir -p "$out" || exit 2
+rc=0
+for p in naive:naive:90 fixed:fixed:60 mixed:mixed:60 custom_op:custom-op:60 direct_op:direct-op:60; do
+  IFS=: read -r f d t <<< "$p"
+  PYTHONUNBUFFERED=1 timeout "$t" python3 -m cudnn_hostbench.scripts.cli audit "examples/${f}_integration.py:make_step" \
+    ${run:+--run-file "$run"} --out "$out/audit-$d" > "$out/audit-$d.log" 2>&1
+  e=$?
+  echo "audit_examples: $f: exit $e ($out/audit-$d.log)"
+  [ $e -ne 0 ] && rc=2
+done
+exit $rc
