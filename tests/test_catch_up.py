@@ -383,3 +383,17 @@ def test_a_figure_takes_the_host_state_three_processes_share():
     churn = {r.key: r for r in workers.merge_records(per)}[("churn", "trap", "256", "eager")]
     assert churn.host_state == "slow" and [w["worker"] for w in churn.workers] == [2, 3, 4]
     assert churn.processes == 3 and ("churn", "256") not in parent.thin_blocks([churn])
+
+
+def test_a_top_up_waits_within_half_of_what_is_left(tmp_path):
+    """H200, a cold start: one top-up waited through 37 of the last 45 s and 10 blocks stayed on 2
+    processes; each top-up now waits within half of what is left, so the next one has time."""
+    import time
+
+    from cudnn_hostbench.bench.measure.hoststate import FOCUS_BLOCK_S
+    from cudnn_hostbench.bench.measure.parent import END_RESERVE_S, TOP_UP_MIN_S, TOP_UP_SHARE
+    p = _parent(tmp_path, budget_s=300.0)
+    p.t0 = time.perf_counter() - (300.0 - END_RESERVE_S - 45.0)     # 45 s left
+    k, per_block = p._fit(1, 30, 2.0, TOP_UP_MIN_S, share=TOP_UP_SHARE)
+    assert k == 1 and 0 < per_block * FOCUS_BLOCK_S * 30 + TOP_UP_MIN_S <= 45.0 * TOP_UP_SHARE + 0.1
+    assert p._fit(1, 30, 2.0, TOP_UP_MIN_S)[1] > per_block     # the whole of it, without the share

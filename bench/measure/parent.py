@@ -19,6 +19,9 @@ MAX_TOP_UPS = 3        # top-up workers after the full ones, while eager rows st
 TOP_UP_MIN_S = 8.0     # a top-up worker starts when this much is left: start-up 4-6 s, then blocks in
 #                        order until its deadline (H200: 9 blocks in 9 s, 17 in 24 s)
 END_RESERVE_S = 8.0    # the parent's own work after the workers: merge, run file, table, history
+TOP_UP_SHARE = 0.5     # a top-up waits for the fast state within this share of what is left, so the
+#                        next one has time for what it leaves thin (H200, a cold start: one top-up
+#                        waited through 37 of the last 45 s and 10 blocks stayed on 2 processes)
 
 
 def thin_blocks(recs) -> list[tuple[str, str]]:
@@ -74,7 +77,7 @@ class Parent:
             missing = sorted(set(self._thin_focus(runs)) | set(thin_blocks(recs)))
             if not missing:
                 break
-            k, per_block = self._fit(1, len(missing), 2.0, TOP_UP_MIN_S)
+            k, per_block = self._fit(1, len(missing), 2.0, TOP_UP_MIN_S, share=TOP_UP_SHARE)
             if not k:
                 cut["catch_up_skipped"] = [f"{p}/{s}" for p, s in missing]
                 say(f"--hb-budget-s: no time left for a top-up worker ({', '.join(cut['catch_up_skipped'])})")
@@ -156,10 +159,11 @@ class Parent:
                 fast[b] = fast.get(b, 0) + all(oks)
         return sorted(b for b, n in fast.items() if n < MIN_FAST_WORKERS)
 
-    def _fit(self, n: int, blocks: int, per_block: float, fixed_s: float = EXTRA_FIXED_S) -> tuple[int, float]:
+    def _fit(self, n: int, blocks: int, per_block: float, fixed_s: float = EXTRA_FIXED_S,
+             share: float = 1.0) -> tuple[int, float]:
         """How many extra workers (of n) fit in what is left of --hb-budget-s, each costing
         fixed_s besides waiting, and the focus allowances per block each may wait (at most
-        per_block)."""
+        per_block) within `share` of what is left."""
         from cudnn_hostbench.bench.measure.hoststate import FOCUS_BLOCK_S
         budget = self.budget_s
         if not budget:
@@ -170,7 +174,7 @@ class Parent:
         n = min(n, max(0, int(left // fixed_s)))
         if not n:
             return 0, 0.0
-        wait = left / n - fixed_s
+        wait = left * share / n - fixed_s
         return n, max(0.0, min(per_block, wait / (FOCUS_BLOCK_S * blocks)))
 
     def _catch_up(self, runs, missing, say, per_block: float = 2.0):
