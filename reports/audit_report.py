@@ -25,6 +25,18 @@ def _counts_line(c: dict) -> str:
     return ", ".join(f"{k} {v:g}" for k, v in c.items() if k != "steps" and isinstance(v, (int, float)) and v)
 
 
+def _state_note(d: dict) -> str:
+    """The host state an eager figure was timed in ('' for audits from before it was recorded)."""
+    if "host_state" not in d:
+        return ""
+    st = d["host_state"]
+    if st == "fast":
+        return "host in its fast state"
+    if st == "slow":
+        return "host in its slow state: not comparable with fast-state figures"
+    return "host state unknown (rounds of both states kept)"
+
+
 def render_text(r: AuditReport) -> str:
     e = r.env
     lines = [f"hostbench audit: {r.target}",
@@ -32,6 +44,7 @@ def render_text(r: AuditReport) -> str:
              f"· torch {e.get('torch', '?')}",
              "µs per step: " + " · ".join(f"{m} {median_iqr(r.modes.get(m, {}))}" for m in MODES),
              *(f"{m}: {r.modes[m]['error']}" for m in MODES if r.modes.get(m, {}).get("error")),
+             *(f"eager: {_state_note(r.modes['eager'])}" for _ in [0] if _state_note(r.modes.get("eager", {}))),
              f"kernels per step: {num(r.kernels_per_step)}",
              f"host overhead (eager − device): {num(r.host_overhead_us)} µs/step; "
              f"avoidable (sum of findings): {r.avoidable_us:.2f} µs/step",
@@ -54,7 +67,7 @@ def render_text(r: AuditReport) -> str:
 
 def render_markdown(r: AuditReport) -> str:
     e = r.env
-    modes = [[m, num(d.get("median")), num(d.get("iqr")), d.get("error", "")]
+    modes = [[m, num(d.get("median")), num(d.get("iqr")), d.get("error", "") or _state_note(d)]
              for m in MODES for d in [r.modes.get(m, {})]]
     md = [f"# hostbench audit: `{r.target}`", "",
           f"{e.get('gpu_name', '?')} · cuDNN {e.get('cudnn_backend', '?')} · frontend {e.get('cudnn_frontend', '?')} "

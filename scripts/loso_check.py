@@ -1,10 +1,12 @@
 """Leave-one-start-out check of the history gate on the committed H200 history (CPU only).
 
 Each machine start's runs are judged against all the other starts' runs (the fleet), as a nightly
-run on a fresh machine is; a start's second run is also judged with its first in the history (the
-same GPU). No software changed between these runs, so every SLOWER, FASTER or KERNEL CHANGED is
-false. Then one change at a time is injected into each start's runs, and must be the only row
-called: +4 % on a GPU-bound graph row, +4 % on a device row, +8 % on an eager trap ratio.
+run on a fresh machine is; a start's later runs are also judged with its earlier ones in the history
+(the same GPU, once it has noise.MIN_OWN of them; before that the fleet). Every measurement version
+whose full runs come from at least MIN_STARTS starts is checked on its own. No software changed
+between these runs, so every SLOWER, FASTER or KERNEL CHANGED is false. Then one change at a time
+is injected into each start's runs, and must be the only row called: +4 % on a GPU-bound graph row,
++4 % on a device row, +8 % on an eager trap ratio.
 
     python3 -m cudnn_hostbench.scripts.loso_check [EXPORT] [--markdown]
 """
@@ -27,6 +29,7 @@ INJECT = [("graph +4 %", ("fusion", "cudnn_fused", "epilogue-b16m512k1024n512", 
           ("device +4 %", ("sdpa", "cudnn_sdpa", "b32h32s128d128", "device"), 1.04),
           ("eager trap ratio +8 %", ("wrapper", "naive", "1024", "eager"), 1.08)]
 CLASSES = ("graph", "device", "eager ratio (fast state)")
+MIN_STARTS = 3      # a measurement version is checked when its full runs come from this many starts
 
 
 @dataclasses.dataclass
@@ -38,18 +41,40 @@ class Result:
     false_rows: list        # (start, run id, verdict text)
 
 
-def load(export: Path = EXPORT):
-    """The committed history in a scratch store: (store, its full runs of measurement 1 by start)."""
+def load(export: Path = EXPORT, version: int = 1):
+    """The committed history in a scratch store: (store, its full runs of measurement `version`;
+    full: at least FULL figures in version 1, else at least half the version's largest run)."""
     from cudnn_hostbench.reports.history import db, ingest
     tmp = tempfile.mkdtemp(prefix="hb-loso-")
     st = db.open_store(f"sqlite:///{Path(tmp) / 'h.db'}", create=True)
     res = ingest.ingest_paths(st, [export])
     if res.errors:
         raise ValueError(res.errors[0])
-    full = [r for r in st.runs() if r["n_figures"] >= FULL and int(r["measurement_version"]) == 1]
+    runs = [r for r in st.runs() if int(r["measurement_version"]) == version]
+    least = FULL if version == 1 else max((r["n_figures"] for r in runs), default=0) / 2
+    full = [r for r in runs if r["n_figures"] >= least]
     if not full:
-        raise ValueError(f"{export}: no full run of measurement 1 in it: nothing to leave out")
+        raise ValueError(f"{export}: no full run of measurement {version} in it: nothing to leave out")
     return st, full
+
+
+def versions(export: Path = EXPORT) -> list[int]:
+    """Measurement versions whose full runs come from at least MIN_STARTS machine starts."""
+    from cudnn_hostbench.reports.history import db, ingest, noise
+    tmp = tempfile.mkdtemp(prefix="hb-loso-")
+    st = db.open_store(f"sqlite:///{Path(tmp) / 'h.db'}", create=True)
+    res = ingest.ingest_paths(st, [export])
+    if res.errors:
+        raise ValueError(res.errors[0])
+    runs = st.runs()
+    st.close()
+    out = []
+    for v in sorted({int(r["measurement_version"]) for r in runs}):
+        of = [r for r in runs if int(r["measurement_version"]) == v]
+        least = FULL if v == 1 else max(r["n_figures"] for r in of) / 2
+        if len({noise.start_of(r) for r in of if r["n_figures"] >= least}) >= MIN_STARTS:
+            out.append(v)
+    return out
 
 
 def _inject(figs: dict, run_id: int, row: tuple, factor: float) -> dict | None:
@@ -62,9 +87,9 @@ def _inject(figs: dict, run_id: int, row: tuple, factor: float) -> dict | None:
     return out
 
 
-def run(export: Path = EXPORT) -> Result:
+def run(export: Path = EXPORT, version: int = 1) -> Result:
     from cudnn_hostbench.reports.history import check, noise
-    st, full = load(export)
+    st, full = load(export, version)
     figs = st.figures([r["id"] for r in full])
     st.close()
     starts = sorted({noise.start_of(r) for r in full})
@@ -167,13 +192,15 @@ def run_cmd(a) -> int:
         print(f"{a.prog}: {export}: no such history export", file=sys.stderr)
         return 2
     try:
-        res = run(export)
+        got = [(v, run(export, v)) for v in versions(export) or [1]]
     except ValueError as e:   # a corrupt or empty export: one line, nothing else
         print(f"{a.prog}: {e}", file=sys.stderr)
         return 2
-    print(table(res))
-    for s, rid, setting, text in res.false_rows:
-        print(f"false: {s} run {rid} ({setting}): {text}")
+    for v, res in got:
+        print(f"\nmeasurement version {v}:\n")
+        print(table(res))
+        for s, rid, setting, text in res.false_rows:
+            print(f"false: {s} run {rid} ({setting}): {text}")
     return 0
 
 

@@ -1,7 +1,7 @@
 """The leave-one-start-out check of the history gate on the committed H200 history
 (scripts/loso_check.py), as CI runs it: each machine start's runs judged against the other starts.
 
-Issue 26's targets: no false SLOWER/FASTER/KERNEL CHANGED on any start; median MDC against the fleet
+Issue 26's targets, per measurement version: no false SLOWER/FASTER/KERNEL CHANGED on any start; median MDC against the fleet
 <= 3 % on graph/device rows and <= 6 % on eager trap ratios; against the same GPU <= 1.5 % on
 graph/device rows. Measured on the committed history (docs/measurements.md has the table) they are
 not all met; test_targets says which are missing and fails loudly (strict xfail) once they are
@@ -21,6 +21,11 @@ def loso():
     return loso_check.run()
 
 
+@pytest.fixture(scope="module")
+def loso3():
+    return loso_check.run(version=3)
+
+
 def _false(res, setting: int) -> int:
     return sum(s[setting] for s in res.starts)
 
@@ -29,28 +34,43 @@ def test_every_start_is_judged_and_none_says_kernel_changed(loso):
     assert len(loso.starts) == 6 and all(n == 2 for _, n, *_ in loso.starts)
     # the timing races (autotune picks) are information now, never KERNEL CHANGED
     assert not any("KERNEL CHANGED" in text for *_, text in loso.false_rows)
-    assert sum(s[4] for s in loso.starts) > 0
 
 
 def test_false_verdicts_and_mdcs_stay_within_what_was_measured(loso):
-    # measured: 4 false verdicts against the fleet over 12 runs (the check before this change:
-    # 180 in the same leave-one-start-out setting), 7 against the same GPU
-    assert _false(loso, 2) <= 4 and _false(loso, 3) <= 7
+    # measured: 3 false verdicts against the fleet over 12 runs (the check before issue 26: 180 in
+    # the same setting); a start's second run, its first in the history, is judged on the fleet
+    # too (one run of its own GPU is too few: noise.MIN_OWN), with no false verdict
+    assert _false(loso, 2) <= 3 and _false(loso, 3) == 0
     assert max(s[2] for s in loso.starts) <= 2
     fleet, same = loso_check.medians(loso)
     assert fleet["graph"] <= 0.032 and fleet["device"] <= 0.0251 and fleet["eager ratio (fast state)"] <= 0.082
-    assert same["device"] <= 0.0152 and same["graph"] <= 0.027
-    assert loso.caught["graph +4 %"][0] >= 8 and loso.caught["device +4 %"][0] >= 8
+    assert same == {}        # no start has the two earlier runs a same-GPU judgment needs
+    assert loso.caught["graph +4 %"][0] >= 9 and loso.caught["device +4 %"][0] >= 9
 
 
-@pytest.mark.xfail(strict=True, reason="issue 26's targets, not met on the committed history: false verdicts "
-                                       "on 4 of 6 starts, fleet graph MDC 3.2 %, eager MDC 8.1 %, "
-                                       "same-GPU graph MDC 2.6 %")
-def test_targets(loso):
-    fleet, same = loso_check.medians(loso)
-    assert _false(loso, 2) == 0 and _false(loso, 3) == 0
-    assert fleet["graph"] <= 0.03 and fleet["device"] <= 0.03 and fleet["eager ratio (fast state)"] <= 0.06
-    assert same["graph"] <= 0.015 and same["device"] <= 0.015
+def test_measurement_3_history_has_no_false_verdict_on_any_start(loso3):
+    """The history users have now (measurement 3, 10 full runs on 5 starts of 2026-12-01, each on its
+    own GPU UUID): no false verdict against the fleet or the same GPU, and every injected graph and
+    device change caught alone."""
+    assert loso_check.versions() == [1, 3]
+    assert len(loso3.starts) == 5 and sum(n for _, n, *_ in loso3.starts) == 10
+    assert _false(loso3, 2) == 0 and _false(loso3, 3) == 0 and not loso3.false_rows
+    fleet, same = loso_check.medians(loso3)
+    assert fleet["graph"] <= 0.036 and fleet["device"] <= 0.0251 and fleet["eager ratio (fast state)"] <= 0.088
+    assert same["device"] <= 0.0151 and same["graph"] <= 0.028      # one start with three runs
+    assert loso3.caught["graph +4 %"] == [10, 10] and loso3.caught["device +4 %"] == [10, 10]
+    assert loso3.caught["eager trap ratio +8 %"][0] >= 4
+
+
+@pytest.mark.xfail(strict=True, reason="issue 26's targets, not met on the committed history: measurement 1 "
+                                       "3 false verdicts on 2 of 6 starts, fleet graph MDC 3.2 %, eager 8.1 %; "
+                                       "measurement 3 fleet graph 3.5 %, eager 8.8 %, same-GPU graph 2.8 %")
+def test_targets(loso, loso3):
+    for res in (loso, loso3):
+        fleet, same = loso_check.medians(res)
+        assert _false(res, 2) == 0 and _false(res, 3) == 0
+        assert fleet["graph"] <= 0.03 and fleet["device"] <= 0.03 and fleet["eager ratio (fast state)"] <= 0.06
+        assert same and same["graph"] <= 0.015 and same["device"] <= 0.015
 
 
 def test_the_fleet_noise_table_is_the_committed_history_s():

@@ -16,7 +16,7 @@ from cudnn_hostbench.scripts import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 REF = ROOT / "reports" / "reference" / "h200"
-PAIR = [str(REF / "aa" / "run1.json"), str(REF / "run.json")]
+PAIR = [str(REF / "aa" / "run1.json"), str(REF / "aa" / "run2.json")]   # the reference A/A pair
 MATRIX = [str(REF / "matrix" / "run-fe1.20.0.json"), str(REF / "matrix" / "run-fe1.32.0.json"), "--normalize"]
 
 

@@ -356,10 +356,14 @@ def machine_line(target: dict) -> str:
     """Where the run ran and what it is judged against, in one line."""
     start = target.get("start") or "unknown start"
     own = target.get("same_gpu_runs", 0)
-    against = (f"judged against its own GPU's {own} earlier run(s) on this key (same GPU: within-start scale)"
-               if own else f"no earlier run on this GPU: judged against the fleet "
-                           f"({target.get('history_runs', 0)} runs on {target.get('history_starts', 0)} starts, "
-                           f"between-start scale)")
+    fleet = (f"judged against the fleet ({target.get('history_runs', 0)} runs on "
+             f"{target.get('history_starts', 0)} starts, between-start scale)")
+    if own >= noise.MIN_OWN:
+        against = f"judged against its own GPU's {own} earlier runs on this key (same GPU: within-start scale)"
+    elif own:
+        against = f"one earlier run on this GPU, too few to judge by (needs {noise.MIN_OWN}): {fleet}"
+    else:
+        against = f"no earlier run on this GPU: {fleet}"
     return f"  machine: start {start}; {against}"
 
 
