@@ -426,11 +426,29 @@ def test_audit_samples_the_step_on_cpu(monkeypatch):
     monkeypatch.setattr(tm, "capture", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("no capture on CPU")))
     monkeypatch.setattr(audit, "_device_mode", lambda step, sync, opt: ({"median": 1.0, "iqr": 0.0}, 1.0, []))
     monkeypatch.setattr(sampler, "CHUNK_S", 0.05)
+    monkeypatch.setattr(audit, "HOST_WARM_S", 0.5)
+    seen = {}
+    monkeypatch.setattr(tm, "measure_eager", lambda fns, *a, **k: seen.setdefault("watch", k.get("watch"))
+                        and {"step": ([us] * 3, 10)})
     r = audit.audit(steps.step, ctx=types.SimpleNamespace(stream=None), target="t.py:step", root=ROOT)
+    # the eager rounds ran under a host-state watch, and the figure says what it learned
+    assert seen["watch"].host is not None and seen["watch"].host.floor > 0
+    assert r.modes["eager"]["host_state"] == "" and r.modes["eager"]["host"]["floor_us"] == seen["watch"].host.floor
+    assert "eager: host state unknown" in audit_report.render_text(r)
     lines = {x["line"] for x in r.lines["rows"]}
     assert f"{HERE}:{steps.line_of('torch-op')}" in lines and r.sampling["steps"] > 0
     assert r.projection["method"] == "lines" and r.projection["projected_us"] > 0
     assert "host time by source line" in audit_report.render_text(r)
+
+
+def test_the_eager_figure_names_its_host_state():
+    note = audit_report._state_note
+    assert note({"median": 10.9}) == ""                              # audits from before it was recorded
+    assert note({"median": 10.9, "host_state": "fast"}) == "host in its fast state"
+    assert note({"median": 19.6, "host_state": "slow"}).startswith("host in its slow state: not comparable")
+    r = _load("audit-fixed")
+    slow = dataclasses.replace(r, modes=dict(r.modes, eager=dict(r.modes["eager"], host_state="slow")))
+    assert "| eager | 10.90 | 0.31 | host in its slow state" in audit_report.render_markdown(slow)
 
 
 def test_audit_refuses_before_measuring_when_the_sampler_cannot_start(monkeypatch):
@@ -493,6 +511,8 @@ def test_projection_against_the_fixed_example_on_the_h200(trap, fixed):
     if not ((REF / fixed).is_dir() and _load(trap).sampling.get("stacks")):
         pytest.skip(PENDING)
     from cudnn_hostbench.bench.measure.records import load_run
+    # a projection is checked against a step timed in the same host state (both recorded, or neither)
+    assert _load(trap).modes["eager"].get("host_state") == _load(fixed).modes["eager"].get("host_state")
     r = audit.price(_load(trap), load_run(REF / "run.json"))
     measured = _load(fixed).modes["eager"]["median"]
     off = audit_lines.against(r.projection, measured)
