@@ -363,7 +363,7 @@ def test_a_machine_wide_shift_between_starts_is_said_once_not_as_many_regression
     ref = ROOT / "reports" / "reference" / "h200"
     a = load_run(ref / "aa" / "run1.json")
     a.fingerprint["machine"] = {"boot_id": "b1", "gpu_uuid": "GPU-a"}
-    b = _scaled(load_run(ref / "run.json"), 1.06, {"boot_id": "b2", "gpu_uuid": "GPU-b"})
+    b = _scaled(load_run(ref / "aa" / "run2.json"), 1.06, {"boot_id": "b2", "gpu_uuid": "GPU-b"})
     df = cmp.compare(a, b)
     assert "GPU-bound rows 6." in cmp.machine_line(df) and "slower than the base's" in cmp.machine_line(df)
     assert not set(df.verdict) & {"SLOWER", "KERNEL CHANGED"}
