@@ -195,3 +195,18 @@ def test_good_input_still_works(files, tmp_path):
     res = hostbench("compare", files["good"], files["good"], "--markdown", md)
     assert res.returncode == 0 and "| execute |" in md.read_text()
     assert not list(tmp_path.glob("*.tmp")) and not list(out.glob("*.tmp"))
+
+
+def test_audit_examples_script_without_a_gpu_says_so_per_example_and_exits_2(tmp_path):
+    """scripts/audit_examples.sh (docs/audit.md): each example's audit one line and its log, exit 2."""
+    import os
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    p = subprocess.run(["bash", str(root / "scripts" / "audit_examples.sh"), str(tmp_path / "out")],
+                       capture_output=True, text=True, env=env, timeout=300)
+    lines = p.stdout.strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 5, p.stdout + p.stderr
+    assert [x.split(":")[1].strip() for x in lines] == ["naive", "fixed", "mixed", "custom_op", "direct_op"]
+    assert all(": exit 2 (" in x for x in lines)
+    log = (tmp_path / "out" / "audit-naive.log").read_text().strip().splitlines()
+    assert len(log) == 1 and log[0].startswith("hostbench audit: needs a CUDA GPU")
