@@ -202,10 +202,38 @@ def audit_example() -> str:
         if AUDITS["fixed"].exists() else []
     return "\n".join(["#### `hostbench audit examples/naive_integration.py:make_step` on the H200", "",
                       *head[2:], "", "Findings" + body.rstrip(), "",
+                      *_lines_and_projection(text),
                       "The fixed example (`examples/fixed_integration.py`), same run file:", "",
-                      *fixed[2:],
+                      *fixed[2:], *_projection_against_fixed(),
                       "", f"Full reports: [{path.parent.name}]({path.relative_to(ROOT)}), "
                       f"[audit-fixed]({AUDITS['fixed'].relative_to(ROOT)})."])
+
+
+def _lines_and_projection(text: str, top: int = 5) -> list[str]:
+    """The naive audit's line table (its `top` costliest lines) and its projection, from audit.md."""
+    if "\n## Host time by source line" not in text:
+        return []
+    sec = text.split("\n## Host time by source line", 1)[1].split("\n## ", 1)[0].strip().splitlines()
+    table = [x for x in sec if x.startswith("|")]
+    intro = [x for x in sec[:sec.index(table[0])] if x.strip()] if table else []
+    out = ["Host time by source line: " + "; ".join(intro), "", *table[:2 + top]]
+    if "\n## Projected with every finding fixed" in text:
+        proj = text.split("\n## Projected with every finding fixed", 1)[1].split("\n## ", 1)[0].strip()
+        out += ["", "Projected with every finding fixed: " + proj.split("\n\n", 1)[0]]
+    return out + [""]
+
+
+def _projection_against_fixed() -> list[str]:
+    """The naive projection against the fixed example's measured eager step (both from audit.json)."""
+    import json
+    try:
+        naive = json.loads(AUDITS["naive"].with_name("audit.json").read_text(encoding="utf-8"))
+        fixed = json.loads(AUDITS["fixed"].with_name("audit.json").read_text(encoding="utf-8"))
+        p, m = naive["projection"]["projected_us"], fixed["modes"]["eager"]["median"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    return ["", f"The naive example's projection, {p:.2f} µs/step, against the fixed example's measured "
+                f"{m:.2f}: {(p / m - 1) * 100:+.0f} %."]
 
 
 def sections() -> dict:
