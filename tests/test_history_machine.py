@@ -4,6 +4,7 @@ rules are stored (and inferred for old runs); the check says which scale judged 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from cudnn_hostbench.bench.measure import records
@@ -120,3 +121,17 @@ def test_a_figure_of_one_process_is_never_slower(tmp_path):
     v = next(v for v in vs if v.row == row)
     assert v.verdict == "UNSURE" and "one process" in v.note and v.processes == 1
     st.close()
+
+
+def test_one_earlier_run_of_the_same_gpu_is_too_few_the_fleet_judges():
+    """H200, start S5: its second run judged against its cold first run alone raised 3 false FASTER;
+    a same-GPU location needs noise.MIN_OWN earlier runs of that GPU."""
+    logs, groups = [0.0, 0.01, -0.01, 0.05], ["s1", "s2", "s3", "me"]
+    one = noise.predict(logs, groups, [False, False, False, True], noise.Parts(), noise.Pool(1e-5, 4e-5))
+    two = noise.predict([*logs, 0.05], [*groups, "me"], [False, False, False, True, True], noise.Parts(),
+                        noise.Pool(1e-5, 4e-5))
+    assert noise.MIN_OWN == 2 and one.kind == "fleet" and two.kind == "same GPU"
+    assert abs(two.location - math.exp(0.05)) < 1e-9
+    line = check.machine_line({"start": "b/GPU-x", "same_gpu_runs": 1, "history_runs": 9, "history_starts": 4})
+    assert "1 earlier run(s) on this GPU, too few to judge by (needs 2): judged against the fleet (9 runs" in line
+    assert "judged against its own GPU's 2 earlier runs" in check.machine_line({"start": "b", "same_gpu_runs": 2})

@@ -361,7 +361,7 @@ def machine_line(target: dict) -> str:
     if own >= noise.MIN_OWN:
         against = f"judged against its own GPU's {own} earlier runs on this key (same GPU: within-start scale)"
     elif own:
-        against = f"one earlier run on this GPU, too few to judge by (needs {noise.MIN_OWN}): {fleet}"
+        against = f"{own} earlier run(s) on this GPU, too few to judge by (needs {noise.MIN_OWN}): {fleet}"
     else:
         against = f"no earlier run on this GPU: {fleet}"
     return f"  machine: start {start}; {against}"
