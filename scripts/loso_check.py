@@ -41,18 +41,29 @@ class Result:
     false_rows: list        # (start, run id, verdict text)
 
 
-def load(export: Path = EXPORT, version: int = 1):
-    """The committed history in a scratch store: (store, its full runs of measurement `version`;
-    full: at least FULL figures in version 1, else at least half the version's largest run)."""
+def _scratch(export: Path):
+    """The export read into a scratch SQLite store (ValueError: the export's first unreadable part)."""
     from cudnn_hostbench.reports.history import db, ingest
     tmp = tempfile.mkdtemp(prefix="hb-loso-")
     st = db.open_store(f"sqlite:///{Path(tmp) / 'h.db'}", create=True)
     res = ingest.ingest_paths(st, [export])
     if res.errors:
         raise ValueError(res.errors[0])
-    runs = [r for r in st.runs() if int(r["measurement_version"]) == version]
-    least = FULL if version == 1 else max((r["n_figures"] for r in runs), default=0) / 2
-    full = [r for r in runs if r["n_figures"] >= least]
+    return st
+
+
+def _full(runs: list[dict], version: int) -> list[dict]:
+    """The full runs of measurement `version`: at least FULL figures in version 1, else at least half
+    the version's largest run."""
+    of = [r for r in runs if int(r["measurement_version"]) == version]
+    least = FULL if version == 1 else max((r["n_figures"] for r in of), default=0) / 2
+    return [r for r in of if r["n_figures"] >= least]
+
+
+def load(export: Path = EXPORT, version: int = 1):
+    """The committed history in a scratch store: (store, its full runs of measurement `version`)."""
+    st = _scratch(export)
+    full = _full(st.runs(), version)
     if not full:
         raise ValueError(f"{export}: no full run of measurement {version} in it: nothing to leave out")
     return st, full
@@ -60,21 +71,12 @@ def load(export: Path = EXPORT, version: int = 1):
 
 def versions(export: Path = EXPORT) -> list[int]:
     """Measurement versions whose full runs come from at least MIN_STARTS machine starts."""
-    from cudnn_hostbench.reports.history import db, ingest, noise
-    tmp = tempfile.mkdtemp(prefix="hb-loso-")
-    st = db.open_store(f"sqlite:///{Path(tmp) / 'h.db'}", create=True)
-    res = ingest.ingest_paths(st, [export])
-    if res.errors:
-        raise ValueError(res.errors[0])
+    from cudnn_hostbench.reports.history import noise
+    st = _scratch(export)
     runs = st.runs()
     st.close()
-    out = []
-    for v in sorted({int(r["measurement_version"]) for r in runs}):
-        of = [r for r in runs if int(r["measurement_version"]) == v]
-        least = FULL if v == 1 else max(r["n_figures"] for r in of) / 2
-        if len({noise.start_of(r) for r in of if r["n_figures"] >= least}) >= MIN_STARTS:
-            out.append(v)
-    return out
+    return [v for v in sorted({int(r["measurement_version"]) for r in runs})
+            if len({noise.start_of(r) for r in _full(runs, v)}) >= MIN_STARTS]
 
 
 def _inject(figs: dict, run_id: int, row: tuple, factor: float) -> dict | None:
