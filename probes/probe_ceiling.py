@@ -27,10 +27,10 @@ class _Gemm:
     def __init__(self, ctx, a, w_view, out):
         self.ctx = ctx
         mm = Matmul(ctx, a, w_view, out)
-        self.b = mm.build(all_plans=True)
         # the heuristic's pick, the plan generic execute runs: the same plan on every GPU of one
         # model, so naive and fixed differ only by the call path (a timing race would not be)
-        self.index = mm.heuristic_plan()
+        self.index = mm.pin_heuristic()
+        self.b = mm.built
         self.name = plan_name(self.b.graph, self.index)
 
     def fixed(self, a, w_view, out):

@@ -374,7 +374,9 @@ def _fake_cudnn():
         def build_operation_graph(self): pass
         def create_execution_plans(self, modes): pass
         def check_support(self): pass
-        def build_plans(self, policy): pass
+        def build_plans(self, policy): pygraph.policies.append(policy)
+        def get_execution_plan_count(self): return 3
+        def get_workspace_size_plan_at_index(self, i): return 8
         def get_workspace_size(self): return 16
         def get_plan_name_at_index(self, i): return f"eng{i}"
 
@@ -383,7 +385,7 @@ def _fake_cudnn():
 
         def execute_plan_at_index(self, pack, ws, index, handle=None, tensor_uids=None):
             self.calls.append(("pinned", pack, tensor_uids))
-    pygraph.made, pygraph.plan_index = [], 0
+    pygraph.made, pygraph.plan_index, pygraph.policies = [], 0, []
     cudnn.pygraph = pygraph
     return cudnn
 
@@ -440,6 +442,22 @@ def test_sdpa_decode_wiring():
     assert bufs[-3].view(-1).tolist() == [0, 8 * 8, 8 * 14, 8 * 18]   # K offsets: lengths 8, 6, 4 × H·D
     assert bl.tensors[5].kw["ragged_offset"] is named["o_ragged_offset"] is bl.tensors[-1]
     assert bl.tensors[5].kw["output"] is True and bufs[5] is o
+
+
+@pytest.mark.parametrize("index", [2, None])
+def test_a_heuristic_pin_builds_the_heuristics_plan_alone(index):
+    """Rows pinned by the heuristic rule build one plan (policy HEURISTICS_CHOICE), not every plan:
+    the others would only cost build time in every worker. Without the selected index (frontends
+    before 1.27) it builds every plan and takes the first that built."""
+    from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul
+    ctx = _fake_cudnn_ctx()
+    ctx.cudnn.pygraph.plan_index = index
+    mm = Matmul.cube(ctx, "8")
+    assert mm.pin(rule="heuristic") == (2 if index is not None else 0)
+    assert ctx.cudnn.pygraph.policies == (["H"] if index is not None else ["H", "ALL"])
+    assert mm.built.plans == ([2] if index is not None else [0, 1, 2])
+    assert mm.built.pinned_by == "heuristic" and mm.built.uids == Matmul.UIDS
+    assert mm.plan_label() == ("2:eng2" if index is not None else "0:eng0")
 
 
 def test_registration_probe_wiring(monkeypatch):

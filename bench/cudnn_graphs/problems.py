@@ -127,25 +127,38 @@ class Matmul(Checked):
     def graph(self):
         return self.describe()
 
-    def build(self, all_plans: bool = False, what: str = "matmul graph") -> Built:
-        """The five timed steps; all_plans builds every plan (policy ALL) with fixed UIDs, for pinning."""
-        g, ts = self.describe(fixed_uids=all_plans)
+    def build(self, all_plans: bool = False, what: str = "matmul graph", pinning: bool = False) -> Built:
+        """The five timed steps; all_plans builds every plan (policy ALL). pinning (implied by
+        all_plans): fixed UIDs, and a refused graph is Unsupported."""
+        pinning = pinning or all_plans
+        g, ts = self.describe(fixed_uids=pinning)
         policy = self.ctx.cudnn.build_plan_policy.ALL if all_plans else None
-        self.built = build_graph(self.ctx, g, list(ts), policy=policy, rejected_is_unsupported=all_plans, what=what)
+        self.built = build_graph(self.ctx, g, list(ts), policy=policy, rejected_is_unsupported=pinning, what=what)
         self.vp = dict(zip(ts, (self.a, self.b, self.c)))
         return self.built
 
+    def pin_heuristic(self) -> int:
+        """Builds the heuristic's plan alone (the walk's first plan that builds) and pins it. Building
+        every plan would also build engines no row runs, in every worker. A frontend that does not expose the selected index
+        (before 1.27) builds every plan and takes the first that built, as heuristic_plan says."""
+        b = self.build(pinning=True)
+        if b.index is None:
+            b = self.build(all_plans=True)
+        else:
+            b.plans = [b.index]
+        b.pinned, b.pinned_by = self.heuristic_plan(), "heuristic"
+        return b.pinned
+
     def pin(self, cache: bool = True, rule: str = "autotuned") -> int:
-        """Builds every plan and pins one. rule 'heuristic': the heuristic's pick (the plan generic
+        """Pins one plan. rule 'heuristic': the heuristic's pick, built alone (the plan generic
         execute runs), the same plan on every GPU of one model and software stack, for rows that
         measure the call path; 'autotuned': the fastest by GPU time, a race whose winner may
         differ between two GPUs of one model (a plan pinned before on this context is reused)."""
-        b = self.build(all_plans=True)
         if rule == "heuristic":
-            b.pinned, b.pinned_by = self.heuristic_plan(), "heuristic"
-            return b.pinned
+            return self.pin_heuristic()
         if rule != "autotuned":
             raise ValueError(f"plan rule {rule!r}: 'heuristic' or 'autotuned'")
+        b = self.build(all_plans=True)
         key = GraphCache.key(*self.buffers())
         pinned = self.ctx.pinned_plans.get(key) if cache else None
         if pinned is None or pinned not in b.plans:
