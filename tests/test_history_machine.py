@@ -135,3 +135,21 @@ def test_one_earlier_run_of_the_same_gpu_is_too_few_the_fleet_judges():
     line = check.machine_line({"start": "b/GPU-x", "same_gpu_runs": 1, "history_runs": 9, "history_starts": 4})
     assert "1 earlier run(s) on this GPU, too few to judge by (needs 2): judged against the fleet (9 runs" in line
     assert "judged against its own GPU's 2 earlier runs" in check.machine_line({"start": "b", "same_gpu_runs": 2})
+
+
+def test_heavy_graph_replays_and_their_device_rows_take_factors_of_their_own():
+    """A run that replays every heavy graph row 3 % above the history (the GPU's power state) while
+    its profiled kernels hold still: the graph rows take the 3 %, the device rows on the same kernels
+    none (one factor for both put 1.5 % on the device rows and judged them FASTER)."""
+    import types
+    logs, locs = {}, {}
+    for i in range(12):
+        for mode, shift in (("graph", 0.03), ("device", 0.0)):
+            row = (f"p{i}", "v", "4096", mode)
+            locs[row] = 7.0
+            logs[row] = ("heavy", f"k{i % 2}", 7.0 + shift)
+    f = noise.machine_factors(logs, locs)
+    assert math.isclose(f[("graph", "heavy")], 0.03) and math.isclose(f[("device", "heavy")], 0.0, abs_tol=1e-12)
+    fig = lambda mode: types.SimpleNamespace(mode=mode, on_ratio=False, median_us=900.0, kernels="k0")  # noqa: E731
+    assert math.isclose(noise.offset(f, fig("graph")), 0.03)
+    assert math.isclose(noise.offset(f, fig("device")), 0.0, abs_tol=1e-12)

@@ -57,7 +57,7 @@ def test_measurement_3_history_has_no_false_verdict_on_any_start(loso3):
     assert _false(loso3, 2) == 0 and _false(loso3, 3) == 0 and not loso3.false_rows
     fleet, same = loso_check.medians(loso3)
     assert fleet["graph"] <= 0.036 and fleet["device"] <= 0.0251 and fleet["eager ratio (fast state)"] <= 0.088
-    assert same["device"] <= 0.0151 and same["graph"] <= 0.028      # one start with three runs
+    assert same["device"] <= 0.0151 and same["graph"] <= 0.0285     # one start with three runs
     assert loso3.caught["graph +4 %"] == [10, 10] and loso3.caught["device +4 %"] == [10, 10]
     assert loso3.caught["eager trap ratio +8 %"][0] >= 4
 
