@@ -110,14 +110,16 @@ def machine_factor(a: dict, b: dict) -> float | None:
     return math.exp(statistics.median(logs)) if len(logs) >= noise.MIN_FACTOR_ROWS else None
 
 
-def cross_floor(mode: str, on_ratio: bool, per_call_us: float) -> float:
+def cross_floor(mode: str, on_ratio: bool, per_call_us: float, probe: str = "", variant: str = "") -> float:
     """The least change judged between two machine starts: K x the sd of a difference of two runs
-    of different starts, from the committed fleet's noise (history.noise.FLEET)."""
+    of different starts, from the committed fleet's noise (history.noise.FLEET); for an eager ratio
+    that follows each host's speed, its own measured floor (gate.CROSS_START_THRESHOLD) when higher."""
     cls = ("eager", "ratio" if on_ratio else "us") if mode == "eager" else (
         ("host", "*") if mode == "host" else (mode, "heavy" if per_call_us >= noise.HEAVY_US
                                               else "gpu-bound" if per_call_us >= noise.GPU_BOUND_US else "light"))
     w, b = noise.FLEET.get(cls, (0.0, 0.0))
-    return CROSS_K * math.sqrt(2 * (w * w + b * b))
+    own = gate.cross_start_threshold(probe, variant, mode) if on_ratio else 0.0
+    return max(CROSS_K * math.sqrt(2 * (w * w + b * b)), own)
 
 
 CROSS_K = 3.0   # as the history check's K
@@ -186,7 +188,7 @@ def compare(base: Run, new: Run, threshold: float | None = None, alpha: float = 
             sa, sb = _side(base, ra, False), _side(new, rb, False)
         if on_ratio:
             row["unit"] = f"x {bl.variant}"
-        floor_min = cross_floor(ra.mode, on_ratio, min(sa.per_call_us, sb.per_call_us)) \
+        floor_min = cross_floor(ra.mode, on_ratio, min(sa.per_call_us, sb.per_call_us), ra.probe, ra.variant) \
             if where["cross_start"] and threshold is None else 0.0
         v, change, p, note = gate.judge(sa, sb, ra.mode, threshold, alpha, min_samples, floor_min=floor_min)
         if fac != 1.0:

@@ -56,6 +56,14 @@ PROBE_THRESHOLD = {("sdpa_decode", "eager"): 0.30, ("sdpa_decode", "graph"): 0.0
 # of one call against torch.mm's eager call 0.25-0.32x. Calibrated on the runs it is checked on: a
 # floor to re-derive as the history grows.
 VARIANT_THRESHOLD = {("ceiling", "naive", "eager"): 0.25, ("registration", "graphed", "eager"): 0.25}
+# The same rows between two machine starts (runs of measurement 3 on seven starts, fast state, 14
+# runs: docs/measurements.md 2026-12-01 16:00): each start's host runs torch's Python at its own
+# speed, and these ratios set a Python-heavy call against a lighter one. Largest change between any
+# two runs: registration graphed 26.6 % (0.252-0.319x), ceiling naive 34.4 % (1.04-1.40x), decode
+# SDPA 32.1 % (b16h8s1024d128 padded); within one start they moved 6-7 %. 1.3x that, as above,
+# and only where the two runs are of different starts (compare.cross_floor).
+CROSS_START_THRESHOLD = {("ceiling", "naive", "eager"): 0.45, ("registration", "graphed", "eager"): 0.35,
+                         ("sdpa_decode", "*", "eager"): 0.42}
 
 
 # a power-capped replay follows the GPU's power state (H200, one start, two runs: measurement/4096
@@ -67,6 +75,11 @@ def power_bound(mode: str, clock_drop: bool, per_call_us: float) -> bool:
     """A heavy graph replay whose GPU clock dropped on kept rounds: UNSURE at most, in the pairwise
     gate and in the history check alike."""
     return mode == "graph" and clock_drop and per_call_us >= HEAVY_US
+
+
+def cross_start_threshold(probe: str, variant: str, mode: str) -> float:
+    """A row's floor between two machine starts where its eager ratio follows each host's speed, else 0."""
+    return CROSS_START_THRESHOLD.get((probe, variant, mode), CROSS_START_THRESHOLD.get((probe, "*", mode), 0.0))
 
 
 def row_threshold(probe: str, variant: str, mode: str) -> float | None:

@@ -111,6 +111,10 @@ def test_two_starts_are_judged_on_the_between_start_scale_and_say_so(tmp_path):
     # eager ratios between starts: the fleet's between-start noise sets a wider floor than 7 %
     assert cmp.cross_floor("eager", True, 10.0) > 0.07
     assert verdicts(cross, variant="generic", mode="eager") == ["SAME"]
+    # a ratio that follows each host's speed: its own measured floor between starts, not within one
+    assert cmp.cross_floor("eager", True, 4.0, "registration", "graphed") == 0.35
+    assert cmp.cross_floor("eager", True, 40.0, "sdpa_decode", "cudnn_ragged") == 0.42
+    assert cmp.cross_floor("eager", False, 4.0, "registration", "graphed") < 0.35   # its µs are not the ratio
     reboot = _with_machine(tmp_path / "d.json", 3, "boot9/GPU-a", "GPU-a")
     assert "same GPU after a reboot" in cmp.machine_line(cmp.compare(a, reboot))
     old = make_run(tmp_path / "e.json", 4)       # no machine identity: an unknown start, judged as before
