@@ -24,8 +24,9 @@ EAGER_TRAP = ("wrapper", "naive", "1024", "eager")                          # fa
 # pair of the three framework probes (aa/framework-pair.md); then version 3: five full runs on three
 # machine starts (calls 1-5 of 2026-12-01 12:23-12:58, docs/measurements.md), and five more on two
 # further starts (14:07-14:31: a pair on S4, three runs on S5; the last two are aa/run1.json and
-# aa/run2.json)
-RUNS = 37
+# aa/run2.json); then four more on two further starts (15:50-16:12: one run on S6, three on S7; the
+# last is run.json)
+RUNS = 41
 
 
 def fresh(tmp_path) -> db.Store:
@@ -99,13 +100,13 @@ def test_a_run_on_a_new_start_is_judged_against_the_fleet_and_its_machine_factor
 
 
 def test_the_committed_reference_run_against_its_own_key_is_all_same(tmp_path):
-    # every measurement-3 run (run.json is the second run of start S3; aa/run1.json and aa/run2.json
-    # the last two of S5) against the runs before it on its key: no SLOWER, FASTER or KERNEL CHANGED
-    # (the nightly recipe of docs/history.md)
+    # every measurement-3 run (aa/run1.json and aa/run2.json the last two of S5; run.json the third
+    # run of S7, the newest) against the runs before it on its key: no SLOWER, FASTER or KERNEL
+    # CHANGED (the nightly recipe of docs/history.md)
     st = fresh(tmp_path)
     v3 = sorted((r for r in st.runs() if str(r["measurement_version"]) == "3"), key=lambda r: r["started_at"])
-    assert len(v3) == 10 and v3[-1]["source_path"] == "reports/reference/h200/aa/run2.json"
-    assert "reports/reference/h200/run.json" in [r["source_path"] for r in v3]
+    assert len(v3) == 14 and v3[-1]["source_path"] == "reports/reference/h200/run.json"
+    assert "reports/reference/h200/aa/run2.json" in [r["source_path"] for r in v3]
     for r in v3:
         assert not [v for v in judged(st, r["id"]) if v.verdict in ("SLOWER", "FASTER", "KERNEL CHANGED")], r["id"]
     st.close()

@@ -49,22 +49,22 @@ def test_false_verdicts_and_mdcs_stay_within_what_was_measured(loso):
 
 
 def test_measurement_3_history_has_no_false_verdict_on_any_start(loso3):
-    """The history users have now (measurement 3, 10 full runs on 5 starts of 2026-12-01, each on its
-    own GPU UUID): no false verdict against the fleet or the same GPU, and every injected graph and
-    device change caught alone."""
+    """The history users have now (measurement 3, 14 full runs on 7 starts of 2026-12-01, each on its
+    own GPU UUID): no false verdict against the fleet or the same GPU, and nearly every injected
+    graph and device change caught alone (measured: 13 and 14 of 14)."""
     assert loso_check.versions() == [1, 3]
-    assert len(loso3.starts) == 5 and sum(n for _, n, *_ in loso3.starts) == 10
+    assert len(loso3.starts) == 7 and sum(n for _, n, *_ in loso3.starts) == 14
     assert _false(loso3, 2) == 0 and _false(loso3, 3) == 0 and not loso3.false_rows
     fleet, same = loso_check.medians(loso3)
-    assert fleet["graph"] <= 0.036 and fleet["device"] <= 0.0251 and fleet["eager ratio (fast state)"] <= 0.088
-    assert same["device"] <= 0.0151 and same["graph"] <= 0.0285     # one start with three runs
-    assert loso3.caught["graph +4 %"] == [10, 10] and loso3.caught["device +4 %"] == [10, 10]
-    assert loso3.caught["eager trap ratio +8 %"][0] >= 4
+    assert fleet["graph"] <= 0.033 and fleet["device"] <= 0.0251 and fleet["eager ratio (fast state)"] <= 0.08
+    assert same["device"] <= 0.0151 and same["graph"] <= 0.026      # two starts with three runs
+    assert loso3.caught["graph +4 %"][0] >= 13 and loso3.caught["device +4 %"] == [14, 14]
+    assert loso3.caught["eager trap ratio +8 %"][0] >= 6
 
 
 @pytest.mark.xfail(strict=True, reason="issue 26's targets, not met on the committed history: measurement 1 "
                                        "3 false verdicts on 2 of 6 starts, fleet graph MDC 3.2 %, eager 8.1 %; "
-                                       "measurement 3 fleet graph 3.5 %, eager 8.8 %, same-GPU graph 2.8 %")
+                                       "measurement 3 fleet graph 3.2 %, eager 7.7 %, same-GPU graph 2.5 %")
 def test_targets(loso, loso3):
     for res in (loso, loso3):
         fleet, same = loso_check.medians(res)

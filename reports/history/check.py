@@ -217,6 +217,11 @@ def _judge(f: db.Figure, sc: noise.Scale, factor: float, run_unstable: bool, ker
         return "UNSURE", change, mdc, "host-unstable run: eager rows are not judged"
     if f.mode in ("eager", "host") and f.host_state == "slow":
         return "UNSURE", change, mdc, "slow host state: its eager figures drift between processes"
+    if f.mode == "host" and not f.host_state:
+        # build-time rows timed before runs recorded their host state (measurement 3's first three
+        # runs and older): the slow state nearly doubles them (H200, one such run: +77 % against the
+        # fleet on rebuild's build steps, its twin on the same start +1 %)
+        return "UNSURE", change, mdc, "host state not recorded: build-time rows follow it"
     if gate.power_bound(f.mode, "clock_drop" in (f.flags or ""), f.median_us or 0.0):
         return "UNSURE", change, mdc, gate.POWER_NOTE
     if f.mode == "eager" and not f.on_ratio:
