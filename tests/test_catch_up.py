@@ -397,3 +397,37 @@ def test_a_top_up_waits_within_half_of_what_is_left(tmp_path):
     k, per_block = p._fit(1, 30, 2.0, TOP_UP_MIN_S, share=TOP_UP_SHARE)
     assert k == 1 and 0 < per_block * FOCUS_BLOCK_S * 30 + TOP_UP_MIN_S <= 45.0 * TOP_UP_SHARE + 0.1
     assert p._fit(1, 30, 2.0, TOP_UP_MIN_S)[1] > per_block     # the whole of it, without the share
+
+
+@pytest.mark.parametrize("fast_fraction, waits", [(0.02, False), (0.3, True)])
+def test_a_host_stuck_slow_gets_top_ups_that_do_not_wait(tmp_path, monkeypatch, fast_fraction, waits):
+    """Two fast workers and one slow leave each block on 2 processes of one state. With the host in
+    its slow state nearly all the time, the top-ups do not wait for the fast state: any state serves
+    once a block is split 2 + 2, and the second top-up leaves every block on 3 of one state."""
+    import time as _time
+    calls = []
+
+    def write(path, recs):
+        w = records.JsonlWriter(path)
+        for r in recs:
+            w.write({"kind": "record", "record": r.to_dict()})
+        w.write({"kind": "fingerprint", "fingerprint": {"host_state": {
+            "floor_us": FLOOR, "unstable": False, "fast_fraction": fast_fraction}}})
+        w.close()
+        return path
+
+    def fake_run_workers(k, args, out, say=print, env=None, start=1, floor=None):
+        calls.append({"k": k, "args": args, "start": start})
+        if start > 1:
+            return [write(tmp_path / f"w{start}.jsonl", _eager(start, 1.9, 1.2))]
+        return [write(tmp_path / f"w{i}.jsonl", _eager(i, 0.8 if i < 3 else 1.9, 1.2)) for i in (1, 2, 3)]
+
+    monkeypatch.setattr(workers, "run_workers", fake_run_workers)
+    p = _parent(tmp_path, budget_s=300.0)
+    p.t0 = _time.perf_counter() - 200.0          # 92 s left before the parent's own end work
+    p._run()
+    tops = [c for c in calls if c["start"] > 1]
+    wait = [float(a.split("=", 1)[1]) for c in tops for a in c["args"] if a.startswith("--hb-focus-wait-s=")]
+    # a host that reaches its fast state at times: a third top-up still seeks a fast headline figure
+    assert len(tops) == (3 if waits else 2) and all((w > 0) == waits for w in wait), wait
+    assert not parent.thin_blocks(list(p.records.values()))

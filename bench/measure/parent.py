@@ -22,6 +22,11 @@ END_RESERVE_S = 8.0    # the parent's own work after the workers: merge, run fil
 TOP_UP_SHARE = 0.5     # a top-up waits for the fast state within this share of what is left, so the
 #                        next one has time for what it leaves thin (H200, a cold start: one top-up
 #                        waited through 37 of the last 45 s and 10 blocks stayed on 2 processes)
+SLOW_HOST_FAST = 0.10  # the last two workers' host fast under this share of their readings: a top-up
+#                        does not wait for the fast state. It would not come, and any state serves a
+#                        block split 2 + 2 or 1 fast + 2 slow; five processes always hold three of one
+#                        state (H200, a fresh start at 1-5 % fast: one top-up waited 59 s for 40
+#                        blocks, none fitted after it, and 20 blocks stayed on 2 processes)
 
 
 def thin_blocks(recs) -> list[tuple[str, str]]:
@@ -74,14 +79,19 @@ class Parent:
         # replication first: every eager row on at least MIN_PROCESSES processes of one host state
         tops = []
         while eager and runs and len(tops) < MAX_TOP_UPS:
-            missing = sorted(set(self._thin_focus(runs)) | set(thin_blocks(recs)))
+            # a host stuck in its slow state: replication only (headline blocks timed fast wait for it)
+            slow = self._host_mostly_slow()
+            missing = sorted((set() if slow else set(self._thin_focus(runs))) | set(thin_blocks(recs)))
             if not missing:
                 break
-            k, per_block = self._fit(1, len(missing), 2.0, TOP_UP_MIN_S, share=TOP_UP_SHARE)
+            k, per_block = self._fit(1, len(missing), 2.0, TOP_UP_MIN_S, share=0.0 if slow else TOP_UP_SHARE)
             if not k:
                 cut["catch_up_skipped"] = [f"{p}/{s}" for p, s in missing]
                 say(f"--hb-budget-s: no time left for a top-up worker ({', '.join(cut['catch_up_skipped'])})")
                 break
+            if k and slow:
+                say(f"the host ran its last workers in the slow state (fast under {SLOW_HOST_FAST:.0%} of "
+                    "the time): the top-up does not wait for the fast state")
             got = self._catch_up(runs, missing, say, per_block)
             if got is None:
                 break
@@ -114,6 +124,12 @@ class Parent:
         for r in recs:
             w.write({"kind": "record", "record": r.to_dict()})
         w.close()
+
+    def _host_mostly_slow(self) -> bool:
+        """Whether the last two workers found the host's fast state under SLOW_HOST_FAST of the time."""
+        per = (self.fingerprint.get("host_state") or {}).get("per_worker") or []
+        seen = [w["fast_fraction"] for w in per[-2:] if w.get("fast_fraction") is not None]
+        return bool(seen) and max(seen) < SLOW_HOST_FAST
 
     @staticmethod
     def _load(paths, say) -> list:
