@@ -57,7 +57,7 @@ PROBE_THRESHOLD = {("sdpa_decode", "eager"): 0.30, ("sdpa_decode", "graph"): 0.0
 # floor to re-derive as the history grows.
 VARIANT_THRESHOLD = {("ceiling", "naive", "eager"): 0.25, ("registration", "graphed", "eager"): 0.25}
 # The same rows between two machine starts (runs of measurement 3 on seven starts, fast state, 14
-# runs: docs/measurements.md 2026-12-01 16:00): each start's host runs torch's Python at its own
+# runs: docs/measurements.md 2026-12-01 15:50-16:15): each start's host runs torch's Python at its own
 # speed, and these ratios set a Python-heavy call against a lighter one. Largest change between any
 # two runs: registration graphed 26.6 % (0.252-0.319x), ceiling naive 34.4 % (1.04-1.40x), decode
 # SDPA 32.1 % (b16h8s1024d128 padded); within one start they moved 6-7 %. 1.3x that, as above,

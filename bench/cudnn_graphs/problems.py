@@ -139,8 +139,10 @@ class Matmul(Checked):
 
     def pin_heuristic(self) -> int:
         """Builds the heuristic's plan alone (the walk's first plan that builds) and pins it. Building
-        every plan would also build engines no row runs, in every worker. A frontend that does not expose the selected index
-        (before 1.27) builds every plan and takes the first that built, as heuristic_plan says."""
+        every plan would also build engines no row runs, in every worker (H200: 13-17 plans, 3-6 s
+        per graph of the transpose probe, against 0.01-0.44 s for the one). A frontend that does
+        not expose the selected index (before 1.27) builds every plan and takes the first that
+        built, as heuristic_plan says."""
         b = self.build(pinning=True)
         if b.index is None:
             b = self.build(all_plans=True)

@@ -89,7 +89,7 @@ class Parent:
                 cut["catch_up_skipped"] = [f"{p}/{s}" for p, s in missing]
                 say(f"--hb-budget-s: no time left for a top-up worker ({', '.join(cut['catch_up_skipped'])})")
                 break
-            if k and slow:
+            if slow:
                 say(f"the host ran its last workers in the slow state (fast under {SLOW_HOST_FAST:.0%} of "
                     "the time): the top-up does not wait for the fast state")
             got = self._catch_up(runs, missing, say, per_block)
