@@ -7,6 +7,8 @@ import json
 import math
 from pathlib import Path
 
+import pytest
+
 from cudnn_hostbench.bench.measure import records
 from cudnn_hostbench.reports.history import check, db, ingest, noise, plans
 from cudnn_hostbench.scripts import cli
@@ -153,3 +155,43 @@ def test_heavy_graph_replays_and_their_device_rows_take_factors_of_their_own():
     fig = lambda mode: types.SimpleNamespace(mode=mode, on_ratio=False, median_us=900.0, kernels="k0")  # noqa: E731
     assert math.isclose(noise.offset(f, fig("graph")), 0.03)
     assert math.isclose(noise.offset(f, fig("device")), 0.0, abs_tol=1e-12)
+
+
+# A no-change run of today's main on an eighth H200 (start S8, 2026-12-01 16:56, GPU-94ccbe2d): its
+# GEMM and conv kernels ran 3-6 % slower than on the seven GPUs of the committed history, its
+# elementwise, fusion-epilogue and decode-SDPA kernels did not (the machine factor, 3.6 %, is the
+# heavy GEMM rows'). Kept out of the committed history; its figures alone are in tests/data.
+EIGHTH = ROOT / "tests" / "data" / "h200-eighth-gpu.hbx.jsonl.gz"
+
+
+def _eighth(tmp_path):
+    st = db.open_store(f"sqlite:///{tmp_path / 'h.db'}", create=True)
+    res = ingest.ingest_paths(st, [EXPORT, EIGHTH])
+    assert not res.errors
+    run = max(st.runs(), key=lambda r: r["started_at"])
+    assert run["gpu_uuid"].startswith("GPU-94ccbe2d")
+    return st, run
+
+
+def test_an_eighth_gpu_outside_the_history_fails_no_nightly_gate(tmp_path, capsys):
+    """What such a GPU leaves today: its shift said once, and any verdict it raises unconfirmed
+    (no later run of another start shows it), so `--fail-on-regression` does not fail the job."""
+    st, run = _eighth(tmp_path)
+    target, vs = check.check(st, run["id"])
+    assert 0.03 < target["machine_factor"] < 0.045 and target["same_gpu_runs"] == 0
+    changed = [v for v in vs if v.verdict in ("SLOWER", "FASTER", "KERNEL CHANGED")]
+    assert len(changed) <= 3 and all(v.state == "new" for v in changed)
+    st.close()
+    code = cli.main(["history", "check", "latest", "--store", f"sqlite:///{tmp_path / 'h.db'}", "--fail-on-regression"])
+    assert code == 0, capsys.readouterr().out
+
+
+@pytest.mark.xfail(strict=True, reason="measured on the H200 (start S8): 2 false SLOWER (transpose pretransposed "
+                                       "t256 graph +3.3 %, device +2.7 %) and 1 false FASTER (contiguous_copy t256 "
+                                       "device -3.9 %): its GEMMs ran 3-6 % slower, its copies not; one factor per "
+                                       "size class and mode cannot hold both")
+def test_an_eighth_gpu_s_no_change_run_raises_no_false_verdict(tmp_path):
+    st, run = _eighth(tmp_path)
+    vs = check.check(st, run["id"])[1]
+    assert not [v for v in vs if v.verdict in ("SLOWER", "FASTER", "KERNEL CHANGED")]
+    st.close()
