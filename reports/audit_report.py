@@ -39,12 +39,13 @@ def _state_note(d: dict) -> str:
 
 def render_text(r: AuditReport) -> str:
     e = r.env
+    state = _state_note(r.modes.get("eager", {}))
     lines = [f"hostbench audit: {r.target}",
              f"{e.get('gpu_name', '?')} · cuDNN {e.get('cudnn_backend', '?')} · frontend {e.get('cudnn_frontend', '?')} "
              f"· torch {e.get('torch', '?')}",
              "µs per step: " + " · ".join(f"{m} {median_iqr(r.modes.get(m, {}))}" for m in MODES),
              *(f"{m}: {r.modes[m]['error']}" for m in MODES if r.modes.get(m, {}).get("error")),
-             *(f"eager: {_state_note(r.modes['eager'])}" for _ in [0] if _state_note(r.modes.get("eager", {}))),
+             *([f"eager: {state}"] if state else []),
              f"kernels per step: {num(r.kernels_per_step)}",
              f"host overhead (eager − device): {num(r.host_overhead_us)} µs/step; "
              f"avoidable (sum of findings): {r.avoidable_us:.2f} µs/step",

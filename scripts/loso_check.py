@@ -71,10 +71,14 @@ def load(export: Path = EXPORT, version: int = 1):
 
 def versions(export: Path = EXPORT) -> list[int]:
     """Measurement versions whose full runs come from at least MIN_STARTS machine starts."""
-    from cudnn_hostbench.reports.history import noise
     st = _scratch(export)
     runs = st.runs()
     st.close()
+    return _versions(runs)
+
+
+def _versions(runs: list[dict]) -> list[int]:
+    from cudnn_hostbench.reports.history import noise
     return [v for v in sorted({int(r["measurement_version"]) for r in runs})
             if len({noise.start_of(r) for r in _full(runs, v)}) >= MIN_STARTS]
 
@@ -90,10 +94,15 @@ def _inject(figs: dict, run_id: int, row: tuple, factor: float) -> dict | None:
 
 
 def run(export: Path = EXPORT, version: int = 1) -> Result:
-    from cudnn_hostbench.reports.history import check, noise
     st, full = load(export, version)
     figs = st.figures([r["id"] for r in full])
     st.close()
+    return _judge(full, figs)
+
+
+def _judge(full: list[dict], figs: dict) -> Result:
+    """Each start's full runs judged against the others' (and its own earlier ones), with injections."""
+    from cudnn_hostbench.reports.history import check, noise
     starts = sorted({noise.start_of(r) for r in full})
     res = Result([], {c: [] for c in CLASSES}, {c: [] for c in CLASSES}, {n: [0, 0] for n, _, _ in INJECT}, [])
     for s in starts:
@@ -193,11 +202,18 @@ def run_cmd(a) -> int:
     if not export.is_file():
         print(f"{a.prog}: {export}: no such history export", file=sys.stderr)
         return 2
-    try:
-        got = [(v, run(export, v)) for v in versions(export) or [1]]
+    try:   # the export read once, every version judged from it
+        st = _scratch(export)
+        runs = st.runs()
+        fulls = [(v, _full(runs, v)) for v in _versions(runs) or [1]]
+        if not any(full for _, full in fulls):
+            raise ValueError(f"{export}: no full run of measurement 1 in it: nothing to leave out")
+        figs = st.figures([r["id"] for _, full in fulls for r in full])
+        st.close()
     except ValueError as e:   # a corrupt or empty export: one line, nothing else
         print(f"{a.prog}: {e}", file=sys.stderr)
         return 2
+    got = [(v, _judge(full, figs)) for v, full in fulls]
     for v, res in got:
         print(f"\nmeasurement version {v}:\n")
         print(table(res))

@@ -213,14 +213,19 @@ def _lines_and_projection(text: str, top: int = 5) -> list[str]:
     """The naive audit's line table (its `top` costliest lines) and its projection, from audit.md."""
     if "\n## Host time by source line" not in text:
         return []
-    sec = text.split("\n## Host time by source line", 1)[1].split("\n## ", 1)[0].strip().splitlines()
+    sec = _section(text, "Host time by source line").splitlines()
     table = [x for x in sec if x.startswith("|")]
     intro = [x for x in sec[:sec.index(table[0])] if x.strip()] if table else []
     out = ["Host time by source line: " + "; ".join(intro), "", *table[:2 + top]]
     if "\n## Projected with every finding fixed" in text:
-        proj = text.split("\n## Projected with every finding fixed", 1)[1].split("\n## ", 1)[0].strip()
+        proj = _section(text, "Projected with every finding fixed")
         out += ["", "Projected with every finding fixed: " + proj.split("\n\n", 1)[0]]
     return out + [""]
+
+
+def _section(md: str, title: str) -> str:
+    """The body of a `## title` section of a Markdown document, up to the next `## `."""
+    return md.split(f"\n## {title}", 1)[1].split("\n## ", 1)[0].strip()
 
 
 def _projection_against_fixed() -> list[str]:

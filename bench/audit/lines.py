@@ -234,8 +234,9 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict,
         execs = (where.get("executes") or {}).get(r["line"])
         if warm_us is not None and execs and not _dropped(r["line"], rules_on, keeps):
             cold = sum(c["us"] for c in r["callees"] if c["kind"] == callsite.CUDNN and _attr(c["callee"]) in RUN_CALLS)
-            if cold > warm_us * execs / scale:
-                cut[r["line"]] = cut.get(r["line"], 0.0) + cold - warm_us * execs / scale
+            warm = warm_us * execs / scale      # in sampled time, as the line's
+            if cold > warm:
+                cut[r["line"]] = cut.get(r["line"], 0.0) + cold - warm
                 warmed.append(r["line"])
     for r in rows:
         if _dropped(r["line"], rules_on, keeps):

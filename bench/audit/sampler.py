@@ -76,7 +76,7 @@ class _Sampler:
 
     def keep(self, rounds: list) -> None:
         """The sum of the kept rounds (from take) as this sampler's totals."""
-        self.stacks, self.counts, self.in_loop, self.outside, self.samples = Counter(), Counter(), 0.0, 0.0, 0
+        self.take()   # from empty
         for stacks, counts, in_loop, outside, samples in rounds:
             self.stacks.update(stacks)
             self.counts.update(counts)

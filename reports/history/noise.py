@@ -107,17 +107,21 @@ def machine_factors(logs: dict, locs: dict) -> dict:
     by: dict = {}
     for r, (cls, kern, x) in logs.items():
         if r in locs and kern:
-            by.setdefault(("kernels", kern), []).append(x - locs[r] - out.get((r[-1], cls), out[cls]))
+            by.setdefault(("kernels", kern), []).append(x - locs[r] - class_factor(out, r[-1], cls))
     out.update({k: statistics.median(xs) for k, xs in by.items() if len(xs) >= KERNEL_ROWS})
     return out
+
+
+def class_factor(factors: dict, mode: str, cls: str) -> float:
+    """A size class's factor for rows of `mode`: the mode's own where it had enough rows, else the class's."""
+    return factors.get((mode, cls), factors.get(cls, 0.0))
 
 
 def offset(factors: dict, f) -> float:
     """The log offset a run's machine puts on a figure (0 for rows that do not follow the GPU)."""
     if not factors or not gpu_bound(f):
         return 0.0
-    cls = size_class(f)
-    return factors.get((f.mode, cls), factors.get(cls, 0.0)) + factors.get(("kernels", f.kernels), 0.0)
+    return class_factor(factors, f.mode, size_class(f)) + factors.get(("kernels", f.kernels), 0.0)
 
 
 @dataclass
