@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import types
 from pathlib import Path
 
 import pytest
@@ -139,11 +140,55 @@ def test_one_earlier_run_of_the_same_gpu_is_too_few_the_fleet_judges():
     assert "judged against its own GPU's 2 earlier runs" in check.machine_line({"start": "b", "same_gpu_runs": 2})
 
 
+def _rows(variances: list[float], df: int, seed: int = 0) -> list:
+    """One Parts per row: `df` within-start degrees of freedom drawn around each row's variance."""
+    import random
+    rnd = random.Random(seed)
+    return [noise.Parts(ssw=sum(rnd.gauss(0, v ** 0.5) ** 2 for _ in range(df)), dfw=df, sb2=1e-6, dfb=3)
+            for v in variances]
+
+
+def test_a_class_of_alike_rows_gets_a_weighty_prior_at_their_variance():
+    p = noise.pool(_rows([4e-5] * 60, 6), moderate=True)
+    assert p.dfw > 20 and 0.8 < p.sw2 / 4e-5 < 1.25 and p.pooled is not None
+
+
+def test_a_few_noisy_rows_do_not_set_a_quiet_row_s_scale():
+    """Light graph rows on the H200: most replay within 0.5 % between runs, a few 2.7 µs ones within
+    2-3 %. Pooled, the quiet majority would be judged on the few; moderated, on the typical row,
+    with little weight, so a noisy row keeps its own."""
+    rows = _rows([2.5e-5] * 50 + [8e-4] * 6, 6)
+    p = noise.pool(rows, moderate=True)
+    plain = noise.pool(rows)
+    assert p.sw2 < 0.6 * plain.sw2 and p.dfw < plain.dfw and plain.pooled is None
+    quiet, loud = noise.Parts(ssw=6 * 2.5e-5, dfw=6), noise.Parts(ssw=6 * 8e-4, dfw=6)
+    sd = lambda row, pool: noise.predict([0.0] * 4, ["a", "a", "b", "b"], [False] * 4, row, pool).sd  # noqa: E731
+    assert sd(quiet, p) < 0.8 * sd(quiet, plain)
+    assert sd(loud, p) > 0.9 * sd(loud, plain)     # a noisy row is not pulled down to the class's typical
+
+
+def test_a_small_history_judges_on_the_pooled_variance_not_the_fitted_prior(tmp_path):
+    """With fewer than --min-history runs a row's own variance is not used, so a fitted prior (the
+    typical row's) would judge a noisy row as a quiet one: the pooled variance stands in."""
+    f = types.SimpleNamespace(mode="graph", on_ratio=False, median_us=5.0, kernels="cudnn_k", plan_rule="",
+                              host_state="")
+    row = ("p", "v", "256", "graph")
+    runs = [({"id": i, "start": s}, f) for i, s in enumerate("aabb")]
+    h = object.__new__(check.History)
+    h.target, h.parts = {"id": 9, "start": "me"}, {row: noise.Parts(ssw=1e-6, dfw=2, sb2=0.0, dfb=1)}
+    h.pools = {noise.row_class(f): noise.Pool(1e-5, 1e-6, 2.0, 9e-4)}
+    h.logs = lambda row, like: ([0.0, 0.001, 0.0, -0.001], [r["start"] for r, _ in runs], runs)
+    h.minimum = 8
+    small = h.scale(row, f)[0].sd
+    h.minimum = 4
+    enough = h.scale(row, f)[0].sd
+    assert small > 0.03 and enough < 0.01
+
+
 def test_heavy_graph_replays_and_their_device_rows_take_factors_of_their_own():
     """A run that replays every heavy graph row 3 % above the history (the GPU's power state) while
     its profiled kernels hold still: the graph rows take the 3 %, the device rows on the same kernels
     none (one factor for both put 1.5 % on the device rows and judged them FASTER)."""
-    import types
     logs, locs = {}, {}
     for i in range(12):
         for mode, shift in (("graph", 0.03), ("device", 0.0)):

@@ -10,8 +10,10 @@ runs of one start agree within 0.5 %. So:
   slower than the history median") instead of as many regressions;
 - each row's log figures (factor removed) are split, one-way random effects by start, into a
   within-start variance and a between-start variance (method of moments, Kalibera & Jones'
-  nested levels); a row with few starts borrows from its class (mode, size class, kernel family)
-  with PRIOR_DF degrees of freedom of weight;
+  nested levels); a row borrows from its class (mode, size class, kernel family): its between-start
+  variance with PRIOR_DF degrees of freedom of weight, its within-start one from the class's
+  pooled variance the same way, or (graph and device rows) from a prior fitted to the class's rows
+  (moderated variances, `pool`);
 - a run whose GPU (or start) has history on the key is judged against that history on the
   within-start scale ("same GPU", tight); any other run against the fleet, the median over
   starts, on the between-start scale plus the within ("fleet").
@@ -153,19 +155,63 @@ def parts(values: list[float], groups: list[str]) -> Parts:
 
 @dataclass
 class Pool:
-    """A class's pooled variances."""
+    """A class's pooled variances; `dfw`: the weight, in degrees of freedom, of sw2 in a row's own."""
     sw2: float
     sb2: float
+    dfw: float = PRIOR_DF
+    pooled: float | None = None   # the plain pooled within-start variance, where sw2 is a fitted prior
 
 
-def pool(rows: list[Parts]) -> Pool:
-    ssw, dfw = sum(p.ssw for p in rows), sum(p.dfw for p in rows)
+MIN_MODERATED = 8      # rows with a within-start variance a class needs before its prior is fitted
+MAX_PRIOR_DF = 100.0   # a fitted prior's weight where the class's rows look alike
+
+
+def pool(rows: list[Parts], moderate: bool = False) -> Pool:
+    """A class's between-start variance (the mean of its rows') and its within-start one: pooled, or
+    (`moderate`) a prior fitted to the spread of its rows' own variances (Smyth's moderated
+    variances, limma's eBayes): where a class's rows are unlike, as light graph rows are (a few
+    noisy 2.7 µs replays among quiet ones), the prior weighs little and sits at the typical row,
+    so a quiet row is no longer judged on the pooled variance its few noisiest set."""
     bs = [p.sb2 for p in rows if p.dfb]
-    return Pool(ssw / dfw if dfw else 0.0, statistics.fmean(bs) if bs else 0.0)
+    sb2 = statistics.fmean(bs) if bs else 0.0
+    ssw, dfw = sum(p.ssw for p in rows), sum(p.dfw for p in rows)
+    pooled = ssw / dfw if dfw else 0.0
+    own = [(p.ssw / p.dfw, p.dfw) for p in rows if p.dfw and p.ssw > 0]
+    if not moderate or len(own) < MIN_MODERATED:
+        return Pool(pooled, sb2)
+    s02, d0 = fit_prior(own)
+    return Pool(s02, sb2, d0, pooled)
 
 
-def blend(own: float, df: float, prior: float) -> float:
-    return (own * df + prior * PRIOR_DF) / (df + PRIOR_DF)
+def fit_prior(own: list[tuple[float, int]]) -> tuple[float, float]:
+    """(s0², d0) of the scaled inverse-chi-square prior of rows' variances (s², df), by the moments
+    of their logs (Smyth 2004, limma's fitFDist)."""
+    from scipy.special import digamma, polygamma
+    e = [math.log(s2) - digamma(d / 2) + math.log(d / 2) for s2, d in own]
+    excess = statistics.variance(e) - statistics.fmean(float(polygamma(1, d / 2)) for _, d in own)
+    d0 = MAX_PRIOR_DF if excess <= 0 else min(MAX_PRIOR_DF, 2 * _trigamma_inverse(excess))
+    return math.exp(statistics.fmean(e) + digamma(d0 / 2) - math.log(d0 / 2)), d0
+
+
+def _trigamma_inverse(x: float) -> float:
+    """y with trigamma(y) = x (Newton's method, as limma's trigammaInverse)."""
+    from scipy.special import polygamma
+    if x > 1e7:
+        return 1 / math.sqrt(x)
+    if x < 1e-6:
+        return 1 / x
+    y = 0.5 + 1 / x
+    for _ in range(50):
+        tri = float(polygamma(1, y))
+        step = tri * (1 - tri / x) / float(polygamma(2, y))
+        y += step
+        if -step / y < 1e-8:
+            break
+    return y
+
+
+def blend(own: float, df: float, prior: float, prior_df: float = PRIOR_DF) -> float:
+    return (own * df + prior * prior_df) / (df + prior_df)
 
 
 @dataclass
@@ -193,7 +239,7 @@ def predict(logs: list[float], groups: list[str], mine: list[bool], row: Parts, 
     """The scale a new run's row is judged on: against its own GPU's history where it has one
     (`mine`) on the within-start scale, else against the median over starts on the between-start
     scale; where the own history is so short that the fleet predicts the run better, the fleet."""
-    sw2 = blend(row.ssw / row.dfw if row.dfw else prior.sw2, row.dfw, prior.sw2)
+    sw2 = blend(row.ssw / row.dfw if row.dfw else prior.sw2, row.dfw, prior.sw2, prior.dfw)
     sb2 = blend(row.sb2, row.dfb, prior.sb2)
     by: dict[str, list[float]] = {}
     for x, g in zip(logs, groups):
@@ -235,4 +281,4 @@ def fleet_of(cls: tuple) -> tuple[float, float]:
 def prior(cls: tuple, own: Pool, starts: int) -> Pool:
     """A class's pool, its between-start part leaning on the fleet's where the store has few starts."""
     w, b = fleet_of(cls)
-    return Pool(own.sw2 if own.sw2 else w * w, blend(own.sb2, max(0, starts - 1), b * b))
+    return Pool(own.sw2 if own.sw2 else w * w, blend(own.sb2, max(0, starts - 1), b * b), own.dfw, own.pooled)
