@@ -1,8 +1,8 @@
-"""The gate on the committed A/A pair (two full default runs on one freshly started H200, the second
-and third of that start, 2026-12-01 14:26 and 14:31; measurement version 3, every eager row on at
-least 3 processes in both): no false alarm, and a small injected slowdown is caught alone. The pair is
-aa/run1.json and aa/run2.json (aa/compare.md); earlier pairs are in git history (cited by commit in
-docs/measurements.md)."""
+"""The gate on the committed A/A pair (two full default runs on one freshly started H200, the first
+and second of that start, 2026-12-01 18:20 and 18:24, the first from a cold start; measurement
+version 3, every eager row on 3 processes in both): no false alarm, and a small injected slowdown
+is caught alone. The pair is aa/run1.json and aa/run2.json (aa/compare.md); earlier pairs are in
+git history (cited by commit in docs/measurements.md)."""
 import copy
 from pathlib import Path
 
@@ -49,8 +49,8 @@ def test_a_a_pair_has_no_slower_or_faster_row(pair):
     ("newest", ("transpose", "strided_view", "t256", "eager"), 1.10),
     # its workers spread up to 6.5 % (run.json of 12:58, 2.23-2.38x): the gate detects >= 10 % there
     ("newest", ("wrapper", "naive", "256", "eager"), 1.15),
-    # its workers spread 12 % in aa/run1.json (1.84-2.08x): the gate detects >= 18 % there
-    ("newest", ("churn", "all_three", "256", "eager"), 1.20),
+    # its workers spread 17 % in aa/run1.json (1.77-2.11x): the gate detects >= 26 % there
+    ("newest", ("churn", "all_three", "256", "eager"), 1.30),
 ])
 def test_an_injected_slowdown_is_caught_alone(pair, key, factor):
     a, b = _pair(pair)

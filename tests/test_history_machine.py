@@ -79,9 +79,9 @@ def test_the_committed_export_knows_every_run_s_start():
     # runs before measurement 3 took their start from the log; later ones record it (boot id/GPU UUID)
     assert all(r["start"].startswith("log:") for r in rs if r["measurement_version"] < 3)
     v3 = [r for r in rs if r["measurement_version"] == 3]
-    assert len(v3) == 14 and all(r["start"] == f"{r['start'].split('/')[0]}/{r['gpu_uuid']}" for r in v3)
-    assert sorted(sum(r["start"] == s for r in v3) for s in {r["start"] for r in v3}) == [1, 1, 2, 2, 2, 3, 3]
-    assert len({r["gpu_uuid"] for r in v3}) == 7        # each start on its own GPU
+    assert len(v3) == 20 and all(r["start"] == f"{r['start'].split('/')[0]}/{r['gpu_uuid']}" for r in v3)
+    assert sorted(sum(r["start"] == s for r in v3) for s in {r["start"] for r in v3}) == [1, 1, 2, 2, 2, 2, 2, 2, 3, 3]
+    assert len({r["gpu_uuid"] for r in v3}) == 10       # each start on its own GPU
     full_v1 = [r for r in rs if r["n_figures"] >= 400 and r["measurement_version"] == 1]
     by: dict = {}
     for r in full_v1:
@@ -222,19 +222,19 @@ def _eighth(tmp_path):
     st = db.open_store(f"sqlite:///{tmp_path / 'h.db'}", create=True)
     res = ingest.ingest_paths(st, [EXPORT, EIGHTH])
     assert not res.errors
-    run = max(st.runs(), key=lambda r: r["started_at"])
-    assert run["gpu_uuid"].startswith("GPU-94ccbe2d")
+    run = next(r for r in st.runs() if (r["gpu_uuid"] or "").startswith("GPU-94ccbe2d"))
     return st, run
 
 
 def test_an_eighth_gpu_outside_the_history_fails_no_nightly_gate(tmp_path, capsys):
     """What such a GPU leaves today: its shift said once, and any verdict it raises unconfirmed
-    (no later run of another start shows it), so `--fail-on-regression` does not fail the job."""
+    (new, or suspect where a later run of another start does not show it: the committed history
+    holds later starts), so `--fail-on-regression` does not fail the job."""
     st, run = _eighth(tmp_path)
     target, vs = check.check(st, run["id"])
     assert 0.03 < target["machine_factor"] < 0.045 and target["same_gpu_runs"] == 0
     changed = [v for v in vs if v.verdict in ("SLOWER", "FASTER", "KERNEL CHANGED")]
-    assert len(changed) <= 3 and all(v.state == "new" for v in changed)
+    assert len(changed) <= 3 and all(v.state in ("new", "suspect") for v in changed)
     st.close()
     code = cli.main(["history", "check", "latest", "--store", f"sqlite:///{tmp_path / 'h.db'}", "--fail-on-regression"])
     assert code == 0, capsys.readouterr().out

@@ -37,34 +37,36 @@ def test_every_start_is_judged_and_none_says_kernel_changed(loso):
 
 
 def test_false_verdicts_and_mdcs_stay_within_what_was_measured(loso):
-    # measured: 3 false verdicts against the fleet over 12 runs (the check before issue 26: 180 in
-    # the same setting); a start's second run, its first in the history, is judged on the fleet
-    # too (one run of its own GPU is too few: noise.MIN_OWN), with no false verdict
-    assert _false(loso, 2) <= 3 and _false(loso, 3) == 0
-    assert max(s[2] for s in loso.starts) <= 2
+    # measured: 2 false verdicts against the fleet over 12 runs, both on graph rows (the check
+    # before issue 26: 180 in the same setting); a start's second run, its first in the history, is
+    # judged on the fleet too (one run of its own GPU is too few: noise.MIN_OWN), with no false verdict
+    assert _false(loso, 2) <= 2 and _false(loso, 3) == 0
+    assert max(s[2] for s in loso.starts) <= 1
     fleet, same = loso_check.medians(loso)
-    assert fleet["graph"] <= 0.032 and fleet["device"] <= 0.0251 and fleet["eager ratio (fast state)"] <= 0.082
+    assert fleet["graph"] <= 0.031 and fleet["device"] <= 0.0251 and fleet["eager ratio (fast state)"] <= 0.095
     assert same == {}        # no start has the two earlier runs a same-GPU judgment needs
-    assert loso.caught["graph +4 %"][0] >= 9 and loso.caught["device +4 %"][0] >= 9
+    assert loso.caught["graph +4 %"][0] >= 10 and loso.caught["device +4 %"][0] >= 10
 
 
 def test_measurement_3_history_has_no_false_verdict_on_any_start(loso3):
-    """The history users have now (measurement 3, 14 full runs on 7 starts of 2026-12-01, each on its
+    """The history users have now (measurement 3, 20 full runs on 10 starts of 2026-12-01, each on its
     own GPU UUID): no false verdict against the fleet or the same GPU, and nearly every injected
-    graph and device change caught alone (measured: 13 and 14 of 14)."""
+    graph and device change caught alone (measured: 19 and 20 of 20). An 8 % eager change is under
+    most eager rows' MDC (9.1 %): caught where the row is quiet (5 of 19)."""
     assert loso_check.versions() == [1, 3]
-    assert len(loso3.starts) == 7 and sum(n for _, n, *_ in loso3.starts) == 14
+    assert len(loso3.starts) == 10 and sum(n for _, n, *_ in loso3.starts) == 20
     assert _false(loso3, 2) == 0 and _false(loso3, 3) == 0 and not loso3.false_rows
     fleet, same = loso_check.medians(loso3)
-    assert fleet["graph"] <= 0.033 and fleet["device"] <= 0.0251 and fleet["eager ratio (fast state)"] <= 0.08
-    assert same["device"] <= 0.0151 and same["graph"] <= 0.026      # two starts with three runs
-    assert loso3.caught["graph +4 %"][0] >= 13 and loso3.caught["device +4 %"] == [14, 14]
-    assert loso3.caught["eager trap ratio +8 %"][0] >= 6
+    assert fleet["graph"] <= 0.029 and fleet["device"] <= 0.0251 and fleet["eager ratio (fast state)"] <= 0.092
+    assert same["device"] <= 0.0151 and same["graph"] <= 0.022      # two starts with three runs
+    assert loso3.caught["graph +4 %"][0] >= 19 and loso3.caught["device +4 %"] == [20, 20]
+    assert loso3.caught["eager trap ratio +8 %"][0] >= 5
 
 
 @pytest.mark.xfail(strict=True, reason="issue 26's targets, not met on the committed history: measurement 1 "
-                                       "3 false verdicts on 2 of 6 starts, fleet graph MDC 3.2 %, eager 8.1 %; "
-                                       "measurement 3 fleet graph 3.2 %, eager 7.7 %, same-GPU graph 2.5 %")
+                                       "2 false verdicts on 2 of 6 starts, fleet graph MDC 3.0 %, eager 9.4 %; "
+                                       "measurement 3 eager 9.1 %, same-GPU graph 2.1 % (fleet graph 2.87 % "
+                                       "and device 2.5 %, same-GPU device 1.5 % are met)")
 def test_targets(loso, loso3):
     for res in (loso, loso3):
         fleet, same = loso_check.medians(res)
