@@ -2,7 +2,6 @@
 # Set-up and main job: on a GPU box installs the package with its GPU extra and runs the probes;
 # without a GPU it installs only what the report needs and renders the committed reference run.
 set -uo pipefail
-export HB_STARTED_AT="${HB_STARTED_AT:-$(date +%s.%N)}"   # --hb-budget-s counts from here, set-up included
 cd "$(dirname "$0")/.."
 if ls .whl/*.whl >/dev/null 2>&1; then   # offline GPU box: wheels carried in .whl/
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/hb-site .whl/*.whl || exit 1

@@ -6,7 +6,6 @@ import os
 import platform
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -30,25 +29,6 @@ def process_age_s(stat: str | None = None, uptime: str | None = None, hz: int | 
         return max(0.0, float(uptime.split()[0]) - start_ticks / hz)
     except (IndexError, ValueError, OSError, AttributeError):
         return None
-
-
-STARTED_AT_ENV = "HB_STARTED_AT"   # epoch seconds at which a wrapper (scripts/bench.sh) started the command
-
-
-def command_age_s(env: dict | None = None, now: float | None = None) -> float | None:
-    """Seconds since the user's command started: the wrapper's start (HB_STARTED_AT, set by
-    scripts/bench.sh before it installs anything) or else this process's. A budget is wall time
-    from the command to its table (H200, a cold start: pip took 16 s before the suite's clock ran,
-    and a suite cut to 300 s ended at 303 s)."""
-    stamp = (os.environ if env is None else env).get(STARTED_AT_ENV)
-    age = process_age_s()
-    try:
-        wrapped = (time.time() if now is None else now) - float(stamp)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return age
-    if not 0.0 <= wrapped < 86400.0:    # a stale or foreign stamp: this process's own age
-        return age
-    return max(wrapped, age or 0.0)
 
 
 def cpu_model() -> str:

@@ -51,10 +51,9 @@ class Parent:
         self.records: dict | None = None
         self.run_floor: float | None = None
         self.fingerprint: dict = {}
-        # the budget is the command's wall time: a wrapper's set-up and this process's start-up
-        # (imports, collection) included
-        from cudnn_hostbench.bench.measure.fingerprint import command_age_s
-        self.t0 = time.perf_counter() - (command_age_s() or 0.0)
+        # the budget is the parent process's wall time, its start-up (imports, collection) included
+        from cudnn_hostbench.bench.measure.fingerprint import process_age_s
+        self.t0 = time.perf_counter() - (process_age_s() or 0.0)
 
     def worker_args(self) -> list[str]:
         return list(self.args)
