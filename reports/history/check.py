@@ -59,9 +59,10 @@ MIN_EFFECT = {"eager": 0.03, "graph": 0.015, "device": 0.015, "host": gate.THRES
 # committed fleet's start-level moves on them, factors removed, reached 1.9-2.1 % at p99.5 while
 # their classes' sds say 0.3-0.5 % (scripts/loso_check.py, docs/measurements.md)
 MIN_EFFECT_FLEET = {**MIN_EFFECT, "graph": 0.025, "device": 0.025}
-# Modes whose rows' within-start variances are moderated (noise.pool) rather than pooled. Not eager
-# ratios: their between-process noise is heavy-tailed, and moderated it raised 4 false verdicts in
-# the leave-one-start-out check of measurement 3 and 3 in measurement 1 (pooled: none and 3)
+# Modes whose rows' within-start variances, on the same-GPU scale, borrow from a prior fitted to
+# their class (noise.pool) rather than the pooled variance; the fleet scale keeps the pooled one.
+# Not eager ratios: heavy-tailed between processes, moderated they raised 4 false verdicts in the
+# leave-one-start-out check of measurement 3 and 3 in measurement 1 (pooled: none and 3)
 MODERATED = ("graph", "device")
 PARTIAL = 0.5   # a run holding fewer than this share of the key's probes is a partial run
 

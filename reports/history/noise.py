@@ -12,8 +12,8 @@ runs of one start agree within 0.5 %. So:
   within-start variance and a between-start variance (method of moments, Kalibera & Jones'
   nested levels); a row borrows from its class (mode, size class, kernel family): its between-start
   variance with PRIOR_DF degrees of freedom of weight, its within-start one from the class's
-  pooled variance the same way, or (graph and device rows) from a prior fitted to the class's rows
-  (moderated variances, `pool`);
+  pooled variance the same way; judged against its own GPU, a graph or device row's within-start
+  variance borrows instead from a prior fitted to the class's rows (moderated variances, `pool`);
 - a run whose GPU (or start) has history on the key is judged against that history on the
   within-start scale ("same GPU", tight); any other run against the fleet, the median over
   starts, on the between-start scale plus the within ("fleet").
