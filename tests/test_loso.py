@@ -10,6 +10,8 @@ cannot quietly get worse.
 """
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from cudnn_hostbench.reports.history import noise
@@ -61,6 +63,9 @@ def test_measurement_3_history_has_no_false_verdict_on_any_start(loso3):
     assert same["device"] <= 0.0151 and same["graph"] <= 0.022      # two starts with three runs
     assert loso3.caught["graph +4 %"][0] >= 19 and loso3.caught["device +4 %"] == [20, 20]
     assert loso3.caught["eager trap ratio +8 %"][0] >= 5
+    # the table gives each class's MDC distribution: median (p10-p90) and the rows behind it
+    text = loso_check.table(loso3)
+    assert re.search(r"\| graph \| \d+\.\d\d % \(\d+\.\d\d-\d+\.\d\d\) \(\d+ rows\) \|", text), text
 
 
 @pytest.mark.xfail(strict=True, reason="issue 26's targets, not met on the committed history: measurement 1 "
