@@ -65,8 +65,12 @@ def load(export: Path = EXPORT, version: int = 1):
     st = _scratch(export)
     full = _full(st.runs(), version)
     if not full:
-        raise ValueError(f"{export}: no full run of measurement {version} in it: nothing to leave out")
+        raise _nothing(export, version)
     return st, full
+
+
+def _nothing(export: Path, version: int) -> ValueError:
+    return ValueError(f"{export}: no full run of measurement {version} in it: nothing to leave out")
 
 
 def versions(export: Path = EXPORT) -> list[int]:
@@ -214,7 +218,7 @@ def run_cmd(a) -> int:
         runs = st.runs()
         fulls = [(v, _full(runs, v)) for v in _versions(runs) or [1]]
         if not any(full for _, full in fulls):
-            raise ValueError(f"{export}: no full run of measurement 1 in it: nothing to leave out")
+            raise _nothing(export, 1)
         figs = st.figures([r["id"] for _, full in fulls for r in full])
         st.close()
     except ValueError as e:   # a corrupt or empty export: one line, nothing else

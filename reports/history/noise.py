@@ -242,9 +242,8 @@ def predict(logs: list[float], groups: list[str], mine: list[bool], row: Parts, 
     # the fleet's within-start part from the pooled variance: across GPUs it also covers a kernel
     # that one GPU runs a few % off the rest, which the moderated one did not (H200, start P1, a
     # GPU new to the history: 3 false SLOWER on 3-6 µs device rows at +2.7-3.2 %, none pooled)
-    pooled = prior.sw2 if prior.pooled is None else prior.pooled
-    own_sw2 = row.ssw / row.dfw if row.dfw else pooled
-    sw2 = blend(own_sw2, row.dfw, pooled)
+    own_sw2 = row.ssw / row.dfw if row.dfw else 0.0     # with no degrees of freedom it weighs nothing
+    sw2 = blend(own_sw2, row.dfw, prior.sw2 if prior.pooled is None else prior.pooled)
     sb2 = blend(row.sb2, row.dfb, prior.sb2)
     by: dict[str, list[float]] = {}
     for x, g in zip(logs, groups):
@@ -257,7 +256,7 @@ def predict(logs: list[float], groups: list[str], mine: list[bool], row: Parts, 
     own = [x for x, m in zip(logs, mine) if m]
     if len(own) < MIN_OWN:
         return fleet
-    same = blend(row.ssw / row.dfw if row.dfw else prior.sw2, row.dfw, prior.sw2, prior.dfw)
+    same = blend(own_sw2, row.dfw, prior.sw2, prior.dfw)
     sd = max(FLOOR_SD, math.sqrt(same * (1 + _median_var(len(own)))))
     return Scale("same GPU", math.exp(statistics.median(own)), sd, len(logs), k) if sd <= fleet.sd else fleet
 
