@@ -60,7 +60,9 @@ def test_measurement_3_history_has_no_false_verdict_on_any_start(loso3):
     assert _false(loso3, 2) == 0 and _false(loso3, 3) == 0 and not loso3.false_rows
     fleet, same = loso_check.medians(loso3)
     assert fleet["graph"] <= 0.029 and fleet["device"] <= 0.0251 and fleet["eager ratio (fast state)"] <= 0.092
-    assert same["device"] <= 0.0151 and same["graph"] <= 0.022      # two starts with three runs
+    # two starts with three runs; against its own GPU a graph or device row is judged as a paired
+    # ratio to its baseline (reports/history/paired.py; in µs the same-GPU graph median was 2.09 %)
+    assert same["device"] <= 0.0151 and same["graph"] <= 0.0151
     assert loso3.caught["graph +4 %"][0] >= 19 and loso3.caught["device +4 %"] == [20, 20]
     assert loso3.caught["eager trap ratio +8 %"][0] >= 5
     # the table gives each class's MDC distribution: median (p10-p90) and the rows behind it
@@ -70,8 +72,8 @@ def test_measurement_3_history_has_no_false_verdict_on_any_start(loso3):
 
 @pytest.mark.xfail(strict=True, reason="issue 26's targets, not met on the committed history: measurement 1 "
                                        "2 false verdicts on 2 of 6 starts, fleet graph MDC 3.0 %, eager 9.4 %; "
-                                       "measurement 3 eager 9.1 %, same-GPU graph 2.1 % (fleet graph 2.87 % "
-                                       "and device 2.5 %, same-GPU device 1.5 % are met)")
+                                       "measurement 3 eager 9.1 % (fleet graph 2.87 % and device 2.5 %, "
+                                       "same-GPU graph and device 1.5 % are met)")
 def test_targets(loso, loso3):
     for res in (loso, loso3):
         fleet, same = loso_check.medians(res)

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from cudnn_hostbench.bench.measure.records import MIN_PROCESSES
 
 from .. import gate, robust
-from . import db, noise, plans
+from . import db, noise, paired, plans
 
 DEFAULT_LAST = 30
 CONFIRM_LOOKAHEAD = 5   # later runs searched for the first that measured a changed row
@@ -301,21 +301,31 @@ def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, l
     target.update(machine_factor=h.factor.get("all"), machine_factors=h.factor, factor_rows=h.factor_rows, same_gpu_runs=len(own),
                   history_runs=len(before), history_starts=len({noise.start_of(r) for r in before}),
                   partial=h.partial(target), partial_runs=[r["id"] for r in before if h.partial(r)])
+    # against its own GPU, graph and device rows are judged as paired ratios to their baseline
+    hp = History(target, before, paired.paired(figs), minimum, last) if len(own) >= noise.MIN_OWN else None
     out = []
     for row, f in figs[target["id"]].items():
+        hh, got = h, None
+        if hp is not None and paired.pairable(f) and hp.figs[target["id"]][row].on_ratio:
+            got = hp.scale(row, hp.figs[target["id"]][row])
+            if got is not None and got[0].kind == "same GPU":
+                hh, f = hp, hp.figs[target["id"]][row]
+            else:
+                got = None
         unit = f"x {f.baseline}" if f.on_ratio else "us"
         base = dict(on_ratio=f.on_ratio, host_state=f.host_state, processes=f.processes)
         if f.status != "ok" or f.value is None:
             out.append(Verdict(*row, unit, None, None, float("nan"), None, 0, "UNMEASURED", note=f.status[:120]))
             continue
-        hist_all = [(r, figs[r["id"]].get(row)) for r in before]
+        hist_all = [(r, hh.figs[r["id"]].get(row)) for r in before]
         hist_all = [(r, g) for r, g in hist_all if _usable(g, f)][-last:]
         if not hist_all:
             out.append(Verdict(*row, unit, f.value, None, float("nan"), None, 0, "NO HISTORY",
                                note="no earlier run on this key measured this row", **base))
             continue
-        fac = noise.offset(h.factor, f)
-        got = h.scale(row, f) if len(hist_all) >= 2 else None
+        fac = noise.offset(hh.factor, f)
+        if got is None:
+            got = h.scale(row, f) if len(hist_all) >= 2 else None
         if got is None:     # one earlier run: the pairwise gate, the only comparison there is
             old = hist_all[-1][1]
             v, change, note = _pairwise(f, old, bool(target["host_unstable"]))
@@ -338,9 +348,22 @@ def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, l
             note = "; ".join(x for x in (note, f"{f.processes} process{'es' if f.processes > 1 else ''}") if x)
         state = ""
         if v in ("SLOWER", "FASTER", "KERNEL CHANGED"):
-            state = _state(h, after, hist, f, loc, mdc, change)
+            state = _state(hh, after, hist, f, loc, mdc, change)
         out.append(Verdict(*row, unit, f.value, loc, change, mdc, n, v, state, note, scale=kind, **base))
-    return target, out
+    return target, _baseline_moved(out)
+
+
+def _baseline_moved(verdicts: list[Verdict]) -> list[Verdict]:
+    """A graph or device ratio whose baseline row itself changed follows the baseline: UNSURE at most."""
+    by = {v.row: v for v in verdicts}
+    for v in verdicts:
+        if v.on_ratio and v.mode in paired.MODES and v.verdict in ("SLOWER", "FASTER"):
+            b = by.get((v.probe, v.unit[2:], v.size, v.mode))
+            if b is not None and b.verdict in ("SLOWER", "FASTER", "KERNEL CHANGED"):
+                v.verdict, v.state = "UNSURE", ""
+                v.note = "; ".join(x for x in (v.note, f"its baseline {b.variant} changed ({b.verdict}): "
+                                               "the ratio follows it") if x)
+    return verdicts
 
 
 def mode_class(v: Verdict) -> str:
@@ -379,7 +402,8 @@ def machine_line(target: dict) -> str:
     fleet = (f"judged against the fleet ({target.get('history_runs', 0)} runs on "
              f"{target.get('history_starts', 0)} starts, between-start scale)")
     if own >= noise.MIN_OWN:
-        against = f"judged against its own GPU's {own} earlier runs on this key (same GPU: within-start scale)"
+        against = (f"judged against its own GPU's {own} earlier runs on this key (same GPU: within-start scale; "
+                   "graph and device rows as ratios to their block's baseline)")
     elif own:
         against = f"{own} earlier run(s) on this GPU, too few to judge by (needs {noise.MIN_OWN}): {fleet}"
     else:

@@ -22,7 +22,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, SQLAlch
 from cudnn_hostbench.bench.measure import machine
 from cudnn_hostbench.bench.measure.records import UNIT_SECONDS, Run
 
-from . import identity, migrate, plans, where
+from . import identity, migrate, paired, plans, where
 from . import schema as S
 
 ENV_URL = "HOSTBENCH_STORE"
@@ -136,10 +136,17 @@ def figures_of(run: Run) -> list[Figure]:
         else:
             workers = [_us(w["median"], rec.unit) for w in rec.workers if w.get("median") is not None]
             value = med
+        flags = list(rec.flags or ())
+        if rec.mode in paired.MODES and bl is not None and bl is not rec and _worker_ids(rec) != _worker_ids(bl):
+            flags.append(paired.UNPAIRED)   # its workers are not its baseline's: no paired ratio
         out.append(Figure(rec.probe, rec.variant, str(rec.size), rec.mode, "ok", rec.unit, value, on_ratio, med,
-                          workers, rec.spread, ",".join(rec.flags or ()), kern, rec.host_state or "",
+                          workers, rec.spread, ",".join(flags), kern, rec.host_state or "",
                           bl.variant if bl is not None else "", rec.role, rule, str(getattr(rec, "plan", "") or "")))
     return out
+
+
+def _worker_ids(rec) -> list:
+    return [w.get("worker") for w in rec.workers if w.get("median") is not None]
 
 
 def run_meta(run: Run, source_hash: str) -> dict:

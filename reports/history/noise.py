@@ -67,14 +67,14 @@ def size_class(f) -> str:
 
 
 def row_class(f) -> tuple:
-    """The rows a row borrows noise from: same mode and judged figure, size class, kernel family;
-    a plan picked by a race (autotune) moves with its pick, so such rows keep to themselves."""
+    """The rows a row borrows noise from: same mode and judged figure (µs or a ratio), size class,
+    kernel family; a plan picked by a race (autotune) moves with its pick, so such rows keep to themselves."""
     race = "race" if plans.is_race(f.plan_rule) else ""
     if f.mode == "eager":
         return ("eager", "ratio" if f.on_ratio else "us", f.host_state, race)
     if f.mode == "host":
         return ("host",)
-    return (f.mode, size_class(f), family(f.kernels), race)
+    return (f.mode, size_class(f), family(f.kernels), "ratio" if f.on_ratio else "", race)
 
 
 def machine_factors(logs: dict, locs: dict) -> dict:

@@ -1,0 +1,53 @@
+"""Graph and device rows as paired ratios to their block's baseline, for judging against the same GPU.
+
+The worker processes of one run sit at slightly different GPU speeds (clocks, power state), and
+every row a process times shares its speed: on the H200 (three same-start pairs, 2026-12-01) the
+between-process spread of graph rows was 0.44-0.55 % in µs and 0.29-0.34 % as a ratio to the
+torch.mm baseline the same process timed; device rows 0.30-0.34 % and 0.11-0.14 %. So against its
+own GPU's history a graph or device row is judged on that ratio: worker by worker, the row's median
+over the baseline's. Not against the fleet: another GPU runs the baseline's cuBLAS kernel a few %
+off the rest (one start of measurement 1: torch.mm 256 +3 %), and every ratio of its blocks would
+move with it (66 false FASTER in the leave-one-start-out check); the fleet keeps µs and the
+machine factors.
+
+Workers pair by position: a figure's workers are stored in worker order. A figure whose workers
+are not the baseline's (one process missed one of them) carries the flag UNPAIRED and stays in µs.
+"""
+from __future__ import annotations
+
+import dataclasses
+import statistics
+
+from cudnn_hostbench.bench.measure.trust import relative_spread
+
+UNPAIRED = "unpaired"
+MODES = ("graph", "device")
+
+
+def pairable(f) -> bool:
+    return f.mode in MODES and bool(f.baseline) and f.baseline != f.variant and f.status == "ok"
+
+
+def ratio_of(f, base):
+    """f as a paired ratio to `base` (same run, same block), or None where they do not pair."""
+    if (base is None or base.status != "ok" or not f.workers or len(f.workers) != len(base.workers)
+            or UNPAIRED in (f.flags or "").split(",") or UNPAIRED in (base.flags or "").split(",")
+            or not all(b > 0 for b in base.workers)):
+        return None
+    rs = [w / b for w, b in zip(f.workers, base.workers)]
+    m = statistics.median(rs)
+    return dataclasses.replace(f, value=m, workers=rs, on_ratio=True, spread=relative_spread(rs))
+
+
+def paired(figs: dict) -> dict:
+    """run id -> row -> Figure, graph and device rows with a baseline as paired ratios where they pair."""
+    out = {}
+    for rid, fs in figs.items():
+        mine = dict(fs)
+        for row, f in fs.items():
+            if pairable(f):
+                got = ratio_of(f, fs.get((f.probe, f.baseline, f.size, f.mode)))
+                if got is not None:
+                    mine[row] = got
+        out[rid] = mine
+    return out
