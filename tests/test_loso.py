@@ -47,7 +47,9 @@ def test_false_verdicts_and_mdcs_stay_within_what_was_measured(loso):
     fleet, same = loso_check.medians(loso)
     assert fleet["graph"] <= 0.031 and fleet["device"] <= 0.0251 and fleet["eager ratio (fast state)"] <= 0.095
     assert same == {}        # no start has the two earlier runs a same-GPU judgment needs
-    assert loso.caught["graph +4 %"][0] >= 10 and loso.caught["device +4 %"][0] >= 10
+    # device 9 of 12 since heavy rows' kernel factors are per mode (noise.kernel_key): the injected
+    # sdpa row's kernel factor stands on its 6 lighter rows, no longer on 12, and moves more with it
+    assert loso.caught["graph +4 %"][0] >= 10 and loso.caught["device +4 %"][0] >= 9
 
 
 def test_measurement_3_history_has_no_false_verdict_on_any_start(loso3):

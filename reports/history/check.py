@@ -201,7 +201,10 @@ class History:
             own = noise.Parts()
             if pool.pooled is not None:
                 pool = dataclasses.replace(pool, sw2=pool.pooled)
-        mine = [noise.same_machine(r, self.target) for r, _ in hist]
+        # eager and host rows follow the host, not the GPU: within one start their runs differ as much
+        # as between starts (eager ratios 1.8 and 1.5 %), and judged on two runs of its own start an
+        # eager ratio of a new start's third run (H200, start A) was called SLOWER at +6.4 % (mdc 5.0 %)
+        mine = [f.mode in paired.MODES and noise.same_machine(r, self.target) for r, _ in hist]
         return noise.predict(logs, groups, mine, own, pool), hist
 
 
@@ -402,8 +405,8 @@ def machine_line(target: dict) -> str:
     fleet = (f"judged against the fleet ({target.get('history_runs', 0)} runs on "
              f"{target.get('history_starts', 0)} starts, between-start scale)")
     if own >= noise.MIN_OWN:
-        against = (f"judged against its own GPU's {own} earlier runs on this key (same GPU: within-start scale; "
-                   "graph and device rows as ratios to their block's baseline)")
+        against = (f"graph and device rows judged against its own GPU's {own} earlier runs on this key (same GPU: "
+                   "within-start scale, as ratios to their block's baseline); eager and host rows against the fleet")
     elif own:
         against = f"{own} earlier run(s) on this GPU, too few to judge by (needs {noise.MIN_OWN}): {fleet}"
     else:
