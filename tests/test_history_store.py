@@ -3,6 +3,8 @@ idempotent and atomic, safe with two writers, and every bad store is one line an
 nothing stored lost."""
 from __future__ import annotations
 
+import gzip
+import json
 import os
 import signal
 import sqlite3
@@ -76,6 +78,26 @@ def test_export_round_trip(store_url, tmp_path):
     url2 = f"sqlite:///{tmp_path / 'two.db'}"
     assert hb("ingest", str(out), "--store", url2) == 0
     assert stored(url2) == stored(store_url)
+    # an export keeps ingest.DIGITS significant digits: exported again, the same figures
+    out2 = tmp_path / "third.hbx.jsonl.gz"
+    assert hb("export", str(out2), "--store", url2) == 0
+    assert _docs(out2) == _docs(out)
+
+
+def _docs(export: Path) -> list:
+    """An export's runs, each with its figures in row order (a store may list them in any order)."""
+    docs = [json.loads(x) for x in gzip.decompress(export.read_bytes()).decode().splitlines()]
+    for d in docs:
+        d["figures"].sort(key=lambda f: (f["probe"], f["variant"], f["size"], f["mode"]))
+    return docs
+
+
+def test_an_export_keeps_seven_significant_digits_of_a_figure():
+    fig = {"value": 2.602453430493673, "workers": [2.6118495410546325, 911.1700123456], "spread": None,
+           "median_us": float("nan"), "probe": "transpose"}
+    got = ingest._rounded(fig)
+    assert got["value"] == 2.602453 and got["workers"] == [2.61185, 911.17] and got["spread"] is None
+    assert got["probe"] == "transpose" and got["median_us"] != got["median_us"]
 
 
 def test_unreadable_run_among_good_ones_is_one_line(tmp_path, capsys):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,6 +97,18 @@ def _older_export(meta: dict, figs: list) -> None:
             f.plan_rule = plans.inferred(version, f.probe, f.variant)
 
 
+DIGITS = 7   # significant digits an export keeps of a figure: 1e-7 relative, far under any row's noise
+
+
+def _sig(x):
+    return float(f"{x:.{DIGITS}g}") if isinstance(x, float) and math.isfinite(x) else x
+
+
+def _rounded(fig: dict) -> dict:
+    """A figure with its numbers cut to DIGITS significant digits (a third of an export's size)."""
+    return {k: [_sig(w) for w in v] if k == "workers" else _sig(v) for k, v in fig.items()}
+
+
 def export(store: db.Store, out: str | Path, gpu: str | None = None) -> int:
     """Writes every run of the store (optionally of one GPU) as a compact export, atomically.
     A run's file is named inside its repository, or not at all: an export is shared, and a path
@@ -112,7 +125,7 @@ def export(store: db.Store, out: str | Path, gpu: str | None = None) -> int:
             for r in runs:
                 run = {k: v for k, v in r.items() if k != "id"}
                 run["source_path"] = where.repo_relative(run.get("source_path") or "")
-                doc = {"run": run, "figures": [dataclasses.asdict(f) for f in figs[r["id"]].values()]}
+                doc = {"run": run, "figures": [_rounded(dataclasses.asdict(f)) for f in figs[r["id"]].values()]}
                 gz.write((json.dumps(doc, sort_keys=True) + "\n").encode())
         os.replace(tmp, out)
     except BaseException:
