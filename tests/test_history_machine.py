@@ -79,9 +79,10 @@ def test_the_committed_export_knows_every_run_s_start():
     # runs before measurement 3 took their start from the log; later ones record it (boot id/GPU UUID)
     assert all(r["start"].startswith("log:") for r in rs if r["measurement_version"] < 3)
     v3 = [r for r in rs if r["measurement_version"] == 3]
-    assert len(v3) == 20 and all(r["start"] == f"{r['start'].split('/')[0]}/{r['gpu_uuid']}" for r in v3)
-    assert sorted(sum(r["start"] == s for r in v3) for s in {r["start"] for r in v3}) == [1, 1, 2, 2, 2, 2, 2, 2, 3, 3]
-    assert len({r["gpu_uuid"] for r in v3}) == 10       # each start on its own GPU
+    assert len(v3) == 23 and all(r["start"] == f"{r['start'].split('/')[0]}/{r['gpu_uuid']}" for r in v3)
+    assert sorted(sum(r["start"] == s for r in v3) for s in {r["start"] for r in v3}) == \
+        [1, 1, 2, 2, 2, 2, 2, 2, 3, 3, 3]
+    assert len({r["gpu_uuid"] for r in v3}) == 11       # each start on its own GPU
     full_v1 = [r for r in rs if r["n_figures"] >= 400 and r["measurement_version"] == 1]
     by: dict = {}
     for r in full_v1:
@@ -248,4 +249,70 @@ def test_an_eighth_gpu_s_no_change_run_raises_no_false_verdict(tmp_path):
     st, run = _eighth(tmp_path)
     vs = check.check(st, run["id"])[1]
     assert not [v for v in vs if v.verdict in ("SLOWER", "FASTER", "KERNEL CHANGED")]
+    st.close()
+
+
+def test_a_new_gpu_that_moves_rows_both_ways_is_named_once():
+    """GPU B (2026-12-01) ran pack_size's kernels 4 % faster and engine plan_1's at 1024 4.6 % slower
+    than 11 other GPUs: the check says once what such a run looks like."""
+    def v(verdict, mode="device"):
+        return check.Verdict("p", "v", "1", mode, "us", 1.0, 1.0, 0.04, 0.025, 20, verdict, scale="fleet")
+    both = [v("SLOWER"), v("FASTER"), v("FASTER", "graph"), v("SAME")]
+    line = check.new_gpu_line({"same_gpu_runs": 0}, both)
+    assert "this GPU moved 3 graph/device rows both ways" in line and "another start" in line
+    assert check.new_gpu_line({"same_gpu_runs": 1}, both) == line      # one run of its own: still the fleet
+    assert check.new_gpu_line({"same_gpu_runs": 2}, both) == ""
+    assert check.new_gpu_line({"same_gpu_runs": 0}, [v("SLOWER"), v("SLOWER")]) == ""
+    assert check.new_gpu_line({"same_gpu_runs": 0}, [v("SLOWER"), v("FASTER", "eager")]) == ""
+
+
+# GPU B (start 266ed64d, GPU-2dcc6c43, 2026-12-01 19:56-20:05), three no-change runs of today's main:
+# pack_size's kernels at p5 and p15 ran 3.6-4.2 % faster than on the 11 GPUs of the committed
+# history (2.59 against 2.69-2.71 µs), engine plan_1's 4.6 % faster at 256 and 4.6 % slower at 1024,
+# every run alike. It failed the nightly recipe, so it is kept out of the committed history; its
+# figures alone are in tests/data.
+GPU_B = ROOT / "tests" / "data" / "h200-gpu-b.hbx.jsonl.gz"
+
+
+def _gpu_b(tmp_path):
+    st = db.open_store(f"sqlite:///{tmp_path / 'h.db'}", create=True)
+    res = ingest.ingest_paths(st, [EXPORT, GPU_B])
+    assert not res.errors
+    return st, [r for r in st.runs() if (r["gpu_uuid"] or "").startswith("GPU-2dcc6c43")]
+
+
+def _moved(vs) -> list:
+    return [v for v in vs if v.verdict in ("SLOWER", "FASTER", "KERNEL CHANGED")]
+
+
+def test_gpu_b_fails_no_nightly_gate_and_its_third_run_is_judged_on_its_own_gpu(tmp_path, capsys):
+    """Its first two runs, against the fleet, call its kernels' speed on pack_size and engine rows,
+    unconfirmed, with the header's caution; its third, against its own two runs (graph and device
+    rows as ratios to their baseline), calls nothing, on a median MDC of 1.5 %."""
+    st, runs = _gpu_b(tmp_path)
+    assert len(runs) == 3
+    for r in runs[:2]:
+        target, vs = check.check(st, r["id"])
+        assert target["same_gpu_runs"] < noise.MIN_OWN
+        assert all(v.probe in ("pack_size", "engine") and v.scale == "fleet" and v.state != "confirmed"
+                   for v in _moved(vs))
+    assert "moved 11 graph/device rows both ways" in check.render(*check.check(st, runs[0]["id"]), width=200)
+    target, vs = check.check(st, runs[2]["id"])
+    assert target["same_gpu_runs"] == 2 and not _moved(vs)
+    mdc = check.median_mdc(vs)
+    assert mdc["graph"] <= 0.015 and mdc["device"] <= 0.015
+    assert any(v.on_ratio and v.scale == "same GPU" for v in vs if v.mode == "graph")
+    st.close()
+    code = cli.main(["history", "check", "latest", "--store", f"sqlite:///{tmp_path / 'h.db'}", "--fail-on-regression"])
+    assert code == 0, capsys.readouterr().out
+
+
+@pytest.mark.xfail(strict=True, reason="measured on the H200 (GPU B): 11 false verdicts on its first run and 8 on "
+                                       "its second (pack_size p5/p15 graph and device -3.5 to -4.2 %, engine "
+                                       "plan_1 256 device -4.7 %, plan_1 and plan_2 1024 +3.5 to +4.7 %): a GPU's "
+                                       "kernels apart from every other GPU's look like a change to one run")
+def test_gpu_b_s_no_change_runs_raise_no_false_verdict_against_the_fleet(tmp_path):
+    st, runs = _gpu_b(tmp_path)
+    for r in runs[:2]:
+        assert not _moved(check.check(st, r["id"])[1]), r["id"]
     st.close()

@@ -53,29 +53,30 @@ def test_false_verdicts_and_mdcs_stay_within_what_was_measured(loso):
 
 
 def test_measurement_3_history_has_no_false_verdict_on_any_start(loso3):
-    """The history users have now (measurement 3, 20 full runs on 10 starts of 2026-12-01, each on its
+    """The history users have now (measurement 3, 23 full runs on 11 starts of 2026-12-01, each on its
     own GPU UUID): no false verdict against the fleet or the same GPU, and nearly every injected
-    graph and device change caught alone (measured: 19 and 20 of 20). An 8 % eager change is under
-    most eager rows' MDC (9.1 %): caught where the row is quiet (5 of 19)."""
+    graph and device change caught alone (measured: 22 and 23 of 23). An 8 % eager change is under
+    most eager rows' MDC (9.0 %): caught where the row is quiet (6 of 22). GPU B, which failed the
+    nightly recipe, is not in it (tests/test_history_machine.py holds what it raises)."""
     assert loso_check.versions() == [1, 3]
-    assert len(loso3.starts) == 10 and sum(n for _, n, *_ in loso3.starts) == 20
+    assert len(loso3.starts) == 11 and sum(n for _, n, *_ in loso3.starts) == 23
     assert _false(loso3, 2) == 0 and _false(loso3, 3) == 0 and not loso3.false_rows
     fleet, same = loso_check.medians(loso3)
-    assert fleet["graph"] <= 0.029 and fleet["device"] <= 0.0251 and fleet["eager ratio (fast state)"] <= 0.092
-    # two starts with three runs; against its own GPU a graph or device row is judged as a paired
-    # ratio to its baseline (reports/history/paired.py; in µs the same-GPU graph median was 2.09 %)
-    assert same["device"] <= 0.0151 and same["graph"] <= 0.0151
-    assert loso3.caught["graph +4 %"][0] >= 19 and loso3.caught["device +4 %"] == [20, 20]
-    assert loso3.caught["eager trap ratio +8 %"][0] >= 5
+    assert fleet["graph"] <= 0.0275 and fleet["device"] <= 0.0251 and fleet["eager ratio (fast state)"] <= 0.09
+    # against its own GPU a graph or device row is judged as a paired ratio to its baseline
+    # (reports/history/paired.py; in µs the same-GPU graph median was 2.09 %)
+    assert same["device"] <= 0.0151 and same["graph"] <= 0.0151      # three starts with three runs
+    assert loso3.caught["graph +4 %"][0] >= 22 and loso3.caught["device +4 %"] == [23, 23]
+    assert loso3.caught["eager trap ratio +8 %"][0] >= 6
     # the table gives each class's MDC distribution: median (p10-p90) and the rows behind it
     text = loso_check.table(loso3)
     assert re.search(r"\| graph \| \d+\.\d\d % \(\d+\.\d\d-\d+\.\d\d\) \(\d+ rows\) \|", text), text
 
 
 @pytest.mark.xfail(strict=True, reason="issue 26's targets, not met on the committed history: measurement 1 "
-                                       "2 false verdicts on 2 of 6 starts, fleet graph MDC 3.0 %, eager 9.4 %; "
-                                       "measurement 3 eager 9.1 % (fleet graph 2.87 % and device 2.5 %, "
-                                       "same-GPU graph and device 1.5 % are met)")
+                                       "2 false verdicts on 2 of 6 starts, eager 9.4 %; measurement 3 eager 9.0 % "
+                                       "(fleet graph 2.7 % and device 2.5 %, same-GPU graph and device 1.5 % "
+                                       "are met)")
 def test_targets(loso, loso3):
     for res in (loso, loso3):
         fleet, same = loso_check.medians(res)

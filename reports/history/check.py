@@ -424,6 +424,21 @@ def factor_line(target: dict) -> str:
             f"history median ({target.get('factor_rows', 0)} rows); rows count as changed only beyond that shift")
 
 
+def new_gpu_line(target: dict, verdicts: list[Verdict]) -> str:
+    """A caution where a GPU judged against the fleet moved graph or device rows both ways: some GPUs run
+    a few kernels apart from every other (H200, 2026-12-01: of 13 GPUs, one ran transpose's GEMMs
+    3-6 % slower, another pack_size's and two engine plans' kernels 4-5 % faster or slower), and
+    one run cannot tell that from a change; the next run from another start can."""
+    if target.get("same_gpu_runs", 0) >= noise.MIN_OWN:
+        return ""
+    moved = [v for v in verdicts if v.mode in paired.MODES and v.scale == "fleet" and v.verdict in ("SLOWER", "FASTER")]
+    if not ({v.verdict for v in moved} >= {"SLOWER", "FASTER"}):
+        return ""
+    return (f"judged against the fleet, this GPU moved {len(moved)} graph/device rows both ways: a GPU that runs some "
+            "kernels a few % apart from the others looks like this; only a run from another start confirms "
+            "them (--fail-on-regression fails on confirmed SLOWER only)")
+
+
 def _note_refs(rows: list[Verdict]) -> tuple[list[str], dict[str, int]]:
     """Each row's note parts as numbers ('1,3'), each distinct part numbered once."""
     parts: dict[str, int] = {}
@@ -494,6 +509,7 @@ def render(target: dict, verdicts: list[Verdict], show_all: bool = False, width:
     lines += wrap(", ".join(f"{n} {k}" for k, n in c.items()), "  ")
     if "history_runs" in target:
         lines += wrap(machine_line(target).strip(), "  ") + wrap(factor_line(target).strip(), "  ")
+        lines += wrap(new_gpu_line(target, verdicts), "  ")
         if target.get("partial"):
             lines += wrap(f"a partial run (probes {target.get('probes', '')}): its GPU state may differ from "
                           "a full run's; judged against partial runs where two measured the row, and a change "
