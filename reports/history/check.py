@@ -8,9 +8,10 @@ back to the pairwise gate (reports.gate.judge), and says so; with fewer than `mi
 noise is its class's, widened for the small history.
 
 GPU-bound rows are first divided by their run's machine factor (the whole run's shift, reported
-once). Where the run's GPU has history on the key the row is judged against that history on the
-within-start scale ("same GPU"); otherwise against the median over starts on the between-start
-scale ("fleet"). The smallest change a row can be judged on is
+once). Where the run's GPU has history on the key, graph and device rows are judged against that
+history on the within-start scale ("same GPU"), as paired ratios to their block's baseline
+(paired.py); eager and host rows, and every row of a GPU without two runs of its own, against
+the median over starts on the between-start scale ("fleet"). The smallest change a row can be judged on is
     mdc = max(minimum effect of the mode, K x max(that scale, the run's own standard error))
 and a change past it is SLOWER/FASTER when every worker of the run lies on the same side (else
 UNSURE). The pairwise gate's host rules stay: eager rows of a host-unstable run, timed in the slow

@@ -15,8 +15,9 @@ runs of one start agree within 0.5 %. So:
   pooled variance the same way; judged against its own GPU, a graph or device row's within-start
   variance borrows instead from a prior fitted to the class's rows (moderated variances, `pool`);
 - a run whose GPU (or start) has history on the key is judged against that history on the
-  within-start scale ("same GPU", tight); any other run against the fleet, the median over
-  starts, on the between-start scale plus the within ("fleet").
+  within-start scale ("same GPU", tight: graph and device rows only, check.py judges them there
+  as paired ratios); any other row against the fleet, the median over starts, on the
+  between-start scale plus the within ("fleet").
 
 A run of unknown start (an old run) is a start of its own. Figures are logs throughout: a relative
 scale, symmetric for slower and faster.
