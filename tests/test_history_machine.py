@@ -219,12 +219,27 @@ def test_heavy_graph_replays_and_their_device_rows_take_factors_of_their_own():
 EIGHTH = ROOT / "tests" / "data" / "h200-eighth-gpu.hbx.jsonl.gz"
 
 
-def _eighth(tmp_path):
+def _moved(vs) -> list:
+    return [v for v in vs if v.verdict in ("SLOWER", "FASTER", "KERNEL CHANGED")]
+
+
+def _with(tmp_path, data: Path, gpu: str) -> tuple[db.Store, list[dict]]:
+    """The committed history and a GPU kept out of it (tests/data): the store, and that GPU's runs."""
     st = db.open_store(f"sqlite:///{tmp_path / 'h.db'}", create=True)
-    res = ingest.ingest_paths(st, [EXPORT, EIGHTH])
+    res = ingest.ingest_paths(st, [EXPORT, data])
     assert not res.errors
-    run = next(r for r in st.runs() if (r["gpu_uuid"] or "").startswith("GPU-94ccbe2d"))
-    return st, run
+    return st, [r for r in st.runs() if (r["gpu_uuid"] or "").startswith(gpu)]
+
+
+def _eighth(tmp_path):
+    st, runs = _with(tmp_path, EIGHTH, "GPU-94ccbe2d")
+    return st, runs[0]
+
+
+def _gate_passes(tmp_path, capsys) -> None:
+    """`history check latest --fail-on-regression` on the store _with made exits 0."""
+    code = cli.main(["history", "check", "latest", "--store", f"sqlite:///{tmp_path / 'h.db'}", "--fail-on-regression"])
+    assert code == 0, capsys.readouterr().out
 
 
 def test_an_eighth_gpu_outside_the_history_fails_no_nightly_gate(tmp_path, capsys):
@@ -234,11 +249,10 @@ def test_an_eighth_gpu_outside_the_history_fails_no_nightly_gate(tmp_path, capsy
     st, run = _eighth(tmp_path)
     target, vs = check.check(st, run["id"])
     assert 0.03 < target["machine_factor"] < 0.045 and target["same_gpu_runs"] == 0
-    changed = [v for v in vs if v.verdict in ("SLOWER", "FASTER", "KERNEL CHANGED")]
+    changed = _moved(vs)
     assert len(changed) <= 3 and all(v.state in ("new", "suspect") for v in changed)
     st.close()
-    code = cli.main(["history", "check", "latest", "--store", f"sqlite:///{tmp_path / 'h.db'}", "--fail-on-regression"])
-    assert code == 0, capsys.readouterr().out
+    _gate_passes(tmp_path, capsys)
 
 
 @pytest.mark.xfail(strict=True, reason="measured on the H200 (start S8): 2 false SLOWER (transpose pretransposed "
@@ -247,8 +261,7 @@ def test_an_eighth_gpu_outside_the_history_fails_no_nightly_gate(tmp_path, capsy
                                        "size class and mode cannot hold both")
 def test_an_eighth_gpu_s_no_change_run_raises_no_false_verdict(tmp_path):
     st, run = _eighth(tmp_path)
-    vs = check.check(st, run["id"])[1]
-    assert not [v for v in vs if v.verdict in ("SLOWER", "FASTER", "KERNEL CHANGED")]
+    assert not _moved(check.check(st, run["id"])[1])
     st.close()
 
 
@@ -275,14 +288,7 @@ GPU_B = ROOT / "tests" / "data" / "h200-gpu-b.hbx.jsonl.gz"
 
 
 def _gpu_b(tmp_path):
-    st = db.open_store(f"sqlite:///{tmp_path / 'h.db'}", create=True)
-    res = ingest.ingest_paths(st, [EXPORT, GPU_B])
-    assert not res.errors
-    return st, [r for r in st.runs() if (r["gpu_uuid"] or "").startswith("GPU-2dcc6c43")]
-
-
-def _moved(vs) -> list:
-    return [v for v in vs if v.verdict in ("SLOWER", "FASTER", "KERNEL CHANGED")]
+    return _with(tmp_path, GPU_B, "GPU-2dcc6c43")
 
 
 def test_gpu_b_fails_no_nightly_gate_and_its_third_run_is_judged_on_its_own_gpu(tmp_path, capsys):
@@ -303,8 +309,7 @@ def test_gpu_b_fails_no_nightly_gate_and_its_third_run_is_judged_on_its_own_gpu(
     assert mdc["graph"] <= 0.015 and mdc["device"] <= 0.015
     assert any(v.on_ratio and v.scale == "same GPU" for v in vs if v.mode == "graph")
     st.close()
-    code = cli.main(["history", "check", "latest", "--store", f"sqlite:///{tmp_path / 'h.db'}", "--fail-on-regression"])
-    assert code == 0, capsys.readouterr().out
+    _gate_passes(tmp_path, capsys)
 
 
 @pytest.mark.xfail(strict=True, reason="measured on the H200 (GPU B): 11 false verdicts on its first run and 8 on "
