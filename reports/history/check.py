@@ -310,10 +310,10 @@ def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, l
     out = []
     for row, f in figs[target["id"]].items():
         hh, got = h, None
-        if hp is not None and paired.pairable(f) and hp.figs[target["id"]][row].on_ratio:
-            got = hp.scale(row, hp.figs[target["id"]][row])
+        if hp is not None and paired.pairable(f) and (pf := hp.figs[target["id"]][row]).on_ratio:
+            got = hp.scale(row, pf)
             if got is not None and got[0].kind == "same GPU":
-                hh, f = hp, hp.figs[target["id"]][row]
+                hh, f = hp, pf
             else:
                 got = None
         unit = f"x {f.baseline}" if f.on_ratio else "us"
@@ -354,15 +354,15 @@ def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, l
         if v in ("SLOWER", "FASTER", "KERNEL CHANGED"):
             state = _state(hh, after, hist, f, loc, mdc, change)
         out.append(Verdict(*row, unit, f.value, loc, change, mdc, n, v, state, note, scale=kind, **base))
-    return target, _baseline_moved(out)
+    return target, _baseline_moved(out, figs[target["id"]])
 
 
-def _baseline_moved(verdicts: list[Verdict]) -> list[Verdict]:
+def _baseline_moved(verdicts: list[Verdict], figs: dict) -> list[Verdict]:
     """A graph or device ratio whose baseline row itself changed follows the baseline: UNSURE at most."""
     by = {v.row: v for v in verdicts}
     for v in verdicts:
         if v.on_ratio and v.mode in paired.MODES and v.verdict in ("SLOWER", "FASTER"):
-            b = by.get((v.probe, v.unit[2:], v.size, v.mode))
+            b = by.get((v.probe, figs[v.row].baseline, v.size, v.mode))
             if b is not None and b.verdict in ("SLOWER", "FASTER", "KERNEL CHANGED"):
                 v.verdict, v.state = "UNSURE", ""
                 v.note = "; ".join(x for x in (v.note, f"its baseline {b.variant} changed ({b.verdict}): "

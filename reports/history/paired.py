@@ -31,8 +31,7 @@ def pairable(f) -> bool:
 def ratio_of(f, base):
     """f as a paired ratio to `base` (same run, same block), or None where they do not pair."""
     if (base is None or base.status != "ok" or not f.workers or len(f.workers) != len(base.workers)
-            or UNPAIRED in (f.flags or "").split(",") or UNPAIRED in (base.flags or "").split(",")
-            or not all(b > 0 for b in base.workers)):
+            or UNPAIRED in (f.flags or "").split(",") or not all(b > 0 for b in base.workers)):
         return None
     rs = [w / b for w, b in zip(f.workers, base.workers)]
     m = statistics.median(rs)
