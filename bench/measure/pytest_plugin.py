@@ -25,8 +25,10 @@ from cudnn_hostbench.bench.measure.options import OptionError, SuiteOptions, che
 from cudnn_hostbench.bench.measure.status import Status
 
 DEFAULT_WORKERS = 3
-DEFAULT_ROUNDS = 6       # per worker: replication across processes, not rounds, is what narrows a figure
-#                          (pyperf's design); 3 workers pool 18 kept eager rounds, top-up workers more
+DEFAULT_ROUNDS = 24      # eager rounds per worker. An eager ratio's process-to-process spread is its rounds'
+#                          sampling error (H200, 6 runs of 6 rounds: one round's paired ratio varies 3-5 %,
+#                          a worker's median of 6 by 2.0 %, workers differ by 2.0 %; rounds uncorrelated),
+#                          so rounds narrow it as processes do, at 10 ms a cycle instead of a process each
 GRAPH_ROUNDS = 4         # per worker: CUDA-graph replays are GPU-bound (two runs agree within 0.5 %)
 
 
