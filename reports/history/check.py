@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from cudnn_hostbench.bench.measure.records import MIN_PROCESSES
 
 from .. import gate, robust
-from . import db, noise, paired, plans
+from . import db, noise, paired, plans, sampling
 
 DEFAULT_LAST = 30
 CONFIRM_LOOKAHEAD = 5   # later runs searched for the first that measured a changed row
@@ -206,7 +206,7 @@ class History:
         # as between starts (eager ratios 1.8 and 1.5 %), and judged on two runs of its own start an
         # eager ratio of a new start's third run (H200, start A) was called SLOWER at +6.4 % (mdc 5.0 %)
         mine = [f.mode in paired.MODES and noise.same_machine(r, self.target) for r, _ in hist]
-        return noise.predict(logs, groups, mine, own, pool), hist
+        return noise.predict(logs, groups, mine, own, pool, sampling.parts(self.target, f, hist)), hist
 
 
 def _judge(f: db.Figure, sc: noise.Scale, factor: float, run_unstable: bool, kernels: str) -> tuple[str, float, float, str]:

@@ -234,9 +234,17 @@ class Scale:
     starts: int          # starts among them
 
 
-def _median_var(n: int) -> float:
+def median_var(n: int) -> float:
     """Variance of the median of n draws, in draws' variances (a mean up to 2; pi/2n beyond)."""
     return 1.0 / n if n <= 2 else math.pi / (2 * n)
+
+
+def resampled(sw2: float, hist: float, new: float) -> float:
+    """A within-start variance whose sampling part (the history's `hist`, at most all of it: the
+    workers' spread says it with 2 degrees of freedom a figure) becomes `new`."""
+    if hist <= 0.0:
+        return sw2
+    return sw2 - min(sw2, hist) * (1.0 - new / hist)
 
 
 # Fewer earlier runs of the run's own GPU than this: judged against the fleet. One run is no location:
@@ -245,10 +253,13 @@ def _median_var(n: int) -> float:
 MIN_OWN = 2
 
 
-def predict(logs: list[float], groups: list[str], mine: list[bool], row: Parts, prior: Pool) -> Scale:
+def predict(logs: list[float], groups: list[str], mine: list[bool], row: Parts, prior: Pool,
+            sampling: tuple[float, float] | None = None) -> Scale:
     """The scale a new run's row is judged on: against its own GPU's history where it has one
     (`mine`) on the within-start scale, else against the median over starts on the between-start
-    scale; where the own history is so short that the fleet predicts the run better, the fleet."""
+    scale; where the own history is so short that the fleet predicts the run better, the fleet.
+    `sampling`: (the history figures' mean sampling variance, the new figure's) where they differ
+    (sampling.parts): the new run's within-start variance swaps the one for the other (`resampled`)."""
     # the fleet's within-start part from the pooled variance: across GPUs it also covers a kernel
     # that one GPU runs a few % off the rest, which the moderated one did not (H200, start P1, a
     # GPU new to the history: 3 false SLOWER on 3-6 µs device rows at +2.7-3.2 %, none pooled)
@@ -260,14 +271,15 @@ def predict(logs: list[float], groups: list[str], mine: list[bool], row: Parts, 
         by.setdefault(g, []).append(x)
     k = len(by)
     per_start = min(len(xs) for xs in by.values())
-    var = sb2 + sw2 + _median_var(k) * (sb2 + sw2 / per_start)
+    mine_w2 = sw2 if sampling is None else resampled(sw2, *sampling)
+    var = sb2 + mine_w2 + median_var(k) * (sb2 + sw2 / per_start)
     fleet = Scale("fleet", math.exp(statistics.median(statistics.median(xs) for xs in by.values())),
                   max(FLOOR_SD, math.sqrt(var)), len(logs), k)
     own = [x for x, m in zip(logs, mine) if m]
     if len(own) < MIN_OWN:
         return fleet
     same = blend(own_sw2, row.dfw, prior.sw2, prior.dfw)
-    sd = max(FLOOR_SD, math.sqrt(same * (1 + _median_var(len(own)))))
+    sd = max(FLOOR_SD, math.sqrt(same * (1 + median_var(len(own)))))
     return Scale("same GPU", math.exp(statistics.median(own)), sd, len(logs), k) if sd <= fleet.sd else fleet
 
 
