@@ -79,10 +79,10 @@ def test_the_committed_export_knows_every_run_s_start():
     # runs before measurement 3 took their start from the log; later ones record it (boot id/GPU UUID)
     assert all(r["start"].startswith("log:") for r in rs if r["measurement_version"] < 3)
     v3 = [r for r in rs if r["measurement_version"] == 3]
-    assert len(v3) == 23 and all(r["start"] == f"{r['start'].split('/')[0]}/{r['gpu_uuid']}" for r in v3)
+    assert len(v3) == 28 and all(r["start"] == f"{r['start'].split('/')[0]}/{r['gpu_uuid']}" for r in v3)
     assert sorted(sum(r["start"] == s for r in v3) for s in {r["start"] for r in v3}) == \
-        [1, 1, 2, 2, 2, 2, 2, 2, 3, 3, 3]
-    assert len({r["gpu_uuid"] for r in v3}) == 11       # each start on its own GPU
+        [1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3]
+    assert len({r["gpu_uuid"] for r in v3}) == 14       # each start on its own GPU
     full_v1 = [r for r in rs if r["n_figures"] >= 400 and r["measurement_version"] == 1]
     by: dict = {}
     for r in full_v1:

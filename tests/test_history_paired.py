@@ -118,3 +118,28 @@ def test_a_row_whose_workers_are_not_its_baseline_s_is_stored_unpaired(tmp_path)
     assert paired.paired({rid: figs})[rid][("execute", "pinned", "256", "graph")].on_ratio
     assert not paired.paired({rid: figs})[rid][("execute", "generic", "256", "graph")].on_ratio
     st.close()
+
+
+def _fleet_judged(change: dict) -> dict:
+    """8 earlier runs on 4 starts, then a run on a new start (judged against the fleet) with `change`."""
+    rng = random.Random(5)
+    runs, figs = [], {}
+    starts = ["s1/GPU-1", "s1/GPU-1", "s2/GPU-2", "s2/GPU-2", "s3/GPU-3", "s3/GPU-3", "s4/GPU-4", "s4/GPU-4",
+              "new/GPU-new"]
+    for i, s in enumerate(starts):
+        runs.append({"id": i + 1, "start": s, "gpu_uuid": s.split("/")[1], "probes": "fusion", "host_unstable": False})
+        figs[i + 1] = _run_figs(rng, [rng.gauss(1.0, 0.002) for _ in range(3)], change if s.startswith("new") else None)
+    _, vs = check.judge_run(dict(runs[-1]), runs[:-1], [], figs)
+    return {v.row: v for v in vs}
+
+
+def test_a_row_that_moved_with_its_baseline_on_a_new_gpu_is_unsure_and_one_that_moved_alone_is_called():
+    # the GPU runs the kernel both share 6 % slow: the baseline's own row says so, the cuDNN row's
+    # paired ratio did not move, so it is the GPU's, not a change
+    vs = _fleet_judged({"cudnn_a": 1.06, "torch_mm": 1.06})
+    row = ("fusion", "cudnn_a", "x", "device")
+    assert vs[("fusion", "torch_mm", "x", "device")].verdict == "SLOWER"
+    assert vs[row].verdict == "UNSURE" and vs[row].scale == "fleet" and "moved with its baseline torch_mm" in vs[row].note
+    # moved alone, or beyond its baseline by more than the ratio's MDC: called
+    assert _fleet_judged({"cudnn_a": 1.06})[row].verdict == "SLOWER"
+    assert _fleet_judged({"cudnn_a": 1.12, "torch_mm": 1.06})[row].verdict == "SLOWER"

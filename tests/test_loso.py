@@ -28,6 +28,9 @@ def loso3():
     return loso_check.run(version=3)
 
 
+ROUNDS = "24 rounds a worker"
+
+
 def _false(res, setting: int) -> int:
     return sum(s[setting] for s in res.starts)
 
@@ -53,30 +56,44 @@ def test_false_verdicts_and_mdcs_stay_within_what_was_measured(loso):
 
 
 def test_measurement_3_history_has_no_false_verdict_on_any_start(loso3):
-    """The history users have now (measurement 3, 23 full runs on 11 starts of 2026-12-01, each on its
-    own GPU UUID): no false verdict against the fleet or the same GPU, and nearly every injected
-    graph and device change caught alone (measured: 22 and 23 of 23). An 8 % eager change is under
-    most eager rows' MDC (9.0 %): caught where the row is quiet (6 of 22). GPU B, which failed the
-    nightly recipe, is not in it (tests/test_history_machine.py holds what it raises)."""
+    """The history users have now (measurement 3, 28 full runs on 14 starts of 2026-12-01, each on its
+    own GPU UUID; the last 5, on 3 starts, with 24 eager rounds a worker): no false verdict against
+    the fleet or the same GPU, and every injected graph and device change caught alone (measured: 28
+    and 28 of 28). An 8 % eager change is under most 6-round rows' MDC (8.8 %): caught where the row
+    is quiet; on 24-round runs (MDC 6.0 %) on 4 of 5. GPU B, which failed the nightly recipe, is not
+    in it (tests/test_history_machine.py holds what it raises)."""
     assert loso_check.versions() == [1, 3]
-    assert len(loso3.starts) == 11 and sum(n for _, n, *_ in loso3.starts) == 23
+    assert len(loso3.starts) == 14 and sum(n for _, n, *_ in loso3.starts) == 28
     assert _false(loso3, 2) == 0 and _false(loso3, 3) == 0 and not loso3.false_rows
     fleet, same = loso_check.medians(loso3)
-    assert fleet["graph"] <= 0.0275 and fleet["device"] <= 0.0251 and fleet["eager ratio (fast state)"] <= 0.09
+    assert fleet["graph"] <= 0.028 and fleet["device"] <= 0.0251 and fleet["eager ratio (fast state)"] <= 0.0825
     # against its own GPU a graph or device row is judged as a paired ratio to its baseline
     # (reports/history/paired.py; in µs the same-GPU graph median was 2.09 %)
     assert same["device"] <= 0.0151 and same["graph"] <= 0.0151      # three starts with three runs
-    assert loso3.caught["graph +4 %"][0] >= 22 and loso3.caught["device +4 %"] == [23, 23]
-    assert loso3.caught["eager trap ratio +8 %"][0] >= 6
+    assert loso3.caught["graph +4 %"][0] >= 27 and loso3.caught["device +4 %"] == [28, 28]
+    assert loso3.caught["eager trap ratio +8 %"][0] >= 10
+    assert loso3.caught[f"eager trap ratio +8 %, {ROUNDS}"][0] >= 4
     # the table gives each class's MDC distribution: median (p10-p90) and the rows behind it
     text = loso_check.table(loso3)
     assert re.search(r"\| graph \| \d+\.\d\d % \(\d+\.\d\d-\d+\.\d\d\) \(\d+ rows\) \|", text), text
 
 
-@pytest.mark.xfail(strict=True, reason="issue 26's targets, not met on the committed history: measurement 1 "
-                                       "2 false verdicts on 2 of 6 starts, eager 9.4 %; measurement 3 eager 9.0 % "
-                                       "(fleet graph 2.7 % and device 2.5 %, same-GPU graph and device 1.5 % "
-                                       "are met)")
+def test_runs_of_24_eager_rounds_meet_the_targets(loso3):
+    """Measured with 24 eager rounds a worker (the default since 2026-12-01 21:19), judged against
+    the fleet of 13 other starts: eager trap ratios' median MDC at most 6 %, with graph and device
+    rows at most 3 % and the same GPU's at most 1.5 %, and no false verdict."""
+    fleet, same = loso_check.medians(loso3)
+    assert _false(loso3, 2) == 0 and _false(loso3, 3) == 0
+    assert fleet[f"eager ratio (fast state), {ROUNDS}"] <= 0.06
+    assert len(loso3.mdc_fleet[f"eager ratio (fast state), {ROUNDS}"]) >= 700     # 5 runs' rows
+    assert fleet["graph"] <= 0.03 and fleet["device"] <= 0.03
+    assert same["graph"] <= 0.015 and same["device"] <= 0.015
+
+
+@pytest.mark.xfail(strict=True, reason="issue 26's targets, not met on the older runs of the committed history: "
+                                       "measurement 1 2 false verdicts on 2 of 6 starts, eager 9.4 % (10 rounds a "
+                                       "worker); measurement 3 eager 8.2 % over all its runs (6 rounds a worker: "
+                                       "8.8 %; 24 rounds: 6.0 %, met)")
 def test_targets(loso, loso3):
     for res in (loso, loso3):
         fleet, same = loso_check.medians(res)

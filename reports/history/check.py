@@ -354,7 +354,40 @@ def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, l
         if v in ("SLOWER", "FASTER", "KERNEL CHANGED"):
             state = _state(hh, after, hist, f, loc, mdc, change)
         out.append(Verdict(*row, unit, f.value, loc, change, mdc, n, v, state, note, scale=kind, **base))
-    return target, _baseline_moved(out, figs[target["id"]])
+    return target, _baseline_moved(_moved_with_baseline(out, h, figs), figs[target["id"]])
+
+
+def _moved_with_baseline(verdicts: list[Verdict], h: History, figs: dict) -> list[Verdict]:
+    """A graph or device row called against the fleet whose baseline row (its block's torch op,
+    same run) moved the same way by half as much or more, and whose paired ratio to it stays
+    within the ratio's own MDC, is UNSURE: that GPU runs the kernel they share a few % off the
+    fleet (H200, 2026-12-01: one start ran serialize's 3.4 µs nvjet GEMM 3 % slow in both the
+    cuDNN graph's row and torch.bmm's; the graph's was called SLOWER once two new GPUs moved the
+    fleet's median down)."""
+    by = {v.row: v for v in verdicts}
+    hp: History | None = None
+    out = []
+    for v in verdicts:
+        f = figs[h.target["id"]].get(v.row)
+        b = by.get((v.probe, f.baseline, v.size, v.mode)) if f is not None and paired.pairable(f) else None
+        if (v.scale != "fleet" or v.verdict not in ("SLOWER", "FASTER") or b is None or v.on_ratio
+                or not (b.change * v.change > 0 and abs(b.change) >= 0.5 * abs(v.change))):
+            out.append(v)
+            continue
+        hp = hp or History(h.target, h.before, paired.paired(figs), h.minimum, h.last)
+        pf = hp.figs[h.target["id"]].get(v.row)
+        got = hp.scale(v.row, pf) if pf is not None and pf.on_ratio else None
+        if got is None:
+            out.append(v)
+            continue
+        verdict, change, mdc, _ = _judge(pf, got[0], 0.0, bool(h.target["host_unstable"]), "")
+        if verdict != "SAME":
+            out.append(v)
+            continue
+        note = (f"moved with its baseline {f.baseline} ({b.change * 100:+.1f} %); the paired ratio "
+                f"{change * 100:+.1f} % is within its {mdc * 100:.1f} %: this GPU's kernel speed, not a change")
+        out.append(dataclasses.replace(v, verdict="UNSURE", state="", note="; ".join(x for x in (v.note, note) if x)))
+    return out
 
 
 def _baseline_moved(verdicts: list[Verdict], figs: dict) -> list[Verdict]:
