@@ -155,25 +155,25 @@ class History:
         rows: dict[tuple, list[float]] = {}
         for r in self.before:
             for row, f in self.figs[r["id"]].items():
-                if f.status == "ok" and (f.value or 0) > 0 and noise.gpu_bound(f):
+                if f.status == "ok" and (f.value or 0) > 0 and noise.factored(f):
                     rows.setdefault(row, []).append(math.log(f.value))
         locs = {row: statistics.median(xs) for row, xs in rows.items() if len(xs) >= 2}
         return {r["id"]: noise.machine_factors(self._gpu_logs(r["id"]), locs) for r in self.before}
 
     def _gpu_logs(self, run_id: int) -> dict[tuple, tuple[str, str, float]]:
         return {row: (noise.size_class(f), f.kernels, math.log(f.value)) for row, f in self.figs[run_id].items()
-                if f.status == "ok" and (f.value or 0) > 0 and noise.gpu_bound(f)}
+                if f.status == "ok" and (f.value or 0) > 0 and noise.factored(f)}
 
     def _target_factor(self) -> dict:
         """The judged run's machine factors against the history (factors removed), {} when unknown."""
         adj: dict[tuple, list[float]] = {}
         for r in self.before:
             for row, f in self.figs[r["id"]].items():
-                if f.status == "ok" and (f.value or 0) > 0 and noise.gpu_bound(f):
+                if f.status == "ok" and (f.value or 0) > 0 and noise.factored(f):
                     adj.setdefault(row, []).append(math.log(f.value) - noise.offset(self.factors[r["id"]], f))
         locs = {row: statistics.median(xs) for row, xs in adj.items() if len(xs) >= 2}
         logs = self._gpu_logs(self.target["id"])
-        self.factor_rows = len([r for r in logs if r in locs])
+        self.factor_rows = len([r for r, (cls, _, _) in logs.items() if r in locs and cls != "light"])
         return noise.machine_factors(logs, locs)
 
     def logs(self, row: tuple, like: db.Figure) -> tuple[list[float], list[str], list[tuple[dict, db.Figure]]]:

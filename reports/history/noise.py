@@ -7,7 +7,9 @@ runs of one start agree within 0.5 %. So:
 - every run gets a *machine factor*: the median, over its GPU-bound rows, of its log figure
   against the history's; GPU-bound figures are divided by their run's factor before they are
   compared, and the new run's factor is reported once ("this GPU runs GPU-bound rows 1.9 %
-  slower than the history median") instead of as many regressions;
+  slower than the history median") instead of as many regressions; rows that share a kernel take
+  its factor beyond that (GPU-bound rows by kernel, heavy ones per mode; light device rows by
+  kernel and size, where three or more share it);
 - each row's log figures (factor removed) are split, one-way random effects by start, into a
   within-start variance and a between-start variance (method of moments, Kalibera & Jones'
   nested levels); a row borrows from its class (mode, size class, kernel family): its between-start
@@ -53,6 +55,17 @@ def gpu_bound(f) -> bool:
     return f.mode in ("graph", "device") and not f.on_ratio and (f.median_us or 0.0) >= GPU_BOUND_US
 
 
+def light_kernel(f) -> bool:
+    """A light device row (under GPU_BOUND_US): no machine factor, but a kernel factor of its own
+    where KERNEL_ROWS or more rows of one size run its kernels."""
+    return f.mode == "device" and not f.on_ratio and bool(f.kernels) and 0.0 < (f.median_us or 0.0) < GPU_BOUND_US
+
+
+def factored(f) -> bool:
+    """Rows a run's factors are learned from and removed from."""
+    return gpu_bound(f) or light_kernel(f)
+
+
 def family(kernels: str) -> str:
     k = kernels.lower()
     if "cudnn" in k:
@@ -90,7 +103,7 @@ def machine_factors(logs: dict, locs: dict) -> dict:
     factor each, (mode, class), where they have enough rows."""
     d: dict = {}
     for r, (cls, _, x) in logs.items():
-        if r in locs:
+        if r in locs and cls != "light":
             d.setdefault(cls, []).append(x - locs[r])
             d.setdefault("all", []).append(x - locs[r])
             d.setdefault((r[-1], cls), []).append(x - locs[r])
@@ -109,7 +122,9 @@ def machine_factors(logs: dict, locs: dict) -> dict:
                 out[(mode, cls)] = statistics.median(ys)
     by: dict = {}
     for r, (cls, kern, x) in logs.items():
-        if r in locs and kern:
+        if r in locs and kern and cls == "light":
+            by.setdefault(light_key(kern, r[2], r[-1]), []).append(x - locs[r])
+        elif r in locs and kern:
             by.setdefault(kernel_key(kern, r[-1], cls), []).append(x - locs[r] - class_factor(out, r[-1], cls))
     out.update({k: statistics.median(xs) for k, xs in by.items() if len(xs) >= KERNEL_ROWS})
     return out
@@ -123,6 +138,12 @@ def kernel_key(kernels: str, mode: str, cls: str) -> tuple:
     return ("kernels", kernels, mode) if cls == "heavy" else ("kernels", kernels)
 
 
+def light_key(kernels: str, size: str, mode: str) -> tuple:
+    """A light device row's factor key: its kernels at one size (GPU B, 2026-12-01, ran engine
+    plan_1's kernel 4.7 % faster at 256 and 4.6 % slower at 1024)."""
+    return ("light kernels", kernels, size, mode)
+
+
 def class_factor(factors: dict, mode: str, cls: str) -> float:
     """A size class's factor for rows of `mode`: the mode's own where it had enough rows, else the class's."""
     return factors.get((mode, cls), factors.get(cls, 0.0))
@@ -130,6 +151,8 @@ def class_factor(factors: dict, mode: str, cls: str) -> float:
 
 def offset(factors: dict, f) -> float:
     """The log offset a run's machine puts on a figure (0 for rows that do not follow the GPU)."""
+    if factors and light_kernel(f):
+        return factors.get(light_key(f.kernels, f.size, f.mode), 0.0)
     if not factors or not gpu_bound(f):
         return 0.0
     cls = size_class(f)
@@ -290,7 +313,7 @@ def predict(logs: list[float], groups: list[str], mine: list[bool], row: Parts, 
 FLEET = {
     ("device", "gpu-bound"): (0.0033, 0.0041),
     ("device", "heavy"): (0.0020, 0.0038),
-    ("device", "light"): (0.0063, 0.0076),
+    ("device", "light"): (0.0061, 0.0061),
     ("eager", "ratio"): (0.0178, 0.0151),
     ("eager", "us"): (0.0368, 0.0309),
     ("graph", "gpu-bound"): (0.0043, 0.0040),
