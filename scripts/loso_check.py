@@ -115,6 +115,7 @@ def _judge(full: list[dict], figs: dict) -> Result:
         others = [r for r in full if noise.start_of(r) != s]
         false_fleet = false_same = picks = 0
         for i, t in enumerate(mine):
+            rounds = f"{sampling.rounds_of(t) or '?'} rounds a worker"
             for setting, before in (("fleet", others), ("same GPU", others + mine[:i]) if i else (None, None)):
                 if setting is None:
                     continue
@@ -128,7 +129,7 @@ def _judge(full: list[dict], figs: dict) -> Result:
                 else:
                     false_same += len(bad)
                 into = res.mdc_fleet if setting == "fleet" else res.mdc_same
-                per = f"{EAGER}, {sampling.rounds_of(t) or '?'} rounds a worker"   # eager rounds split out
+                per = f"{EAGER}, {rounds}"   # eager rounds split out
                 for v in vs:
                     c = check.mode_class(v)
                     if c in into and v.mdc is not None and v.scale == setting:
@@ -146,7 +147,7 @@ def _judge(full: list[dict], figs: dict) -> Result:
                         continue    # judged only where the row is measured, quiet, and (eager) fast
                     _, vi = check.judge_run(dict(t), before, [], got)
                     called = [(v.row, v.verdict) for v in vi if v.verdict in CHANGED]
-                    for n in (name, f"{name}, {sampling.rounds_of(t) or '?'} rounds a worker") if row[3] == "eager" else (name,):
+                    for n in (name, f"{name}, {rounds}") if row[3] == "eager" else (name,):
                         got_n = res.caught.setdefault(n, [0, 0])
                         got_n[1] += 1
                         got_n[0] += called == [(row, "SLOWER")]

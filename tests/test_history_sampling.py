@@ -40,6 +40,11 @@ def _judge(seed: int, target_rounds: int | None, change: float = 1.0, hist_round
     return {v.variant: v for v in vs}
 
 
+def _parts(target: dict, f, hist: list) -> tuple[float, float] | None:
+    """sampling.parts on run dicts, their rounds read as check.History reads them."""
+    return sampling.parts(sampling.rounds_of(target), f, [(sampling.rounds_of(r), g) for r, g in hist])
+
+
 def test_rounds_are_read_from_the_runs_options_and_unknown_otherwise():
     assert sampling.rounds_of(_run(1, "a/GPU-a", 24)) == 24
     assert sampling.rounds_of(_run(1, "a/GPU-a", None)) is None
@@ -52,7 +57,7 @@ def test_a_run_with_four_times_the_rounds_carries_a_quarter_of_the_sampling_vari
     rng = random.Random(3)
     hist = [(_run(i, f"s{i}/GPU-{i}", 6), _figs(rng, 6)[("wrapper", "naive", "1024", "eager")]) for i in range(6)]
     f = _figs(rng, 24)[("wrapper", "naive", "1024", "eager")]
-    got = sampling.parts(_run(9, "n/GPU-n", 24), f, hist)
+    got = _parts(_run(9, "n/GPU-n", 24), f, hist)
     assert got is not None and abs(got[1] / got[0] - 0.25) < 1e-9
     # the history's workers say what one round's sampling error is (within the noise of 18 workers)
     assert 0.5 < got[0] / (ROUND_SD ** 2 * 1.25 ** 2 / 6 * noise.median_var(3)) < 2.0
@@ -62,11 +67,11 @@ def test_no_adjustment_where_the_rounds_agree_are_unknown_or_the_row_is_not_an_e
     rng = random.Random(4)
     hist = [(_run(i, f"s{i}/GPU-{i}", 6), _figs(rng, 6)[("wrapper", "naive", "1024", "eager")]) for i in range(6)]
     f = _figs(rng, 6)[("wrapper", "naive", "1024", "eager")]
-    assert sampling.parts(_run(9, "n/GPU-n", 6), f, hist) is None
-    assert sampling.parts(_run(9, "n/GPU-n", None), f, hist) is None
-    assert sampling.parts(_run(9, "n/GPU-n", 24), f, [(_run(1, "a/GPU-a", None), hist[0][1]), *hist[1:]]) is None
+    assert _parts(_run(9, "n/GPU-n", 6), f, hist) is None
+    assert _parts(_run(9, "n/GPU-n", None), f, hist) is None
+    assert _parts(_run(9, "n/GPU-n", 24), f, [(_run(1, "a/GPU-a", None), hist[0][1]), *hist[1:]]) is None
     us = db.Figure("wrapper", "naive", "1024", "eager", "ok", "us/call", 40.0, False, 40.0, [39.0, 40.0, 41.0])
-    assert sampling.parts(_run(9, "n/GPU-n", 24), us, hist) is None
+    assert _parts(_run(9, "n/GPU-n", 24), us, hist) is None
 
 
 def test_more_rounds_narrow_the_scale_and_a_change_the_old_rounds_miss_is_called():

@@ -134,6 +134,8 @@ class History:
     def __init__(self, target: dict, before: list[dict], figs: dict, minimum: int, last: int = DEFAULT_LAST):
         self.target, self.before, self.figs, self.minimum, self.last = target, before, figs, minimum, last
         self.most = max(len((r.get("probes") or "").split(",")) for r in [*before, target])
+        # eager rounds a worker, read once per run (sampling.parts weighs each row's history by them)
+        self.rounds = {r["id"]: sampling.rounds_of(r) for r in [*before, target]}
         self.factors = self._factors()
         self.factor = self._target_factor()
         self.pools: dict[tuple, noise.Pool] = {}
@@ -155,21 +157,21 @@ class History:
         rows: dict[tuple, list[float]] = {}
         for r in self.before:
             for row, f in self.figs[r["id"]].items():
-                if f.status == "ok" and (f.value or 0) > 0 and noise.factored(f):
+                if _factored(f):
                     rows.setdefault(row, []).append(math.log(f.value))
         locs = {row: statistics.median(xs) for row, xs in rows.items() if len(xs) >= 2}
         return {r["id"]: noise.machine_factors(self._gpu_logs(r["id"]), locs) for r in self.before}
 
     def _gpu_logs(self, run_id: int) -> dict[tuple, tuple[str, str, float]]:
         return {row: (noise.size_class(f), f.kernels, math.log(f.value)) for row, f in self.figs[run_id].items()
-                if f.status == "ok" and (f.value or 0) > 0 and noise.factored(f)}
+                if _factored(f)}
 
     def _target_factor(self) -> dict:
         """The judged run's machine factors against the history (factors removed), {} when unknown."""
         adj: dict[tuple, list[float]] = {}
         for r in self.before:
             for row, f in self.figs[r["id"]].items():
-                if f.status == "ok" and (f.value or 0) > 0 and noise.factored(f):
+                if _factored(f):
                     adj.setdefault(row, []).append(math.log(f.value) - noise.offset(self.factors[r["id"]], f))
         locs = {row: statistics.median(xs) for row, xs in adj.items() if len(xs) >= 2}
         logs = self._gpu_logs(self.target["id"])
@@ -206,7 +208,14 @@ class History:
         # as between starts (eager ratios 1.8 and 1.5 %), and judged on two runs of its own start an
         # eager ratio of a new start's third run (H200, start A) was called SLOWER at +6.4 % (mdc 5.0 %)
         mine = [f.mode in paired.MODES and noise.same_machine(r, self.target) for r, _ in hist]
-        return noise.predict(logs, groups, mine, own, pool, sampling.parts(self.target, f, hist)), hist
+        parts = (sampling.parts(self.rounds[self.target["id"]], f, [(self.rounds[r["id"]], g) for r, g in hist])
+                 if sampling.judged(f) else None)
+        return noise.predict(logs, groups, mine, own, pool, parts), hist
+
+
+def _factored(f: db.Figure) -> bool:
+    """A measured row that a run's factors are learned from and removed from (noise.factored)."""
+    return f.status == "ok" and (f.value or 0) > 0 and noise.factored(f)
 
 
 def _judge(f: db.Figure, sc: noise.Scale, factor: float, run_unstable: bool, kernels: str) -> tuple[str, float, float, str]:
@@ -354,18 +363,17 @@ def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, l
         if v in ("SLOWER", "FASTER", "KERNEL CHANGED"):
             state = _state(hh, after, hist, f, loc, mdc, change)
         out.append(Verdict(*row, unit, f.value, loc, change, mdc, n, v, state, note, scale=kind, **base))
-    return target, _baseline_moved(_moved_with_baseline(out, h, figs), figs[target["id"]])
+    return target, _baseline_moved(_moved_with_baseline(out, h, hp, figs), figs[target["id"]])
 
 
-def _moved_with_baseline(verdicts: list[Verdict], h: History, figs: dict) -> list[Verdict]:
+def _moved_with_baseline(verdicts: list[Verdict], h: History, hp: History | None, figs: dict) -> list[Verdict]:
     """A graph or device row called against the fleet whose baseline row (its block's torch op,
     same run) moved the same way by half as much or more, and whose paired ratio to it stays
     within the ratio's own MDC, is UNSURE: that GPU runs the kernel they share a few % off the
     fleet (H200, 2026-12-01: one start ran serialize's 3.4 µs nvjet GEMM 3 % slow in both the
     cuDNN graph's row and torch.bmm's; the graph's was called SLOWER once two new GPUs moved the
-    fleet's median down)."""
+    fleet's median down). `hp`: the run's paired History where judge_run built one (else built here, once)."""
     by = {v.row: v for v in verdicts}
-    hp: History | None = None
     out = []
     for v in verdicts:
         f = figs[h.target["id"]].get(v.row)

@@ -40,14 +40,14 @@ def _var(f, rounds: int, unit: float) -> float:
     return unit / rounds * noise.median_var(max(1, len(f.workers or ())))
 
 
-def parts(target: dict, f, hist: list[tuple[dict, Any]]) -> tuple[float, float] | None:
-    """(the mean sampling variance of the history's figures, this run's figure's), in logs; None
-    when the row is not judged so, a run's rounds are unknown, every run had the run's rounds, or
-    fewer than two history figures show their workers' spread."""
+def parts(mine: int | None, f, hist: list[tuple[int | None, Any]]) -> tuple[float, float] | None:
+    """(the mean sampling variance of the history's figures, this run's figure's), in logs, from the
+    run's rounds (`rounds_of`) and the history's (rounds, figure); None when the row is not judged
+    so, a run's rounds are unknown, every run had the run's rounds, or fewer than two history
+    figures show their workers' spread."""
     if not judged(f):
         return None
-    mine = rounds_of(target)
-    known = [rounds_of(r) for r, _ in hist]
+    known = [r for r, _ in hist]
     rs = [r for r in known if r is not None]
     if mine is None or len(rs) < len(known) or all(r == mine for r in rs):
         return None
