@@ -1,25 +1,21 @@
 """`hostbench compare BASE NEW`: per-benchmark verdicts between two runs, for people and CI.
 
-The verdict rule is reports/gate.judge, one implementation that `compare`, the version matrix
-and the history check's fallback (too little history) all call; its floors per mode are
-gate.floors_text(), which the README and docs/compare.md quote. In short, per (probe, variant,
-size, mode): the change is that of the median over worker processes; it must pass the row's noise
-floor (the mode's minimum effect, raised by the workers' spread) AND the workers must agree (their
-ranges separate, or a Mann-Whitney U test on the per-worker figures, p < alpha = 0.01; with one
-process a side, on the per-round samples). Else the row is SAME (within the floor) or UNSURE.
-Rows in one run only are ADDED / REMOVED; rows without samples on a side are UNMEASURED with their
-statuses in `note`; a slower row on other kernels is KERNEL CHANGED (a regression under
---fail-on-regression unless --allow-kernel-change). The history check against a row's own past
-(reports/history/check.py) keeps KERNEL CHANGED and the host-state rules but judges against the
-noise learned from that past, with smaller minimum effects (check.MIN_EFFECT): a row's history
-knows its noise better than two runs do.
+It is the history check's verdict model (reports/verdict, docs/history.md "The model") with a
+history of one run: the new run judged against the base. What one run cannot say of the noise
+(between starts, the tails) comes from the store prior (the committed H200 history for an H200,
+a wider generic one otherwise); the processes' spread comes from the two runs' own workers. Two
+runs of one machine start are judged on the same-GPU scale, others on the fleet's. Rows in one
+run only are ADDED / REMOVED; rows without samples on a side are UNMEASURED with their statuses in
+`note`; a slower row on other kernels is KERNEL CHANGED (a regression under --fail-on-regression
+unless --allow-kernel-change). A kernel, block or machine shift is a finding: between runs whose
+versions differ it is a change of that version (a regression when slower), never "this GPU".
 
-With `normalize`, every sample is first divided by the same run's baseline variant (usually
-torch_mm) of the same probe/size/mode, round by round when the rounds pair up, else by the
-baseline's median, so a slower host or clock moves both and cancels out.
+Eager rows with a baseline are judged on their paired ratio to it (`absolute`: on µs); with
+`normalize` graph and device rows too, worker by worker, so a slower host or clock cancels out.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import statistics
@@ -28,8 +24,9 @@ import textwrap
 from cudnn_hostbench.bench.measure import machine
 from cudnn_hostbench.bench.measure.records import MIN_PROCESSES, UNIT_SECONDS, Record, Run
 
-from . import fmt, gate
-from .history import noise, plans
+from . import fmt
+from .history import db, paired
+from .verdict import calibrate, decide
 
 # fingerprint fields that describe the run itself (or are measurements), not the environment
 NOT_ENV = {"datetime", "commit_info", "argv", "suite_wall_s", "wall_s", "calibration_us"}
@@ -57,29 +54,7 @@ def kernels_of(run: Run, rec: Record) -> frozenset:
     return frozenset(n.rsplit(" x", 1)[0] for n in (d.kernel_names if d is not None else []))
 
 
-def _side(run: Run, rec: Record, on_ratio: bool, factor: float = 1.0) -> gate.Side:
-    """A record's worker-level values (ratios to its baseline when on_ratio), and its rounds."""
-    if on_ratio:
-        vals = [w["ratio"] for w in rec.workers if w.get("ratio") is not None]
-        if not vals and rec.ratio:
-            vals = [rec.ratio.median]
-        rounds = normalized(run, rec) or []
-        if not vals and rounds:
-            vals = [statistics.median(rounds)]
-    else:
-        vals = [w["median"] for w in rec.workers if w.get("median") is not None]
-        rounds = list(rec.samples)
-        if not vals and rounds:
-            vals = [statistics.median(rounds)]
-    hs = (run.fingerprint or {}).get("host_state") or {}
-    us = rec.summary().median if rec.ok else 0.0
-    per_call_us = us * UNIT_SECONDS.get(rec.unit, 1e-6) / 1e-6 if us else 0.0
-    if factor != 1.0:   # another machine start: its GPU-bound rows are seen through its machine factor
-        vals, rounds = [v / factor for v in vals], [x / factor for x in rounds]
-    rule = plans.rule_of(rec.plan_rule, plans.measurement_version(run.fingerprint or {}), rec.probe, rec.variant)
-    return gate.Side(vals, rounds, bool(hs.get("unstable")) or "host_unstable" in (rec.flags or ()),
-                     kernels_of(run, rec), rec.host_state, per_call_us, rec.probe, rec.variant,
-                     plans.is_race(rule), rec.processes, "clock_drop" in (rec.flags or ()))
+KEY_VERSIONS = ("driver", "cuda", "cudnn_backend", "frontend", "torch")   # of a run's history key
 
 
 def machines(base: Run, new: Run) -> dict:
@@ -91,56 +66,50 @@ def machines(base: Run, new: Run) -> dict:
             "cross_start": bool(sa and sb and sa != sb)}
 
 
-def _gpu_bound_us(rec: Record) -> float:
-    us = rec.summary().median if rec.ok else 0.0
-    return us * UNIT_SECONDS.get(rec.unit, 1e-6) / 1e-6 if us else 0.0
+def _absolute(run: Run, figs: list) -> list:
+    """Eager ratio figures back in µs (each worker's median)."""
+    recs = {(r.probe, r.variant, str(r.size), r.mode): r for r in run.records}
+    out = []
+    for f in figs:
+        rec = recs.get(f.row)
+        if f.on_ratio and rec is not None:
+            ws = [w["median"] * UNIT_SECONDS.get(rec.unit, 1e-6) / 1e-6 for w in rec.workers if w.get("median") is not None]
+            f = dataclasses.replace(f, on_ratio=False, value=f.median_us, workers=ws)
+        out.append(f)
+    return out
 
 
-def machine_factor(a: dict, b: dict) -> float | None:
-    """The new run's machine factor against the base: the median ratio of their GPU-bound rows
-    (graph/device, 20 µs or more per call), None with fewer than noise.MIN_FACTOR_ROWS of them."""
-    logs = []
-    for key, ra in a.items():
-        rb = b.get(key)
-        if rb is None or ra.mode not in ("graph", "device") or not (ra.ok and rb.ok):
-            continue
-        ua, ub = _gpu_bound_us(ra), _gpu_bound_us(rb)
-        if min(ua, ub) >= noise.GPU_BOUND_US:
-            logs.append(math.log(ub / ua))
-    return math.exp(statistics.median(logs)) if len(logs) >= noise.MIN_FACTOR_ROWS else None
-
-
-def cross_floor(mode: str, on_ratio: bool, per_call_us: float, probe: str = "", variant: str = "") -> float:
-    """The least change judged between two machine starts: K x the sd of a difference of two runs
-    of different starts, from the committed fleet's noise (history.noise.FLEET); for an eager ratio
-    that follows each host's speed, its own measured floor (gate.CROSS_START_THRESHOLD) when higher."""
-    cls = ("eager", "ratio" if on_ratio else "us") if mode == "eager" else (
-        ("host", "*") if mode == "host" else (mode, "heavy" if per_call_us >= noise.HEAVY_US
-                                              else "gpu-bound" if per_call_us >= noise.GPU_BOUND_US else "light"))
-    w, b = noise.FLEET.get(cls, (0.0, 0.0))
-    own = gate.cross_start_threshold(probe, variant, mode) if on_ratio else 0.0
-    return max(CROSS_K * math.sqrt(2 * (w * w + b * b)), own)
-
-
-CROSS_K = 3.0   # as the history check's K
-
-
-def compare(base: Run, new: Run, threshold: float | None = None, alpha: float = gate.ALPHA,
+def compare(base: Run, new: Run, threshold: float | None = None, alpha: float = decide.Q,
             normalize: bool = False, min_samples: int = 5, absolute: bool = False):
-    """A DataFrame with one row per (probe, variant, size, mode) in either run (see COLUMNS).
+    """A DataFrame with one row per (probe, variant, size, mode) in either run (see COLUMNS);
+    the verdict model's findings in df.attrs['findings'].
 
-    Eager rows with a baseline are judged on their paired ratio to it (`absolute` turns that
-    off); `normalize` judges every mode so. `threshold` None takes gate.THRESHOLD per mode.
+    `threshold`: the least change worth a verdict for every row (default: each class's practical
+    threshold, decide.PRACTICAL); `alpha`: the false discovery rate over the rows.
     """
     import pandas as pd
 
     a = {r.key: r for r in base.records}
     b = {r.key: r for r in new.records}
     where = machines(base, new)
-    factor = machine_factor(a, b) if where["cross_start"] and not normalize else None
+    fa, fb = db.figures_of(base), db.figures_of(new)
+    if absolute:
+        fa, fb = _absolute(base, fa), _absolute(new, fb)
+    figs = {1: {f.row: f for f in fa}, 2: {f.row: f for f in fb}}
+    if normalize:
+        figs = paired.paired(figs)
+    ma, mb = dict(db.run_meta(base, ""), id=1), dict(db.run_meta(new, ""), id=2)
+    if not where["same_start"]:    # one run is no start of the other's: a GPU new to it
+        ma["start"], mb["start"], ma["gpu_uuid"], mb["gpu_uuid"] = "base", "new", "", ""
+    jd = decide.judge_run(mb, [ma], [], figs, prior=calibrate.load(ma["gpu"]), q=alpha, min_own=1)
+    versions = [k for k in KEY_VERSIONS if ma.get(k) != mb.get(k)]
+    for fd in jd.findings:
+        if fd.status and versions:
+            fd.status = f"a change of {', '.join(versions)}" + (" (a regression)" if fd.change > 0 else "")
+    by = {v.row: v for v in jd.verdicts}
     keys = list(a) + [k for k in b if k not in a]
     # keep each probe/size/mode together (unmeasured records come last in a run file)
-    first = {}
+    first: dict = {}
     for k in keys:
         first.setdefault((k[0], k[2], k[3]), len(first))
     keys.sort(key=lambda k: first[(k[0], k[2], k[3])])
@@ -166,66 +135,49 @@ def compare(base: Run, new: Run, threshold: float | None = None, alpha: float = 
             rows.append(row)
             continue
         row.update(base_abs=ra.summary().median, new_abs=rb.summary().median)
-        bl = base.baseline_of(ra)
+        rk = (key[0], key[1], str(key[2]), key[3])
+        v, ga, gb = by.get(rk), figs[1].get(rk), figs[2].get(rk)
+        if v is None or ga is None or gb is None or v.z is None:
+            row.update(verdict="UNSURE", note=(v.note if v is not None else "") or "not judged")
+            rows.append(row)
+            continue
+        if ga.on_ratio:
+            row["unit"] = f"x {ga.baseline}"
+        verdict, note = v.verdict, v.note
         if list(ra.samples) == list(rb.samples) and ra.workers == rb.workers:
-            row.update(verdict="SAME", change=0.0, p=1.0, note="identical samples")
-            rows.append(row)
-            continue
-        if normalize and bl is ra:
-            row.update(verdict="SAME", note="the baseline itself")
-            rows.append(row)
-            continue
-        on_ratio = (normalize or (ra.mode == "eager" and not absolute)) and bl is not None and bl is not ra
-        gpu_bound = ra.mode in ("graph", "device") and min(_gpu_bound_us(ra), _gpu_bound_us(rb)) >= noise.GPU_BOUND_US
-        fac = factor if factor and gpu_bound and not on_ratio else 1.0
-        sa, sb = _side(base, ra, on_ratio), _side(new, rb, on_ratio, fac)
-        if on_ratio and (not sa.values or not sb.values) and normalize:
-            row.update(verdict="UNSURE", note="no baseline to normalize by")
-            rows.append(row)
-            continue
-        if on_ratio and (not sa.values or not sb.values):
-            on_ratio = False
-            sa, sb = _side(base, ra, False), _side(new, rb, False)
-        if on_ratio:
-            row["unit"] = f"x {bl.variant}"
-        floor_min = cross_floor(ra.mode, on_ratio, min(sa.per_call_us, sb.per_call_us), ra.probe, ra.variant) \
-            if where["cross_start"] and threshold is None else 0.0
-        v, change, p, note = gate.judge(sa, sb, ra.mode, threshold, alpha, min_samples, floor_min=floor_min)
-        if fac != 1.0:
-            note = "; ".join(x for x in (f"beyond the machine factor {(fac - 1) * 100:+.1f} %", note) if x)
-        if v not in ("UNMEASURED",) and 0 < min(sa.processes, sb.processes) < MIN_PROCESSES:
-            note = "; ".join(x for x in (note, f"{min(sa.processes, sb.processes)} process(es) on a side") if x)
-        if normalize and bl is None:   # a probe without a baseline (noop, build-time rows)
-            note = "; ".join(x for x in ("no baseline: judged on its own figures", note) if x)
-        if ra.mode == "eager" and not on_ratio and not absolute and v in ("SLOWER", "FASTER"):
-            # a baseline's own eager µs move with the host between processes; its trap and fix
-            # rows are judged on ratios to it instead
-            v, note = "UNSURE", "absolute eager µs (host-bound between processes; --absolute judges them)"
-        row.update(base=statistics.median(sa.values) if sa.values else float("nan"),
-                   new=statistics.median(sb.values) if sb.values else float("nan"),
-                   change=change, p=p, verdict=v, note=note)
-        if ra.unit != rb.unit and not on_ratio:
-            row.update(verdict="UNSURE", note=f"units differ ({ra.unit} vs {rb.unit})")
+            verdict, note = "SAME", "identical samples"
+        elif min(len(ra.samples), len(rb.samples)) < min_samples:
+            verdict, note = "UNSURE", f"too few samples (fewer than {min_samples} on a side)"
+        elif threshold is not None and verdict in ("SLOWER", "FASTER") and abs(v.change) < threshold:
+            verdict, note = "SAME", f"under --threshold {threshold * 100:g} %"
+        elif threshold is not None and verdict == "UNSURE" and v.mdc is not None and v.mdc <= threshold:
+            verdict, note = "SAME", ""
+        if 0 < min(ga.processes, gb.processes) < MIN_PROCESSES:
+            note = "; ".join(x for x in (note, f"{min(ga.processes, gb.processes)} process(es) on a side") if x)
+        row.update(base=ga.value, new=gb.value, change=v.change, p=v.p, verdict=verdict, note=note,
+                   z=v.z, mdc=v.mdc, scale=v.scale)
         rows.append(row)
-    df = pd.DataFrame(rows, columns=COLUMNS)
-    df.attrs.update(where, machine_factor=factor)
+    df = pd.DataFrame(rows, columns=COLUMNS + ["z", "mdc", "scale"])
+    df.attrs.update(where, findings=jd.findings, versions=versions,
+                    machine_factor=(jd.target.get("machine_factors") or {}).get("graph heavy"))
     return df
 
 
 def machine_line(df) -> str:
-    """The header line on where the two runs ran and which scale judged them."""
+    """The header line on where the two runs ran, which scale judged them, and the findings."""
     m = df.attrs
     if not m:
         return ""
     if m.get("same_start"):
-        return "machines: same GPU, same machine start: judged on the pairwise floors (a twin replicates; it does not confirm)"
-    if m.get("cross_start"):
+        where = "machines: same GPU, same machine start: judged on the same-GPU scale (a twin replicates; it does not confirm)"
+    elif m.get("cross_start"):
         gpu = "same GPU after a reboot" if m.get("same_gpu") else "different GPUs"
-        f = m.get("machine_factor")
-        fac = (f"; the new run's GPU runs GPU-bound rows {abs(f - 1) * 100:.1f} % "
-               f"{'slower' if f > 1 else 'faster'} than the base's, and they are judged beyond that" if f else "")
-        return f"machines: different machine starts ({gpu}): judged with the between-start scale{fac}"
-    return ""    # a run of unknown start (before machine identity): judged as before, nothing to say
+        where = (f"machines: different machine starts ({gpu}): judged on the fleet scale (between-start noise from "
+                 "the store prior)")
+    else:
+        where = "machines: unknown start (a run from before machine identity): judged on the fleet scale"
+    found = [f.line() for f in m.get("findings") or [] if f.status]
+    return "\n".join([where, *found])
 
 
 def _same(x, y) -> bool:
@@ -309,7 +261,8 @@ def table_rows(df) -> list[list[str]]:
 
 HEADER = ["probe", "size", "mode", "variant", "base", "new", "unit", "change", "p", "verdict", "note"]
 # what a reader acts on first; the rest after it, as compare() listed them
-ROW_ORDER = ["SLOWER", "KERNEL CHANGED", "FASTER", "UNSURE", "ADDED", "REMOVED", "UNMEASURED", "SAME"]
+ROW_ORDER = ["SLOWER", "KERNEL CHANGED", "FASTER", "FINDING", "UNSURE", "PICK CHANGED", "ADDED", "REMOVED",
+             "UNMEASURED", "SAME"]
 
 
 def sorted_rows(df):
@@ -399,11 +352,11 @@ def markdown(df, base: Run, new: Run, diff, threshold: float, alpha: float, norm
     then the other environment differences."""
     lines = ["# hostbench compare", "", f"- base: `{base.path}` ({base.datetime or 'no date'})",
              f"- new: `{new.path}` ({new.datetime or 'no date'})",
-             "- rule: |change of the median over workers| > the row's noise floor (at least "
-             + (f"{threshold * 100:g} %" if threshold is not None else gate.floors_text())
-             + f", and 1.5x the between-worker spread) and the workers agree (separation or U test p < {alpha:g})"
-             + (" on samples normalized by the run's baseline variant" if normalize else ""),
-             f"- {summary(df)}", ""]
+             "- rule: the verdict model with a history of one run (docs/history.md): SLOWER/FASTER past "
+             f"Benjamini-Hochberg at a false discovery rate of {alpha:g} over the rows"
+             + (f", and at least {threshold * 100:g} %" if threshold is not None else "")
+             + (" on figures normalized by the run's baseline variant" if normalize else ""),
+             f"- {summary(df)}", *(f"- finding: {x}" for x in machine_line(df).split("\n")[1:]), ""]
     vers = version_diff(diff)
     if vers:
         lines += ["## Versions that differ", "", fmt.md_table(["package", "base", "new"],
@@ -416,8 +369,9 @@ def markdown(df, base: Run, new: Run, diff, threshold: float, alpha: float, norm
     return "\n".join(lines)
 
 
-ORDER = ["SLOWER", "KERNEL CHANGED", "FASTER", "UNSURE", "PICK CHANGED", "SAME", "ADDED", "REMOVED", "UNMEASURED"]
-JUDGED = ("SLOWER", "FASTER", "KERNEL CHANGED", "PICK CHANGED", "UNSURE", "SAME")   # rows both runs measured
+ORDER = ["SLOWER", "KERNEL CHANGED", "FASTER", "FINDING", "UNSURE", "PICK CHANGED", "SAME", "ADDED", "REMOVED",
+         "UNMEASURED"]
+JUDGED = ("SLOWER", "FASTER", "KERNEL CHANGED", "FINDING", "PICK CHANGED", "UNSURE", "SAME")   # rows both runs measured
 
 
 def summary(df) -> str:
@@ -435,8 +389,10 @@ def judged(df) -> int:
 
 def regressions(df, kernel_change_fails: bool = True) -> list[str]:
     """One line per row that fails a gate: SLOWER, and (unless told otherwise) KERNEL CHANGED
-    with a slower median, naming the kernels."""
-    out = []
+    with a slower median, naming the kernels; and each slower finding that is a regression (on
+    the same GPU, or between versions)."""
+    out = [f"finding: {f.line()}" for f in df.attrs.get("findings") or []
+           if f.change > 0 and ("regression" in f.status)]
     for r in df.itertuples(index=False):
         name = f"{r.probe}/{r.variant}/{r.size} {r.mode}"
         if r.verdict == "SLOWER":
@@ -444,3 +400,16 @@ def regressions(df, kernel_change_fails: bool = True) -> list[str]:
         elif r.verdict == "KERNEL CHANGED" and kernel_change_fails and r.change == r.change and r.change > 0:
             out.append(f"SLOWER on changed kernels {name} {r.change * 100:+.1f}% ({r.note})")
     return out
+
+
+def to_json(df) -> str:
+    """The comparison for CI: where the runs ran, the findings and every row's verdict."""
+    def num(x):
+        return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
+    rows = [{k: num(v) if isinstance(v, float) else v for k, v in r.items()} for r in df.to_dict("records")]
+    m = {k: v for k, v in df.attrs.items() if k not in ("findings", "machine_factor")}
+    return json.dumps({"machines": m, "counts": {k: int(n) for k, n in df["verdict"].value_counts().items()},
+                       "findings": [{"kind": f.kind, "name": f.name, "change": f.change, "z": f.z, "p": f.p,
+                                     "rows": f.rows, "scale": f.scale, "status": f.status}
+                                    for f in df.attrs.get("findings") or []],
+                       "rows": rows}, indent=1, default=str)

@@ -33,16 +33,15 @@ no measured row in common (unless --allow-disjoint); 130 interrupted. Details: d
 def add_parser(command) -> None:
     import argparse
 
-    from cudnn_hostbench.reports import gate
-
     p = command("compare", run, epilog=COMPARE_EPILOG,
                 description="`hostbench compare BASE NEW`: per-benchmark verdicts between two runs, "
                             "for people and CI.")
     p.add_argument("base", help="run file (JSON, or partial JSONL) to compare against")
     p.add_argument("new", help="run file to judge")
     p.add_argument("--threshold", default=None,
-                   help=f"minimum change, in percent, for every row (default per row: {gate.floors_text().replace('%', '%%')})")
-    p.add_argument("--alpha", type=float, default=0.01, help="Mann-Whitney U significance level")
+                   help="minimum change, in percent, for a verdict on every row (default: each row class's practical "
+                        "threshold: graph and device 4 %%, heavy graph 8 %%, eager 8 %%, host 50 %%)")
+    p.add_argument("--alpha", type=float, default=0.01, help="false discovery rate over the rows (Benjamini-Hochberg)")
     p.add_argument("--min-samples", type=int, default=5, help="fewer samples than this on a side give UNSURE")
     p.add_argument("--normalize", action="store_true",
                    help="first divide every sample by the probe's baseline variant in the same run "
@@ -57,6 +56,7 @@ def add_parser(command) -> None:
                    help="compare runs from different GPUs (refused otherwise: exit 2)")
     p.add_argument("--allow-disjoint", action="store_true",
                    help="accept runs with no measured row in common (refused otherwise: exit 2)")
+    p.add_argument("--json", metavar="OUT", help="also write the verdicts and findings as JSON (for CI); - for stdout")
     p.add_argument("--markdown", metavar="OUT.md",
                    help="also write the comparison as Markdown to this file (its folder must exist; "
                         "an old file is replaced)")
@@ -94,6 +94,9 @@ def run(a) -> int:
         problem = "is one of the run files being compared"
     if problem:
         return bad(a.prog, f"--markdown {a.markdown}: {problem}")
+    problem = a.json and a.json != "-" and check_out_file(a.json)
+    if problem:
+        return bad(a.prog, f"--json {a.json}: {problem}")
     if store.gpu(base) != store.gpu(new) and not a.allow_other_gpu:
         return bad(a.prog, f"{a.base} is from {store.gpu(base)}, {a.new} from {store.gpu(new)}: not compared "
                             "(--allow-other-gpu compares them anyway)")
@@ -111,6 +114,15 @@ def run(a) -> int:
             write_text_atomic(a.markdown, compare.markdown(df, base, new, diff, threshold, a.alpha, a.normalize))
         except OSError as e:
             return bad(a.prog, f"--markdown {a.markdown}: cannot write ({e.strerror or e})")
+    if a.json:
+        text = compare.to_json(df)
+        if a.json == "-":
+            print(text)
+            return 1 if a.fail_on_regression and compare.regressions(df, not a.allow_kernel_change) else 0
+        try:
+            write_text_atomic(a.json, text)
+        except OSError as e:
+            return bad(a.prog, f"--json {a.json}: cannot write ({e.strerror or e})")
     width = fmt.term_width()
     print(compare.summary(df))   # the verdict counts first
     if compare.machine_line(df):

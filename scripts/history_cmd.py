@@ -8,6 +8,7 @@ held past the retries) ends with one line on stderr and exit 2; nothing stored i
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 DESCRIPTION = __doc__
 
@@ -42,13 +43,14 @@ def add_parser(command) -> None:
     q.add_argument("run", nargs="?", default="latest",
                    help="a run file (ingested first), a run id of the store, or 'latest' (the newest run)")
     q.add_argument("--last", type=int, default=check.DEFAULT_LAST, help="history runs per row")
-    q.add_argument("--min-history", type=int, default=check.MIN_HISTORY,
-                   help="fewer history runs than this: 'too little history', the pairwise gate instead")
+    q.add_argument("--json", metavar="OUT", help="also write the verdicts and findings as JSON (for CI); - for stdout")
     q.add_argument("--all", action="store_true", help="print every row, not only the changed ones")
     q.add_argument("--wide", action="store_true",
                    help="every column and whole notes, however wide (default: fit $COLUMNS or the terminal)")
     q.add_argument("--fail-on-regression", nargs="?", const="confirmed", choices=["confirmed", "any"],
-                   help="exit 1 on a SLOWER row: 'confirmed' (default) only when a second run shows it too")
+                   help="exit 1 on a regression: 'confirmed' (default) a SLOWER row or a finding that a run of "
+                        "another start (or the run's own GPU's history) shows too; 'any' every SLOWER row and "
+                        "regression finding")
     q = action("list", "the runs the store holds: id, start time, GPU, history key, machine start and GPU, "
                        "probes, excluded or not")
     q.add_argument("--gpu", help="only runs of this GPU name")
@@ -172,22 +174,19 @@ def main(a) -> int:
             store.include(a.run_id)
             print(f"run {a.run_id} is back in every history")
             return 0
-        if a.last < 1 or a.min_history < 1:
-            _say(prog, "--last and --min-history must be at least 1")
+        if a.last < 1:
+            _say(prog, "--last must be at least 1")
             return 2
         rid, led = _pick(store, a.run, prog)
         why = _known(store, rid)["excluded"]
         if why:   # judged all the same; it is only left out of the other runs' histories
             print(f"note: run {rid} is excluded ({why}): it is in no other run's history; "
                   f"`hostbench history include {rid}{_store_arg(store)}` takes it back")
-        target, verdicts = check.check(store, rid, a.last, a.min_history)
-        print(check.render(target, verdicts, a.all, wide=a.wide, why=led))
-        slower = [v for v in verdicts if v.verdict == "SLOWER"]
-        if a.fail_on_regression == "any" and slower:
-            return 1
-        if a.fail_on_regression == "confirmed" and any(v.state == "confirmed" for v in slower):
-            return 1
-        return 0
+        target, verdicts = check.check(store, rid, a.last)
+        if a.json and a.json != "-":
+            Path(a.json).write_text(check.to_json(target, verdicts))   # before printing: a bad path is one line
+        print(check.to_json(target, verdicts) if a.json == "-" else check.render(target, verdicts, a.all, wide=a.wide, why=led))
+        return 1 if a.fail_on_regression and check.regressions(target, verdicts, a.fail_on_regression) else 0
     except (db.StoreError, LookupError) as e:
         _say(prog, str(e).strip("'\""))
         return 2

@@ -1,0 +1,88 @@
+"""The store prior: what a store with few runs of its own leans on, per row class.
+
+The committed H200 history (reports/reference/h200/history.hbx.jsonl.gz) is fitted as one history,
+its newest full run's classes, and written to prior-h200.json beside this file (`hostbench-maint
+verdict-check --write-prior` writes it; a CPU test holds the file to the export). It is the prior of a store of
+H200 runs only. A store of another GPU model gets the same classes widened (WIDEN x each variance,
+a weight of one degree of freedom, tails no lighter than the H200's): it learns its own from its
+first runs, and says how many runs and starts stand behind each class.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from . import model, pool as pools
+
+PRIOR = Path(__file__).resolve().parent / "prior-h200.json"
+WIDEN = 4.0        # variance multiple of the generic prior (twice the H200's sd)
+
+
+
+
+@dataclasses.dataclass
+class Prior:
+    """What a store with few runs leans on: each row class's pool, and each row's components."""
+    classes: dict = dataclasses.field(default_factory=dict)    # class -> Pool
+    rows: dict = dataclasses.field(default_factory=dict)       # row_key -> model.Parts
+
+    def get(self, cls: str):
+        return self.classes.get(cls)
+
+    def row(self, f) -> model.Parts | None:
+        return self.rows.get(row_key(f))
+
+
+def row_key(f) -> str:
+    """A row and what its figure is: the same row judged in µs or on a ratio, in another host state,
+    is another row."""
+    return "|".join((*f.row, "ratio" if f.on_ratio else "us", f.host_state or ""))
+
+
+def fit(runs: list[dict], figs: dict) -> Prior:
+    """The prior of the newest full run of the newest history key among `runs` (oldest first), its
+    earlier runs on that key as the history: its classes' pools and its rows' components."""
+    from . import decide
+    key = runs[-1]["history_key"]
+    same = [r for r in runs if r["history_key"] == key]
+    most = max(len(figs[r["id"]]) for r in same)
+    full = [r for r in same if len(figs[r["id"]]) >= most / 2]
+    target = full[-1]
+    md = decide.Model(dict(target), [r for r in same if r is not target], figs, last=len(same))
+    return Prior(md.pools, {row_key(figs[target["id"]][row]): p for row, p in md.parts.items()})
+
+
+def _short(d: dict) -> dict:
+    return {k: (float(f"{v:.6g}") if isinstance(v, float) else v) for k, v in d.items()}
+
+
+def to_json(prior: Prior, gpu: str, runs: int, starts: int) -> str:
+    return json.dumps({"gpu": gpu, "runs": runs, "starts": starts,
+                       "classes": {c: _short(dataclasses.asdict(p)) for c, p in sorted(prior.classes.items())},
+                       "rows": {k: _short(dataclasses.asdict(p)) for k, p in sorted(prior.rows.items())}},
+                      indent=0, sort_keys=True) + "\n"
+
+
+_LOADED: dict = {}
+
+
+def load(gpu: str | None, path: Path = PRIOR) -> Prior:
+    """The H200 prior (classes and rows) for an H200 store, the widened generic one (classes only)
+    otherwise; an empty one when the file is missing or unreadable (the store's own figures alone)."""
+    if path not in _LOADED:
+        try:
+            doc = json.loads(path.read_text())
+            _LOADED[path] = (doc.get("gpu"), {c: pools.Pool(**p) for c, p in doc["classes"].items()},
+                             {k: model.Parts(**p) for k, p in (doc.get("rows") or {}).items()})
+        except (OSError, ValueError, KeyError, TypeError):
+            _LOADED[path] = (None, {}, {})
+    name, classes, rows = _LOADED[path]
+    if not classes:
+        return Prior()
+    if gpu and gpu == name:
+        return Prior({c: dataclasses.replace(p, source=f"{name} prior") for c, p in classes.items()}, rows)
+    return Prior({c: dataclasses.replace(p, s0w=p.s0w * WIDEN, sb2=p.sb2 * WIDEN, s0b=p.s0b * WIDEN, s0p=p.s0p * WIDEN,
+                                         d0w=min(p.d0w, 1.0), d0b=min(p.d0b, 1.0), d0p=min(p.d0p, 1.0),
+                                         source=f"generic prior (widened {name})")
+                  for c, p in classes.items()})

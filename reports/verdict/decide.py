@@ -1,0 +1,518 @@
+"""One run judged against its history with the verdict model (model.py, pool.py).
+
+Every measured row is judged: its change against the model's prediction, as a z score on a
+Student-t of its class's tails, a two-sided p-value, and Benjamini-Hochberg over the run's rows
+at false discovery rate Q. Then:
+
+- SLOWER / FASTER: discovered (KERNEL CHANGED when its device kernels differ from the history's and
+  its plan rule is fixed; PICK CHANGED, information only, when the plan is a timing race);
+- SAME: not discovered, and the row had the power to see its class's practical threshold
+  (its MDC, the change caught with 80 % probability, is within it);
+- UNSURE: not discovered, and its variance is too wide to see that threshold (it says which part).
+
+Structure is reported, not absorbed: the run's machine factors and kernel terms each get a z
+against the history's runs, and those past the same FDR become findings. A finding seen on the
+run's own GPU's history, confirmed by a run of another start, or between versions, is a
+regression; one seen on one start of a GPU new to the history is information about that GPU.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+
+from . import model
+from . import pool as pools
+
+Q = 0.01             # false discovery rate over a run's rows (and, apart, over its findings)
+POWER = 0.8          # the MDC is the change caught with this probability
+DEFAULT_LAST = 30    # history runs per row
+MIN_OWN = 2          # runs of its own GPU a row needs before it is judged against them (a cold first run is no location)
+CONFIRM_LOOKAHEAD = 5
+PARTIAL = 0.5        # a run holding under this share of the key's probes is partial
+# the smallest change worth a verdict per class: a row whose MDC is past it is UNSURE, not SAME
+PRACTICAL = {"graph": 0.04, "device": 0.04, "graph heavy": 0.08, "eager": 0.08, "host": 0.5}
+CHANGED = ("SLOWER", "FASTER", "KERNEL CHANGED")
+PARTNER_Z = 2.0      # a variant's other GPU mode moved with it: nominally significant, the same way
+ROW_PRIOR_DF = 10.0  # a store prior's row components weigh at most this many degrees of freedom
+# FINDING: a row that moved as part of a finding (its variant's GPU work), reported once there
+
+
+def practical(f) -> float:
+    return PRACTICAL.get(f"{f.mode} {model.size_class(f)}", PRACTICAL.get(f.mode, 0.08))
+
+
+@dataclass
+class Verdict:
+    probe: str
+    variant: str
+    size: str
+    mode: str
+    unit: str            # 'us' or 'x <baseline>'
+    value: float | None
+    location: float | None
+    change: float
+    mdc: float | None    # the change caught with 80 % probability (relative)
+    n: int               # runs in the history
+    verdict: str
+    state: str = ""      # confirmed / replicated / suspect / new, for SLOWER/FASTER/KERNEL CHANGED
+    note: str = ""
+    on_ratio: bool = False
+    host_state: str = ""
+    scale: str = ""      # 'same GPU' or 'fleet'
+    processes: int = 0
+    z: float | None = None
+    p: float | None = None
+
+    @property
+    def row(self) -> tuple:
+        return (self.probe, self.variant, self.size, self.mode)
+
+
+@dataclass
+class Finding:
+    """A machine factor or kernel term of the run, against the history's runs."""
+    kind: str            # 'machine' or 'kernel'
+    name: str            # the group ('graph heavy') or the kernel set
+    change: float        # relative
+    z: float
+    p: float
+    rows: int
+    scale: str           # 'same GPU' or 'fleet'
+    status: str = ""     # 'regression' / 'information' / '' (not past the FDR)
+    state: str = ""      # confirmed / replicated / new
+
+    def line(self) -> str:
+        what = {"machine": f"this GPU runs {self.name} rows", "kernel": f"kernel {self.name} ({self.rows} rows)",
+                "block": f"eager block {self.name} ({self.rows} ratios: their baseline's host time)",
+                "gpu block": f"block {self.name} ({self.rows} rows)",
+                "variant": f"variant {self.name} (graph and device)"}.get(self.kind, f"{self.kind} {self.name}")
+        return (f"{what} {self.change * 100:+.1f} % on this run (z {self.z:+.1f} against the {self.scale}"
+                f"{'' if not self.status else ': ' + self.status}{'' if not self.state else ', ' + self.state})")
+
+
+@dataclass
+class Judged:
+    target: dict
+    verdicts: list[Verdict]
+    findings: list[Finding] = field(default_factory=list)
+
+
+def usable(g, like) -> bool:
+    return (g is not None and g.status == "ok" and g.value is not None and g.value > 0
+            and g.on_ratio == like.on_ratio and (like.mode != "eager" or g.host_state == like.host_state))
+
+
+def rounds_of(run: dict) -> int | None:
+    from ..history import sampling
+    return sampling.rounds_of(run)
+
+
+def bh(ps: list[float], q: float) -> list[bool]:
+    """Benjamini-Hochberg discoveries at false discovery rate q."""
+    order = sorted(range(len(ps)), key=lambda i: ps[i])
+    m, cut = len(ps), -1
+    for rank, i in enumerate(order, 1):
+        if ps[i] <= q * rank / m:
+            cut = rank
+    out = [False] * m
+    for rank, i in enumerate(order, 1):
+        out[i] = rank <= cut
+    return out
+
+
+def _or_mode(z: dict[str, list[float]], cls: str) -> list[float]:
+    """A class's z scores, or where it has few its mode's classes' pooled (size classes, races, host states)."""
+    if len(z.get(cls, ())) >= pools.MIN_CLASS_Z:
+        return z[cls]
+    return [x for c, xs in z.items() if c.split()[0] == cls.split()[0] for x in xs]
+
+
+def _with_partner(row: tuple, start: str, z: float, zs: dict) -> bool:
+    """Whether a GPU row's variant moved on `start` in its other mode too (the same way, |z| past PARTNER_Z)."""
+    if row[3] not in model.GPU_MODES:
+        return False
+    other = zs.get((*row[:3], "device" if row[3] == "graph" else "graph"), {}).get(start)
+    return other is not None and other * z > 0 and abs(other) >= PARTNER_Z and abs(z) >= PARTNER_Z
+
+
+class Model:
+    """The history of one key around a target run: structure, components, pools."""
+
+    def __init__(self, target: dict, before: list[dict], figs: dict, last: int = DEFAULT_LAST,
+                 prior: dict | None = None, min_own: int = MIN_OWN):
+        self.target, self.last, self.min_own = target, last, min_own
+        self.prior = prior if prior is not None else {}
+        self.before = before[-2 * last:]
+        self.figs = figs
+        self.most = max(len((r.get("probes") or "").split(",")) for r in [*self.before, target])
+        self.rounds = {r["id"]: rounds_of(r) for r in [*self.before, target]}
+        ref_logs: dict[tuple, list[float]] = {}
+        for r in self.before:
+            for row, g in figs[r["id"]].items():
+                if g.status == "ok" and (g.value or 0) > 0 and model.structured(g):
+                    ref_logs.setdefault(row, []).append(math.log(g.value))
+        self.ref = {row: statistics.median(xs) for row, xs in ref_logs.items()}
+        self.struct = {r["id"]: self._structure(r["id"]) for r in self.before}
+        self.rows: dict[tuple, tuple] = {}       # row -> (values, groups, workers, rounds, hist runs)
+        self._pred: dict[tuple, model.Prediction | None] = {}
+        self._kern: dict[tuple, str] = {}
+        self.parts: dict[tuple, model.Parts] = {}
+        by_class: dict[str, list] = {}
+        for row, f in figs[target["id"]].items():
+            if f.status != "ok" or not f.value or f.value <= 0:
+                continue
+            got = self.history(row, f)
+            if got[0]:
+                self.rows[row] = got
+                p = model.parts(*got[:4])
+                prior_row = self.prior.row(f) if hasattr(self.prior, "row") else None
+                self.parts[row] = model.pooled(p, prior_row, ROW_PRIOR_DF) if prior_row is not None else p
+                by_class.setdefault(model.row_class(f), []).append(row)
+        starts = len({model.start_of(r) for r in self.before})
+        self.pools: dict[str, pools.Pool] = {}
+        zs: dict[tuple, dict[str, float]] = {}
+        zw: dict[str, list[float]] = {}
+        for cls, rows in by_class.items():
+            base = pools.fit([self.parts[r] for r in rows], [], len(self.before), starts)
+            with_prior = pools.with_prior(base, self.prior.get(cls))
+            for r in rows:
+                zs[r] = self._loso_z(r, with_prior)
+                zw.setdefault(cls, []).extend(self._loro_z(r, with_prior))
+        # the tails of the rows that get row verdicts: a start on which a variant's graph and device
+        # rows moved together is a variant finding (_variants), not two row verdicts
+        z = {cls: [x for r in rows for g, x in zs[r].items() if not _with_partner(r, g, x, zs)]
+             for cls, rows in by_class.items()}
+        for cls, rows in by_class.items():
+            # a class with few z scores takes its mode's tails (its size classes, races, host states pooled)
+            own = pools.fit([self.parts[r] for r in rows], _or_mode(z, cls), len(self.before), starts, _or_mode(zw, cls))
+            self.pools[cls] = pools.with_prior(own, self.prior.get(cls))
+
+    def _structure(self, run_id: int, fs: dict | None = None) -> model.Structure:
+        fs = self.figs[run_id] if fs is None else fs
+        logs = {row: math.log(g.value) for row, g in fs.items()
+                if g.status == "ok" and (g.value or 0) > 0 and model.structured(g)}
+        return model.structure(logs, self.ref, fs)
+
+    def partial(self, run: dict) -> bool:
+        return len((run.get("probes") or "").split(",")) < PARTIAL * self.most
+
+    def history(self, row: tuple, f) -> tuple:
+        hist = [(r, self.figs[r["id"]].get(row)) for r in self.before]
+        hist = [(r, g) for r, g in hist if usable(g, f)][-self.last:]
+        alike = [(r, g) for r, g in hist if self.partial(r) == self.partial(self.target)]
+        if len(alike) >= 2:
+            hist = alike    # a partial run's GPU state may differ from a full run's: like with like
+        values = [math.log(g.value) - self.struct[r["id"]].adjust.get(row, 0.0) for r, g in hist]
+        groups = [model.start_of(r) for r, _ in hist]
+        workers = [list(g.workers or []) for _, g in hist]
+        rounds = [self._round_factor(r, f) for r, _ in hist]
+        return values, groups, workers, rounds, hist
+
+    def _round_factor(self, run: dict, f) -> float:
+        """Eager ratios' process spread is their rounds' sampling error: scaled to one round."""
+        if f.mode != "eager" or not f.on_ratio:
+            return 1.0
+        r = self.rounds.get(run["id"]) or self.rounds.get(self.target["id"]) or 1
+        return float(r)
+
+    def _loso_z(self, row: tuple, pl: pools.Pool) -> dict[str, float]:
+        """Each start's mean of the row against the other starts', on components learned without it:
+        what a start new to the history does, out of sample."""
+        values, groups, workers, rounds, _ = self.rows[row]
+        starts = set(groups)
+        if len(starts) < 4:
+            return {}
+        out = {}
+        for g in starts:
+            keep = [i for i, h in enumerate(groups) if h != g]
+            mine = [values[i] for i, h in enumerate(groups) if h == g]
+            p = model.parts([values[i] for i in keep], [groups[i] for i in keep], [workers[i] for i in keep],
+                            [rounds[i] for i in keep])
+            sw2 = pl.moderated_w(p.sw2, p.dfw)
+            sb2 = pl.between(p, sw2)
+            by: dict[str, list[float]] = {}
+            for i in keep:
+                by.setdefault(groups[i], []).append(values[i])
+            k, per = len(by), len(keep) / len(by)
+            loc = sum(sum(xs) / len(xs) for xs in by.values()) / k
+            var = sb2 + sw2 / len(mine) + (sb2 + sw2 / per) / k
+            if var > 0:
+                out[g] = (sum(mine) / len(mine) - loc) / math.sqrt(var)
+        return out
+
+    def kernels_of(self, row: tuple) -> str:
+        if row not in self._kern:
+            self._kern[row] = _kernels_of(self.rows[row][4], self.target)
+        return self._kern[row]
+
+    def _loro_z(self, row: tuple, pl: pools.Pool) -> list[float]:
+        """Each run of a start with two or more against the mean of that start's other runs, on the
+        row's within-start components: what a GPU's next run does against its own history."""
+        values, groups, *_ = self.rows[row]
+        p = self.parts[row]
+        sw2 = pl.moderated_w(p.sw2, p.dfw)
+        if sw2 <= 0:
+            return []
+        by: dict[str, list[float]] = {}
+        for x, g in zip(values, groups):
+            by.setdefault(g, []).append(x)
+        out = []
+        for xs in by.values():
+            if len(xs) < 3:     # a start's first run is often cold: judged against two or more, as MIN_OWN
+                continue
+            for i, x in enumerate(xs):
+                rest = xs[:i] + xs[i + 1:]
+                out.append((x - sum(rest) / len(rest)) / math.sqrt(sw2 * (1 + 1 / len(rest))))
+        return out
+
+    def predict(self, row: tuple, f) -> model.Prediction | None:
+        """The row's prediction (kept: it depends on the history and the figure's workers, not its value)."""
+        key = (row, len(f.workers or ()))
+        if key not in self._pred:
+            self._pred[key] = self._predict(row, f)
+        return self._pred[key]
+
+    def _predict(self, row: tuple, f) -> model.Prediction | None:
+        got = self.rows.get(row)
+        if not got:
+            return None
+        values, groups, _, _, hist = got
+        mine = [model.same_gpu(r, self.target) for r, _ in hist]
+        pl = self.pools[model.row_class(f)]
+        rounds = self._round_factor(self.target, f)
+        return model.predict(values, groups, mine, self.parts[row], pl, len(f.workers or ()) or 1, rounds,
+                             f.median_us or f.value, f.mode, self.min_own)
+
+
+def _kernels_of(hist: list, me: dict) -> str:
+    own = [g.kernels for r, g in hist if model.same_gpu(r, me) and g.kernels]
+    if own:
+        return own[-1]
+    ks = Counter(g.kernels for _, g in hist if g.kernels)
+    return ks.most_common(1)[0][0] if ks else ""
+
+
+def mdc(sd: float, nu: float, m: int, q: float = Q) -> float:
+    """The relative change caught with POWER probability at BH's first-rank threshold q/m."""
+    return math.exp(sd * _reach(nu, m, q)) - 1
+
+
+_REACH: dict[tuple, float] = {}
+
+
+def _reach(nu: float, m: int, q: float) -> float:
+    """The z a change must have to be caught with POWER probability at BH's first-rank threshold q/m."""
+    key = (round(nu, 3), m, q)
+    if key not in _REACH:
+        from scipy import stats
+        _REACH[key] = float(stats.t.isf(q / (2 * max(m, 1)), nu) + stats.t.ppf(POWER, nu))
+    return _REACH[key]
+
+
+def _pvalues(zs: list[float], nus: list[float]) -> list[float]:
+    """Two-sided p-values of t scores, one scipy call per distinct nu."""
+    import numpy as np
+    from scipy import stats
+    out = np.empty(len(zs))
+    z, n = np.abs(np.asarray(zs, dtype=float)), np.asarray(nus, dtype=float)
+    for nu in set(nus):
+        sel = n == nu
+        out[sel] = 2 * stats.t.sf(z[sel], nu)
+    return out.tolist()
+
+
+def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, last: int = DEFAULT_LAST,
+              prior: dict | None = None, q: float = Q, md: Model | None = None, min_own: int = MIN_OWN) -> Judged:
+    """The verdicts and findings of `target` against `before` (oldest first); `after`: later runs of
+    the key, for confirmation. `md`: the Model of this target's history, built once for several
+    judgements of its figures (the validation's injections: `figs[target id]` changed, nothing else)."""
+    md = md or Model(target, before, figs, last, prior, min_own)
+    fs = figs[target["id"]]
+    md.figs = figs
+    md.struct[target["id"]] = md._structure(target["id"], fs)
+    judged: list[tuple] = []   # (row, f, prediction, d, sd, nu)
+    out: dict[tuple, Verdict] = {}
+    for row, f in fs.items():
+        unit = f"x {f.baseline}" if f.on_ratio else "us"
+        base = dict(on_ratio=f.on_ratio, host_state=f.host_state, processes=f.processes)
+        if f.status != "ok" or not f.value or f.value <= 0:
+            out[row] = Verdict(*row, unit, None, None, float("nan"), None, 0, "UNMEASURED", note=f.status[:120], **base)
+            continue
+        pr = md.predict(row, f)
+        if pr is None:
+            out[row] = Verdict(*row, unit, f.value, None, float("nan"), None, 0, "NO HISTORY",
+                               note="no earlier run on this key measured this row", **base)
+            continue
+        x = math.log(f.value) - md.struct[target["id"]].adjust.get(row, 0.0)
+        d, sd = x - pr.location, math.sqrt(max(pr.var, 1e-12))
+        judged.append((row, f, pr, d, sd, pr.df))
+        raw = figs[target["id"]][row].value
+        out[row] = Verdict(*row, unit, raw, raw / math.exp(d), math.exp(d) - 1, None, pr.n, "SAME", scale=pr.scale, **base)
+    ps = _pvalues([d / sd for _, _, _, d, sd, _ in judged], [nu for *_, nu in judged])
+    found = bh(ps, q)
+    m = len(judged)
+    for (row, f, pr, d, sd, nu), p, hit in zip(judged, ps, found):
+        v = out[row]
+        v.z, v.p, v.mdc = d / sd, p, mdc(sd, nu, m, q)
+        kern = md.kernels_of(row)
+        other_kernels = bool(kern and f.kernels and kern != f.kernels)
+        notes = []
+        if f.processes < 3:
+            notes.append(f"{f.processes} process{'es' if f.processes > 1 else ''}: widened by the process component")
+        if pr.scale == "fleet" and md.partial(target):
+            notes.append("a partial run")
+        if hit:
+            if other_kernels and model.race(f):
+                v.verdict = "PICK CHANGED"
+                notes.append(f"autotune pick changed (information): history {kern}; this run {f.kernels}")
+            elif other_kernels:
+                v.verdict = "KERNEL CHANGED"
+                notes.append(f"kernels: history {kern}; this run {f.kernels}")
+            else:
+                v.verdict = "SLOWER" if d > 0 else "FASTER"
+        elif v.mdc > practical(f):
+            v.verdict = "UNSURE"
+            big = max(pr.parts, key=pr.parts.get)
+            notes.append(f"too noisy to see {practical(f) * 100:g} % (mdc {v.mdc * 100:.1f} %; "
+                         f"largest part: {big})")
+        elif other_kernels:
+            notes.append(f"kernels: history {kern}; this run {f.kernels}")
+        v.note = "; ".join(notes)
+    findings = _findings(md, q) + _variants(md, out)
+    for v in out.values():
+        if v.verdict in CHANGED:
+            v.state = _state(md, after, v, fs[v.row])
+    for fd in findings:
+        if fd.status:
+            _finding_state(md, after, fd)
+    own = [r for r in md.before if model.same_gpu(r, target)]
+    target.update(same_gpu_runs=len(own), history_runs=len(md.before),
+                  history_starts=len({model.start_of(r) for r in md.before}), partial=md.partial(target),
+                  partial_runs=[r["id"] for r in md.before if md.partial(r)],
+                  machine_factors={g: f[0] for g, f in md.struct[target["id"]].factors.items()},
+                  pools={c: p for c, p in md.pools.items()})
+    return Judged(target, list(out.values()), findings)
+
+
+def _terms(md: Model, run_id: int, kind: str) -> dict:
+    st = md.struct[run_id]
+    if kind == "machine":
+        return {g: (f[0], f[2]) for g, f in st.factors.items()}
+    return {k: (t[0], len(t[1])) for (lvl, k), t in st.terms.items() if lvl == kind}
+
+
+def _findings(md: Model, q: float) -> list[Finding]:
+    """The run's machine factors and kernel terms, each against the history runs' own: the same GPU's
+    where it has MIN_OWN runs, else the fleet (every run), on a t with the runs' degrees of freedom."""
+    from scipy import stats
+    tid = md.target["id"]
+    own = [r for r in md.before if model.same_gpu(r, md.target)]
+    scale, hist = ("same GPU", own) if len(own) >= md.min_own else ("fleet", md.before)
+    cands = []
+    for kind in ("machine", *(lvl[0] for lvl in model.LEVELS)):
+        past = [_terms(md, r["id"], kind) for r in hist]
+        for name, (x, n) in _terms(md, tid, kind).items():
+            xs = [p[name][0] for p in past if name in p]
+            if len(xs) < 2:
+                continue
+            # against the same GPU: its runs' spread; against the fleet: every run's, one per start
+            sd = statistics.stdev(xs) if len(xs) >= 3 else abs(xs[0] - xs[1]) or 0.0
+            sd = math.sqrt(sd ** 2 * (1 + 1 / len(xs)))
+            if sd <= 0:
+                continue
+            z = (x - statistics.fmean(xs)) / sd
+            p = float(2 * stats.t.sf(abs(z), len(xs) - 1))
+            cands.append(Finding(kind, name, math.exp(x - statistics.fmean(xs)) - 1, z, p, n, scale))
+    for fd, hit in zip(cands, bh([c.p for c in cands], q)):
+        if hit:
+            fd.status = "regression" if scale == "same GPU" else "information (one start of a GPU new to the history)"
+    return sorted(cands, key=lambda c: (not c.status, -abs(c.z)))
+
+
+def _variants(md: Model, out: dict) -> list[Finding]:
+    """A graph or device row called SLOWER or FASTER whose variant's other GPU mode moved the same way
+    (|z| past PARTNER_Z) is one finding for the variant, not two regressions: the variant's GPU work
+    moved, as a GPU that runs it apart (or a kernel change) moves it in both modes; a change of one
+    mode alone (a replay's host gaps, a timer) stays a row verdict."""
+    found = []
+    own = [r for r in md.before if model.same_gpu(r, md.target)]
+    scale = "same GPU" if len(own) >= md.min_own else "fleet"
+    for v in out.values():
+        if v.verdict not in ("SLOWER", "FASTER") or v.mode not in model.GPU_MODES or v.on_ratio:
+            continue
+        other = out.get((v.probe, v.variant, v.size, "device" if v.mode == "graph" else "graph"))
+        if other is None or other.z is None or other.z * v.z <= 0 or abs(other.z) < PARTNER_Z:
+            continue
+        if other.verdict == "FINDING":
+            continue
+        for x in (v, other):
+            x.verdict, x.state = "FINDING", ""
+            x.note = "; ".join(n for n in (x.note, f"moved with its {('graph', 'device')[x.mode == 'graph']} row: "
+                                           "one finding for the variant") if n)
+        zs = sorted((v.z, other.z), key=abs)
+        found.append(Finding("variant", f"{v.probe}/{v.variant}/{v.size}", (v.change + other.change) / 2, zs[0],
+                             min(v.p or 1.0, other.p or 1.0), 2, scale,
+                             "regression" if scale == "same GPU" else "information (one start of a GPU new to the history)"))
+    return found
+
+
+def _shows(md: Model, run: dict, v: Verdict, f) -> bool | None:
+    g = md.figs.get(run["id"], {}).get(v.row)
+    if not usable(g, f) or v.location is None or v.mdc is None:
+        return None
+    st = md.struct.get(run["id"])
+    adj = st.adjust.get(v.row, 0.0) if st else 0.0
+    c = g.value / math.exp(adj) / (v.location / math.exp(md.struct[md.target["id"]].adjust.get(v.row, 0.0))) - 1
+    return abs(c) > v.mdc and (c > 0) == (v.change > 0)
+
+
+def _state(md: Model, after: list[dict], v: Verdict, f) -> str:
+    """confirmed / suspect by the first later run of another start (the newest run: by the newest
+    earlier run of another start); replicated when only a run of the same start shows it; else new."""
+    me = model.start_of(md.target)
+    for r in after:
+        if r["id"] not in md.struct and r["id"] in md.figs:
+            md.struct[r["id"]] = md._structure(r["id"])
+    later = [r for r in after if _shows(md, r, v, f) is not None]
+    other = [r for r in later if model.start_of(r) != me]
+    if other:
+        return "confirmed" if _shows(md, other[0], v, f) else "suspect"
+    earlier = [r for r, _ in md.rows[v.row][4] if model.start_of(r) != me]
+    if not later and earlier and _shows(md, earlier[-1], v, f):
+        return "confirmed"
+    twins = [r for r in [*later, *(r for r, _ in md.rows[v.row][4])] if model.start_of(r) == me and r.get("start")]
+    if any(_shows(md, r, v, f) for r in twins):
+        return "replicated"
+    return "suspect" if later else "new"
+
+
+def _variant_term(md: Model, run: dict, name: str) -> tuple | None:
+    """Another run's offset of a variant's GPU rows from the history's locations (their mean)."""
+    probe, variant, size = name.split("/", 2)
+    st, fs, xs = md.struct[run["id"]], md.figs.get(run["id"], {}), []
+    for mode in model.GPU_MODES:
+        row, g = (probe, variant, size, mode), fs.get((probe, variant, size, mode))
+        if g is not None and g.status == "ok" and (g.value or 0) > 0 and row in md.ref:
+            xs.append(math.log(g.value) - st.adjust.get(row, 0.0) - md.ref[row])
+    return (sum(xs) / len(xs), len(xs)) if xs else None
+
+
+def _finding_state(md: Model, after: list[dict], fd: Finding) -> None:
+    """A finding of a GPU new to the history becomes a regression once a run of another start shows it."""
+    if fd.scale == "same GPU":
+        fd.state = "own GPU"
+        return
+    me = model.start_of(md.target)
+    others = [r for r in after if model.start_of(r) != me and r["id"] in md.figs][:1]
+    if not others:
+        others = [r for r in md.before if model.start_of(r) != me][-1:]
+    for r in others:
+        if r["id"] not in md.struct:
+            md.struct[r["id"]] = md._structure(r["id"])
+        t = _variant_term(md, r, fd.name) if fd.kind == "variant" else _terms(md, r["id"], fd.kind).get(fd.name)
+        if t is not None and t[0] * math.log1p(fd.change) > 0 and abs(t[0]) >= 0.5 * abs(math.log1p(fd.change)):
+            fd.status, fd.state = "regression", "confirmed by another start"
+            return
+    fd.state = "new"

@@ -1,0 +1,288 @@
+"""The verdict model: what a row's log figure is made of, and what a new run's figure should be.
+
+For a row i of run r on machine start s (docs/history.md, "The model"):
+
+    log y_ri = mu_i + m_r[g] + k_r[K] + b_is + w_r + p_r + t
+
+- mu_i: the row's location (the mean of its start means, structure removed);
+- m_r[g]: the run's machine factor for its group g of GPU rows (graph or device, by size class):
+  the median offset of those rows from their locations;
+- k_r[K]: the run's kernel term for the rows that run the same kernels K (three or more rows):
+  for each row, the median offset of the *other* rows of K, so a row's own change never moves it;
+- b_is: the row's own offset on start s (between starts), w_r: one run within its start,
+  p_r: process sampling (the median of n workers' figures), t: the timer's resolution.
+
+Variance components are learned per row from the history it is judged against, moderated towards
+its class (pool.py), so a store of any GPU learns its own. Everything is a log: relative,
+symmetric for slower and faster.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+
+GPU_MODES = ("graph", "device")
+LIGHT_US, HEAVY_US = 20.0, 100.0   # size classes of GPU rows: per-call µs (heavy: power-capped work)
+MIN_FACTOR_ROWS = 10               # a machine factor needs this many rows of its group
+KERNEL_ROWS = 4                    # a structure term needs this many rows (three others a row)
+# the timer's resolution per call, µs: CUDA events (0.5 µs) over at least 16 replayed calls; the
+# profiler's and the host clock's are nanoseconds
+RESOLUTION_US = {"graph": 0.5 / 16, "device": 0.001, "eager": 0.001, "host": 0.001}
+# variance of the median of n draws, in draws' variances (normal; exact for n <= 5, then pi/2n)
+_MEDIAN_VAR = {1: 1.0, 2: 0.5, 3: 0.449, 4: 0.343, 5: 0.287}
+
+
+def median_var(n: int) -> float:
+    return _MEDIAN_VAR.get(n, math.pi / (2 * n)) if n >= 1 else 1.0
+
+
+def size_class(f) -> str:
+    us = f.median_us or 0.0
+    return "heavy" if us >= HEAVY_US else "gpu-bound" if us >= LIGHT_US else "light"
+
+
+def is_gpu_row(f) -> bool:
+    """Graph and device rows in µs: they follow the GPU (machine factors, kernel terms)."""
+    return f.mode in GPU_MODES and not f.on_ratio
+
+
+def race(f) -> bool:
+    from ..history import plans
+    return plans.is_race(f.plan_rule)
+
+
+def row_class(f) -> str:
+    """The rows a row borrows noise from: mode, judged figure, size class or host state, race."""
+    tail = " race" if race(f) else ""
+    if f.mode == "eager":
+        return f"eager {'ratio' if f.on_ratio else 'us'} {f.host_state or 'unknown'}{tail}"
+    if f.mode == "host":
+        return f"host {f.host_state or 'unknown'}"
+    if f.mode in GPU_MODES:
+        return f"{f.mode} {size_class(f)}{' ratio' if f.on_ratio else ''}{tail}"
+    return f.mode
+
+
+def group_of(f) -> str:
+    """A GPU row's machine-factor group."""
+    return f"{f.mode} {size_class(f)}"
+
+
+def kernel_of(f) -> str:
+    """The kernel set a GPU row runs: its graph and device rows share it (a GPU that runs a kernel
+    apart moves both)."""
+    return f.kernels
+
+
+def start_of(run: dict) -> str:
+    """The run's machine start; an unknown start (runs stored before machine identity) is its own."""
+    return run.get("start") or f"unknown start of run {run['id']}"
+
+
+def same_gpu(a: dict, b: dict) -> bool:
+    return bool((a.get("gpu_uuid") and a.get("gpu_uuid") == b.get("gpu_uuid"))
+                or (a.get("start") and a.get("start") == b.get("start")))
+
+
+@dataclass
+class Structure:
+    """A run's structure terms (logs) and what each row's figure is adjusted by."""
+    factors: dict = field(default_factory=dict)       # machine group -> (factor, its variance, rows)
+    terms: dict = field(default_factory=dict)         # (level, key) -> (term over all its rows, rows)
+    adjust: dict = field(default_factory=dict)        # row -> log offset removed from its figure
+
+    @property
+    def kernels(self) -> dict:
+        return {k: t for (lvl, k), t in self.terms.items() if lvl == "kernel"}
+
+
+def is_eager_ratio(f) -> bool:
+    return f.mode == "eager" and bool(f.on_ratio)
+
+
+def structured(f) -> bool:
+    """Rows a run's structure is learned from and removed from."""
+    return is_gpu_row(f) or is_eager_ratio(f)
+
+
+# The levels below the machine factor: (name, rows it applies to, their key, least rows). Each row is
+# adjusted by the median of the *other* rows of its key (at least 3 of them, so one changed row
+# moves no other row's adjustment), and the key's term over all its rows is what a finding reports.
+LEVELS = (
+    ("kernel", lambda f: is_gpu_row(f) and bool(f.kernels), lambda f: f.kernels, KERNEL_ROWS),
+    # a block's GPU rows are timed together, one after another: a GPU state (clocks, power) during it moves them all
+    ("gpu block", is_gpu_row, lambda f: f"{f.probe} {f.size} {f.mode}", KERNEL_ROWS),
+    # an eager block's ratios share their baseline's eager time: the host's speed on it moves them all
+    ("block", is_eager_ratio, lambda f: f"{f.probe} {f.size} {f.host_state}", KERNEL_ROWS),
+)
+
+
+def structure(logs: dict, ref: dict, figs: dict) -> Structure:
+    """A run's structure from its log figures `logs` against reference locations `ref`."""
+    st = Structure()
+    res = {row: x - ref[row] for row, x in logs.items() if row in ref and structured(figs[row])}
+    by_group: dict[str, list] = {}
+    for row, d in res.items():
+        if is_gpu_row(figs[row]):
+            by_group.setdefault(group_of(figs[row]), []).append(d)
+    for g, ds in by_group.items():
+        if len(ds) >= MIN_FACTOR_ROWS:
+            st.factors[g] = (statistics.median(ds), median_var(len(ds)) * _mad2(ds), len(ds))
+    for row in res:
+        f = figs[row]
+        m = st.factors.get(group_of(f), (0.0, 0.0, 0))[0] if is_gpu_row(f) else 0.0
+        res[row] -= m
+        st.adjust[row] = m
+    for name, applies, key, least in LEVELS:
+        by: dict[str, list] = {}
+        for row in res:
+            if applies(figs[row]):
+                by.setdefault(key(figs[row]), []).append(row)
+        step = {}
+        for k, rows in by.items():
+            if len(rows) < least:
+                continue
+            st.terms[(name, k)] = (statistics.median(res[r] for r in rows), rows)
+            for row in rows:
+                step[row] = statistics.median(res[r] for r in rows if r != row)
+        for row, x in step.items():
+            res[row] -= x
+            st.adjust[row] += x
+    return st
+
+
+def _mad2(xs: list[float]) -> float:
+    """A robust variance (1.4826 MAD, squared)."""
+    med = statistics.median(xs)
+    return (1.4826 * statistics.median(abs(x - med) for x in xs)) ** 2
+
+
+@dataclass
+class Parts:
+    """One row's variance components from its history, in logs."""
+    sw2: float = 0.0     # between runs of one start (process sampling included)
+    dfw: int = 0
+    sb2: float = 0.0     # between starts
+    dfb: int = 0
+    vb: float = 0.0      # variance of the start means (dfb degrees of freedom)
+    hm: float = 1.0      # harmonic mean of runs per start
+    sp2: float = 0.0     # between worker processes of one run, one round (eager) or as measured
+    dfp: int = 0
+    hist_c: float = 1.0  # the history's mean median_var(workers) x round factor: sampling in sw2
+
+
+def parts(values: list[float], groups: list[str], workers: list[list[float]], rounds: list[float]) -> Parts:
+    """One-way random effects by start (method of moments, unbalanced: harmonic group size), and the
+    process component from the workers' spread; `rounds` scales an eager worker's variance to one round."""
+    by: dict[str, list[float]] = {}
+    for v, g in zip(values, groups):
+        by.setdefault(g, []).append(v)
+    means = [sum(xs) / len(xs) for xs in by.values()]
+    ssw = sum(sum((x - m) ** 2 for x in xs) for xs, m in zip(by.values(), means))
+    n, k = len(values), len(by)
+    p = Parts(ssw / (n - k) if n > k else 0.0, n - k)
+    if k >= 2:
+        mm = sum(means) / k
+        p.vb, p.hm, p.dfb = sum((m - mm) ** 2 for m in means) / (k - 1), k / sum(1.0 / len(xs) for xs in by.values()), k - 1
+        p.sb2 = max(0.0, p.vb - p.sw2 / p.hm)
+    ss, df, cs = 0.0, 0, 0.0
+    for ws, r in zip(workers, rounds):
+        lw = [math.log(w) for w in ws if w and w > 0]
+        if len(lw) >= 2:
+            m = sum(lw) / len(lw)
+            ss += sum((x - m) ** 2 for x in lw) * r
+            df += len(lw) - 1
+        cs += median_var(max(1, len(lw))) / r
+    p.sp2, p.dfp = (ss / df, df) if df else (0.0, 0)
+    p.hist_c = cs / len(workers) if workers else 1.0
+    return p
+
+
+def pooled(own: Parts, prior: Parts, most: float) -> Parts:
+    """A row's components with a prior's for the same row (another history of it) pooled in, each of
+    the prior's weighing at most `most` degrees of freedom."""
+    def mix(a: float, da: float, b: float, db: float) -> tuple[float, float]:
+        db = min(db, most)
+        return ((a * da + b * db) / (da + db), da + db) if da + db else (0.0, 0.0)
+    sw2, dfw = mix(own.sw2, own.dfw, prior.sw2, prior.dfw)
+    vb, dfb = mix(own.vb, own.dfb, prior.vb, prior.dfb)
+    sp2, dfp = mix(own.sp2, own.dfp, prior.sp2, prior.dfp)
+    hm = own.hm if own.dfb else prior.hm
+    return Parts(sw2, dfw, max(0.0, vb - sw2 / hm) if dfb else 0.0, dfb, vb, hm, sp2, dfp,
+                 own.hist_c if own.dfp else prior.hist_c)
+
+
+@dataclass
+class Prediction:
+    """What a new run's row is judged on."""
+    scale: str           # 'fleet' or 'same GPU'
+    location: float      # log
+    var: float           # variance of (new log figure - location)
+    n: int               # history runs behind the location
+    starts: int
+    df: float            # degrees of freedom of the t it is judged with
+    parts: dict = field(default_factory=dict)   # component -> variance, for the report
+
+
+def predict(values: list[float], groups: list[str], mine: list[bool], row: Parts, pool,
+            n_workers: int, rounds: float, value_us: float, mode: str, min_own: int) -> Prediction:
+    """The prediction for a new run's row: against the fleet (mean of start means, every component)
+    or, where its own GPU has `min_own` runs in the history and that predicts better, against those."""
+    sw2 = pool.moderated_w(row.sw2, row.dfw)
+    sb2 = pool.between(row, sw2)
+    sp2 = pool.moderated_p(row.sp2, row.dfp)
+    # the run component: what runs of one start differ by beyond their processes' sampling
+    run2 = max(0.0, sw2 - sp2 * row.hist_c) if row.dfp or pool.sp2 else sw2
+    new_sampling = sp2 * median_var(max(1, n_workers)) / rounds
+    res2 = (RESOLUTION_US.get(mode, 0.001) / max(value_us, 1e-9)) ** 2 / 12
+    by: dict[str, list[float]] = {}
+    for x, g in zip(values, groups):
+        by.setdefault(g, []).append(x)
+    k = len(by)
+    per = len(values) / k
+    loc = statistics.fmean(statistics.fmean(xs) for xs in by.values())
+    loc_var = (sb2 + sw2 / per) / k
+    # the structure a row is adjusted by is estimated alike in every run, so the components learned
+    # from the adjusted history already hold its noise
+    parts_ = {"between starts": sb2, "run": run2, "processes": new_sampling, "location": loc_var,
+              "resolution": res2}
+    # degrees of freedom behind each component (its class prior's and the row's own)
+    dfs = {"between starts": pool.d0b + row.dfb, "run": pool.d0w + row.dfw, "processes": pool.d0p + row.dfp,
+           "location": pool.d0b + row.dfb, "resolution": math.inf}
+    fleet = Prediction("fleet", loc, sum(parts_.values()) * pool.scale ** 2, len(values), k,
+                       combined_df(pool.nu, parts_, None if pool.tails_own else dfs), parts_)
+    own = [x for x, m in zip(values, mine) if m]
+    if len(own) < min_own:
+        return fleet
+    own_parts = {"run": run2, "processes": new_sampling, "location": sw2 / len(own), "resolution": res2}
+    same = Prediction("same GPU", statistics.fmean(own), sum(own_parts.values()) * pool.scale_same ** 2, len(values),
+                      k, combined_df(pool.nu_same, own_parts, None if pool.tails_own else {**dfs, "location": dfs["run"]}),
+                      own_parts)
+    # the scale that predicts the run better: the one that detects less (its reach, tails included)
+    return same if same.var ** 0.5 * reach(same.df) <= fleet.var ** 0.5 * reach(fleet.df) else fleet
+
+
+def combined_df(nu: float, parts: dict, dfs: dict | None) -> float:
+    """The t a prediction is judged on: its class's tails (`nu`) and the uncertainty of its variance
+    estimate (Satterthwaite's degrees of freedom of the sum of components), as 1/df = 1/nu + 1/satt.
+    Tails fitted on the store's own leave-one-out z scores already hold that uncertainty (`dfs` None)."""
+    if dfs is None:
+        return nu
+    total = sum(parts.values())
+    den = sum(v * v / dfs[k] for k, v in parts.items() if v > 0 and dfs[k] > 0 and dfs[k] != math.inf)
+    satt = total * total / den if den > 0 else math.inf
+    return max(1.0, 1.0 / (1.0 / nu + 1.0 / satt))
+
+
+_REACH: dict[float, float] = {}
+
+
+def reach(nu: float) -> float:
+    """A t's 99.9th percentile: how far a scale reaches, its tails included (to choose between two)."""
+    key = round(nu, 2)
+    if key not in _REACH:
+        from scipy import stats
+        _REACH[key] = float(stats.t.isf(0.001, key))
+    return _REACH[key]
+

@@ -1,0 +1,244 @@
+"""Validation of the verdict model on history exports, out of sample (`hostbench-maint verdict-check`).
+
+Nested leave-one-start-out: each machine start's runs are judged against every other start's runs
+(a GPU new to the history), and its later runs also with its earlier ones (the same GPU). Every
+variance, prior and tail the model uses is learned from that history alone, inside the fold: the
+model has no constant fitted on the runs it is checked on. No software changed between runs of one
+history key, so every SLOWER, FASTER or KERNEL CHANGED is false; findings (a machine factor or a
+kernel term past the FDR) are counted apart, as the information they are.
+
+Then known changes are injected into each judged run, one at a time:
+- single rows, per class: device +4 %, graph under 20 µs +4 %, heavy graph +8 %, eager trap
+  ratio +8 %; and each row at 1.2x and 0.5x its printed MDC (MDC honesty);
+- structured: one kernel across its rows +5 %, one probe x size +10 %, a baseline with its rows
+  +10 %, every GPU-bound row +3 %.
+"""
+from __future__ import annotations
+
+import dataclasses
+import random
+import statistics
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+EXPORT = ROOT / "reports" / "reference" / "h200" / "history.hbx.jsonl.gz"
+EXTRA = [ROOT / "tests" / "data" / "h200-eighth-gpu.hbx.jsonl.gz", ROOT / "tests" / "data" / "h200-gpu-b.hbx.jsonl.gz"]
+MIN_STARTS = 3       # a history key is validated when its runs come from this many starts
+SINGLE = {"device": 0.04, "graph light": 0.04, "graph heavy": 0.08, "eager ratio": 0.08}
+ROWS_PER_CLASS = 3   # single-row injections per class and judged run
+SEED = 20261202
+
+
+def load(paths: list[Path]) -> tuple[list[dict], dict]:
+    """Every run of the exports (oldest first) with an id, and its figures: (runs, {id: {row: Figure}})."""
+    from ..history import ingest
+    errors: list[str] = []
+    runs, figs = [], {}
+    for i, (label, meta, fl) in enumerate(ingest.runs_in(paths, errors), 1):
+        meta = dict(meta, id=i, label=label)
+        runs.append(meta)
+        figs[i] = {f.row: f for f in fl}
+    if errors:
+        raise ValueError(errors[0])
+    if not runs:
+        raise ValueError(f"{', '.join(map(str, paths))}: no run in it")
+    runs.sort(key=lambda r: r["started_at"])
+    return runs, figs
+
+
+def folds(runs: list[dict]) -> list[tuple[dict, list[dict], str]]:
+    """(judged run, its history, 'fleet' or 'same GPU') of every run of a key with MIN_STARTS starts."""
+    from . import model
+    by: dict[str, list[dict]] = defaultdict(list)
+    for r in runs:
+        by[r["history_key"]].append(r)
+    out = []
+    for rs in by.values():
+        starts = {model.start_of(r) for r in rs}
+        if len(starts) < MIN_STARTS:
+            continue
+        for s in sorted(starts):
+            mine = [r for r in rs if model.start_of(r) == s]
+            others = [r for r in rs if model.start_of(r) != s]
+            for j, t in enumerate(mine):
+                before = sorted(others + mine[:j], key=lambda r: r["started_at"])
+                out.append((t, before, "same GPU" if j >= 2 else "fleet"))
+    return out
+
+
+def cls_of(f) -> str | None:
+    """The single-row injection class of a figure, or None."""
+    from . import model
+    if f.mode == "device" and not f.on_ratio:
+        return "device"
+    if f.mode == "graph" and not f.on_ratio:
+        return "graph heavy" if model.size_class(f) == "heavy" else "graph light" if model.size_class(f) == "light" else None
+    if f.mode == "eager" and f.on_ratio and f.host_state == "fast":
+        return "eager ratio"
+    return None
+
+
+def _scaled(figs: dict, tid: int, rows: set, factor: float) -> dict:
+    """figs with the target's `rows` (and their workers) multiplied by `factor`."""
+    fs = dict(figs[tid])
+    for row in rows:
+        f = fs[row]
+        fs[row] = dataclasses.replace(f, value=f.value * factor, workers=[w * factor for w in (f.workers or [])],
+                                      median_us=(f.median_us or 0) * (1 if f.on_ratio else factor))
+    return {**figs, tid: fs}
+
+
+@dataclasses.dataclass
+class Result:
+    runs: int = 0
+    false_runs: int = 0
+    false_rows: list = dataclasses.field(default_factory=list)
+    findings: list = dataclasses.field(default_factory=list)
+    mdc: dict = dataclasses.field(default_factory=lambda: defaultdict(list))      # (scale, class) -> MDCs
+    z: dict = dataclasses.field(default_factory=lambda: defaultdict(list))        # class -> z of no-change rows
+    # (scale, class, processes) -> [caught, tried]; MDC multiple -> [caught, tried]
+    single: dict = dataclasses.field(default_factory=lambda: defaultdict(lambda: [0, 0]))
+    honesty: dict = dataclasses.field(default_factory=lambda: defaultdict(lambda: [0, 0]))
+    # name -> [caught, reported with a finding, tried]
+    structured: dict = dataclasses.field(default_factory=lambda: defaultdict(lambda: [0, 0, 0]))
+    seconds: float = 0.0
+
+
+def _changed(jd, rows: set) -> bool:
+    return any(v.row in rows and v.verdict in ("SLOWER", "KERNEL CHANGED") for v in jd.verdicts)
+
+
+def run(paths: list[Path], limit: int | None = None, progress=None) -> Result:
+    from . import decide, model
+    t0 = time.monotonic()
+    runs, figs = load(paths)
+    res = Result()
+    rng = random.Random(SEED)
+    todo = folds(runs)[:limit] if limit else folds(runs)
+    priors: dict[tuple, dict] = {}
+    for i, (t, before, _) in enumerate(todo):
+        if progress:
+            progress(i, len(todo), t)
+        md = decide.Model(dict(t), before, figs, prior=_prior(runs, figs, t, priors))
+        jd = decide.judge_run(dict(t), before, [], figs, md=md)
+        res.runs += 1
+        bad = [v for v in jd.verdicts if v.verdict in decide.CHANGED]
+        res.false_runs += bool(bad)
+        res.false_rows += [(t["label"], "/".join(v.row), v.verdict, round(v.change * 100, 1), round(v.z, 1), v.scale)
+                           for v in bad]
+        res.findings += [(t["label"], fd.line()) for fd in jd.findings if fd.status]
+        judged = [v for v in jd.verdicts if v.z is not None]
+        for v in judged:
+            f = figs[t["id"]][v.row]
+            res.mdc[(v.scale, model.row_class(f))].append(v.mdc)
+            res.z[model.row_class(f)].append(v.z)
+        by_cls: dict[str, list] = defaultdict(list)
+        for v in judged:
+            c = cls_of(figs[t["id"]][v.row])
+            if c and v.verdict == "SAME" or (c and v.verdict == "UNSURE"):
+                by_cls[c].append(v)
+        for c, vs in sorted(by_cls.items()):
+            for v in rng.sample(vs, min(ROWS_PER_CLASS, len(vs))):
+                got = decide.judge_run(dict(t), before, [], _scaled(figs, t["id"], {v.row}, 1 + SINGLE[c]), md=md)
+                k = res.single[(v.scale, c, min(v.processes, 3))]
+                k[0] += _changed(got, {v.row})
+                k[1] += 1
+                for mult in (1.2, 0.5):
+                    got = decide.judge_run(dict(t), before, [], _scaled(figs, t["id"], {v.row}, 1 + mult * v.mdc), md=md)
+                    h = res.honesty[mult]
+                    h[0] += _changed(got, {v.row})
+                    h[1] += 1
+        for name, rows, factor, kind in _structured(figs[t["id"]], jd, rng):
+            got = decide.judge_run(dict(t), before, [], _scaled(figs, t["id"], rows, factor), md=md)
+            k = res.structured[name]
+            k[0] += _changed(got, rows) or any(fd.status and fd.kind == kind for fd in got.findings)
+            k[1] += any(fd.status for fd in got.findings)
+            k[2] += 1
+    res.seconds = time.monotonic() - t0
+    return res
+
+
+def _prior(runs: list[dict], figs: dict, t: dict, cache: dict) -> dict | None:
+    """The store prior a fold's run is judged with, fitted inside the fold: the newest key's runs of
+    every other start (as the shipped prior is the newest key's); none for runs of that key itself,
+    whose own history is the same runs."""
+    from . import calibrate, model
+    newest = runs[-1]["history_key"]
+    if t["history_key"] == newest:
+        return None
+    start = model.start_of(t)
+    if start not in cache:
+        rest = [r for r in runs if r["history_key"] == newest and model.start_of(r) != start]
+        cache[start] = calibrate.fit(rest, figs) if len(rest) >= 2 else None
+    return cache[start]
+
+
+def _structured(fs: dict, jd, rng: random.Random) -> list[tuple[str, set, float, str]]:
+    """The structured injections for one run: (name, rows, factor, finding kind that reports it)."""
+    from . import model
+    ok = {v.row for v in jd.verdicts if v.z is not None}
+    out = []
+    kernels: dict[str, set] = defaultdict(set)
+    for row in ok:
+        f = fs[row]
+        if model.is_gpu_row(f) and f.kernels:
+            kernels[f.kernels].add(row)
+    big = sorted(k for k, rows in kernels.items() if len(rows) >= 3)
+    if big:
+        out.append(("one kernel +5 %", kernels[rng.choice(big)], 1.05, "kernel"))
+    blocks: dict[tuple, set] = defaultdict(set)
+    for row in ok:
+        if fs[row].mode in model.GPU_MODES and not fs[row].on_ratio:
+            blocks[(row[0], row[2])].add(row)
+    if blocks:
+        key = rng.choice(sorted(blocks))
+        out.append(("one probe x size +10 %", blocks[key], 1.10, "kernel"))
+        base = [r for r in blocks[key] if fs[r].role == "baseline"]
+        if base:
+            b = fs[base[0]]
+            rows = {r for r in ok if r[0] == b.probe and r[2] == b.size and fs[r].mode == b.mode
+                    and (r == b.row or (not fs[r].on_ratio and fs[r].baseline == b.variant))}
+            out.append(("a baseline with its rows +10 %", rows, 1.10, "kernel"))
+    gpu = {r for r in ok if model.is_gpu_row(fs[r]) and model.size_class(fs[r]) != "light"}
+    if gpu:
+        out.append(("every GPU-bound row +3 %", gpu, 1.03, "machine"))
+    return out
+
+
+def bound(k: int, n: int, level: float = 0.95) -> float:
+    """The one-sided upper confidence bound of a binomial rate with k of n (Clopper-Pearson)."""
+    from scipy import stats
+    return 1.0 if k >= n else float(stats.beta.ppf(level, k + 1, n - k))
+
+
+def report(res: Result, markdown: bool = False) -> str:
+    lines = [f"verdict-check: {res.runs} runs judged out of sample in {res.seconds:.0f} s",
+             f"false verdicts: {len(res.false_rows)} on {res.false_runs} of {res.runs} runs; per-run false-alarm "
+             f"rate {res.false_runs / max(res.runs, 1) * 100:.1f} %, 95 % upper bound "
+             f"{bound(res.false_runs, res.runs) * 100:.1f} %"]
+    lines += [f"  {label}: {row} {verdict} {chg:+.1f} % (z {z:+.1f}, {scale})"
+              for label, row, verdict, chg, z, scale in res.false_rows[:20]]
+    lines.append(f"findings past the FDR on no-change runs: {len(res.findings)}")
+    lines += [f"  {label}: {text}" for label, text in res.findings[:20]]
+    lines.append("median MDC by scale and class (rows):")
+    for (scale, c), xs in sorted(res.mdc.items()):
+        lines.append(f"  {scale:9s} {c:24s} {statistics.median(xs) * 100:6.1f} %  ({len(xs)})")
+    lines.append("calibration, no-change z by class: share past 2 and 3 (normal: 4.6 %, 0.27 %)")
+    for c, zs in sorted(res.z.items()):
+        a = [abs(z) for z in zs]
+        lines.append(f"  {c:24s} {sum(x > 2 for x in a) / len(a) * 100:5.1f} %  {sum(x > 3 for x in a) / len(a) * 100:5.2f} %"
+                     f"  max {max(a):.1f}  ({len(a)})")
+    lines.append("single-row injections, caught (scale, class, processes):")
+    for (scale, c, p), (k, n) in sorted(res.single.items()):
+        lines.append(f"  {scale:9s} {c:12s} +{SINGLE[c] * 100:g} %  {p} proc  {k}/{n} = {k / n * 100:.0f} %")
+    lines.append("MDC honesty (caught at a multiple of the printed MDC; targets >= 80 % at 1.2x, <= 10 % at 0.5x):")
+    for mult, (k, n) in sorted(res.honesty.items(), reverse=True):
+        lines.append(f"  {mult:g} x MDC: {k}/{n} = {k / max(n, 1) * 100:.0f} %")
+    lines.append("structured injections: caught (as a row verdict or a finding), reported as a finding:")
+    for name, (k, fnd, n) in sorted(res.structured.items()):
+        lines.append(f"  {name:32s} {k}/{n} caught, {fnd}/{n} with a finding")
+    return "\n".join(lines)
+
+

@@ -1,0 +1,70 @@
+"""`hostbench-maint verdict-check`: the verdict model validated out of sample on history exports
+(reports/verdict/validate.py), and the H200 store prior it is shipped with (reports/verdict/calibrate.py).
+
+    hostbench-maint verdict-check [EXPORT ...] [--runs N] [--json OUT]
+    hostbench-maint verdict-check --write-prior | --check-prior
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> int:
+    from cudnn_hostbench.reports.verdict import calibrate, model, validate
+    ap = argparse.ArgumentParser(prog="hostbench-maint verdict-check", description=__doc__.split("\n\n")[0])
+    ap.add_argument("exports", nargs="*", type=Path, help="history exports (default: the committed H200 "
+                    "history and the two GPUs in tests/data)")
+    ap.add_argument("--runs", type=int, default=None, help="judge only the first N runs (a quick look)")
+    ap.add_argument("--json", type=Path, default=None, help="also write the figures as JSON")
+    ap.add_argument("--write-prior", action="store_true", help="write the H200 store prior from the committed export")
+    ap.add_argument("--check-prior", action="store_true", help="exit 1 if the shipped prior differs from the export's")
+    a = ap.parse_args(argv)
+    paths = a.exports or ([validate.EXPORT] if a.write_prior or a.check_prior else [validate.EXPORT, *validate.EXTRA])
+    for p in paths:
+        if not p.is_file():
+            print(f"hostbench verdict-check: {p}: no such export", file=sys.stderr)
+            return 2
+    if a.write_prior or a.check_prior:
+        try:
+            runs, figs = validate.load(paths)
+        except (OSError, ValueError) as e:
+            print(f"hostbench verdict-check: {e}", file=sys.stderr)
+            return 2
+        text = calibrate.to_json(calibrate.fit(runs, figs), runs[-1]["gpu"], len(runs),
+                                 len({model.start_of(r) for r in runs}))
+        if a.check_prior:
+            same = calibrate.PRIOR.is_file() and calibrate.PRIOR.read_text() == text
+            print(f"{calibrate.PRIOR}: {'matches' if same else 'differs from'} the export")
+            return 0 if same else 1
+        calibrate.PRIOR.write_text(text)
+        print(f"wrote {calibrate.PRIOR}")
+        return 0
+    tty = sys.stderr.isatty()
+
+    def progress(i, n, t):
+        if tty:
+            print(f"\r  judging run {i + 1}/{n}", end="", file=sys.stderr, flush=True)
+    try:
+        res = validate.run(paths, a.runs, progress)
+    except (OSError, ValueError) as e:
+        print(f"hostbench verdict-check: {e}", file=sys.stderr)
+        return 2
+    if tty:
+        print(file=sys.stderr)
+    print(validate.report(res))
+    if a.json:
+        a.json.write_text(json.dumps({"runs": res.runs, "false_runs": res.false_runs, "false_rows": res.false_rows,
+                                      "bound": validate.bound(res.false_runs, res.runs),
+                                      "single": {" ".join(map(str, k)): v for k, v in res.single.items()},
+                                      "honesty": {str(k): v for k, v in res.honesty.items()},
+                                      "structured": dict(res.structured),
+                                      "mdc": {" ".join(k): statistics.median(v) for k, v in res.mdc.items()}}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
