@@ -10,7 +10,7 @@ noise, the larger of:
     physical GPUs, so that much is how far two healthy GPUs may differ;
   - SPREAD_MULT x the GPU's own spread: the median over its rows of the between-worker spread
     ((max - min) / median of its worker processes), or with one worker, of the rounds' IQR over
-    their median. The compare gate's rule, for the same reason: a change within the spread of the
+    their median: a change within the spread of the
     processes that measured it is not shown.
 The output names the basis that set each GPU's threshold. With two GPUs the node's median is
 their mean, so a GPU is flagged only when it is slower than the other by twice its threshold.
@@ -23,11 +23,11 @@ from dataclasses import asdict, dataclass
 
 from cudnn_hostbench.bench.measure import machine
 from cudnn_hostbench.bench.measure.records import Run
-from cudnn_hostbench.reports import fmt, gate
+from cudnn_hostbench.reports import fmt
 
 GPU_BOUND = ("graph", "device")
 BETWEEN_START = 0.015   # GPU-bound rows between machine starts (H200 fleet), see the docstring
-SPREAD_MULT = gate.SPREAD_MULT
+SPREAD_MULT = 1.5   # a GPU is off the node's median past this multiple of its own between-worker spread
 BASIS_START = "between-start scale"
 BASIS_OWN = "own spread"
 

@@ -1,6 +1,6 @@
 """Is running N jobs at once on a node safe for the figures? One frontend version measured alone on
 a GPU, then on the same GPU alongside N-1 other jobs (scripts/node_check.py), compared row by row
-with the compare gate (reports/gate.judge): its per-mode floors are the ones set on pairs of runs
+with compare (the verdict model with a history of one run): the practical thresholds per mode
 within one machine start, and both runs here are one start (same boot, same GPU).
 
 Safe means: every eager, graph and device row the two runs share is SAME (within its floor, raised
@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 from cudnn_hostbench.bench.measure import machine
 from cudnn_hostbench.bench.measure.records import Run
-from cudnn_hostbench.reports import fmt, gate
+from cudnn_hostbench.reports import fmt
+from cudnn_hostbench.reports.verdict import decide
 
 MODES = ("eager", "graph", "device")
 JUDGED = ("SAME", "SLOWER", "FASTER", "UNSURE", "KERNEL CHANGED")
@@ -28,7 +29,7 @@ class ModeCheck:
     rows: int = 0                  # rows judged (measured in both runs)
     same: int = 0
     max_change: float = 0.0        # largest |change| of a judged row
-    floor: float = 0.0             # the mode's same-start floor (gate.THRESHOLD)
+    floor: float = 0.0             # the mode's practical threshold (verdict.decide.PRACTICAL)
     past_floor: int = 0            # SAME rows whose |change| is past the bare floor (noise-limited)
     bad: list = field(default_factory=list)    # 'probe/variant/size: VERDICT +x.x %' of the rest
 
@@ -60,7 +61,7 @@ def check(alone: Run, along: Run, label: str = "alongside vs alone") -> SafetyCh
     df = compare.compare(alone, along)
     modes = []
     for mode in MODES:
-        m = ModeCheck(mode, floor=gate.THRESHOLD[mode])
+        m = ModeCheck(mode, floor=decide.PRACTICAL[mode])
         for r in df[(df["mode"] == mode) & df["verdict"].isin(JUDGED)].itertuples(index=False):
             m.rows += 1
             ch = abs(r.change) if r.change == r.change else 0.0
@@ -78,7 +79,7 @@ def check(alone: Run, along: Run, label: str = "alongside vs alone") -> SafetyCh
 
 def verdict_line(c: SafetyCheck) -> str:
     if c.safe:
-        return f"{c.label}: SAFE: every eager, graph and device row SAME within the gate's same-start floors"
+        return f"{c.label}: SAFE: every eager, graph and device row SAME under the verdict model"
     why = c.problems + [f"{len(m.bad)} {m.mode} row(s) not SAME" for m in c.modes if m.bad]
     return f"{c.label}: NOT SHOWN SAFE: {'; '.join(why)}"
 

@@ -41,12 +41,12 @@ COMMANDS = {
     "host-trace": ("scripts.host_trace", "Trace the host-state sentinel: whether this host is bistable, and where its floor is."),
     "node": ("scripts.node_cmd", "The GPUs of this node: cores per GPU, the slow-GPU report, the parallel matrix's checks."),
     "node-check": ("scripts.node_check", "Show that parallel jobs on a node measure what one job alone does."),
-    "loso-check": ("scripts.loso_check", "Judge each machine start of a history against all the others (leave one start out)."),
 }
 # for work on cudnn-hostbench itself; listed apart in `hostbench --help`
 MAINTAINER_COMMANDS = {
     "readme-figures": ("scripts.readme_figures", "Render the README's figure sections from the committed runs."),
     "history-bench": ("scripts.history_bench", "Time the history store at scale (ingest, check, dashboard)."),
+    "verdict-check": ("scripts.verdict_check", "Validate the verdict model out of sample (leave one start out, injections)."),
     "history-starts": ("scripts.history_starts", "Write the committed runs' machine starts (from the log) into an export."),
 }
 ALL = {**COMMANDS, **MAINTAINER_COMMANDS}

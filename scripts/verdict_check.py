@@ -1,28 +1,34 @@
-"""`hostbench-maint verdict-check`: the verdict model validated out of sample on history exports
-(reports/verdict/validate.py), and the H200 store prior it is shipped with (reports/verdict/calibrate.py).
+"""`hostbench verdict-check`: the verdict model validated out of sample on history exports
+(reports/verdict/validate.py), and the H200 store prior it ships with (reports/verdict/calibrate.py).
 
-    hostbench-maint verdict-check [EXPORT ...] [--runs N] [--json OUT]
-    hostbench-maint verdict-check --write-prior | --check-prior
+    hostbench verdict-check [EXPORT ...] [--runs N] [--json OUT]
+    hostbench verdict-check --write-prior | --check-prior
 """
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
 from pathlib import Path
 
+from cudnn_hostbench.scripts.cli import alias
 
-def main(argv: list[str] | None = None) -> int:
+
+def add_parser(command) -> None:
+    p = command("verdict-check", run, description=(__doc__ or "").split("\n\n")[0])
+    p.add_argument("exports", nargs="*", type=Path, help="history exports (default: the committed H200 "
+                   "history and the two GPUs in tests/data)")
+    p.add_argument("--runs", type=int, default=None, help="judge only the first N folds (a quick look)")
+    p.add_argument("--json", type=Path, default=None, help="also write the figures as JSON")
+    p.add_argument("--write-prior", action="store_true", help="write the H200 store prior from the committed export")
+    p.add_argument("--check-prior", action="store_true", help="exit 1 if the shipped prior differs from the export's")
+
+
+def run(a) -> int:
     from cudnn_hostbench.reports.verdict import calibrate, model, validate
-    ap = argparse.ArgumentParser(prog="hostbench-maint verdict-check", description=__doc__.split("\n\n")[0])
-    ap.add_argument("exports", nargs="*", type=Path, help="history exports (default: the committed H200 "
-                    "history and the two GPUs in tests/data)")
-    ap.add_argument("--runs", type=int, default=None, help="judge only the first N runs (a quick look)")
-    ap.add_argument("--json", type=Path, default=None, help="also write the figures as JSON")
-    ap.add_argument("--write-prior", action="store_true", help="write the H200 store prior from the committed export")
-    ap.add_argument("--check-prior", action="store_true", help="exit 1 if the shipped prior differs from the export's")
-    a = ap.parse_args(argv)
+    if a.runs is not None and a.runs < 1:
+        print("hostbench verdict-check: --runs must be at least 1", file=sys.stderr)
+        return 2
     paths = a.exports or ([validate.EXPORT] if a.write_prior or a.check_prior else [validate.EXPORT, *validate.EXTRA])
     for p in paths:
         if not p.is_file():
@@ -65,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
                                       "mdc": {" ".join(k): statistics.median(v) for k, v in res.mdc.items()}}, indent=1))
     return 0
 
+
+main = alias("verdict-check")
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -143,8 +143,7 @@ def gpu_section(store: db.Store, gpu: str, runs: list[dict], last: int, loaded: 
     changed = sorted((v for v in verdicts if v.verdict in ("SLOWER", "KERNEL CHANGED", "FASTER")),
                      key=lambda v: (check.ORDER[v.verdict], -abs(v.change)))
     unsure = [v for v in verdicts if v.verdict == "UNSURE"]
-    noise = [v for v in verdicts if v.verdict == "SAME" and v.mdc and v.mdc > 2 * check.MIN_EFFECT.get(v.mode, 0.05)]
-    little = [v for v in verdicts if v.verdict == "NO HISTORY" or "too little history" in v.note]
+    little = [v for v in verdicts if v.verdict == "NO HISTORY"]
     # only marks that lower trust (trust.SHOWN): discarded-and-redone rounds are the harness at work
     flags = Counter(fl for f in mine.values() for fl in (f.flags.split(",") if f.flags else []) if fl in trust.SHOWN)
     flagged = {k: sorted("/".join(row) for row, f in mine.items() if k in (f.flags or "").split(","))
@@ -162,12 +161,13 @@ def gpu_section(store: db.Store, gpu: str, runs: list[dict], last: int, loaded: 
     return {
         "gpu": gpu, "slug": "".join(c if c.isalnum() else "-" for c in gpu), "newest": newest, "target": target,
         "lead_rule": lead.RULE, "newer_partial": lead.newer_than(newest, runs),
-        "counts": check.counts(verdicts), "changed": changed, "unsure": unsure, "noise": noise, "little": little,
+        "counts": check.counts(verdicts), "changed": changed, "unsure": unsure, "little": little,
+        "findings": check.finding_lines(target),
         "mdc": {k: x for k, x in check.median_mdc(verdicts).items() if k != "other"},
         "flags": [(k, trust.FLAGS.get(k, ("?", k)), n, flagged[k]) for k, n in flags.most_common()],
         "history_n": max((v.n for v in verdicts), default=0), "trends_svg": trends_svg, "n_charts": len(facets),
         "bands": sum(1 for f in facets if f["band"]), "full_band": sum(1 for f in facets if f["band"] and
-                                                                        f["history_n"] >= check.MIN_HISTORY),
+                                                                        f["history_n"] >= 2),
         "shown_runs": len(shown), "other_mv": other_mv, "rounds_svg": rounds_svg, "rounds_of": rounds_of,
         "versions": version_view(store, runs, newest), "runs": runs[::-1],
     }
@@ -223,4 +223,4 @@ def render(store: db.Store, title: str, last: int = 100, errors=(), generated: s
     return env.get_template("dashboard.html.j2").render(
         title=title, sections=sections, errors=list(errors),
         generated=generated or _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        min_effect=check.MIN_EFFECT, k=check.K, min_history=check.MIN_HISTORY, last=last, check_last=check.DEFAULT_LAST)
+        min_history=2, last=last, check_last=check.DEFAULT_LAST)

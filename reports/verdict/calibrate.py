@@ -13,7 +13,8 @@ import dataclasses
 import json
 from pathlib import Path
 
-from . import model, pool as pools
+from . import model
+from . import pool as pools
 
 PRIOR = Path(__file__).resolve().parent / "prior-h200.json"
 WIDEN = 4.0        # variance multiple of the generic prior (twice the H200's sd)

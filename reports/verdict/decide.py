@@ -17,10 +17,12 @@ regression; one seen on one start of a GPU new to the history is information abo
 """
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from . import model
 from . import pool as pools
@@ -105,8 +107,13 @@ def usable(g, like) -> bool:
 
 
 def rounds_of(run: dict) -> int | None:
-    from ..history import sampling
-    return sampling.rounds_of(run)
+    """Eager rounds per worker the run was measured with (its recorded options); None when unknown."""
+    try:
+        info = json.loads(run.get("info_json") or "{}")
+    except (TypeError, ValueError):
+        return None
+    r = (info.get("options") or {}).get("rounds") if isinstance(info, dict) else None
+    return int(r) if isinstance(r, (int, float)) and not isinstance(r, bool) and r >= 1 else None
 
 
 def bh(ps: list[float], q: float) -> list[bool]:
@@ -141,7 +148,7 @@ class Model:
     """The history of one key around a target run: structure, components, pools."""
 
     def __init__(self, target: dict, before: list[dict], figs: dict, last: int = DEFAULT_LAST,
-                 prior: dict | None = None, min_own: int = MIN_OWN):
+                 prior: Any = None, min_own: int = MIN_OWN):
         self.target, self.last, self.min_own = target, last, min_own
         self.prior = prior if prior is not None else {}
         self.before = before[-2 * last:]
@@ -286,6 +293,12 @@ class Model:
                              f.median_us or f.value, f.mode, self.min_own)
 
 
+def _verdict(f, value: float | None, location: float | None, change: float, n: int, verdict: str,
+             **kw) -> Verdict:
+    return Verdict(f.probe, f.variant, f.size, f.mode, f"x {f.baseline}" if f.on_ratio else "us", value, location,
+                   change, None, n, verdict, on_ratio=f.on_ratio, host_state=f.host_state, processes=f.processes, **kw)
+
+
 def _kernels_of(hist: list, me: dict) -> str:
     own = [g.kernels for r, g in hist if model.same_gpu(r, me) and g.kernels]
     if own:
@@ -324,7 +337,7 @@ def _pvalues(zs: list[float], nus: list[float]) -> list[float]:
 
 
 def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, last: int = DEFAULT_LAST,
-              prior: dict | None = None, q: float = Q, md: Model | None = None, min_own: int = MIN_OWN) -> Judged:
+              prior: Any = None, q: float = Q, md: Model | None = None, min_own: int = MIN_OWN) -> Judged:
     """The verdicts and findings of `target` against `before` (oldest first); `after`: later runs of
     the key, for confirmation. `md`: the Model of this target's history, built once for several
     judgements of its figures (the validation's injections: `figs[target id]` changed, nothing else)."""
@@ -335,21 +348,19 @@ def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, l
     judged: list[tuple] = []   # (row, f, prediction, d, sd, nu)
     out: dict[tuple, Verdict] = {}
     for row, f in fs.items():
-        unit = f"x {f.baseline}" if f.on_ratio else "us"
-        base = dict(on_ratio=f.on_ratio, host_state=f.host_state, processes=f.processes)
         if f.status != "ok" or not f.value or f.value <= 0:
-            out[row] = Verdict(*row, unit, None, None, float("nan"), None, 0, "UNMEASURED", note=f.status[:120], **base)
+            out[row] = _verdict(f, None, None, float("nan"), 0, "UNMEASURED", note=f.status[:120])
             continue
         pr = md.predict(row, f)
         if pr is None:
-            out[row] = Verdict(*row, unit, f.value, None, float("nan"), None, 0, "NO HISTORY",
-                               note="no earlier run on this key measured this row", **base)
+            out[row] = _verdict(f, f.value, None, float("nan"), 0, "NO HISTORY",
+                                note="no earlier run on this key measured this row")
             continue
         x = math.log(f.value) - md.struct[target["id"]].adjust.get(row, 0.0)
         d, sd = x - pr.location, math.sqrt(max(pr.var, 1e-12))
         judged.append((row, f, pr, d, sd, pr.df))
         raw = figs[target["id"]][row].value
-        out[row] = Verdict(*row, unit, raw, raw / math.exp(d), math.exp(d) - 1, None, pr.n, "SAME", scale=pr.scale, **base)
+        out[row] = _verdict(f, raw, raw / math.exp(d), math.exp(d) - 1, pr.n, "SAME", scale=pr.scale)
     ps = _pvalues([d / sd for _, _, _, d, sd, _ in judged], [nu for *_, nu in judged])
     found = bh(ps, q)
     m = len(judged)

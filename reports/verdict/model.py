@@ -162,13 +162,13 @@ def _mad2(xs: list[float]) -> float:
 class Parts:
     """One row's variance components from its history, in logs."""
     sw2: float = 0.0     # between runs of one start (process sampling included)
-    dfw: int = 0
+    dfw: float = 0
     sb2: float = 0.0     # between starts
-    dfb: int = 0
+    dfb: float = 0
     vb: float = 0.0      # variance of the start means (dfb degrees of freedom)
     hm: float = 1.0      # harmonic mean of runs per start
     sp2: float = 0.0     # between worker processes of one run, one round (eager) or as measured
-    dfp: int = 0
+    dfp: float = 0
     hist_c: float = 1.0  # the history's mean median_var(workers) x round factor: sampling in sw2
 
 

@@ -54,15 +54,15 @@ class Pool:
     def sp2(self) -> float:
         return self.s0p
 
-    def moderated_w(self, s2: float, df: int) -> float:
+    def moderated_w(self, s2: float, df: float) -> float:
         w = self.d0w + df
         return (self.d0w * self.s0w + df * s2) / w if w else 0.0
 
-    def moderated_p(self, s2: float, df: int) -> float:
+    def moderated_p(self, s2: float, df: float) -> float:
         w = self.d0p + df
         return (self.d0p * self.s0p + df * s2) / w if w else 0.0
 
-    def blended_b(self, s2: float, df: int) -> float:
+    def blended_b(self, s2: float, df: float) -> float:
         return (PRIOR_DF * self.sb2 + df * s2) / (PRIOR_DF + df)
 
     def between(self, p, sw2: float) -> float:
@@ -73,7 +73,7 @@ class Pool:
         return max(0.0, vb - sw2 / p.hm) if p.dfb else self.sb2
 
 
-def fit_prior(own: list[tuple[float, int]]) -> tuple[float, float]:
+def fit_prior(own: list[tuple[float, float]]) -> tuple[float, float]:
     """(s0², d0) of the scaled inverse-chi-square prior of rows' variances (s², df), by the moments
     of their logs (Smyth 2004, limma's fitFDist)."""
     from scipy.special import digamma, polygamma
@@ -100,7 +100,7 @@ def _trigamma_inverse(x: float) -> float:
     return y
 
 
-def _moderate(own: list[tuple[float, int]]) -> tuple[float, float]:
+def _moderate(own: list[tuple[float, float]]) -> tuple[float, float]:
     """The class prior (s0², d0) of one component: fitted where enough rows have one, else pooled."""
     pos = [(s2, d) for s2, d in own if d and s2 > 0]
     if len(pos) >= MIN_MODERATED:

@@ -126,7 +126,7 @@ def run(paths: list[Path], limit: int | None = None, progress=None) -> Result:
         res.runs += 1
         bad = [v for v in jd.verdicts if v.verdict in decide.CHANGED]
         res.false_runs += bool(bad)
-        res.false_rows += [(t["label"], "/".join(v.row), v.verdict, round(v.change * 100, 1), round(v.z, 1), v.scale)
+        res.false_rows += [(t["label"], "/".join(v.row), v.verdict, round(v.change * 100, 1), round(v.z or 0.0, 1), v.scale)
                            for v in bad]
         res.findings += [(t["label"], fd.line()) for fd in jd.findings if fd.status]
         judged = [v for v in jd.verdicts if v.z is not None]
