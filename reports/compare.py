@@ -137,6 +137,10 @@ def compare(base: Run, new: Run, threshold: float | None = None, alpha: float = 
         row.update(base_abs=ra.summary().median, new_abs=rb.summary().median)
         rk = (key[0], key[1], str(key[2]), key[3])
         v, ga, gb = by.get(rk), figs[1].get(rk), figs[2].get(rk)
+        if list(ra.samples) == list(rb.samples) and ra.workers == rb.workers:
+            row.update(verdict="SAME", change=0.0, note="identical samples")
+            rows.append(row)
+            continue
         if v is None or ga is None or gb is None or v.z is None:
             row.update(verdict="UNSURE", note=(v.note if v is not None else "") or "not judged")
             rows.append(row)
@@ -144,8 +148,8 @@ def compare(base: Run, new: Run, threshold: float | None = None, alpha: float = 
         if ga.on_ratio:
             row["unit"] = f"x {ga.baseline}"
         verdict, note = v.verdict, v.note
-        if list(ra.samples) == list(rb.samples) and ra.workers == rb.workers:
-            verdict, note = "SAME", "identical samples"
+        if normalize and ga.baseline == ga.variant:
+            verdict, note = "SAME", "the baseline itself (the divisor)"
         elif min(len(ra.samples), len(rb.samples)) < min_samples:
             verdict, note = "UNSURE", f"too few samples (fewer than {min_samples} on a side)"
         elif threshold is not None and verdict in ("SLOWER", "FASTER") and abs(v.change) < threshold:
@@ -296,10 +300,12 @@ def _fitted(rows: list[list[str]], width: int) -> tuple[list[str], list[str]]:
     """(lines, dropped column names): p, then unit, then probe and size, then the variant move out
     of the columns (the names into heading lines); figures, change and verdict always stay whole."""
     numeric = {"base", "new", "change", "p"}
-    drops = [(), ("p",), ("p", "unit"), ("p", "unit", "probe", "size"), ("p", "unit", "probe", "size", "variant")]
+    drops = [(), ("p",), ("p", "unit"), ("p", "unit", "probe", "size"), ("p", "unit", "probe", "size", "variant"),
+             ("p", "unit", "probe", "size", "variant", "note")]
     for level, drop in enumerate(drops):
         cols = [i for i, h in enumerate(HEADER) if h not in drop]
         named = [i for i in (0, 1, 3) if HEADER[i] in drop]   # names said in heading lines
+        notes_below = "note" in drop                          # the note numbers on a line of their own
         body = [list(r) for r in rows]
         if "unit" in drop:
             for r in body:
@@ -314,9 +320,12 @@ def _fitted(rows: list[list[str]], width: int) -> tuple[list[str], list[str]]:
                     last = tuple(r[i] for i in named)
                     out += textwrap.wrap(" · ".join(last), width, subsequent_indent="    ", break_long_words=True)
                 out.append("  " + line)
+                if notes_below and r[10]:
+                    out += textwrap.wrap(f"notes {r[10]}", width, initial_indent="      ", subsequent_indent="      ",
+                                         break_long_words=True)
             lines = out
         if max(map(len, lines)) <= width or level == len(drops) - 1:
-            return lines, [d for d in drop if d not in ("probe", "size", "variant")]
+            return lines, [d for d in drop if d not in ("probe", "size", "variant", "note")]
     return lines, []
 
 

@@ -66,21 +66,31 @@ def check(alone: Run, along: Run, label: str = "alongside vs alone") -> SafetyCh
             m.rows += 1
             ch = abs(r.change) if r.change == r.change else 0.0
             m.max_change = max(m.max_change, ch)
-            if r.verdict == "SAME":
+            if r.verdict == "SAME" or (r.verdict == "UNSURE" and ch <= m.floor):
+                # UNSURE within the threshold: too noisy to show it, but nothing moved past it
                 m.same += 1
-                m.past_floor += ch > m.floor
+                m.past_floor += r.verdict == "UNSURE"
             else:
                 m.bad.append(f"{r.probe}/{r.variant}/{r.size}: {r.verdict} {r.change * 100:+.1f} %")
         if not m.rows:
             problems.append(f"no {mode} row measured in both runs")
         modes.append(m)
+    # a shift the model takes out of every row of a kernel, block or size class is one finding: on one
+    # start it is a regression, and it counts against the modes it moved
+    for fd in df.attrs.get("findings") or []:
+        if "regression" not in fd.status:
+            continue
+        hit = [m for m in modes if fd.name.split()[0] == m.mode or fd.name.endswith(f" {m.mode}")] or modes[1:]
+        for m in hit:
+            m.bad.append(f"{fd.kind} {fd.name}: {fd.change * 100:+.1f} %")
     return SafetyCheck(label, modes, problems)
 
 
 def verdict_line(c: SafetyCheck) -> str:
     if c.safe:
-        return f"{c.label}: SAFE: every eager, graph and device row SAME under the verdict model"
-    why = c.problems + [f"{len(m.bad)} {m.mode} row(s) not SAME" for m in c.modes if m.bad]
+        return (f"{c.label}: SAFE: no eager, graph or device row moved past its mode's practical threshold "
+                "under the verdict model")
+    why = c.problems + [f"{len(m.bad)} {m.mode} row(s) or finding(s) moved" for m in c.modes if m.bad]
     return f"{c.label}: NOT SHOWN SAFE: {'; '.join(why)}"
 
 
@@ -88,8 +98,8 @@ def table(c: SafetyCheck) -> str:
     rows = [[m.mode, m.rows, m.same, f"{m.max_change * 100:.1f} %", f"{m.floor * 100:g} %", m.past_floor,
              "; ".join(m.bad[:5]) + (f"; and {len(m.bad) - 5} more" if len(m.bad) > 5 else "") or "–"]
             for m in c.modes]
-    return fmt.md_table(["mode", "rows", "SAME", "largest change", "same-start floor", "SAME past the bare floor "
-                         "(noise-limited)", "not SAME"], rows)
+    return fmt.md_table(["mode", "rows", "within the threshold", "largest change", "practical threshold",
+                         "of them UNSURE (too noisy to show it)", "moved"], rows)
 
 
 def render(checks: list[SafetyCheck]) -> str:

@@ -66,6 +66,19 @@ def add_parser(command) -> None:
                    help="notes inline and every column, however wide (default: fit $COLUMNS or the terminal)")
 
 
+def _counts_lines(summary: str, width: int) -> list[str]:
+    """The verdict counts, broken between counts (never inside '48 UNMEASURED')."""
+    lines: list[str] = []
+    for part in summary.split(", "):
+        if lines and len(lines[-1]) + 2 + len(part) <= width:
+            lines[-1] += ", " + part
+        else:
+            lines.append(part if not lines else "  " + part)
+            if len(lines) > 1:
+                lines[-2] += ","
+    return lines
+
+
 def run(a) -> int:
     from cudnn_hostbench.bench.measure import trust
     from cudnn_hostbench.bench.measure.files import write_text_atomic
@@ -124,9 +137,9 @@ def run(a) -> int:
         except OSError as e:
             return bad(a.prog, f"--json {a.json}: cannot write ({e.strerror or e})")
     width = fmt.term_width()
-    print(compare.summary(df))   # the verdict counts first
-    if compare.machine_line(df):
-        print("\n".join(textwrap.wrap(compare.machine_line(df), 10**6 if a.wide else width, subsequent_indent="  ")))
+    print("\n".join(_counts_lines(compare.summary(df), 10**6 if a.wide else width)))   # the verdict counts first
+    for line in compare.machine_line(df).splitlines():   # where the runs ran, then each finding
+        print("\n".join(textwrap.wrap(line, 10**6 if a.wide else width, subsequent_indent="  ")))
     vers = compare.version_diff(diff)
     if vers:
         print("versions differ:")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cudnn_hostbench.reports.history import charts, check, lead, page
-from tests.test_history_check import fresh
+from tests.history_store import fresh
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "reports" / "reference" / "h200"

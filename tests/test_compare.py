@@ -69,28 +69,28 @@ def test_aa_gives_no_verdict(tmp_path):
         assert (df.change.abs() < 0.05).all()
 
 
-# past execute's pairwise eager floor (14 %: gate.PAIRWISE_THRESHOLD)
-@pytest.mark.parametrize("factor,word", [(1.16, "SLOWER"), (0.84, "FASTER")])
+@pytest.mark.parametrize("factor,word", [(1.3, "SLOWER"), (0.7, "FASTER")])
 def test_injected_change_is_found(tmp_path, factor, word):
     for seed in range(3):
         a = make_run(tmp_path / "a.json", seed)
         b = make_run(tmp_path / "b.json", seed + 100, slow={("execute", "generic"): factor})
         df = cmp.compare(a, b)
         assert verdicts(df, variant="generic") == [word, word]
-        assert set(verdicts(df[df.variant != "generic"])) == {"SAME"}
+        assert not set(verdicts(df[df.variant != "generic"])) & {"SLOWER", "FASTER"}
         row = df[df.variant == "generic"].iloc[0]
-        # three workers a side: complete separation decides (a U test on 3 against 3 cannot go under 0.1)
-        assert row.p <= 0.1 and abs(row.change - (factor - 1)) < 0.04
+        assert row.p < 0.01 and abs(row.change - (factor - 1)) < 0.06
 
 
-def test_a_side_of_one_process_is_never_slower(tmp_path):
-    # issue 25: an old single-process run still renders and compares; past the floor it is UNSURE
-    a = make_run(tmp_path / "a.json", 1, workers=1)
-    b = make_run(tmp_path / "b.json", 2, slow={("execute", "generic"): 1.3})
+def test_a_side_of_one_process_is_judged_with_its_process_component(tmp_path):
+    # an old single-process run still renders and compares: its variance holds one process, not a ban
+    # (a GPU the store prior does not know: these synthetic rows are noisier than any H200's)
+    gpu = {"gpu_name": "Test GPU"}
+    a = make_run(tmp_path / "a.json", 1, workers=1, fp=gpu)
+    b = make_run(tmp_path / "b.json", 2, slow={("execute", "generic"): 1.3}, fp=gpu)
     df = cmp.compare(a, b)
     row = df[(df.variant == "generic") & (df["mode"] == "graph")].iloc[0]
-    assert row.verdict == "UNSURE" and "one process on a side" in row.note and "1 process(es) on a side" in row.note
-    assert "SLOWER" not in set(df.verdict) and "FASTER" not in set(df.verdict)
+    assert "1 process(es) on a side" in row.note and row.mdc > 0
+    assert not set(df[df.variant != "generic"].verdict) & {"SLOWER", "FASTER"}
 
 
 def _with_machine(path, seed, start, gpu, **kw):
@@ -99,33 +99,30 @@ def _with_machine(path, seed, start, gpu, **kw):
     return make_run(path, seed, fp=fp, **kw)
 
 
-def test_two_starts_are_judged_on_the_between_start_scale_and_say_so(tmp_path):
+def test_two_starts_are_judged_on_the_fleet_scale_and_say_so(tmp_path):
     a = _with_machine(tmp_path / "a.json", 1, "boot1/GPU-a", "GPU-a")
-    twin = _with_machine(tmp_path / "b.json", 2, "boot1/GPU-a", "GPU-a", slow={("execute", "generic"): 1.10})
-    other = _with_machine(tmp_path / "c.json", 2, "boot2/GPU-b", "GPU-b", slow={("execute", "generic"): 1.10})
+    twin = _with_machine(tmp_path / "b.json", 2, "boot1/GPU-a", "GPU-a", slow={("execute", "generic"): 1.16})
+    other = _with_machine(tmp_path / "c.json", 2, "boot2/GPU-b", "GPU-b", slow={("execute", "generic"): 1.16})
     same = cmp.compare(a, twin)
     assert same.attrs["same_start"] and "same machine start" in cmp.machine_line(same)
+    assert set(same[same.mdc.notna()].scale) <= {"same GPU", "fleet"}
     assert verdicts(same, variant="generic", mode="graph") == ["SLOWER"]
     cross = cmp.compare(a, other)
     assert cross.attrs["cross_start"] and not cross.attrs["same_gpu"]
-    assert "different machine starts (different GPUs): judged with the between-start scale" in cmp.machine_line(cross)
-    # eager ratios between starts: the fleet's between-start noise sets a wider floor than 7 %
-    assert cmp.cross_floor("eager", True, 10.0) > 0.07
-    assert verdicts(cross, variant="generic", mode="eager") == ["SAME"]
-    # a ratio that follows each host's speed: its own measured floor between starts, not within one
-    assert cmp.cross_floor("eager", True, 4.0, "registration", "graphed") == 0.35
-    assert cmp.cross_floor("eager", True, 40.0, "sdpa_decode", "cudnn_ragged") == 0.42
-    assert cmp.cross_floor("eager", False, 4.0, "registration", "graphed") < 0.35   # its µs are not the ratio
+    assert "different machine starts (different GPUs): judged on the fleet scale" in cmp.machine_line(cross)
+    # the fleet adds the between-start noise: every row detects less than on one start
+    both = same.merge(cross, on=["probe", "variant", "size", "mode"])
+    assert (both.mdc_y >= both.mdc_x * 0.999).all()
     reboot = _with_machine(tmp_path / "d.json", 3, "boot9/GPU-a", "GPU-a")
     assert "same GPU after a reboot" in cmp.machine_line(cmp.compare(a, reboot))
-    old = make_run(tmp_path / "e.json", 4)       # no machine identity: an unknown start, judged as before
-    assert cmp.machine_line(cmp.compare(a, old)) == "" and not cmp.compare(a, old).attrs["cross_start"]
+    old = make_run(tmp_path / "e.json", 4)       # no machine identity: an unknown start
+    assert "unknown start" in cmp.machine_line(cmp.compare(a, old)) and not cmp.compare(a, old).attrs["cross_start"]
 
 
 def test_threshold_is_configurable(tmp_path):
     a = make_run(tmp_path / "a.json", 1)
     b = make_run(tmp_path / "b.json", 2, slow={("execute", "generic"): 1.10})
-    assert verdicts(cmp.compare(a, b, threshold=0.20), variant="generic") == ["SAME", "SAME"]
+    assert not set(verdicts(cmp.compare(a, b, threshold=0.20), variant="generic")) & {"SLOWER", "FASTER"}
 
 
 def test_too_few_samples_is_unsure(tmp_path):
@@ -136,35 +133,22 @@ def test_too_few_samples_is_unsure(tmp_path):
     assert all("too few" in n for n in df.note)
 
 
-def test_single_process_runs_fall_back_to_the_per_round_test():
-    from cudnn_hostbench.reports.gate import Side, judge
-    one = lambda xs: Side([sorted(xs)[len(xs) // 2]], list(xs))  # noqa: E731 - one worker a side
-    # medians +12.5 %, but the samples overlap almost completely
-    v, change, p, note = judge(one([1, 2, 3, 4, 5, 6, 7]), one([1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5]), "graph")
-    assert (v, round(change, 3)) == ("UNSURE", 0.125) and p > 0.5 and "per-round test" in note
-    # medians say slower, but most pairs say faster: bimodal samples
-    v, change, p, note = judge(one([100] * 30 + [1000] * 25), one([1] * 25 + [110] * 30), "graph")
-    assert v == "UNSURE" and change > 0
-    assert judge(one([10] * 6), one([10] * 6), "graph")[0] == "SAME"  # all ties: no crash
-
-
 def test_normalize_cancels_a_slower_host(tmp_path):
     a = make_run(tmp_path / "a.json", 1)
     b = make_run(tmp_path / "b.json", 2, host=1.2)
     df = cmp.compare(a, b)
-    # graph rows on absolute µs see the slower host; eager rows are judged on ratios by default
-    assert set(df[df["mode"] == "graph"].verdict) == {"SLOWER"}
-    eager = df[df["mode"] == "eager"]
-    assert set(eager[eager.variant != "torch_mm"].verdict) == {"SAME"}
-    assert set(eager[eager.variant == "torch_mm"].verdict) == {"UNSURE"}
+    # graph rows on absolute µs see the slower host (as one machine factor); eager rows are judged
+    # on ratios by default
+    assert "SLOWER" not in set(df[(df["mode"] == "eager") & (df.variant != "torch_mm")].verdict)
     df = cmp.compare(a, b, normalize=True)
-    assert set(df.verdict) == {"SAME"}
+    assert not set(df.verdict) & {"SLOWER", "FASTER"}
     assert (df[df.variant != "torch_mm"].unit == "x torch_mm").all()
     # a real regression still shows through the slower host
     c = make_run(tmp_path / "c.json", 3, host=1.2, slow={("set_stream", "set_stream"): 1.15})
     df = cmp.compare(a, c, normalize=True)
-    assert verdicts(df, variant="set_stream") == ["SLOWER", "SLOWER"]
-    assert set(verdicts(df[df.variant != "set_stream"])) == {"SAME"}
+    assert verdicts(df, variant="set_stream", mode="graph") == ["SLOWER"]
+    assert verdicts(df, variant="set_stream", mode="eager")[0] in ("SLOWER", "UNSURE")
+    assert not set(verdicts(df[df.variant != "set_stream"])) & {"SLOWER", "FASTER"}
 
 
 def test_normalize_by_median_when_rounds_do_not_pair(tmp_path):
@@ -173,7 +157,7 @@ def test_normalize_by_median_when_rounds_do_not_pair(tmp_path):
     for r in b.records:
         if r.variant == "torch_mm":
             r.samples = r.samples[:-3]
-    assert set(cmp.compare(a, b, normalize=True).verdict) == {"SAME"}
+    assert not set(cmp.compare(a, b, normalize=True).verdict) & {"SLOWER", "FASTER"}
 
 
 def test_added_removed_and_unmeasured_rows(tmp_path):
@@ -238,11 +222,20 @@ def test_cli_exit_codes_and_markdown(tmp_path, capsys):
     assert str(bad) in capsys.readouterr().err
 
 
-def test_hostbench_dispatches_compare(tmp_path):
+def test_hostbench_dispatches_compare(tmp_path, capsys):
     a = make_run(tmp_path / "a.json", 1)
-    b = make_run(tmp_path / "b.json", 2, host=1.3)
+    b = make_run(tmp_path / "b.json", 2, slow={("set_stream", "set_stream"): 1.3})
     assert cli.main(["compare", a.path, b.path, "--fail-on-regression"]) == 1
-    assert cli.main(["compare", a.path, b.path, "--fail-on-regression", "--normalize"]) == 0
+    assert cli.main(["compare", a.path, a.path, "--fail-on-regression"]) == 0
+    out = tmp_path / "c.json"
+    capsys.readouterr()
+    assert cli.main(["compare", a.path, b.path, "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["counts"]["SLOWER"] == 2 and {"z", "mdc", "verdict"} <= set(doc["rows"][0])
+    capsys.readouterr()
+    assert cli.main(["compare", a.path, b.path, "--json", "-"]) == 0
+    assert json.loads(capsys.readouterr().out)["counts"]["SLOWER"] == 2
+    assert cli.main(["compare", a.path, b.path, "--json", str(tmp_path / "no" / "c.json")]) == 2
 
 
 # --- version matrix -------------------------------------------------------------------------
@@ -357,7 +350,7 @@ def _scaled(run, factor: float, machine: dict):
     run = copy.deepcopy(run)
     run.fingerprint["machine"] = machine
     for r in run.records:
-        if r.mode in ("graph", "device") and r.ok and cmp._gpu_bound_us(r) >= 20:
+        if r.mode in ("graph", "device") and r.ok and r.summary().median >= 20:
             r.samples = [x * factor for x in r.samples]
             for w in r.workers:
                 w["median"] = w["median"] * factor if w.get("median") is not None else None
@@ -370,7 +363,11 @@ def test_a_machine_wide_shift_between_starts_is_said_once_not_as_many_regression
     a.fingerprint["machine"] = {"boot_id": "b1", "gpu_uuid": "GPU-a"}
     b = _scaled(load_run(ref / "aa" / "run2.json"), 1.06, {"boot_id": "b2", "gpu_uuid": "GPU-b"})
     df = cmp.compare(a, b)
-    assert "GPU-bound rows 6." in cmp.machine_line(df) and "slower than the base's" in cmp.machine_line(df)
+    line = cmp.machine_line(df)
+    assert "this GPU runs graph heavy rows +6.0 %" in line or "this GPU runs device heavy rows +6.0 %" in line, line
     assert not set(df.verdict) & {"SLOWER", "KERNEL CHANGED"}
-    same = b.fingerprint["machine"] = {"boot_id": "b1", "gpu_uuid": "GPU-a"}   # the same start: no factor
-    assert same and "SLOWER" in set(cmp.compare(a, b).verdict)
+    # with the same versions on another GPU a machine shift is information; between versions a change
+    assert not cmp.regressions(df)
+    b.fingerprint["cudnn_frontend"] = "9.99.0"
+    df = cmp.compare(a, b)
+    assert any("a change of frontend (a regression)" in x for x in cmp.regressions(df))

@@ -133,7 +133,7 @@ def v1_export(tmp: Path) -> Path:
 
 
 def history_site(tmp: Path, inject_graph: float | None = None, export: Path | None = None) -> Path:
-    from tests.test_history_check import GRAPH, inject, newest_reference
+    from tests.history_store import GRAPH, inject, newest_reference
     url = f"sqlite:///{tmp / 'h.db'}"
     assert cli.main(["history", "ingest", str(export or v1_export(tmp)), "--store", url]) == 0
     if inject_graph:

@@ -3,7 +3,8 @@ import re
 from pathlib import Path
 
 from cudnn_hostbench.bench.measure import trust
-from cudnn_hostbench.reports import gate, table
+from cudnn_hostbench.reports import table
+from cudnn_hostbench.reports.verdict import decide
 from cudnn_hostbench.scripts import cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -15,13 +16,12 @@ def between(text: str, name: str) -> list[str]:
     return re.findall(rf"<!-- {name} -->(.*?)<!-- /{name} -->", text, re.S)
 
 
-def test_min_change_floors_come_from_the_gate():
+def test_practical_thresholds_come_from_the_model():
     for text in (README, COMPARE_MD):
-        found = between(text, "floors")
-        assert found and all(" ".join(f.split()) == gate.floors_text() for f in found)
-    assert "(5 %)" not in README
-    for mode, t in gate.THRESHOLD.items():
-        assert f"{mode} {t * 100:g} %" in gate.floors_text()
+        found = between(text, "thresholds")
+        assert found and all(" ".join(f.split()) == decide.practical_text() for f in found)
+    for cls, t in decide.PRACTICAL.items():
+        assert f"{cls} {t * 100:g} %" in decide.practical_text()
 
 
 def test_readme_marks_are_the_trust_marks_and_d_marks_no_figure():

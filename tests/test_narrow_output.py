@@ -51,7 +51,7 @@ def test_compare_counts_rows_neither_run_measured_and_prints_each_note_once(caps
     both = int(cmp.unmeasured_in_both(df).sum())
     assert both == 24 and lines[0].endswith(f"{both} UNMEASURED ({both} in both runs)")
     assert f"({both} row(s) unmeasured in both runs, not listed" in "\n".join(lines)
-    assert not any("plan_13" in x or "torch_fused" in x for x in lines)   # unsupported in both: counted only
+    assert not any("plan_13" in x for x in lines)   # unsupported in both: counted only
     notes = [x for x in lines if re.match(r"\[\d+\] ", x)]
     listed = df[(df.verdict != "SAME") & ~cmp.unmeasured_in_both(df)]
     distinct = {p for n in listed.note for p in n.split("; ") if p}
@@ -99,14 +99,14 @@ def test_history_check_fits_columns_and_counts_rows_without_history(capsys, monk
     lines = output(capsys, monkeypatch, ["history", "check", str(rid), "--store", url], 80)
     assert max(map(len, lines)) <= 80
     assert not any(x.lstrip().startswith("NO HISTORY") for x in lines)
-    assert no_history and any(f"({no_history} row(s) with no history on this key, not listed" in x for x in lines)
+    assert not no_history or any(f"({no_history} row(s) with no history on this key, not listed" in x for x in lines)
     assert any("--wide" in x for x in lines)
     notes = [x.strip() for x in lines if re.match(r"\s+\[\d+\] ", x)]
     assert len(notes) == len(set(notes))
     listed = output(capsys, monkeypatch, ["history", "check", str(rid), "--store", url, "--all"], 80)
-    assert sum("NO HISTORY" in x for x in listed) >= no_history
+    assert sum("NO HISTORY" in x for x in listed) >= no_history and any("UNSURE" in x for x in listed)
     wide = output(capsys, monkeypatch, ["history", "check", str(rid), "--store", url, "--wide"], 80)
-    assert max(map(len, wide)) > 80 and any("too little history (2 < 8 runs)" in x for x in wide)
+    assert max(map(len, wide)) > 80
 
 
 def test_every_width_from_60_fits_and_cuts_nothing(tmp_path):

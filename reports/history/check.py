@@ -10,6 +10,7 @@ import json
 import math
 import statistics
 import textwrap
+from collections import Counter
 
 from ..verdict import calibrate, decide
 from ..verdict.decide import DEFAULT_LAST, Finding, Verdict  # noqa: F401  (the check's result types)
@@ -126,14 +127,15 @@ def _table(rows: list[Verdict], refs: list[str], width: int) -> tuple[list[str],
     Nothing is cut."""
     # "on": the scale the MDC came from (same GPU, fleet, pairwise)
     head = ["verdict", "state", "row", "unit", "change", "z", "mdc", "on", "runs", "note"]
-    for level in range(3):
+    for level in range(4):
         cells = [[v.verdict, v.state, "/".join(v.row) if level == 0 else f"{v.variant}/{v.mode}",
                   "×" + v.unit[2:] if v.on_ratio else "µs", "" if math.isnan(v.change) else f"{v.change * 100:+.1f}%",
                   "" if v.z is None else f"{v.z:+.1f}",
                   "" if v.mdc is None else f"{v.mdc * 100:.1f}%", v.scale, str(v.n), r] for v, r in zip(rows, refs)]
-        keep = [i for i in range(len(head)) if not (level == 2 and i in (2, 3, 7))]
+        # level 2: the row and its unit into heading lines, the scale too; level 3: the z as well
+        keep = [i for i in range(len(head)) if not (level >= 2 and i in (2, 3, 7)) and not (level == 3 and i in (1, 5))]
         body = [[c[i] for i in keep] for c in cells]
-        right = {keep.index(i) for i in (4, 5, 6, 8)}
+        right = {keep.index(i) for i in (4, 5, 6, 8) if i in keep}
         lines = _grid([head[i] for i in keep], body, right)
         if max(map(len, lines)) + 2 <= width:
             break
@@ -142,12 +144,14 @@ def _table(rows: list[Verdict], refs: list[str], width: int) -> tuple[list[str],
     out, last = ["  " + x for x in lines[:2]], None
     for v, line in zip(rows, lines[2:]):
         name = (v.probe, v.size) if level == 1 else (v.probe, v.size, v.variant, v.mode)
+        if level == 3 and v.z is not None:
+            name = (*name, f"z {v.z:+.1f}" + (f" {v.state}" if v.state else ""))
         if name != last:
             last = name
-            out += textwrap.wrap(" · ".join(name) + (f" [{v.unit}], mdc on {v.scale}" if level == 2 else ""), width,
+            out += textwrap.wrap(" · ".join(name) + (f" [{v.unit}], mdc on {v.scale}" if level >= 2 else ""), width,
                                  subsequent_indent="    ", break_long_words=True)
         out.append("  " + line)
-    return out, level == 2
+    return out, level >= 2
 
 
 def render(target: dict, verdicts: list[Verdict], show_all: bool = False, width: int | None = None,
@@ -180,11 +184,21 @@ def render(target: dict, verdicts: list[Verdict], show_all: bool = False, width:
     if mm:
         lines += wrap("median minimum detectable change (caught with 80 % probability): "
                       + ", ".join(f"{k} {x * 100:.1f} %" for k, x in mm.items()), "  ")
-    hidden = ("SAME", "UNMEASURED", "NO HISTORY")
+    hidden = ("SAME", "UNMEASURED", "NO HISTORY", "UNSURE")
+    unsure = [v for v in verdicts if v.verdict == "UNSURE"]
+    if unsure and not show_all:
+        parts = Counter(v.note.split("largest part: ", 1)[-1].split(")")[0] for v in unsure if "largest part" in v.note)
+        lines += wrap(f"{len(unsure)} rows UNSURE: too noisy to see their class's practical threshold ("
+                      + ", ".join(f"{k} {x * 100:g} %" for k, x in decide.PRACTICAL.items()) + "); largest part: "
+                      + ", ".join(f"{k} {n}" for k, n in parts.most_common()) + " (--all lists them)", "  ")
     rows = sorted((v for v in verdicts if show_all or v.verdict not in hidden),
                   key=lambda v: (ORDER.get(v.verdict, 9), -abs(v.change) if not math.isnan(v.change) else 0))
+    no_history = c.get("NO HISTORY", 0)
+    tail = wrap(f"({no_history} row(s) with no history on this key, not listed: no earlier run measured them; "
+                "--all lists them)", "  ") if no_history and not show_all else []
     if not rows:
-        return "\n".join(lines)
+        return "\n".join(lines + tail + ([] if wide else wrap("(--all lists every row; --wide shows every column "
+                                                               "and whole notes)", "  ")))
     refs, parts = _note_refs(rows)
     if wide:
         refs = [v.note for v in rows]
@@ -193,10 +207,7 @@ def render(target: dict, verdicts: list[Verdict], show_all: bool = False, width:
     if not wide:
         for part, k in parts.items():
             lines += wrap(f"[{k}] {part}", "  ")
-    no_history = c.get("NO HISTORY", 0)
-    if no_history and not show_all:
-        lines += wrap(f"({no_history} row(s) with no history on this key, not listed: no earlier run measured them; "
-                      "--all lists them)", "  ")
+    lines += tail
     if dropped:
         lines += wrap(f"(row and unit in the heading lines to fit {width} columns; --wide shows every column)", "  ")
     return "\n".join(lines)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import statistics
 from pathlib import Path
 
 from . import model
@@ -27,6 +28,8 @@ class Prior:
     """What a store with few runs leans on: each row class's pool, and each row's components."""
     classes: dict = dataclasses.field(default_factory=dict)    # class -> Pool
     rows: dict = dataclasses.field(default_factory=dict)       # row_key -> model.Parts
+    # "kind|name" -> [sd between starts, its df, sd within a start, its df] of a machine factor or term
+    terms: dict = dataclasses.field(default_factory=dict)
 
     def get(self, cls: str):
         return self.classes.get(cls)
@@ -51,7 +54,31 @@ def fit(runs: list[dict], figs: dict) -> Prior:
     full = [r for r in same if len(figs[r["id"]]) >= most / 2]
     target = full[-1]
     md = decide.Model(dict(target), [r for r in same if r is not target], figs, last=len(same))
-    return Prior(md.pools, {row_key(figs[target["id"]][row]): p for row, p in md.parts.items()})
+    return Prior(md.pools, {row_key(figs[target["id"]][row]): p for row, p in md.parts.items()}, _terms(md))
+
+
+def _terms(md) -> dict:
+    """How much each machine factor and structure term of the history's runs varies: between starts
+    (every run) and within a start (runs of starts with two or more), as sds with their df."""
+    from . import decide
+    out = {}
+    for kind in ("machine", *(lvl[0] for lvl in model.LEVELS)):
+        by: dict[str, list[tuple[str, float]]] = {}
+        for r in md.before:
+            for name, (x, _) in decide.terms_of(md, r["id"], kind).items():
+                by.setdefault(name, []).append((model.start_of(r), x))
+        for name, xs in by.items():
+            if len(xs) < 3:
+                continue
+            vals = [x for _, x in xs]
+            starts: dict[str, list[float]] = {}
+            for g, x in xs:
+                starts.setdefault(g, []).append(x)
+            ss = sum(sum((x - sum(v) / len(v)) ** 2 for x in v) for v in starts.values())
+            dfw = sum(len(v) - 1 for v in starts.values())
+            out[f"{kind}|{name}"] = [statistics.stdev(vals), len(vals) - 1,
+                                     (ss / dfw) ** 0.5 if dfw else 0.0, dfw]
+    return out
 
 
 def _short(d: dict) -> dict:
@@ -61,7 +88,8 @@ def _short(d: dict) -> dict:
 def to_json(prior: Prior, gpu: str, runs: int, starts: int) -> str:
     return json.dumps({"gpu": gpu, "runs": runs, "starts": starts,
                        "classes": {c: _short(dataclasses.asdict(p)) for c, p in sorted(prior.classes.items())},
-                       "rows": {k: _short(dataclasses.asdict(p)) for k, p in sorted(prior.rows.items())}},
+                       "rows": {k: _short(dataclasses.asdict(p)) for k, p in sorted(prior.rows.items())},
+                       "terms": {k: [float(f"{x:.6g}") for x in v] for k, v in sorted(prior.terms.items())}},
                       indent=0, sort_keys=True) + "\n"
 
 
@@ -75,14 +103,15 @@ def load(gpu: str | None, path: Path = PRIOR) -> Prior:
         try:
             doc = json.loads(path.read_text())
             _LOADED[path] = (doc.get("gpu"), {c: pools.Pool(**p) for c, p in doc["classes"].items()},
-                             {k: model.Parts(**p) for k, p in (doc.get("rows") or {}).items()})
+                             {k: model.Parts(**p) for k, p in (doc.get("rows") or {}).items()},
+                             dict(doc.get("terms") or {}))
         except (OSError, ValueError, KeyError, TypeError):
-            _LOADED[path] = (None, {}, {})
-    name, classes, rows = _LOADED[path]
+            _LOADED[path] = (None, {}, {}, {})
+    name, classes, rows, terms = _LOADED[path]
     if not classes:
         return Prior()
     if gpu and gpu == name:
-        return Prior({c: dataclasses.replace(p, source=f"{name} prior") for c, p in classes.items()}, rows)
+        return Prior({c: dataclasses.replace(p, source=f"{name} prior") for c, p in classes.items()}, rows, terms)
     return Prior({c: dataclasses.replace(p, s0w=p.s0w * WIDEN, sb2=p.sb2 * WIDEN, s0b=p.s0b * WIDEN, s0p=p.s0p * WIDEN,
                                          d0w=min(p.d0w, 1.0), d0b=min(p.d0b, 1.0), d0p=min(p.d0p, 1.0),
                                          source=f"generic prior (widened {name})")

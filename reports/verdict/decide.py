@@ -41,6 +41,11 @@ ROW_PRIOR_DF = 10.0  # a store prior's row components weigh at most this many de
 # FINDING: a row that moved as part of a finding (its variant's GPU work), reported once there
 
 
+def practical_text() -> str:
+    """The practical thresholds as the docs quote them."""
+    return ", ".join(f"{cls} {t * 100:g} %" for cls, t in PRACTICAL.items())
+
+
 def practical(f) -> float:
     return PRACTICAL.get(f"{f.mode} {model.size_class(f)}", PRACTICAL.get(f.mode, 0.08))
 
@@ -84,6 +89,7 @@ class Finding:
     scale: str           # 'same GPU' or 'fleet'
     status: str = ""     # 'regression' / 'information' / '' (not past the FDR)
     state: str = ""      # confirmed / replicated / new
+    ref: tuple = (0.0, 0.0, 1.0)   # (history mean, sd, df) another run's term is tested against
 
     def line(self) -> str:
         what = {"machine": f"this GPU runs {self.name} rows", "kernel": f"kernel {self.name} ({self.rows} rows)",
@@ -183,7 +189,7 @@ class Model:
         zw: dict[str, list[float]] = {}
         for cls, rows in by_class.items():
             base = pools.fit([self.parts[r] for r in rows], [], len(self.before), starts)
-            with_prior = pools.with_prior(base, self.prior.get(cls))
+            with_prior = pools.with_prior(base, self._prior_of(cls))
             for r in rows:
                 zs[r] = self._loso_z(r, with_prior)
                 zw.setdefault(cls, []).extend(self._loro_z(r, with_prior))
@@ -194,7 +200,15 @@ class Model:
         for cls, rows in by_class.items():
             # a class with few z scores takes its mode's tails (its size classes, races, host states pooled)
             own = pools.fit([self.parts[r] for r in rows], _or_mode(z, cls), len(self.before), starts, _or_mode(zw, cls))
-            self.pools[cls] = pools.with_prior(own, self.prior.get(cls))
+            self.pools[cls] = pools.with_prior(own, self._prior_of(cls))
+
+    def _prior_of(self, cls: str):
+        """The store prior's pool of a class, or of the nearest class it has (same mode and figure)."""
+        got = self.prior.get(cls)
+        if got is not None or not hasattr(self.prior, "classes"):
+            return got
+        near = [c for c in self.prior.classes if c.split()[:2] == cls.split()[:2]]
+        return self.prior.get(near[0]) if near else None
 
     def _structure(self, run_id: int, fs: dict | None = None) -> model.Structure:
         fs = self.figs[run_id] if fs is None else fs
@@ -356,8 +370,12 @@ def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, l
             out[row] = _verdict(f, f.value, None, float("nan"), 0, "NO HISTORY",
                                 note="no earlier run on this key measured this row")
             continue
+        if pr.var <= 0:      # nothing known of its noise: no spread in its history, its workers or a prior
+            out[row] = _verdict(f, f.value, None, float("nan"), pr.n, "UNSURE",
+                                note="its noise is unknown (no history spread, worker spread or prior for its class)")
+            continue
         x = math.log(f.value) - md.struct[target["id"]].adjust.get(row, 0.0)
-        d, sd = x - pr.location, math.sqrt(max(pr.var, 1e-12))
+        d, sd = x - pr.location, math.sqrt(pr.var)
         judged.append((row, f, pr, d, sd, pr.df))
         raw = figs[target["id"]][row].value
         out[row] = _verdict(f, raw, raw / math.exp(d), math.exp(d) - 1, pr.n, "SAME", scale=pr.scale)
@@ -386,8 +404,7 @@ def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, l
         elif v.mdc > practical(f):
             v.verdict = "UNSURE"
             big = max(pr.parts, key=pr.parts.get)
-            notes.append(f"too noisy to see {practical(f) * 100:g} % (mdc {v.mdc * 100:.1f} %; "
-                         f"largest part: {big})")
+            notes.append(f"too noisy to see {practical(f) * 100:g} % (its mdc is past it, largest part: {big})")
         elif other_kernels:
             notes.append(f"kernels: history {kern}; this run {f.kernels}")
         v.note = "; ".join(notes)
@@ -407,11 +424,22 @@ def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, l
     return Judged(target, list(out.values()), findings)
 
 
-def _terms(md: Model, run_id: int, kind: str) -> dict:
+def terms_of(md: Model, run_id: int, kind: str) -> dict:
     st = md.struct[run_id]
     if kind == "machine":
         return {g: (f[0], f[2]) for g, f in st.factors.items()}
     return {k: (t[0], len(t[1])) for (lvl, k), t in st.terms.items() if lvl == kind}
+
+
+def _member_noise(md: Model, kind: str, name: str) -> tuple[float, float]:
+    """(sd, df) of the median prediction of the target's rows in a term (the machine: its group)."""
+    fs, st = md.figs[md.target["id"]], md.struct[md.target["id"]]
+    rows = ([r for r, f in fs.items() if model.is_gpu_row(f) and model.group_of(f) == name] if kind == "machine"
+            else st.terms.get((kind, name), (0.0, []))[1])
+    got = [p for p in (md.predict(r, fs[r]) for r in rows if r in md.rows) if p is not None and p.var > 0]
+    if not got:
+        return 0.0, 0.0
+    return statistics.median(math.sqrt(p.var) for p in got), statistics.median(p.df for p in got)
 
 
 def _findings(md: Model, q: float) -> list[Finding]:
@@ -423,19 +451,28 @@ def _findings(md: Model, q: float) -> list[Finding]:
     scale, hist = ("same GPU", own) if len(own) >= md.min_own else ("fleet", md.before)
     cands = []
     for kind in ("machine", *(lvl[0] for lvl in model.LEVELS)):
-        past = [_terms(md, r["id"], kind) for r in hist]
-        for name, (x, n) in _terms(md, tid, kind).items():
+        past = [terms_of(md, r["id"], kind) for r in hist]
+        for name, (x, n) in terms_of(md, tid, kind).items():
             xs = [p[name][0] for p in past if name in p]
-            if len(xs) < 2:
+            known = md.prior.terms.get(f"{kind}|{name}") if hasattr(md.prior, "terms") else None
+            if len(xs) >= 3:
+                # against the same GPU: its runs' spread; against the fleet: every history run's
+                sd, df = statistics.stdev(xs), len(xs) - 1.0
+            elif known and xs:   # a short history: how much the store prior's runs varied
+                sd, df = (known[2], known[3]) if scale == "same GPU" else (known[0], known[1])
+            elif xs:
+                # nothing known of the term's own noise: at most as quiet as one of its rows (never
+                # absorbed unseen: a shift the rows cannot show is judged as the rows would be)
+                sd, df = _member_noise(md, kind, name)
+            else:
                 continue
-            # against the same GPU: its runs' spread; against the fleet: every run's, one per start
-            sd = statistics.stdev(xs) if len(xs) >= 3 else abs(xs[0] - xs[1]) or 0.0
             sd = math.sqrt(sd ** 2 * (1 + 1 / len(xs)))
-            if sd <= 0:
+            if sd <= 0 or df < 1:
                 continue
-            z = (x - statistics.fmean(xs)) / sd
-            p = float(2 * stats.t.sf(abs(z), len(xs) - 1))
-            cands.append(Finding(kind, name, math.exp(x - statistics.fmean(xs)) - 1, z, p, n, scale))
+            mean = statistics.fmean(xs)
+            z = (x - mean) / sd
+            p = float(2 * stats.t.sf(abs(z), df))
+            cands.append(Finding(kind, name, math.exp(x - mean) - 1, z, p, n, scale, ref=(mean, sd, df)))
     for fd, hit in zip(cands, bh([c.p for c in cands], q)):
         if hit:
             fd.status = "regression" if scale == "same GPU" else "information (one start of a GPU new to the history)"
@@ -463,9 +500,12 @@ def _variants(md: Model, out: dict) -> list[Finding]:
             x.note = "; ".join(n for n in (x.note, f"moved with its {('graph', 'device')[x.mode == 'graph']} row: "
                                            "one finding for the variant") if n)
         zs = sorted((v.z, other.z), key=abs)
+        # the wider of the two rows' scales is what another run's variant term is tested against
+        sd = max(abs(math.log1p(x.change) / x.z) for x in (v, other) if x.z)
         found.append(Finding("variant", f"{v.probe}/{v.variant}/{v.size}", (v.change + other.change) / 2, zs[0],
                              min(v.p or 1.0, other.p or 1.0), 2, scale,
-                             "regression" if scale == "same GPU" else "information (one start of a GPU new to the history)"))
+                             "regression" if scale == "same GPU" else "information (one start of a GPU new to the history)",
+                             ref=(0.0, sd, 30.0)))
     return found
 
 
@@ -510,8 +550,11 @@ def _variant_term(md: Model, run: dict, name: str) -> tuple | None:
     return (sum(xs) / len(xs), len(xs)) if xs else None
 
 
-def _finding_state(md: Model, after: list[dict], fd: Finding) -> None:
-    """A finding of a GPU new to the history becomes a regression once a run of another start shows it."""
+def _finding_state(md: Model, after: list[dict], fd: Finding, q: float = Q) -> None:
+    """A finding of a GPU new to the history becomes a regression once a run of another start shows it
+    too: the same way, and past the level q on its own (a replication); the first later run of
+    another start, or for the newest run the newest earlier one."""
+    from scipy import stats
     if fd.scale == "same GPU":
         fd.state = "own GPU"
         return
@@ -519,11 +562,15 @@ def _finding_state(md: Model, after: list[dict], fd: Finding) -> None:
     others = [r for r in after if model.start_of(r) != me and r["id"] in md.figs][:1]
     if not others:
         others = [r for r in md.before if model.start_of(r) != me][-1:]
+    mean, sd, df = fd.ref
     for r in others:
         if r["id"] not in md.struct:
             md.struct[r["id"]] = md._structure(r["id"])
-        t = _variant_term(md, r, fd.name) if fd.kind == "variant" else _terms(md, r["id"], fd.kind).get(fd.name)
-        if t is not None and t[0] * math.log1p(fd.change) > 0 and abs(t[0]) >= 0.5 * abs(math.log1p(fd.change)):
+        t = _variant_term(md, r, fd.name) if fd.kind == "variant" else terms_of(md, r["id"], fd.kind).get(fd.name)
+        if t is None or sd <= 0:
+            continue
+        z = (t[0] - mean) / sd
+        if z * fd.z > 0 and 2 * stats.t.sf(abs(z), max(df, 1.0)) <= q:
             fd.status, fd.state = "regression", "confirmed by another start"
             return
     fd.state = "new"

@@ -186,17 +186,31 @@ def parts(values: list[float], groups: list[str], workers: list[list[float]], ro
         mm = sum(means) / k
         p.vb, p.hm, p.dfb = sum((m - mm) ** 2 for m in means) / (k - 1), k / sum(1.0 / len(xs) for xs in by.values()), k - 1
         p.sb2 = max(0.0, p.vb - p.sw2 / p.hm)
-    ss, df, cs = 0.0, 0, 0.0
+    each, df, cs = [], 0, 0.0
     for ws, r in zip(workers, rounds):
         lw = [math.log(w) for w in ws if w and w > 0]
         if len(lw) >= 2:
             m = sum(lw) / len(lw)
-            ss += sum((x - m) ** 2 for x in lw) * r
-            df += len(lw) - 1
+            d = len(lw) - 1
+            # a run's workers' variance over the median of its chi-square: one run whose worker hit a
+            # hiccup (a profiler stall, a slow-state round) would set a pooled mean alone
+            each.append(sum((x - m) ** 2 for x in lw) / d * r / _chi2_median(d))
+            df += d
         cs += median_var(max(1, len(lw))) / r
-    p.sp2, p.dfp = (ss / df, df) if df else (0.0, 0)
+    p.sp2, p.dfp = (statistics.median(each), df) if each else (0.0, 0)
     p.hist_c = cs / len(workers) if workers else 1.0
     return p
+
+
+_CHI2: dict[int, float] = {}
+
+
+def _chi2_median(d: int) -> float:
+    """The median of chi-square(d) / d: what the median of sample variances with d degrees of freedom is of the variance."""
+    if d not in _CHI2:
+        from scipy import stats
+        _CHI2[d] = float(stats.chi2.median(d)) / d
+    return _CHI2[d]
 
 
 def pooled(own: Parts, prior: Parts, most: float) -> Parts:

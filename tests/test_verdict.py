@@ -1,0 +1,173 @@
+"""The verdict model (reports/verdict): its parts on synthetic data with known answers, and the
+history check built on it on the committed H200 history."""
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+import pytest
+
+from cudnn_hostbench.reports.history import check, db
+from cudnn_hostbench.reports.verdict import calibrate, decide, model, pool, validate
+from cudnn_hostbench.scripts import cli
+from tests.history_store import EXPORT, fresh, inject
+
+
+def fig(probe="p", variant="v", size="256", mode="device", value=10.0, workers=None, kernels="k1", us=None,
+        on_ratio=False, host_state=""):
+    return db.Figure(probe, variant, size, mode, "ok", "us/call", value, on_ratio, us if us is not None else value,
+                     workers if workers is not None else [value] * 3, 0.0, "", kernels, host_state)
+
+
+def test_benjamini_hochberg_finds_what_passes_its_rank_threshold():
+    assert decide.bh([0.001, 0.02, 0.04, 0.5], 0.05) == [True, True, False, False]
+    assert decide.bh([0.04, 0.04, 0.04], 0.05) == [True, True, True]   # the last rank lets every one in
+    assert decide.bh([0.9, 0.6], 0.05) == [False, False]
+
+
+def test_one_way_components_recover_what_made_the_data():
+    rng = random.Random(1)
+    values, groups = [], []
+    for s in range(40):
+        b = rng.gauss(0, 0.02)
+        for _ in range(3):
+            values.append(b + rng.gauss(0, 0.01))
+            groups.append(f"s{s}")
+    p = model.parts(values, groups, [[] for _ in values], [1.0] * len(values))
+    assert p.dfw == 80 and p.dfb == 39
+    assert 0.008 < math.sqrt(p.sw2) < 0.012 and 0.014 < math.sqrt(p.sb2) < 0.026
+
+
+def test_heavy_tails_are_fitted_as_such_and_a_normal_is_not():
+    rng = random.Random(2)
+    normal = [rng.gauss(0, 1) for _ in range(4000)]
+    heavy = [rng.gauss(0, 1) / math.sqrt(rng.gammavariate(1.5, 1 / 1.5)) for _ in range(4000)]   # t with 3 df
+    assert pool.tails(normal)[0] >= 20
+    assert pool.tails(heavy)[0] < 8
+    assert pool.tails(normal[:10]) == (pool.NU_RANGE[1], 1.0)     # too few: nothing learned
+
+
+def _run(values: dict, kernels: dict) -> dict:
+    return {row: fig(*row, value=v, kernels=kernels[row], us=v) for row, v in values.items()}
+
+
+def test_a_row_s_own_change_stays_its_own_and_a_whole_kernel_becomes_a_term():
+    rows = [("p", f"v{i}", "256", "device") for i in range(12)]
+    kern = {r: ("kA" if i < 5 else f"k{i}") for i, r in enumerate(rows)}
+    ref = {r: 0.0 for r in rows}
+    one = {r: 1.0 for r in rows}
+    one[rows[0]] = 1.10                                   # one row of kernel kA
+    st = model.structure({r: math.log(v) for r, v in one.items()}, ref, _run(one, kern))
+    assert abs(st.adjust[rows[0]]) < 1e-9                 # its kernel term is the median of the others
+    assert all(abs(st.adjust[r]) < 1e-9 for r in rows[1:5])
+    whole = {r: (1.05 if kern[r] == "kA" else 1.0) for r in rows}
+    st = model.structure({r: math.log(v) for r, v in whole.items()}, ref, _run(whole, kern))
+    assert all(abs(st.adjust[r] - math.log(1.05)) < 1e-9 for r in rows[:5])
+    assert abs(st.terms[("kernel", "kA")][0] - math.log(1.05)) < 1e-9
+
+
+def test_a_prior_row_pools_with_the_store_s_own():
+    own = model.Parts(sw2=0.0, dfw=0, sp2=0.0004, dfp=4)
+    prior = model.Parts(sw2=0.0001, dfw=30, vb=0.0002, dfb=12, hm=2.0, sp2=0.0001, dfp=60)
+    got = model.pooled(own, prior, 10.0)
+    assert got.dfw == 10 and got.sw2 == pytest.approx(0.0001)
+    assert got.dfp == 14 and got.sp2 == pytest.approx((0.0004 * 4 + 0.0001 * 10) / 14)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    st = fresh(tmp_path_factory.mktemp("hist"))
+    yield st
+    st.close()
+
+
+def v3(st):
+    return [r for r in st.runs() if str(r["measurement_version"]) == "3"]
+
+
+def test_the_newest_run_against_its_history_calls_nothing_and_says_why_rows_are_unsure(store):
+    target, vs = check.check(store, v3(store)[-1]["id"])
+    assert not check.regressions(target, vs, "any")
+    assert not [v for v in vs if v.verdict in decide.CHANGED]
+    judged = [v for v in vs if v.z is not None]
+    assert len(judged) > 600 and all(v.p is not None and v.mdc is not None for v in judged)
+    for v in judged:
+        limit = decide.practical(store.figures([target["id"]])[target["id"]][v.row])
+        if v.verdict == "SAME":
+            assert v.mdc <= limit
+        if v.verdict == "UNSURE":
+            assert v.mdc > limit and "too noisy to see" in v.note and "largest part" in v.note
+    text = check.render(target, vs, wide=True)
+    assert "judged against the fleet" in text and "this GPU runs" in text and "rows UNSURE: too noisy" in text
+    assert "UNSURE " not in "\n".join(x for x in text.splitlines() if x.startswith("  UNSURE"))   # not listed
+    assert "  UNSURE " in check.render(target, vs, show_all=True, wide=True)
+
+
+def test_against_its_own_gpu_a_changed_row_and_a_changed_kernel_are_caught(tmp_path):
+    st = fresh(tmp_path)
+    runs = v3(st)
+    by: dict = {}
+    for r in runs:
+        by.setdefault(r["start"], []).append(r)
+    third = next(rs[2] for rs in by.values() if len(rs) >= 3)
+    target, vs = check.check(st, third["id"])
+    assert target["same_gpu_runs"] >= 2
+    row = next(v.row for v in vs if v.mode == "device" and v.scale == "same GPU" and v.verdict == "SAME"
+               and v.mdc < 0.03)
+    inject(st, third["id"], row, 1.06)
+    target, vs = check.check(st, third["id"])
+    assert [(v.row, v.verdict) for v in vs if v.verdict in decide.CHANGED] == [(row, "SLOWER")]
+    assert check.regressions(target, vs)                   # against its own GPU: a regression
+    st.close()
+
+
+def test_a_gpu_that_runs_kernels_apart_gets_findings_not_regressions(tmp_path):
+    st = fresh(tmp_path)
+    assert cli.main(["history", "ingest", str(Path(__file__).parent / "data" / "h200-gpu-b.hbx.jsonl.gz"),
+                     "--store", f"sqlite:///{tmp_path / 'h.db'}"]) == 0
+    first_b = [r for r in st.runs() if r["id"] > 59][0]
+    target, vs = check.check(st, first_b["id"])
+    assert target["same_gpu_runs"] == 0
+    found = [f for f in target["findings"] if f.status]
+    assert found and all(f.status.startswith("information") for f in found)
+    assert not check.regressions(target, vs)
+    st.close()
+
+
+def test_history_check_writes_json_and_gates_on_regressions(tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    assert cli.main(["history", "ingest", str(EXPORT), "--store", url]) == 0
+    out = tmp_path / "check.json"
+    assert cli.main(["history", "check", "latest", "--store", url, "--json", str(out),
+                     "--fail-on-regression", "any"]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["run"]["id"] == 59 and len(doc["verdicts"]) == 727
+    assert {"z", "p", "mdc", "scale", "verdict"} <= set(doc["verdicts"][0])
+    assert all(f["kind"] in ("machine", "kernel", "gpu block", "block", "variant") for f in doc["findings"])
+    capsys.readouterr()
+    assert cli.main(["history", "check", "latest", "--store", url, "--json", "-"]) == 0
+    assert json.loads(capsys.readouterr().out)["run"]["id"] == 59
+    assert cli.main(["history", "check", "latest", "--store", url, "--json", str(tmp_path / "no" / "x.json")]) == 2
+
+
+def test_the_store_prior_is_the_h200_s_for_an_h200_and_wider_for_another_gpu(tmp_path):
+    h200 = calibrate.load("NVIDIA H200")
+    other = calibrate.load("NVIDIA B200")
+    assert h200.rows and not other.rows
+    for c, p in h200.classes.items():
+        assert other.classes[c].s0w == pytest.approx(p.s0w * calibrate.WIDEN)
+    bad = tmp_path / "prior.json"
+    bad.write_text("{not json")
+    assert calibrate.load("NVIDIA H200", bad).classes == {}
+
+
+def test_the_shipped_prior_is_what_the_committed_history_gives():
+    runs, figs = validate.load([validate.EXPORT])
+    fitted = calibrate.fit(runs, figs)
+    shipped = json.loads(calibrate.PRIOR.read_text())
+    assert set(shipped["classes"]) == set(fitted.classes) and len(shipped["rows"]) == len(fitted.rows)
+    for c, p in fitted.classes.items():
+        for k in ("s0w", "sb2", "s0p", "nu", "nu_same"):
+            assert shipped["classes"][c][k] == pytest.approx(getattr(p, k), rel=1e-3, abs=1e-12), (c, k)

@@ -1,0 +1,57 @@
+"""The verdict model validated out of sample (reports/verdict/validate.py, `hostbench verdict-check`):
+nested leave-one-start-out over the committed H200 history and the two GPUs kept in tests/data, with
+injected changes. Properties, not frozen figures: no false verdict on no-change runs, and a printed
+MDC that means what it says."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cudnn_hostbench.reports.verdict import validate
+from cudnn_hostbench.scripts import cli
+
+
+@pytest.fixture(scope="module")
+def result():
+    return validate.run([validate.EXPORT, *validate.EXTRA])
+
+
+def test_no_change_runs_from_starts_the_model_never_saw_raise_no_verdict(result):
+    assert result.runs >= 50
+    assert result.false_runs == 0, result.false_rows
+    assert validate.bound(result.false_runs, result.runs) < 0.06
+
+
+def test_the_printed_mdc_is_the_change_caught_four_times_in_five(result):
+    (k12, n12), (k05, n05) = result.honesty[1.2], result.honesty[0.5]
+    assert n12 >= 300 and k12 / n12 >= 0.8
+    assert k05 / n05 <= 0.1
+
+
+def test_no_change_z_scores_are_no_wider_than_their_t_says(result):
+    from cudnn_hostbench.reports.verdict import decide
+    # past the threshold a run's ~700 rows are judged at, no no-change row of any class
+    for cls, zs in result.z.items():
+        assert max(abs(z) for z in zs) < 40, cls
+    assert decide.Q == 0.01
+
+
+def test_structured_changes_are_reported(result):
+    for name, (caught, found, tried) in result.structured.items():
+        assert tried >= 40 and found > 0, name
+    whole = result.structured["every GPU-bound row +3 %"]
+    assert whole[1] / whole[2] >= 0.75      # a machine-wide shift is one finding
+
+
+def test_the_command_writes_its_figures(tmp_path, capsys):
+    out = tmp_path / "v.json"
+    assert cli.main(["verdict-check", "--runs", "2", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["runs"] == 2 and "bound" in doc and "honesty" in doc
+    assert "false verdicts" in capsys.readouterr().out
+    assert cli.main(["verdict-check", str(tmp_path / "none.hbx.jsonl.gz")]) == 2
+    bad = tmp_path / "bad.hbx.jsonl.gz"
+    bad.write_bytes(b"not gzip")
+    assert cli.main(["verdict-check", str(bad)]) == 2
+    assert cli.main(["verdict-check", "--check-prior"]) == 0
