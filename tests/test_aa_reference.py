@@ -1,8 +1,8 @@
-"""compare (the verdict model with a history of one run) on the committed A/A pair (two full default runs on one freshly started H200, the first
-and second of that start, 2026-12-01 18:20 and 18:24, the first from a cold start; measurement
-version 3, every eager row on 3 processes in both): no false alarm, and a small injected slowdown
-is caught alone. The pair is aa/run1.json and aa/run2.json (aa/compare.md); earlier pairs are in
-git history (cited by commit in docs/measurements.md)."""
+"""compare (the verdict model with a history of one run) on the committed A/A pair: two full
+default runs on one freshly started H200, the first and second of that start (2026-12-01 18:20 and
+18:24, the first from a cold start; measurement version 3, every eager row on 3 processes in both).
+No false alarm, and a slowdown past a row's printed MDC is caught alone. The pair is aa/run1.json
+and aa/run2.json (aa/compare.md); earlier pairs are in git history (docs/measurements.md)."""
 import copy
 from pathlib import Path
 

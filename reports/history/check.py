@@ -187,10 +187,10 @@ def render(target: dict, verdicts: list[Verdict], show_all: bool = False, width:
     hidden = ("SAME", "UNMEASURED", "NO HISTORY", "UNSURE")
     unsure = [v for v in verdicts if v.verdict == "UNSURE"]
     if unsure and not show_all:
-        parts = Counter(v.note.split("largest part: ", 1)[-1].split(")")[0] for v in unsure if "largest part" in v.note)
+        biggest = Counter(v.note.split("largest part: ", 1)[-1].split(")")[0] for v in unsure if "largest part" in v.note)
         lines += wrap(f"{len(unsure)} rows UNSURE: too noisy to see their class's practical threshold ("
                       + ", ".join(f"{k} {x * 100:g} %" for k, x in decide.PRACTICAL.items()) + "); largest part: "
-                      + ", ".join(f"{k} {n}" for k, n in parts.most_common()) + " (--all lists them)", "  ")
+                      + ", ".join(f"{k} {n}" for k, n in biggest.most_common()) + " (--all lists them)", "  ")
     rows = sorted((v for v in verdicts if show_all or v.verdict not in hidden),
                   key=lambda v: (ORDER.get(v.verdict, 9), -abs(v.change) if not math.isnan(v.change) else 0))
     no_history = c.get("NO HISTORY", 0)
