@@ -197,9 +197,11 @@ class Model:
         # rows moved together is a variant finding (_variants), not two row verdicts
         z = {cls: [x for r in rows for g, x in zs[r].items() if not _with_partner(r, g, x, zs)]
              for cls, rows in by_class.items()}
+        everything = ([x for xs in z.values() for x in xs], [x for xs in zw.values() for x in xs])
         for cls, rows in by_class.items():
             # a class with few z scores takes its mode's tails (its size classes, races, host states pooled)
-            own = pools.fit([self.parts[r] for r in rows], _or_mode(z, cls), len(self.before), starts, _or_mode(zw, cls))
+            own = pools.fit([self.parts[r] for r in rows], _or_mode(z, cls), len(self.before), starts, _or_mode(zw, cls),
+                            everything)
             self.pools[cls] = pools.with_prior(own, self._prior_of(cls))
 
     def _prior_of(self, cls: str):
@@ -449,6 +451,10 @@ def _findings(md: Model, q: float) -> list[Finding]:
     tid = md.target["id"]
     own = [r for r in md.before if model.same_gpu(r, md.target)]
     scale, hist = ("same GPU", own) if len(own) >= md.min_own else ("fleet", md.before)
+    # like with like: a partial run's GPU state differs from a full run's (docs/history.md)
+    alike = [r for r in hist if md.partial(r) == md.partial(md.target)]
+    mixed = len(alike) < 2
+    hist = hist if mixed else alike
     cands = []
     for kind in ("machine", *(lvl[0] for lvl in model.LEVELS)):
         past = [terms_of(md, r["id"], kind) for r in hist]
@@ -474,7 +480,9 @@ def _findings(md: Model, q: float) -> list[Finding]:
             p = float(2 * stats.t.sf(abs(z), df))
             cands.append(Finding(kind, name, math.exp(x - mean) - 1, z, p, n, scale, ref=(mean, sd, df)))
     for fd, hit in zip(cands, bh([c.p for c in cands], q)):
-        if hit:
+        if hit and mixed and md.partial(md.target):
+            fd.status = "information (a partial run against full runs: the GPU state may differ)"
+        elif hit:
             fd.status = "regression" if scale == "same GPU" else "information (one start of a GPU new to the history)"
     return sorted(cands, key=lambda c: (not c.status, -abs(c.z)))
 

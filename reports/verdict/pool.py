@@ -112,36 +112,41 @@ def _moderate(own: list[tuple[float, float]]) -> tuple[float, float]:
 TAIL_U = 2.576        # z scores past this (a hundredth of a normal's) fit the tails
 
 
-def tails(z: list[float]) -> tuple[float, float]:
+def tails(z: list[float]) -> tuple[float, float] | None:
     """(nu, scale) of the Student-t that a class's z scores follow: the scale from their median
     (robust, never under 1), nu by maximum likelihood of the exceedances past TAIL_U given the
     scale (the tail alone: the bulk of a scale mixture of normals looks like a t, its far tail
-    need not, and the far tail is what a run of 700 rows is judged in)."""
+    need not, and the far tail is what a run of 700 rows is judged in). None when there are too few
+    z scores, or too few past TAIL_U, to say (never a normal by default)."""
     if len(z) < MIN_Z:
-        return NU_RANGE[1], 1.0
+        return None
     import numpy as np
     from scipy import stats
     a = np.abs(np.asarray(z, dtype=float))
     scale = min(max(float(np.median(a)) / 0.6745, SCALE_RANGE[0]), SCALE_RANGE[1])
     x = a[a / scale > TAIL_U] / scale
     if len(x) < 10:
-        return NU_RANGE[1], scale
+        return None
     grid = np.exp(np.linspace(math.log(NU_RANGE[0]), math.log(NU_RANGE[1]), 60))
     ll = [float(np.sum(stats.t.logpdf(x, nu)) - len(x) * np.log(stats.t.sf(TAIL_U, nu))) for nu in grid]
     return float(grid[int(np.argmax(ll))]), scale
 
 
-def fit(parts: list, z: list[float], runs: int, starts: int, z_same: list[float] | None = None) -> Pool:
+def fit(parts: list, z: list[float], runs: int, starts: int, z_same: list[float] | None = None,
+        z_all: tuple[list[float], list[float]] = ([], [])) -> Pool:
     """A class's pool from its rows' components (model.Parts), leave-one-start-out z scores (`z`) and
-    leave-one-run-out z scores within starts (`z_same`)."""
+    leave-one-run-out z scores within starts (`z_same`); where those cannot say the tails, the store's
+    z scores of every class (`z_all`: the two kinds) do."""
     s0w, d0w = _moderate([(p.sw2, p.dfw) for p in parts])
     s0p, d0p = _moderate([(p.sp2, p.dfp) for p in parts])
     s0b, d0b = _moderate([(p.vb, p.dfb) for p in parts])
     bs = [p.sb2 for p in parts if p.dfb]
-    nu, scale = tails(z)
-    nu_same, scale_same = tails(z_same or [])
+    fleet = tails(z) or tails(z_all[0])
+    same = tails(z_same or []) or tails(z_all[1]) or fleet
+    nu, scale = fleet or (NU_RANGE[1], 1.0)      # nothing to learn from: the prior's (with_prior), else normal
+    nu_same, scale_same = same or (NU_RANGE[1], 1.0)
     return Pool(s0w, d0w, statistics.fmean(bs) if bs else 0.0, s0b, d0b, s0p, d0p, nu, scale, nu_same, scale_same,
-                len(parts), runs, starts, tails_own=len(z) >= MIN_Z)
+                len(parts), runs, starts, tails_own=fleet is not None)
 
 
 def with_prior(own: Pool | None, prior: Pool | None) -> Pool:
