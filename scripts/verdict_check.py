@@ -17,7 +17,7 @@ from cudnn_hostbench.scripts.cli import alias
 def add_parser(command) -> None:
     p = command("verdict-check", run, description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("exports", nargs="*", type=Path, help="history exports (default: the committed H200 "
-                   "history and the two GPUs in tests/data)")
+                   "history)")
     p.add_argument("--runs", type=int, default=None, help="judge only the first N folds (a quick look)")
     p.add_argument("--json", type=Path, default=None, help="also write the figures as JSON")
     p.add_argument("--write-prior", action="store_true", help="write the H200 store prior from the committed export")
@@ -29,7 +29,7 @@ def run(a) -> int:
     if a.runs is not None and a.runs < 1:
         print("hostbench verdict-check: --runs must be at least 1", file=sys.stderr)
         return 2
-    paths = a.exports or ([validate.EXPORT] if a.write_prior or a.check_prior else [validate.EXPORT, *validate.EXTRA])
+    paths = a.exports or [validate.EXPORT]
     for p in paths:
         if not p.is_file():
             print(f"hostbench verdict-check: {p}: no such export", file=sys.stderr)

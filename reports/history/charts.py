@@ -206,3 +206,62 @@ def heatmap(names: list[str], versions: list[str], values, labels) -> str:
     ax.tick_params(labelsize=7.5, length=0)
     fig.tight_layout(rect=(0.03, 0, 1, 1))   # room for a browser's font a little wider than matplotlib's
     return _svg(fig, "version view: each frontend's figure against the newest", "h")
+
+
+CAL_MIN_Z = 500   # classes with fewer z scores take their mode's tails (verdict/pool.py): not drawn apart
+
+
+def calibration(z_by_class: dict[str, tuple[list[float], float]]) -> str:
+    """Per row class, the quantiles of its out-of-sample z scores (each start of the history against
+    the others) against the normal's, with the Student-t the class is judged on: where the dots leave
+    the diagonal the tails are heavier than normal, and the t must follow them."""
+    import numpy as np
+    from scipy import stats
+    items = [(c, np.sort(np.asarray(z)), nu) for c, (z, nu) in sorted(z_by_class.items()) if len(z) >= CAL_MIN_Z]
+    if not items:
+        return ""
+    sns = _setup()
+    import matplotlib.pyplot as plt
+    cols = min(4, len(items))
+    rows = (len(items) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(FACET_W * cols, FACET_H * 1.2 * rows), squeeze=False)
+    for ax, (c, z, nu) in zip(axes.flat, items):
+        # 30 quantiles and the six most extreme on each side: the tails are what a run is judged in
+        p = np.concatenate([(np.arange(1, 7) - 0.5) / len(z), np.linspace(0.01, 0.99, 30),
+                            1 - (np.arange(1, 7) - 0.5) / len(z)])
+        normal = stats.norm.ppf(p)
+        qz = np.quantile(z, p)
+        sns.scatterplot(x=normal, y=qz, s=8, linewidth=0, color=COLOURS.get(c.split()[0], "#555"), ax=ax)
+        lim = max(4.0, float(np.abs(normal).max()))
+        grid = np.linspace(-lim, lim, 50)
+        ax.plot(grid, grid, color="#999", lw=0.8, ls="--")
+        ax.plot(grid, stats.t.ppf(stats.norm.cdf(grid), nu), color="#b91c1c", lw=0.9)
+        ax.set_title(f"{c} (t, ν {nu:.0f}; {len(z)} z)", fontsize=8)
+        ax.set_xlabel("normal quantile")
+        ax.set_ylabel("z")
+        ax.set_ylim(-max(8.0, lim), max(8.0, lim))
+    for ax in list(axes.flat)[len(items):]:
+        ax.axis("off")
+    fig.tight_layout()
+    return _svg(fig, "calibration of the verdict model per row class", "cal")
+
+
+def power(curves: dict[str, list[float]], changes: tuple) -> str:
+    """The chance a slowdown is caught alone against its size, per row class (the mean over the judged
+    run's rows of the class)."""
+    if not curves:
+        return ""
+    sns = _setup()
+    import matplotlib.pyplot as plt
+    import pandas as pd
+    df = pd.DataFrame([{"class": c, "slowdown %": x * 100, "caught": y} for c, ys in curves.items()
+                       for x, y in zip(changes, ys)])
+    fig, ax = plt.subplots(figsize=(FACET_W * 2.2, FACET_H * 1.6))
+    sns.lineplot(data=df, x="slowdown %", y="caught", hue="class", marker="o", ax=ax)
+    ax.set_xscale("log")
+    ax.set_xticks([x * 100 for x in changes], [f"{x * 100:g}" for x in changes])
+    ax.axhline(0.8, color="#999", ls="--", lw=0.8)
+    ax.set_ylim(0, 1.02)
+    ax.legend(fontsize=7, ncol=2, frameon=False)
+    fig.tight_layout()
+    return _svg(fig, "power per row class: chance a slowdown is caught alone", "pow")

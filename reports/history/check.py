@@ -127,13 +127,14 @@ def _table(rows: list[Verdict], refs: list[str], width: int) -> tuple[list[str],
     Nothing is cut."""
     # "on": the scale the MDC came from (same GPU, fleet, pairwise)
     head = ["verdict", "state", "row", "unit", "change", "z", "mdc", "on", "runs", "note"]
-    for level in range(4):
+    for level in range(5):
         cells = [[v.verdict, v.state, "/".join(v.row) if level == 0 else f"{v.variant}/{v.mode}",
                   "×" + v.unit[2:] if v.on_ratio else "µs", "" if math.isnan(v.change) else f"{v.change * 100:+.1f}%",
                   "" if v.z is None else f"{v.z:+.1f}",
                   "" if v.mdc is None else f"{v.mdc * 100:.1f}%", v.scale, str(v.n), r] for v, r in zip(rows, refs)]
         # level 2: the row and its unit into heading lines, the scale too; level 3: the z as well
-        keep = [i for i in range(len(head)) if not (level >= 2 and i in (2, 3, 7)) and not (level == 3 and i in (1, 5))]
+        keep = [i for i in range(len(head)) if not (level >= 2 and i in (2, 3, 7)) and not (level >= 3 and i in (1, 5))
+                and not (level == 4 and i == 8)]
         body = [[c[i] for i in keep] for c in cells]
         right = {keep.index(i) for i in (4, 5, 6, 8) if i in keep}
         lines = _grid([head[i] for i in keep], body, right)
@@ -144,8 +145,10 @@ def _table(rows: list[Verdict], refs: list[str], width: int) -> tuple[list[str],
     out, last = ["  " + x for x in lines[:2]], None
     for v, line in zip(rows, lines[2:]):
         name = (v.probe, v.size) if level == 1 else (v.probe, v.size, v.variant, v.mode)
-        if level == 3 and v.z is not None:
+        if level >= 3 and v.z is not None:
             name = (*name, f"z {v.z:+.1f}" + (f" {v.state}" if v.state else ""))
+        if level == 4:
+            name = (*name, f"{v.n} runs")
         if name != last:
             last = name
             out += textwrap.wrap(" · ".join(name) + (f" [{v.unit}], mdc on {v.scale}" if level >= 2 else ""), width,

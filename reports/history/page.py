@@ -158,6 +158,9 @@ def gpu_section(store: db.Store, gpu: str, runs: list[dict], last: int, loaded: 
             rounds_of = r
             break
     rounds_svg = charts.rounds(round_ratios(rounds_run), "round ratios per probe") if rounds_run else ""
+    from ..verdict import decide
+    calibration_svg = charts.calibration(target.get("calibration") or {})
+    power_svg = charts.power(target.get("power") or {}, decide.POWER_CHANGES)
     return {
         "gpu": gpu, "slug": "".join(c if c.isalnum() else "-" for c in gpu), "newest": newest, "target": target,
         "lead_rule": lead.RULE, "newer_partial": lead.newer_than(newest, runs),
@@ -169,6 +172,7 @@ def gpu_section(store: db.Store, gpu: str, runs: list[dict], last: int, loaded: 
         "bands": sum(1 for f in facets if f["band"]), "full_band": sum(1 for f in facets if f["band"] and
                                                                         f["history_n"] >= 2),
         "shown_runs": len(shown), "other_mv": other_mv, "rounds_svg": rounds_svg, "rounds_of": rounds_of,
+        "calibration_svg": calibration_svg, "power_svg": power_svg,
         "versions": version_view(store, runs, newest), "runs": runs[::-1],
     }
 

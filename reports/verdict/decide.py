@@ -203,6 +203,7 @@ class Model:
             own = pools.fit([self.parts[r] for r in rows], _or_mode(z, cls), len(self.before), starts, _or_mode(zw, cls),
                             everything)
             self.pools[cls] = pools.with_prior(own, self._prior_of(cls))
+        self.z_fleet, self.z_same = z, zw     # out-of-sample z scores per class (the dashboard's calibration)
 
     def _prior_of(self, cls: str):
         """The store prior's pool of a class, or of the nearest class it has (same mode and figure)."""
@@ -422,8 +423,36 @@ def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, l
                   history_starts=len({model.start_of(r) for r in md.before}), partial=md.partial(target),
                   partial_runs=[r["id"] for r in md.before if md.partial(r)],
                   machine_factors={g: f[0] for g, f in md.struct[target["id"]].factors.items()},
-                  pools={c: p for c, p in md.pools.items()})
+                  pools={c: p for c, p in md.pools.items()},
+                  calibration={c: (md.z_fleet.get(c, []), md.pools[c].nu) for c in md.pools},
+                  power=power(judged, m, q))
     return Judged(target, list(out.values()), findings)
+
+
+POWER_CHANGES = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32)
+
+
+def power(judged: list[tuple], m: int, q: float = Q, changes: tuple = POWER_CHANGES) -> dict[str, list[float]]:
+    """Per row class (mode and size class or figure), the mean chance that a slowdown of each of
+    `changes` is caught alone (BH's first-rank threshold, each row's own t): the power curve that
+    verdict-check's injections hold the printed MDC to."""
+    import numpy as np
+    from scipy import stats
+    by: dict[str, list[list[float]]] = {}
+    for _, f, _, _, sd, nu in judged:
+        crit = stats.t.isf(q / (2 * max(m, 1)), nu)
+        shift = np.log1p(np.asarray(changes)) / sd
+        got = stats.t.sf(crit - shift, nu) + stats.t.cdf(-crit - shift, nu)
+        by.setdefault(power_class(f), []).append([float(x) for x in got])
+    return {c: [float(x) for x in np.mean(v, axis=0)] for c, v in sorted(by.items())}
+
+
+def power_class(f) -> str:
+    if f.mode in model.GPU_MODES:
+        return f"{f.mode} {model.size_class(f)}"
+    if f.mode == "eager":
+        return f"eager {'ratio' if f.on_ratio else 'µs'}"
+    return f.mode
 
 
 def terms_of(md: Model, run_id: int, kind: str) -> dict:

@@ -24,7 +24,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPORT = ROOT / "reports" / "reference" / "h200" / "history.hbx.jsonl.gz"
-EXTRA = [ROOT / "tests" / "data" / "h200-eighth-gpu.hbx.jsonl.gz", ROOT / "tests" / "data" / "h200-gpu-b.hbx.jsonl.gz"]
 MIN_STARTS = 3       # a history key is validated when its runs come from this many starts
 SINGLE = {"device": 0.04, "graph light": 0.04, "graph heavy": 0.08, "eager ratio": 0.08}
 ROWS_PER_CLASS = 3   # single-row injections per class and judged run
