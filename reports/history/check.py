@@ -19,9 +19,9 @@ from . import db
 CONFIRM_LOOKAHEAD = decide.CONFIRM_LOOKAHEAD
 
 
-def check(store: db.Store, run_id: int, last: int = DEFAULT_LAST) -> tuple[dict, list[Verdict]]:
+def check(store: db.Store, run_id: int, last: int = DEFAULT_LAST, curves: bool = False) -> tuple[dict, list[Verdict]]:
     """(the judged run's store row with what the check learned of its machine and its findings
-    under 'findings', one Verdict per row)."""
+    under 'findings', one Verdict per row); `curves`: with the dashboard's calibration and power."""
     everyone = [r for r in store.runs() if r["id"] == run_id]
     if not everyone:
         raise db.StoreError(f"{store.shown}: no run with id {run_id}")
@@ -33,13 +33,13 @@ def check(store: db.Store, run_id: int, last: int = DEFAULT_LAST) -> tuple[dict,
     before = same[max(0, pos - 2 * last):pos]
     after = same[pos + 1:pos + 1 + CONFIRM_LOOKAHEAD]
     figs = store.figures([r["id"] for r in before] + [run_id] + [r["id"] for r in after])
-    return judge_run(target, before, after, figs, last)
+    return judge_run(target, before, after, figs, last, curves)
 
 
 def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict,
-              last: int = DEFAULT_LAST) -> tuple[dict, list[Verdict]]:
+              last: int = DEFAULT_LAST, curves: bool = False) -> tuple[dict, list[Verdict]]:
     """The check on runs already read: `before` and `after` are the key's runs around `target`."""
-    jd = decide.judge_run(target, before, after, figs, last, calibrate.load(target.get("gpu")))
+    jd = decide.judge_run(target, before, after, figs, last, calibrate.load(target.get("gpu")), curves=curves)
     jd.target["findings"] = jd.findings
     return jd.target, jd.verdicts
 

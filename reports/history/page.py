@@ -136,7 +136,7 @@ def round_ratios(run) -> "object":
 def gpu_section(store: db.Store, gpu: str, runs: list[dict], last: int, loaded: dict | None = None) -> dict:
     newest = _newest_full(runs)
     shown, other_mv = _trend_runs(runs, newest, last)
-    target, verdicts = check.check(store, newest["id"])
+    target, verdicts = check.check(store, newest["id"], curves=True)
     figs = store.figures([r["id"] for r in shown] + ([newest["id"]] if newest not in shown else []))
     mine = figs[newest["id"]]
     roles = {row: f.role for row, f in mine.items()}

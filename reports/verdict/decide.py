@@ -354,10 +354,12 @@ def _pvalues(zs: list[float], nus: list[float]) -> list[float]:
 
 
 def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, last: int = DEFAULT_LAST,
-              prior: Any = None, q: float = Q, md: Model | None = None, min_own: int = MIN_OWN) -> Judged:
+              prior: Any = None, q: float = Q, md: Model | None = None, min_own: int = MIN_OWN,
+              curves: bool = False) -> Judged:
     """The verdicts and findings of `target` against `before` (oldest first); `after`: later runs of
     the key, for confirmation. `md`: the Model of this target's history, built once for several
-    judgements of its figures (the validation's injections: `figs[target id]` changed, nothing else)."""
+    judgements of its figures (the validation's injections: `figs[target id]` changed, nothing else).
+    `curves`: also the calibration z scores and power curves per class (the dashboard's figures)."""
     md = md or Model(target, before, figs, last, prior, min_own)
     fs = figs[target["id"]]
     md.figs = figs
@@ -423,9 +425,10 @@ def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, l
                   history_starts=len({model.start_of(r) for r in md.before}), partial=md.partial(target),
                   partial_runs=[r["id"] for r in md.before if md.partial(r)],
                   machine_factors={g: f[0] for g, f in md.struct[target["id"]].factors.items()},
-                  pools={c: p for c, p in md.pools.items()},
-                  calibration={c: (md.z_fleet.get(c, []), md.pools[c].nu) for c in md.pools},
-                  power=power(judged, m, q))
+                  pools={c: p for c, p in md.pools.items()})
+    if curves:
+        target.update(calibration={c: (md.z_fleet.get(c, []), md.pools[c].nu) for c in md.pools},
+                      power=power(judged, m, q))
     return Judged(target, list(out.values()), findings)
 
 
