@@ -7,8 +7,9 @@ For a row i of run r on machine start s (docs/history.md, "The model"):
 - mu_i: the row's location (the mean of its start means, structure removed);
 - m_r[g]: the run's machine factor for its group g of GPU rows (graph or device, by size class):
   the median offset of those rows from their locations;
-- k_r[K]: the run's kernel term for the rows that run the same kernels K (three or more rows):
-  for each row, the median offset of the *other* rows of K, so a row's own change never moves it;
+- k_r[K]: the run's structure terms (LEVELS): the GPU rows that run one kernel set, the GPU rows of
+  one block, the eager ratios of one block (four or more rows): for each row, the median offset of
+  the *other* rows of K, so a row's own change never moves its adjustment;
 - b_is: the row's own offset on start s (between starts), w_r: one run within its start,
   p_r: process sampling (the median of n workers' figures), t: the timer's resolution.
 
@@ -69,12 +70,6 @@ def group_of(f) -> str:
     return f"{f.mode} {size_class(f)}"
 
 
-def kernel_of(f) -> str:
-    """The kernel set a GPU row runs: its graph and device rows share it (a GPU that runs a kernel
-    apart moves both)."""
-    return f.kernels
-
-
 def start_of(run: dict) -> str:
     """The run's machine start; an unknown start (runs stored before machine identity) is its own."""
     return run.get("start") or f"unknown start of run {run['id']}"
@@ -91,10 +86,6 @@ class Structure:
     factors: dict = field(default_factory=dict)       # machine group -> (factor, its variance, rows)
     terms: dict = field(default_factory=dict)         # (level, key) -> (term over all its rows, rows)
     adjust: dict = field(default_factory=dict)        # row -> log offset removed from its figure
-
-    @property
-    def kernels(self) -> dict:
-        return {k: t for (lvl, k), t in self.terms.items() if lvl == "kernel"}
 
 
 def is_eager_ratio(f) -> bool:

@@ -62,9 +62,6 @@ class Pool:
         w = self.d0p + df
         return (self.d0p * self.s0p + df * s2) / w if w else 0.0
 
-    def blended_b(self, s2: float, df: float) -> float:
-        return (PRIOR_DF * self.sb2 + df * s2) / (PRIOR_DF + df)
-
     def between(self, p, sw2: float) -> float:
         """A row's between-start variance: the variance of its start means, moderated, less what its
         (moderated) within-start variance puts into them."""
