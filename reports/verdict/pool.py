@@ -156,7 +156,7 @@ def with_prior(own: Pool | None, prior: Pool | None) -> Pool:
 
     def mix(a: float, wa: float, b: float, wb: float) -> float:
         return (a * wa + b * wb) / (wa + wb) if wa + wb else 0.0
-    wst, pst = max(0, own.starts - 1), max(0, prior.starts - 1) * prior.rows and PRIOR_DF
+    wst, pst = max(0, own.starts - 1), (PRIOR_DF if prior.starts > 1 and prior.rows else 0.0)
     own_tails = own.tails_own and own.starts >= prior.starts
     return Pool(mix(own.s0w, own.d0w, prior.s0w, min(prior.d0w, PRIOR_DF)), own.d0w + min(prior.d0w, PRIOR_DF),
                 mix(own.sb2, wst, prior.sb2, pst),
