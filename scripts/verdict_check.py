@@ -67,7 +67,7 @@ def run(a) -> int:
                                       "bound": validate.bound(res.false_runs, res.runs),
                                       "single": {" ".join(map(str, k)): v for k, v in res.single.items()},
                                       "honesty": {str(k): v for k, v in res.honesty.items()},
-                                      "structured": dict(res.structured),
+                                      "structured": dict(res.structured), "two_starts": dict(res.two),
                                       "mdc": {" ".join(k): statistics.median(v) for k, v in res.mdc.items()}}, indent=1))
     return 0
 

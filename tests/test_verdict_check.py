@@ -56,3 +56,12 @@ def test_the_command_writes_its_figures(tmp_path, capsys):
     bad.write_bytes(b"not gzip")
     assert cli.main(["verdict-check", str(bad)]) == 2
     assert cli.main(["verdict-check", "--check-prior"]) == 0
+
+
+def test_two_starts_see_what_one_new_start_cannot(result):
+    # the same change on this run and on the previous run of another start: each GPU's own apart rows
+    # are independent, a change made between the history and the two runs is not
+    for c, (k, n) in result.two.items():
+        single = [v for (scale, cls, _), v in result.single.items() if scale == "fleet" and cls == c]
+        one = sum(x for x, _ in single) / max(1, sum(y for _, y in single))
+        assert n >= 50 and k / n > one + 0.2, (c, k, n, one)

@@ -220,7 +220,7 @@ def regressions(target: dict, verdicts: list[Verdict], which: str = "confirmed")
     """What fails --fail-on-regression: SLOWER rows and regression findings; 'confirmed' only those
     that a run of another start shows too, or that stand on the run's own GPU's history."""
     out = [f"{'/'.join(v.row)} SLOWER {v.change * 100:+.1f} %" for v in verdicts if v.verdict == "SLOWER"
-           and (which == "any" or v.state == "confirmed" or (v.scale == "same GPU" and v.state != "suspect"))]
+           and (which == "any" or v.state.startswith("confirmed") or (v.scale == "same GPU" and v.state != "suspect"))]
     out += [f.line() for f in target.get("findings") or [] if f.status == "regression" and f.change > 0
             and (which == "any" or f.state in ("confirmed by another start", "own GPU"))]
     return out

@@ -170,6 +170,7 @@ class Model:
         self.struct = {r["id"]: self._structure(r["id"]) for r in self.before}
         self.rows: dict[tuple, tuple] = {}       # row -> (values, groups, workers, rounds, hist runs)
         self._pred: dict[tuple, model.Prediction | None] = {}
+        self._two: tuple | None = None     # (previous run id, its Model): two-start evidence, built once
         self._kern: dict[tuple, str] = {}
         self.parts: dict[tuple, model.Parts] = {}
         by_class: dict[str, list] = {}
@@ -413,9 +414,10 @@ def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, l
         elif other_kernels:
             notes.append(f"kernels: history {kern}; this run {f.kernels}")
         v.note = "; ".join(notes)
+    _two_starts(md, out, judged, q)
     findings = _findings(md, q) + _variants(md, out)
     for v in out.values():
-        if v.verdict in CHANGED:
+        if v.verdict in CHANGED and not v.state:
             v.state = _state(md, after, v, fs[v.row])
     for fd in findings:
         if fd.status:
@@ -433,6 +435,66 @@ def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, l
 
 
 POWER_CHANGES = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32)
+
+
+def previous_start(md: Model) -> dict | None:
+    """The run just before the judged one when it ran on another start, like it (full or partial):
+    last night's GPU, whose rows a change made in between moves too."""
+    if not md.before:
+        return None
+    p = md.before[-1]
+    if model.start_of(p) == model.start_of(md.target) or md.partial(p) != md.partial(md.target):
+        return None
+    return p
+
+
+def _two_starts(md: Model, out: dict, judged: list[tuple], q: float) -> None:
+    """Evidence over two starts: a fleet-judged row not called on this run alone is judged again
+    with the previous run of another start, both against the history before them (Stouffer's sum
+    of their z scores, each from its own t). A change made between the history and the two runs
+    moves both; a GPU that runs a row apart moves one. Benjamini-Hochberg over those rows at Q; a
+    discovery is SLOWER or FASTER, "confirmed by two starts"."""
+    from scipy import stats
+    prev = previous_start(md)
+    if prev is None:
+        return
+    rest = md.before[:-1]
+    if len({model.start_of(r) for r in rest}) < 2:
+        return
+    if md._two is None or md._two[0] != prev["id"]:
+        md._two = (prev["id"], Model(md.target, rest, md.figs, md.last, md.prior, md.min_own))
+    m2 = md._two[1]
+    m2.figs = md.figs
+    st_t, st_p = m2._structure(md.target["id"], md.figs[md.target["id"]]), m2._structure(prev["id"])
+    cand, zt, zp, dfs = [], [], [], []
+    for row, f, *_ in judged:
+        v, g = out[row], md.figs[prev["id"]].get(row)
+        if v.verdict not in ("SAME", "UNSURE") or not usable(g, f):
+            continue
+        pr = m2.predict(row, f)
+        if pr is None or pr.scale != "fleet" or pr.var <= 0:
+            continue
+        sd = math.sqrt(pr.var)
+        cand.append(row)
+        zt.append((math.log(f.value) - st_t.adjust.get(row, 0.0) - pr.location) / sd)
+        zp.append((math.log(g.value) - st_p.adjust.get(row, 0.0) - pr.location) / sd)
+        dfs.append(pr.df)
+    if not cand:
+        return
+    import numpy as np
+    a, b, df = np.asarray(zt), np.asarray(zp), np.asarray(dfs)
+    # each z through its own t to a normal score, then summed
+    zs = (np.sign(a) * stats.norm.isf(stats.t.sf(np.abs(a), df)) + np.sign(b) * stats.norm.isf(stats.t.sf(np.abs(b), df)))
+    zs = zs / math.sqrt(2)
+    ps = [float(x) for x in 2 * stats.norm.sf(np.abs(zs))]
+    for row, t_, p_, p, hit in zip(cand, zt, zp, ps, bh(ps, q)):
+        if hit and t_ * p_ > 0:
+            v = out[row]
+            v.verdict = "SLOWER" if t_ > 0 else "FASTER"
+            v.state = "confirmed by two starts"
+            v.note = "; ".join(x for x in (v.note.split("; too noisy")[0] if "too noisy" in v.note else v.note,
+                                           f"with run {prev['id']} of another start (z {p_:+.1f}): two starts, "
+                                           f"p {p:.1e}") if x)
 
 
 def power(judged: list[tuple], m: int, q: float = Q, changes: tuple = POWER_CHANGES) -> dict[str, list[float]]:

@@ -102,6 +102,8 @@ class Result:
     honesty: dict = dataclasses.field(default_factory=lambda: defaultdict(lambda: [0, 0]))
     # name -> [caught, reported with a finding, tried]
     structured: dict = dataclasses.field(default_factory=lambda: defaultdict(lambda: [0, 0, 0]))
+    # class -> [caught, tried]: the same single-row change on this run and on the previous run of another start
+    two: dict = dataclasses.field(default_factory=lambda: defaultdict(lambda: [0, 0]))
     seconds: float = 0.0
 
 
@@ -144,6 +146,13 @@ def run(paths: list[Path], limit: int | None = None, progress=None) -> Result:
                 k = res.single[(v.scale, c, min(v.processes, 3))]
                 k[0] += _changed(got, {v.row})
                 k[1] += 1
+                prev = decide.previous_start(md)
+                if v.scale == "fleet" and prev is not None and v.row in figs[prev["id"]]:
+                    both = _scaled(_scaled(figs, t["id"], {v.row}, 1 + SINGLE[c]), prev["id"], {v.row}, 1 + SINGLE[c])
+                    got = decide.judge_run(dict(t), before, [], both, md=md)
+                    k = res.two[c]
+                    k[0] += _changed(got, {v.row})
+                    k[1] += 1
                 for mult in (1.2, 0.5):
                     got = decide.judge_run(dict(t), before, [], _scaled(figs, t["id"], {v.row}, 1 + mult * v.mdc), md=md)
                     h = res.honesty[mult]
@@ -232,6 +241,9 @@ def report(res: Result, markdown: bool = False) -> str:
     lines.append("single-row injections, caught (scale, class, processes):")
     for (scale, c, p), (k, n) in sorted(res.single.items()):
         lines.append(f"  {scale:9s} {c:12s} +{SINGLE[c] * 100:g} %  {p} proc  {k}/{n} = {k / n * 100:.0f} %")
+    lines.append("the same single-row change on this run and the previous run of another start (two starts), caught:")
+    for c, (k, n) in sorted(res.two.items()):
+        lines.append(f"  fleet     {c:12s} +{SINGLE[c] * 100:g} %  {k}/{n} = {k / max(n, 1) * 100:.0f} %")
     lines.append("MDC honesty (caught at a multiple of the printed MDC; targets >= 80 % at 1.2x, <= 10 % at 0.5x):")
     for mult, (k, n) in sorted(res.honesty.items(), reverse=True):
         lines.append(f"  {mult:g} x MDC: {k}/{n} = {k / max(n, 1) * 100:.0f} %")
