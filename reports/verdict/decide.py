@@ -492,9 +492,8 @@ def _two_starts(md: Model, out: dict, judged: list[tuple], q: float) -> None:
             v = out[row]
             v.verdict = "SLOWER" if t_ > 0 else "FASTER"
             v.state = "confirmed by two starts"
-            v.note = "; ".join(x for x in (v.note.split("; too noisy")[0] if "too noisy" in v.note else v.note,
-                                           f"with run {prev['id']} of another start (z {p_:+.1f}): two starts, "
-                                           f"p {p:.1e}") if x)
+            kept = [x for x in v.note.split("; ") if x and not x.startswith("too noisy")]
+            v.note = "; ".join([*kept, f"with run {prev['id']} of another start (z {p_:+.1f}): two starts, p {p:.1e}"])
 
 
 def power(judged: list[tuple], m: int, q: float = Q, changes: tuple = POWER_CHANGES) -> dict[str, list[float]]:
