@@ -48,12 +48,6 @@ def normalized(run: Run, rec: Record) -> list[float] | None:
     return [x / med for x in rec.samples] if med > 0 else None
 
 
-def kernels_of(run: Run, rec: Record) -> frozenset:
-    """Names of the kernels the same (probe, variant, size) ran in device mode (counts dropped)."""
-    d = rec if rec.mode == "device" else run.find(rec.probe, rec.variant, rec.size, "device")
-    return frozenset(n.rsplit(" x", 1)[0] for n in (d.kernel_names if d is not None else []))
-
-
 KEY_VERSIONS = ("driver", "cuda", "cudnn_backend", "frontend", "torch")   # of a run's history key
 
 
@@ -162,8 +156,7 @@ def compare(base: Run, new: Run, threshold: float | None = None, alpha: float = 
                    z=v.z, mdc=v.mdc, scale=v.scale)
         rows.append(row)
     df = pd.DataFrame(rows, columns=COLUMNS + ["z", "mdc", "scale"])
-    df.attrs.update(where, findings=jd.findings, versions=versions,
-                    machine_factor=(jd.target.get("machine_factors") or {}).get("graph heavy"))
+    df.attrs.update(where, findings=jd.findings, versions=versions)
     return df
 
 
@@ -416,7 +409,7 @@ def to_json(df) -> str:
     def num(x):
         return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
     rows = [{k: num(v) if isinstance(v, float) else v for k, v in r.items()} for r in df.to_dict("records")]
-    m = {k: v for k, v in df.attrs.items() if k not in ("findings", "machine_factor")}
+    m = {k: v for k, v in df.attrs.items() if k != "findings"}
     return json.dumps({"machines": m, "counts": {k: int(n) for k, n in df["verdict"].value_counts().items()},
                        "findings": [{"kind": f.kind, "name": f.name, "change": f.change, "z": f.z, "p": f.p,
                                      "rows": f.rows, "scale": f.scale, "status": f.status}
