@@ -214,6 +214,12 @@ class Model:
         near = [c for c in self.prior.classes if c.split()[:2] == cls.split()[:2]]
         return self.prior.get(near[0]) if near else None
 
+    def structure_of(self, run_id: int) -> model.Structure:
+        """A run's structure against this history, computed once (later runs, for confirmation)."""
+        if run_id not in self.struct:
+            self.struct[run_id] = self._structure(run_id)
+        return self.struct[run_id]
+
     def _structure(self, run_id: int, fs: dict | None = None) -> model.Structure:
         fs = self.figs[run_id] if fs is None else fs
         logs = {row: math.log(g.value) for row, g in fs.items()
@@ -625,8 +631,8 @@ def _state(md: Model, after: list[dict], v: Verdict, f) -> str:
     earlier run of another start); replicated when only a run of the same start shows it; else new."""
     me = model.start_of(md.target)
     for r in after:
-        if r["id"] not in md.struct and r["id"] in md.figs:
-            md.struct[r["id"]] = md._structure(r["id"])
+        if r["id"] in md.figs:
+            md.structure_of(r["id"])
     later = [r for r in after if _shows(md, r, v, f) is not None]
     other = [r for r in later if model.start_of(r) != me]
     if other:
@@ -665,8 +671,7 @@ def _finding_state(md: Model, after: list[dict], fd: Finding, q: float = Q) -> N
         others = [r for r in md.before if model.start_of(r) != me][-1:]
     mean, sd, df = fd.ref
     for r in others:
-        if r["id"] not in md.struct:
-            md.struct[r["id"]] = md._structure(r["id"])
+        md.structure_of(r["id"])
         t = _variant_term(md, r, fd.name) if fd.kind == "variant" else terms_of(md, r["id"], fd.kind).get(fd.name)
         if t is None or sd <= 0:
             continue
