@@ -10,7 +10,8 @@ Variants of one probe are measured in alternating rounds (A B C, B C A, C A B, .
 drift hits them alike and ratios can be taken round by round.
 
 A profiler session leaves host dispatch in the same process slower for the rest of its life
-(seen on the H200: 1.6-1.8x, even for CPU-only torch calls), so once `measure_device` has run,
+(1.6-1.8x, even for CPU-only torch calls; docs/measurements.md, 2026-11-29 18:27), so once
+`measure_device` has run,
 `measure_eager` and `measure_graph` refuse with ContaminatedError.
 """
 from __future__ import annotations

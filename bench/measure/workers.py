@@ -50,8 +50,8 @@ def stale_host(per_worker: list[list[Record]], floor: float | None, tol: float =
 
 def truly_fast(r: Record, floor: float | None, tol: float = TOL) -> bool:
     """An eager record timed in the fast state by the run's floor (the lowest any worker learned),
-    not only by the higher floor its own worker knew when it timed it (seen on the H200: a first
-    worker that learned 0.87 µs and kept cycles at 0.94 µs, against the run's 0.76 µs)."""
+    not only by the higher floor its own worker knew when it timed it: a first worker can learn a
+    floor above the run's and keep slow cycles as fast (docs/measurements.md, 2026-11-29 22:42)."""
     return (r.mode == "eager" and r.host_state == "fast" and bool(floor) and r.sentinel_us is not None
             and r.sentinel_us <= floor * (1 + tol))
 
@@ -59,9 +59,9 @@ def truly_fast(r: Record, floor: float | None, tol: float = TOL) -> bool:
 def figure_state(states: list[str]) -> str:
     """The one host state a merged figure takes from its workers' states: the fast one when
     MIN_PROCESSES workers timed it fast; else a state that many workers share (a figure of three
-    slow processes is a figure, marked slow; one of a single fast process is not: H200 run 4, 2026-12-01,
-    kept 1 fast of 3 workers and stayed on 2 processes after three top-ups); else fast when any
-    worker was fast (a top-up may still add to it), else the commonest."""
+    slow processes is a figure, marked slow; one of a single fast process is not, since top-ups
+    cannot be relied on to add fast ones on a slow host); else fast when any worker was fast (a
+    top-up may still add to it), else the commonest."""
     if not states:
         return ""
     n = {s: states.count(s) for s in set(states)}
@@ -176,7 +176,7 @@ def merge_fingerprints(fps: list[dict], wall_s: float | None = None) -> dict:
 def merge_runs(runs: list[Run], wall_s: float | None = None, floor: float | None = None) -> tuple[list[Record], dict]:
     """Merged records and fingerprint; `floor` fixes the run's host floor (the full workers'), so
     a later top-up worker that learns a lower one does not turn figures the full workers timed
-    fast into stale ones (seen on the H200: each top-up thinned blocks it never ran)."""
+    fast into stale ones: otherwise each top-up would thin blocks it never ran."""
     fp = merge_fingerprints([r.fingerprint for r in runs], wall_s)
     hs = fp.get("host_state") or {}
     if floor and hs:

@@ -1,14 +1,13 @@
 """Graph and device rows as paired ratios to their block's baseline, for judging against the same GPU.
 
 The worker processes of one run sit at slightly different GPU speeds (clocks, power state), and
-every row a process times shares its speed: on the H200 (three same-start pairs, 2026-12-01) the
-between-process spread of graph rows was 0.44-0.55 % in µs and 0.29-0.34 % as a ratio to the
-torch.mm baseline the same process timed; device rows 0.30-0.34 % and 0.11-0.14 %. So against its
-own GPU's history a graph or device row is judged on that ratio: worker by worker, the row's median
-over the baseline's. Not against the fleet: another GPU runs the baseline's cuBLAS kernel a few %
-off the rest (one start of measurement 1: torch.mm 256 +3 %), and every ratio of its blocks would
-move with it (66 false FASTER in the leave-one-start-out check); the fleet keeps µs and the
-machine factors.
+every row a process times shares its speed, so the ratio to the baseline the same process timed
+spreads less between processes than the µs do (about a third less for graph rows, over half for
+device rows; figures in docs/measurements.md, 2026-12-01 19:39). So against its own GPU's history a
+graph or device row is judged on that ratio: worker by worker, the row's median over the
+baseline's. Not against the fleet: another GPU may run the baseline's cuBLAS kernel a few % off the
+rest, and every ratio of its blocks would move with it; the fleet keeps µs and the machine
+factors.
 
 Workers pair by position: a figure's workers are stored in worker order. A figure whose workers
 are not the baseline's (one process missed one of them) carries the flag UNPAIRED and stays in µs.
