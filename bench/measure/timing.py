@@ -11,8 +11,7 @@ drift hits them alike and ratios can be taken round by round.
 
 A profiler session leaves host dispatch in the same process slower for the rest of its life
 (1.6-1.8x, even for CPU-only torch calls; docs/measurements.md, 2026-11-29 18:27), so once
-`measure_device` has run,
-`measure_eager` and `measure_graph` refuse with ContaminatedError.
+`measure_device` has run, `measure_eager` and `measure_graph` refuse with ContaminatedError.
 """
 from __future__ import annotations
 
