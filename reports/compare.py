@@ -24,7 +24,7 @@ import textwrap
 from cudnn_hostbench.bench.measure import machine
 from cudnn_hostbench.bench.measure.records import MIN_PROCESSES, UNIT_SECONDS, Record, Run
 
-from . import fmt
+from . import fit, fmt
 from .history import db, paired
 from .verdict import calibrate, decide
 
@@ -241,8 +241,8 @@ def env_lines(diff, width: int = 120, indent: str = "  ") -> list[str]:
     out = []
     for k, x, y in diff:
         line = f"{indent}{k}: {rounded(x)} -> {rounded(y)}"
-        out.append(line if len(line) <= width else line[:width - 1] + "…")
-    return out
+        out.append(line)
+    return fit.cut(out, width)
 
 
 def table_rows(df) -> list[list[str]]:
@@ -277,11 +277,10 @@ def unmeasured_in_both(df):
 
 
 def _lines(rows, left=None) -> list[str]:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    left = left or [True] * len(widths)
-    lines = ["  ".join(c.ljust(w) if lf else c.rjust(w) for c, w, lf in zip(r, widths, left)).rstrip() for r in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return lines
+    """rows[0] the header; columns not `left` right-aligned, marks in a column of their own (fit.grid)."""
+    left = left or [True] * len(rows[0])
+    return fit.grid(rows[0], rows[1:], right=[i for i, lf in enumerate(left) if not lf],
+                    marked=[i for i, h in enumerate(rows[0]) if h in ("base", "new")])
 
 
 def _unit_tag(unit: str) -> str:
@@ -295,7 +294,8 @@ def _fitted(rows: list[list[str]], width: int) -> tuple[list[str], list[str]]:
     numeric = {"base", "new", "change", "p"}
     drops = [(), ("p",), ("p", "unit"), ("p", "unit", "probe", "size"), ("p", "unit", "probe", "size", "variant"),
              ("p", "unit", "probe", "size", "variant", "note")]
-    for level, drop in enumerate(drops):
+
+    def layout(drop):
         cols = [i for i, h in enumerate(HEADER) if h not in drop]
         named = [i for i in (0, 1, 3) if HEADER[i] in drop]   # names said in heading lines
         notes_below = "note" in drop                          # the note numbers on a line of their own
@@ -317,16 +317,15 @@ def _fitted(rows: list[list[str]], width: int) -> tuple[list[str], list[str]]:
                     out += textwrap.wrap(f"notes {r[10]}", width, initial_indent="      ", subsequent_indent="      ",
                                          break_long_words=True)
             lines = out
-        if max(map(len, lines)) <= width or level == len(drops) - 1:
-            return lines, [d for d in drop if d not in ("probe", "size", "variant", "note")]
-    return lines, []
+        return lines, [d for d in drop if d not in ("probe", "size", "variant", "note")]
+    return fit.first_fit(map(layout, drops), width, key=lambda x: x[0])[1]
 
 
 def text_table(df, width: int | None = None, wide: bool = False) -> str:
     """The rows as text, sorted by verdict then probe (sorted_rows); rows neither run measured are
     a count under the table. Each note is printed once, under the table, numbered. Unless `wide`,
     every line fits `width` (default: the terminal's): see _fitted."""
-    width = fmt.term_width() if width is None else width
+    width = fit.term_width() if width is None else width
     both = unmeasured_in_both(df)
     rows = table_rows(sorted_rows(df[~both]))
     tail = textwrap.wrap(f"({int(both.sum())} row(s) unmeasured in both runs, not listed: --markdown FILE lists "
@@ -338,14 +337,13 @@ def text_table(df, width: int | None = None, wide: bool = False) -> str:
         if r[-1]:
             r[-1] = f"[{notes.setdefault(r[-1], len(notes) + 1)}]"
     lines, dropped = _fitted(rows, width)
-    lines = [x if len(x) <= width else x[:width - 1] + "…" for x in lines]
+    lines = fit.cut(lines, width)
     for note, k in notes.items():
-        lines += textwrap.wrap(f"[{k}] {note}", width, subsequent_indent="    ", break_long_words=True)
+        lines += fit.wrap(f"[{k}] {note}", width)
     if dropped:
-        what = " and ".join(dropped) + (" column" if len(dropped) == 1 else " columns")
-        lines += textwrap.wrap(f"({what} left out to fit {width} columns"
-                               + ("; × marks a ratio to the probe's baseline, other figures µs/call unless named"
-                                  if "unit" in dropped else "") + "; --wide shows every column)", width)
+        lines += fit.left_out([" and ".join(dropped) + (" column" if len(dropped) == 1 else " columns")], width,
+                              "× marks a ratio to the probe's baseline, other figures µs/call unless named"
+                              if "unit" in dropped else "")
     return "\n".join(lines + tail)
 
 

@@ -55,6 +55,6 @@ def md_table(headers, rows) -> str:
 
 
 def term_width(default: int = 120) -> int:
-    """Columns to fit: $COLUMNS, else the terminal's, else `default`; never under 60."""
-    import shutil
-    return max(60, shutil.get_terminal_size((default, 24)).columns)
+    """Columns to fit: $COLUMNS, else the terminal's, else `default`; never under 60 (reports/fit.py)."""
+    from .fit import term_width as width
+    return width(default)

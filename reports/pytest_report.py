@@ -28,8 +28,13 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         print(f"hostbench: {e}", file=sys.stderr)
         return
     terminalreporter.write_sep("=", "cudnn-hostbench: µs per call against each probe's baseline")
-    terminalreporter.write_line(trust.summary_line(run))
-    terminalreporter.write_line(table.render_text(table.build_table(run)))
+    wide = bool(config.getoption("hb_wide", False))   # hostbench run --wide
+    if wide:
+        terminalreporter.write_line(trust.summary_line(run))
+    else:
+        from cudnn_hostbench.reports import fit
+        terminalreporter.write_line("\n".join(trust.summary_lines(run, fit.term_width())))
+    terminalreporter.write_line(table.render_text(table.build_table(run), wide=wide))
     terminalreporter.write_line(f"run file: {path}  (table.csv, table.md beside it)")
     terminalreporter.write_line(store_run(run, path))
     if run.fingerprint.get("cudnn_error"):

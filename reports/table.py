@@ -15,10 +15,13 @@ from cudnn_hostbench.bench.measure import stats, trust
 from cudnn_hostbench.bench.measure.files import write_text_atomic
 from cudnn_hostbench.bench.measure.records import CALL_MODES as MODES
 
-from . import fmt
+from . import fit, fmt
 
-# what the brackets after a table ratio hold (the README figures say theirs: scripts/readme_figures.py)
+# what the brackets after a table ratio hold (the README figures say theirs: scripts/readme_figures.py);
+# a bracket is always [q1–q3] over rounds; the range over worker processes has a column of its own
 RATIO_BRACKET = "[q1–q3]: the interquartile range of those ratios over the kept rounds"
+SPREAD = "[q1–q3]"
+WORKERS = "workers min–max"   # the eager figure's lowest and highest per-worker median
 ROW_FIELDS = ("probe", "variant", "size", "role", "unit", "status", "label", "baseline", "flags")
 
 
@@ -55,6 +58,8 @@ def build_table(run: rec_mod.Run) -> pd.DataFrame:
                 row["baseline"] = r.baseline
             for k in ("median", "q1", "q3", "min", "max"):
                 row[f"{r.mode}_ratio" + ("" if k == "median" else f"_{k}")] = getattr(ratio, k)
+            meds = [w["median"] for w in r.workers if w.get("median") is not None] if measured else []
+            row[f"{r.mode}_wmin"], row[f"{r.mode}_wmax"] = (min(meds), max(meds)) if len(meds) > 1 else (None, None)
             if r.mode == "device":
                 row["kernels_per_call"] = r.kernels_per_call
                 row["kernels"] = "; ".join(r.kernel_names[:4])
@@ -88,7 +93,8 @@ def key_text(df: pd.DataFrame) -> str:
     return ("Medians of per-round µs/call (µs/op where the unit says so; build-time rows: host ms in "
             f"`host`); `×base` is the median of round-by-round ratios to the probe's baseline of the "
             f"same size and mode, {RATIO_BRACKET}" + (f" (baselines: {names})" if names else "")
-            + ". host ovh = eager − device.")
+            + f". `eager {WORKERS}`: the lowest and highest eager median of the worker processes "
+            "(--wide and table.md). host ovh = eager − device.")
 
 
 def _shown_kinds(df: pd.DataFrame) -> set:
@@ -108,6 +114,10 @@ def _legend(df: pd.DataFrame) -> list[str]:
 def _figure(x, badge: str) -> str:
     text = fmt.num(x)
     return f"{text} {badge}" if badge and text != "–" else text
+
+
+def _workers_cell(lo, hi) -> str:
+    return fmt.DASH if fmt.missing(lo) or fmt.missing(hi) else f"{fmt.num(lo)}–{fmt.num(hi)}"
 
 
 def _ratio_cell(r, q1, q3, spread: bool) -> str:
@@ -131,49 +141,69 @@ def display_frame(df: pd.DataFrame, level: int = 0) -> pd.DataFrame:
             _ratio_cell(r, a, b, level < 1)
             for r, a, b in zip(df[f"{m}_ratio"], df.get(f"{m}_ratio_q1", df[f"{m}_ratio"]),
                                df.get(f"{m}_ratio_q3", df[f"{m}_ratio"]))]
+        if m == "eager" and level < 1 and "eager_wmin" in df:
+            out[f"eager {WORKERS}"] = [_workers_cell(lo, hi) for lo, hi in zip(df["eager_wmin"], df["eager_wmax"])]
     if level < 2:
         out["kern/call"] = df["kernels_per_call"].map(lambda x: fmt.num(x, 1))
         out["host ovh"] = df["host_overhead"].map(fmt.num)
     if df["host"].notna().any():  # build-time rows: ms, or the row's own unit when it says otherwise
-        out["host"] = [_figure(h, b) + (f" {fmt.unit_text(u)}" if h == h and h is not None and u != "ms" else "")
+        out["host"] = [_figure(h, "") + (f" {fmt.unit_text(u)}" if not fmt.missing(h) and u != "ms" else "")
+                       + (f" {b}" if b and not fmt.missing(h) else "")   # the mark last: fit.grid's column of its own
                        for h, u, b in zip(df["host"], df["unit"], df["host_badge"])]
     out["status"] = df["status"].map(lambda s: "" if s == "ok" else str(s))
     return out
 
 
-def _body(d: pd.DataFrame, col: str = "status") -> str:
-    if col not in d:
-        return d.to_string(index=False)
-    width = max([len(s) for s in d[col]] + [len(col)])
-    return d.to_string(index=False, formatters={col: lambda s: s.ljust(width)})  # text reads left to right
+FIGURES = (*MODES, "host", "figure")   # columns whose cells may carry a ⚑ mark
+
+
+def _head(c: str, cells) -> str:
+    """A ratio column is headed `×base` after its mode's figure column, `×base [q1–q3]` where its
+    cells carry the spread: a bracket is only ever q1–q3 over rounds."""
+    if not c.endswith(" ×base"):
+        return c
+    return "×base" + (f" {SPREAD}" if any("[" in str(x) for x in cells) else "")
+
+
+def headers(d: pd.DataFrame, short: bool = True) -> list[str]:
+    """The column heads of a display frame (`short`: a ratio's mode said by the column before it)."""
+    heads = [_head(c, d[c]) for c in d.columns]
+    return heads if short else [f"{c.split(' ', 1)[0]} {h}" if c.endswith(" ×base") else h
+                                for c, h in zip(d.columns, heads)]
 
 
 def _grid(d: pd.DataFrame, left=("variant", "note", "unit"), tight: bool = False) -> list[str]:
-    """Columns two spaces apart (`tight`: a ratio one space after its figure), names left-aligned
-    and figures right-aligned, a rule under the header."""
+    """Columns two spaces apart (`tight`: a ratio one space after its figure's mark), names
+    left-aligned and figures right-aligned with their marks in a column of their own (fit.grid),
+    a rule under the header."""
     cols = list(d.columns)
-    heads = [c.split(" ", 1)[1] if c.endswith(" ×base") else c for c in cols]   # "×base" after its mode
-    cells = [heads] + [[str(x) for x in row] for row in d.itertuples(index=False)]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(cols))]
-    gaps = ["" if i == 0 else " " if tight and c.endswith(" ×base") else "  " for i, c in enumerate(cols)]
-
-    def line(r, fill=" "):
-        return "".join(g + (c.ljust(w, fill) if cols[i] in left else c.rjust(w, fill))
-                       for i, (g, c, w) in enumerate(zip(gaps, r, widths))).rstrip()
-    return [line(cells[0]), line(["-" * w for w in widths]), *map(line, cells[1:])]
+    gaps = ["" if i == 0 else " " if tight and " ×base" in c else "  " for i, c in enumerate(cols)]
+    return fit.grid(headers(d), d.itertuples(index=False),
+                    right=[i for i, c in enumerate(cols) if c not in left],
+                    marked=[i for i, c in enumerate(cols) if c in FIGURES], gaps=gaps)
 
 
-NAME_CAP = 12   # at the narrowest level a longer variant name gets a line of its own
+NAME_CAP = 12   # a longer variant name gets a line of its own only when the terminal is too narrow for it
 
 
-def _narrow(df: pd.DataFrame, level: int) -> tuple[list[str], list[str]]:
+def _name_cap(shown: pd.DataFrame, width: int | None, grid_of) -> float:
+    """The widest variant name that stays in its column: whatever `width` leaves beside the other
+    columns (never under NAME_CAP); no cap without a width."""
+    if width is None:
+        return float("inf")
+    others = fit.widest(grid_of(shown.assign(variant=[""] * len(shown)))) - len("variant")
+    return max(NAME_CAP, width - others)
+
+
+def _narrow(df: pd.DataFrame, level: int, width: int | None = None) -> tuple[list[str], list[str]]:
     """(table lines, status notes): one heading line per probe · size, then its variants.
 
     Level 0 is every column. From level 1 nothing is lost, only laid out closer: the unit column
     goes (said in the probe · size heading, or after the name), the host column too (a build-time
-    row says `host <figure>` in place of the mode columns), variant names over NAME_CAP characters
-    stand on a line of their own and a ratio sits one space after its figure. Level 2 drops the
-    ratio IQRs, 3 also kern/call and host ovh (display_frame)."""
+    row says `host <figure>` in place of the mode columns), a variant name wider than `width`
+    leaves room for stands on a line of its own and a ratio sits one space after its figure.
+    Level 2 drops the ratio IQRs and the worker range, 3 also kern/call and host ovh
+    (display_frame)."""
     d = display_frame(df, max(level - 1, 0)).reset_index(drop=True)
     notes: list[str] = []
     for i, s in enumerate(d["status"]):
@@ -191,9 +221,13 @@ def _narrow(df: pd.DataFrame, level: int) -> tuple[list[str], list[str]]:
     d["variant"] = [v if not u or group_unit[(p, z)] else f"{v} [{u}]"
                     for v, u, p, z in zip(d["variant"], units, d["probe"], d["size"])]
     host = d.pop("host") if level >= 1 and "host" in d else None
-    long = [level >= 1 and len(v) > NAME_CAP for v in d["variant"]]
+
+    def grid_of(x):
+        return _grid(x.drop(columns=["probe", "size"]), tight=level >= 1)
+    cap = _name_cap(d, width, grid_of) if level >= 1 else float("inf")
+    long = [len(v) > cap for v in d["variant"]]
     shown = d.assign(variant=["" if cut else v for v, cut in zip(d["variant"], long)])
-    grid = _grid(shown.drop(columns=["probe", "size"]), tight=level >= 1)
+    grid = grid_of(shown)
     lines, last = grid[:2], None
     name_w = len(grid[1].split(" ", 1)[0])
     for k, (probe, size) in enumerate(zip(d["probe"], d["size"])):
@@ -210,7 +244,7 @@ def _narrow(df: pd.DataFrame, level: int) -> tuple[list[str], list[str]]:
     return lines, notes
 
 
-def _long(df: pd.DataFrame) -> tuple[list[str], list[str]]:
+def _long(df: pd.DataFrame, width: int | None = None) -> tuple[list[str], list[str]]:
     """The narrowest layout: one line per (variant, mode) with its figure and ratio, the variant
     named on its first line, under probe · size headings. Nothing is cut or dropped."""
     d = display_frame(df, 2).reset_index(drop=True)
@@ -233,14 +267,21 @@ def _long(df: pd.DataFrame) -> tuple[list[str], list[str]]:
         if "host" in d and d["host"].iloc[i] != fmt.DASH:
             cells.append(("host", d["host"].iloc[i], ""))
         cells = cells or [("", fmt.DASH, "")]
-        if len(variant) > NAME_CAP:   # a line of its own
-            heads.append((len(body), variant))
-            variant = ""
         for k, (m, fig, ratio) in enumerate(cells):
-            body.append([variant if k == 0 else "", m, f"{fig} {unit}".strip() if m != "host" else fig,
-                         "" if ratio == fmt.DASH else ratio, mark if k == 0 else ""])
-    grid = _grid(pd.DataFrame(body, columns=["variant", "mode", "figure", "×base", "note"]),
-                 left=("variant", "mode", "note"))
+            num, badge = fit.split_mark(fig)
+            body.append([variant if k == 0 else "", m, (f"{num} {unit}".strip() if m != "host" else num)
+                         + (f" {badge}" if badge else ""), "" if ratio == fmt.DASH else ratio, mark if k == 0 else ""])
+    frame = pd.DataFrame(body, columns=["variant", "mode", "figure", "×base", "note"])
+
+    def grid_of(x):
+        return _grid(x, left=("variant", "mode", "note"))
+    firsts = [row[0] for row in body]
+    cap = _name_cap(frame, width, grid_of)
+    long = {k for k, v in enumerate(firsts) if len(v) > cap}   # a line of its own
+    for k in long:
+        heads.append((k, firsts[k]))
+    heads.sort(key=lambda h: h[0])   # stable: a probe · size heading before its variant's line
+    grid = grid_of(frame.assign(variant=["" if k in long else v for k, v in enumerate(firsts)]))
     lines = grid[:2]
     starts: dict = {}
     for k, text in heads:
@@ -254,41 +295,34 @@ def _long(df: pd.DataFrame) -> tuple[list[str], list[str]]:
 def render_text(df: pd.DataFrame, width: int | None = None, wide: bool = False) -> str:
     """The terminal table: the legend of trust marks on top when any figure has one, what ×base
     means and each probe's baseline underneath. Callers print caption() and
-    trust.summary_line(run) above it.
+    trust.summary_lines(run) above it.
 
-    Every line fits in `width` columns (default: the terminal's, or $COLUMNS): it drops the ratio
-    IQRs, then kern/call and host ovh, then folds the unit and host columns (_narrow), and moves
-    statuses under the table as numbered notes; figures and ratios stay whole. A line still too
-    wide is cut with '…' (a width under any level's need).
+    Every line fits in `width` columns (default: the terminal's, or $COLUMNS): it folds the unit
+    and host columns (_narrow), drops the ratio IQRs and the worker range, then kern/call and host
+    ovh, and moves statuses under the table as numbered notes; figures and ratios stay whole. A
+    line still too wide is cut with '…' (a width under any level's need).
     `wide` keeps every column and the statuses inline (as --markdown and the CSV do).
     """
-    width = fmt.term_width() if width is None else width
+    width = fit.term_width() if width is None else width
     legend = _legend(df)
     if wide:
-        return "\n".join([*legend, _body(display_frame(df)), *textwrap.wrap(key_text(df), 100)])
-    for level in range(5):
-        lines, notes = _narrow(df, level) if level < 4 else _long(df)
-        if max(map(len, lines), default=0) <= width:
-            break
-    legend = [x for n in legend for x in textwrap.wrap(n, width, subsequent_indent="    ")]
-    foot = [x for n in notes for x in textwrap.wrap(n, width, subsequent_indent="    ", break_long_words=True)]
+        d = display_frame(df)
+        return "\n".join([*legend, *_grid(d, left=("probe", "variant", "size", "unit", "status")),
+                          *textwrap.wrap(key_text(df), 100)])
+    level, (lines, notes) = fit.first_fit((_narrow(df, lv, width) if lv < 4 else _long(df, width) for lv in range(5)),
+                                          width, key=lambda x: x[0])
+    legend = [x for n in legend for x in fit.wrap(n, width)]
+    foot = [x for n in notes for x in fit.wrap(n, width)]
     key = textwrap.wrap(key_text(df), min(width, 100), break_long_words=True)
-    dropped = {2: ["the ratio IQRs"], 3: ["the ratio IQRs", "kern/call", "host ovh"],
-               4: ["the ratio IQRs", "kern/call", "host ovh"]}.get(level, [])
-    if dropped:
-        key += textwrap.wrap(f"({', '.join(dropped)} left out to fit {width} columns; --wide shows every column)",
-                             min(width, 100))
-    return "\n".join([*legend, *_fit(lines, width), *foot, *key])
-
-
-def _fit(lines: list[str], width: int) -> list[str]:
-    """Rows still wider than the terminal (very long names) are cut, marked with '…'."""
-    return [x if len(x) <= width else x[:width - 1] + "…" for x in lines]
+    dropped = {2: ["the ratio IQRs", "the worker range"],
+               3: ["the ratio IQRs", "the worker range", "kern/call", "host ovh"],
+               4: ["the ratio IQRs", "the worker range", "kern/call", "host ovh"]}.get(level, [])
+    return "\n".join([*legend, *fit.cut(lines, width), *foot, *key, *fit.left_out(dropped, width)])
 
 
 def render_markdown(df: pd.DataFrame) -> str:
     d = display_frame(df)
-    return fmt.md_table(d.columns, d.itertuples(index=False)) + "\n"
+    return fmt.md_table(headers(d, short=False), d.itertuples(index=False)) + "\n"
 
 
 def markdown_document(run: rec_mod.Run, df: pd.DataFrame) -> str:

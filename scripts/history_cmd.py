@@ -56,6 +56,9 @@ def add_parser(command) -> None:
     q.add_argument("--gpu", help="only runs of this GPU name")
     q = action("show", "one stored run in full")
     q.add_argument("run_id", type=int)
+    q.add_argument("--figures", action="store_true",
+                   help="also its table, rendered from the store (also when the run's file is gone)")
+    q.add_argument("--wide", action="store_true", help="with --figures: every column, however wide")
     q = action("export", "write the store (or one GPU of it) as a compact export (*.hbx.jsonl.gz)")
     q.add_argument("out", help="file to write (replaced atomically)")
     q.add_argument("--gpu", help="only runs of this GPU name")
@@ -155,7 +158,10 @@ def main(a) -> int:
             print(listing.list_text(store, a.gpu))
             return 0
         if a.action == "show":
-            print(listing.show_text(store, _known(store, a.run_id)))
+            shown = _known(store, a.run_id)
+            print(listing.show_text(store, shown))
+            if a.figures:
+                print(listing.figures_text(store, shown, wide=a.wide))
             return 0
         if a.action == "export":
             n = ingest.export(store, a.out, a.gpu)

@@ -29,9 +29,9 @@ def cuda_available() -> tuple[bool, str]:
     return True, ""
 
 
-def render_reference() -> int:
-    from cudnn_hostbench.bench.measure import records
-    from cudnn_hostbench.reports import table
+def render_reference(wide: bool = False) -> int:
+    from cudnn_hostbench.bench.measure import records, trust
+    from cudnn_hostbench.reports import fit, table
     from cudnn_hostbench.reports.history import where
     runs = reference_runs()
     if not runs:
@@ -44,7 +44,8 @@ def render_reference() -> int:
             print(f"skipping reference run: {e}", file=sys.stderr)
             continue
         print(f"\nreference run {where.shown(path)}\n{table.caption(run)}")   # a path that works from here
-        print(table.render_text(table.build_table(run)))
+        print(trust.summary_line(run) if wide else "\n".join(trust.summary_lines(run, fit.term_width())))
+        print(table.render_text(table.build_table(run), wide=wide))
     return 0
 
 
@@ -61,6 +62,9 @@ def add_parser(command) -> None:
                 epilog="other arguments go to pytest (e.g. --hb-workers 1 --hb-sizes 256 -k execute)")
     p.add_argument("--out", help="result folder (default results/<stamp>)")
     p.add_argument("--reference", action="store_true", help="render the committed reference run(s) only")
+    p.add_argument("--wide", action="store_true",
+                   help="the table with every column and the run summary in full (default: fit the terminal, "
+                        "the summary in three lines)")
     from cudnn_hostbench.scripts import node_run
     node_run.add_arguments(p)
 
@@ -74,10 +78,10 @@ def run(a) -> int:
         from cudnn_hostbench.scripts import node_run
         a.pytest_args = a.rest
         return node_run.run(a)
-    return main(a.out, a.reference, a.rest)
+    return main(a.out, a.reference, a.rest, wide=a.wide)
 
 
-def main(out: str | None = None, reference: bool = False, pytest_args=()) -> int:
+def main(out: str | None = None, reference: bool = False, pytest_args=(), wide: bool = False) -> int:
     ok, why = cuda_available()
     if reference or not ok:
         if not reference:
@@ -85,7 +89,7 @@ def main(out: str | None = None, reference: bool = False, pytest_args=()) -> int
             print(f"hostbench run: {why}; probes need a CUDA GPU. Showing the committed reference run(s) "
                   "instead (measured on real hardware; see docs/measurements.md)."
                   + (f" Ignored: {' '.join(ignored)}." if ignored else ""), file=sys.stderr)
-        return render_reference()
+        return render_reference(wide)
     import pytest
 
     from cudnn_hostbench.reports.history import where
@@ -102,7 +106,7 @@ def main(out: str | None = None, reference: bool = False, pytest_args=()) -> int
             "--benchmark-columns=median,iqr,min,max,rounds", "--benchmark-sort=name",
             "-o", "testpaths=probes", *pinned_config(ROOT),
             # the CLI imported the harness before pytest could mark its plugin modules for rewriting
-            "-W", "ignore::pytest.PytestAssertRewriteWarning", *pytest_args]
+            "-W", "ignore::pytest.PytestAssertRewriteWarning", *(["--hb-wide"] if wide else []), *pytest_args]
     code = pytest.main(args)
     if code == pytest.ExitCode.USAGE_ERROR:   # pytest said which option, in one line
         if made and not any(out.iterdir()):

@@ -19,7 +19,9 @@ def add_parser(command) -> None:
     p.add_argument("--probe", help="only rows of this probe")
     p.add_argument("--markdown", action="store_true", help="print Markdown (as in table.md) instead of text")
     p.add_argument("--wide", action="store_true",
-                   help="every column and whole statuses, however wide (default: fit $COLUMNS or the terminal)")
+                   help="every column (the ratio IQRs, the worker range), whole statuses and the run summary in full "
+                        "(every block, every discard reason), however wide (default: fit $COLUMNS or the terminal, "
+                        "the summary in three lines)")
 
 
 def run(a) -> int:
@@ -51,8 +53,8 @@ def run(a) -> int:
         print(table.render_text(df, wide=True))
     else:
         width = fmt.term_width()
-        for text in (table.caption(run), trust.summary_line(run)):
-            print("\n".join(textwrap.wrap(text, width, subsequent_indent="  ", break_long_words=True)))
+        print("\n".join(textwrap.wrap(table.caption(run), width, subsequent_indent="  ", break_long_words=True)))
+        print("\n".join(trust.summary_lines(run, width)))   # three lines at most; --wide has it whole
         print(table.render_text(df, width))
     if a.out:
         try:

@@ -88,7 +88,7 @@ def test_a_block_slow_in_every_worker_becomes_fast_through_the_catch_up(tmp_path
     from cudnn_hostbench.bench.measure import trust
     from cudnn_hostbench.bench.measure.records import Run
     line = trust.summary_line(Run("r", p.fingerprint, list(p.records.values())))
-    assert line.startswith("3 worker(s) + 3 top-up workers for churn/256, wrapper/256 (timed fast: churn/256, wrapper/256)")
+    assert line.startswith("3 worker(s) + 3 top-up workers for churn/256, wrapper/256 (timed fast: all)")
 
 
 def test_a_block_only_two_workers_timed_fast_gets_a_catch_up_worker(tmp_path, monkeypatch):

@@ -76,6 +76,8 @@ def pytest_addoption(parser):
                      "says what was cut; 0: no limit (default %(default)s)")
     g.addoption("--hb-out", default=None, help="folder for records.jsonl, run.json, table.csv/md (default results/<stamp>)")
     g.addoption("--hb-heavy", action="store_true", help="heavy sweeps (every plan, every size)")
+    g.addoption("--hb-wide", action="store_true",
+                help="the table with every column and the run summary in full (default: fit the terminal)")
     g.addoption("--hb-worker", default=None, help=argparse.SUPPRESS)   # set by the parent only
     g.addoption("--hb-only", default=None, help=argparse.SUPPRESS)     # a catch-up worker's blocks
     g.addoption("--hb-deadline", type=float, default=None, help=argparse.SUPPRESS)   # a top-up worker's end (epoch s)

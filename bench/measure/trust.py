@@ -137,7 +137,8 @@ def summary_line(run) -> str:
     parts = [f"{fp.get('workers', 1) - focus - len(tops)} worker(s)"
              + (f" + {focus} focus-only worker(s)" if focus else "")
              + ((" + a catch-up worker" if len(tops) == 1 else f" + {len(tops)} top-up workers")
-                + f" for {', '.join(blocks)} (timed fast: {', '.join(fast) or 'none'})" if tops else "")]
+                + f" for {', '.join(blocks)} (timed fast: "
+                + ("all" if fast == blocks else ', '.join(fast) or 'none') + ")" if tops else "")]
     few = fp.get("few_processes") or []
     if few:
         parts.append(f"eager rows on fewer than {MIN_PROCESSES} processes (⚑p) in {len(few)} block(s)")
@@ -163,6 +164,68 @@ def summary_line(run) -> str:
     parts.append(f"{flagged} figure(s) flagged ({counts_text(count_marks(run))})" if flagged
                  else "no figure flagged")
     return "; ".join(parts)
+
+
+def summary_parts(run) -> list[str]:
+    """The run summary in short parts, most telling first (summary_lines packs them): workers,
+    host state, rounds, flagged figures. The blocks and the discard reasons are summary_line's."""
+    fp = run.fingerprint or {}
+    hs = fp.get("host_state") or {}
+    catch = fp.get("catch_up") or {}
+    tops = [t for t in fp.get("top_ups") or ([catch] if catch else []) if t]
+    focus = (fp.get("focus_workers") or {}).get("workers", 0)
+    blocks = {b for t in tops for b in t.get("blocks", [])}
+    fast = {b for t in tops for b in t.get("timed_fast", [])}
+    workers = f"{fp.get('workers', 1) - focus - len(tops)} worker(s)" + (f" + {focus} focus-only" if focus else "")
+    if tops:
+        workers += (f" + {len(tops)} top-up for {len(blocks)} block(s) ("
+                    + ("all" if fast >= blocks else f"{len(fast & blocks)}") + " timed fast)")
+    parts = [workers]
+    few = fp.get("few_processes") or []
+    if few:
+        parts.append(f"⚑p in {len(few)} block(s)")
+    if fp.get("budget_cut"):
+        parts.append(f"cut to fit --hb-budget-s {fp['budget_cut'].get('budget_s', 0):g}")
+    if hs.get("floor_us"):
+        parts.append(f"host floor {hs['floor_us']:.2f} µs")
+    states = [r.host_state for r in run.records if r.mode == "eager" and r.ok and getattr(r, "host_state", "")]
+    parts.append("host UNSTABLE (eager figures not comparable)" if hs.get("unstable") else
+                 (f"eager in the fast host state {states.count('fast')}, slow {states.count('slow')}"
+                  if states else "host stable" if hs else "host state not recorded"))
+    kept = sum(len(r.samples) for r in run.records if r.ok and r.mode != "host")
+    disc = sum(n for r in run.records for n in (r.rounds_discarded or {}).values())
+    parts.append(f"{kept} rounds kept, {disc} discarded")
+    flagged = sum(1 for r in run.records if shown_flags(r))
+    parts.append(f"{flagged} figure(s) flagged ({counts_text(count_marks(run))})" if flagged
+                 else "no figure flagged")
+    return parts
+
+
+SUMMARY_LINES = 3
+
+
+def _pack(parts: list[str], width: int) -> list[str]:
+    lines: list[str] = []
+    for part in parts:
+        if lines and len(lines[-1]) + 2 + len(part) <= width:
+            lines[-1] += "; " + part
+        else:
+            lines.append(part if len(part) <= width else part[:width - 1] + "…")
+    return lines
+
+
+def summary_lines(run, width: int = 100) -> list[str]:
+    """The run summary in at most three lines of `width`: summary_parts packed '; '-joined and
+    what --wide adds (every block, every discard reason: summary_line). Where three lines cannot
+    hold them all, the hint goes first, then the first parts (the workers, the host state) give
+    way to a '…'; the rounds and the flagged figures stay."""
+    parts = summary_parts(run)
+    hint = "--wide: blocks and discard reasons"
+    lines = _pack([*parts, hint], width)
+    while len(lines) > SUMMARY_LINES and len(parts) > 2:
+        parts = parts[1:]
+        lines = _pack(["…", *parts], width)
+    return lines[:SUMMARY_LINES]
 
 
 # a stored ratio may differ from the ratio of its two medians (it is the median of round-by-round

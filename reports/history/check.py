@@ -12,6 +12,7 @@ import statistics
 import textwrap
 from collections import Counter
 
+from .. import fit
 from ..verdict import calibrate, decide
 from ..verdict.decide import DEFAULT_LAST, Finding, Verdict  # noqa: F401  (the check's result types)
 from . import db
@@ -114,11 +115,7 @@ def _note_refs(rows: list[Verdict]) -> tuple[list[str], dict[str, int]]:
 
 
 def _grid(head: list[str], body: list[list[str]], right: set) -> list[str]:
-    widths = [max(len(r[i]) for r in [head] + body) for i in range(len(head))]
-
-    def line(r):
-        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
-    return [line(head), line(["-" * w for w in widths]), *map(line, body)]
+    return fit.grid(head, body, right=right)
 
 
 def _table(rows: list[Verdict], refs: list[str], width: int) -> tuple[list[str], bool]:
@@ -127,7 +124,8 @@ def _table(rows: list[Verdict], refs: list[str], width: int) -> tuple[list[str],
     Nothing is cut."""
     # "on": the scale the MDC came from (same GPU, fleet, pairwise)
     head = ["verdict", "state", "row", "unit", "change", "z", "mdc", "on", "runs", "note"]
-    for level in range(5):
+
+    def layout(level: int) -> list[str]:
         cells = [[v.verdict, v.state, "/".join(v.row) if level == 0 else f"{v.variant}/{v.mode}",
                   "×" + v.unit[2:] if v.on_ratio else "µs", "" if math.isnan(v.change) else f"{v.change * 100:+.1f}%",
                   "" if v.z is None else f"{v.z:+.1f}",
@@ -137,9 +135,9 @@ def _table(rows: list[Verdict], refs: list[str], width: int) -> tuple[list[str],
                 and not (level == 4 and i == 8)]
         body = [[c[i] for i in keep] for c in cells]
         right = {keep.index(i) for i in (4, 5, 6, 8) if i in keep}
-        lines = _grid([head[i] for i in keep], body, right)
-        if max(map(len, lines)) + 2 <= width:
-            break
+        return ["  " + x for x in _grid([head[i] for i in keep], body, right)]
+    level, lines = fit.first_fit(map(layout, range(5)), width)
+    lines = [x[2:] for x in lines]
     if level == 0:
         return ["  " + x for x in lines], False
     out, last = ["  " + x for x in lines[:2]], None
@@ -162,8 +160,7 @@ def render(target: dict, verdicts: list[Verdict], show_all: bool = False, width:
     """Text for a terminal: the run (and `why` it is the one judged), counts, the changed rows
     first, each with its MDC. Rows without history, SAME and UNMEASURED rows are counted, listed
     only with `show_all`. Every line fits `width` (default $COLUMNS or the terminal) unless `wide`."""
-    from .. import fmt
-    width = 10**6 if wide else fmt.term_width() if width is None else width
+    width = fit.WIDE if wide else fit.term_width() if width is None else width
 
     def wrap(text: str, indent: str = "") -> list[str]:
         return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + "  ",
@@ -212,7 +209,7 @@ def render(target: dict, verdicts: list[Verdict], show_all: bool = False, width:
             lines += wrap(f"[{k}] {part}", "  ")
     lines += tail
     if dropped:
-        lines += wrap(f"(row and unit in the heading lines to fit {width} columns; --wide shows every column)", "  ")
+        lines += fit.left_out(["the row and unit columns (in the heading lines)"], width, indent="  ")
     return "\n".join(lines)
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from cudnn_hostbench.bench.measure import machine
 
+from .. import fit
 from . import db, where
 
 UNKNOWN = "unknown"
@@ -70,25 +71,52 @@ def _probes_text(probes: dict[str, int], width: int = 40) -> str:
     return text if len(text) <= width else f"{len(probes)} probes"
 
 
-def _table(headers: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows)]
-    return "\n".join("  ".join(str(x).ljust(w) for x, w in zip(r, widths)).rstrip() for r in [headers, *rows])
+def _start_heading(start: str, uuid: str) -> str:
+    """The heading of a start's runs: its boot id and physical GPU once (not on every row)."""
+    if start == UNKNOWN:
+        return "start unknown (measured before machine identity was recorded)" + (
+            f" · GPU {uuid}" if uuid != UNKNOWN else "")
+    boot, sep, gpu = start.partition("/")
+    if sep and gpu == uuid:
+        return f"start boot {boot} · GPU {uuid}"
+    return f"start {start}" + (f" · GPU {uuid}" if uuid != UNKNOWN and uuid not in start else "")
 
 
-def list_text(store: db.Store, gpu: str | None = None) -> str:
+def list_text(store: db.Store, gpu: str | None = None, width: int | None = None) -> str:
+    """One line per run, oldest first, under a heading per start (boot id and GPU UUID, said once);
+    fits `width` (default $COLUMNS or the terminal): the probe names give way to their count, then
+    an exclusion's reason to a numbered note."""
+    width = fit.term_width() if width is None else width
     runs = store.runs(gpu=gpu)
     if not runs:
         return f"{store.shown}: holds no runs" + (f" of {gpu}" if gpu else "")
     probes = store.probes()
-    rows = []
-    for r in runs:
-        start, uuid = machine_of(r)
-        rows.append([str(r["id"]), r["started_at"][:16].replace("T", " "), r["gpu"], r["history_key"][:8],
-                     start, uuid, _probes_text(probes.get(r["id"], {})),
-                     f"yes: {r['excluded']}" if r["excluded"] else "no"])
-    head = f"{store.shown}: {len(runs)} run(s), oldest first; `hostbench history show ID` for one in full"
-    return head + "\n" + _table(["id", "started (UTC)", "GPU", "key", "start (boot/GPU)", "GPU UUID", "probes", "excluded"],
-                                rows)
+    names = sorted({r["gpu"] for r in runs})
+    machines = [machine_of(r) for r in runs]
+    head = fit.wrap(f"{store.shown}: {len(runs)} run(s)" + (f" of {names[0]}" if len(names) == 1 else "")
+                    + ", oldest first; `hostbench history show ID` for one in full", width)
+
+    def layout(level: int) -> tuple[list[str], list[str]]:
+        notes: list[str] = []
+        rows = []
+        for r in runs:
+            why = r["excluded"]
+            if why and level >= 2:
+                notes.append(f"[{len(notes) + 1}] run {r['id']} excluded: {why}")
+            rows.append([str(r["id"]), r["started_at"][:16].replace("T", " "), *([r["gpu"]] if len(names) > 1 else []),
+                         r["history_key"][:8], _probes_text(probes.get(r["id"], {}), 40 if level == 0 else 0),
+                         (f"yes [{len(notes)}]" if level >= 2 else f"yes: {why}") if why else "no"])
+        cols = ["id", "started (UTC)", *(["GPU"] if len(names) > 1 else []), "key", "probes", "excluded"]
+        grid = fit.grid(cols, rows, right=[0])
+        lines, last = grid[:2], None
+        for (start, uuid), line in zip(machines, grid[2:]):
+            if (start, uuid) != last:
+                last = (start, uuid)
+                lines += fit.wrap(_start_heading(start, uuid), width)
+            lines.append(line)
+        return lines, [x for n in notes for x in fit.wrap(n, width)]
+    _, (lines, notes) = fit.first_fit(map(layout, range(3)), width, key=lambda x: x[0])
+    return "\n".join([*head, *fit.cut(lines, width), *notes])
 
 
 def show_text(store: db.Store, run: dict) -> str:
@@ -123,3 +151,63 @@ def show_text(store: db.Store, run: dict) -> str:
     lines += [(k, str(v)) for k, v in sorted(info.items()) if k in ("python", "cpu_model", "workers", "suite_wall_s")]
     w = max(len(k) for k, _ in lines)
     return "\n".join([f"run {run['id']} in {store.shown}", *(f"  {k.ljust(w)}  {v}" for k, v in lines)])
+
+
+def figures_frame(figs):
+    """A stored run's figures (db.Figure) as the table's frame (reports/table.build_table's
+    columns), so `history show ID --figures` renders the table from the store alone: medians in
+    each row's unit, the eager ratio to the baseline where the figure was judged on it (the store
+    keeps no round-by-round ratios of the other modes, nor kernels per call), the marks, the
+    range over worker processes."""
+    import pandas as pd
+
+    from cudnn_hostbench.bench.measure import trust
+    from cudnn_hostbench.bench.measure.records import CALL_MODES, UNIT_SECONDS, Record
+    nan = float("nan")
+    rows: dict[tuple, dict] = {}
+    for f in figs:
+        key = (f.probe, f.variant, f.size)
+        row = rows.setdefault(key, {"probe": f.probe, "variant": f.variant, "size": f.size, "role": f.role,
+                                    "unit": f.unit, "status": "ok", "label": "", "baseline": "", "flags": ""})
+        flags = [x for x in (f.flags or "").split(",") if x]
+        if flags:
+            row["flags"] = "; ".join(x for x in (row["flags"], f"{f.mode}: {','.join(flags)}") if x)
+        scale = 1e-6 / UNIT_SECONDS.get(f.unit, 1e-6)   # µs back to the row's unit
+        ok = f.status == "ok" and f.median_us is not None
+        mode = f.mode if f.mode in (*CALL_MODES, "host") else None
+        if mode is None:
+            continue
+        row[mode] = f.median_us * scale if ok else None
+        row[f"{mode}_badge"] = trust.badge(Record(f.probe, f.variant, f.size, f.mode, flags=flags))
+        if mode == "host":
+            row["unit"] = f.unit
+        else:
+            row[f"{mode}_ratio"] = f.value if ok and f.on_ratio else nan
+            if f.baseline and f.on_ratio:
+                row["baseline"] = f.baseline
+            meds = [w * scale for w in f.workers] if ok and not f.on_ratio else []
+            row[f"{mode}_wmin"], row[f"{mode}_wmax"] = (min(meds), max(meds)) if len(meds) > 1 else (None, None)
+        if not ok and row["status"] == "ok":
+            row["status"] = f"{f.mode}: {f.status}"
+    df = pd.DataFrame(list(rows.values()))
+    for col in [*CALL_MODES, *(f"{m}_ratio" for m in CALL_MODES), "kernels_per_call", "host"]:
+        if col not in df:
+            df[col] = nan
+    for col in [f"{m}_badge" for m in (*CALL_MODES, "host")]:
+        df[col] = df[col].fillna("") if col in df else ""
+    df["host_overhead"] = df["eager"] - df["device"]
+    return df
+
+
+def figures_text(store: db.Store, run: dict, width: int | None = None, wide: bool = False) -> str:
+    """`history show ID --figures`: the run's table rendered from the store (the run's file may be
+    gone): what the store keeps of it, with the table's marks."""
+    from .. import table
+    figs = list(store.figures([run["id"]]).get(run["id"], {}).values())
+    if not figs:
+        return f"run {run['id']}: no figures stored"
+    width = fit.term_width() if width is None else width
+    head = fit.wrap(f"run {run['id']} from {store.shown} ({run['started_at'][:19]}, {run['gpu']}, frontend "
+                    f"{run['frontend']}): ×base only where the eager figure was judged on its ratio to the "
+                    "baseline (the store keeps no ratio spread, nor kernels per call)", width)
+    return "\n".join([*head, table.render_text(figures_frame(figs), width, wide=wide)])

@@ -1,0 +1,156 @@
+"""Issue 40: output that scans. One fitter for every table (reports/fit.py), marks in a column of
+their own, a name column that widens with the terminal, a run summary of three lines at most, one
+notation per interval, `history list` that fits and `history show --figures` from the store."""
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+from cudnn_hostbench.bench.measure import trust
+from cudnn_hostbench.bench.measure.records import load_run
+from cudnn_hostbench.reports import compare, fit, table
+from cudnn_hostbench.reports.history import check, listing
+from cudnn_hostbench.scripts import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+REF = ROOT / "reports" / "reference" / "h200"
+RUN = REF / "run.json"
+
+
+def out(capsys, monkeypatch, argv, width=120) -> list[str]:
+    monkeypatch.setenv("COLUMNS", str(width))
+    capsys.readouterr()
+    assert cli.main(argv) == 0
+    return capsys.readouterr().out.splitlines()
+
+
+# -- 1: one fitter ----------------------------------------------------------------------------------
+def test_the_four_tables_use_the_one_fitter():
+    for mod in (table, compare, check, listing):
+        src = inspect.getsource(mod)
+        assert "fit.grid(" in src or "_grid(" in src and "fit.grid" in src, mod.__name__
+        assert ".rjust(" not in src.replace("fit.grid", ""), mod.__name__   # no grid of its own
+        assert "get_terminal_size" not in src
+
+
+def test_grid_puts_marks_in_a_column_of_their_own():
+    lines = fit.grid(["name", "eager", "×base"], [["a", "12.43 ⚑c", "1.00"], ["b", "189.07", "0.99"],
+                                                 ["c", "8.1 ⚑hw", "–"]], right=[1, 2], marked=[1])
+    rows = lines[2:]
+    ends = {r.index(d) + len(d) for r, d in zip(rows, ("12.43", "189.07", "8.1"))}
+    assert len(ends) == 1                       # the digits end in one column
+    assert len({r.index(x) for r, x in zip(rows, ("1.00", "0.99", "–"))}) <= 2   # right-aligned ratios
+    assert rows[0].index("⚑") == rows[2].index("⚑")
+
+
+def test_first_fit_and_cut():
+    assert fit.first_fit(iter([["x" * 90], ["x" * 70], ["x"]]), 80) == (1, ["x" * 70])
+    assert fit.first_fit(iter([["x" * 90]]), 80)[0] == 0
+    assert fit.cut(["abcdef"], 4) == ["abc…"]
+    assert "--wide shows every column" in " ".join(fit.left_out(["p"], 80))
+
+
+# -- 2: digits line up; names widen -----------------------------------------------------------------
+def _figure_column_ends(lines: list[str]) -> dict:
+    """For each row line, where each number followed by a mark or spaces ends."""
+    return [m.end(1) for x in lines for m in re.finditer(r"(\d+\.\d\d)( ⚑\w+)", x)]
+
+
+def test_marked_and_unmarked_figures_line_up(capsys, monkeypatch):
+    lines = out(capsys, monkeypatch, ["table", str(RUN), "--probe", "churn"], 120)
+    rows = [x for x in lines if x.startswith(("reuse ", "torch_mm "))]
+    assert rows
+    marked = [x for x in rows if "⚑" in x]
+    plain = [x for x in rows if "⚑" not in x.split()[1]]
+    assert marked and plain
+    # the eager figure's last digit is in one column whether or not it carries a mark
+    ends = {re.search(r"^\S+\s+(\d+\.\d\d)", x).end(1) for x in rows}
+    assert len(ends) == 1
+
+
+def test_a_long_variant_name_stays_on_its_row_on_a_wide_terminal(capsys, monkeypatch):
+    df = table.build_table(load_run(RUN))
+    long = sorted({v for v in df["variant"] if len(v) > table.NAME_CAP})
+    assert long
+    for width in (120, 200):
+        lines = out(capsys, monkeypatch, ["table", str(RUN)], width)
+        alone = [x for x in lines if x in long]
+        if width == 200:
+            assert not alone, alone[:3]
+        assert max(map(len, lines)) <= width
+    # narrow: a name too long for what the figures leave goes onto its own line
+    lines = out(capsys, monkeypatch, ["table", str(RUN)], 80)
+    assert any(x in long for x in lines)
+
+
+# -- 3: the summary is three lines at most ----------------------------------------------------------
+def test_run_summary_is_three_lines_and_wide_has_it_whole(capsys, monkeypatch):
+    run = load_run(RUN)
+    full = trust.summary_line(run)
+    assert full.count("pack_size/p11") == 1          # the blocks once, not twice
+    for width in (60, 80, 100, 120, 200):
+        lines = trust.summary_lines(run, width)
+        assert 1 <= len(lines) <= 3 and all(len(x) <= width for x in lines), width
+        text = " ".join(lines)
+        assert "figure(s) flagged (108 ⚑c, 65 ⚑h, 5 ⚑s, 44 ⚑w)" in text and "2331 discarded" in text
+    lines = out(capsys, monkeypatch, ["table", str(RUN)], 100)
+    assert lines[2].startswith("3 worker(s)") and not lines[5].startswith(("3 ", "  "))
+    assert not any("pack_size/p11" in x for x in lines[:6]) and "--wide" in " ".join(lines[2:5])
+    wide = out(capsys, monkeypatch, ["table", str(RUN), "--wide"], 100)
+    assert full in wide
+
+
+def test_run_takes_wide(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")
+    capsys.readouterr()
+    assert cli.main(["run", "--reference", "--wide"]) == 0
+    text = capsys.readouterr().out
+    assert trust.summary_line(load_run(RUN)) in text and "eager workers min–max" in text
+
+
+# -- 4: one notation per interval -------------------------------------------------------------------
+def test_brackets_are_q1_q3_and_the_worker_range_has_its_own_column(capsys, monkeypatch):
+    lines = out(capsys, monkeypatch, ["table", str(RUN), "--wide", "--probe", "churn"], 100)
+    head = next(x for x in lines if x.startswith("probe"))
+    assert head.count("×base [q1–q3]") == 3 and "eager workers min–max" in head
+    run = load_run(RUN)
+    rec = next(r for r in run.records if r.probe == "churn" and r.variant == "reuse" and r.size == "256"
+               and r.mode == "eager")
+    meds = [w["median"] for w in rec.workers]
+    row = next(x for x in lines if x.split()[:3] == ["churn", "reuse", "256"])
+    assert f"{min(meds):.2f}–{max(meds):.2f}" in row
+    md = table.markdown_document(run, table.build_table(run))
+    assert "eager workers min–max" in md and "[q1–q3]" in md
+
+
+# -- 7: history list fits; show --figures from the store --------------------------------------------
+def _store(tmp_path) -> str:
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    assert cli.main(["history", "ingest", str(REF / "history.hbx.jsonl.gz"), "--store", url]) == 0
+    return url
+
+
+def test_history_list_fits_and_names_each_gpu_once(tmp_path, capsys, monkeypatch):
+    url = _store(tmp_path)
+    for width in (80, 120):
+        lines = out(capsys, monkeypatch, ["history", "list", "--store", url], width)
+        assert max(map(len, lines)) <= width and not any(x.endswith("…") for x in lines)
+        uuids = [u for x in lines for u in re.findall(r"GPU-[0-9a-f-]{36}", x)]
+        assert uuids and len(uuids) == len(set(uuids))     # each GPU UUID once, in its start's heading
+        assert sum(bool(re.match(r"\s*\d+  2026-", x)) for x in lines) == 63
+
+
+def test_history_show_figures_renders_the_table_from_the_store(tmp_path, capsys, monkeypatch):
+    url = _store(tmp_path)
+    lines = out(capsys, monkeypatch, ["history", "show", "63", "--figures", "--store", url], 100)
+    text = "\n".join(lines)
+    assert "run file       (not recorded)" in text        # no file at hand: the table comes from the store
+    assert any(x.startswith("variant") and "eager" in x for x in lines) and "autotune · 256" in lines
+    assert max(map(len, lines[lines.index("autotune · 256"):])) <= 100
+    from cudnn_hostbench.reports.history import db
+    st = db.open_store(url)
+    figs = st.figures([63])[63]
+    st.close()
+    f = figs[("churn", "reuse", "256", "eager")]
+    assert f"{f.median_us:.2f}" in text and f"{f.value:.2f}" in text   # the median and its ratio
