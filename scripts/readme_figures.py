@@ -1,11 +1,18 @@
-"""Renders the README's figure sections from committed runs, so no figure is typed in by hand.
+"""Renders the figure sections of README.md and docs/results/h200.md from the committed runs, so no
+figure is typed in by hand.
 
-    hostbench readme-figures          # rewrite the sections between the markers
-    hostbench readme-figures --check  # exit 1 if README is out of date
+    hostbench readme-figures          # rewrite the sections between the markers in both files
+    hostbench readme-figures --check  # exit 1 if either file is out of date; write nothing
+
+A section is the text between `<!-- BEGIN:name -->` and `<!-- END:name -->`; each file gets the
+sections whose markers it has, with links relative to its own folder. The README has the short
+`traps` table; the results page has the rest (headline, engines, framework, versions, audit).
 """
 from __future__ import annotations
 
+import os
 import sys
+import textwrap
 from pathlib import Path
 
 from cudnn_hostbench.bench.measure import records, trust
@@ -15,6 +22,7 @@ from cudnn_hostbench.scripts.cli import alias
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+RESULTS = ROOT / "docs" / "results" / "h200.md"   # the full figures of the committed H200 runs
 REFERENCE = ROOT / "reports" / "reference" / "h200" / "run.json"
 MATRIX = REFERENCE.parent / "matrix"
 AUDITS = {"naive": REFERENCE.parent / "audit-naive" / "audit.md", "fixed": REFERENCE.parent / "audit-fixed" / "audit.md"}
@@ -39,8 +47,77 @@ HEADLINE = [  # (row label, probe, variant): the call path on one plan first, th
     ("fixed wrapper, same plan", "wrapper", "fixed"),
     ("fixed wrapper, autotuned plan", "wrapper", "fixed_autotuned"),
 ]
+# The README's table: one trap against its fix per probe, at the probe's first size
+# (trap number in the guide or "–", probe, trap variant, fix variant).
+TRAPS = [
+    ("1", "rebuild", "rebuild", "cache_hit"),
+    ("2", "execute", "generic", "ordered"),
+    ("3", "set_stream", "query_and_set", "set_once"),
+    ("4", "churn", "all_three", "reuse"),
+    ("5", "transpose", "contiguous_copy", "strided_view"),
+    ("6", "fusion", "torch_unfused", "cudnn_fused"),
+    ("6", "conv", "torch_unfused", "cudnn_fused"),
+    ("7", "interleave", "alternating", "phased"),
+    ("–", "wrapper", "naive", "fixed"),
+    ("–", "registration", "custom_op", "library"),
+]
 WATERFALL = REFERENCE.parent / "waterfall"
 CROSSOVER = REFERENCE.parent / "crossover" / "crossover.json"
+
+
+def _link(path: Path, base: Path) -> str:
+    """`path` as a Markdown link target from a document in folder `base`."""
+    return Path(os.path.relpath(path, base)).as_posix()
+
+
+def _wrap(text: str, width: int = 100) -> list[str]:
+    return textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False)
+
+
+def _first_size(run, probe: str) -> str | None:
+    for r in run.records:
+        if r.probe == probe:
+            return r.size
+    return None
+
+
+def _fig(r, used: set) -> str:
+    """A figure of the traps table with its marks ('–' when not measured); notes the marks in `used`."""
+    if r is None or not r.ok:
+        return "–"
+    used.update(trust.shown_flags(r))
+    return f"{r.summary().median:.2f}{trust.badge(r)}"
+
+
+def traps(run, base: Path = ROOT) -> str:
+    """The README's short table: each trap against its fix, eager and graph, at the probe's first size."""
+    rows: list[str] = []
+    used: set = set()
+    for num, probe, trap, fix in TRAPS:
+        size = _first_size(run, probe)
+        eager = [run.find(probe, v, size, "eager") for v in (trap, fix)]
+        graph = [run.find(probe, v, size, "graph") for v in (trap, fix)]
+        if size is None or not all(r is not None and r.ok for r in eager):
+            continue
+        ratios = [f"{r.ratio.median:.2f}×" if r.ratio else "1.00×" for r in eager]   # no ratio: the baseline
+        e, g = [_fig(r, used) for r in eager], [_fig(r, used) for r in graph]
+        rows.append(f"| {num} | {probe} {size} | {trap} → {fix} | {e[0]} → {e[1]} | {ratios[0]} → {ratios[1]} "
+                    f"| {g[0]} → {g[1]} |")
+    if not rows:
+        return ""
+    fp = run.fingerprint
+    measured = (f"Measured on {fp.get('gpu_name', '?')}, cuDNN {fp.get('cudnn_backend', '?')}, frontend "
+                f"{fp.get('cudnn_frontend', '?')}, torch {fp.get('torch', '?')}, {run.datetime[:10]}, from "
+                f"[{_link(REFERENCE, ROOT)}]({_link(REFERENCE, base)}). µs per call, median over the worker "
+                "processes; × baseline is the median round-by-round ratio to the probe's baseline (torch.mm; "
+                "for fusion and conv torch's unfused ops, which are the trap there). Trap: its number in the "
+                "guide; – for the guide's composite rows.")
+    lines = ["| trap | probe, size | trap → fix | eager µs/call | × baseline | graph µs/call |",
+             "|---|---|---|---|---|---|", *rows, "", *_wrap(measured)]
+    if used:
+        marks = "; ".join(f"⚑{trust.MARKS[k].letter}: {trust.MARKS[k].short}" for k in trust.SHOWN if k in used)
+        lines += _wrap(f"Marks on these figures: {marks}.")
+    return "\n".join(lines)
 
 
 def _cell(run, probe, variant, size, mode) -> str:
@@ -133,7 +210,7 @@ def framework(run) -> str:
     return "\n".join(lines)
 
 
-def engines(run) -> str:
+def engines(run, base: Path = ROOT) -> str:
     """Where the microseconds go (issue 20): the engine apart from the call form, the per-call
     waterfall, and the size from which each trap stops mattering."""
     from cudnn_hostbench.reports import crossover, waterfall
@@ -150,18 +227,18 @@ def engines(run) -> str:
                   "rounds (`probes/probe_waterfall.py`); the parts add up to within 10 % of the eager figure:", "",
                   waterfall.markdown(rs).split("\n", 2)[-1].strip(), ""]
         if png.exists():
-            lines += [f"![waterfall]({png.relative_to(ROOT)})", ""]
+            lines += [f"![waterfall]({_link(png, base)})", ""]
     if CROSSOVER.exists():
         doc = crossover.load(CROSSOVER)
         png = CROSSOVER.parent / f"crossover-{crossover.gpu(doc).replace(' ', '-')}.png"
         lines += ["**Where each trap stops mattering** (`hostbench crossover`): ",
                   crossover.summary(doc).strip(), ""]
         if png.exists():
-            lines += [f"![crossover]({png.relative_to(ROOT)})"]
+            lines += [f"![crossover]({_link(png, base)})"]
     return "\n".join(lines).rstrip()
 
 
-def versions() -> str:
+def versions(base: Path = ROOT) -> str:
     runs = sorted((records.load_run(p) for p in MATRIX.glob("run-fe*.json")),
                   key=lambda r: store.version_key(store.frontend_version(r)))
     if not runs:
@@ -172,7 +249,7 @@ def versions() -> str:
              f"Eager µs/call (× torch.mm in the same rounds [min–max over {workers} worker processes]) / "
              "device µs. Each version ran in its own worker processes, so compare the ratios across "
              "columns, and only where their worker ranges do not overlap "
-             "(see [docs/measurements.md](docs/measurements.md)).", "",
+             f"(see [docs/measurements.md]({_link(ROOT / 'docs' / 'measurements.md', base)})).", "",
              "| probe/variant | " + " | ".join(f"fe {v}" for v in head) + " |",
              "|---|" + "---|" * len(runs)]
     for probe, variant in VERSION_ROWS + [("wrapper", "naive"), ("wrapper", "fixed"), ("wrapper", "fixed_autotuned")]:
@@ -191,7 +268,7 @@ def versions() -> str:
     return "\n".join(lines).rstrip()
 
 
-def audit_example() -> str:
+def audit_example(base: Path = ROOT) -> str:
     path = AUDITS["naive"]
     if not path.exists():
         return ""
@@ -205,8 +282,8 @@ def audit_example() -> str:
                       *_lines_and_projection(text),
                       "The fixed example (`examples/fixed_integration.py`), same run file:", "",
                       *fixed[2:], *_projection_against_fixed(),
-                      "", f"Full reports: [{path.parent.name}]({path.relative_to(ROOT)}), "
-                      f"[audit-fixed]({AUDITS['fixed'].relative_to(ROOT)})."])
+                      "", f"Full reports: [{path.parent.name}]({_link(path, base)}), "
+                      f"[audit-fixed]({_link(AUDITS['fixed'], base)})."])
 
 
 def _lines_and_projection(text: str, top: int = 5) -> list[str]:
@@ -241,16 +318,30 @@ def _projection_against_fixed() -> list[str]:
                 f"{m:.2f}: {(p / m - 1) * 100:+.0f} %."]
 
 
-def sections() -> dict:
+def sections(doc: Path = RESULTS) -> dict:
+    """Every section, its links relative to the folder of `doc` (the file it is rendered into)."""
+    base = doc.parent
     out = {}
     if REFERENCE.exists():
         run = records.load_run(REFERENCE)   # read once: every section below renders from it
+        out["traps"] = traps(run, base)
         out["headline"] = headline(run)
         out["framework"] = framework(run)
-        out["engines"] = engines(run)
-    out["versions"] = versions()
-    out["audit"] = audit_example()
+        out["engines"] = engines(run, base)
+    out["versions"] = versions(base)
+    out["audit"] = audit_example(base)
     return {k: v for k, v in out.items() if v}
+
+
+def documents() -> list[Path]:
+    """The files whose figure sections this renders: the README and the results page."""
+    return [README, RESULTS]
+
+
+def rendered(doc: Path) -> tuple[str, str]:
+    """(the file's text, the text with its sections rendered from the committed runs)."""
+    old = doc.read_text(encoding="utf-8")
+    return old, render(old, sections(doc))
 
 
 def render(text: str, secs: dict) -> str:
@@ -266,18 +357,26 @@ def render(text: str, secs: dict) -> str:
 
 def add_parser(command) -> None:
     p = command("readme-figures", run, description=__doc__)
-    p.add_argument("--check", action="store_true", help="exit 1 if README is out of date; write nothing")
+    p.add_argument("--check", action="store_true",
+                   help="exit 1 if README.md or docs/results/h200.md is out of date; write nothing")
 
 
 def run(a) -> int:
-    if not README.is_file():   # an installed copy: the README and its sources live in a checkout
-        print(f"{a.prog}: no {README} here: a maintainer's command, run it in a checkout", file=sys.stderr)
+    docs = documents()
+    missing = [d for d in docs if not d.is_file()]
+    if missing:   # an installed copy: the README, the results page and their sources live in a checkout
+        print(f"{a.prog}: no {missing[0]} here: a maintainer's command, run it in a checkout", file=sys.stderr)
         return 2
-    old = README.read_text(encoding="utf-8")
-    new = render(old, sections())
-    if a.check:
-        return 0 if new == old else 1
-    README.write_text(new, encoding="utf-8")
+    stale = []
+    for doc in docs:
+        old, new = rendered(doc)
+        if new != old:
+            stale.append(doc)
+            if not a.check:
+                doc.write_text(new, encoding="utf-8")
+    if a.check and stale:
+        print(f"{a.prog}: out of date: {', '.join(str(d.relative_to(ROOT)) for d in stale)}", file=sys.stderr)
+        return 1
     return 0
 
 

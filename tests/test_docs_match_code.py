@@ -1,4 +1,5 @@
-"""The README and docs/compare.md state what the code does: texts held to the code's own constants."""
+"""The README, docs/compare.md, docs/results/h200.md and docs/architecture.md state what the code does:
+texts held to the code's own constants and modules."""
 import re
 from pathlib import Path
 
@@ -10,6 +11,8 @@ from cudnn_hostbench.scripts import cli
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 COMPARE_MD = (ROOT / "docs" / "compare.md").read_text(encoding="utf-8")
+RESULTS_MD = (ROOT / "docs" / "results" / "h200.md").read_text(encoding="utf-8")
+ARCHITECTURE_MD = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
 
 
 def between(text: str, name: str) -> list[str]:
@@ -30,10 +33,10 @@ def test_readme_marks_are_the_trust_marks_and_d_marks_no_figure():
     assert "d:" not in marks
 
 
-def test_readme_brackets_and_table_brackets_are_each_stated():
-    (text,) = between(README, "brackets")
+def test_results_brackets_and_table_brackets_are_each_stated():
+    (text,) = between(RESULTS_MD, "brackets")
     assert "min–max over the worker processes" in text and "interquartile range" in text
-    assert "[min–max over workers]" in README       # the headline caption says it too
+    assert "[min–max over workers]" in RESULTS_MD       # the headline caption says it too
     import pandas as pd
     empty = pd.DataFrame({"probe": [], "baseline": []})
     assert "interquartile range" in table.RATIO_BRACKET and table.RATIO_BRACKET in table.key_text(empty)
@@ -49,3 +52,10 @@ def test_compare_doc_names_every_option_and_exit_code():
     for code in ("- 0:", "- 1:", "- 2:", "- 130:"):
         assert code in COMPARE_MD
     assert "µs above the baseline" not in COMPARE_MD and "probe/variant · mode · size" not in COMPARE_MD
+
+
+def test_architecture_names_every_verdict_module_and_command_module():
+    for path in sorted((ROOT / "reports" / "verdict").glob("*.py")):
+        if path.name != "__init__.py":
+            assert path.name in ARCHITECTURE_MD, f"docs/architecture.md does not name reports/verdict/{path.name}"
+    assert "scripts/cli.py" in ARCHITECTURE_MD and "COMMANDS" in ARCHITECTURE_MD
