@@ -4,7 +4,7 @@ every cuDNN path on the same plan (the one generic execute runs). Each path's ea
 into the integration's Python, the frontend's Python, the engine's host cost (the PRIVATE
 raw-pointer execute floor on that plan) and the GPU time the host does not hide, all from the same
 interleaved rounds (bench/measure/waterfall.py says how). The eager row's note says whether the
-parts sum to within 10 % of it. `python -m cudnn_hostbench.reports.waterfall RUN` draws the chart."""
+parts sum to within 10 % of it. `hostbench waterfall RUN` draws the chart."""
 import math
 
 from cudnn_hostbench.bench.cudnn_graphs.build import guard

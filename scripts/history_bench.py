@@ -11,20 +11,21 @@ Prints a Markdown table (docs/measurements.md keeps the figures measured on the 
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as _dt
 import os
 import platform
 import random
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from cudnn_hostbench.reports import dashboard
+from cudnn_hostbench.reports import dashboard, store
 from cudnn_hostbench.reports.history import check, db, ingest
+from cudnn_hostbench.scripts import pg_server
 from cudnn_hostbench.scripts.cli import alias
+from cudnn_hostbench.scripts.scratch import scratch
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPORT = ROOT / "reports" / "reference" / "h200" / "history.hbx.jsonl.gz"
@@ -94,28 +95,31 @@ def add_parser(command) -> None:
 
 
 def run(a) -> int:
-    tmp = Path(tempfile.mkdtemp(prefix="hostbench-bench-"))
-    urls = list(a.url) or [f"sqlite:///{tmp / 'history.db'}"]
-    server = None
-    if a.start_pg:
-        sys.path.insert(0, str(ROOT))
-        from tests.pg_server import Server
-        server = Server(Path(tempfile.mkdtemp(prefix="hostbench-pg-"))).start()
-        urls.append(server.new_database("bench"))
+    if a.runs < 1:
+        print(f"{a.prog}: --runs {a.runs}: must be at least 1", file=sys.stderr)
+        return 2
     rows = []
-    try:
+    with contextlib.ExitStack() as stack:   # the temporary store, sites and server go, whatever ends this
+        tmp = stack.enter_context(scratch("hostbench-bench-"))
+        urls = list(a.url) or [f"sqlite:///{tmp / 'history.db'}"]
+        if a.start_pg:
+            try:
+                server = stack.enter_context(pg_server.Server())
+                urls.append(server.new_database("bench"))
+            except (pg_server.Unavailable, RuntimeError, OSError) as e:
+                print(f"{a.prog}: --start-pg: {store.one_line(str(e))}", file=sys.stderr)
+                return 2
         for k, url in enumerate(urls):
-            r = bench(url, a.runs, tmp / f"site{k}")
+            try:
+                r = bench(url, a.runs, tmp / f"site{k}")
+            except db.StoreError as e:
+                print(f"{a.prog}: {store.one_line(str(e))}", file=sys.stderr)
+                return 2
             engine = "PostgreSQL" if url.startswith("postgres") else "SQLite"
             print(f"{engine}: {r}", flush=True)
             rows.append(f"| {engine} | {r['runs']} × {r['figures'] // r['runs']} | {r['ingest_s']:.1f} s "
                         f"({r['runs_per_s']:.1f} runs/s, {r['figures_per_s']:.0f} figures/s) | {r['check_s']:.2f} s "
                         f"| {r['dashboard_s']:.2f} s ({r['page_kb']:.0f} KB) |")
-    finally:
-        if server is not None:
-            server.stop()
-            shutil.rmtree(server.root, ignore_errors=True)
-        shutil.rmtree(tmp, ignore_errors=True)
     print(f"\nmachine: {platform.node()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
     print("| store | history | ingest | one history check | dashboard, latest 100 runs |")
     print("|---|---|---|---|---|")

@@ -2,7 +2,7 @@
 on the same GPU alongside N-1 other jobs must agree within the gate's same-start floors on eager,
 graph and device rows (reports/node_safety.py).
 
-    python3 -m cudnn_hostbench.scripts.node_check --wheels .whlm .whl --version 1.32.0 --out results/node-check \\
+    hostbench node-check --wheels .whlm .whl --version 1.32.0 --out results/node-check \\
         -- --hb-sizes 256 -k "execute or set_stream or wrapper or pack_size"
 
 Three phases, each pinned as in the parallel matrix (the whole node's plan):
@@ -28,7 +28,7 @@ from cudnn_hostbench.scripts.cli import alias
 
 def add_parser(command) -> None:
     from cudnn_hostbench.scripts.version_matrix import ROOT
-    ap = command("node-check", run, extra="after --", description=__doc__.split("\n")[0],
+    ap = command("node-check", run, extra="after --", description=__doc__,
                  epilog="arguments after -- go to pytest")
     ap.add_argument("--wheels", nargs="+", default=[".whlm", ".whl"], help="folders of frontend wheels")
     ap.add_argument("--version", required=True, help="the frontend version to check (its wheel must be in --wheels)")
@@ -64,12 +64,12 @@ def jobs_for(args, wheels: dict, slots: list, check_gpu: int, out: Path) -> dict
 def run(args) -> int:
     from cudnn_hostbench.bench.measure.records import RunFileError, load_run
     from cudnn_hostbench.reports import node_safety
-    from cudnn_hostbench.scripts import version_matrix as vm
+    from cudnn_hostbench.scripts.matrix_part import find_wheels
 
     pytest_args = args.rest
-    wheels = vm.find_wheels(args.wheels)
+    wheels = find_wheels(args.wheels)
     if args.version not in wheels:
-        print(f"node_check: --version {args.version}: no wheel for it in {' '.join(args.wheels)}", file=sys.stderr)
+        print(f"{args.prog}: --version {args.version}: no wheel for it in {' '.join(args.wheels)}", file=sys.stderr)
         return 2
     try:
         plan = node.node_plan(args.gpus)
@@ -79,7 +79,7 @@ def run(args) -> int:
         if len(plan.slots) < 2:
             raise node.NodeError(f"{plan.slots[0].label}: the only GPU; alongside needs two or more")
     except node.NodeError as e:
-        print(f"node_check: {e}", file=sys.stderr)
+        print(f"{args.prog}: {e}", file=sys.stderr)
         return 2
     out = Path(args.out).resolve()
     for line in plan.lines():
@@ -102,7 +102,7 @@ def run(args) -> int:
         if phase == "alongside":
             coverage = node_safety.load_coverage(results, jobs[0].name)
     for line in failed:
-        print(f"node_check: {line}", file=sys.stderr)
+        print(f"{args.prog}: {line}", file=sys.stderr)
     runs = {}
     for phase in phases:
         path = out / phase / f"run-fe{args.version}.json"
@@ -111,7 +111,7 @@ def run(args) -> int:
         except RunFileError as e:
             if not failed:
                 failed.append(str(e))
-                print(f"node_check: {e}", file=sys.stderr)
+                print(f"{args.prog}: {e}", file=sys.stderr)
     pairs = [("alone", "alongside"), ("alone2", "alongside"), ("alone", "alone2")]
     checks = [node_safety.check(runs[a], runs[b], f"{b} vs {a}") for a, b in pairs if a in runs and b in runs]
     text = "# Alone against alongside: the parallel matrix's safety check\n\n" + node_safety.render(checks) + coverage + "\n"

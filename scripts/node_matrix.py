@@ -17,6 +17,8 @@ from pathlib import Path
 
 from cudnn_hostbench.bench.measure import node
 from cudnn_hostbench.bench.measure.node_jobs import Job, failure_line, run_jobs, slot_info
+from cudnn_hostbench.reports import store as runstore
+from cudnn_hostbench.scripts import matrix_merge, matrix_part
 
 OK = ("ok", "skipped")   # statuses that are not a failed job (skipped: --deadline said so)
 
@@ -33,15 +35,10 @@ def plan_jobs(wheels: dict, libs: list, target_root: str) -> list[Job]:
     jobs = []
     for ver, wheel in wheels.items():
         for lib in libs or [None]:
-            label = ver if lib is None else f"{ver}+cudnn{_vm().lib_label(lib)}"
+            label = ver if lib is None else f"{ver}+cudnn{matrix_part.lib_label(lib)}"
             jobs.append(Job(f"fe {label}", {"version": ver, "lib": lib, "wheel": wheel, "label": label,
                                              "target": Path(target_root) / f"fe-{ver}"}))
     return jobs
-
-
-def _vm():
-    from cudnn_hostbench.scripts import version_matrix
-    return version_matrix
 
 
 def install_all(args, jobs: list[Job], say=print) -> None:
@@ -50,7 +47,7 @@ def install_all(args, jobs: list[Job], say=print) -> None:
     for j in jobs:
         key = (str(j.data["wheel"]), str(j.data["target"]))
         if key not in done:
-            done[key] = _vm().install(args.python, j.data["wheel"], j.data["target"])
+            done[key] = matrix_part.install(args.python, j.data["wheel"], j.data["target"])
             if not done[key][0]:
                 say(f"{j.name}: install failed")
         j.data["installed"], j.data["install_log"] = done[key]
@@ -58,7 +55,6 @@ def install_all(args, jobs: list[Job], say=print) -> None:
 
 def runner(args, pytest_args: list[str], deadline_at: float | None):
     """work(job, slot) for run_jobs: one version's import check and suite on its slot."""
-    vm = _vm()
 
     def work(job: Job, slot) -> dict:
         d = job.data
@@ -70,7 +66,7 @@ def runner(args, pytest_args: list[str], deadline_at: float | None):
         if left < min(30, args.timeout):
             return {**base, "status": "skipped", "detail": "out of time (--deadline)"}
         job_args = argparse.Namespace(**{**vars(args), "out": str(d.get("out") or args.out)})
-        return {"wheel": base["wheel"], **vm.run_one(job_args, d["version"], d["lib"], d["target"], pytest_args,
+        return {"wheel": base["wheel"], **matrix_part.run_one(job_args, d["version"], d["lib"], d["target"], pytest_args,
                                                      min(args.timeout, left), slot=slot)}
     return work
 
@@ -79,17 +75,16 @@ def run_parallel(args, jobs: list[Job], slots: list, pytest_args: list[str], doc
                  say=print, store=True) -> list[dict]:
     """Runs the jobs over the slots; each finished entry goes into doc['versions'] (sorted by
     version), the history store and matrix.json at once, so a killed matrix keeps what it finished."""
-    vm = _vm()
     entries = doc.setdefault("versions", [])
     t0 = time.monotonic()
     deadline_at = t0 + args.deadline if getattr(args, "deadline", 0) else None
 
     def done(job: Job, slot, e: dict) -> None:
         entries.append(e)
-        entries.sort(key=lambda x: vm.store.version_key(x.get("label") or ""))
+        entries.sort(key=lambda x: runstore.version_key(x.get("label") or ""))
         say(f"{slot.label}: {job.name}: {e['status']} {(e.get('detail') or '')[-200:]}".rstrip())
         if store and e["status"] == "ok":
-            line = vm.store_part(args.store, Path(job.data.get("out") or out) / e["run_file"])
+            line = matrix_part.store_part(args.store, Path(job.data.get("out") or out) / e["run_file"])
             if line:
                 say(line)
         doc["wall_s"] = round(time.monotonic() - t0, 1)
@@ -121,11 +116,10 @@ def failures(results: list[dict]) -> list[str]:
 
 def main(args, wheels: dict, pytest_args: list[str], out: Path) -> int:
     """version_matrix's matrix with --gpus: plan, install, run in parallel, merge."""
-    vm = _vm()
     try:
         plan = node.node_plan(args.gpus)
     except node.NodeError as e:
-        print(f"version_matrix: --gpus {args.gpus}: {e}", file=sys.stderr)
+        print(f"{args.prog}: --gpus {args.gpus}: {e}", file=sys.stderr)
         return 2
     for line in plan.lines():
         print(line, flush=True)
@@ -137,7 +131,7 @@ def main(args, wheels: dict, pytest_args: list[str], out: Path) -> int:
     results = run_parallel(args, jobs, plan.slots, pytest_args, doc, out, say=lambda m: print(m, flush=True))
     doc["wall_s"] = round(time.monotonic() - t0, 1)   # installs included, as in the serial matrix
     (out / "matrix.json").write_text(json.dumps(doc, indent=1, default=str), encoding="utf-8")
-    med = vm.merge(out, doc["versions"], args.dashboard)
+    med = matrix_merge.merge(out, doc["versions"], args.dashboard)
     with open(out / "matrix.md", "a", encoding="utf-8") as fh:
         fh.write(gpu_section(doc, plan.basis))
     if med is not None:
@@ -145,7 +139,7 @@ def main(args, wheels: dict, pytest_args: list[str], out: Path) -> int:
     print(f"wrote {out / 'matrix.md'} ({doc['wall_s']:.0f} s on {len(plan.slots)} GPU(s))")
     bad = failures(results)
     for line in bad:
-        print(f"version_matrix: {line}", file=sys.stderr)
+        print(f"{args.prog}: {line}", file=sys.stderr)
     if bad:
         return 2
     return 0 if any(e["status"] == "ok" for e in doc["versions"]) else 1

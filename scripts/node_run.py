@@ -23,6 +23,7 @@ from cudnn_hostbench.bench.measure import node
 from cudnn_hostbench.bench.measure.node_jobs import Job, failure_line, one_line, run_jobs
 
 GPU_MODES = "--hb-modes=graph,device"
+ROOT = Path(__file__).resolve().parent.parent   # as scripts/run.py has it (run imports this module)
 
 
 def add_arguments(p) -> None:
@@ -137,7 +138,6 @@ def run(args) -> int:
     """`hostbench run --all-gpus [--gpus ...] [--out DIR] [pytest args]`."""
     from cudnn_hostbench.bench.measure.records import RunFileError, load_run
     from cudnn_hostbench.reports import node as report
-    from cudnn_hostbench.scripts.run import ROOT
 
     prog = getattr(args, "prog", "hostbench run")
     pytest_args = list(getattr(args, "pytest_args", None) or [])

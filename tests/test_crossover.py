@@ -2,8 +2,7 @@
 and one line + exit 2 without a GPU or with bad options."""
 import json
 
-from cudnn_hostbench.reports import crossover as report
-from cudnn_hostbench.scripts import crossover
+from cudnn_hostbench.scripts import cli, crossover
 
 
 def _pt(size, share, status="ok"):
@@ -33,7 +32,7 @@ def test_report_summarises_and_plots_a_records_file(tmp_path, capsys):
                     "points": [_pt("1x4096x4096", 3.0), _pt("4x4096x4096", 0, status="build: unsupported")]}}}
     f = tmp_path / "crossover.json"
     f.write_text(json.dumps(doc))
-    assert report.main([str(f)]) == 0
+    assert cli.main(["crossover-plot", str(f)]) == 0
     out = capsys.readouterr().out
     assert "execute (generic vs ordered_pinned): from 1024" in out and "wrapper" in out and "not reached up to 1x4096x4096" in out
     assert (tmp_path / "crossover-NVIDIA-H200.png").read_bytes()[:4] == b"\x89PNG"
@@ -42,7 +41,7 @@ def test_report_summarises_and_plots_a_records_file(tmp_path, capsys):
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     bad = tmp_path / "x.json"
     bad.write_text("{not json")
-    assert report.main([str(bad)]) == 2
+    assert cli.main(["crossover-plot", str(bad)]) == 2
     assert crossover.main(["--traps", "nope", "--out", str(tmp_path)]) == 2
     assert crossover.main(["--out", str(tmp_path / "o")]) == 2          # this machine has no GPU
     err = capsys.readouterr().err.strip().splitlines()

@@ -1,6 +1,6 @@
 """The engine table from records: marks, spread sentence, and one line + exit 2 on bad input."""
 from cudnn_hostbench.bench.measure.records import Record, run_document, write_run
-from cudnn_hostbench.reports import engines
+from cudnn_hostbench.scripts import cli
 
 
 def _recs():
@@ -16,7 +16,7 @@ def _recs():
 
 def test_table_marks_plans_and_states_the_spread(tmp_path, capsys):
     f = write_run(tmp_path / "run.json", run_document(_recs(), {"gpu_name": "H200"}))
-    assert engines.main([str(f), "--out", str(tmp_path)]) == 0
+    assert cli.main(["engines", str(f), "--out", str(tmp_path)]) == 0
     md = (tmp_path / "engines.md").read_text()
     assert "13.80 (plan 5 'eng4') to 16.60 (plan 0 'eng0'), a spread of 2.80 µs" in md
     assert "the heuristic's pick (plan 0) costs +2.80 µs eager and +0.24 µs GPU" in md
@@ -25,7 +25,7 @@ def test_table_marks_plans_and_states_the_spread(tmp_path, capsys):
 
 def test_bad_input_is_one_line(tmp_path, capsys):
     f = write_run(tmp_path / "run.json", run_document([Record("x", "y", "1", "eager", samples=[1.0])], {}))
-    assert engines.main([str(f)]) == 2
-    assert engines.main([str(tmp_path / "nope.json")]) == 2
+    assert cli.main(["engines", str(f)]) == 2
+    assert cli.main(["engines", str(tmp_path / "nope.json")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and all(e.startswith("hostbench engines: ") for e in err)

@@ -266,7 +266,7 @@ def test_version_matrix_runs_one_version_per_gpu_in_parallel(tmp_path, monkeypat
     capsys.readouterr()
     assert vm.main([*common, "--gpus", "all"]) == 2   # a failed version: exit 2, the others kept
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("version_matrix: GPU ") and "(GPU-fake" in err[0]
+    assert len(err) == 1 and err[0].startswith("hostbench matrix: GPU ") and "(GPU-fake" in err[0]
     assert "fe 1.11.0: import failed" in err[0]
     doc = json.loads((out / "matrix.json").read_text())
     assert [e["label"] for e in doc["versions"]] == ["1.10.0", "1.11.0", "1.12.0"]
@@ -299,4 +299,4 @@ def test_version_matrix_gpus_that_do_not_exist_are_one_line(tmp_path, monkeypatc
     (tmp_path / "w").mkdir()
     fake_wheel(tmp_path / "w", "1.10.0", '__version__ = "1.10.0"\n')
     assert vm.main(["--wheels", str(tmp_path / "w"), "--out", str(tmp_path / "o"), "--gpus", "5"]) == 2
-    assert capsys.readouterr().err.strip() == "version_matrix: --gpus 5: GPU 5: not on this node (it has 0, 1)"
+    assert capsys.readouterr().err.strip() == "hostbench matrix: --gpus 5: GPU 5: not on this node (it has 0, 1)"

@@ -1,5 +1,5 @@
 """scripts/node_check.py, the alone-vs-alongside check, on CPU: stand-in GPUs, and each suite replaced
-by a synthetic run written where version_matrix's run_one writes it."""
+by a synthetic run written where the matrix part (scripts/matrix_part.py) writes it."""
 from __future__ import annotations
 
 import os
@@ -13,8 +13,7 @@ import pytest
 
 from cudnn_hostbench.bench.measure import node, node_jobs
 from cudnn_hostbench.bench.measure.records import run_document, write_run
-from cudnn_hostbench.scripts import node_check
-from cudnn_hostbench.scripts import version_matrix as vm
+from cudnn_hostbench.scripts import matrix_part, node_check
 from tests.helpers import FINGERPRINT
 from tests.test_compare import fake_wheel
 from tests.test_node import two_gpus
@@ -42,7 +41,7 @@ def setup(tmp_path, monkeypatch):
         write_run(Path(args.out) / name, run_document(tight_records(slow, seed=len(calls)), fp))
         return {"version": ver, "label": ver, "run_file": name, "status": "ok", "detail": "", "seconds": 1.0}
 
-    monkeypatch.setattr(vm, "run_one", run_one)
+    monkeypatch.setattr(matrix_part, "run_one", run_one)
     base = ["--wheels", str(wheels), "--version", "1.32.0", "--target-root", str(tmp_path / "t")]
     return base, calls, behaviour, tmp_path
 
@@ -77,7 +76,7 @@ def test_a_load_job_that_fails_is_one_line_and_the_check_is_kept(setup, capsys):
     behaviour["fail"] = "1.31.0"
     assert node_check.main([*base, "--out", str(tmp / "c"), "--once"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["node_check: GPU 1 (GPU-fake1): fe 1.31.0 (load): import failed: "
+    assert err == ["hostbench node-check: GPU 1 (GPU-fake1): fe 1.31.0 (load): import failed: "
                    "ImportError: libcudnn.so.9: cannot open shared object file"]
     assert "alongside vs alone: SAFE" in (tmp / "c" / "check.md").read_text()
 
@@ -85,11 +84,11 @@ def test_a_load_job_that_fails_is_one_line_and_the_check_is_kept(setup, capsys):
 def test_bad_input_is_one_line(setup, capsys):
     base, calls, _, tmp = setup
     assert node_check.main([*base[:2], "--version", "9.9.9", "--out", str(tmp / "x")]) == 2
-    assert capsys.readouterr().err.strip().startswith("node_check: --version 9.9.9: no wheel for it in ")
+    assert capsys.readouterr().err.strip().startswith("hostbench node-check: --version 9.9.9: no wheel for it in ")
     assert node_check.main([*base, "--gpus", "1"]) == 2
-    assert capsys.readouterr().err.strip() == "node_check: GPU 1 (GPU-fake1): the only GPU; alongside needs two or more"
+    assert capsys.readouterr().err.strip() == "hostbench node-check: GPU 1 (GPU-fake1): the only GPU; alongside needs two or more"
     assert node_check.main([*base, "--gpu", "4"]) == 2
-    assert capsys.readouterr().err.strip() == "node_check: GPU 4: not among --gpus all"
+    assert capsys.readouterr().err.strip() == "hostbench node-check: GPU 4: not among --gpus all"
     assert not calls and not (tmp / "x").exists()
 
 

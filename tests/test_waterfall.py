@@ -3,6 +3,7 @@ add up to the eager figure when the host is the bottleneck; a GPU-bound path sho
 import pytest
 
 from cudnn_hostbench.bench.measure import waterfall
+from cudnn_hostbench.scripts import cli
 
 
 class Clock:
@@ -75,21 +76,19 @@ def _run(tmp_path, parts, name="run.json"):
 
 
 def test_report_renders_table_and_chart_from_a_run_file(tmp_path, capsys):
-    from cudnn_hostbench.reports import waterfall as report
     good = {"eager": 29.0, "host": 28.5, "gpu": 2.6, "integration": 13.0, "frontend": 9.0, "engine": 6.5,
             "gpu_exposed": 0.0}
     bad = {**good, "integration": 2.0}
     f = _run(tmp_path, {"naive_wrapper": good, "generic": bad})
-    assert report.main([str(f), "--out", str(tmp_path / "out")]) == 0
+    assert cli.main(["waterfall", str(f), "--out", str(tmp_path / "out")]) == 0
     md = (tmp_path / "out" / "waterfall.md").read_text()
     assert "naive_wrapper" in md and "98.3 %" in md and "outside 10 %" in md
     assert (tmp_path / "out" / "waterfall.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_report_refuses_a_run_without_waterfall_records_in_one_line(tmp_path, capsys):
-    from cudnn_hostbench.reports import waterfall as report
     f = _run(tmp_path, {})
-    assert report.main([str(f)]) == 2
-    assert report.main([str(tmp_path / "missing.json")]) == 2
+    assert cli.main(["waterfall", str(f)]) == 2
+    assert cli.main(["waterfall", str(tmp_path / "missing.json")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err and all(line.startswith("hostbench waterfall: ") for line in err)
