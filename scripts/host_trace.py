@@ -2,10 +2,11 @@
 
     hostbench host-trace --seconds 20 [--out host_trace.json]
 
-Prints the floor (as the harness learns it: the lower quartile of the fast cluster, not the
-lowest reading), the fraction of readings within 5/10/15/25 % of it, and how long fast and slow
-spells last (a VM host's vCPU can flip between a fast and a slow state; the harness discards
-rounds timed in the slow one).
+Prints one verdict line: "this host is bistable: fast … µs, slow … µs, … % of time slow" or "not
+bistable" (a VM host's vCPU can flip between a fast and a slow state; the harness discards rounds
+timed in the slow one). `--json` prints the figures instead: the floor (as the harness learns it:
+the lower quartile of the fast cluster, not the lowest reading), the fraction of readings within
+5/10/15/25 % of it, the two states' medians and how long fast and slow spells last.
 """
 from __future__ import annotations
 
@@ -31,16 +32,54 @@ def spells(flags: list[bool], times: list[float]) -> dict:
                                          "max_s": round(max(v), 3) if v else None} for k, v in out.items()}
 
 
+def _time_share(flags: list[bool], times: list[float]) -> float:
+    """The share of the traced time spent where `flags` is True: each reading stands for the time
+    to the next one (the last for the median gap)."""
+    if len(times) < 2:
+        return float(sum(flags)) / max(len(flags), 1)
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    gaps.append(statistics.median(gaps))
+    total = sum(gaps)
+    return sum(g for g, f in zip(gaps, flags) if f) / total if total > 0 else sum(flags) / len(flags)
+
+
 def summarize(readings: list[tuple[float, float]], tol: float = 0.10) -> dict:
-    from cudnn_hostbench.bench.measure.hoststate import robust_floor
+    from cudnn_hostbench.bench.measure.hoststate import SLOW_AT, robust_floor
     times = [t for t, _ in readings]
     xs = [x for _, x in readings]
     floor = robust_floor(sorted(xs))   # the floor the harness would learn from these readings
     frac = {f"within_{int(k * 100)}pct": round(sum(x <= floor * (1 + k) for x in xs) / len(xs), 3)
             for k in (0.05, 0.10, 0.15, 0.25)}
+    fast = [x for x in xs if x <= floor * (1 + tol)]
+    slow = [x for x in xs if x >= floor * SLOW_AT]   # the harness's slow state (in between: a switch)
     return {"readings": len(xs), "floor_us": floor, "lowest_us": min(xs), "median_us": statistics.median(xs),
             "p90_us": sorted(xs)[int(0.9 * (len(xs) - 1))], **frac,
+            "fast_median_us": statistics.median(fast) if fast else None,
+            "slow_median_us": statistics.median(slow) if slow else None,
+            "slow_time_share": round(_time_share([x >= floor * SLOW_AT for x in xs], times), 3),
+            "fast_time_share": round(_time_share([x <= floor * (1 + tol) for x in xs], times), 3),
             "spells": spells([x <= floor * (1 + tol) for x in xs], times)}
+
+
+BISTABLE_SHARE = 0.05   # each state must hold at least this share of the time for the host to be bistable
+
+
+def verdict(s: dict) -> str:
+    """One line over a summary (summarize): 'this host is bistable: fast … µs, slow … µs, … % of
+    time slow' when both the fast state (within 10 % of the floor) and the slow one (at least
+    hoststate.SLOW_AT times the floor) hold BISTABLE_SHARE of the time or more, else 'not bistable'
+    and which state the host stays in."""
+    slow, fast = s.get("slow_time_share") or 0.0, s.get("fast_time_share") or 0.0
+    longest = ((s.get("spells") or {}).get("slow") or {}).get("max_s")
+    if slow >= BISTABLE_SHARE and fast >= BISTABLE_SHARE and s.get("slow_median_us") and s.get("fast_median_us"):
+        return (f"this host is bistable: fast {s['fast_median_us']:.2f} µs, slow {s['slow_median_us']:.2f} µs, "
+                f"{slow * 100:.0f} % of time slow" + (f" (slow spells up to {longest:g} s)" if longest else "")
+                + f"; {s['readings']} readings, floor {s['floor_us']:.2f} µs")
+    if fast < BISTABLE_SHARE:
+        return (f"not bistable: the host never settles near its floor ({s['floor_us']:.2f} µs; median "
+                f"{s['median_us']:.2f} µs, {fast * 100:.0f} % of time within 10 %); {s['readings']} readings")
+    return (f"not bistable: {fast * 100:.0f} % of time within 10 % of the floor {s['floor_us']:.2f} µs, "
+            f"{slow * 100:.1f} % slow; {s['readings']} readings")
 
 
 def add_parser(command) -> None:
@@ -48,6 +87,7 @@ def add_parser(command) -> None:
     p.add_argument("--seconds", type=float, default=20.0, help="how long to trace")
     p.add_argument("--every", type=float, default=0.01, help="seconds between readings")
     p.add_argument("--out", help="also write the readings and summary as JSON")
+    p.add_argument("--json", action="store_true", help="print the summary's figures as JSON instead of the verdict line")
 
 
 def run(a) -> int:
@@ -68,7 +108,7 @@ def run(a) -> int:
         readings.append((time.perf_counter() - t0, sentinel_us()))
         time.sleep(a.every)
     s = summarize(readings)
-    print(json.dumps(s, indent=1))
+    print(json.dumps(s, indent=1) if a.json else verdict(s))
     if a.out:
         try:
             write_text_atomic(a.out, json.dumps({"summary": s, "readings": readings}))
