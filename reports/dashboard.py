@@ -41,21 +41,31 @@ def memory_store(runs):
 
 
 def render_store(st, folder: Path, errors=(), title: str = "hostbench dashboard", last: int = LAST,
-                 runs=()) -> list[str]:
+                 runs=(), order: str = "date") -> list[str]:
     """Writes index.html into `folder`; returns the paths written, relative to it. `runs`: loaded
-    run files, whose rounds the page draws (the store keeps per-worker figures only)."""
+    run files, whose rounds the page draws (the store keeps per-worker figures only). `order`
+    'version': each GPU leads with its newest frontend version's run (a version matrix). A line
+    per GPU on stderr while it works, when stderr is a terminal."""
     from .history import page
     loaded = {str(r.path): r for r in runs}
-    (folder / "index.html").write_text(page.render(st, title, last, [str(e) for e in errors], loaded=loaded),
+    (folder / "index.html").write_text(page.render(st, title, last, [str(e) for e in errors], loaded=loaded,
+                                                   order=order, progress=progress_line()),
                                        encoding="utf-8")
     return ["index.html"]
 
 
+def progress_line():
+    """say(text) for a terminal (bench/measure/progress.py), or None when stderr is not one."""
+    from cudnn_hostbench.bench.measure import progress
+    return progress.say if progress.on_terminal() else None
+
+
 def render(runs, folder: Path, errors=(), order: str = "date", title: str = "hostbench dashboard") -> list[str]:
-    """The dashboard of loaded runs (any order: the page orders by date, the version view by version)."""
+    """The dashboard of loaded runs (the trends order by date; `order` 'version' leads each GPU
+    with its newest frontend version, the version view is in version order either way)."""
     st = memory_store(runs)
     try:
-        return render_store(st, folder, errors, title, runs=runs)
+        return render_store(st, folder, errors, title, runs=runs, order=order)
     finally:
         st.close()
 
@@ -126,7 +136,7 @@ def build(runs, out: str | Path, errors=(), order: str = "date", title: str = "h
     old = previous_files(out)
     stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=_existing_ancestor(out.parent)))
     try:
-        written = render_store(store, stage, errors, title, last, runs) if store is not None else \
+        written = render_store(store, stage, errors, title, last, runs, order) if store is not None else \
             render(runs, stage, errors, order, title)
         out.mkdir(parents=True, exist_ok=True)
         publish(stage, out, written, old)

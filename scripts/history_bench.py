@@ -64,18 +64,25 @@ def synthetic(n: int, seed: int = 0):
 
 
 def bench(url: str, n: int, out: Path) -> dict:
+    from cudnn_hostbench.bench.measure.progress import Counter, step
     st = db.open_store(url, create=True)
     try:
         t0 = time.perf_counter()
         figures = 0
-        for meta, figs in synthetic(n):
+        counter = Counter(f"history-bench: {st.shown}: ingesting run", n)   # a terminal only
+        for i, (meta, figs) in enumerate(synthetic(n)):
             st.ingest(meta, figs)
             figures += len(figs)
+            if (i + 1) % 10 == 0 or i + 1 == n:
+                counter(i + 1)
+        counter.done()
         ingest_s = time.perf_counter() - t0
         newest = st.runs()[-1]["id"]
+        step(f"history-bench: one history check of run {newest}")
         t0 = time.perf_counter()
         _, verdicts = check.check(st, newest)
         check_s = time.perf_counter() - t0
+        step("history-bench: the dashboard of the latest 100 runs")
         t0 = time.perf_counter()
         dashboard.build([], out, store=st, last=100)
         dash_s = time.perf_counter() - t0

@@ -188,7 +188,8 @@ def main(a) -> int:
         if why:   # judged all the same; it is only left out of the other runs' histories
             print(f"note: run {rid} is excluded ({why}): it is in no other run's history; "
                   f"`hostbench history include {rid}{_store_arg(store)}` takes it back")
-        target, verdicts = check.check(store, rid, a.last)
+        from cudnn_hostbench.bench.measure.progress import step
+        target, verdicts = check.check(store, rid, a.last, progress=step)   # lines on a terminal only
         if a.json and a.json != "-":
             Path(a.json).write_text(check.to_json(target, verdicts))   # before printing: a bad path is one line
         print(check.to_json(target, verdicts) if a.json == "-" else check.render(target, verdicts, a.all, wide=a.wide, why=led))

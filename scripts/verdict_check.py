@@ -49,18 +49,22 @@ def run(a) -> int:
         calibrate.PRIOR.write_text(text)
         print(f"wrote {calibrate.PRIOR}")
         return 0
-    tty = sys.stderr.isatty()
+    from cudnn_hostbench.bench.measure.progress import Counter
+    counter: list = []
 
-    def progress(i, n, t):
-        if tty:
-            print(f"\r  judging run {i + 1}/{n}", end="", file=sys.stderr, flush=True)
+    def progress(i, n, t):   # one line on a terminal, rewritten as the folds are judged
+        if not counter:
+            counter.append(Counter("verdict-check: judging run", n))
+        counter[0](i + 1)
     try:
         res = validate.run(paths, a.runs, progress)
     except (OSError, ValueError) as e:
+        if counter:
+            counter[0].done()
         print(f"hostbench verdict-check: {e}", file=sys.stderr)
         return 2
-    if tty:
-        print(file=sys.stderr)
+    if counter:
+        counter[0].done()
     print(validate.report(res))
     if a.json:
         a.json.write_text(json.dumps({"runs": res.runs, "false_runs": res.false_runs, "false_rows": res.false_rows,

@@ -154,3 +154,126 @@ def test_history_show_figures_renders_the_table_from_the_store(tmp_path, capsys,
     st.close()
     f = figs[("churn", "reuse", "256", "eager")]
     assert f"{f.median_us:.2f}" in text and f"{f.value:.2f}" in text   # the median and its ratio
+
+
+# -- 5: the dashboard says what it judged, in version order for a matrix, names only files at hand ---
+def test_matrix_dashboard_judges_the_newest_version_and_says_it_judged_nothing(tmp_path):
+    assert cli.main(["dashboard", str(REF / "matrix"), "--order", "version", "--out", str(tmp_path / "m")]) == 0
+    html = (tmp_path / "m" / "index.html").read_text()
+    judged = re.search(r"Judged run .*?</p>", html, re.S).group(0)
+    assert "frontend 1.32.0" in judged and "frontend 1.26.0" not in judged   # 1.26.0 ran last, 1.32.0 is newest
+    assert '<p class="neutral">Nothing judged' in html
+    assert "No row moved past" not in html and "newer partial run" not in judged
+
+
+def test_history_dashboard_names_a_run_file_only_while_its_bytes_are_the_stored_ones(tmp_path):
+    import shutil
+
+    from cudnn_hostbench.reports.history import db, page
+    url = _store(tmp_path)
+    assert cli.main(["dashboard", "--store", url, "--out", str(tmp_path / "d")]) == 0
+    html = (tmp_path / "d" / "index.html").read_text()
+    assert "<code></code>" not in html and "No row moved past" in html and "rows judged" in html
+    # a stored run file: named while unchanged, not once its bytes differ or it is gone
+    f = tmp_path / "run.json"
+    shutil.copy(RUN, f)
+    st = db.open_store(f"sqlite:///{tmp_path / 'one.db'}", create=True)
+    rid, _ = st.ingest_run(load_run(f), db.file_hash(f))
+    r = st.run(rid)
+    st.close()
+    assert page.file_state(r) == (str(f), "")
+    f.write_text(f.read_text().replace("}", " }", 1))
+    assert page.file_state(r) == ("", "changed since stored")
+    f.unlink()
+    assert page.file_state(r) == ("", "not at hand")
+    assert page.file_state({**r, "source_path": ""}) == ("", "not recorded")
+
+
+# -- 6: engines carry the table's marks and a marked difference its caveat ---------------------------
+def test_engines_mark_figures_and_caveat_a_marked_difference(capsys, monkeypatch):
+    lines = out(capsys, monkeypatch, ["engines", str(RUN)], 120)
+    text = "\n".join(lines)
+    at = text.index("### Engines at 1024³")
+    part = text[at:]
+    assert re.search(r"a spread of \d+\.\d\d µs \(⚑h: no steady host state", part)
+    assert re.search(r"costs [+-]\d+\.\d\d µs eager \(⚑h", part)
+    assert re.search(r"\| \d+\.\d\d ⚑h \|", part)
+    df = table.build_table(load_run(RUN))
+    eng = df[(df.probe == "engine") & (df["size"] == "1024") & df.variant.str.startswith("plan_") & df["eager"].notna()]
+    assert (eng["eager_badge"] != "").all()   # the table marks them too
+
+
+# -- 8: host-trace says whether the host is bistable -------------------------------------------------
+def test_host_trace_verdict_is_a_pure_function_of_the_trace():
+    import json
+
+    from cudnn_hostbench.scripts import host_trace
+    doc = json.loads((REF / "host" / "host_trace.json").read_text())
+    line = host_trace.verdict(host_trace.summarize([tuple(x) for x in doc["readings"]]))
+    m = re.match(r"this host is bistable: fast (\d+\.\d\d) µs, slow (\d+\.\d\d) µs, (\d+) % of time slow", line)
+    assert m and float(m.group(2)) > 1.4 * float(m.group(1)) and 20 <= int(m.group(3)) <= 80
+    steady = [(i * 0.01, 0.8 + 0.01 * (i % 3)) for i in range(500)]
+    assert host_trace.verdict(host_trace.summarize(steady)).startswith("not bistable")
+    # slow in 46 % of the readings but 8 % of the time: each reading stands for the time to the next
+    timed = [(t, 0.8) for t in range(70)] + [(70 + 0.1 * k, 2.0) for k in range(60)]
+    s = host_trace.summarize(timed)
+    assert 0.06 < s["slow_time_share"] < 0.1 and host_trace.verdict(s).startswith("this host is bistable")
+
+
+def test_host_trace_prints_the_verdict_and_json_keeps_the_figures(capsys):
+    import json
+    assert cli.main(["host-trace", "--seconds", "0.3"]) == 0
+    text = capsys.readouterr().out.strip()
+    assert len(text.splitlines()) == 1 and ("bistable" in text) and not text.startswith("{")
+    assert cli.main(["host-trace", "--seconds", "0.3", "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert {"floor_us", "within_10pct", "spells", "slow_time_share"} <= set(s)
+
+
+# -- 9: long commands show progress on a terminal, nothing in a pipe ----------------------------------
+def _tty(monkeypatch, on: bool) -> None:
+    from cudnn_hostbench.bench.measure import progress
+    monkeypatch.setattr(progress, "on_terminal", lambda: on)
+
+
+def test_long_commands_show_progress_only_on_a_terminal(tmp_path, capsys, monkeypatch):
+    url = _store(tmp_path)
+    runs = [("history", "check", "63", "--store", url), ("dashboard", "--store", url, "--out", str(tmp_path / "d")),
+            ("verdict-check", "--runs", "2"), ("history-bench", "--runs", "3")]
+    says = ["history check: judging", "dashboard: NVIDIA H200: judging run", "verdict-check: judging run 2/",
+            "history-bench: one history check"]
+    for argv, said in zip(runs, says):
+        _tty(monkeypatch, True)
+        capsys.readouterr()
+        assert cli.main(list(argv)) == 0
+        captured = capsys.readouterr()
+        assert said in captured.err and said not in captured.out, argv
+        _tty(monkeypatch, False)
+        assert cli.main(list(argv)) == 0
+        assert said not in capsys.readouterr().err, argv
+
+
+def test_committed_dashboard_charts_keep_their_size_at_800_px(tmp_path):
+    """At 800 px the page scrolls no wider than the window and the trends and round-ratio panels
+    wrap (two across) instead of shrinking: each is drawn at 90 % of its size or more, its text too."""
+    import os
+    import shutil
+
+    from tests.test_dashboard import browse
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        if os.environ.get("CI"):
+            raise AssertionError("chromium is missing under CI")
+        import pytest
+        pytest.skip("no chromium on PATH")
+    page = tmp_path / "index.html"
+    page.write_text((REF / "dashboard" / "index.html").read_text().replace("</body>", (
+        '<script>addEventListener("load", () => { const s = [...document.querySelectorAll(".panel svg")]'
+        '.map(x => x.getBoundingClientRect().width / x.width.baseVal.value);'
+        'document.body.setAttribute("data-scale", Math.min(...s));'
+        'document.body.setAttribute("data-panels", s.length);'
+        'document.body.setAttribute("data-scroll-width", document.documentElement.scrollWidth) })</script></body>')))
+    dom = browse(browser, tmp_path, page.as_uri(), "--window-size=800,1000", "--dump-dom").stdout
+    assert 0 < int(re.search(r'data-scroll-width="(\d+)"', dom).group(1)) <= 800
+    assert int(re.search(r'data-panels="(\d+)"', dom).group(1)) >= 20
+    assert float(re.search(r'data-scale="([\d.]+)"', dom).group(1)) >= 0.9

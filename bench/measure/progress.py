@@ -27,3 +27,35 @@ def uncaptured() -> ContextManager:
 def say(msg: str) -> None:
     with uncaptured():
         print(msg, file=sys.stderr, flush=True)
+
+
+def on_terminal() -> bool:
+    """Progress is for a person: only when stderr is a terminal (never in a pipe, a log or CI)."""
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def step(msg: str) -> None:
+    """A line per step of a long command, on stderr, only on a terminal."""
+    if on_terminal():
+        say(msg)
+
+
+class Counter:
+    """'<label> i/n' rewritten in place on one stderr line while a long loop runs, only on a
+    terminal; `done()` ends the line. Call it with the number of items finished."""
+
+    def __init__(self, label: str, total: int):
+        self.label, self.total, self.shown = label, total, on_terminal()
+
+    def __call__(self, i: int) -> None:
+        if self.shown:
+            with uncaptured():
+                print(f"\r{self.label} {i}/{self.total}", end="", file=sys.stderr, flush=True)
+
+    def done(self) -> None:
+        if self.shown:
+            with uncaptured():
+                print(file=sys.stderr, flush=True)

@@ -10,7 +10,21 @@ import re
 
 COLOURS = {"eager": "#4c72b0", "graph": "#dd8452", "device": "#55a868", "host": "#8172b3"}
 VERDICT_COLOURS = {"SLOWER": "#b91c1c", "FASTER": "#1a7f37", "KERNEL CHANGED": "#a16207"}
-FACET_W, FACET_H = 3.3, 2.0   # inches: four facets across a 1400 px page
+FACET_W, FACET_H = 3.3, 2.0   # inches (96 px each at full size): four panels across a 1400 px page, two at 800
+
+
+def _panels(svgs: list[str]) -> str:
+    """Panels as separate figures that wrap with the page (the template's `.panels`): four across
+    a wide page, two at 800 px, each at its own size so its text stays readable."""
+    return "".join(f'<div class="panel">{x}</div>' for x in svgs)
+
+
+def _panel(width: float, height: float, left: float = 0.6, bottom: float = 0.38, top: float = 0.3):
+    """One panel's figure: fixed margins in inches (tight_layout measures every label: slow)."""
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(width, height))
+    fig.subplots_adjust(left=left / width, right=1 - 0.08 / width, top=1 - top / height, bottom=bottom / height)
+    return fig, ax
 
 
 def _setup():
@@ -72,21 +86,6 @@ def _attr(x: str) -> str:
     return x.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _grid(n: int, heights: list[float], cols: int = 4, left: float = 0.055, wspace: float = 0.32):
-    """A figure of n panels, `cols` across, rows of the given heights (inches). Fixed margins:
-    tight_layout measures every tick label, which costs seconds on a page of 36 panels."""
-    import matplotlib.pyplot as plt
-    rows = (n + cols - 1) // cols
-    total = sum(heights) + 0.35
-    fig, axes = plt.subplots(rows, cols, figsize=(FACET_W * cols, total), squeeze=False,
-                             gridspec_kw={"height_ratios": heights})
-    fig.subplots_adjust(left=left, right=0.99, top=1 - 0.3 / total, bottom=0.35 / total, wspace=wspace,
-                        hspace=0.9 / (sum(heights) / rows))
-    for ax in axes.flat[n:]:
-        ax.set_visible(False)
-    return fig, list(axes.flat[:n])
-
-
 def trends(facets: list[dict], ticks: list[str], version_marks: list[tuple[int, str]]) -> str:
     """One facet per row: each run's figure (dot) and worker range (bar) at its position among the
     runs shown (evenly spaced, dated ticks), the history band (location ± the verdict's detectable
@@ -98,9 +97,10 @@ def trends(facets: list[dict], ticks: list[str], version_marks: list[tuple[int, 
     import pandas as pd
     from matplotlib import ticker
     n = len(ticks)
-    step = max(1, (n + 3) // 4)
-    fig, axes = _grid(len(facets), [FACET_H] * ((len(facets) + 3) // 4))
-    for ax, f in zip(axes, facets):
+    step = max(1, (n + 2) // 3)
+    out = []
+    for k, f in enumerate(facets):
+        fig, ax = _panel(FACET_W, FACET_H + (0.15 if k == 0 and version_marks else 0))
         colour = COLOURS.get(f["mode"], "#444")
         pts = pd.DataFrame(f["points"], columns=["x", "value", "lo", "hi", "led"])
         if f["band"]:
@@ -109,7 +109,7 @@ def trends(facets: list[dict], ticks: list[str], version_marks: list[tuple[int, 
             ax.axhline(loc, color="#6a7fa8", lw=0.8, ls=":", zorder=0)
         spread = pts[pts.hi > pts.lo]
         ax.vlines(spread.x, spread.lo, spread.hi, color=colour, alpha=0.45, lw=2.5, zorder=1)
-        ax.set_ylabel(f"{f['mode']} · {f['unit']}", fontsize=7)
+        ax.set_ylabel(f"{f['mode']} · {f['unit']}", fontsize=7.5)
         ax.set_xlabel(" ")   # labels set first: seaborn would otherwise lay out every tick label to decide
         sns.scatterplot(data=pts, x="x", y="value", color=colour, s=22, ax=ax, legend=False, zorder=3)
         ax.yaxis.set_major_locator(ticker.MaxNLocator(4))
@@ -118,16 +118,19 @@ def trends(facets: list[dict], ticks: list[str], version_marks: list[tuple[int, 
         for x, _label in version_marks:
             ax.axvline(x - 0.5, color="#c44", ls="--", lw=0.8, zorder=0)
         name = f["title"].rsplit(" · ", 1)[0]   # the mode is in the y label
-        ax.set_title(name, fontsize=min(8.0, 8.0 * 40 / len(name)), loc="left", color=VERDICT_COLOURS.get(f["verdict"], "#222"),
+        ax.set_title(name, fontsize=min(8.5, 8.5 * 38 / len(name)), loc="left",
+                     color=VERDICT_COLOURS.get(f["verdict"], "#222"),
                      fontweight="bold" if f["verdict"] in VERDICT_COLOURS else "normal")
-        ax.tick_params(labelsize=7)
+        ax.tick_params(labelsize=7.5)
         ax.set_xlim(-0.6, n - 0.4)
         ax.set_xticks(range(0, n, step))
-        ax.set_xticklabels([ticks[i] for i in range(0, n, step)], fontsize=6.5)
-    for x, label in version_marks:   # named once, on the first facet
-        axes[0].annotate(label, (x - 0.5, 1.0), xycoords=("data", "axes fraction"), fontsize=6, color="#b33",
-                         ha="right", va="bottom")
-    return _svg(fig, "trends: one panel per row", "t")
+        ax.set_xticklabels([ticks[i] for i in range(0, n, step)], fontsize=7)
+        if k == 0:   # version changes named once, on the first panel
+            for x, label in version_marks:
+                ax.annotate(label, (x - 0.5, 1.0), xycoords=("data", "axes fraction"), xytext=(0, 9),
+                            textcoords="offset points", fontsize=6.5, color="#b33", ha="right", va="bottom")
+        out.append(_svg(fig, f"trend of {f['title']}", "t"))
+    return _panels(out)
 
 
 def rounds(data, caption: str) -> str:
@@ -138,18 +141,17 @@ def rounds(data, caption: str) -> str:
         return ""
     sns = _setup()
     probes = list(dict.fromkeys(data["probe"]))
-    counts = [data[data.probe == p]["variant"].nunique() for p in probes]
-    heights = [0.2 * max(counts[r:r + 4]) + 0.45 for r in range(0, len(probes), 4)]
     longest = max(map(len, data["variant"]))
-    # room for the variant names left of each panel (7 pt text: about 0.06 inch a character)
-    name_in = 0.06 * min(longest, 24)
-    fig, axes = _grid(len(probes), heights, left=name_in / (FACET_W * 4), wspace=name_in / (FACET_W - name_in))
+    # room for the variant names left of each panel (7.5 pt text: about 0.065 inch a character)
+    name_in = 0.065 * min(longest, 24) + 0.15
     import numpy as np
     saved = np.random.get_state()   # stripplot jitters with numpy's global generator: seeded, a page re-renders the same
     np.random.seed(0)
-    for ax, p in zip(axes, probes):
+    out = []
+    for p in probes:
         sub = data[data.probe == p]
         order = list(dict.fromkeys(sub["variant"]))
+        fig, ax = _panel(FACET_W, 0.22 * len(order) + 0.8, left=name_in, bottom=0.32, top=0.28)
         ax.set_xlabel(" ")
         ax.set_ylabel(" ")
         sns.stripplot(data=sub, x="ratio", y="variant", order=order, color=COLOURS["eager"], size=2.2, alpha=0.5,
@@ -159,12 +161,15 @@ def rounds(data, caption: str) -> str:
                    zorder=5, linewidth=1.5)
         ax.axvline(1.0, color="#888", lw=0.8, ls="--", zorder=0)
         _ratio_axis(ax, sub["ratio"])
-        ax.set_title(f"{p} · {sub['size'].iloc[0]} · × {sub['baseline'].iloc[0]}", fontsize=8, loc="left")
+        title = f"{p} · {sub['size'].iloc[0]} · × {sub['baseline'].iloc[0]}"
+        ax.set_title(title, fontsize=min(8.5, 8.5 * 44 / len(title)), loc="left",
+                     x=-name_in / FACET_W * 0.9)   # over the names too: the panel's whole width
         ax.set_xlabel("")
         ax.set_ylabel("")
-        ax.tick_params(labelsize=7)
+        ax.tick_params(labelsize=7.5)
+        out.append(_svg(fig, f"{caption}: {p}", "r"))
     np.random.set_state(saved)
-    return _svg(fig, caption, "r")
+    return _panels(out)
 
 
 def _ratio_axis(ax, ratios) -> None:
@@ -193,11 +198,12 @@ def heatmap(names: list[str], versions: list[str], values, labels) -> str:
     import pandas as pd
     df = pd.DataFrame(np.array(values, dtype=float) * 100, index=names, columns=[f"fe {v}" for v in versions])
     sns.set_style("white")
-    fig, ax = plt.subplots(figsize=(2.0 + 1.15 * len(versions) + 0.055 * max(map(len, names)),
+    # about 800 px wide for five versions: readable on a narrow screen without scaling down
+    fig, ax = plt.subplots(figsize=(1.6 + 0.9 * len(versions) + 0.052 * max(map(len, names)),
                                     0.6 + 0.24 * len(names)))
     ax.set_facecolor("#eeeeee")   # a version that did not measure the row
     sns.heatmap(df, annot=np.array(labels, dtype=object), fmt="", cmap="RdBu_r", center=0, vmin=-30, vmax=30,
-                linewidths=0.5, linecolor="white", annot_kws={"fontsize": 7},
+                linewidths=0.5, linecolor="white", annot_kws={"fontsize": 7.5},
                 cbar_kws={"label": "% against the newest frontend", "shrink": min(1.0, 6 / (0.6 + 0.24 * len(names)))},
                 ax=ax)
     ax.set_xlabel("")
@@ -222,7 +228,7 @@ def calibration(z_by_class: dict[str, tuple[list[float], float]]) -> str:
         return ""
     sns = _setup()
     import matplotlib.pyplot as plt
-    cols = min(4, len(items))
+    cols = min(2, len(items))   # two across: about 630 px, whole at 800
     rows = (len(items) + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(FACET_W * cols, FACET_H * 1.2 * rows), squeeze=False)
     for ax, (c, z, nu) in zip(axes.flat, items):

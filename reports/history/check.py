@@ -20,9 +20,11 @@ from . import db
 CONFIRM_LOOKAHEAD = decide.CONFIRM_LOOKAHEAD
 
 
-def check(store: db.Store, run_id: int, last: int = DEFAULT_LAST, curves: bool = False) -> tuple[dict, list[Verdict]]:
+def check(store: db.Store, run_id: int, last: int = DEFAULT_LAST, curves: bool = False,
+          progress=None) -> tuple[dict, list[Verdict]]:
     """(the judged run's store row with what the check learned of its machine and its findings
-    under 'findings', one Verdict per row); `curves`: with the dashboard's calibration and power."""
+    under 'findings', one Verdict per row); `curves`: with the dashboard's calibration and power;
+    `progress(text)`: told each step (a line on a terminal)."""
     everyone = [r for r in store.runs() if r["id"] == run_id]
     if not everyone:
         raise db.StoreError(f"{store.shown}: no run with id {run_id}")
@@ -33,7 +35,12 @@ def check(store: db.Store, run_id: int, last: int = DEFAULT_LAST, curves: bool =
     # find `last` values where there are
     before = same[max(0, pos - 2 * last):pos]
     after = same[pos + 1:pos + 1 + CONFIRM_LOOKAHEAD]
+    if progress is not None:
+        progress(f"history check: reading the figures of run {run_id} and {len(before) + len(after)} run(s) "
+                 "of its history")
     figs = store.figures([r["id"] for r in before] + [run_id] + [r["id"] for r in after])
+    if progress is not None:
+        progress(f"history check: judging {len(figs.get(run_id, {}))} rows of run {run_id}")
     return judge_run(target, before, after, figs, last, curves)
 
 

@@ -34,9 +34,39 @@ def _fig_text(v, unit: str) -> str:
     return f"{v:.3f}×" if unit.startswith("x") else f"{fmt.value(v)} µs"
 
 
-def _newest_full(runs: list[dict]) -> dict:
-    """The run this GPU's section leads with (reports/history/lead.py; every run excluded: the newest)."""
+VERSION_RULE = ("the newest frontend version's newest full run (--order version: runs in version order, "
+                "as a version matrix is)")
+
+
+def _newest_full(runs: list[dict], order: str = "date") -> dict:
+    """The run this GPU's section leads with (reports/history/lead.py; every run excluded: the newest).
+    With `order` 'version' (a version matrix), the newest full run of the newest frontend version."""
+    if order == "version":
+        from .. import store as runstore
+        per = lead.per_version(runs)
+        if per:
+            return per[max(per, key=runstore.version_key)]
     return lead.led(runs) or runs[-1]
+
+
+UNJUDGED = ("NO HISTORY", "UNMEASURED")   # verdicts that judged nothing
+
+
+def file_state(r: dict, loaded: dict | None = None) -> tuple[str, str]:
+    """(the run's file path as stored, '') while the file at that path has the bytes that were
+    stored (its sha256), else ('', why not): the runs table names only a file that is the run."""
+    src = r.get("source_path") or ""
+    if not src:
+        return "", "not recorded"
+    if src in (loaded or {}):
+        return src, ""
+    for path in (Path(src), ROOT / src):
+        try:
+            if path.is_file():
+                return (src, "") if db.file_hash(path) == r.get("source_hash") else ("", "changed since stored")
+        except OSError:
+            continue
+    return "", "not at hand"
 
 
 def _trend_rows(verdicts: list[check.Verdict], roles: dict) -> list[check.Verdict]:
@@ -133,10 +163,16 @@ def round_ratios(run) -> "object":
     return pd.DataFrame(rows)
 
 
-def gpu_section(store: db.Store, gpu: str, runs: list[dict], last: int, loaded: dict | None = None) -> dict:
-    newest = _newest_full(runs)
+def gpu_section(store: db.Store, gpu: str, runs: list[dict], last: int, loaded: dict | None = None,
+                order: str = "date", progress=None) -> dict:
+    def say(text: str) -> None:
+        if progress is not None:
+            progress(f"dashboard: {gpu}: {text}")
+    newest = _newest_full(runs, order)
     shown, other_mv = _trend_runs(runs, newest, last)
+    say(f"judging run {newest['id']} against its history")
     target, verdicts = check.check(store, newest["id"], curves=True)
+    say(f"drawing the trends of {len(shown)} runs")
     figs = store.figures([r["id"] for r in shown] + ([newest["id"]] if newest not in shown else []))
     mine = figs[newest["id"]]
     roles = {row: f.role for row, f in mine.items()}
@@ -157,14 +193,18 @@ def gpu_section(store: db.Store, gpu: str, runs: list[dict], last: int, loaded: 
         if rounds_run is not None:
             rounds_of = r
             break
+    say("drawing the round ratios, calibration, power and version view")
     rounds_svg = charts.rounds(round_ratios(rounds_run), "round ratios per probe") if rounds_run else ""
     from ..verdict import decide
     calibration_svg = charts.calibration(target.get("calibration") or {})
     power_svg = charts.power(target.get("power") or {}, decide.POWER_CHANGES)
     return {
         "gpu": gpu, "slug": "".join(c if c.isalnum() else "-" for c in gpu), "newest": newest, "target": target,
-        "lead_rule": lead.RULE, "newer_partial": lead.newer_than(newest, runs),
-        "counts": check.counts(verdicts), "changed": changed, "unsure": unsure, "little": little,
+        "lead_rule": VERSION_RULE if order == "version" else lead.RULE,
+        "newer_partial": [r for r in lead.newer_than(newest, runs)
+                          if order != "version" or r["frontend"] == newest["frontend"]],
+        "counts": check.counts(verdicts), "judged": sum(1 for v in verdicts if v.verdict not in UNJUDGED),
+        "rows": len(verdicts), "changed": changed, "unsure": unsure, "little": little,
         "findings": check.finding_lines(target),
         "mdc": {k: x for k, x in check.median_mdc(verdicts).items() if k != "other"},
         "flags": [(k, trust.FLAGS.get(k, ("?", k)), n, flagged[k]) for k, n in flags.most_common()],
@@ -174,6 +214,7 @@ def gpu_section(store: db.Store, gpu: str, runs: list[dict], last: int, loaded: 
         "shown_runs": len(shown), "other_mv": other_mv, "rounds_svg": rounds_svg, "rounds_of": rounds_of,
         "calibration_svg": calibration_svg, "power_svg": power_svg,
         "versions": version_view(store, runs, newest), "runs": runs[::-1],
+        "files": {r["id"]: file_state(r, loaded) for r in runs},
     }
 
 
@@ -210,13 +251,19 @@ def version_view(store: db.Store, runs: list[dict], newest: dict | None = None) 
 
 
 def render(store: db.Store, title: str, last: int = 100, errors=(), generated: str | None = None,
-           loaded: dict | None = None) -> str:
-    """The page's HTML. `loaded`: source path -> Run, run files already in memory (their rounds)."""
+           loaded: dict | None = None, order: str = "date", progress=None) -> str:
+    """The page's HTML. `loaded`: source path -> Run, run files already in memory (their rounds);
+    `order` 'version': each GPU leads with its newest frontend version (a version matrix);
+    `progress(text)`: called before each GPU's section (a line on a terminal)."""
     import jinja2
     by: dict = {}
     for r in store.runs():
         by.setdefault(r["gpu"], []).append(r)
-    sections = [gpu_section(store, g, rs, last, loaded) for g, rs in sorted(by.items())]
+    sections = []
+    for k, (g, rs) in enumerate(sorted(by.items())):
+        if progress is not None:
+            progress(f"dashboard: {g} ({k + 1}/{len(by)}, {len(rs)} runs)")
+        sections.append(gpu_section(store, g, rs, last, loaded, order, progress))
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                              trim_blocks=True, lstrip_blocks=True)
     env.filters["pct"] = _pct
@@ -227,4 +274,5 @@ def render(store: db.Store, title: str, last: int = 100, errors=(), generated: s
     return env.get_template("dashboard.html.j2").render(
         title=title, sections=sections, errors=list(errors),
         generated=generated or _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        min_history=2, last=last, check_last=check.DEFAULT_LAST)
+        min_history=2, last=last, check_last=check.DEFAULT_LAST,
+        rule=VERSION_RULE if order == "version" else lead.RULE)
