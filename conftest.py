@@ -37,3 +37,17 @@ def pytest_pycollect_makemodule(module_path, parent):
     if module_path.resolve().parent == PROBES:
         return ProbeModule.from_parent(parent, path=module_path)
     return None
+
+
+# pytest-benchmark makes .benchmarks in the folder pytest runs from whether or not anything is saved
+# there (nothing is, without --benchmark-save): an empty one this session made goes again at the end
+_STORAGE = Path.cwd() / ".benchmarks"
+_HAD_STORAGE = _STORAGE.exists()
+
+
+def pytest_unconfigure(config):
+    if not _HAD_STORAGE:
+        try:
+            _STORAGE.rmdir()   # only when empty
+        except OSError:
+            pass

@@ -4,8 +4,6 @@ steps vs deserialized from a saved plan (host ms per fresh graph), then executed
 Saved plans go through bench.cudnn_graphs.plan_store: a file from another GPU / cuDNN / frontend, or a
 truncated one, falls back to a rebuild with a warning; the two fallback rows time that path and
 fail unless the warning came, the rebuild happened and its result is right."""
-import atexit
-import shutil
 import tempfile
 import warnings
 from pathlib import Path
@@ -117,13 +115,29 @@ def build(ctx, size):
     g1 = p.fresh()
     cases = {"torch_bmm": Case(lambda: torch.bmm(p.a, p.b), p.check, p.poison)}
     st = _state(ctx, size)
-    st.update(prob=p, blob=None, error=None, dir=Path(tempfile.mkdtemp(prefix="hb-plans-")), which="")
-    atexit.register(shutil.rmtree, st["dir"], True)
+    st.update(prob=p, blob=None, error=None, which="")
+    # plan files live in a folder only while they are used: a worker ended by os._exit runs no atexit
+    with tempfile.TemporaryDirectory(prefix="hb-plans-") as d:
+        _check_saved_plan(ctx, st, p, g1, size, Path(d), cases)
+    # the built graph runs the plan that was serialized (build_plan_at_index selected it, if it had to)
+    cases["built"] = Case(p.call(g1), p.check, p.poison,
+                          note=f"five-step build, int UID pack; {st['which'] or 'heuristic pick'}")
+    cases.update(host_placeholders(PROBE))
+    return cases
+
+
+def _save(ctx, st, size, folder: Path) -> Path:
+    p = st["prob"]
+    return plan_store.save(folder / "bmm.hbplan", st["blob"], env_of(ctx), p.key,
+                           {"uids": dict(zip("ABC", p.UIDS)), "size": size})
+
+
+def _check_saved_plan(ctx, st, p, g1, size, folder: Path, cases: dict) -> None:
+    """Serializes, saves and loads the plan once; the deserialized case, or the error on its row."""
     try:
         st["blob"], st["which"] = _serialize(ctx, p, g1)
         env = env_of(ctx)
-        path = plan_store.save(st["dir"] / "bmm.hbplan", st["blob"], env, p.key,
-                               {"uids": dict(zip("ABC", p.UIDS)), "size": size})
+        path = _save(ctx, st, size, folder)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             out = plan_store.load_or_build(path, env, p.key, p.deserialize, p.fresh)
@@ -135,17 +149,12 @@ def build(ctx, size):
             note=f"deserialized from {len(st['blob'])}-byte blob of {st['which']}, executed by int UIDs {sorted(p.pack)}")
     except Exception as e:  # noqa: BLE001 - recorded on the deserialized row (and the host rows)
         st["error"] = cases["deserialized"] = as_unsupported(e)
-    # the built graph runs the plan that was serialized (build_plan_at_index selected it, if it had to)
-    cases["built"] = Case(p.call(g1), p.check, p.poison,
-                          note=f"five-step build, int UID pack; {st['which'] or 'heuristic pick'}")
-    cases.update(host_placeholders(PROBE))
-    return cases
 
 
-def _fallback(ctx, st, env_saved: Env, mangle, label: str, reps: int) -> tuple[list, Status, str]:
+def _fallback(ctx, st, folder: Path, env_saved: Env, mangle, label: str, reps: int) -> tuple[list, Status, str]:
     """Times load_or_build on a bad file; checks it warned, rebuilt, and the rebuild is right."""
     p, env = st["prob"], env_of(ctx)
-    path = st["dir"] / f"{label}.hbplan"
+    path = folder / f"{label}.hbplan"
     data = plan_store.dumps(st["blob"], env_saved, p.key, {"uids": dict(zip("ABC", p.UIDS))})
     path.write_bytes(mangle(data))
     ms, msgs, out = [], [], None
@@ -169,7 +178,6 @@ def measure(ctx, size, opt):
         build(ctx, size)
     p, blob = st["prob"], st["blob"]
     reps = 20 if ctx.options.heavy else 8
-    env = env_of(ctx)
     b_ms = [time_ms(p.fresh)[1] for _ in range(reps)]
     build_row = host_record(PROBE, size, "build", b_ms,
                                    note="fresh graph + five steps (HEURISTICS_CHOICE, A + FALLBACK)" if p.index is None
@@ -184,7 +192,14 @@ def measure(ctx, size, opt):
         g, t = time_ms(lambda: p.deserialize(blob))
         d_ms.append(t)
     err = p.verify(g)
-    path = st["dir"] / "bmm.hbplan"
+    with tempfile.TemporaryDirectory(prefix="hb-plans-") as d:
+        return _timed_files(ctx, st, size, Path(d), reps, build_row, b_ms, d_ms, err)
+
+
+def _timed_files(ctx, st, size, folder: Path, reps: int, build_row, b_ms, d_ms, err) -> list:
+    """The rows that read plan files: a good one (load_file) and three bad ones (the fallbacks)."""
+    p, blob, env = st["prob"], st["blob"], env_of(ctx)
+    path = _save(ctx, st, size, folder)
     f_ms = []
     for _ in range(reps):
         out, t = time_ms(lambda: plan_store.load_or_build(path, env, p.key, p.deserialize, p.fresh))
@@ -206,7 +221,7 @@ def measure(ctx, size, opt):
             ("fallback_foreign", foreign, lambda d: d),
             ("fallback_version", Env(env.gpu, env.cudnn_backend - 100, env.cudnn_frontend), lambda d: d),
             ("fallback_truncated", env, lambda d: d[: len(d) - max(1, len(blob) // 2)])):
-        ms, status, note = _fallback(ctx, st, env_saved, mangle, name, max(2, reps // 4))
+        ms, status, note = _fallback(ctx, st, folder, env_saved, mangle, name, max(2, reps // 4))
         recs.append(host_record(PROBE, size, name, ms, status=status, note=note,
                                        ratio=stats_ratio(ms, b_ms[:len(ms)]), baseline="build"))
     return recs

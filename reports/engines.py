@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from cudnn_hostbench.bench.measure import records, trust
+from cudnn_hostbench.bench.measure.files import ready_dir
 from cudnn_hostbench.reports import fmt
 
 _ID = re.compile(r"plan (\d+) '([^']*)'")
@@ -107,11 +108,14 @@ def render(a) -> int:
     if not plans(run):
         print(f"{a.prog}: no engine probe rows in {a.run} (run -k engine)", file=sys.stderr)
         return 2
+    problem = a.out and ready_dir(a.out, ["engines.md"])   # before the report: a bad --out prints nothing
+    if problem:
+        print(f"{a.prog}: --out {a.out}: {problem}", file=sys.stderr)
+        return 2
     md = markdown(run)
     print(md)
     if a.out:
         try:
-            Path(a.out).mkdir(parents=True, exist_ok=True)
             (Path(a.out) / "engines.md").write_text(md, encoding="utf-8")
         except OSError as e:
             print(f"{a.prog}: cannot write to {a.out}: {e}", file=sys.stderr)

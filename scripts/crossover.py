@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+from cudnn_hostbench.scripts.args import check_out_dir
 from cudnn_hostbench.scripts.cli import alias
 
 CUBES = ["128", "256", "512", "1024", "2048", "4096", "8192"]
@@ -121,10 +122,9 @@ def run(a) -> int:
         print(f"{a.prog}: bad option: {why}", file=sys.stderr)
         return 2
     out = Path(a.out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        print(f"{a.prog}: cannot write to {out}: {e}", file=sys.stderr)
+    bad = check_out_dir(a.out, ["crossover.json"])   # checked, not made: a failed start leaves no folder
+    if bad:
+        print(f"{a.prog}: --out {out}: {bad}", file=sys.stderr)
         return 2
     from cudnn_hostbench.bench.cudnn_graphs import context as _cudnn_hooks  # noqa: F401 - registers cuDNN's hooks
     from cudnn_hostbench.bench.measure import fingerprint as fpmod
@@ -133,6 +133,11 @@ def run(a) -> int:
         ctx = GpuContext()
     except (NoGpuError, ImportError) as e:
         print(f"{a.prog}: {e}", file=sys.stderr)
+        return 2
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        print(f"{a.prog}: cannot write to {out}: {e}", file=sys.stderr)
         return 2
     from cudnn_hostbench.bench.measure.files import write_text_atomic
     doc = {"kind": "crossover", "threshold": a.threshold, "rounds": a.rounds,

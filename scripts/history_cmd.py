@@ -126,15 +126,17 @@ def _ingest(a) -> int:
     finally:
         for st in opened:
             st.close()
+    if not (res.stored or res.already):   # nothing readable: the reasons alone, exit 2
+        for e in res.errors or [f"{' '.join(a.paths)}: no run file or history export in it; nothing stored"]:
+            _say(a.prog, e)
+        return 2
     for e in res.errors:
         _say(a.prog, f"skipped {e}")
     for path, rid in res.already:
         print(f"{path}: already stored as run {rid}")
-    shown = opened[0].shown if opened else db._shown(db.as_url(a.store or db.default_url()))
-    print(f"{shown}: stored {len(res.stored)} run(s), {len(res.already)} already stored"
-          + (f", {len(res.errors)} unreadable" if res.errors else "")
-          + ("" if opened else "; nothing to store, no store made"))
-    return 2 if res.errors and not (res.stored or res.already) else 0
+    print(f"{opened[0].shown}: stored {len(res.stored)} run(s), {len(res.already)} already stored"
+          + (f", {len(res.errors)} unreadable" if res.errors else ""))
+    return 0
 
 
 def main(a) -> int:
@@ -164,6 +166,10 @@ def main(a) -> int:
                 print(listing.figures_text(store, shown, wide=a.wide))
             return 0
         if a.action == "export":
+            if a.gpu and not store.runs(gpu=a.gpu):   # an empty export would look like a result
+                gpus = sorted({r["gpu"] for r in store.runs()})
+                raise LookupError(f"{store.shown}: no run of GPU {a.gpu!r}; its runs' GPUs: "
+                                  f"{', '.join(gpus) or 'none (the store is empty)'}")
             n = ingest.export(store, a.out, a.gpu)
             print(f"wrote {a.out} ({n} runs)")
             return 0

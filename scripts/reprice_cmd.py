@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from cudnn_hostbench.bench.measure.files import ready_dir
 from cudnn_hostbench.scripts.args import bad, name_problem
 
 
@@ -43,8 +44,9 @@ def run(a) -> int:
     out = Path(a.out) if a.out else src.parent
     if name_problem(str(out)):
         return bad(a.prog, f"--out {out}: {name_problem(str(out))}")
-    if out.exists() and not out.is_dir():
-        return bad(a.prog, f"--out {out} exists and is not a folder")
+    problem = ready_dir(out)   # made and written to before the report: a bad --out prints nothing
+    if problem:
+        return bad(a.prog, f"--out {out}: {problem}")
     gpu, ran_on = report.env.get("gpu_name"), run.fingerprint.get("gpu_name")
     note = "given (re-priced)"
     if gpu and ran_on and gpu != ran_on:

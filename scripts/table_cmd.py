@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 import textwrap
 
+from cudnn_hostbench.bench.measure.files import ready_dir
 from cudnn_hostbench.scripts.args import bad, check_out_dir
 
 
@@ -37,7 +38,8 @@ def run(a) -> int:
     probes = list(dict.fromkeys(r.probe for r in run.records))
     if a.probe is not None and a.probe not in probes:
         return bad(a.prog, f"--probe {a.probe!r}: no such probe in {a.run} (it has: {', '.join(probes)})")
-    problem = a.out and check_out_dir(a.out, ("table.csv", "table.md"))
+    names = ("table.csv", "table.md")
+    problem = a.out and (check_out_dir(a.out, names) or ready_dir(a.out, names))   # made and written to, or why not
     if problem:
         return bad(a.prog, f"--out {a.out}: {problem}")
     for w in run.warnings:

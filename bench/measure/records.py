@@ -293,9 +293,14 @@ def load_run(path: str | os.PathLike, need_records: bool = False) -> Run:
     """
     path = Path(path)
     try:
-        text = path.read_bytes().decode("utf-8")
+        raw = path.read_bytes()
     except OSError as e:
         raise RunFileError(f"{path}: cannot read run file ({e.strerror or e})") from e
+    if raw[:2] == b"\x1f\x8b" or path.name.endswith((".hbx.jsonl", ".hbx.jsonl.gz")):   # gzip: an export's
+        raise RunFileError(f"{path}: this is a history export, not a run file; use `hostbench history ingest "
+                           f"{path}`, then `hostbench history list|check` or `hostbench dashboard --store URL`")
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise RunFileError(f"{path}: not a run file (not UTF-8 text)") from e
     run = _load_jsonl(path, text) if path.suffix == ".jsonl" else _load_json(path, text)

@@ -214,6 +214,9 @@ class Store:
         elif url.startswith("postgresql://") or url.startswith("postgres://"):
             url = "postgresql+psycopg://" + url.split("://", 1)[1]
             kw["connect_args"] = {"connect_timeout": 5}
+        elif not url.startswith("postgresql+"):   # SQLAlchemy would name a driver to install, not what works
+            raise StoreError(f"{self.shown}: not a supported store URL; use sqlite:///FILE (or a .db file) "
+                             "or postgresql://user@host/db")
         try:
             self.engine = create_engine(url, **kw)
         except (SQLAlchemyError, ImportError, ValueError) as e:

@@ -60,18 +60,22 @@ def runs_in(paths: Iterable[str | Path], errors: list) -> Iterator[tuple[str, di
             continue
         yield str(f), meta, figs
     for x in exports:
-        try:
+        try:   # the whole export is read before its first run is stored: a cut file stores nothing
+            runs = []
             for doc in _export_lines(x):
                 meta = dict(doc["run"])
                 meta.pop("id", None)
                 meta.pop("n_figures", None)
                 figs = [db.Figure(**f) for f in doc["figures"]]
                 _older_export(meta, figs)
-                yield f"{x}:{meta['source_path']}", meta, figs
+                runs.append((f"{x}:{meta['source_path']}", meta, figs))
         except RunFileError as e:
             errors.append(str(e))
+            continue
         except (KeyError, TypeError) as e:
             errors.append(runstore.one_line(f"{x}: malformed history export ({type(e).__name__}: {e})"))
+            continue
+        yield from runs
 
 
 def ingest_paths(store: db.Store | Callable[[], db.Store], paths: Iterable[str | Path]) -> Result:

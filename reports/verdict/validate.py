@@ -1,4 +1,4 @@
-"""Validation of the verdict model on history exports, out of sample (`hostbench-maint verdict-check`).
+"""Validation of the verdict model on history exports, out of sample (`hostbench verdict-check`).
 
 Nested leave-one-start-out: each machine start's runs are judged against every other start's runs
 (a GPU new to the history), and its later runs also with its earlier ones (the same GPU). Every
@@ -45,6 +45,10 @@ def load(paths: list[Path]) -> tuple[list[dict], dict]:
         raise ValueError(f"{', '.join(map(str, paths))}: no run in it")
     runs.sort(key=lambda r: r["started_at"])
     return runs, figs
+
+
+def _n(k: int, what: str) -> str:
+    return f"{k} {what}" + ("" if k == 1 else "s")
 
 
 def folds(runs: list[dict]) -> list[tuple[dict, list[dict], str]]:
@@ -118,6 +122,11 @@ def run(paths: list[Path], limit: int | None = None, progress=None) -> Result:
     res = Result()
     rng = random.Random(SEED)
     todo = folds(runs)[:limit] if limit else folds(runs)
+    if not todo:   # a run file, or an export of too few machine starts: say so, not an empty report
+        keys, starts = {r["history_key"] for r in runs}, {model.start_of(r) for r in runs}
+        raise ValueError(f"{', '.join(map(str, paths))}: {_n(len(runs), 'run')} on {_n(len(keys), 'history key')} "
+                         f"from {_n(len(starts), 'machine start')}; nothing to judge out of sample (a history key "
+                         f"needs runs from {MIN_STARTS} starts: give history exports, `hostbench history export`)")
     priors: dict[tuple, dict] = {}
     for i, (t, before, _) in enumerate(todo):
         if progress:
