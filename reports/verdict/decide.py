@@ -348,16 +348,18 @@ def _reach(nu: float, m: int, q: float) -> float:
     return _REACH[key]
 
 
-def _pvalues(zs: list[float], nus: list[float]) -> list[float]:
-    """Two-sided p-values of t scores, one scipy call per distinct nu."""
+def t_sf(x, nu):
+    """The t distribution's upper tail (scipy.stats.t.sf) as the bare ufunc: one call for arrays
+    of scores and degrees of freedom alike, without rv_continuous's per-call checks."""
     import numpy as np
-    from scipy import stats
-    out = np.empty(len(zs))
-    z, n = np.abs(np.asarray(zs, dtype=float)), np.asarray(nus, dtype=float)
-    for nu in set(nus):
-        sel = n == nu
-        out[sel] = 2 * stats.t.sf(z[sel], nu)
-    return out.tolist()
+    from scipy import special
+    return special.stdtr(nu, -np.asarray(x, dtype=float))
+
+
+def _pvalues(zs: list[float], nus: list[float]) -> list[float]:
+    """Two-sided p-values of t scores."""
+    import numpy as np
+    return (2 * t_sf(np.abs(np.asarray(zs, dtype=float)), np.asarray(nus, dtype=float))).tolist()
 
 
 def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, last: int = DEFAULT_LAST,
@@ -490,7 +492,7 @@ def _two_starts(md: Model, out: dict, judged: list[tuple], q: float) -> None:
     import numpy as np
     a, b, df = np.asarray(zt), np.asarray(zp), np.asarray(dfs)
     # each z through its own t to a normal score, then summed
-    zs = (np.sign(a) * stats.norm.isf(stats.t.sf(np.abs(a), df)) + np.sign(b) * stats.norm.isf(stats.t.sf(np.abs(b), df)))
+    zs = (np.sign(a) * stats.norm.isf(t_sf(np.abs(a), df)) + np.sign(b) * stats.norm.isf(t_sf(np.abs(b), df)))
     zs = zs / math.sqrt(2)
     ps = [float(x) for x in 2 * stats.norm.sf(np.abs(zs))]
     for row, t_, p_, p, hit in zip(cand, zt, zp, ps, bh(ps, q)):
@@ -546,7 +548,6 @@ def _member_noise(md: Model, kind: str, name: str) -> tuple[float, float]:
 def _findings(md: Model, q: float) -> list[Finding]:
     """The run's machine factors and kernel terms, each against the history runs' own: the same GPU's
     where it has MIN_OWN runs, else the fleet (every run), on a t with the runs' degrees of freedom."""
-    from scipy import stats
     tid = md.target["id"]
     own = [r for r in md.before if model.same_gpu(r, md.target)]
     scale, hist = ("same GPU", own) if len(own) >= md.min_own else ("fleet", md.before)
@@ -576,7 +577,7 @@ def _findings(md: Model, q: float) -> list[Finding]:
                 continue
             mean = statistics.fmean(xs)
             z = (x - mean) / sd
-            p = float(2 * stats.t.sf(abs(z), df))
+            p = float(2 * t_sf(abs(z), df))
             cands.append(Finding(kind, name, math.exp(x - mean) - 1, z, p, n, scale, ref=(mean, sd, df)))
     for fd, hit in zip(cands, bh([c.p for c in cands], q)):
         if hit and mixed and md.partial(md.target):
@@ -661,7 +662,6 @@ def _finding_state(md: Model, after: list[dict], fd: Finding, q: float = Q) -> N
     """A finding of a GPU new to the history becomes a regression once a run of another start shows it
     too: the same way, and past the level q on its own (a replication); the first later run of
     another start, or for the newest run the newest earlier one."""
-    from scipy import stats
     if fd.scale == "same GPU":
         fd.state = "own GPU"
         return
@@ -676,7 +676,7 @@ def _finding_state(md: Model, after: list[dict], fd: Finding, q: float = Q) -> N
         if t is None or sd <= 0:
             continue
         z = (t[0] - mean) / sd
-        if z * fd.z > 0 and 2 * stats.t.sf(abs(z), max(df, 1.0)) <= q:
+        if z * fd.z > 0 and 2 * t_sf(abs(z), max(df, 1.0)) <= q:
             fd.status, fd.state = "regression", "confirmed by another start"
             return
     fd.state = "new"

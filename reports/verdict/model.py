@@ -185,7 +185,7 @@ def parts(values: list[float], groups: list[str], workers: list[list[float]], ro
             d = len(lw) - 1
             # a run's workers' variance over the median of its chi-square: one run whose worker hit a
             # hiccup (a profiler stall, a slow-state round) would set a pooled mean alone
-            each.append(sum((x - m) ** 2 for x in lw) / d * r / _chi2_median(d))
+            each.append(sum((x - m) ** 2 for x in lw) / d * r / (_CHI2.get(d) or _chi2_median(d)))
             df += d
         cs += median_var(max(1, len(lw))) / r
     p.sp2, p.dfp = (statistics.median(each), df) if each else (0.0, 0)

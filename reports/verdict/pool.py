@@ -125,7 +125,7 @@ def tails(z: list[float]) -> tuple[float, float] | None:
     if len(x) < 10:
         return None
     grid = np.exp(np.linspace(math.log(NU_RANGE[0]), math.log(NU_RANGE[1]), 60))
-    ll = [float(np.sum(stats.t.logpdf(x, nu)) - len(x) * np.log(stats.t.sf(TAIL_U, nu))) for nu in grid]
+    ll = np.sum(stats.t.logpdf(x[:, None], grid[None, :]), axis=0) - len(x) * np.log(stats.t.sf(TAIL_U, grid))
     return float(grid[int(np.argmax(ll))]), scale
 
 
