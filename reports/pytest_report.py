@@ -28,7 +28,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         print(f"hostbench: {e}", file=sys.stderr)
         return
     terminalreporter.write_sep("=", "cudnn-hostbench: µs per call against each probe's baseline")
-    wide = bool(config.getoption("hb_wide", False))   # hostbench run --wide
+    option = getattr(config, "getoption", None)
+    wide = bool(option("hb_wide", False)) if option else False   # hostbench run --wide
     if wide:
         terminalreporter.write_line(trust.summary_line(run))
     else:

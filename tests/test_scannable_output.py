@@ -109,6 +109,32 @@ def test_run_takes_wide(capsys, monkeypatch):
     assert trust.summary_line(load_run(RUN)) in text and "eager workers min–max" in text
 
 
+def test_hostbench_run_prints_the_three_line_summary_and_hb_wide_the_whole(tmp_path, monkeypatch):
+    """What `hostbench run` prints after the probes (the plugin's terminal summary)."""
+    import shutil
+    from types import SimpleNamespace
+
+    from cudnn_hostbench.reports import pytest_report
+    monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.setenv("HOSTBENCH_STORE", "off")
+    run = tmp_path / "run.json"
+    shutil.copy(RUN, run)
+    for wide in (False, True):
+        lines: list[str] = []
+        term = SimpleNamespace(write_sep=lambda sep, text: lines.append(text),
+                               write_line=lambda text, **kw: lines.extend(text.splitlines()))
+        config = SimpleNamespace(_hostbench=SimpleNamespace(run_path=run),
+                                 getoption=lambda name, default=None, w=wide: w if name == "hb_wide" else default)
+        pytest_report.pytest_terminal_summary(term, 0, config)
+        full = trust.summary_line(load_run(RUN))
+        if wide:
+            assert full in lines and any("eager workers min–max" in x for x in lines)
+        else:
+            head = lines[1:lines.index(next(x for x in lines if x.startswith("⚑")))]
+            table_lines = [x for x in lines if not x.startswith(("run file:", "history store:"))]   # paths
+            assert 1 <= len(head) <= 3 and full not in lines and max(map(len, table_lines)) <= 100
+
+
 # -- 4: one notation per interval -------------------------------------------------------------------
 def test_brackets_are_q1_q3_and_the_worker_range_has_its_own_column(capsys, monkeypatch):
     lines = out(capsys, monkeypatch, ["table", str(RUN), "--wide", "--probe", "churn"], 100)
