@@ -121,8 +121,8 @@ def test_hostbench_run_prints_the_three_line_summary_and_hb_wide_the_whole(tmp_p
     shutil.copy(RUN, run)
     for wide in (False, True):
         lines: list[str] = []
-        term = SimpleNamespace(write_sep=lambda sep, text: lines.append(text),
-                               write_line=lambda text, **kw: lines.extend(text.splitlines()))
+        term = SimpleNamespace(write_sep=lambda sep, text, out=lines: out.append(text),
+                               write_line=lambda text, out=lines, **kw: out.extend(text.splitlines()))
         config = SimpleNamespace(_hostbench=SimpleNamespace(run_path=run),
                                  getoption=lambda name, default=None, w=wide: w if name == "hb_wide" else default)
         pytest_report.pytest_terminal_summary(term, 0, config)
