@@ -34,6 +34,10 @@ def header(t: dict) -> str:
     if t.get("rounds_other_state"):
         head += (f"; {t['rounds_other_state']} of {t['rounds']} sampled rounds left out: their plain round ran "
                  "in another host state than the eager figure")
+    if t.get("timed_calls"):
+        shown = [c.replace("…", "") for c in t["timed_calls"]]
+        head += (f"; long calls timed, not sampled, each charged to its own line ({', '.join(shown[:4])}"
+                 + (f" and {len(shown) - 4} more" if len(shown) > 4 else "") + ")")
     if t.get("state_note"):
         head += f"\n  {t['state_note']}"
     if t.get("verdict"):
@@ -88,7 +92,43 @@ def _projection_text(p: dict) -> list:
         line += f"; frees of the removed objects taken off ({', '.join(p['freed'])})"
     if p.get("cold"):
         line += f"; {p['cold']}"
-    return [line]
+    if p.get("base") == "loop":
+        line += f"; held to the plain loop's {num(p.get('loop_us'))} µs/step"
+    return [line, *sync_lines(p)]
+
+
+def sync_lines(p: dict) -> list:
+    """Each sync now and projected: fixed cost + wait, and its line's projected cost."""
+    if not p.get("sync_lines"):
+        return []
+    out = [f"syncs (µs/step), {p.get('sync_model', '')}:"]
+    by_line: dict = {}
+    for x in p.get("syncs") or ():
+        by_line.setdefault(x["line"], []).append(x)
+    for r in p["sync_lines"]:
+        if r.get("fixed_us") is None:
+            out.append(f"  {r['line']}: sync {r['sync_now_us']:.1f} µs/step, kept; line {r['now_us']:.1f} → "
+                       f"{r['proj_us']:.1f}")
+            continue
+        names = ", ".join(x["sync"] for x in by_line.get(r["line"], ()))
+        out.append(f"  {r['line']} {names}: now {r['fixed_us']:.1f} fixed + {r['wait_us']:.1f} wait; projected "
+                   f"{r['fixed_us']:.1f} + {r['wait_proj_us']:.1f} = {r['cost_proj_us']:.1f} µs/step (line "
+                   f"{r['now_us']:.1f} → {r['proj_us']:.1f})")
+    return out
+
+
+def sync_markdown(p: dict) -> list:
+    if not p.get("sync_lines"):
+        return []
+    names: dict = {}
+    for x in p.get("syncs") or ():
+        names.setdefault(x["line"], []).append(x["sync"])
+    rows = [[f"`{r['line']}`", ", ".join(names.get(r["line"], ())) or "–", num(r.get("fixed_us")), num(r.get("wait_us")),
+             num(r.get("wait_proj_us")), num(r.get("cost_proj_us")), f"{r['now_us']:.2f}", f"{r['proj_us']:.2f}"]
+            for r in p["sync_lines"]]
+    return ["", f"Syncs (µs/step), {p.get('sync_model', '')}:", "",
+            md_table(["line", "sync", "fixed", "wait now", "wait projected", "sync projected", "line now",
+                      "line projected"], rows)]
 
 
 def finding_lines(f) -> str:
@@ -124,4 +164,5 @@ def markdown(t: dict, projection: dict, rem: list) -> list:
         for what in ("dropped", "reduced", "timed", "warmed", "freed"):
             if projection.get(what):
                 md.append(f"\n{what.capitalize()}: " + ", ".join(f"`{x}`" for x in projection[what]) + ".")
+        md += sync_markdown(projection)
     return md

@@ -37,13 +37,25 @@ def _state_note(d: dict) -> str:
     return "host state unknown (rounds of both states kept)"
 
 
+def _modes(r: AuditReport) -> tuple:
+    """The timing modes shown: eager, graph, device, and the plain loop where the audit ran one."""
+    return (*MODES, "loop") if "loop" in r.modes else MODES
+
+
+def _mode_note(m: str, d: dict) -> str:
+    if m == "loop":
+        return f"plain loop: {d.get('calls', '?')} steps between two syncs" + (
+            f"; {_state_note(d)}" if _state_note(d) else "")
+    return _state_note(d)
+
+
 def render_text(r: AuditReport) -> str:
     e = r.env
     state = _state_note(r.modes.get("eager", {}))
     lines = [f"hostbench audit: {r.target}",
              f"{e.get('gpu_name', '?')} · cuDNN {e.get('cudnn_backend', '?')} · frontend {e.get('cudnn_frontend', '?')} "
              f"· torch {e.get('torch', '?')}",
-             "µs per step: " + " · ".join(f"{m} {median_iqr(r.modes.get(m, {}))}" for m in MODES),
+             "µs per step: " + " · ".join(f"{m} {median_iqr(r.modes.get(m, {}))}" for m in _modes(r)),
              *(f"{m}: {r.modes[m]['error']}" for m in MODES if r.modes.get(m, {}).get("error")),
              *([f"eager: {state}"] if state else []),
              f"kernels per step: {num(r.kernels_per_step)}",
@@ -68,8 +80,8 @@ def render_text(r: AuditReport) -> str:
 
 def render_markdown(r: AuditReport) -> str:
     e = r.env
-    modes = [[m, num(d.get("median")), num(d.get("iqr")), d.get("error", "") or _state_note(d)]
-             for m in MODES for d in [r.modes.get(m, {})]]
+    modes = [[m, num(d.get("median")), num(d.get("iqr")), d.get("error", "") or _mode_note(m, d)]
+             for m in _modes(r) for d in [r.modes.get(m, {})]]
     md = [f"# hostbench audit: `{r.target}`", "",
           f"{e.get('gpu_name', '?')} · cuDNN {e.get('cudnn_backend', '?')} · frontend {e.get('cudnn_frontend', '?')} "
           f"· torch {e.get('torch', '?')} (CUDA {e.get('cuda', '?')})", "",

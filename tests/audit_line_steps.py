@@ -1,6 +1,8 @@
 """CPU steps for the line sampler's tests (tests/test_audit_lines.py): each line does one kind of
 work, so the tests can check where the sampler puts its time. Line numbers are looked up by the
 marker comments, not hard-coded."""
+import time
+
 import torch
 
 A = torch.randn(96, 96)
@@ -54,3 +56,76 @@ B_T = B.t()
 
 def keyed_step_fixed():
     return torch.matmul(A, B_T)
+
+
+# a step that waits for a device every step, and its fixed version (CPU): the device is a queue on
+# the host clock, so its work runs while the host goes on, and `.item()` waits for it to drain
+class FakeDevice:
+    """launch(us) queues work that runs in order from its launch; item() waits until the queue is
+    empty, as a CUDA `.item()` does (its fixed cost here: the call)."""
+
+    def __init__(self):
+        self.done_at = 0.0
+
+    def launch(self, us):
+        self.done_at = max(self.done_at, time.perf_counter()) + us * 1e-6
+
+    def item(self):
+        while time.perf_counter() < self.done_at:
+            pass
+        return 0.0
+
+
+DEV = FakeDevice()
+DEVICE_US = 300.0
+
+
+def synced_step():
+    DEV.launch(DEVICE_US)                                  # marker: launch
+    key = (tuple(A.shape), tuple(A.stride()), A.dtype)     # marker: sync-key
+    views = [B.t().unsqueeze(0) for _ in range(80)]        # marker: sync-views
+    torch.matmul(A, views[0][0])                           # marker: sync-work
+    return key, DEV.item()                                 # marker: sync
+
+
+def synced_step_fixed():
+    DEV.launch(DEVICE_US)
+    torch.matmul(A, B_T)
+    return DEV.item()
+
+
+BIG = torch.randn(320, 320)
+SMALL = torch.randn(4)
+
+
+def long_then_cheap():
+    BIG @ BIG                                              # marker: long-op
+    torch.isfinite(SMALL)                                  # marker: cheap
+    return SMALL
+
+
+# an op registered with torch.library (define + a CPU impl) reached through torch.ops, twice, with a
+# torch.mm between, and the same work called directly into buffers made once (CPU)
+_LIB = torch.library.Library("hostbench_test", "DEF")
+_LIB.define("lin_relu(Tensor x, Tensor w) -> Tensor")
+
+
+def _lin_relu(x, w):
+    return torch.mm(x, w).relu_()                          # marker: op-body
+
+
+_LIB.impl("lin_relu", _lin_relu, "CPU")
+S, SW = torch.randn(64, 64), torch.randn(64, 64)      # small: the dispatcher is a third of the step
+H1, H2, H3 = (torch.empty(64, 64) for _ in range(3))
+
+
+def op_step():
+    h = torch.ops.hostbench_test.lin_relu(S, SW)           # marker: op-1
+    h = torch.mm(h, SW)                                    # marker: op-mid
+    return torch.ops.hostbench_test.lin_relu(h, SW)        # marker: op-2
+
+
+def op_step_fixed():
+    torch.mm(S, SW, out=H1).relu_()
+    torch.mm(H1, SW, out=H2)
+    return torch.mm(H2, SW, out=H3).relu_()

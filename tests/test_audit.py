@@ -541,11 +541,13 @@ def test_audit_keeps_going_when_capture_fails(run, monkeypatch, cpu_stream):
         {"median": 5.0, "iqr": 0.1, "q1": 5, "q3": 5.1, "n": 3}, 2.0,
         [["nvjet_tst", 1.0, 2.0], ["direct_copy_kernel_cuda", 1.0, 3.0]]))
     monkeypatch.setattr(audit.audit_sampler, "sample_step", lambda step, sync, us: {"error": "not sampled here"})
+    monkeypatch.setattr(audit, "_timeline", lambda step, us: {})
     steps = []
     ctx = types.SimpleNamespace(stream=None)
     rep = audit.audit(lambda: (steps.append(1), torch.cuda.synchronize()), run_file=run.path, ctx=ctx,
                       count_steps=3, target="t.py:make_step")
     assert len(steps) == 1 + 1 + 3                                   # first call, uncounted, counted
+    assert rep.modes["loop"]["median"] == 31.0 and rep.modes["loop"]["calls"] == 10   # the plain loop's rounds
     assert rep.sampling == {"error": "not sampled here"}
     g = rep.modes["graph"]["error"]
     assert g == ("not capturable — the step synchronizes (torch.cuda.synchronize) during capture: "
@@ -709,7 +711,9 @@ def test_find_run_file(tmp_path):
 
 def test_examples_expose_make_step():
     pytest.importorskip("cudnn")
-    for name in ("naive_integration", "fixed_integration", "mixed_integration", "custom_op_integration"):
+    for name in ("naive_integration", "fixed_integration", "mixed_integration", "custom_op_integration",
+                 "direct_op_integration", "sync_check_integration", "sync_check_fixed_integration",
+                 "library_op_integration", "library_op_fixed_integration"):
         assert callable(target.load_factory(f"{ROOT}/examples/{name}.py:make_step"))
 
 
@@ -743,6 +747,24 @@ def test_audit_examples_on_gpu(tmp_path):
         if name == "mixed_integration":
             assert c["lib_switches"] == 4 and c["cuda_allocs_explicit"] == 0 and c["cuda_allocs"] >= 4
             assert "\n" not in doc["modes"]["graph"]["error"] and ".item()" in doc["modes"]["graph"]["error"]
+    # issue 39's pairs: at least these findings (their fixed versions keep the sync, or none at all)
+    for name, expect in (("sync_check_integration", {"transpose", "views", "new_output", "sync"}),
+                         ("sync_check_fixed_integration", {"sync"}),
+                         ("library_op_integration", {"dispatcher", "new_output", "new_pack", "metadata", "views"}),
+                         ("library_op_fixed_integration", set())):
+        out = tmp_path / name
+        res = subprocess.run([sys.executable, "-m", "cudnn_hostbench.scripts.cli", "audit", f"examples/{name}.py:make_step",
+                              "--rounds", "3", "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
+                             timeout=300)
+        assert res.returncode == 0, res.stderr
+        doc = json.loads((out / "audit.json").read_text())
+        found = {f["rule"] for f in doc["findings"]}
+        assert expect <= found and ("dispatcher" in found) == name.startswith("library_op_integ"), res.stdout
+        assert doc["modes"]["loop"]["median"] > 0
+        if name.startswith("sync_check"):   # the timeline saw the finite check's .item() and priced it
+            assert doc["timeline"]["syncs_per_step"] == 1 and doc["projection"]["syncs"][0]["sync"] == ".item()"
+        if name == "library_op_fixed_integration":
+            assert found <= {"capture"}, res.stdout
 
 
 def test_reprice_keeps_the_measured_step_and_cites_the_new_run(tmp_path):

@@ -24,6 +24,7 @@ from cudnn_hostbench.bench.audit import lines as audit_lines
 from cudnn_hostbench.bench.audit import packs as audit_packs
 from cudnn_hostbench.bench.audit import rules as audit_rules
 from cudnn_hostbench.bench.audit import sampler as audit_sampler
+from cudnn_hostbench.bench.audit import timeline as audit_timeline
 from cudnn_hostbench.bench.audit.cost import Finding, evaluate, load_costs, warm_execute
 from cudnn_hostbench.bench.audit.plan_choice import PREFIX as PLAN_NOTE
 from cudnn_hostbench.bench.audit.plan_choice import recommend as recommend_plan
@@ -50,6 +51,7 @@ class AuditReport:
     sampling: dict = field(default_factory=dict)      # the line sampler's stacks (bench.audit.sampler), or {"error"}
     lines: dict = field(default_factory=dict)         # derived: host time by line (bench.audit.lines)
     projection: dict = field(default_factory=dict)    # derived: the step with every finding fixed
+    timeline: dict = field(default_factory=dict)      # the syncs' host segments, own and fixed µs (bench.audit.timeline)
 
     @property
     def capture_error(self) -> str | None:
@@ -62,7 +64,7 @@ class AuditReport:
     def from_dict(cls, d: dict) -> "AuditReport":
         """An audit.json read back (ValueError/KeyError/TypeError on a file that is not one)."""
         names = {f.name for f in dataclasses.fields(cls)}
-        missing = names - set(d) - {"notes", "sampling", "lines", "projection"}
+        missing = names - set(d) - {"notes", "sampling", "lines", "projection", "timeline"}
         if missing:
             raise ValueError(f"missing {', '.join(sorted(missing))}")
         kw = {k: d[k] for k in names if k in d}
@@ -163,7 +165,8 @@ def audit(step, *, run_file=None, rounds: int | None = None, count_steps: int = 
         watch = _host_watch()
         res = timing.measure_eager({"step": step}, sync, opt, watch=watch)
         samples, calls = res["step"]
-        modes["eager"] = dict(_summary(samples), **_host_of(watch))
+        modes["eager"] = dict(_summary(samples), calls=calls, **_host_of(watch))
+        modes["loop"] = _plain_loop(step, sync, watch)
         capture_failed = None
         try:
             cap = timing.capture(step, calls, ctx.stream)
@@ -176,6 +179,8 @@ def audit(step, *, run_file=None, rounds: int | None = None, count_steps: int = 
         sync()
         sampling = _sample(step, sync, modes["eager"].get("median"))
         sync()
+        timeline = _timeline(step, modes["eager"].get("median"))
+        sync()
         device, kpc, kernels = _device_mode(step, sync, opt)
     if capture_failed is not None:  # summarised after counting: the counts name the cause
         modes["graph"] = {"error": audit_rules.capture_summary(capture_failed, counts),
@@ -187,8 +192,61 @@ def audit(step, *, run_file=None, rounds: int | None = None, count_steps: int = 
         target=target or getattr(step, "__qualname__", repr(step)), env=env, modes=modes, kernels_per_step=kpc,
         kernels=kernels, host_overhead_us=(eager - device) if eager is not None and device is not None else None,
         counts=counts, findings=[], avoidable_us=0.0, run_file=run_path, run_note=run_note, notes=notes,
-        sampling=sampling)
+        sampling=sampling, timeline=timeline)
     return price(report, run)
+
+
+LOOP_ROUNDS = 5
+LOOP_ROUND_S = 0.1        # a plain loop round: this long, at least LOOP_MIN_STEPS steps between two syncs
+LOOP_MIN_STEPS = 200
+LOOP_GAP = 0.05           # eager and loop further apart than this: the report says why
+
+
+def _plain_loop(step, sync, watch) -> dict:
+    """The µs/step a user's own loop pays: rounds of many steps (LOOP_ROUND_S, at least
+    LOOP_MIN_STEPS) between two device syncs, in the eager rounds' host-state watch. The eager
+    rounds are short (2 ms, 16+ steps) with a device sync at each end, so a step whose GPU work
+    queues behind its host pays a drain per round there; the projection is held to this figure."""
+    opt = timing.Options(rounds=LOOP_ROUNDS, warmup_rounds=1, target_round_s=LOOP_ROUND_S,
+                         min_calls=LOOP_MIN_STEPS, max_calls=1_000_000)
+    try:
+        samples, calls = timing.measure_eager({"step": step}, sync, opt, watch=watch)["step"]
+    except Exception as e:  # noqa: BLE001 - the eager figure stands without it
+        return {"error": f"plain loop failed: {audit_rules.error_line(f'{type(e).__name__}: {e}')}"}
+    return dict(_summary(samples), calls=calls, host_state=watch.state)
+
+
+def _timeline(step, step_us) -> dict:
+    try:
+        return audit_timeline.measure(step, step_us)
+    except Exception as e:  # noqa: BLE001 - the projection keeps the syncs as sampled without it
+        return {"error": f"timeline pass failed: {audit_rules.error_line(f'{type(e).__name__}: {e}')}"}
+
+
+LOOP_NOTE = "the plain loop "
+
+
+def loop_note(modes: dict) -> str:
+    """Why the audit's eager figure and the plain loop's differ by more than LOOP_GAP ('' when not)."""
+    e, lp = modes.get("eager") or {}, modes.get("loop") or {}
+    eager, loop = e.get("median"), lp.get("median")
+    if not eager or not loop or abs(eager / loop - 1) <= LOOP_GAP:
+        return ""
+    head = (f"{LOOP_NOTE}({lp.get('calls', '?')} steps between two syncs) ran {loop:.1f} µs/step, the eager "
+            f"rounds ({e.get('calls', '?')} steps each) {eager:.1f} ({eager / loop - 1:+.0%}); the projection "
+            "is held to the loop's figure")
+    if "host_state" in e and lp.get("host_state") != e.get("host_state"):
+        return head + (f": the loop ran in the host's {lp.get('host_state') or 'mixed'} state, the eager rounds "
+                       f"in its {e.get('host_state') or 'mixed'} state")
+    dev = (modes.get("device") or {}).get("median")
+    if eager > loop:
+        why = ("each eager round starts on an idle GPU and ends waiting for its queue, "
+               f"{(eager - loop) * (e.get('calls') or 0):.0f} µs per round that a long loop spreads thin")
+        if dev is not None:
+            why += f" (device {dev:.1f} µs/step)"
+        return head + ": " + why
+    return head + (": back to back, the steps queue behind the GPU" + (f" (device {dev:.1f} µs/step)"
+                                                                      if dev is not None else ""))
 
 
 def _sample(step, sync, eager_us) -> dict:
@@ -221,10 +279,12 @@ def price(report: AuditReport, run) -> AuditReport:
     if table.get("rows") is not None:
         table["remainder"] = [r["line"] for r in audit_lines.remainder(table, tied)]
     projection = audit_lines.project(findings, report.counts, table, tied, report.modes,
-                                     warm_execute(run, report.counts))
+                                     warm_execute(run, report.counts), report.timeline)
     avoidable = sum(f.cost_us for f in findings if f.cost_us is not None)
-    notes = [n for n in report.notes
-             if n != OVER_NOTE and not n.startswith(audit_packs.NOTE_PREFIX) and not n.startswith(PLAN_NOTE)]
+    notes = [n for n in report.notes if n != OVER_NOTE and not n.startswith(audit_packs.NOTE_PREFIX)
+             and not n.startswith(PLAN_NOTE) and not n.startswith(LOOP_NOTE)]
+    if loop_note(report.modes):
+        notes.append(loop_note(report.modes))
     pack = audit_packs.pack_note(report.counts, run)    # each pack's size and what its tensors cost
     if pack:
         notes.append(pack)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from cudnn_hostbench.bench.audit import callsite
+from cudnn_hostbench.bench.audit import timeline as audit_timeline
 from cudnn_hostbench.bench.audit.count import ALLOC_FNS, ALLOC_METHODS, BUILD_STEPS, VIEW_METHODS
 
 MAX_GAP = 0.10            # the lines must sum to the eager step within this share
@@ -24,9 +25,15 @@ RULE_KEYS = {
 }
 # fixing these removes the call from the step; the others make a needed call cheaper
 REMOVES = frozenset({"rebuild", "new_output", "set_stream", "stream_query", "views", "metadata", "transpose",
-                     "layout_copy", "copy", "sync", "new_pack", "capture"})
-# counts that mark a line as doing work the fixed step still does
-KEEPS = ("executes", "cublas_calls", "custom_op_calls", "custom_op_autograd_calls", "dispatcher_calls")
+                     "layout_copy", "copy", "new_pack", "capture"})
+# counts that mark a line as doing work the fixed step still does; a sync stays (a finite check is
+# the user's own), re-priced for the projected host (bench.audit.timeline)
+KEEPS = ("executes", "cublas_calls", "custom_op_calls", "custom_op_autograd_calls", "dispatcher_calls", "syncs")
+# a sync's callee on its line, by name: its time is the sync's (fixed + wait), re-priced apart
+SYNC_ATTRS = frozenset({"item", "cpu", "tolist", "synchronize", "__bool__", "__int__", "__float__",
+                        "bool", "int", "float"})
+# removed findings whose cost is device time of copy kernels: the fixed step's syncs wait less
+DEVICE_COPIES = frozenset({"transpose", "layout_copy", "copy"})
 _COPIES = ("contiguous", "clone", "copy_", "to")
 # the calls each removing finding takes out of a line (by the callee's name; a rebuild: any frontend
 # call but the ones a built graph still makes). Python glue around them (tuple(), list(), an
@@ -76,6 +83,10 @@ def table(sampling: dict | None, eager_us: float | None) -> dict:
         r = rows.setdefault(line, {"line": line, "function": fn, "us": 0.0, "n": 0, "callees": {}, "spill": []})
         r["us"] += st["us"]
         r["n"] += st["n"]
+        if st.get("timed"):
+            r["timed_us"] = r.get("timed_us", 0.0) + st["us"]
+        if _entered_from_dispatcher(st):
+            r["dispatch_entry_us"] = r.get("dispatch_entry_us", 0.0) + st["us"]
         key = (st["callee"], st["kind"])
         r["callees"][key] = r["callees"].get(key, 0.0) + st["us"]
         r["spill"] += [s for s in st.get("spill") or () if s not in r["spill"]]
@@ -92,10 +103,32 @@ def table(sampling: dict | None, eager_us: float | None) -> dict:
          "step_us_sampled": sampling.get("step_us_sampled"), "step_us_plain": sampling.get("step_us_plain"),
          "steps": sampling.get("steps"), "verdict": sampling.get("verdict", ""),
          "rounds": sampling.get("rounds"), "rounds_other_state": sampling.get("rounds_other_state", 0),
-         "state_note": sampling.get("state_note", ""),
+         "state_note": sampling.get("state_note", ""), "timed_calls": sampling.get("timed_calls") or [],
          "coverage": total / eager_us if eager_us else None}
     t["note"] = gap_note(t)
     return t
+
+
+ENTRY = 4          # an instruction offset at most this: the function's entry (RESUME, after its cell set-up)
+
+
+def _entered_from_dispatcher(st: dict) -> bool:
+    """A sample at the entry of a user function that the dispatcher called (a registered op's
+    impl): the time the dispatcher took to reach it lands there, at its first signal point."""
+    frames = st.get("frames") or []
+    user = [i for i, f in enumerate(frames) if f[3]]
+    if not user or st.get("kind") != callsite.PYTHON:
+        return False
+    inner = frames[user[-1]]
+    if len(inner) < 5 or inner[4] is None or inner[4] > ENTRY:
+        return False
+    between = frames[user[-2] + 1:user[-1]] if len(user) > 1 else frames[:user[-1]]
+    return any(sampler_file_kind(f[0]) for f in between)
+
+
+def sampler_file_kind(name: str) -> bool:
+    n = name.replace("\\", "/")
+    return "torch/_ops.py" in n or "torch/_library/" in n or n.endswith("torch/library.py")
 
 
 def gap_note(t: dict) -> str:
@@ -155,7 +188,7 @@ def remainder(lines_table: dict, tied: dict) -> list:
 
 
 def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict,
-            warm_execute: tuple | None = None) -> dict:
+            warm_execute: tuple | None = None, timeline: dict | None = None) -> dict:
     """The eager step with every finding fixed, and the CUDA-graph ceiling beside it.
 
     From the lines when the step was sampled: a line whose every finding removes its call (a
@@ -168,12 +201,17 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict,
     rebuild fixed, an execute line's cuDNN time is the execute probe's warm figure (`warm_execute`:
     (µs, citation), cost.warm_execute). The frees of a removed finding's objects go with it: the call
     time of a line calling into the function that made them, and the loop's time between steps when
-    the step allocates its outputs (FREES). Lines
-    are in sampled time, scaled to the eager step. Without sampling: eager − the priced findings."""
-    eager = (modes.get("eager") or {}).get("median")
+    the step allocates its outputs (FREES). A sync stays: its callee's time comes off its line
+    and the sync is priced again from the timeline (fixed cost + the wait for the device work
+    queued when the projected host reaches it; bench.audit.timeline). Lines are in sampled time,
+    scaled to the plain loop's µs/step (modes["loop"]; the eager median for audits without one).
+    Without sampling: that figure − the priced findings."""
+    loop = (modes.get("loop") or {}).get("median")
+    eager = loop if loop is not None else (modes.get("eager") or {}).get("median")
     graph = (modes.get("graph") or {}).get("median")
     device = (modes.get("device") or {}).get("median")
-    out = {"eager_us": eager, "graph_us": graph, "device_us": device,
+    out = {"eager_us": (modes.get("eager") or {}).get("median"), "loop_us": loop, "base_us": eager,
+           "base": "loop" if loop is not None else "eager", "graph_us": graph, "device_us": device,
            "graph_error": (modes.get("graph") or {}).get("error")}
     if eager is None:
         return dict(out, projected_us=None, method="none", note="no eager figure")
@@ -186,6 +224,7 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict,
                     reduced=[])
     where = counts.get("lines") or {}
     keeps = {ln for k in KEEPS for ln in (where.get(k) or {})}
+    sync_lines = set(where.get("syncs") or {})
     rules_on = {}
     for rule, items in tied.items():
         for x in items:
@@ -202,7 +241,12 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict,
                 if r is not None:
                     cut[x["line"]] = cut.get(x["line"], 0.0) + sum(
                         c["us"] for c in r["callees"] if c["kind"] == callsite.DISPATCHER)
-    unpriced = [u for u in unpriced if u not in DIRECT and u != "capture"]   # capture: the ceiling beside it
+    if any(f.rule in DIRECT for f in findings):    # and the time it took to enter the op's impl
+        for r in rows:
+            if r.get("dispatch_entry_us"):
+                cut[r["line"]] = cut.get(r["line"], 0.0) + r["dispatch_entry_us"]
+    # capture: the ceiling beside it; sync: kept and priced from the timeline
+    unpriced = [u for u in unpriced if u not in DIRECT and u not in ("capture", "sync")]
     for f in priced:
         if f.rule in DIRECT:
             continue
@@ -221,6 +265,7 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict,
         freed.append("between steps")
         loop_us = 0.0
     kept_us, var, dropped, reduced, timed = loop_us, 0.0, [], [], []
+    left_of = {}                               # sync line -> what else it keeps (sampled µs)
     per_exec = (counts.get("execute_us") or 0) / counts["executes"] if counts.get("executes") else 0.0
     makers = {r["function"] for r in rows if _dropped(r["line"], rules_on, keeps) and rules_on[r["line"]] & FREES}
     warm_us = warm_execute[0] if warm_execute and "rebuild" in rules else None
@@ -238,6 +283,10 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict,
             if cold > warm:
                 cut[r["line"]] = cut.get(r["line"], 0.0) + cold - warm
                 warmed.append(r["line"])
+    sync_now = {}                             # sync line -> its sync callees' sampled µs
+    for r in rows:
+        if r["line"] in sync_lines:
+            sync_now[r["line"]] = sum(c["us"] for c in r["callees"] if _attr(c["callee"]) in SYNC_ATTRS)
     for r in rows:
         if _dropped(r["line"], rules_on, keeps):
             left = _left_after_removal(r, rules_on[r["line"]])
@@ -247,18 +296,21 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict,
             continue
         us, n = r["us"], r["n"]
         execs = (where.get("executes") or {}).get(r["line"])
-        if n < SPARSE and execs and per_exec > 0 and r["line"] not in warmed:
+        if n < SPARSE and execs and per_exec > 0 and r["line"] not in warmed and not r.get("timed_us"):
             # too few samples on a line that executes (a slow step's one cheap line): its execute
             # time as the counting pass timed it, in eager units, plus what else the line sampled
             rest = sum(c["us"] for c in r["callees"] if c["kind"] != callsite.CUDNN)
             us, n = per_exec * execs / scale + rest, max(n, SPARSE)
             timed.append(r["line"])
-        left = max(0.0, us - cut.get(r["line"], 0.0))
+        left = max(0.0, us - sync_now.get(r["line"], 0.0) - cut.get(r["line"], 0.0))
         if r["line"] in cut:
             reduced.append(r["line"])
         kept_us += left
-        # a warmed line is the probe's figure, not its few cold samples: ~10 % between processes
-        var += (0.1 * left) ** 2 if r["line"] in warmed else us ** 2 / max(n, 1)
+        if r["line"] in sync_now:
+            left_of[r["line"]] = left
+        # a warmed line is the probe's figure; a timed call's own time is measured, not sampled (5 %)
+        timed_us = min(us, r.get("timed_us", 0.0))
+        var += (0.1 * left) ** 2 if r["line"] in warmed else (us - timed_us) ** 2 / max(n, 1) + (0.05 * timed_us) ** 2
     extra = {"freed": freed} if freed else {}
     if "rebuild" in rules and warm_us is None and where.get("executes"):
         extra["cold"] = (f"each execute after a rebuild runs cold and stays so priced: no warm figure "
@@ -271,8 +323,41 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict,
     outside = lines_table.get("outside_us", 0.0)
     if outside > 0:
         kept_us += outside * min(1.0, kept_us / max(total - outside, 1e-9))
-    return dict(out, projected_us=kept_us * scale, err_us=math.sqrt(var) * scale, method="lines",
-                unpriced=unpriced, dropped=dropped, reduced=reduced, timed=timed, **extra)
+    host_proj, host_now = kept_us * scale, (total - sum(sync_now.values())) * scale
+    cut_dev = sum(f.cost_us for f in priced if f.rule in DEVICE_COPIES) if device is not None else 0.0
+    syncs = sync_projection((timeline or {}).get("segments") or [], device, host_now, host_proj, cut_dev,
+                            sync_now, left_of, {r["line"]: r["us"] for r in rows}, scale)
+    proj = host_proj + sum(x["cost_proj_us"] for x in syncs["sync_lines"])
+    var_s = sum((0.1 * x["wait_proj_us"]) ** 2 for x in syncs["syncs"])
+    return dict(out, projected_us=proj, err_us=math.sqrt(var * scale ** 2 + var_s), method="lines",
+                unpriced=unpriced, dropped=dropped, reduced=reduced, timed=timed, host_now_us=host_now,
+                host_proj_us=host_proj, **syncs, **extra)
+
+
+def sync_projection(segments, device_us, host_now: float, host_proj: float, cut_dev: float, sync_now: dict,
+                    left_of: dict, row_us: dict, scale: float) -> dict:
+    """{"syncs": each sync now and projected (timeline.project_syncs), "sync_lines": each sync
+    line now and projected (what else it keeps + its syncs' fixed cost and projected wait),
+    "sync_model": how they were priced}. Without a timeline a sync keeps its sampled time."""
+    syncs = audit_timeline.project_syncs(segments, device_us, host_now, host_proj, cut_dev)
+    by_line: dict = {}
+    for x in syncs:
+        by_line.setdefault(x["line"], []).append(x)
+    out = []
+    for line, now in sync_now.items():
+        own, left = by_line.get(line), left_of.get(line, 0.0) * scale
+        row = {"line": line, "now_us": row_us.get(line, now) * scale, "sync_now_us": now * scale}
+        if own:
+            fixed, wait, wait_p = (sum(x[k] for x in own) for k in ("fixed_us", "wait_us", "wait_proj_us"))
+            row.update(fixed_us=fixed, wait_us=wait, wait_proj_us=wait_p, cost_proj_us=fixed + wait_p)
+        else:     # no timeline (an audit from before it, or a sync the pass did not see): kept as sampled
+            row.update(fixed_us=None, wait_us=None, wait_proj_us=None, cost_proj_us=now * scale)
+        row["proj_us"] = left + row["cost_proj_us"]
+        out.append(row)
+    model = ("each at its fixed cost + the device work still queued when the projected host reaches it "
+             "(from the timeline)" if syncs else "kept at their sampled time: this audit has no timeline"
+             if sync_now else "")
+    return {"syncs": syncs, "sync_lines": out, "sync_model": model}
 
 
 def _dropped(line: str, rules_on: dict, keeps: set) -> bool:

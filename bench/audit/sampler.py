@@ -11,6 +11,14 @@ their time goes to the next call of the same frame (each line names the operator
 into it). Why this sampler and not pyinstrument, py-spy, sys.monitoring or torch.profiler:
 docs/audit.md ("Host time by source line").
 
+Long C calls are timed, not sampled: where a call gives the interpreter no point to take the
+signal when it returns (a method descriptor such as a CUDA `.item()`, an operator), the deferred
+handler runs at the next call and charged it the wait (H200: 38-43 µs/step on `torch.isfinite()`
+that was `.item()`'s). During the sampled rounds the long calls (TIMED: the device syncs, the
+frontend's execute) run through a thin wrapper that times each call and charges it to its caller's
+stack under its own name; the samples charge only the time outside them (`_Sampler.excluded`), and
+a signal taken inside a timed call is dropped. The wrappers exist only for the sampled rounds.
+
 Sampled and plain rounds alternate; if sampling slows the step by more than MAX_OVERHEAD the
 interval doubles, up to MAX_INTERVAL_S. A slow step is sampled over at least MIN_STEPS steps.
 What comes back is plain data (audit.json's `sampling`):
@@ -21,11 +29,13 @@ from __future__ import annotations
 import math
 import signal
 import statistics
+import sys
 import threading
 import time
 from collections import Counter
 
 from cudnn_hostbench.bench.audit import callsite, usercode
+from cudnn_hostbench.bench.audit.count import SYNC_METHODS, Patcher
 
 INTERVAL_S = 1e-3
 MAX_INTERVAL_S = 8e-3
@@ -38,6 +48,8 @@ MATCH_TOL = 0.15              # a plain round this far off the eager step ran in
 MAX_ROUNDS_MULT = 4           # rounds tried per interval, at most, for `rounds` in the eager's state
 MIN_SAMPLES = 200             # fewer samples in the step: too few to split it by line
 MIN_STEP_US = 10.0            # a shorter step gives the sampler too few places to catch it
+TIMED_HOW = ("long calls timed, not sampled: each call's own time is charged to its line under its name, "
+             "samples charge the time outside them (a deferred signal would charge it to the next call)")
 
 
 class SamplerError(RuntimeError):
@@ -65,6 +77,9 @@ class _Sampler:
         self.samples = 0
         self.on = False
         self.busy = False                # a signal taken inside the handler itself is dropped
+        self.timing = 0                  # inside a timed long call: its samples are dropped
+        self.excluded = 0.0              # seconds in timed calls since the last sample (charged by them)
+        self.dropped = 0                 # signals taken inside the current timed call
         self.clock = clock
         self.last = clock()
 
@@ -72,6 +87,7 @@ class _Sampler:
         """This round's stacks, counts, loop, outside and samples; the next round starts empty."""
         got = (self.stacks, self.counts, self.in_loop, self.outside, self.samples)
         self.stacks, self.counts, self.in_loop, self.outside, self.samples = Counter(), Counter(), 0.0, 0.0, 0
+        self.excluded = 0.0
         return got
 
     def keep(self, rounds: list) -> None:
@@ -85,6 +101,9 @@ class _Sampler:
             self.samples += samples
 
     def handler(self, signum, frame):
+        if self.timing:                  # a timed call charges its own time (and this sample) when it returns
+            self.dropped += self.on
+            return
         if self.busy:
             return
         self.busy = True
@@ -97,26 +116,80 @@ class _Sampler:
     def _sample(self, frame):
         now = self.clock()
         if self.on and frame is not None:
-            f, stack, code = frame, [], LOOP_CODE
-            while f is not None and f.f_code is not code:
-                c = f.f_code
-                stack.append((c, f.f_lasti, f.f_lineno))
-                if c not in self.globals:
-                    self.globals[c] = f.f_globals
-                site = (c, f.f_lasti)
-                if site not in self.local_types:    # what `g` is in `g.matmul()`: once per call site
-                    self.local_types[site] = _types(f) if usercode.is_user(c.co_filename) else {}
-                f = f.f_back
-            dt = now - self.last
+            dt = max(0.0, now - self.last - self.excluded)
+            self.excluded = 0.0
             self.samples += 1
-            if f is None:
-                self.outside += dt       # the sync after the loop, the round's own code
-            elif stack:
-                key = tuple(stack)
-                self.stacks[key] += dt
-                self.counts[key] += 1
-            else:
-                self.in_loop += dt
+            self._charge(frame, dt)
+
+    def _charge(self, frame, dt: float, n: int = 1, callee: tuple | None = None) -> None:
+        """Charges dt seconds to the stack from `frame` up to the step loop (`callee`: a timed
+        call's (label, kind), which names the stack's callee instead of its instruction)."""
+        f, stack, code = frame, [], LOOP_CODE
+        while f is not None and f.f_code is not code:
+            c = f.f_code
+            stack.append((c, f.f_lasti, f.f_lineno))
+            if c not in self.globals:
+                self.globals[c] = f.f_globals
+            site = (c, f.f_lasti)
+            if site not in self.local_types:    # what `g` is in `g.matmul()`: once per call site
+                self.local_types[site] = _types(f) if usercode.is_user(c.co_filename) else {}
+            f = f.f_back
+        if f is None:
+            self.outside += dt       # the sync after the loop, the round's own code
+        elif stack:
+            key = tuple(stack) if callee is None else (callee, *stack)
+            self.stacks[key] += dt
+            self.counts[key] += n
+        else:
+            self.in_loop += dt
+
+    def timed(self, frame, label: str, kind: str, dt: float) -> None:
+        """A timed long call's own time, charged to its caller's stack (`frame`) under its name."""
+        self.excluded += dt
+        n, self.dropped = self.dropped, 0
+        self.samples += n
+        self._charge(frame, dt, n, (label, kind))
+
+
+def long_calls() -> list:
+    """[(owner, attribute, label, kind)]: the long C calls timed during the sampled rounds (TIMED
+    in the module doc): the device syncs (`.item()`, `.cpu()`, `.tolist()`, `bool/int/float(t)`,
+    `torch.cuda.synchronize`, `Stream/Event.synchronize`) and the frontend's execute calls."""
+    import torch
+    out = [(torch.Tensor, name, f"….{name}()", callsite.TORCH) for name in SYNC_METHODS]
+    cuda = getattr(torch, "cuda", None)
+    out.append((cuda, "synchronize", "torch.cuda.synchronize()", callsite.TORCH))
+    out += [(getattr(cuda, c, None), "synchronize", "….synchronize()", callsite.TORCH) for c in ("Stream", "Event")]
+    try:
+        import cudnn
+    except (ImportError, OSError):
+        return out
+    graph = getattr(cudnn, "pygraph", None)
+    return out + [(graph, name, f"….{name}()", callsite.CUDNN) for name in ("execute", "execute_plan_at_index")]
+
+
+def _timed_wrapper(sampler: "_Sampler", orig, label: str, kind: str):
+    clock = sampler.clock
+
+    def wrapper(*args, **kwargs):
+        if sampler.timing or not sampler.on:
+            return orig(*args, **kwargs)
+        sampler.timing += 1
+        t0 = clock()
+        try:
+            return orig(*args, **kwargs)
+        finally:
+            dt = clock() - t0
+            sampler.timed(sys._getframe(1), label, kind, dt)
+            sampler.timing -= 1
+    return wrapper
+
+
+def _patch_timed(sampler: "_Sampler", calls) -> Patcher:
+    p = Patcher()
+    for owner, name, label, kind in calls:
+        p.patch(owner, name, lambda o, lb=label, k=kind: _timed_wrapper(sampler, o, lb, k))
+    return p
 
 
 def _types(frame) -> dict:
@@ -167,7 +240,7 @@ def _round(step, n, sync, clock=time.perf_counter) -> float:
 
 
 def _try(step, sync, steps: int, interval: float, rounds: int, min_s: float,
-         want_us: float | None = None) -> tuple[dict, _Sampler]:
+         want_us: float | None = None, timed=()) -> tuple[dict, _Sampler]:
     """Plain and sampled rounds alternated. With `want_us` (the eager figure), a pair whose plain
     round ran more than MATCH_TOL off it ran in another host state (H200: custom_op's plain
     rounds at 44.6 µs/step against the eager 31.7, and the slow state slows Python lines more than
@@ -186,6 +259,7 @@ def _try(step, sync, steps: int, interval: float, rounds: int, min_s: float,
             if len(good) >= 2 * rounds or (len(good) >= rounds and sum(d[1] for d in good) * steps >= min_s):
                 break
             plain = _round(step, steps, sync) / steps    # no timer: truly unsampled
+            patched = _patch_timed(sampler, timed)     # the long calls timed, for this round only
             sampler.last = sampler.clock()
             sampler.on = True
             signal.setitimer(signal.ITIMER_REAL, interval, interval)
@@ -194,6 +268,7 @@ def _try(step, sync, steps: int, interval: float, rounds: int, min_s: float,
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0, 0)
                 sampler.on = False
+                patched.restore()
             done.append((plain, sampled, sampler.take()))
     finally:
         _stop(old)
@@ -216,16 +291,19 @@ def _try(step, sync, steps: int, interval: float, rounds: int, min_s: float,
 
 
 def sample_step(step, sync, step_us: float | None, *, interval: float = INTERVAL_S, chunk_s: float = CHUNK_S,
-                rounds: int = ROUNDS, max_interval: float = MAX_INTERVAL_S, min_s: float = MIN_SAMPLED_S) -> dict:
+                rounds: int = ROUNDS, max_interval: float = MAX_INTERVAL_S, min_s: float = MIN_SAMPLED_S,
+                timed=None) -> dict:
     """Samples `rounds` rounds of about `chunk_s` of steps each (after a plain round each), raising
     the interval while sampling distorts the step by more than MAX_OVERHEAD. `step_us` is the
-    step's eager µs (sizes the rounds). Returns audit.json's `sampling` (see module doc); raises
-    SamplerError when the sampler cannot start, and whatever the step raises."""
+    step's eager µs (sizes the rounds); `timed` the long calls timed rather than sampled (default
+    long_calls()). Returns audit.json's `sampling` (see module doc); raises SamplerError when the
+    sampler cannot start, and whatever the step raises."""
+    timed = long_calls() if timed is None else list(timed)
     per = (step_us or 100.0) * 1e-6
     steps = max(2, math.ceil(chunk_s / per), math.ceil(MIN_STEPS / rounds))
     tries = []
     while True:
-        t, sampler = _try(step, sync, steps, interval, rounds, min_s, step_us)
+        t, sampler = _try(step, sync, steps, interval, rounds, min_s, step_us, timed)
         tries.append(t)
         if t["overhead"] is None or t["overhead"] <= MAX_OVERHEAD or interval * 2 > max_interval:
             break
@@ -233,7 +311,8 @@ def sample_step(step, sync, step_us: float | None, *, interval: float = INTERVAL
     n = t["steps"]
     out = dict(t, tries=tries, loop_us=sampler.in_loop / n * 1e6, outside_us=sampler.outside / n * 1e6,
                stacks=named_stacks(sampler.stacks, sampler.counts, sampler.globals, n, sampler.local_types),
-               max_overhead=MAX_OVERHEAD, min_samples=MIN_SAMPLES, min_step_us=MIN_STEP_US)
+               max_overhead=MAX_OVERHEAD, min_samples=MIN_SAMPLES, min_step_us=MIN_STEP_US,
+               timed_calls=list(dict.fromkeys(label for _, _, label, _ in timed)), timed_how=TIMED_HOW)
     out["verdict"] = verdict(out, step_us)
     return out
 
@@ -257,18 +336,21 @@ def verdict(s: dict, step_us: float | None) -> str:
 def named_stacks(stacks: Counter, counts: Counter, globals_: dict, steps: int, local_types: dict | None = None) -> list:
     """Stacks as plain data, root first: [{"frames": [[file, line, function, user, instruction]...],
     "callee": what the innermost user frame was doing, "kind": its kind, "spill": operators whose
-    time may land here, "us": µs per step, "n": samples}], most time first."""
+    time may land here, "us": µs per step, "n": samples (a timed call's: those taken inside it), "timed": True
+    for a long call's own time}], most time first."""
     us, n = Counter(), Counter()
     for stack, sec in stacks.items():
+        timed = bool(stack) and isinstance(stack[0][0], str)      # (label, kind) of a timed long call
+        frames_of = stack[1:] if timed else stack
         frames = tuple((usercode.display(c.co_filename), ln, getattr(c, "co_qualname", c.co_name),
-                        usercode.is_user(c.co_filename), lasti) for c, lasti, ln in reversed(stack))
-        callee, kind = _callee(stack, globals_, local_types or {})
-        key = (frames, callee, kind, _spill(stack))
+                        usercode.is_user(c.co_filename), lasti) for c, lasti, ln in reversed(frames_of))
+        callee, kind = stack[0] if timed else _callee(stack, globals_, local_types or {})
+        key = (frames, callee, kind, () if timed else _spill(stack), timed)
         us[key] += sec / steps * 1e6
         n[key] += counts[stack]
     return [{"frames": [list(f) for f in frames], "callee": callee, "kind": kind, "spill": list(spill),
-             "us": v, "n": n[(frames, callee, kind, spill)]}
-            for (frames, callee, kind, spill), v in us.most_common()]
+             "us": v, "n": n[(frames, callee, kind, spill, timed)], **({"timed": True} if timed else {})}
+            for (frames, callee, kind, spill, timed), v in us.most_common()]
 
 
 def _spill(stack) -> tuple:

@@ -1,0 +1,156 @@
+"""The step's timeline around its device syncs, and the syncs re-priced for a faster host.
+
+A host sync costs its fixed price plus the device work still queued when the host reaches it, so
+a step whose host gets faster arrives sooner and waits as long or longer (H200, a `.item()` finite
+check: 79 µs/step now, still 77 with the step's findings fixed, where shortening the line had
+projected 39). The timeline pass (`measure`) runs the step with only its sync calls wrapped:
+
+- natural steps: for each sync of the step, in order, the host time since the previous sync
+  returned (its segment: it launches the device work the sync waits for) and the sync's own time;
+- drained steps: before each sync the device is drained first, so the sync's own time is its
+  fixed cost (the call and its copy on an idle device).
+
+`project_syncs` is pure (audit.json's `timeline`, the device mode's µs per step, the host time now
+and projected): per sync, its wait now (own time − fixed) and projected. The model, per segment
+(the queue is empty when the previous sync returns): the device finishes the segment's work
+`c + d` µs into it, d its device work (the device mode's µs per step, one sync per step; several:
+each sync's wait plus the rest shared by host time) and c when it ran busy to the end (from the
+measured wait: c = wait + host − d, 0 when it did not wait; a device busy through the previous
+sync's fixed part makes it negative, down to −fixed). Findings shorten the host by r
+(projected host / host now), c with it; copy kernels a removed finding launched leave d. The
+projected wait is max(0, d' + c·r − host·r), so a sync that waited keeps waiting, and one that
+did not starts to once the host is faster than the device's work.
+"""
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from collections import Counter
+
+from cudnn_hostbench.bench.audit import usercode
+from cudnn_hostbench.bench.audit.count import SYNC_METHODS, Patcher, _on_device
+
+MIN_STEPS = 20
+TARGET_S = 0.2            # each pass runs about this long (MIN_STEPS..MAX_STEPS steps)
+MAX_STEPS = 2000
+
+
+def sync_calls(torch) -> list:
+    """[(owner, attribute, name, on_self)]: the calls that wait for the device (count.SYNC_METHODS,
+    torch.cuda.synchronize, Stream/Event.synchronize); on_self: a sync only on a device tensor."""
+    out = [(torch.Tensor, m, shown, True) for m, shown in SYNC_METHODS.items()]
+    cuda = getattr(torch, "cuda", None)
+    out.append((cuda, "synchronize", "torch.cuda.synchronize", False))
+    out += [(getattr(cuda, c, None), "synchronize", f"{c}.synchronize", False) for c in ("Stream", "Event")]
+    return out
+
+
+class _Pass:
+    def __init__(self, drain, device_type: str, clock):
+        self.events: list = []       # per step: [(line, name, t_in, t_out)]
+        self.drain, self.device_type, self.clock = drain, device_type, clock
+        self.depth = 0
+        self.on = False
+
+    def wrap(self, orig, name: str, on_self: bool):
+        def wrapper(*args, **kwargs):
+            if not self.on or self.depth or (on_self and not (args and _on_device(args[0], self.device_type))):
+                return orig(*args, **kwargs)
+            self.depth += 1
+            try:
+                if self.drain is not None:
+                    self.drain()
+                t0 = self.clock()
+                out = orig(*args, **kwargs)
+                t1 = self.clock()
+            finally:
+                self.depth -= 1
+            line = usercode.innermost_user_line(sys._getframe(1)) or "(no user line)"
+            self.events[-1].append((line, name, t0, t1))
+            return out
+        return wrapper
+
+
+def _run(step, steps: int, calls, drain, device_type: str, clock) -> list:
+    ps = _Pass(drain, device_type, clock)
+    p = Patcher()
+    try:
+        for owner, attr, name, on_self in calls:
+            p.patch(owner, attr, lambda o, n=name, s=on_self: ps.wrap(o, n, s))
+        ps.on = True
+        for _ in range(steps):
+            ps.events.append([])
+            step()
+    finally:
+        ps.on = False
+        p.restore()
+    return ps.events
+
+
+def measure(step, step_us: float | None, *, torch=None, device_type: str = "cuda", drain=None, calls=None,
+            clock=time.perf_counter) -> dict:
+    """audit.json's `timeline`: {"segments": [{line, sync, host_us, sync_us, fixed_us}], "steps",
+    "syncs_per_step"}, the medians over the steps with the step's usual sync sequence; {} for a
+    step that does not sync. `drain` empties the device queue (torch.cuda.synchronize)."""
+    if torch is None:
+        import torch
+    calls = sync_calls(torch) if calls is None else calls
+    if drain is None and device_type == "cuda":
+        drain = torch.cuda.synchronize          # bound before the pass wraps it
+    steps = int(min(MAX_STEPS, max(MIN_STEPS, TARGET_S / max((step_us or 100.0) * 1e-6, 1e-7))))
+    natural = _run(step, steps, calls, None, device_type, clock)
+    if not any(natural):
+        return {}
+    drained = _run(step, max(MIN_STEPS, steps // 4), calls, drain, device_type, clock)
+    shape = Counter(tuple((ln, n) for ln, n, _, _ in s) for s in natural).most_common(1)[0][0]
+    keep = [i for i, s in enumerate(natural) if tuple((ln, n) for ln, n, _, _ in s) == shape]
+    host, own = [[] for _ in shape], [[] for _ in shape]
+    for i in keep:
+        prev = natural[i - 1] if i > 0 else None
+        if not prev:
+            continue
+        last_out = prev[-1][3]
+        for k, (_, _, t0, t1) in enumerate(natural[i]):
+            host[k].append((t0 - last_out) * 1e6)
+            own[k].append((t1 - t0) * 1e6)
+            last_out = t1
+    fixed = [[] for _ in shape]
+    for s in drained:
+        if tuple((ln, n) for ln, n, _, _ in s) == shape:
+            for k, (_, _, t0, t1) in enumerate(s):
+                fixed[k].append((t1 - t0) * 1e6)
+    if not all(host) or not all(fixed):
+        return {"error": "the step's syncs differ from step to step: no timeline", "steps": steps}
+    segs = [{"line": ln, "sync": n, "host_us": statistics.median(host[k]), "sync_us": statistics.median(own[k]),
+             "fixed_us": min(statistics.median(fixed[k]), statistics.median(own[k]))}
+            for k, (ln, n) in enumerate(shape)]
+    return {"segments": segs, "steps": len(keep), "syncs_per_step": len(shape),
+            "step_us": sum(s["host_us"] + s["sync_us"] for s in segs)}
+
+
+def project_syncs(segments, device_us: float | None, host_now_us: float, host_proj_us: float,
+                  device_cut_us: float = 0.0) -> list:
+    """Each sync now and projected (module doc): [{line, sync, fixed_us, wait_us, cost_us,
+    host_us, device_us, wait_proj_us, cost_proj_us}]. `device_cut_us`: device µs per step the
+    fixes remove (copy kernels), shared like the device time."""
+    if not segments:
+        return []
+    r = max(0.0, host_proj_us / host_now_us) if host_now_us > 0 else 1.0
+    waits = [max(0.0, s["sync_us"] - s["fixed_us"]) for s in segments]
+    hosts = [max(0.0, s["host_us"]) for s in segments]
+    spare = max(0.0, (device_us or 0.0) - sum(waits))
+    total_h = sum(hosts)
+    # a segment's device work fits in its wall time (host, wait, and the sync's fixed part)
+    dev = [min(w + spare * (h / total_h if total_h > 0 else 1 / len(segments)), h + w + s["fixed_us"])
+           for s, w, h in zip(segments, waits, hosts)]
+    total_d = sum(dev)
+    out = []
+    for s, w, h, d in zip(segments, waits, hosts, dev):
+        c = min(h, max(-s["fixed_us"], w + h - d)) if w > 0 else 0.0
+        d2 = max(0.0, d - device_cut_us * d / total_d) if total_d > 0 else d
+        w2 = max(0.0, d2 + c * r - h * r)
+        out.append({"line": s["line"], "sync": s["sync"], "fixed_us": s["fixed_us"], "wait_us": w,
+                    "cost_us": s["fixed_us"] + w, "host_us": h, "device_us": d, "device_proj_us": d2,
+                    "host_proj_us": h * r, "wait_proj_us": w2, "cost_proj_us": s["fixed_us"] + w2})
+    return out
