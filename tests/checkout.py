@@ -26,10 +26,14 @@ def build_wheel(dest: Path, *pip_args: str) -> subprocess.CompletedProcess:
         shutil.rmtree(src, ignore_errors=True)
 
 
+# a new source file is someone's work in progress (a test writes none), not debris
+SOURCES = (".py", ".md")
+
+
 def new_in_checkout() -> set[str]:
     """Untracked and ignored entries of the checkout (bytecode aside: Python writes it where it likes),
     and its top-level names (git does not list an empty folder, such as pytest-benchmark's .benchmarks)."""
     r = subprocess.run(["git", "status", "--porcelain", "--ignored", "--untracked-files=normal"], cwd=ROOT,
                        capture_output=True, text=True, timeout=60)
-    return {line for line in r.stdout.splitlines() if line[:2] in ("??", "!!") and "__pycache__" not in line} | \
-        {f"top-level {p.name}" for p in ROOT.iterdir()}
+    return {line for line in r.stdout.splitlines() if line[:2] in ("??", "!!") and "__pycache__" not in line
+            and not (line[:2] == "??" and line.endswith(SOURCES))} | {f"top-level {p.name}" for p in ROOT.iterdir()}
