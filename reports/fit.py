@@ -40,12 +40,14 @@ def grid(head: Sequence[str], body: Iterable[Sequence], right: Iterable[int] = (
     right, marked = set(right), set(marked)
     gaps = list(gaps) if gaps is not None else ["" if i == 0 else GAP for i in range(len(head))]
     cols: list[tuple[str, bool, list[str]]] = []   # (gap, right-aligned, cells with the header first)
+    marks: set[int] = set()                         # the mark columns: no rule under them
     for i, h in enumerate(head):
         cells = [r[i] if i < len(r) else "" for r in rows]
         if i in marked:
             parts = [split_mark(c) for c in cells]
             if any(m for _, m in parts):
                 cols.append((gaps[i], i in right, [h, *(p for p, _ in parts)]))
+                marks.add(len(cols))
                 cols.append((" ", False, ["", *(m for _, m in parts)]))
                 continue
         cols.append((gaps[i], i in right, [h, *cells]))
@@ -55,7 +57,8 @@ def grid(head: Sequence[str], body: Iterable[Sequence], right: Iterable[int] = (
         out.append("".join(g + (c[k].rjust(w) if r else c[k].ljust(w))
                            for (g, r, c), w in zip(cols, widths)).rstrip())
     if rule:
-        out.insert(1, "".join(g + "-" * w for (g, _, c), w in zip(cols, widths) if w).rstrip())
+        out.insert(1, "".join(g + (" " if k in marks else "-") * w
+                              for k, ((g, _, c), w) in enumerate(zip(cols, widths)) if w).rstrip())
     return out
 
 
