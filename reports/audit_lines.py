@@ -42,7 +42,7 @@ def header(t: dict) -> str:
         head += f"\n  {t['state_note']}"
     if t.get("verdict"):
         return head + f"\n  {t['verdict']}"
-    cover = (f"lines sum to {t['sum_us']:.1f} µs/step = {_pct(t.get('coverage'))} of the eager step "
+    cover = (f"lines sum to {t['sum_us']:.1f} µs/step = {_pct(t.get('coverage'))} of the {t.get('base') or 'eager step'} "
              f"({num(t.get('eager_us'), 1)} µs)")
     return head + "\n  " + (t["note"] if t.get("note") else cover + ", within 10 %") + \
         f"; between steps {t.get('loop_us', 0):.1f}, outside the step {t.get('outside_us', 0):.1f} µs/step"

@@ -177,9 +177,10 @@ def audit(step, *, run_file=None, rounds: int | None = None, count_steps: int = 
         sync()
         counts = audit_count.count_step(step, count_steps, memory_stats=torch.cuda.memory_stats)
         sync()
-        sampling = _sample(step, sync, modes["eager"].get("median"))
+        step_us = _step_us(modes)     # the sampler's rounds are plain loops: held to the loop's figure
+        sampling = _sample(step, sync, step_us)
         sync()
-        timeline = _timeline(step, modes["eager"].get("median"))
+        timeline = _timeline(step, step_us)
         sync()
         device, kpc, kernels = _device_mode(step, sync, opt)
     if capture_failed is not None:  # summarised after counting: the counts name the cause
@@ -194,6 +195,11 @@ def audit(step, *, run_file=None, rounds: int | None = None, count_steps: int = 
         counts=counts, findings=[], avoidable_us=0.0, run_file=run_path, run_note=run_note, notes=notes,
         sampling=sampling, timeline=timeline)
     return price(report, run)
+
+
+def _step_us(modes: dict) -> float | None:
+    """The step's µs as a user's loop pays it: the plain loop's median, else the eager one."""
+    return (modes.get("loop") or {}).get("median") or (modes.get("eager") or {}).get("median")
 
 
 LOOP_ROUNDS = 5
@@ -269,11 +275,11 @@ def price(report: AuditReport, run) -> AuditReport:
     again from a newer run of the probes without a GPU (`hostbench reprice`)."""
     measured = {"copy_kernel_us": sum(u for n, _, u in report.kernels if audit_rules.is_copy_kernel(n))}
     findings = evaluate(report.counts, run, measured, report.modes.get("graph", {}).get("error"))
-    step = report.modes.get("eager", {}).get("median")
-    if step:   # what share of the user's own step each finding is
+    step = _step_us(report.modes)
+    if step:   # what share of the user's own step (its plain loop's µs) each finding is
         findings = [dataclasses.replace(f, share=f.cost_us / step if f.cost_us is not None else None)
                     for f in findings]
-    table = audit_lines.table(report.sampling, step)
+    table = audit_lines.table(report.sampling, step, "plain loop" if (report.modes.get("loop") or {}).get("median") else "")
     tied = audit_lines.tie(findings, report.counts, table)
     findings = [dataclasses.replace(f, lines=tied.get(f.rule, [])) for f in findings]
     if table.get("rows") is not None:

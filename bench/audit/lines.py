@@ -65,9 +65,10 @@ def _line_of(stack: dict) -> tuple[str, str]:
     return f"{f[0]}:{f[1]}", f[2]
 
 
-def table(sampling: dict | None, eager_us: float | None) -> dict:
+def table(sampling: dict | None, eager_us: float | None, base: str = "") -> dict:
     """{"rows": [{line, function, us, n, share, callees: [{callee, kind, us}], spill}], sum_us, ...}
-    most time first; {} without sampling, {"error"} when the sampler failed."""
+    most time first; {} without sampling, {"error"} when the sampler failed. `eager_us`: the step's
+    µs the lines are held to, `base` what it is ("plain loop"; "" for the eager median)."""
     if not sampling:
         return {}
     if sampling.get("error"):
@@ -104,7 +105,7 @@ def table(sampling: dict | None, eager_us: float | None) -> dict:
          "steps": sampling.get("steps"), "verdict": sampling.get("verdict", ""),
          "rounds": sampling.get("rounds"), "rounds_other_state": sampling.get("rounds_other_state", 0),
          "state_note": sampling.get("state_note", ""), "timed_calls": sampling.get("timed_calls") or [],
-         "coverage": total / eager_us if eager_us else None}
+         "coverage": total / eager_us if eager_us else None, **({"base": base} if base else {})}
     t["note"] = gap_note(t)
     return t
 
@@ -131,6 +132,10 @@ def sampler_file_kind(name: str) -> bool:
     return "torch/_ops.py" in n or "torch/_library/" in n or n.endswith("torch/library.py")
 
 
+def _base(t: dict) -> str:
+    return t.get("base") or "eager step"
+
+
 def gap_note(t: dict) -> str:
     """'' when the lines sum to the eager step within MAX_GAP, else by how much and where the rest went."""
     eager, total = t.get("eager_us"), t.get("sum_us") or 0.0
@@ -150,9 +155,9 @@ def gap_note(t: dict) -> str:
         why.append(f"sampling changed the step by {t['overhead'] * 100:+.0f} %")
     plain = t.get("step_us_plain")
     if plain and abs(plain / eager - 1) > MAX_GAP / 2:
-        why.append(f"the sampler's own plain rounds ran at {plain:.1f} µs/step against the eager mode's "
+        why.append(f"the sampler's own plain rounds ran at {plain:.1f} µs/step against the {t.get('base') or 'eager mode'}'s "
                    f"{eager:.1f} (another host state, or rounds without a sync per call)")
-    return (f"the lines sum to {total:.1f} µs/step, {total / eager * 100:.0f} % of the eager step ({eager:.1f} µs)"
+    return (f"the lines sum to {total:.1f} µs/step, {total / eager * 100:.0f} % of the {_base(t)} ({eager:.1f} µs)"
             + (": " + "; ".join(why) if why else ""))
 
 
