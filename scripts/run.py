@@ -43,8 +43,10 @@ def render_reference(wide: bool = False) -> int:
         except records.RunFileError as e:
             print(f"skipping reference run: {e}", file=sys.stderr)
             continue
-        print(f"\nreference run {where.shown(path)}\n{table.caption(run)}")   # a path that works from here
-        print(trust.summary_line(run) if wide else "\n".join(trust.summary_lines(run, fit.term_width())))
+        width = fit.WIDE if wide else fit.term_width()
+        print(f"\nreference run {where.shown(path)}")   # a path that works from here
+        print("\n".join(fit.wrap(table.caption(run), width, hang="  ")))
+        print(trust.summary_line(run) if wide else "\n".join(trust.summary_lines(run, width)))
         print(table.render_text(table.build_table(run), wide=wide))
     return 0
 
