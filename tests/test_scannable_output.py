@@ -109,7 +109,7 @@ def test_run_takes_wide(capsys, monkeypatch):
     assert trust.summary_line(load_run(RUN)) in text and "eager workers min–max" in text
     assert cli.main(["run", "--reference"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert max(map(len, lines)) <= 100 and lines[3].startswith("3 worker(s)") and "--wide" in " ".join(lines[3:6])
+    assert max(map(len, lines)) <= 100 and lines[4].startswith("3 worker(s)") and "--wide" in " ".join(lines[4:7])
 
 
 def test_hostbench_run_prints_the_three_line_summary_and_hb_wide_the_whole(tmp_path, monkeypatch):
