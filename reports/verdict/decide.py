@@ -161,6 +161,7 @@ class Model:
         self.figs = figs
         self.most = max(len((r.get("probes") or "").split(",")) for r in [*self.before, target])
         self.rounds = {r["id"]: rounds_of(r) for r in [*self.before, target]}
+        self._partials: dict[int, bool] = {}
         ref_logs: dict[tuple, list[float]] = {}
         for r in self.before:
             for row, g in figs[r["id"]].items():
@@ -229,10 +230,18 @@ class Model:
     def partial(self, run: dict) -> bool:
         return len((run.get("probes") or "").split(",")) < PARTIAL * self.most
 
+    def _partial_of(self, run: dict) -> bool:
+        """partial(), kept per run id: history() asks it of every run for every row."""
+        got = self._partials.get(run["id"])
+        if got is None:
+            got = self._partials[run["id"]] = self.partial(run)
+        return got
+
     def history(self, row: tuple, f) -> tuple:
         hist = [(r, self.figs[r["id"]].get(row)) for r in self.before]
         hist = [(r, g) for r, g in hist if usable(g, f)][-self.last:]
-        alike = [(r, g) for r, g in hist if self.partial(r) == self.partial(self.target)]
+        mine = self._partial_of(self.target)
+        alike = [(r, g) for r, g in hist if self._partial_of(r) == mine]
         if len(alike) >= 2:
             hist = alike    # a partial run's GPU state may differ from a full run's: like with like
         values = [math.log(g.value) - self.struct[r["id"]].adjust.get(row, 0.0) for r, g in hist]
@@ -256,11 +265,12 @@ class Model:
         if len(starts) < 4:
             return {}
         out = {}
+        terms = model.process_terms(workers, rounds)
         for g in starts:
             keep = [i for i, h in enumerate(groups) if h != g]
             mine = [values[i] for i, h in enumerate(groups) if h == g]
-            p = model.parts([values[i] for i in keep], [groups[i] for i in keep], [workers[i] for i in keep],
-                            [rounds[i] for i in keep])
+            p = model.parts([values[i] for i in keep], [groups[i] for i in keep], [], [],
+                            [terms[i] for i in keep])
             sw2 = pl.moderated_w(p.sw2, p.dfw)
             sb2 = pl.between(p, sw2)
             by: dict[str, list[float]] = {}

@@ -163,9 +163,28 @@ class Parts:
     hist_c: float = 1.0  # the history's mean median_var(workers) x round factor: sampling in sw2
 
 
-def parts(values: list[float], groups: list[str], workers: list[list[float]], rounds: list[float]) -> Parts:
+def process_terms(workers: list[list[float]], rounds: list[float]) -> list[tuple[float | None, int, float]]:
+    """Per run: its workers' log variance over the median of its chi-square (None under two workers),
+    that variance's degrees of freedom, and the sampling term of its median (hist_c's share)."""
+    out: list[tuple[float | None, int, float]] = []
+    for ws, r in zip(workers, rounds):
+        lw = [math.log(w) for w in ws if w and w > 0]
+        e, d = None, 0
+        if len(lw) >= 2:
+            m = sum(lw) / len(lw)
+            d = len(lw) - 1
+            # a run's workers' variance over the median of its chi-square: one run whose worker hit a
+            # hiccup (a profiler stall, a slow-state round) would set a pooled mean alone
+            e = sum((x - m) ** 2 for x in lw) / d * r / (_CHI2.get(d) or _chi2_median(d))
+        out.append((e, d, median_var(max(1, len(lw))) / r))
+    return out
+
+
+def parts(values: list[float], groups: list[str], workers: list[list[float]], rounds: list[float],
+          terms: list[tuple[float | None, int, float]] | None = None) -> Parts:
     """One-way random effects by start (method of moments, unbalanced: harmonic group size), and the
-    process component from the workers' spread; `rounds` scales an eager worker's variance to one round."""
+    process component from the workers' spread; `rounds` scales an eager worker's variance to one round.
+    `terms` (process_terms of the same runs) saves recomputing them when runs are left out in turn."""
     by: dict[str, list[float]] = {}
     for v, g in zip(values, groups):
         by.setdefault(g, []).append(v)
@@ -177,19 +196,10 @@ def parts(values: list[float], groups: list[str], workers: list[list[float]], ro
         mm = sum(means) / k
         p.vb, p.hm, p.dfb = sum((m - mm) ** 2 for m in means) / (k - 1), k / sum(1.0 / len(xs) for xs in by.values()), k - 1
         p.sb2 = max(0.0, p.vb - p.sw2 / p.hm)
-    each, df, cs = [], 0, 0.0
-    for ws, r in zip(workers, rounds):
-        lw = [math.log(w) for w in ws if w and w > 0]
-        if len(lw) >= 2:
-            m = sum(lw) / len(lw)
-            d = len(lw) - 1
-            # a run's workers' variance over the median of its chi-square: one run whose worker hit a
-            # hiccup (a profiler stall, a slow-state round) would set a pooled mean alone
-            each.append(sum((x - m) ** 2 for x in lw) / d * r / (_CHI2.get(d) or _chi2_median(d)))
-            df += d
-        cs += median_var(max(1, len(lw))) / r
-    p.sp2, p.dfp = (statistics.median(each), df) if each else (0.0, 0)
-    p.hist_c = cs / len(workers) if workers else 1.0
+    terms = process_terms(workers, rounds) if terms is None else terms
+    each = [e for e, _, _ in terms if e is not None]
+    p.sp2, p.dfp = (statistics.median(each), sum(d for e, d, _ in terms if e is not None)) if each else (0.0, 0)
+    p.hist_c = sum(c for *_, c in terms) / len(terms) if terms else 1.0
     return p
 
 
