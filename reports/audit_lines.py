@@ -33,7 +33,7 @@ def header(t: dict) -> str:
             f"sampled {num(t.get('step_us_sampled'), 1)} µs/step)")
     if t.get("rounds_other_state"):
         head += (f"; {t['rounds_other_state']} of {t['rounds']} sampled rounds left out: their plain round ran "
-                 "in another host state than the eager figure")
+                 f"in another host state than the {t.get('base') or 'eager figure'}")
     if t.get("timed_calls"):
         shown = [c.replace("…", "") for c in t["timed_calls"]]
         head += (f"; long calls timed, not sampled, each charged to its own line ({', '.join(shown[:4])}"
@@ -82,8 +82,10 @@ def _projection_text(p: dict) -> list:
            if p.get("method") == "lines" else p.get("method", ""))
     ceiling = (f"CUDA-graph ceiling {num(p.get('graph_us'))} µs/step" if p.get("graph_us") is not None
                else "no CUDA-graph ceiling (not capturable)")
-    line = (f"projected with every finding fixed: {p['projected_us']:.2f}{err} µs/step eager, now "
-            f"{num(p.get('eager_us'))} ({how}); {ceiling}; device {num(p.get('device_us'))} µs/step")
+    now = (f"µs/step in a plain loop, now {num(p.get('base_us'))} (eager {num(p.get('eager_us'))})"
+           if p.get("base") == "loop" else f"µs/step eager, now {num(p.get('eager_us'))}")
+    line = (f"projected with every finding fixed: {p['projected_us']:.2f}{err} {now} ({how}); {ceiling}; "
+            f"device {num(p.get('device_us'))} µs/step")
     if p.get("unpriced"):
         line += f"; left in (no price): {', '.join(p['unpriced'])}"
     if p.get("warmed"):
@@ -92,8 +94,6 @@ def _projection_text(p: dict) -> list:
         line += f"; frees of the removed objects taken off ({', '.join(p['freed'])})"
     if p.get("cold"):
         line += f"; {p['cold']}"
-    if p.get("base") == "loop":
-        line += f"; held to the plain loop's {num(p.get('loop_us'))} µs/step"
     return [line, *sync_lines(p)]
 
 
