@@ -37,5 +37,5 @@ def matrix_section(runs, labels, mode: str = "eager") -> list[str]:
         return num(p[form].slope_us, 3) + p[form].range_text(count=False) if form in p else DASH
     body = [[form, *(cell(p, form) for p in per)] for form in forms]
     return [f"## µs per extra tensor in the variant pack ({packs.PROBE}, {mode}, least-squares slope "
-            "[min–max of the same slope per worker process])", "",
+            "and the min–max of the same slope per worker process)", "",
             md_table(["call form", *labels], body), ""]

@@ -130,17 +130,18 @@ def _cell(run, probe, variant, size, mode) -> str:
 
 
 def _ratio(r) -> str:
-    """' (1.16×)', or with workers ' (1.16× [1.14–1.18])': the min–max of the workers' ratios."""
+    """' (1.16×)', or with workers ' (1.16×, workers 1.14–1.18)': the min–max of the workers' ratios
+    (brackets are kept for the rounds' q1–q3, as `hostbench table` prints them)."""
     if not r.ratio:
         return ""
     ws = sorted(w["ratio"] for w in r.workers if w.get("ratio") is not None)
-    span = f" [{ws[0]:.2f}–{ws[-1]:.2f}]" if len(ws) > 1 else ""
+    span = f", workers {ws[0]:.2f}–{ws[-1]:.2f}" if len(ws) > 1 else ""
     return f" ({r.ratio.median:.2f}×{span})"
 
 
 def headline(run) -> str:
     lines = [
-        "### Headline: 256³ bf16 matmul, µs/call (× the same round's torch.mm [min–max over workers])",
+        "### Headline: 256³ bf16 matmul, µs/call (× the same round's torch.mm, workers min–max)",
         "",
         f"Measured: {table.caption(run)}. Reference column: the guide's B200 figures (cuDNN 9.26).",
         "",
@@ -246,7 +247,7 @@ def versions(base: Path = ROOT) -> str:
     head = [r.fingerprint.get("cudnn_frontend", "?") for r in runs]
     workers = max((r.fingerprint.get("workers", 1) for r in runs), default=1)
     lines = ["### Frontend versions at 256³ (H200, cuDNN 9.19)", "",
-             f"Eager µs/call (× torch.mm in the same rounds [min–max over {workers} worker processes]) / "
+             f"Eager µs/call (× torch.mm in the same rounds, min–max over {workers} worker processes) / "
              "device µs. Each version ran in its own worker processes, so compare the ratios across "
              "columns, and only where their worker ranges do not overlap "
              f"(see [docs/measurements.md]({_link(ROOT / 'docs' / 'measurements.md', base)})).", "",

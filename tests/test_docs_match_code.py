@@ -36,7 +36,8 @@ def test_readme_marks_are_the_trust_marks_and_d_marks_no_figure():
 def test_results_brackets_and_table_brackets_are_each_stated():
     (text,) = between(RESULTS_MD, "brackets")
     assert "min–max over the worker processes" in text and "interquartile range" in text
-    assert "[min–max over workers]" in RESULTS_MD       # the headline caption says it too
+    assert "workers min–max)" in RESULTS_MD       # the headline caption says it too
+    assert "[min–max" not in RESULTS_MD and "[min–max" not in README   # brackets mean q1–q3 only
     import pandas as pd
     empty = pd.DataFrame({"probe": [], "baseline": []})
     assert "interquartile range" in table.RATIO_BRACKET and table.RATIO_BRACKET in table.key_text(empty)

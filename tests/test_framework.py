@@ -198,7 +198,7 @@ def test_eager_slopes_come_from_paired_ratios_so_a_host_state_change_between_siz
         recs += [base, r]
     f = packs.fits(_run(tmp_path, recs))["pinned"]
     assert f.slope_us == pytest.approx(0.5, rel=1e-6)
-    assert len(f.worker_slopes) == 3 and min(f.worker_slopes) > 0.45 and "over 3 workers" in f.range_text()
+    assert len(f.worker_slopes) == 3 and min(f.worker_slopes) > 0.45 and "(3 workers: " in f.range_text()
     absolute = packs.least_squares([3, 5, 7, 11, 15], [(10 + 0.5 * n) * (1.6 if n <= 7 else 1) for n in (3, 5, 7, 11, 15)])
     assert absolute[0] < 0                             # what the µs fit said before
 

@@ -41,11 +41,13 @@ class Fit:
     worker_slopes: tuple = ()  # eager: the same line through each worker's ratios (between-process range)
 
     def range_text(self, count: bool = True) -> str:
-        """' [min–max over N workers]' (or ' [min–max]'), or '' without per-worker slopes."""
+        """' (N workers: min–max)' (or ' (workers min–max)'), or '' without per-worker slopes; brackets
+        are left to the rounds' q1–q3."""
         w = self.worker_slopes
         if len(w) < 2:
             return ""
-        return f" [{min(w):.3f}–{max(w):.3f}" + (f" over {len(w)} workers]" if count else "]")
+        span = f"{min(w):.3f}–{max(w):.3f}"
+        return f" ({len(w)} workers: {span})" if count else f" (workers {span})"
 
     def describe(self) -> str:
         lo, hi = self.points[0][0], self.points[-1][0]
