@@ -761,3 +761,35 @@ def test_the_plain_loop_is_shown_beside_eager_and_a_gap_is_explained():
         audit_report.render_markdown(r)
     again = audit.price(r, None)                                        # re-pricing keeps one note, not two
     assert again.notes.count(note) == 1
+
+
+def test_the_timeline_times_each_sync_of_a_step_in_order():
+    """Two syncs per step on the host-clock device: each one's segment, own time and fixed cost
+    (the device drained first), and a step whose syncs vary is reported, not guessed."""
+    from cudnn_hostbench.bench.audit import timeline
+    dev = steps.FakeDevice()
+
+    def two():
+        dev.launch(400.0)
+        dev.item()                                         # waits ~400 µs
+        sum(range(2000))                                   # host work, the device idle
+        dev.launch(20.0)
+        return dev.item()                                  # waits ~20 µs, less the host's time since launch
+
+    calls = [(dev, "item", ".item()", False)]
+    tl = timeline.measure(two, 450.0, torch=torch, device_type="cpu", drain=dev.item, calls=calls)
+    first, second = tl["segments"]
+    line = two.__code__.co_firstlineno
+    assert tl["syncs_per_step"] == 2
+    assert (first["line"], second["line"]) == (f"tests/test_audit_lines.py:{line + 2}", f"tests/test_audit_lines.py:{line + 5}")
+    assert first["sync_us"] > 300 and first["fixed_us"] < 20 and second["host_us"] > first["host_us"]
+    assert all(s["fixed_us"] <= s["sync_us"] for s in tl["segments"]) and tl["steps"] > 0
+    state = {"n": 0}
+
+    def sometimes():
+        state["n"] += 1
+        if state["n"] % 2:
+            dev.item()
+    mixed = timeline.measure(sometimes, 5.0, torch=torch, device_type="cpu", drain=dev.item, calls=calls)
+    assert mixed["error"].startswith("the step's syncs differ")
+    assert timeline.measure(lambda: None, 1.0, torch=torch, device_type="cpu", calls=calls) == {}

@@ -331,7 +331,7 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict,
     host_proj, host_now = kept_us * scale, (total - sum(sync_now.values())) * scale
     cut_dev = sum(f.cost_us for f in priced if f.rule in DEVICE_COPIES) if device is not None else 0.0
     syncs = sync_projection((timeline or {}).get("segments") or [], device, host_now, host_proj, cut_dev,
-                            sync_now, left_of, {r["line"]: r["us"] for r in rows}, scale)
+                            sync_now, left_of, {r["line"]: r["us"] for r in rows}, scale, (timeline or {}).get("error"))
     proj = host_proj + sum(x["cost_proj_us"] for x in syncs["sync_lines"])
     var_s = sum((0.1 * x["wait_proj_us"]) ** 2 for x in syncs["syncs"])
     return dict(out, projected_us=proj, err_us=math.sqrt(var * scale ** 2 + var_s), method="lines",
@@ -340,7 +340,7 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict,
 
 
 def sync_projection(segments, device_us, host_now: float, host_proj: float, cut_dev: float, sync_now: dict,
-                    left_of: dict, row_us: dict, scale: float) -> dict:
+                    left_of: dict, row_us: dict, scale: float, why: str | None = None) -> dict:
     """{"syncs": each sync now and projected (timeline.project_syncs), "sync_lines": each sync
     line now and projected (what else it keeps + its syncs' fixed cost and projected wait),
     "sync_model": how they were priced}. Without a timeline a sync keeps its sampled time."""
@@ -360,7 +360,7 @@ def sync_projection(segments, device_us, host_now: float, host_proj: float, cut_
         row["proj_us"] = left + row["cost_proj_us"]
         out.append(row)
     model = ("each at its fixed cost + the device work still queued when the projected host reaches it "
-             "(from the timeline)" if syncs else "kept at their sampled time: this audit has no timeline"
+             "(from the timeline)" if syncs else f"kept at their sampled time: {why or 'this audit has no timeline'}"
              if sync_now else "")
     return {"syncs": syncs, "sync_lines": out, "sync_model": model}
 

@@ -34,6 +34,7 @@ from cudnn_hostbench.bench.audit.count import SYNC_METHODS, Patcher, _on_device
 MIN_STEPS = 20
 TARGET_S = 0.2            # each pass runs about this long (MIN_STEPS..MAX_STEPS steps)
 MAX_STEPS = 2000
+SAME = 0.9                # this share of the steps must sync alike, else no timeline
 
 
 def sync_calls(torch) -> list:
@@ -91,8 +92,8 @@ def _run(step, steps: int, calls, drain, device_type: str, clock) -> list:
 def measure(step, step_us: float | None, *, torch=None, device_type: str = "cuda", drain=None, calls=None,
             clock=time.perf_counter) -> dict:
     """audit.json's `timeline`: {"segments": [{line, sync, host_us, sync_us, fixed_us}], "steps",
-    "syncs_per_step"}, the medians over the steps with the step's usual sync sequence; {} for a
-    step that does not sync. `drain` empties the device queue (torch.cuda.synchronize)."""
+    "syncs_per_step"}, the medians over the steps with the step's usual sync sequence (SAME of
+    them, else {"error"}); {} for a step that does not sync. `drain` empties the device queue (torch.cuda.synchronize)."""
     if torch is None:
         import torch
     calls = sync_calls(torch) if calls is None else calls
@@ -106,11 +107,16 @@ def measure(step, step_us: float | None, *, torch=None, device_type: str = "cuda
     shape = Counter(tuple((ln, n) for ln, n, _, _ in s) for s in natural).most_common(1)[0][0]
     keep = [i for i, s in enumerate(natural) if tuple((ln, n) for ln, n, _, _ in s) == shape]
     host, own = [[] for _ in shape], [[] for _ in shape]
+    last = None                                  # the previous sync's return, whichever step made it
+    prev_out = []
+    for s in natural:
+        prev_out.append(last)
+        if s:
+            last = s[-1][3]
     for i in keep:
-        prev = natural[i - 1] if i > 0 else None
-        if not prev:
+        if prev_out[i] is None:
             continue
-        last_out = prev[-1][3]
+        last_out = prev_out[i]
         for k, (_, _, t0, t1) in enumerate(natural[i]):
             host[k].append((t0 - last_out) * 1e6)
             own[k].append((t1 - t0) * 1e6)
@@ -120,7 +126,7 @@ def measure(step, step_us: float | None, *, torch=None, device_type: str = "cuda
         if tuple((ln, n) for ln, n, _, _ in s) == shape:
             for k, (_, _, t0, t1) in enumerate(s):
                 fixed[k].append((t1 - t0) * 1e6)
-    if not all(host) or not all(fixed):
+    if not shape or not all(host) or not all(fixed) or len(keep) < SAME * len(natural):
         return {"error": "the step's syncs differ from step to step: no timeline", "steps": steps}
     segs = [{"line": ln, "sync": n, "host_us": statistics.median(host[k]), "sync_us": statistics.median(own[k]),
              "fixed_us": min(statistics.median(fixed[k]), statistics.median(own[k]))}
