@@ -17,7 +17,8 @@ handler runs at the next call and charged it the wait (H200: 38-43 µs/step on `
 that was `.item()`'s). During the sampled rounds the long calls (TIMED: the device syncs, the
 frontend's execute) run through a thin wrapper that times each call and charges it to its caller's
 stack under its own name; the samples charge only the time outside them (`_Sampler.excluded`), and
-a signal taken inside a timed call is dropped. The wrappers exist only for the sampled rounds.
+a signal taken inside a timed call counts as a sample of it, charging nothing more. The wrappers
+exist only for the sampled rounds.
 
 Sampled and plain rounds alternate; if sampling slows the step by more than MAX_OVERHEAD the
 interval doubles, up to MAX_INTERVAL_S. A slow step is sampled over at least MIN_STEPS steps.
