@@ -94,6 +94,8 @@ def _projection_text(p: dict) -> list:
         line += f"; frees of the removed objects taken off ({', '.join(p['freed'])})"
     if p.get("cold"):
         line += f"; {p['cold']}"
+    if p.get("device_bound"):
+        line += f"; {p['device_bound']}"
     return [line, *sync_lines(p)]
 
 

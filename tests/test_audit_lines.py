@@ -793,3 +793,20 @@ def test_the_timeline_times_each_sync_of_a_step_in_order():
     mixed = timeline.measure(sometimes, 5.0, torch=torch, device_type="cpu", drain=dev.item, calls=calls)
     assert mixed["error"].startswith("the step's syncs differ")
     assert timeline.measure(lambda: None, 1.0, torch=torch, device_type="cpu", calls=calls) == {}
+
+
+def test_a_loop_projects_no_faster_than_its_device_work():
+    """Fixed, a host-bound step can become device-bound: the projection stops at the device's µs
+    per step, less the copy kernels a removed finding launched."""
+    s = dict(SAMPLING, loop_us=0.0, stacks=[_stack(10, "call", "….unsqueeze()", callsite.TORCH, 80.0),
+                                            _stack(12, "call", "torch.mm()", callsite.TORCH, 20.0)])
+    counts = {"tensor_views": 1, "copies_transposed": 1,
+              "lines": {"tensor_views": {"x.py:10": 1}, "copies_transposed": {"x.py:10": 1}}}
+    t = audit_lines.table(s, 100.0)
+    f = [_f("views", 1.0), _f("transpose", 5.0)]
+    modes = {"eager": {"median": 100.0}, "device": {"median": 35.0}}
+    p = audit_lines.project(f, counts, t, audit_lines.tie(f, counts, t), modes)
+    assert p["projected_us"] == pytest.approx(30.0) and "device-bound" in p["device_bound"]
+    assert "device-bound: held to the device's 30.00 µs/step" in report_lines._projection_text(p)[0]
+    fast = audit_lines.project(f, counts, t, audit_lines.tie(f, counts, t), dict(modes, device={"median": 10.0}))
+    assert fast["projected_us"] == pytest.approx(20.0) and "device_bound" not in fast

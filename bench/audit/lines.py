@@ -334,6 +334,12 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict,
                             sync_now, left_of, {r["line"]: r["us"] for r in rows}, scale, (timeline or {}).get("error"))
     proj = host_proj + sum(x["cost_proj_us"] for x in syncs["sync_lines"])
     var_s = sum((0.1 * x["wait_proj_us"]) ** 2 for x in syncs["syncs"])
+    # a loop of steps runs no faster than its device work (one stream): the kernels the fixes keep
+    floor = device - cut_dev if device is not None else None
+    if floor is not None and proj < floor:
+        extra["device_bound"] = (f"device-bound: held to the device's {floor:.2f} µs/step (the host alone "
+                                 f"would take {proj:.2f})")
+        proj = floor
     return dict(out, projected_us=proj, err_us=math.sqrt(var * scale ** 2 + var_s), method="lines",
                 unpriced=unpriced, dropped=dropped, reduced=reduced, timed=timed, host_now_us=host_now,
                 host_proj_us=host_proj, **syncs, **extra)
