@@ -57,9 +57,12 @@ def run(a) -> int:
         missing = []
         with st.engine.begin() as c:
             for r in st.runs():
+                if r.get("start"):     # a start of its own (machine identity, or a label set before): kept
+                    continue
                 s = start_of(r["source_path"], r["started_at"])
                 if not s:
                     missing.append(f"{r['source_path']} {r['started_at'][:16]}")
+                    continue
                 c.execute(update(S.runs).where(S.runs.c.id == r["id"]).values(start=s))
         n = ingest.export(st, args[0])
         st.close()
