@@ -83,7 +83,9 @@ def _projection_text(p: dict) -> list:
     ceiling = (f"CUDA-graph ceiling {num(p.get('graph_us'))} µs/step" if p.get("graph_us") is not None
                else "no CUDA-graph ceiling (not capturable)")
     now = (f"µs/step in a plain loop, now {num(p.get('base_us'))} (eager {num(p.get('eager_us'))})"
-           if p.get("base") == "loop" else f"µs/step eager, now {num(p.get('eager_us'))}")
+           if p.get("base") == "loop" else f"µs/step eager, now {num(p.get('eager_us'))}"
+           + (f" (the plain loop, {num(p.get('loop_us'))}, ran in another host state)"
+              if p.get("loop_state_differs") else ""))
     line = (f"projected with every finding fixed: {p['projected_us']:.2f}{err} {now} ({how}); {ceiling}; "
             f"device {num(p.get('device_us'))} µs/step")
     if p.get("unpriced"):

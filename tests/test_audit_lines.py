@@ -810,3 +810,36 @@ def test_a_loop_projects_no_faster_than_its_device_work():
     assert "device-bound: held to the device's 30.00 µs/step" in report_lines._projection_text(p)[0]
     fast = audit_lines.project(f, counts, t, audit_lines.tie(f, counts, t), dict(modes, device={"median": 10.0}))
     assert fast["projected_us"] == pytest.approx(20.0) and "device_bound" not in fast
+
+
+def test_a_loop_in_another_host_state_leaves_the_projection_on_the_eager_figure():
+    """A plain loop timed in the slow host state against a fast eager figure compares two hosts: the
+    projection stands on the eager rounds and says why; in one state it stands on the loop, the
+    findings' eager-round prices taken at the loop's pace."""
+    f = [_f("new_output", 6.0), _f("new_pack", 4.0)]
+    slow = {"eager": {"median": 100.0, "host_state": "fast"}, "loop": {"median": 160.0, "host_state": "slow"}}
+    p = audit_lines.project(f, COUNTS, {}, {}, slow)
+    assert p["base"] == "eager" and p["loop_state_differs"] and p["loop_us"] == 160.0
+    assert p["projected_us"] == pytest.approx(90.0)
+    assert "ran in another host state" in " ".join(report_lines._projection_text(p))
+    same = {"eager": {"median": 100.0, "host_state": "fast"}, "loop": {"median": 80.0, "host_state": "fast"}}
+    q = audit_lines.project(f, COUNTS, {}, {}, same)
+    assert q["base"] == "loop" and not q["loop_state_differs"]
+    assert q["projected_us"] == pytest.approx(80.0 - 10.0 * 0.8)
+
+
+def test_a_step_with_nothing_to_fix_projects_to_itself_whichever_pass_reads_its_sync_higher():
+    """The timeline pass and the sampled rounds time a sync apart and can disagree by a quarter: its
+    fixed cost and wait are taken in the sampled rounds' µs, so a step with no finding projects to
+    its own figure, and the sync line stays at fixed cost + projected wait."""
+    for timeline_us in (60.0, 100.0, 140.0):      # below, at and above the sampled 100 µs
+        segs = [{"line": "x.py:20", "sync": ".item()", "host_us": 50.0, "sync_us": timeline_us, "fixed_us": 10.0}]
+        stacks = [_stack(20, "step", "….item()", callsite.TORCH, 100.0), _stack(30, "step", "torch.mm()", callsite.TORCH, 50.0)]
+        t = audit_lines.table(dict(SAMPLING, loop_us=0.0, stacks=stacks), None)
+        counts = {"syncs": 1, "lines": {"syncs": {"x.py:20": 1}}}
+        step = t["sum_us"]
+        p = audit_lines.project([_f("sync", None)], counts, t, {}, {"eager": {"median": step}, "device": {"median": 120.0}},
+                                timeline={"segments": segs})
+        assert p["projected_us"] == pytest.approx(step, rel=1e-6), timeline_us
+        (r,) = p["sync_lines"]
+        assert r["cost_proj_us"] == pytest.approx(r["fixed_us"] + r["wait_proj_us"])

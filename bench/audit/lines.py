@@ -212,10 +212,14 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict,
     scaled to the plain loop's µs/step (modes["loop"]; the eager median for audits without one).
     Without sampling: that figure − the priced findings."""
     loop = (modes.get("loop") or {}).get("median")
+    e_state, l_state = (modes.get("eager") or {}).get("host_state"), (modes.get("loop") or {}).get("host_state")
+    if loop is not None and e_state and l_state != e_state:   # another host: the eager rounds' figure stands
+        loop = None
     eager = loop if loop is not None else (modes.get("eager") or {}).get("median")
     graph = (modes.get("graph") or {}).get("median")
     device = (modes.get("device") or {}).get("median")
-    out = {"eager_us": (modes.get("eager") or {}).get("median"), "loop_us": loop, "base_us": eager,
+    out = {"eager_us": (modes.get("eager") or {}).get("median"), "loop_us": (modes.get("loop") or {}).get("median"),
+           "base_us": eager, "loop_state_differs": loop is None and bool((modes.get("loop") or {}).get("median")),
            "base": "loop" if loop is not None else "eager", "graph_us": graph, "device_us": device,
            "graph_error": (modes.get("graph") or {}).get("error")}
     if eager is None:
@@ -223,7 +227,11 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict,
     priced = [f for f in findings if f.cost_us is not None]
     rows = [] if lines_table.get("verdict") else lines_table.get("rows") or []   # unresolved: not by line
     if not rows:
-        proj = max(0.0, eager - sum(f.cost_us for f in priced))
+        # the findings are priced in eager rounds' µs; the loop runs the same host code at its own
+        # pace (as the line path scales the sampled lines to it), so their sum is scaled to it too
+        e_us = (modes.get("eager") or {}).get("median")
+        pace = eager / e_us if loop is not None and e_us else 1.0
+        proj = max(0.0, eager - pace * sum(f.cost_us for f in priced))
         return dict(out, projected_us=proj, method="eager − priced findings", err_us=None,
                     unpriced=sorted({f.rule for f in findings if f.cost_us is None} - {"capture"}), dropped=[],
                     reduced=[])
@@ -360,14 +368,20 @@ def sync_projection(segments, device_us, host_now: float, host_proj: float, cut_
         row = {"line": line, "now_us": row_us.get(line, now) * scale, "sync_now_us": now * scale}
         if own:
             fixed, wait, wait_p = (sum(x[k] for x in own) for k in ("fixed_us", "wait_us", "wait_proj_us"))
+            # the timeline pass times the sync apart from the sampled rounds, and the two read it up
+            # to a quarter apart either way: its fixed cost and waits are taken in the sampled
+            # rounds' units (scaled to the sync's sampled time), so a step with nothing to fix
+            # projects to itself and the sync stays at its fixed cost + projected wait
+            k = now * scale / (fixed + wait) if fixed + wait > 0 and now > 0 else 1.0
+            fixed, wait, wait_p = fixed * k, wait * k, wait_p * k
             row.update(fixed_us=fixed, wait_us=wait, wait_proj_us=wait_p, cost_proj_us=fixed + wait_p)
         else:     # no timeline (an audit from before it, or a sync the pass did not see): kept as sampled
             row.update(fixed_us=None, wait_us=None, wait_proj_us=None, cost_proj_us=now * scale)
         row["proj_us"] = left + row["cost_proj_us"]
         out.append(row)
+    kept = f"kept at their sampled time: {why or 'this audit has no timeline'}"
     model = ("each at its fixed cost + the device work still queued when the projected host reaches it "
-             "(from the timeline)" if syncs else f"kept at their sampled time: {why or 'this audit has no timeline'}"
-             if sync_now else "")
+             "(the timeline's, in the sampled rounds' µs)" if syncs else kept if sync_now else "")
     return {"syncs": syncs, "sync_lines": out, "sync_model": model}
 
 
