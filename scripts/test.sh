@@ -3,6 +3,8 @@
 # extra), lints, type-checks the typed core (mypy), then runs the tests. Upgrades what is
 # installed to the newest versions that resolve (what a new user gets); `--oldest` installs the
 # oldest versions pyproject.toml allows (ci/oldest.txt) instead. Other arguments go to pytest.
+# The tests run in HB_TEST_WORKERS pytest-xdist workers (default: the CPU count, at most 4; 0 runs
+# them in this process); `-m "not slow"` leaves out the slow ones (tests/conftest.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pins=()
@@ -16,4 +18,5 @@ python3 -m pip install -q --upgrade --upgrade-strategy eager "${pins[@]}" torch=
 python3 -m pip list --format=freeze 2>/dev/null | grep -iE '^(pytest|pytest-benchmark|pandas|numpy|scipy|matplotlib|seaborn|jinja2|packaging|torch|mypy)==' | tr '\n' ' '; echo
 python3 -m ruff check .   # lint first: configured in pyproject.toml, noqa markers included (RUF100)
 python3 -m mypy           # the typed core (bench/measure, reports): [tool.mypy] in pyproject.toml
-python3 -m pytest tests -q -p no:cacheprovider "$@"
+workers=${HB_TEST_WORKERS:-$(n=$(nproc 2>/dev/null || echo 1); echo $((n < 4 ? n : 4)))}
+python3 -m pytest tests -q -p no:cacheprovider -n "$workers" --dist loadgroup "$@"

@@ -7,6 +7,8 @@ import inspect
 import re
 from pathlib import Path
 
+import pytest
+
 from cudnn_hostbench.bench.measure import trust
 from cudnn_hostbench.bench.measure.records import load_run
 from cudnn_hostbench.reports import compare, fit, table
@@ -265,21 +267,24 @@ def _tty(monkeypatch, on: bool) -> None:
     monkeypatch.setattr(progress, "on_terminal", lambda: on)
 
 
-def test_long_commands_show_progress_only_on_a_terminal(tmp_path, capsys, monkeypatch):
-    url = _store(tmp_path)
-    runs = [("history", "check", "63", "--store", url), ("dashboard", "--store", url, "--out", str(tmp_path / "d")),
-            ("verdict-check", "--runs", "2"), ("history-bench", "--runs", "3")]
-    says = ["history check: judging", "dashboard: NVIDIA H200: judging run", "verdict-check: judging run 2/",
-            "history-bench: one history check"]
-    for argv, said in zip(runs, says):
-        _tty(monkeypatch, True)
-        capsys.readouterr()
-        assert cli.main(list(argv)) == 0
-        captured = capsys.readouterr()
-        assert said in captured.err and said not in captured.out, argv
-        _tty(monkeypatch, False)
-        assert cli.main(list(argv)) == 0
-        assert said not in capsys.readouterr().err, argv
+@pytest.mark.parametrize("argv,said", [
+    (("history", "check", "63", "--store", "URL"), "history check: judging"),
+    (("dashboard", "--store", "URL", "--out", "OUT"), "dashboard: NVIDIA H200: judging run"),
+    (("verdict-check", "--runs", "2"), "verdict-check: judging run 2/"),
+    (("history-bench", "--runs", "3"), "history-bench: one history check")],
+    ids=["history-check", "dashboard", "verdict-check", "history-bench"])
+def test_long_commands_show_progress_only_on_a_terminal(tmp_path, capsys, monkeypatch, argv, said):
+    if "URL" in argv:
+        url = _store(tmp_path)
+        argv = tuple(url if a == "URL" else str(tmp_path / "d") if a == "OUT" else a for a in argv)
+    _tty(monkeypatch, True)
+    capsys.readouterr()
+    assert cli.main(list(argv)) == 0
+    captured = capsys.readouterr()
+    assert said in captured.err and said not in captured.out, argv
+    _tty(monkeypatch, False)
+    assert cli.main(list(argv)) == 0
+    assert said not in capsys.readouterr().err, argv
 
 
 def test_committed_dashboard_charts_keep_their_size_at_800_px(tmp_path):

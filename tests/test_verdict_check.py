@@ -11,6 +11,9 @@ import pytest
 from cudnn_hostbench.reports.verdict import validate
 from cudnn_hostbench.scripts import cli
 
+# one worker runs the module, so its validation (the suite's longest step) runs once
+pytestmark = pytest.mark.xdist_group("verdict-check")
+
 
 @pytest.fixture(scope="module")
 def result():
