@@ -43,7 +43,7 @@ def test_price_gives_each_finding_its_share_of_the_step_and_the_plan_note():
     ref = load_run(root / "reports/reference/h200/run.json")
     ref.records += _run().records
     new = price(old, ref)
-    step = new.modes["eager"]["median"]
+    step = (new.modes.get("loop") or {}).get("median") or new.modes["eager"]["median"]   # the step a loop pays
     priced = [f for f in new.findings if f.cost_us is not None]
     assert priced and all(abs(f.share - f.cost_us / step) < 1e-12 for f in priced)
     assert sum(1 for n in new.notes if n.startswith("plan choice (")) == 1
