@@ -88,7 +88,11 @@ class Server:
         if (self.data / "postmaster.pid").exists():
             subprocess.run([*self.prefix, str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate",
                             "stop"], capture_output=True, timeout=60)
-        shutil.rmtree(self.root, ignore_errors=True)
+        for _ in range(50):   # the stopped server's last files can land while the folder is removed
+            shutil.rmtree(self.root, ignore_errors=True)
+            if not self.root.exists():
+                break
+            time.sleep(0.1)
 
     def __enter__(self) -> Server:
         return self.start()
