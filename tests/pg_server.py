@@ -17,7 +17,7 @@ def missing(what: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def pg_server():
+def pg_server(nothing_left_behind):   # set up after the debris check, so torn down (folder gone) before it
     try:
         import psycopg  # noqa: F401
     except ImportError:
