@@ -489,7 +489,7 @@ def test_reprice_rerenders_lines_and_names_a_frontend_mismatch(tmp_path):
 
 REF = ROOT / "reports" / "reference" / "h200"
 # (example with findings, its fixed version): the projection of the first against the second's measured step
-# Two pairs miss the 15 % target on the committed audits (docs/measurements.md, 2026-12-02 06:40):
+# Two pairs miss the 15 % target on the committed audits (docs/measurements.md, 2026-12-02 05:53):
 # they stay strict xfails, so the day they hold the mark must go (issue 39 stays open until then)
 MISSED = {
     "audit-custom-op": "+18 %: the direct call's loop read 13.5 µs on this start, 15.4 on the one before "
