@@ -13,6 +13,7 @@ Needs a CUDA GPU and nvidia-cudnn-frontend. The report is rendered by reports.au
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import warnings
 from collections import Counter
@@ -29,7 +30,7 @@ from cudnn_hostbench.bench.audit.cost import Finding, evaluate, load_costs, warm
 from cudnn_hostbench.bench.audit.plan_choice import PREFIX as PLAN_NOTE
 from cudnn_hostbench.bench.audit.plan_choice import recommend as recommend_plan
 from cudnn_hostbench.bench.audit.target import AuditInputError, first_call
-from cudnn_hostbench.bench.measure import stats, timing
+from cudnn_hostbench.bench.measure import hoststate, stats, timing
 
 COUNT_STEPS = 10
 
@@ -218,11 +219,17 @@ def _plain_loop(step, sync, watch, want: str = "") -> dict:
     rounds': a loop of the slow state against a fast eager figure compares two hosts."""
     opt = timing.Options(rounds=LOOP_ROUNDS, warmup_rounds=1, target_round_s=LOOP_ROUND_S,
                          min_calls=LOOP_MIN_STEPS, max_calls=1_000_000)
+    host = watch.host if watch is not None else None
+    # each try is a focus block: its rounds wait for the fast state on an allowance of their own,
+    # not on what the eager rounds left of the gate (spent, or resting after a slow stretch)
+    if host is not None:
+        host.focus_budget_s = host.focus_s + LOOP_TRIES * hoststate.FOCUS_BLOCK_S
     tries = 0
     while tries < LOOP_TRIES:
         tries += 1
         try:
-            samples, calls = timing.measure_eager({"step": step}, sync, opt, watch=watch)["step"]
+            with host.focused() if host is not None else contextlib.nullcontext():
+                samples, calls = timing.measure_eager({"step": step}, sync, opt, watch=watch)["step"]
         except Exception as e:  # noqa: BLE001 - the eager figure stands without it
             return {"error": f"plain loop failed: {audit_rules.error_line(f'{type(e).__name__}: {e}')}"}
         if not want or watch.state == want:
