@@ -489,13 +489,13 @@ def test_reprice_rerenders_lines_and_names_a_frontend_mismatch(tmp_path):
 
 REF = ROOT / "reports" / "reference" / "h200"
 # (example with findings, its fixed version): the projection of the first against the second's measured step
-# Two pairs miss the 15 % target on the committed audits (docs/measurements.md, 2026-12-02 05:53):
-# they stay strict xfails, so the day they hold the mark must go (issue 39 stays open until then)
+# Two pairs miss the 15 % target on the committed audits (docs/measurements.md, 2026-12-02 05:53
+# and 06:40): they stay strict xfails, so the day they hold the mark must go (issue 39 stays open)
 MISSED = {
-    "audit-custom-op": "+18 %: the direct call's loop read 13.5 µs on this start, 15.4 on the one before "
-                       "(where the projection was -0.3 % off); the two audits ran a minute apart",
-    "audit-library-op": "+39 %: its plain loop ran in the slow host state in 3 tries on both starts, so the "
-                        "projection stands on a noisy eager figure (IQR 18.6 µs of 128.7)",
+    "audit-custom-op": "+16 % (+18 % on the start before): the fixed step runs in another process, whose host "
+                       "floor read 0.76 µs against the trap's 0.82; against floors it is +8 %",
+    "audit-library-op": "+43 %: too few line samples (145 of 200), so the findings' prices stand in, and they "
+                        "price the dispatcher and the per-call outputs at about half of what the fix saves",
 }
 PAIRS = [pytest.param(t, f, marks=pytest.mark.xfail(reason=MISSED[t], strict=True)) if t in MISSED else (t, f)
          for t, f in [("audit-naive", "audit-fixed"), ("audit-custom-op", "audit-direct-op"),
