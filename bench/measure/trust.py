@@ -120,6 +120,31 @@ def flags_for(rec, host_unstable: bool = False) -> list[str]:
     return out
 
 
+def _top_ups(fp: dict) -> tuple[list, int, set, set]:
+    """The run's top-up workers (a catch-up worker in older runs), focus-only workers, and the
+    blocks the top-ups ran and timed fast."""
+    catch = fp.get("catch_up") or {}
+    tops = [t for t in fp.get("top_ups") or ([catch] if catch else []) if t]
+    focus = (fp.get("focus_workers") or {}).get("workers", 0)
+    return (tops, focus, {b for t in tops for b in t.get("blocks", [])},
+            {b for t in tops for b in t.get("timed_fast", [])})
+
+
+def _host_text(run, hs: dict, fast_state: str) -> str:
+    """The eager figures' host states, or why there are none; `fast_state` names the fast one."""
+    states = [r.host_state for r in run.records if r.mode == "eager" and r.ok and getattr(r, "host_state", "")]
+    if hs.get("unstable"):
+        return "host UNSTABLE (eager figures not comparable)"
+    if states:
+        return f"{fast_state} {states.count('fast')}, slow {states.count('slow')}"
+    return "host stable" if hs else "host state not recorded"
+
+
+def _flagged_text(run) -> str:
+    flagged = sum(1 for r in run.records if shown_flags(r))
+    return f"{flagged} figure(s) flagged ({counts_text(count_marks(run))})" if flagged else "no figure flagged"
+
+
 def summary_line(run) -> str:
     """One line per run: workers, host floor, rounds kept and discarded (and why), flagged rows."""
     fp = run.fingerprint or {}
@@ -129,11 +154,8 @@ def summary_line(run) -> str:
     for r in run.records:
         for k, n in (r.rounds_discarded or {}).items():
             why[k] = why.get(k, 0) + n
-    catch = fp.get("catch_up") or {}
-    tops = [t for t in fp.get("top_ups") or ([catch] if catch else []) if t]
-    focus = (fp.get("focus_workers") or {}).get("workers", 0)
-    blocks = sorted({b for t in tops for b in t.get("blocks", [])})
-    fast = sorted({b for t in tops for b in t.get("timed_fast", [])})
+    tops, focus, block_set, fast_set = _top_ups(fp)
+    blocks, fast = sorted(block_set), sorted(fast_set)
     parts = [f"{fp.get('workers', 1) - focus - len(tops)} worker(s)"
              + (f" + {focus} focus-only worker(s)" if focus else "")
              + ((" + a catch-up worker" if len(tops) == 1 else f" + {len(tops)} top-up workers")
@@ -149,10 +171,7 @@ def summary_line(run) -> str:
         parts.append(f"cut to fit --hb-budget-s {cut.get('budget_s', 0):g}: {', '.join(what)}")
     if hs.get("floor_us"):
         parts.append(f"host floor {hs['floor_us']:.2f} µs")
-    states = [r.host_state for r in run.records if r.mode == "eager" and r.ok and getattr(r, "host_state", "")]
-    parts.append("host UNSTABLE (eager figures not comparable)" if hs.get("unstable") else
-                 (f"eager figures in the host's fast state {states.count('fast')}, slow {states.count('slow')}"
-                  if states else "host stable" if hs else "host state not recorded"))
+    parts.append(_host_text(run, hs, "eager figures in the host's fast state"))
     waits = [w for w in hs.get("per_worker") or [hs] if isinstance(w, dict)]
     waited = sum((w.get("gate_s") or 0) + (w.get("focus_s") or 0) for w in waits)
     if waited:
@@ -160,9 +179,7 @@ def summary_line(run) -> str:
     disc = sum(why.values())
     parts.append(f"{kept} rounds kept, {disc} discarded"
                  + (" (" + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in sorted(why.items())) + ")" if disc else ""))
-    flagged = sum(1 for r in run.records if shown_flags(r))
-    parts.append(f"{flagged} figure(s) flagged ({counts_text(count_marks(run))})" if flagged
-                 else "no figure flagged")
+    parts.append(_flagged_text(run))
     return "; ".join(parts)
 
 
@@ -171,11 +188,7 @@ def summary_parts(run) -> list[str]:
     host state, rounds, flagged figures. The blocks and the discard reasons are summary_line's."""
     fp = run.fingerprint or {}
     hs = fp.get("host_state") or {}
-    catch = fp.get("catch_up") or {}
-    tops = [t for t in fp.get("top_ups") or ([catch] if catch else []) if t]
-    focus = (fp.get("focus_workers") or {}).get("workers", 0)
-    blocks = {b for t in tops for b in t.get("blocks", [])}
-    fast = {b for t in tops for b in t.get("timed_fast", [])}
+    tops, focus, blocks, fast = _top_ups(fp)
     workers = f"{fp.get('workers', 1) - focus - len(tops)} worker(s)" + (f" + {focus} focus-only" if focus else "")
     if tops:
         workers += (f" + {len(tops)} top-up for {len(blocks)} block(s) ("
@@ -188,16 +201,11 @@ def summary_parts(run) -> list[str]:
         parts.append(f"cut to fit --hb-budget-s {fp['budget_cut'].get('budget_s', 0):g}")
     if hs.get("floor_us"):
         parts.append(f"host floor {hs['floor_us']:.2f} µs")
-    states = [r.host_state for r in run.records if r.mode == "eager" and r.ok and getattr(r, "host_state", "")]
-    parts.append("host UNSTABLE (eager figures not comparable)" if hs.get("unstable") else
-                 (f"eager in the fast host state {states.count('fast')}, slow {states.count('slow')}"
-                  if states else "host stable" if hs else "host state not recorded"))
+    parts.append(_host_text(run, hs, "eager in the fast host state"))
     kept = sum(len(r.samples) for r in run.records if r.ok and r.mode != "host")
     disc = sum(n for r in run.records for n in (r.rounds_discarded or {}).values())
     parts.append(f"{kept} rounds kept, {disc} discarded")
-    flagged = sum(1 for r in run.records if shown_flags(r))
-    parts.append(f"{flagged} figure(s) flagged ({counts_text(count_marks(run))})" if flagged
-                 else "no figure flagged")
+    parts.append(_flagged_text(run))
     return parts
 
 
