@@ -639,6 +639,18 @@ def test_a_sync_line_never_projects_below_its_fixed_cost_and_projected_wait():
             assert r["cost_proj_us"] == pytest.approx(r["fixed_us"] + r["wait_proj_us"])
 
 
+def each_us(fn, n=400):
+    """A plain loop timed step by step: its median is what a step costs when the (2-core, shared)
+    CPU host is not preempting the loop, whose means a preemption of milliseconds would own."""
+    import statistics
+    clock, out = time.perf_counter, []
+    for _ in range(n):
+        t = clock()
+        fn()
+        out.append(clock() - t)
+    return statistics.median(out) * 1e6
+
+
 def _repriced(report, run_file, tmp_path):
     """The audit written and priced again by `hostbench reprice` (from audit.json alone)."""
     audit_report.write_outputs(report, tmp_path / "audit")
@@ -666,16 +678,6 @@ def test_projection_of_a_synced_step_on_cpu_lands_on_the_fixed_step(tmp_path):
         for _ in range(n):
             fn()
         return (time.perf_counter() - t) / n * 1e6
-
-    def each_us(fn, n=400):
-        """A plain loop timed step by step: its median is what a step costs when the (2-core, shared)
-        CPU host is not preempting the loop, whose means a preemption of milliseconds would own."""
-        clock, out = time.perf_counter, []
-        for _ in range(n):
-            t = clock()
-            fn()
-            out.append(clock() - t)
-        return statistics.median(out) * 1e6
 
     def view():
         return steps.A.view(96, 96)
@@ -724,14 +726,6 @@ def test_projection_of_a_library_op_step_on_cpu_lands_on_the_direct_call(tmp_pat
 
     from cudnn_hostbench.bench.audit import count as audit_count
     from cudnn_hostbench.bench.measure.records import Record, run_document, write_run
-
-    def each_us(fn, n=400):
-        clock, out = time.perf_counter, []
-        for _ in range(n):
-            t = clock()
-            fn()
-            out.append(clock() - t)
-        return statistics.median(out) * 1e6
 
     for fn in (steps.op_step, steps.op_step_fixed):
         each_us(fn, 100)
