@@ -717,24 +717,28 @@ def test_examples_expose_make_step():
         assert callable(target.load_factory(f"{ROOT}/examples/{name}.py:make_step"))
 
 
+def _audit_example(name: str, tmp_path):
+    """`hostbench audit examples/<name>.py:make_step` in a fresh interpreter (one process may profile
+    only after its host timings): (the process, audit.json)."""
+    import subprocess
+    import sys
+    out = tmp_path / name
+    res = subprocess.run([sys.executable, "-m", "cudnn_hostbench.scripts.cli", "audit", f"examples/{name}.py:make_step",
+                          "--rounds", "3", "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    return res, json.loads((out / "audit.json").read_text())
+
+
 # -- the GPU path ----------------------------------------------------------------------------------
 
 @pytest.mark.skipif(not HAS_GPU, reason="no CUDA GPU visible to torch: the audit's timing needs one")
 def test_audit_examples_on_gpu(tmp_path):
-    # one process may profile only after its host timings: run the audit in a fresh interpreter
-    import subprocess
-    import sys
     mixed = {"new_output", "interleave", "layout_copy", "copy", "sync", "capture"}
     # the custom op returns a new output per call (functional), so its tuple pack is new too
     custom = {"custom_op", "new_output", "new_pack"}
     for name, expect in (("fixed_integration", set()), ("naive_integration", NAIVE_RULES),
                          ("mixed_integration", mixed), ("custom_op_integration", custom)):
-        out = tmp_path / name
-        res = subprocess.run([sys.executable, "-m", "cudnn_hostbench.scripts.cli", "audit", f"examples/{name}.py:make_step",
-                              "--rounds", "3", "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
-                             timeout=300)
-        assert res.returncode == 0, res.stderr
-        doc = json.loads((out / "audit.json").read_text())
+        res, doc = _audit_example(name, tmp_path)
         found = {f["rule"] for f in doc["findings"]}
         assert (found if name == "mixed_integration" else found - {"capture"}) == expect, res.stdout
         c = doc["counts"]
@@ -752,12 +756,7 @@ def test_audit_examples_on_gpu(tmp_path):
                          ("sync_check_fixed_integration", {"sync"}),
                          ("library_op_integration", {"dispatcher", "new_output", "new_pack", "metadata", "views"}),
                          ("library_op_fixed_integration", set())):
-        out = tmp_path / name
-        res = subprocess.run([sys.executable, "-m", "cudnn_hostbench.scripts.cli", "audit", f"examples/{name}.py:make_step",
-                              "--rounds", "3", "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
-                             timeout=300)
-        assert res.returncode == 0, res.stderr
-        doc = json.loads((out / "audit.json").read_text())
+        res, doc = _audit_example(name, tmp_path)
         found = {f["rule"] for f in doc["findings"]}
         assert expect <= found and ("dispatcher" in found) == name.startswith("library_op_integ"), res.stdout
         assert doc["modes"]["loop"]["median"] > 0
