@@ -98,7 +98,15 @@ def _projection_text(p: dict) -> list:
         line += f"; {p['cold']}"
     if p.get("device_bound"):
         line += f"; {p['device_bound']}"
-    return [line, *sync_lines(p)]
+    return [line, *fixed_line(p), *sync_lines(p)]
+
+
+def fixed_line(p: dict) -> list:
+    """The hand-fixed step (--fixed), timed in the same plain-loop rounds, against the projection."""
+    if not p.get("fixed_us") or p.get("projected_us") is None:
+        return []
+    return [f"the fixed step {p.get('fixed_target') or ''} in the same loop rounds: {p['fixed_us']:.2f} µs/step; "
+            f"the projection is {p['projected_us'] / p['fixed_us'] - 1:+.1%} off it"]
 
 
 def sync_lines(p: dict) -> list:
@@ -165,6 +173,8 @@ def markdown(t: dict, projection: dict, rem: list) -> list:
     proj = _projection_text(projection)
     if proj:
         md += ["", "## Projected with every finding fixed", "", proj[0].removeprefix("projected with every finding fixed: ")]
+        for x in fixed_line(projection):
+            md += ["", x[:1].upper() + x[1:] + "."]
         for what in ("dropped", "reduced", "timed", "warmed", "freed"):
             if projection.get(what):
                 md.append(f"\n{what.capitalize()}: " + ", ".join(f"`{x}`" for x in projection[what]) + ".")

@@ -25,6 +25,9 @@ def add_parser(command) -> None:
     p.add_argument("target", help="path/to/file.py:make_step; make_step() sets up and returns a zero-argument step")
     p.add_argument("--run-file", help="run file with the probes' figures (default: newest results/*/run.json "
                                       "measured on this GPU, else reports/reference/<gpu>/run.json)")
+    p.add_argument("--fixed", metavar="FILE.py:make_step",
+                   help="your hand-fixed version of the step: timed in the same plain-loop rounds, interleaved, "
+                        "so the projection is checked against it in this process")
     p.add_argument("--out", help="also write audit.md, audit.json and flame.html into this folder (default: print only)")
     p.add_argument("--rounds", type=int, default=timing.Options.rounds,
                    help="interleaved timing rounds per mode")
@@ -45,6 +48,8 @@ def run(a) -> int:
         return bad(a.prog, f"--out {a.out} exists and is not a folder")
     try:  # the user's own mistakes first: they hold on any machine
         target.parse_target(a.target)
+        if a.fixed:
+            target.parse_target(a.fixed)
         if a.run_file:
             records.load_run(a.run_file, need_records=True)
     except (target.AuditInputError, records.RunFileError) as e:
@@ -54,6 +59,7 @@ def run(a) -> int:
         return bad(a.prog, f"{target.NEEDS}; here: {problem}")
     try:
         factory = target.load_factory(a.target)
+        fixed_factory = target.load_factory(a.fixed) if a.fixed else None
     except target.AuditInputError as e:
         return bad(a.prog, str(e))
     try:
@@ -64,8 +70,15 @@ def run(a) -> int:
         with _on_stream(ctx):   # set-up sees the audit's stream as current
             step = target.make_step(factory, a.target.rpartition(":")[2])
             target.first_call(step)
+            fixed = None
+            if fixed_factory is not None:
+                try:
+                    fixed = target.make_step(fixed_factory, a.fixed.rpartition(":")[2])
+                    target.first_call(fixed)
+                except target.AuditInputError as e:
+                    return bad(a.prog, f"--fixed {a.fixed}: {e}")
         report = audit(step, run_file=a.run_file, rounds=a.rounds, count_steps=a.count_steps, ctx=ctx,
-                       target=a.target, checked=True, root=ROOT)
+                       target=a.target, checked=True, root=ROOT, fixed=fixed, fixed_target=a.fixed or "")
     except target.AuditInputError as e:
         return bad(a.prog, f"{a.target}: {e}")
     except Exception as e:  # noqa: BLE001 - e.g. the step failing later: say so, write nothing

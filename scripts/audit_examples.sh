@@ -13,11 +13,13 @@ out=${1:-results/audits}
 run=${2:-}
 mkdir -p "$out" || exit 2
 rc=0
-for p in naive:naive:150 fixed:fixed:120 mixed:mixed:120 custom_op:custom-op:120 direct_op:direct-op:120 \
-         sync_check:sync-check:180 sync_check_fixed:sync-check-fixed:180 \
-         library_op:library-op:150 library_op_fixed:library-op-fixed:150; do
-  IFS=: read -r f d t <<< "$p"
+# A trap example names its fixed version (4th field): `--fixed` times both in the same plain-loop rounds.
+for p in naive:naive:150:fixed fixed:fixed:120 mixed:mixed:120 custom_op:custom-op:150:direct_op \
+         direct_op:direct-op:120 sync_check:sync-check:180:sync_check_fixed sync_check_fixed:sync-check-fixed:180 \
+         library_op:library-op:180:library_op_fixed library_op_fixed:library-op-fixed:150; do
+  IFS=: read -r f d t fx <<< "$p"
   PYTHONUNBUFFERED=1 timeout "$t" python3 -m cudnn_hostbench.scripts.cli audit "examples/${f}_integration.py:make_step" \
+    ${fx:+--fixed "examples/${fx}_integration.py:make_step"} \
     ${run:+--run-file "$run"} --out "$out/audit-$d" > "$out/audit-$d.log" 2>&1
   e=$?
   echo "audit_examples: $f: exit $e ($out/audit-$d.log)"

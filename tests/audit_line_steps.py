@@ -129,3 +129,30 @@ def op_step_fixed():
     torch.mm(S, SW, out=H1).relu_()
     torch.mm(H1, SW, out=H2)
     return torch.mm(H2, SW, out=H3).relu_()
+
+
+# a timed call (an "execute") reached through a custom_op: 14 frames deep, where the timed call's
+# bookkeeping (walking that stack) costs more than the step's own work
+class FakeGraph:
+    def execute(self, x):
+        return torch.mm(x, x)
+
+
+GRAPH = FakeGraph()
+
+
+@torch.library.custom_op("hostbench_test::deep", mutates_args=(), device_types="cpu")
+def _deep(x: torch.Tensor) -> torch.Tensor:
+    return GRAPH.execute(x)                                # marker: deep-execute
+
+
+@_deep.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+X16 = torch.randn(16, 16)
+
+
+def deep_step():
+    return _deep(X16)                                      # marker: deep-op

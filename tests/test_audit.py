@@ -654,6 +654,19 @@ def test_cli_bad_path_and_run_file(tmp_path, capsys):
     bad = _write(tmp_path, "{not json", "bad.json")
     assert cli.main(["audit", f"{p}:make_step", "--run-file", str(bad), "--out", str(out)]) == 2
     assert "not valid JSON" in capsys.readouterr().err
+    assert cli.main(["audit", f"{p}:make_step", "--fixed", f"{tmp_path}/gone.py:make_step", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "gone.py" in err and "no such file" in err and err.count("\n") == 1
+    assert not out.exists()
+
+
+def test_cli_fixed_step_that_raises_names_the_fixed_target(tmp_path, capsys, fake_gpu):
+    p = _write(tmp_path, "def make_step():\n    return lambda: None\n")
+    f = _write(tmp_path, "def make_step():\n    def step():\n        raise KeyError('x')\n    return step\n", "fixed.py")
+    out = tmp_path / "out"
+    assert cli.main(["audit", f"{p}:make_step", "--fixed", f"{f}:make_step", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"--fixed {f}:make_step: the step raised on its first call: KeyError" in err and err.count("\n") == 1
     assert not out.exists()
 
 

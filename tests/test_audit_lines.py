@@ -441,6 +441,37 @@ def test_audit_samples_the_step_on_cpu(monkeypatch):
     assert "host time by source line" in audit_report.render_text(r)
 
 
+def test_a_fixed_step_is_timed_in_the_same_loop_rounds_and_reported_against_the_projection(monkeypatch):
+    """--fixed: the hand-fixed step's plain loop in the trap's own loop rounds (one measure_eager
+    call, interleaved), so both read one process's host floor; the report sets the projection against it."""
+    tm = audit.timing
+    monkeypatch.setattr(torch.cuda, "stream", lambda s: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
+    monkeypatch.setattr(torch.cuda, "memory_stats", lambda: {})
+    monkeypatch.setattr(audit, "_env", lambda ctx: {"gpu_name": "Fake GPU"})
+    monkeypatch.setattr(tm, "capture", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("no capture on CPU")))
+    monkeypatch.setattr(audit, "_device_mode", lambda step, sync, opt: ({"median": 1.0, "iqr": 0.0}, 1.0, []))
+    monkeypatch.setattr(sampler, "CHUNK_S", 0.05)
+    monkeypatch.setattr(audit, "HOST_WARM_S", 0.5)
+    trap, fixed = _alone(steps.op_step, 300), _alone(steps.op_step_fixed, 300)
+    calls = []
+    figure = {"step": trap, "fixed": fixed}
+    monkeypatch.setattr(tm, "measure_eager", lambda fns, *a, **k: calls.append(sorted(fns))
+                        or {n: ([figure[n]] * 3, 10) for n in fns})
+    r = audit.audit(steps.op_step, ctx=types.SimpleNamespace(stream=None), target="t.py:op_step", root=ROOT,
+                    fixed=steps.op_step_fixed, fixed_target="t.py:op_step_fixed")
+    assert calls == [["step"], ["fixed", "step"]]                    # eager rounds, then both loops together
+    assert r.modes["fixed_loop"]["median"] == fixed and r.modes["fixed_loop"]["target"] == "t.py:op_step_fixed"
+    assert r.modes["loop"]["median"] == trap and r.projection["fixed_us"] == fixed
+    off = r.projection["projected_us"] / fixed - 1
+    text = audit_report.render_text(r)
+    assert f"the fixed step t.py:op_step_fixed in the same loop rounds: {fixed:.2f} µs/step; the projection is " \
+           f"{off:+.1%} off it" in text
+    assert f"The fixed step t.py:op_step_fixed in the same loop rounds: {fixed:.2f}" in audit_report.render_markdown(r)
+    again = audit.AuditReport.from_dict(json.loads(json.dumps(r.to_dict())))   # audit.json keeps it
+    assert audit.price(again, None).projection["fixed_us"] == fixed
+
+
 def test_the_eager_figure_names_its_host_state():
     note = audit_report._state_note
     assert note({"median": 10.9}) == ""                              # audits from before it was recorded
@@ -514,15 +545,21 @@ def _load(name):
 @pytest.mark.parametrize("trap, fixed", PAIRS)
 def test_projection_against_the_fixed_example_on_the_h200(trap, fixed):
     """Through reprice (price from audit.json alone): the trap's projection against its fixed
-    version's plain loop (the eager figure for audits from before the loop was timed)."""
+    version's plain loop, timed in the same rounds of the trap's audit (--fixed); for audits from
+    before that, the fixed audit's own loop (another process), else its eager figure."""
     if not ((REF / trap).is_dir() and (REF / fixed).is_dir() and _load(trap).sampling.get("stacks")):
         pytest.skip(PENDING)
     from cudnn_hostbench.bench.measure.records import load_run
-    # a projection is checked against a step timed in the same host state (both recorded, or neither)
-    assert _load(trap).modes["eager"].get("host_state") == _load(fixed).modes["eager"].get("host_state")
     r = audit.price(_load(trap), load_run(REF / "run.json"))
+    same = (_load(trap).modes.get("fixed_loop") or {}).get("median")
+    if same is None:
+        # a projection is checked against a step timed in the same host state (both recorded, or neither)
+        assert _load(trap).modes["eager"].get("host_state") == _load(fixed).modes["eager"].get("host_state")
+    else:
+        assert r.projection["fixed_us"] == same and _load(trap).modes["fixed_loop"]["target"].startswith(
+            f"examples/{fixed.removeprefix('audit-').replace('-', '_')}_integration.py")
     done = _load(fixed).modes
-    measured = (done.get("loop") or {}).get("median") or done["eager"]["median"]
+    measured = same or (done.get("loop") or {}).get("median") or done["eager"]["median"]
     off = audit_lines.against(r.projection, measured)
     assert abs(off) <= 0.15, (r.projection, measured)
 
@@ -582,6 +619,24 @@ def test_a_long_call_is_charged_to_its_own_line_not_the_next():
     assert [c["callee"] for c in rows[long_line]["callees"]][0] == "operator @"
     assert s["timed_calls"] == ["operator @"] and "deferred signal" in s["timed_how"]
     assert {n: vars(torch.Tensor).get(n) for n in names} == before             # every wrapper gone
+
+
+def test_the_samplers_own_time_is_charged_to_no_line_and_not_read_as_overhead():
+    """H200: a custom_op's execute, timed 14 frames deep, read as +120 % overhead at every interval
+    (1-8 ms), so the interval doubled to 8 ms and the step kept too few samples to split by line.
+    The wrapper's bookkeeping is the sampler's own time: off the round, charged to no line; and the
+    stack above a timed call site is read on one call in WALK_EVERY (here, reading it every call
+    read +155 % on this 10 µs step; now +14 %)."""
+    us = _alone(steps.deep_step, 2000)
+    timed = [(steps.FakeGraph, "execute", "….execute()", callsite.CUDNN)]
+    s = sampler.sample_step(steps.deep_step, lambda: None, us, timed=timed, max_interval=1e-3)
+    assert s["own_us"] > 0 and s["interval_us"] == 1000.0
+    assert s["overhead"] < 0.5, s
+    rows, t = _by_line(s)
+    assert t["sum_us"] + t["loop_us"] + t["outside_us"] == pytest.approx(s["step_us_plain"], rel=0.25)
+    deep = rows[f"{HERE}:{steps.line_of('deep-execute')}"]
+    assert [c["callee"] for c in deep["callees"]][0] == "….execute()"
+    assert "execute" not in vars(steps.FakeGraph) or vars(steps.FakeGraph)["execute"].__name__ == "execute"
 
 
 def _segments(**kw):

@@ -135,8 +135,13 @@ def _device_mode(step, sync, opt) -> tuple[dict, float | None, list]:
 
 
 def audit(step, *, run_file=None, rounds: int | None = None, count_steps: int = COUNT_STEPS, ctx=None,
-          target: str = "", checked: bool = False, root: str | Path = ".") -> AuditReport:
+          target: str = "", checked: bool = False, root: str | Path = ".", fixed=None,
+          fixed_target: str = "") -> AuditReport:
     """Audits one step (a zero-argument callable) on this GPU. See the module docstring.
+
+    `fixed`, the same step with its findings fixed by hand, is timed in the same plain-loop rounds
+    (interleaved, this process): modes["fixed_loop"], what the projection is checked against. In
+    another process it would read another host floor (H200: 0.76 against 0.82 µs, 8 %).
 
     Make the step with its set-up done; it runs on `ctx.stream` (a harness GpuContext made here if
     not given), so a step whose handle is bound to another stream at set-up will not capture.
@@ -167,7 +172,11 @@ def audit(step, *, run_file=None, rounds: int | None = None, count_steps: int = 
         res = timing.measure_eager({"step": step}, sync, opt, watch=watch)
         samples, calls = res["step"]
         modes["eager"] = dict(_summary(samples), calls=calls, **_host_of(watch))
-        modes["loop"] = _plain_loop(step, sync, watch, modes["eager"].get("host_state") or "")
+        loops = _plain_loop({"step": step, **({"fixed": fixed} if fixed is not None else {})}, sync, watch,
+                            modes["eager"].get("host_state") or "")
+        modes["loop"] = loops["step"]
+        if fixed is not None:
+            modes["fixed_loop"] = dict(loops["fixed"], target=fixed_target)
         capture_failed = None
         try:
             cap = timing.capture(step, calls, ctx.stream)
@@ -210,13 +219,14 @@ LOOP_GAP = 0.05           # eager and loop further apart than this: the report s
 LOOP_TRIES = 3            # loops measured until one lands in the eager rounds' host state
 
 
-def _plain_loop(step, sync, watch, want: str = "") -> dict:
-    """The µs/step a user's own loop pays: rounds of many steps (LOOP_ROUND_S, at least
-    LOOP_MIN_STEPS) between two device syncs, in the eager rounds' host-state watch. The eager
-    rounds are short (2 ms, 16+ steps) with a device sync at each end, so a step whose GPU work
-    queues behind its host pays a drain per round there; the projection is held to this figure.
-    Measured again (LOOP_TRIES in all) while it lands in another host state than `want`, the eager
-    rounds': a loop of the slow state against a fast eager figure compares two hosts."""
+def _plain_loop(steps: dict, sync, watch, want: str = "") -> dict:
+    """{name: the µs/step a user's own loop pays}: rounds of many steps (LOOP_ROUND_S, at least
+    LOOP_MIN_STEPS) between two device syncs, in the eager rounds' host-state watch, the steps'
+    rounds interleaved. The eager rounds are short (2 ms, 16+ steps) with a device sync at each
+    end, so a step whose GPU work queues behind its host pays a drain per round there; the
+    projection is held to this figure. Measured again (LOOP_TRIES in all) while it lands in another
+    host state than `want`, the eager rounds': a loop of the slow state against a fast eager figure
+    compares two hosts."""
     opt = timing.Options(rounds=LOOP_ROUNDS, warmup_rounds=1, target_round_s=LOOP_ROUND_S,
                          min_calls=LOOP_MIN_STEPS, max_calls=1_000_000)
     host = watch.host if watch is not None else None
@@ -229,12 +239,14 @@ def _plain_loop(step, sync, watch, want: str = "") -> dict:
         tries += 1
         try:
             with host.focused() if host is not None else contextlib.nullcontext():
-                samples, calls = timing.measure_eager({"step": step}, sync, opt, watch=watch)["step"]
+                got = timing.measure_eager(steps, sync, opt, watch=watch)
         except Exception as e:  # noqa: BLE001 - the eager figure stands without it
-            return {"error": f"plain loop failed: {audit_rules.error_line(f'{type(e).__name__}: {e}')}"}
+            return dict.fromkeys(steps, {"error": f"plain loop failed: "
+                                                  f"{audit_rules.error_line(f'{type(e).__name__}: {e}')}"})
         if not want or watch.state == want:
             break
-    return dict(_summary(samples), calls=calls, host_state=watch.state, tries=tries)
+    return {n: dict(_summary(samples), calls=calls, host_state=watch.state, tries=tries)
+            for n, (samples, calls) in got.items()}
 
 
 def _timeline(step, step_us) -> dict:

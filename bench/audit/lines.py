@@ -221,7 +221,9 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict,
     out = {"eager_us": (modes.get("eager") or {}).get("median"), "loop_us": (modes.get("loop") or {}).get("median"),
            "base_us": eager, "loop_state_differs": loop is None and bool((modes.get("loop") or {}).get("median")),
            "base": "loop" if loop is not None else "eager", "graph_us": graph, "device_us": device,
-           "graph_error": (modes.get("graph") or {}).get("error")}
+           "graph_error": (modes.get("graph") or {}).get("error"),
+           "fixed_us": (modes.get("fixed_loop") or {}).get("median"),
+           "fixed_target": (modes.get("fixed_loop") or {}).get("target", "")}
     if eager is None:
         return dict(out, projected_us=None, method="none", note="no eager figure")
     priced = [f for f in findings if f.cost_us is not None]

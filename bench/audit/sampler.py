@@ -20,8 +20,11 @@ stack under its own name; the samples charge only the time outside them (`_Sampl
 a signal taken inside a timed call counts as a sample of it, charging nothing more. The wrappers
 exist only for the sampled rounds.
 
-Sampled and plain rounds alternate; if sampling slows the step by more than MAX_OVERHEAD the
-interval doubles, up to MAX_INTERVAL_S. A slow step is sampled over at least MIN_STEPS steps.
+The sampler's own time (its handler, and a timed call's bookkeeping) is charged to no line and
+taken off the sampled rounds' time (`own_us`), so it is not read as the step slowing down; a timed
+call site's stack is read on one call in WALK_EVERY (`_Sampler.timed`). Sampled and plain rounds alternate; if
+sampling still slows the step by more than MAX_OVERHEAD the interval doubles, up to MAX_INTERVAL_S.
+A slow step is sampled over at least MIN_STEPS steps.
 What comes back is plain data (audit.json's `sampling`):
 stacks with their µs, each named by file:line and the callee at its innermost user frame, so the
 line table is recomputed from the file alone (bench.audit.lines)."""
@@ -74,7 +77,10 @@ class _Sampler:
         self.counts = Counter()          # stack -> samples
         self.globals = {}
         self.local_types = {}            # (code, instruction) of user code -> {local name: its type}, first visit
+        self.lines = {}                  # (code, instruction) -> its line, read once (f_lineno walks the table)
+        self.pending = {}                # timed call site -> [seconds, samples, calls, Counter(stack key)]
         self.in_loop = self.outside = 0.0
+        self.own = 0.0                   # seconds of the sampler's own work (handler, timed-call bookkeeping)
         self.samples = 0
         self.on = False
         self.busy = False                # a signal taken inside the handler itself is dropped
@@ -86,9 +92,10 @@ class _Sampler:
 
     def take(self) -> tuple:
         """This round's stacks, counts, loop, outside and samples; the next round starts empty."""
+        self._fold()
         got = (self.stacks, self.counts, self.in_loop, self.outside, self.samples)
         self.stacks, self.counts, self.in_loop, self.outside, self.samples = Counter(), Counter(), 0.0, 0.0, 0
-        self.excluded = 0.0
+        self.excluded = self.own = 0.0
         return got
 
     def keep(self, rounds: list) -> None:
@@ -108,10 +115,12 @@ class _Sampler:
         if self.busy:
             return
         self.busy = True
+        t0 = self.clock()
         try:
             self._sample(frame)
         finally:
             self.last = self.clock()     # the handler's own time is charged to no line
+            self.own += self.last - t0
             self.busy = False
 
     def _sample(self, frame):
@@ -125,31 +134,69 @@ class _Sampler:
     def _charge(self, frame, dt: float, n: int = 1, callee: tuple | None = None) -> None:
         """Charges dt seconds to the stack from `frame` up to the step loop (`callee`: a timed
         call's (label, kind), which names the stack's callee instead of its instruction)."""
-        f, stack, code = frame, [], LOOP_CODE
-        while f is not None and f.f_code is not code:
-            c = f.f_code
-            stack.append((c, f.f_lasti, f.f_lineno))
-            if c not in self.globals:
-                self.globals[c] = f.f_globals
-            site = (c, f.f_lasti)
-            if site not in self.local_types:    # what `g` is in `g.matmul()`: once per call site
-                self.local_types[site] = _types(f) if usercode.is_user(c.co_filename) else {}
-            f = f.f_back
-        if f is None:
+        self._add(self._key(frame, callee), dt, n)
+
+    def _add(self, key, dt: float, n: int) -> None:
+        if key is OUTSIDE:
             self.outside += dt       # the sync after the loop, the round's own code
-        elif stack:
-            key = tuple(stack) if callee is None else (callee, *stack)
+        elif key is IN_LOOP:
+            self.in_loop += dt
+        else:
             self.stacks[key] += dt
             self.counts[key] += n
-        else:
-            self.in_loop += dt
+
+    def _key(self, frame, callee: tuple | None = None):
+        """The stack from `frame` up to the step loop as a key (OUTSIDE or IN_LOOP when there is none)."""
+        f, stack, code = frame, [], LOOP_CODE
+        lines = self.lines
+        while f is not None and f.f_code is not code:
+            c = f.f_code
+            site = (c, f.f_lasti)
+            line = lines.get(site)
+            if line is None:                    # a new call site: its line, globals, what `g` is in `g.matmul()`
+                line = lines[site] = f.f_lineno or 0
+                self.globals.setdefault(c, f.f_globals)
+                self.local_types[site] = _types(f) if usercode.is_user(c.co_filename) else {}
+            stack.append((c, site[1], line))
+            f = f.f_back
+        if f is None:
+            return OUTSIDE
+        if not stack:
+            return IN_LOOP
+        return tuple(stack) if callee is None else (callee, *stack)
 
     def timed(self, frame, label: str, kind: str, dt: float) -> None:
-        """A timed long call's own time, charged to its caller's stack (`frame`) under its name."""
+        """A timed long call's own time, charged to its caller's stack (`frame`) under its name.
+        Its time is summed per call site (the caller's code and instruction); the stack above the
+        site is read on the first call and one in WALK_EVERY after, and the site's time is shared
+        by the stacks read. Reading the whole stack on every call cost 5 µs of bookkeeping plus
+        2-3 µs in the step (each frame read is made an object that its return must then fill)."""
         self.excluded += dt
         n, self.dropped = self.dropped, 0
         self.samples += n
-        self._charge(frame, dt, n, (label, kind))
+        site = (frame.f_code, frame.f_lasti, label)
+        acc = self.pending.get(site)
+        if acc is None:
+            acc = self.pending[site] = [0.0, 0, 0, Counter()]
+        acc[0] += dt
+        acc[1] += n
+        if acc[2] % WALK_EVERY == 0:
+            acc[3][self._key(frame, (label, kind))] += 1
+        acc[2] += 1
+
+    def _fold(self) -> None:
+        """The timed calls' time summed so far, onto their stacks (a site's shared by the stacks read)."""
+        for dt, n, _, keys in self.pending.values():
+            read = sum(keys.values())
+            for key, k in keys.items():
+                self._add(key, dt * k / read, round(n * k / read))
+        self.pending.clear()
+
+
+WALK_EVERY = 16          # a timed call site's stack is read on one call in this many
+
+
+OUTSIDE, IN_LOOP = object(), object()    # a sample outside the step loop, or in the loop between steps
 
 
 def long_calls() -> list:
@@ -173,6 +220,7 @@ def _timed_wrapper(sampler: "_Sampler", orig, label: str, kind: str):
     clock = sampler.clock
 
     def wrapper(*args, **kwargs):
+        t_in = clock()
         if sampler.timing or not sampler.on:
             return orig(*args, **kwargs)
         sampler.timing += 1
@@ -180,8 +228,11 @@ def _timed_wrapper(sampler: "_Sampler", orig, label: str, kind: str):
         try:
             return orig(*args, **kwargs)
         finally:
-            dt = clock() - t0
-            sampler.timed(sys._getframe(1), label, kind, dt)
+            t1 = clock()
+            sampler.timed(sys._getframe(1), label, kind, t1 - t0)
+            t2 = clock()
+            sampler.own += t2 - t1 + t0 - t_in     # the bookkeeping: charged to no line, off the round's time
+            sampler.excluded += t2 - t1 + t0 - t_in
             sampler.timing -= 1
     return wrapper
 
@@ -248,7 +299,8 @@ def _try(step, sync, steps: int, interval: float, rounds: int, min_s: float,
     cuDNN calls, so a scale cannot undo it): its stacks are left out, and rounds go on, up to
     MAX_ROUNDS_MULT × rounds, until `rounds` matching ones are in."""
     sampler = _Sampler()
-    done: list[tuple[float, float, tuple]] = []          # (plain s/step, sampled s/step, its stacks)
+    done: list[tuple[float, float, tuple]] = []          # (plain s/step, sampled s/step net of own, its stacks)
+    own: list[float] = []                                # the sampler's own s/step, per sampled round
     old = _start(sampler, interval)
 
     def matches(plain: float) -> bool:
@@ -265,12 +317,13 @@ def _try(step, sync, steps: int, interval: float, rounds: int, min_s: float,
             sampler.on = True
             signal.setitimer(signal.ITIMER_REAL, interval, interval)
             try:
-                sampled = _round(step, steps, sync) / steps
+                gross = _round(step, steps, sync)
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0, 0)
                 sampler.on = False
                 patched.restore()
-            done.append((plain, sampled, sampler.take()))
+            own.append(sampler.own / steps)
+            done.append((plain, gross / steps - own[-1], sampler.take()))
     finally:
         _stop(old)
     good = [d for d in done if matches(d[0])]
@@ -286,6 +339,7 @@ def _try(step, sync, steps: int, interval: float, rounds: int, min_s: float,
     ratios = [b / a for a, b in zip(plain, sampled) if a > 0]
     return {"interval_us": interval * 1e6, "steps": steps * len(sampled), "wall_s": sum(sampled) * steps,
             "step_us_plain": statistics.median(plain) * 1e6, "step_us_sampled": statistics.median(sampled) * 1e6,
+            "own_us": statistics.median(own) * 1e6 if own else 0.0,
             "overhead": statistics.median(ratios) - 1 if ratios else None, "samples": sampler.samples,
             "rounds": len(done), "rounds_other_state": len(done) - len(good) if not note else 0,
             "state_note": note}, sampler
