@@ -805,3 +805,27 @@ def test_reprice_keeps_the_measured_step_and_cites_the_new_run(tmp_path):
     assert any(f"rebuild/rebuild {rebuild:.2f}" in c for f in new.findings for c in f.cost_from)
     assert new == price(new, run)       # pricing is a pure function of the audit and the run
     assert (tmp_path / "audit.md").read_text(encoding="utf-8").count("Costs from") == 1
+
+
+def test_a_fixed_step_importing_the_trap_file_shares_its_module(tmp_path):
+    """--fixed loads two files in one process; a fixed file that imports the trap's (its weights,
+    its reference) gets the trap's module, not a second run of it: a torch.library namespace
+    defined twice raises (H200, library_op + library_op_fixed)."""
+    import sys
+
+    from cudnn_hostbench.bench.audit import target
+    ns = f"hb_share_{abs(hash(str(tmp_path))) % 10**8}"
+    (tmp_path / "trap_share.py").write_text(
+        f"import torch\nLIB = torch.library.Library({ns!r}, 'DEF')\nRUNS = [1]\n"
+        "def make_step():\n    return lambda: None\n")
+    (tmp_path / "fixed_share.py").write_text(
+        "import trap_share\ntrap_share.RUNS.append(2)\ndef make_step():\n    return lambda: len(trap_share.RUNS)\n")
+    try:
+        target.load_factory(f"{tmp_path}/trap_share.py:make_step")
+        fixed = target.load_factory(f"{tmp_path}/fixed_share.py:make_step")
+        assert fixed()() == 2                        # the trap file ran once; the fixed one saw its module
+        again = target.load_factory(f"{tmp_path}/trap_share.py:make_step")
+        assert again()() is None and sys.modules["trap_share"].RUNS == [1, 2]
+    finally:
+        for m in ("trap_share", "fixed_share"):
+            sys.modules.pop(m, None)

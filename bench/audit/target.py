@@ -30,16 +30,36 @@ def parse_target(spec: str) -> tuple[str, str, Path | None]:
     return where, attr, None
 
 
+def _load_file(path: Path):
+    """The module of a user's file, run once per process: also under its own name (its stem), so a
+    neighbour that imports it (a fixed step importing the trap's weights, `--fixed`) gets this
+    module instead of running the file a second time (a torch.library namespace defined twice fails)."""
+    stem, real = path.stem, path.resolve()
+    known = sys.modules.get(stem)
+    if known is not None and getattr(known, "__file__", None) and Path(known.__file__).resolve() == real:
+        return known
+    name = "hostbench_audit_target_" + "".join(c if c.isalnum() else "_" for c in stem)
+    mod_spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(mod_spec)
+    alias = stem.isidentifier() and stem not in sys.modules
+    if alias:
+        sys.modules[stem] = module
+    try:
+        mod_spec.loader.exec_module(module)
+    except BaseException:
+        if alias:
+            sys.modules.pop(stem, None)
+        raise
+    return module
+
+
 def load_factory(spec: str):
     """`path/to/file.py:make_step` (or `package.module:make_step`) -> the factory callable."""
     where, attr, path = parse_target(spec)
     if path is not None:
-        name = "hostbench_audit_target_" + "".join(c if c.isalnum() else "_" for c in path.stem)
         sys.path.insert(0, str(path.resolve().parent))  # the user's file may import its neighbours
         try:
-            mod_spec = importlib.util.spec_from_file_location(name, path)
-            module = importlib.util.module_from_spec(mod_spec)
-            mod_spec.loader.exec_module(module)
+            module = _load_file(path)
         except SyntaxError as e:
             raise AuditInputError(f"{spec}: cannot import {where}: SyntaxError at line {e.lineno}: {e.msg}") from e
         except Exception as e:
