@@ -522,12 +522,7 @@ REF = ROOT / "reports" / "reference" / "h200"
 # (example with findings, its fixed version): the projection of the first against the second's measured step
 # Two pairs miss the 15 % target on the committed audits (docs/measurements.md, 2026-12-02 05:53
 # and 06:40): they stay strict xfails, so the day they hold the mark must go (issue 39 stays open)
-MISSED = {
-    "audit-custom-op": "+16 % (+18 % on the start before): the fixed step runs in another process, whose host "
-                       "floor read 0.76 µs against the trap's 0.82; against floors it is +8 %",
-    "audit-library-op": "+43 %: too few line samples (145 of 200), so the findings' prices stand in, and they "
-                        "price the dispatcher and the per-call outputs at about half of what the fix saves",
-}
+MISSED: dict = {}   # pair -> why its committed projection misses (a strict xfail): none on start S6
 PAIRS = [pytest.param(t, f, marks=pytest.mark.xfail(reason=MISSED[t], strict=True)) if t in MISSED else (t, f)
          for t, f in [("audit-naive", "audit-fixed"), ("audit-custom-op", "audit-direct-op"),
                       ("audit-sync-check", "audit-sync-check-fixed"), ("audit-library-op", "audit-library-op-fixed")]]
