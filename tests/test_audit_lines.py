@@ -801,7 +801,8 @@ def test_the_plain_loop_is_shown_beside_eager_and_a_gap_is_explained():
              "graph": {"median": 20.0, "iqr": 0.1}, "device": {"median": 30.0, "iqr": 0.1}}
     note = audit.loop_note(modes)
     assert note.startswith("the plain loop (2049 steps between two syncs) ran 48.8 µs/step, the eager rounds "
-                           "(35 steps each) 57.1 (+17%)") and "291 µs per round" in note and "device 30.0" in note
+                           "(35 steps each) 57.1 (+17%)") and "pays its sync and a cold first step, 291 µs per round" in note \
+        and "device 30.0" in note
     assert "another" not in note and audit.loop_note(dict(modes, loop=dict(modes["loop"], median=55.0))) == ""
     other = audit.loop_note(dict(modes, loop=dict(modes["loop"], host_state="slow")))
     assert other.endswith("the loop ran in the host's slow state, the eager rounds in its fast state")
@@ -812,6 +813,28 @@ def test_the_plain_loop_is_shown_beside_eager_and_a_gap_is_explained():
         audit_report.render_markdown(r)
     again = audit.price(r, None)                                        # re-pricing keeps one note, not two
     assert again.notes.count(note) == 1
+
+
+def test_a_loop_slower_than_eager_is_explained_only_by_what_was_measured():
+    """H200 (S6): library-op's loop read 120.0 µs/step against eager 102.5 with the device at 14.4;
+    "the steps queue behind the GPU" was said of it, and was not true. The host's sentinel says
+    whether its pace moved; a GPU-bound step queues; else the note says it is not explained."""
+    e = {"median": 102.5, "iqr": 1.0, "calls": 16, "host_state": "fast", "sentinel_us": 0.80}
+    lp = {"median": 120.0, "iqr": 1.0, "calls": 939, "host_state": "fast", "sentinel_us": 0.80}
+    dev = {"median": 14.4, "iqr": 0.1}
+    note = audit.loop_note({"eager": e, "loop": lp, "device": dev})
+    assert "queue behind the GPU" not in note and note.endswith(
+        ": not explained by the host state (sentinel +0%) or the GPU (device 14.4 µs/step): the loop ran after "
+        "the eager rounds, and the host's pace drifts within a state")
+    slower = audit.loop_note({"eager": e, "loop": dict(lp, sentinel_us=0.92), "device": dev})
+    assert slower.endswith(": the host ran 15% slower during the loop by its sentinel (0.920 against 0.800 µs), "
+                           "in the same fast state")
+    bound = audit.loop_note({"eager": e, "loop": lp, "device": dict(dev, median=110.0)})
+    assert bound.endswith(": back to back, the steps queue behind the GPU (device 110.0 µs/step)")
+    old = audit.loop_note({"eager": {k: v for k, v in e.items() if k != "sentinel_us"},
+                           "loop": {k: v for k, v in lp.items() if k != "sentinel_us"}, "device": dev})
+    assert old.endswith(": not explained by the host state or the GPU (device 14.4 µs/step): the loop ran after "
+                        "the eager rounds, and the host's pace drifts within a state")
 
 
 def test_the_timeline_times_each_sync_of_a_step_in_order():

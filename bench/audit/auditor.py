@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import statistics
 import warnings
 from collections import Counter
 from dataclasses import dataclass, field
@@ -171,7 +172,7 @@ def audit(step, *, run_file=None, rounds: int | None = None, count_steps: int = 
         watch = _host_watch()
         res = timing.measure_eager({"step": step}, sync, opt, watch=watch)
         samples, calls = res["step"]
-        modes["eager"] = dict(_summary(samples), calls=calls, **_host_of(watch))
+        modes["eager"] = dict(_summary(samples), calls=calls, **_host_of(watch), **_sentinel(watch))
         loops = _plain_loop({"step": step, **({"fixed": fixed} if fixed is not None else {})}, sync, watch,
                             modes["eager"].get("host_state") or "")
         modes["loop"] = loops["step"]
@@ -217,6 +218,8 @@ LOOP_ROUND_S = 0.1        # a plain loop round: this long, at least LOOP_MIN_STE
 LOOP_MIN_STEPS = 200
 LOOP_GAP = 0.05           # eager and loop further apart than this: the report says why
 LOOP_TRIES = 3            # loops measured until one lands in the eager rounds' host state
+PACE_GAP = 0.03           # the host's sentinel this far apart between eager and loop: the host's pace says why
+DEVICE_BOUND = 0.8        # device µs/step this near the loop's: back to back, steps queue behind the GPU
 
 
 def _plain_loop(steps: dict, sync, watch, want: str = "") -> dict:
@@ -245,8 +248,14 @@ def _plain_loop(steps: dict, sync, watch, want: str = "") -> dict:
                                                   f"{audit_rules.error_line(f'{type(e).__name__}: {e}')}"})
         if not want or watch.state == want:
             break
-    return {n: dict(_summary(samples), calls=calls, host_state=watch.state, tries=tries)
+    return {n: dict(_summary(samples), calls=calls, host_state=watch.state, tries=tries, **_sentinel(watch))
             for n, (samples, calls) in got.items()}
+
+
+def _sentinel(watch) -> dict:
+    """The host sentinel's median next to the kept rounds (µs): the host's pace while they ran."""
+    got = [x for x in (getattr(watch, "sentinel", None) or ()) if isinstance(x, (int, float))]
+    return {"sentinel_us": statistics.median(got)} if got else {}
 
 
 def _timeline(step, step_us) -> dict:
@@ -272,14 +281,21 @@ def loop_note(modes: dict) -> str:
         return head + (f": the loop ran in the host's {lp.get('host_state') or 'mixed'} state, the eager rounds "
                        f"in its {e.get('host_state') or 'mixed'} state")
     dev = (modes.get("device") or {}).get("median")
+    se, sl = e.get("sentinel_us"), lp.get("sentinel_us")
+    pace = sl / se - 1 if se and sl else None
+    if pace is not None and abs(pace) >= PACE_GAP and (pace > 0) == (loop > eager):
+        return head + (f": the host ran {abs(pace):.0%} {'slower' if pace > 0 else 'faster'} during the loop by "
+                       f"its sentinel ({sl:.3f} against {se:.3f} µs), in the same "
+                       f"{e.get('host_state') or 'mixed'} state")
     if eager > loop:
-        why = ("each eager round starts on an idle GPU and ends waiting for its queue, "
-               f"{(eager - loop) * (e.get('calls') or 0):.0f} µs per round that a long loop spreads thin")
-        if dev is not None:
-            why += f" (device {dev:.1f} µs/step)"
-        return head + ": " + why
-    return head + (": back to back, the steps queue behind the GPU" + (f" (device {dev:.1f} µs/step)"
-                                                                      if dev is not None else ""))
+        return head + (f": each eager round ({e.get('calls') or '?'} steps between two syncs and two host readings) "
+                       f"pays its sync and a cold first step, {(eager - loop) * (e.get('calls') or 0):.0f} µs per "
+                       "round that a long loop spreads thin" + (f" (device {dev:.1f} µs/step)" if dev is not None else ""))
+    if dev is not None and dev >= DEVICE_BOUND * loop:
+        return head + f": back to back, the steps queue behind the GPU (device {dev:.1f} µs/step)"
+    return head + (": not explained by the host state" + (f" (sentinel {pace:+.0%})" if pace is not None else "")
+                   + (f" or the GPU (device {dev:.1f} µs/step)" if dev is not None else "")
+                   + ": the loop ran after the eager rounds, and the host's pace drifts within a state")
 
 
 def _sample(step, sync, eager_us) -> dict:
