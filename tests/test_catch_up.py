@@ -273,7 +273,7 @@ def _session_of(tmp_path, opts: dict, args=(), cwd=None) -> HostbenchSession:
     from pathlib import Path
     base = {"hb_sizes": "256", "hb_tokens": "256", "hb_modes": "eager,graph,device", "hb_rounds": 5,
             "hb_warm_s": 1.0, "hb_fast_wait_s": 1.0, "hb_focus_wait_s": 1.0, "hb_focus_workers": 2,
-            "hb_heavy": False, "hb_workers": 1, "hb_worker": None, "hb_only": None, "hb_deadline": None, "hb_budget_s": 0.0,
+            "hb_heavy": False, "hb_workers": 1, "hb_full_workers": 1, "hb_worker": None, "hb_only": None, "hb_deadline": None, "hb_budget_s": 0.0,
             "hb_out": str(tmp_path), "benchmark_only": True, "benchmark_json": None, "keyword": "",
             "markexpr": "", "plugins": [], "override_ini": []}
     for k, v in opts.items():
@@ -431,3 +431,36 @@ def test_a_host_stuck_slow_gets_top_ups_that_do_not_wait(tmp_path, monkeypatch, 
     # a host that reaches its fast state at times: a third top-up still seeks a fast headline figure
     assert len(tops) == (3 if waits else 2) and all((w > 0) == waits for w in wait), wait
     assert not parent.thin_blocks(list(p.records.values()))
+
+
+def test_one_full_worker_then_eager_only_workers(tmp_path, monkeypatch):
+    """--hb-full-workers 1 (the default): graph and device rows are measured once, by the first
+    worker; the other workers time eager rows only, from the floor it learned. Every eager row
+    still stands on three processes, and a graph row of one process is not marked ⚑p."""
+    calls = []
+
+    def fake_run_workers(k, args, out, say=print, env=None, start=1, floor=None):
+        calls.append({"k": k, "eager_only": "--hb-modes=eager" in args, "start": start, "floor": floor})
+        paths = []
+        for i in range(start, start + k):
+            recs = _eager(i, 0.80, 2.0)
+            if start == 1:
+                recs.append(Record("conv", "x", "n1", "graph", samples=[5.0, 5.1, 5.0]))
+            paths.append(_write(tmp_path / f"w{i}.jsonl", recs, FLOOR))
+        return paths
+
+    monkeypatch.setattr(workers, "run_workers", fake_run_workers)
+    p = Parent(tmp_path, 3, [str(tmp_path / "probes"), "--benchmark-only"], focus_workers=0, budget_s=0.0,
+               focus={("churn", "256")}, full_workers=1)
+    p._run()
+    assert calls[:2] == [{"k": 1, "eager_only": False, "start": 1, "floor": None},
+                         {"k": 2, "eager_only": True, "start": 2, "floor": FLOOR}]
+    graph = p.records[("conv", "x", "n1", "graph")]
+    assert graph.processes <= 1 and "few_processes" not in graph.flags
+    eager = p.records[("churn", "trap", "256", "eager")]
+    assert [w["worker"] for w in eager.workers] == [1, 2, 3] and "few_processes" not in eager.flags
+    assert Parent(tmp_path, 3, [], full_workers=5).full == 3 and Parent(tmp_path, 3, []).full == 3
+    p_eager = Parent(tmp_path, 3, [], modes=("eager",), full_workers=1)   # eager alone: every worker is full
+    calls.clear()
+    p_eager._full_then_eager(lambda m: None)
+    assert calls == [{"k": 3, "eager_only": False, "start": 1, "floor": None}]

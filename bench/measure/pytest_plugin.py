@@ -25,6 +25,7 @@ from cudnn_hostbench.bench.measure.options import OptionError, SuiteOptions, che
 from cudnn_hostbench.bench.measure.status import Status
 
 DEFAULT_WORKERS = 3
+DEFAULT_FULL_WORKERS = 1   # workers that run graph and device too; the others, eager rows only
 DEFAULT_ROUNDS = 24      # eager rounds per worker. An eager ratio's process-to-process spread is its rounds'
 #                          sampling error (H200, 6 runs of 6 rounds: one round's paired ratio varies 3-5 %,
 #                          a worker's median of 6 by 2.0 %, workers differ by 2.0 %; rounds uncorrelated),
@@ -55,6 +56,10 @@ def pytest_addoption(parser):
     g.addoption("--hb-workers", type=int, default=DEFAULT_WORKERS,
                 help="worker processes the suite runs in, one after another; 1 measures in this process "
                      "(a quick look) (default %(default)s)")
+    g.addoption("--hb-full-workers", type=int, default=DEFAULT_FULL_WORKERS,
+                help="of the --hb-workers, how many run every mode; the rest time eager rows only, since graph "
+                     "and device rows agree within 0.5 %% between processes of one start and eager rows do not "
+                     "(default %(default)s)")
     g.addoption("--hb-warm-s", type=float, default=5.0,
                 help="seconds the first worker waits at most for the host's fast state (later ones, which start "
                      "from its floor, a tenth) "
@@ -161,6 +166,9 @@ class HostbenchSession:
         self.k = config.getoption("--hb-workers")   # the user's numbers first: a bad one leaves no folder behind
         if self.k < 1:
             raise pytest.UsageError(f"--hb-workers: must be at least 1, got {self.k}")
+        self.full = config.getoption("--hb-full-workers")
+        if self.full < 1:
+            raise pytest.UsageError(f"--hb-full-workers: must be at least 1, got {self.full}")
         if config.getoption("--hb-budget-s") < 0:
             raise pytest.UsageError(f"--hb-budget-s: must be 0 (no limit) or more, got {config.getoption('--hb-budget-s'):g}")
         self.gpu_ok, self.why = _cuda_ok()
@@ -181,7 +189,8 @@ class HostbenchSession:
         if self.gpu_ok and not self.worker and self.k > 1:
             from cudnn_hostbench.bench.measure.parent import Parent
             self.measure = Parent(self.out, self.k, self.worker_args(), focus_workers=config.getoption("--hb-focus-workers"),
-                                  budget_s=config.getoption("--hb-budget-s"), modes=self.suite.modes)
+                                  budget_s=config.getoption("--hb-budget-s"), modes=self.suite.modes,
+                                  full_workers=self.full)
 
     # -- workers -----------------------------------------------------------------------------
     def worker_args(self) -> list[str]:

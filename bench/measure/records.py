@@ -29,8 +29,8 @@ SCHEMA = 1
 # records it; the history store keys on it, so a run is compared only with runs that measured the
 # same thing.
 MEASUREMENT_VERSION = 3
-# A figure stands on its worker processes: fewer than MIN_PROCESSES is marked, and a side of a
-# comparison with one process is never judged SLOWER or FASTER (UNSURE at most).
+# An eager figure stands on its worker processes: fewer than MIN_PROCESSES is marked, and the
+# verdict widens it by the process component.
 MIN_PROCESSES = 3
 # Plan rules (a variant's declared way of choosing its plan) that are timing races: their pick may
 # differ between GPUs of one model, so a kernel change there is "autotune pick changed"
