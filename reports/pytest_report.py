@@ -32,6 +32,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     wide = bool(option("hb_wide", False)) if option else False   # hostbench run --wide
     if wide:
         terminalreporter.write_line(trust.summary_line(run))
+        if trust.time_text(run):
+            terminalreporter.write_line(trust.time_text(run))
     else:
         from cudnn_hostbench.reports import fit
         terminalreporter.write_line("\n".join(trust.summary_lines(run, fit.term_width())))

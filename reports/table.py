@@ -328,7 +328,8 @@ def render_markdown(df: pd.DataFrame) -> str:
 def markdown_document(run: rec_mod.Run, df: pd.DataFrame) -> str:
     """table.md: caption, trust summary (and legend), what the columns mean, the table."""
     marks = ["Marks: " + "; ".join(line.replace("  ", " ", 1) for line in _legend(df))] if _legend(df) else []
-    head = [f"Run: `{Path(run.path).name}` — {caption(run)}", trust.summary_line(run), *marks, key_text(df)]
+    head = [f"Run: `{Path(run.path).name}` — {caption(run)}", trust.summary_line(run),
+            *([trust.time_text(run)] if trust.time_text(run) else []), *marks, key_text(df)]
     return "\n\n".join(head) + "\n\n" + render_markdown(df)
 
 

@@ -52,6 +52,8 @@ def run(a) -> int:
     elif a.wide:
         print(table.caption(run))
         print(trust.summary_line(run))
+        if trust.time_text(run):
+            print(trust.time_text(run))
         print(table.render_text(df, wide=True))
     else:
         width = fmt.term_width()

@@ -243,3 +243,38 @@ def test_build_time_rows_say_which_host_state_timed_them(tmp_path):
     s.watch.host.gate_budget_s = 0.0
     rec = s.record(probe, "8", "step", "host")
     assert rec.ok and rec.host_state == "slow" and rec.sentinel_us == 2.2 and "slow_host" in rec.flags
+
+
+def test_a_worker_records_where_its_time_went(session, monkeypatch):
+    """Issue 38: start-up, warm-up, building, eager rounds, waiting for the fast state, graph,
+    device, build-time rows and the rest, per worker, in its fingerprint; the run prints them."""
+    import time as _time
+
+    from cudnn_hostbench.bench.measure import runner, trust
+    slow = {"graph": 0.06, "device": 0.06}
+    real_graph, real_device = timing.measure_graph, timing.measure_device
+    monkeypatch.setattr(timing, "measure_graph", lambda *a, **k: (_time.sleep(slow["graph"]), real_graph(*a, **k))[1])
+    monkeypatch.setattr(timing, "measure_device", lambda *a, **k: (_time.sleep(slow["device"]), real_device(*a, **k))[1])
+    def build(ctx, size):
+        _time.sleep(0.02)
+        return {n: Case(fn=lambda: _time.sleep(0.001) or 1.0, check=lambda out: 0.0) for n in ("base", "trap")}
+    p = Probe("toy", "doc", [Variant("base", "baseline", "b"), Variant("trap", "trap", "t")], build=build,
+              sizes=lambda options: ["8"], baseline="base")
+    for mode in ("eager", "graph", "device"):
+        for v in ("base", "trap"):
+            session.record(p, "8", v, mode)
+    session.finish()
+    t = session.fingerprint["time_s"]
+    assert list(t) == list(runner.PHASES)
+    assert t["graph"] >= slow["graph"] and t["device"] >= slow["device"] and t["eager"] > 0 and t["build"] > 0
+    assert t["wait_fast"] == 0.0 and t["other"] >= 0.0
+    t2 = dict(t, graph=0.0, device=0.0)
+    run = records.Run("r", {"worker_time_s": [t, t2], "worker_roles": ["full", "eager"],
+                            "suite_wall_s": sum(t.values()) + sum(t2.values()) + 1.0}, [])
+    text = trust.time_text(run)
+    assert text.startswith("time (s): all workers ") and "; worker 1 full " in text and "; worker 2 eager " in text
+    assert "graph" in text.split("; worker 1 full ")[1].split(";")[0]
+    assert "graph" not in text.split("; worker 2 eager ")[1].split(";")[0]
+    assert text.endswith("(the parent's own 1.0)")
+    assert trust.time_text(records.Run("old", {}, [])) == ""          # runs from before it: nothing printed
+    assert trust.summary_lines(run, 200)[-1].endswith("--wide: blocks and discard reasons, time per worker")

@@ -50,6 +50,7 @@ class Parent:
         self.modes = tuple(modes)
         self.focus = set(focus or ())      # (probe, size) headline blocks, known after collection
         self.records: dict | None = None
+        self.roles: list[str] = []         # per worker: full, eager (eager rows only), top-up, focus
         self.run_floor: float | None = None
         self.fingerprint: dict = {}
         # the budget is the parent process's wall time, its start-up (imports, collection) included
@@ -96,6 +97,7 @@ class Parent:
             if got is None:
                 break
             recs, runs = got
+            self.roles.append("top-up")
             tops.append(self.fingerprint.get("catch_up"))
         if tops:
             extra["catch_up"], extra["top_ups"] = tops[0], tops
@@ -110,6 +112,7 @@ class Parent:
                 more = self._load(run_workers(n, self._eager_args(focus, per_block), self.out, say=say,
                                               start=len(runs) + 1, floor=self._floor()), say)
                 runs = runs + more
+                self.roles += ["focus"] * len(more)
                 recs, self.fingerprint = merge_runs(runs, wall_s=time.perf_counter() - self.t0, floor=self.run_floor)
                 extra["focus_workers"] = {"workers": len(more), "blocks": [f"{p}/{s}" for p, s in focus]}
         few = thin_blocks(recs)
@@ -117,6 +120,7 @@ class Parent:
             extra["few_processes"] = [f"{p}/{s}" for p, s in few]
         if cut:
             extra["budget_cut"] = {"budget_s": self.budget_s, **cut}
+        extra["worker_roles"] = list(self.roles)
         self.fingerprint.update(extra)
         self.records = {r.key: r for r in recs}
         w = records.JsonlWriter(self.out / "records.jsonl")
@@ -136,12 +140,15 @@ class Parent:
             + (f"{full} with every mode, {eager_only} with eager rows only (--hb-full-workers)" if eager_only
                else "each with every mode"))
         runs = self._load(run_workers(full, self.worker_args(), self.out, say=say), say)
+        self.roles = ["full"] * len(runs)
         if eager_only:
             floor = (runs[0].fingerprint.get("host_state") or {}).get("floor_us") if runs else None
             floors = [f for f in ((r.fingerprint.get("host_state") or {}).get("floor_us") for r in runs) if f]
             floor = min(floors) if floors else floor
-            runs += self._load(run_workers(eager_only, [*self.worker_args(), "--hb-modes=eager"], self.out, say=say,
-                                           start=full + 1, floor=floor), say)
+            more = self._load(run_workers(eager_only, [*self.worker_args(), "--hb-modes=eager"], self.out, say=say,
+                                          start=full + 1, floor=floor), say)
+            runs += more
+            self.roles += ["eager"] * len(more)
         return runs
 
     def _host_mostly_slow(self) -> bool:

@@ -23,6 +23,9 @@ from cudnn_hostbench.bench.measure.options import SuiteOptions
 from cudnn_hostbench.bench.measure.records import Record
 from cudnn_hostbench.bench.measure.status import OK, Status, Unsupported, error, failed
 
+# where a worker's time goes, in the order a run summary lists it
+PHASES = ("startup", "warm", "build", "eager", "wait_fast", "graph", "device", "host", "other")
+
 
 def host_state_of(host, before: float | None, after: float | None) -> tuple[str, float | None]:
     """The host state of a stretch of host-mode work from sentinel readings taken before and
@@ -60,9 +63,39 @@ class Session:
         self.t0 = time.perf_counter()
         self.startup_s = fpmod.process_age_s()   # before the suite's clock: imports and collection
         self.wall_s: dict = {}      # seconds spent per probe/size/phase: the suite's time budget
+        self.phase_s: dict = {}     # seconds per kind of work (PHASES): where a worker's time went
 
     # -- context ---------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _phase(self, name: str):
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.phase_s[name] = self.phase_s.get(name, 0.0) + time.perf_counter() - t0
+
+    def time_s(self) -> dict:
+        """Where this process's time went (s): start-up, warm, build, eager (waits for the fast
+        state taken out as wait_fast), graph, device, host and the rest (other)."""
+        p = dict(self.phase_s)
+        host = self.watch.host
+        wait = (host.gate_s + host.focus_s) if host is not None else 0.0
+        p["eager"] = max(0.0, p.get("eager", 0.0) - wait)
+        p["wait_fast"] = wait
+        wall = time.perf_counter() - self.t0
+        p["other"] = max(0.0, wall - sum(p.values()))
+        p["startup"] = self.startup_s or 0.0
+        return {k: round(p.get(k, 0.0), 2) for k in PHASES}
+
     def context(self) -> GpuContext:
+        if self._ctx is None and self.ctx_error is None:
+            with self._phase("warm"):
+                self._start()
+        if self._ctx is None:
+            raise NoGpuError(self.ctx_error)
+        return self._ctx
+
+    def _start(self) -> None:
         if self._ctx is None and self.ctx_error is None:
             try:
                 self._ctx = GpuContext(options=self.suite)
@@ -83,9 +116,6 @@ class Session:
                 self.fingerprint["gpu_clocks"] = self.watch.clocks.snapshot()
                 self.fingerprint["options"] = vars(self.opt)
                 self.writer.write({"kind": "fingerprint", "fingerprint": self.fingerprint})
-        if self._ctx is None:
-            raise NoGpuError(self.ctx_error)
-        return self._ctx
 
     def say(self, msg: str) -> None:
         progress.say(f"hostbench{' worker ' + self.worker if self.worker else ''}: {msg}")
@@ -148,6 +178,10 @@ class Session:
         if key in self._cases:
             return self._cases[key]
         gpu = self.context()
+        with self._phase("build"):
+            return self._build(probe, size, key, gpu)
+
+    def _build(self, probe, size, key, gpu) -> dict:
         names = [v.name for v in probe.variants]
         good = {}
         try:
@@ -209,7 +243,8 @@ class Session:
                 if self.retry_focus and self._is_focus(probe, size) and meta.get("host_state") != "fast":
                     self._retry.append((probe, size))
         if "graph" in self.modes:
-            self._measure_graph(probe, size, cases, calls, tag)
+            with self._phase("graph"):
+                self._measure_graph(probe, size, cases, calls, tag)
 
     def _is_focus(self, probe, size) -> bool:
         host = self.watch.host
@@ -224,7 +259,7 @@ class Session:
             return None
         focus = self.watch.host.focused() if self._is_focus(probe, size) else contextlib.nullcontext()
         try:
-            with focus, ctx.torch.cuda.stream(ctx.stream), nvtx_range(f"{tag}/eager"):
+            with self._phase("eager"), focus, ctx.torch.cuda.stream(ctx.stream), nvtx_range(f"{tag}/eager"):
                 res = timing.measure_eager(eager, ctx.sync, self.opt, ranges=lambda n: nvtx_range(f"{tag}/{n}/eager"),
                                            watch=self.watch)
             meta = self.watch.meta()
@@ -321,7 +356,7 @@ class Session:
             return
         tag = f"{probe.name}/{size}"
         try:
-            with ctx.torch.cuda.stream(ctx.stream), nvtx_range(f"{tag}/device"):
+            with self._phase("device"), ctx.torch.cuda.stream(ctx.stream), nvtx_range(f"{tag}/device"):
                 res = timing.measure_device(fns, ctx.sync, self.opt, ranges=lambda n: nvtx_range(f"{tag}/{n}/device"),
                                             watch=self.watch)
             meta = self.watch.meta()
@@ -371,7 +406,8 @@ class Session:
         host = self.watch.host
         before = host.await_fast() if host is not None else None
         try:
-            recs = probe.extra["measure"](probe.context(gpu), size, self.opt)
+            with self._phase("host"):
+                recs = probe.extra["measure"](probe.context(gpu), size, self.opt)
         except Exception as e:  # noqa: BLE001
             self._mark_all(probe, size, [v.name for v in probe.variants], Status.of(e), modes=("host",))
             return
@@ -408,6 +444,7 @@ class Session:
             self.fingerprint["suite_wall_s"] = time.perf_counter() - self.t0
             self.fingerprint["startup_s"] = self.startup_s
             self.fingerprint["wall_s"] = {k: round(v, 2) for k, v in self.wall_s.items()}
+            self.fingerprint["time_s"] = self.time_s()
             self.writer.write({"kind": "fingerprint", "fingerprint": self.fingerprint})
         self.writer.close()
         if not self.records or name is None:

@@ -185,6 +185,38 @@ def summary_line(run) -> str:
     return "; ".join(parts)
 
 
+TIME_NAMES = {"startup": "start-up", "warm": "warm-up", "build": "building", "eager": "eager rounds",
+              "wait_fast": "waiting for the fast state", "graph": "graph", "device": "device", "host": "build-time rows",
+              "other": "other"}
+
+
+def time_text(run) -> str:
+    """Where the run's time went (s), over all workers and per worker ('' for runs from before
+    workers recorded it): start-up, warm-up, building, eager rounds, waiting for the fast host
+    state, graph, device, build-time rows and the rest; and the parent's own time."""
+    fp = run.fingerprint or {}
+    per = [t for t in fp.get("worker_time_s") or ([fp["time_s"]] if fp.get("time_s") else []) if isinstance(t, dict)]
+    if not any(per):
+        return ""
+    roles = fp.get("worker_roles") or []
+
+    def parts(t: dict) -> str:
+        return ", ".join(f"{TIME_NAMES.get(k, k)} {v:.1f}" for k, v in t.items() if v >= 0.05)
+
+    total: dict = {}
+    for t in per:
+        for k, v in t.items():
+            total[k] = total.get(k, 0.0) + v
+    out = [f"time (s): all workers {sum(total.values()):.1f} = {parts(total)}"]
+    for i, t in enumerate(per):
+        role = roles[i] if i < len(roles) else ""
+        out.append(f"worker {i + 1}{' ' + role if role else ''} {sum(t.values()):.1f} = {parts(t)}")
+    wall = fp.get("suite_wall_s")
+    if wall and len(per) > 1:
+        out.append(f"the run {wall:.1f} (the parent's own {max(0.0, wall - sum(total.values())):.1f})")
+    return "; ".join(out)
+
+
 def summary_parts(run) -> list[str]:
     """The run summary in short parts, most telling first (summary_lines packs them): workers,
     host state, rounds, flagged figures. The blocks and the discard reasons are summary_line's."""
@@ -230,7 +262,7 @@ def summary_lines(run, width: int = 100) -> list[str]:
     hold them all, the hint goes first, then the first parts (the workers, the host state) give
     way to a '…'; the rounds and the flagged figures stay."""
     parts = summary_parts(run)
-    hint = "--wide: blocks and discard reasons"
+    hint = "--wide: blocks and discard reasons" + (", time per worker" if time_text(run) else "")
     lines = _pack([*parts, hint], width)
     while len(lines) > SUMMARY_LINES and len(parts) > 2:
         parts = parts[1:]

@@ -166,6 +166,7 @@ def merge_fingerprints(fps: list[dict], wall_s: float | None = None) -> dict:
     fp["wall_s"] = walls
     fp["worker_wall_s"] = [round(f.get("suite_wall_s") or 0.0, 1) for f in fps]
     fp["worker_startup_s"] = [round(f["startup_s"], 1) if f.get("startup_s") is not None else None for f in fps]
+    fp["worker_time_s"] = [f.get("time_s") or {} for f in fps]   # where each worker's time went (runner.PHASES)
     fp["calibration_us"] = {"per_worker": [f.get("calibration_us") for f in fps],
                             **(fps[0].get("calibration_us") or {})}
     if wall_s is not None:
