@@ -133,7 +133,8 @@ class _Item:
     def __init__(self, probe, size, mode):
         self.fixturenames = ("hb_case",)
         self.callspec = SimpleNamespace(params={"hb_case": (size, "v", mode)})
-        self.module = SimpleNamespace(PROBE=probe, __name__=f"probes.probe_{probe.name}")
+        self.module = SimpleNamespace(PROBE=probe, __name__=f"probes.probe_{probe.name}",
+                                      __file__=f"/x/probes/probe_{probe.name}.py")
         self.marks = []
 
     def add_marker(self, m):
@@ -153,6 +154,7 @@ def test_a_catch_up_worker_collects_only_the_eager_rows_of_its_blocks():
     pytest_collection_modifyitems(cfg, items)
     assert [(i.module.PROBE.name, *i.callspec.params["hb_case"][::2]) for i in items] == [("churn", "256", "eager")]
     assert len(dropped) == 6 and hb.focus == {("churn", "256")}
+    assert hb.cases == [["/x/probes/probe_churn.py", "churn", "256", "v", "eager"]]   # what the own engine's jobs hold
 
 
 def test_workers_get_their_number_floor_and_a_hash_seed_per_worker(tmp_path, monkeypatch):

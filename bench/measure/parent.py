@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from cudnn_hostbench.bench.measure import progress, records
+from cudnn_hostbench.bench.measure import progress, records, schedule
 from cudnn_hostbench.bench.measure.status import error
 
 MIN_FAST_WORKERS = 3   # a headline block timed fast by fewer workers gets a catch-up worker
@@ -41,7 +41,8 @@ class Parent:
     """The parent of K workers: runs them at its first probe, then serves their merged records."""
 
     def __init__(self, out: Path, k: int, args: list[str], focus_workers: int = 2, budget_s: float = 300.0,
-                 modes: tuple = ("eager", "graph", "device"), focus: set | None = None, full_workers: int | None = None):
+                 modes: tuple = ("eager", "graph", "device"), focus: set | None = None, full_workers: int | None = None,
+                 engine: str = "pytest"):
         self.out, self.k = out, k
         self.full = k if full_workers is None else max(1, min(k, full_workers))   # the rest: eager rows only
         self.args = list(args)             # a worker's command line, built from parsed options
@@ -51,6 +52,8 @@ class Parent:
         self.focus = set(focus or ())      # (probe, size) headline blocks, known after collection
         self.records: dict | None = None
         self.roles: list[str] = []         # per worker: full, eager (eager rows only), top-up, focus
+        self.engine = engine               # "pytest": child pytest sessions; "own": bench.measure.worker jobs
+        self.cases: list = []              # [probe file, probe, size, variant, mode], set after collection
         self.run_floor: float | None = None
         self.fingerprint: dict = {}
         # the budget is the parent process's wall time, its start-up (imports, collection) included
@@ -60,6 +63,13 @@ class Parent:
     def worker_args(self) -> list[str]:
         return list(self.args)
 
+    def _workers(self, k: int, args: list[str], **kw) -> list:
+        """workers.run_workers for k workers with these (pytest-style) arguments, on this engine."""
+        from cudnn_hostbench.bench.measure import workers
+        if self.engine == "own":
+            kw["cases"] = self.cases
+        return workers.run_workers(k, args, self.out, **kw)
+
     def record(self, probe, size, variant, mode) -> records.Record:
         if self.records is None:
             self._run()
@@ -67,7 +77,7 @@ class Parent:
         return rec or records.Record(probe.name, variant, size, mode, status=str(error("not measured by any worker")))
 
     def _run(self) -> None:
-        from cudnn_hostbench.bench.measure.workers import merge_runs, run_workers
+        from cudnn_hostbench.bench.measure.workers import merge_runs
         say = lambda m: progress.say(f"hostbench: {m}")  # noqa: E731
         runs = self._full_then_eager(say)
         recs, self.fingerprint = merge_runs(runs, wall_s=time.perf_counter() - self.t0)
@@ -109,7 +119,7 @@ class Parent:
             if n:
                 say(f"{n} focus-only worker(s): eager rows of {', '.join(f'{p}/{s}' for p, s in focus)} "
                     "(--hb-focus-workers)")
-                more = self._load(run_workers(n, self._eager_args(focus, per_block), self.out, say=say,
+                more = self._load(self._workers(n, self._eager_args(focus, per_block), say=say,
                                               start=len(runs) + 1, floor=self._floor()), say)
                 runs = runs + more
                 self.roles += ["focus"] * len(more)
@@ -133,19 +143,18 @@ class Parent:
         """The first self.full workers run every mode; the rest of the k time eager rows only (graph
         and device rows of one start agree within 0.2-0.5 % between processes, eager rows move 3-30 %),
         each from the floor the earlier ones learned."""
-        from cudnn_hostbench.bench.measure.workers import run_workers
         eager_only = self.k - self.full if "eager" in self.modes and set(self.modes) - {"eager"} else 0
         full = self.k - eager_only
         say(f"running the suite in {self.k} worker processes, one after another (--hb-workers): "
             + (f"{full} with every mode, {eager_only} with eager rows only (--hb-full-workers)" if eager_only
                else "each with every mode"))
-        runs = self._load(run_workers(full, self.worker_args(), self.out, say=say), say)
+        runs = self._load(self._workers(full, self.worker_args(), say=say), say)
         self.roles = ["full"] * len(runs)
         if eager_only:
             floor = (runs[0].fingerprint.get("host_state") or {}).get("floor_us") if runs else None
             floors = [f for f in ((r.fingerprint.get("host_state") or {}).get("floor_us") for r in runs) if f]
             floor = min(floors) if floors else floor
-            more = self._load(run_workers(eager_only, [*self.worker_args(), "--hb-modes=eager"], self.out, say=say,
+            more = self._load(self._workers(eager_only, [*self.worker_args(), "--hb-modes=eager"], say=say,
                                           start=full + 1, floor=floor), say)
             runs += more
             self.roles += ["eager"] * len(more)
@@ -207,17 +216,10 @@ class Parent:
         fixed_s besides waiting, and the focus allowances per block each may wait (at most
         per_block) within `share` of what is left."""
         from cudnn_hostbench.bench.measure.hoststate import FOCUS_BLOCK_S
-        budget = self.budget_s
-        if not budget:
-            return n, per_block
         # the whole run counts, the first worker's wait for the host included: a user's budget
         # is wall time from the command to its table
-        left = budget - END_RESERVE_S - (time.perf_counter() - self.t0)
-        n = min(n, max(0, int(left // fixed_s)))
-        if not n:
-            return 0, 0.0
-        wait = left * share / n - fixed_s
-        return n, max(0.0, min(per_block, wait / (FOCUS_BLOCK_S * blocks)))
+        left = self.budget_s - END_RESERVE_S - (time.perf_counter() - self.t0) if self.budget_s else None
+        return schedule.fit(n, blocks, per_block, left, fixed_s, FOCUS_BLOCK_S, share)
 
     def _catch_up(self, runs, missing, say, per_block: float = 2.0):
         """One more worker, for the focus blocks fewer than MIN_FAST_WORKERS workers timed in the
@@ -226,11 +228,11 @@ class Parent:
         join the merge like any worker's: a fast figure of its own makes the row's figure fast
         (the merge keeps the fast figures whenever any worker has one); a block it does not catch
         stays as it was."""
-        from cudnn_hostbench.bench.measure.workers import merge_runs, run_workers, truly_fast
+        from cudnn_hostbench.bench.measure.workers import merge_runs, truly_fast
         names = ", ".join(f"{p}/{s}" for p, s in missing)
         say(f"top-up worker: {names}: eager rows on fewer than {MIN_FAST_WORKERS} processes of one host state")
         floor = self._floor()
-        extra = self._load(run_workers(1, self._eager_args(missing, per_block), self.out, say=say, start=len(runs) + 1,
+        extra = self._load(self._workers(1, self._eager_args(missing, per_block), say=say, start=len(runs) + 1,
                                        floor=floor), say)
         if not extra:
             return None

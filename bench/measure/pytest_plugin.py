@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from cudnn_hostbench.bench.measure import progress, records, timing
-from cudnn_hostbench.bench.measure.options import OptionError, SuiteOptions, check_config, split
+from cudnn_hostbench.bench.measure import progress, records, schedule, timing
+from cudnn_hostbench.bench.measure.options import OptionError, SuiteOptions, check_config
 from cudnn_hostbench.bench.measure.status import Status
 
 DEFAULT_WORKERS = 3
@@ -30,7 +30,7 @@ DEFAULT_ROUNDS = 24      # eager rounds per worker. An eager ratio's process-to-
 #                          sampling error (H200, 6 runs of 6 rounds: one round's paired ratio varies 3-5 %,
 #                          a worker's median of 6 by 2.0 %, workers differ by 2.0 %; rounds uncorrelated),
 #                          so rounds narrow it as processes do, at 10 ms a cycle instead of a process each
-GRAPH_ROUNDS = 4         # per worker: CUDA-graph replays are GPU-bound (two runs agree within 0.5 %)
+GRAPH_ROUNDS = timing.GRAPH_ROUNDS
 
 
 class InjectedClock:
@@ -60,6 +60,9 @@ def pytest_addoption(parser):
                 help="of the --hb-workers, how many run every mode; the rest time eager rows only, since graph "
                      "and device rows agree within 0.5 %% between processes of one start and eager rows do not "
                      "(default %(default)s)")
+    g.addoption("--hb-engine", choices=("pytest", "own"), default="pytest",
+                help="how workers run: child pytest sessions, or the harness's own worker processes, which "
+                     "import no pytest and collect nothing (bench/measure/worker.py) (default %(default)s)")
     g.addoption("--hb-warm-s", type=float, default=5.0,
                 help="seconds the first worker waits at most for the host's fast state (later ones, which start "
                      "from its floor, a tenth) "
@@ -176,6 +179,7 @@ class HostbenchSession:
         self.out = Path(config.getoption("--hb-out")
                         or config.rootpath / "results" / _dt.datetime.now().strftime("%Y%m%d-%H%M%S"))
         self.focus: set = set()
+        self.cases: list = []        # the collected probe cases, for the own engine's jobs
         self.measure = None          # a runner.Session (worker or single process) or a parent.Parent
         self.run_path: Path | None = None
         self._placed = False
@@ -190,7 +194,7 @@ class HostbenchSession:
             from cudnn_hostbench.bench.measure.parent import Parent
             self.measure = Parent(self.out, self.k, self.worker_args(), focus_workers=config.getoption("--hb-focus-workers"),
                                   budget_s=config.getoption("--hb-budget-s"), modes=self.suite.modes,
-                                  full_workers=self.full)
+                                  full_workers=self.full, engine=config.getoption("--hb-engine") or "pytest")
 
     # -- workers -----------------------------------------------------------------------------
     def worker_args(self) -> list[str]:
@@ -336,25 +340,23 @@ def pytest_collection_modifyitems(config, items):
     if hasattr(hb.measure, "focus"):
         hb.measure.focus = set(hb.focus)
     only = config.getoption("--hb-only")
+    mode_of = lambda it: it.callspec.params["hb_case"][2]  # noqa: E731
     if only:   # a catch-up worker: the eager rows of the named blocks, nothing else
-        blocks = set(split(only))
-        keep = [it for it in items if it not in probe_items or
-                (f"{it.module.PROBE.name}/{it.callspec.params['hb_case'][0]}" in blocks
-                 and it.callspec.params["hb_case"][2] == "eager")]
+        chosen = set(schedule.select(probe_items, lambda it: f"{it.module.PROBE.name}/{it.callspec.params['hb_case'][0]}",
+                                     mode_of, (), only))
+        keep = [it for it in items if it not in probe_items or it in chosen]
         dropped = [it for it in items if it not in keep]
         if dropped:
             config.hook.pytest_deselected(items=dropped)
         items[:] = keep
         probe_items = [it for it in probe_items if it in keep]
-    # every profiler session comes after every host-timed one (it can slow host dispatch for
-    # the rest of the process); each worker takes the probes in its own rotated order
-    w = config.getoption("--hb-worker")
-    mods = list(dict.fromkeys(it.module.__name__ for it in probe_items))
-    shift = (int(w.split("/")[0]) - 1) % len(mods) if w and mods else 0
-    order = {m: i for i, m in enumerate(mods[shift:] + mods[:shift])}
-    rank = {it: (1 if it.callspec.params["hb_case"][2] == "device" else 0, order[it.module.__name__])
-            for it in probe_items}
-    items.sort(key=lambda it: rank.get(it, (0, -1)))
+    # [probe file, probe, size, variant, mode] in collection order: the own engine's jobs (worker.job_for)
+    hb.cases = [[it.module.__file__, it.module.PROBE.name, *it.callspec.params["hb_case"]] for it in probe_items]
+    if hasattr(hb.measure, "cases"):
+        hb.measure.cases = hb.cases
+    ordered = schedule.order(probe_items, lambda it: it.module.__name__, mode_of, config.getoption("--hb-worker"))
+    rank = {it: i for i, it in enumerate(ordered)}
+    items.sort(key=lambda it: rank.get(it, -1))
 
 
 def run_case(benchmark, request, case) -> records.Record:

@@ -97,6 +97,9 @@ def rotated(names: list, r: int) -> list:
     return names[k:] + names[:k]
 
 
+GRAPH_ROUNDS = 4         # per worker: CUDA-graph replays are GPU-bound (two runs agree within 0.5 %)
+
+
 @dataclass
 class Options:
     rounds: int = 25

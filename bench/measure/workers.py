@@ -201,9 +201,11 @@ def _run_relaying(cmd: list[str], env: dict, log, relay) -> int:
 
 
 def run_workers(k: int, pytest_args: list[str], out: Path, say=print, env=None, start: int = 1,
-                floor: float | None = None, relay=None) -> list[Path]:
+                floor: float | None = None, relay=None, cases: list | None = None) -> list[Path]:
     """Runs the suite in k fresh processes, one after another (numbered from `start`); returns
-    their records.jsonl files.
+    their records.jsonl files. Each is a child pytest session with `pytest_args`, or with `cases`
+    (the own engine, --hb-engine own) a bench.measure.worker process running the job those args
+    and cases make (worker.job_for), with no pytest in it.
 
     Each later worker starts from the host floor the earlier ones learned (or `floor`), so it
     need not relearn it (and all workers judge rounds by the same floor).
@@ -224,12 +226,20 @@ def run_workers(k: int, pytest_args: list[str], out: Path, say=print, env=None, 
             # pyperf's do), but two runs' worker i share dict layouts, so run-to-run comparisons
             # are paired instead of drawing fresh layouts each time
             env["PYTHONHASHSEED"] = str(i)
-        cmd = [sys.executable, "-m", "pytest", *pytest_args, f"--hb-worker={i}/{last}", f"--hb-out={wdir}"]
+        if cases is None:
+            cmd = [sys.executable, "-m", "pytest", *pytest_args, f"--hb-worker={i}/{last}", f"--hb-out={wdir}"]
+            logname = "pytest.log"
+        else:
+            from cudnn_hostbench.bench.measure.worker import COMMAND, job_for, package_root
+            env["PYTHONPATH"] = os.pathsep.join([package_root(), *filter(None, [env.get("PYTHONPATH")])])
+            job = wdir / "job.json"
+            job.write_text(job_for(pytest_args, cases, f"{i}/{last}", wdir).to_json(), encoding="utf-8")
+            cmd, logname = [*COMMAND, str(job)], "worker.log"
         say(f"worker {i}/{last}: starting")
         t0 = time.perf_counter()
-        with open(wdir / "pytest.log", "w", encoding="utf-8") as log:
+        with open(wdir / logname, "w", encoding="utf-8") as log:
             rc = _run_relaying(cmd, env, log, relay)
-        say(f"worker {i}/{last}: done in {time.perf_counter() - t0:.0f} s (exit {rc}; log {wdir / 'pytest.log'})")
+        say(f"worker {i}/{last}: done in {time.perf_counter() - t0:.0f} s (exit {rc}; log {wdir / logname})")
         path = wdir / "records.jsonl"
         if path.exists():
             paths.append(path)

@@ -1,0 +1,186 @@
+"""A measuring worker without pytest (`--hb-engine own`): it runs the cases its job names, in the
+job's order, and writes records.jsonl with its fingerprint last, as a pytest worker does.
+
+    python -c 'from cudnn_hostbench.bench.measure.worker import entry; entry()' JOB.json
+
+(an internal entry, not a user command: it has no parser of its own; `COMMAND` is that line).
+
+The job (the worker protocol, `Job`) is written by the parent (bench.measure.parent) from the cases
+pytest collected: which cases, in which order (bench.measure.schedule), with which options. The
+worker imports no pytest and collects nothing; exit 0 when it measured (a case's failure is that
+case's record), 2 on a job it cannot read (one line naming the file).
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+JOB_VERSION = 1
+
+
+class JobError(ValueError):
+    """A job file that cannot be run; the message names the file and what is wrong."""
+
+
+@dataclass
+class Job:
+    worker: str                      # "i/n": its number picks its probe and variant order
+    out: str                         # folder for records.jsonl
+    cases: list                      # [probe file, size, variant, mode], in measuring order
+    sizes: tuple = ()
+    tokens: tuple = ()
+    heavy: bool = False
+    modes: tuple = ("eager", "graph", "device")
+    root: str = "."
+    rounds: int = 24
+    graph_rounds: int = 4
+    warm_s: float = 5.0              # the first worker's wait for the host's fast state; later ones a tenth
+    fast_wait_s: float = 6.0
+    focus_wait_s: float = 12.0
+    deadline: float | None = None    # epoch s after which nothing more is measured (a top-up worker)
+    version: int = JOB_VERSION
+    notes: list = field(default_factory=list)
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), indent=1)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Job":
+        path = Path(path)
+        try:
+            d = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise JobError(f"{path}: cannot read the worker job ({e})") from e
+        if not isinstance(d, dict) or not isinstance(d.get("cases"), list):
+            raise JobError(f"{path}: not a worker job (no 'cases' list)")
+        if d.get("version", JOB_VERSION) > JOB_VERSION:
+            raise JobError(f"{path}: job version {d['version']} is newer than this worker reads ({JOB_VERSION})")
+        names = {f.name for f in dataclasses.fields(cls)}
+        try:
+            job = cls(**{k: v for k, v in d.items() if k in names})
+        except TypeError as e:
+            raise JobError(f"{path}: malformed worker job ({e})") from e
+        bad = [c for c in job.cases if not (isinstance(c, list) and len(c) == 4 and all(isinstance(x, str) for x in c))]
+        if bad:
+            raise JobError(f"{path}: malformed case {bad[0]!r} (expected [probe file, size, variant, mode])")
+        job.sizes, job.tokens, job.modes = tuple(job.sizes), tuple(job.tokens), tuple(job.modes)
+        return job
+
+
+def job_for(args: list[str], cases: list, worker: str, out: str | Path) -> Job:
+    """The job of a worker the parent would have started as `pytest ARGS --hb-worker=...`: the
+    collected `cases` ([probe file, probe name, size, variant, mode], collection order) its
+    --hb-modes or --hb-only select, in its order (bench.measure.schedule), with its --hb-* options."""
+    from cudnn_hostbench.bench.measure import schedule
+    from cudnn_hostbench.bench.measure.options import DEFAULT_SIZES, DEFAULT_TOKENS, split
+    from cudnn_hostbench.bench.measure.timing import GRAPH_ROUNDS
+    # the parent writes each option as --name=value (HostbenchSession.worker_args, Parent._eager_args)
+    # and a later one wins; everything else (paths, -k, -p, -o) chose the cases, which come collected
+    got = {k: v for k, _, v in (a.partition("=") for a in args if a.startswith("--") and "=" in a)}
+    rounds = int(got.get("--hb-rounds", 24))
+    modes = split(got.get("--hb-modes", "eager,graph,device"))
+    deadline = got.get("--hb-deadline")
+    mode, block = (lambda c: c[4]), (lambda c: f"{c[1]}/{c[2]}")
+    chosen = schedule.select([list(c) for c in cases], block, mode, modes, got.get("--hb-only"))
+    ordered = [[c[0], *c[2:]] for c in schedule.order(chosen, lambda c: c[0], mode, worker)]
+    return Job(worker=worker, out=str(out), cases=ordered, sizes=split(got.get("--hb-sizes", ",".join(DEFAULT_SIZES))),
+               tokens=split(got.get("--hb-tokens", ",".join(DEFAULT_TOKENS))), heavy="--hb-heavy" in args,
+               modes=modes, root=got.get("--rootdir", "."), rounds=rounds, graph_rounds=min(rounds, GRAPH_ROUNDS),
+               warm_s=float(got.get("--hb-warm-s", 5.0)), fast_wait_s=float(got.get("--hb-fast-wait-s", 6.0)),
+               focus_wait_s=float(got.get("--hb-focus-wait-s", 12.0)),
+               deadline=float(deadline) if deadline not in (None, "None") else None)
+
+
+def package_root() -> str:
+    """The folder `cudnn_hostbench` imports from, so a worker process finds the harness as its
+    parent did (an editable install, a checkout on PYTHONPATH, or pytest's rootdir)."""
+    import cudnn_hostbench
+    return str(Path(cudnn_hostbench.__file__).resolve().parent.parent)
+
+
+def load_probes(files) -> dict:
+    """{probe file: its PROBE}, each module imported once under its own name (as pytest imports
+    probes/probe_x.py: the package's module when the folder is a package)."""
+    out = {}
+    for f in dict.fromkeys(files):
+        path = Path(f)
+        name = f"{path.parent.name}.{path.stem}" if (path.parent / "__init__.py").exists() else path.stem
+        mod = sys.modules.get(name)
+        if mod is None or Path(getattr(mod, "__file__", "") or "").resolve() != path.resolve():
+            spec = importlib.util.spec_from_file_location(name, path)
+            if spec is None or spec.loader is None:
+                raise JobError(f"{path}: not a probe module")
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules[name] = mod
+            spec.loader.exec_module(mod)
+        out[f] = mod.PROBE
+    return out
+
+
+def session_for(job: Job):
+    """The runner.Session a worker measures in, with the options a pytest worker would get."""
+    from cudnn_hostbench.bench.measure import timing
+    from cudnn_hostbench.bench.measure.options import SuiteOptions
+    from cudnn_hostbench.bench.measure.runner import Session
+    from cudnn_hostbench.bench.measure.schedule import worker_number
+    suite = SuiteOptions(sizes=job.sizes, tokens=job.tokens, heavy=job.heavy, modes=job.modes, root=job.root)
+    opt = timing.Options(rounds=job.rounds, graph_rounds=job.graph_rounds)
+    opt.rotation = worker_number(job.worker) - 1          # each worker its own variant order
+    first = worker_number(job.worker) == 1
+    return Session(job.out, opt, job.modes + ("host",), worker=job.worker,
+                   warm_max_s=job.warm_s * (1.0 if first else 0.1), fast_wait_s=job.fast_wait_s, suite=suite,
+                   focus_wait_s=job.focus_wait_s, retry_focus=False, deadline=job.deadline)
+
+
+def run(job: Job) -> int:
+    """Measures the job's cases in order; a case that raises is recorded as that case's error."""
+    from cudnn_hostbench.bench.measure.records import Record
+    from cudnn_hostbench.bench.measure.status import error
+    try:
+        probes = load_probes(c[0] for c in job.cases)
+    except Exception as e:  # noqa: BLE001 - a probe module that does not import: one line, nothing measured
+        print(f"hostbench worker {job.worker}: cannot import a probe: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
+    s = session_for(job)
+    try:
+        for f, size, variant, mode in job.cases:
+            p = probes[f]
+            try:
+                s.record(p, size, variant, mode)
+            except Exception as e:  # noqa: BLE001 - e.g. no GPU context: the case says why, the rest go on
+                s._put(Record(p.name, variant, size, mode, status=str(error(f"cannot measure: {type(e).__name__}: {e}"))))
+        s.finish()
+    finally:
+        s.close()
+    return 0
+
+
+COMMAND = [sys.executable, "-c", "from cudnn_hostbench.bench.measure.worker import entry; entry()"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print("hostbench worker: expected one argument, the job file (an internal entry: the parent "
+              "starts it)", file=sys.stderr)
+        return 2
+    try:
+        job = Job.load(argv[0])
+    except JobError as e:
+        print(f"hostbench worker: {e}", file=sys.stderr)
+        return 2
+    return run(job)
+
+
+def entry() -> None:
+    """The worker process: main(), then an exit that skips interpreter teardown, where the
+    frontend's nanobind module reports objects as leaks (Session.close released the worker's)."""
+    import os
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -1,0 +1,117 @@
+"""The engine without pytest (issue 38): the scheduler's pure functions, the worker job (the worker
+protocol) and a worker process running one on CPU."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cudnn_hostbench.bench.measure import records, schedule
+from cudnn_hostbench.bench.measure.parent import Parent
+from cudnn_hostbench.bench.measure.worker import COMMAND, Job, JobError, job_for
+
+ROOT = Path(__file__).resolve().parent.parent
+TOY = '''"""A toy probe for the worker tests: plain Python, no GPU."""
+from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant
+
+
+def build(ctx, size):
+    return {n: Case(fn=lambda: 1.0, check=lambda out: 0.0) for n in ("base", "trap")}
+
+
+PROBE = Probe("{name}", "doc", [Variant("base", "baseline", "b"), Variant("trap", "trap", "t")], build=build,
+              sizes=lambda options: ["8"], baseline="base")
+'''
+
+
+def _cases():
+    out = []
+    for mod in ("a", "b", "c"):
+        for mode in ("eager", "graph", "device", "host"):
+            out.append([f"/p/probe_{mod}.py", mod, "8", "v", mode])
+    return out
+
+
+def test_each_worker_takes_the_probes_in_its_own_order_with_the_profiler_last():
+    cases = _cases()
+    for w, first in (("1/3", "a"), ("2/3", "b"), ("3/3", "c"), ("4/4", "a"), (None, "a")):
+        got = schedule.order(cases, lambda c: c[0], lambda c: c[4], w)
+        assert got[0][1] == first and [c[4] for c in got].index("device") == 9       # 9 host-timed, then 3 device
+        assert all(c[4] == "device" for c in got[9:]) and sorted(map(tuple, got)) == sorted(map(tuple, cases))
+
+
+def test_a_worker_selects_its_modes_or_a_top_ups_eager_blocks():
+    cases = _cases()
+    mode, block = (lambda c: c[4]), (lambda c: f"{c[1]}/{c[2]}")
+    assert {c[4] for c in schedule.select(cases, block, mode, ("eager",))} == {"eager", "host"}   # host rows always
+    assert schedule.select(cases, block, mode, ("eager", "graph", "device"), only="b/8,c/9") == [cases[4]]
+
+
+@pytest.mark.parametrize("left, want", [(None, (3, 2.0)), (5.0, (0, 0.0)), (30.0, (2, 0.125)), (100.0, (3, 2.0))])
+def test_the_budget_fits_workers_and_their_waits(left, want):
+    assert schedule.fit(3, 2, 2.0, left, 14.0, 4.0) == pytest.approx(want)
+
+
+def test_a_job_is_what_the_pytest_worker_would_have_run(tmp_path):
+    cases = _cases()
+    args = ["probes", "--benchmark-only", "--hb-sizes=8", "--hb-rounds=5", "--hb-modes=eager,graph,device",
+            "--hb-focus-wait-s=3", f"--rootdir={tmp_path}", "--hb-modes=eager"]       # the later --hb-modes wins
+    job = job_for(args, cases, "2/3", tmp_path / "w2")
+    assert job.modes == ("eager",) and job.rounds == 5 and job.graph_rounds == 4 and job.focus_wait_s == 3.0
+    assert [c[3] for c in job.cases] == ["eager", "host"] * 3 and job.cases[0] == ["/p/probe_b.py", "8", "v", "eager"]
+    top = job_for([*args, "--hb-only=c/8", "--hb-deadline=123.5"], cases, "4/4", tmp_path / "w4")
+    assert top.cases == [["/p/probe_c.py", "8", "v", "eager"]] and top.deadline == 123.5
+    path = tmp_path / "job.json"
+    path.write_text(top.to_json())
+    assert Job.load(path) == top
+
+
+@pytest.mark.parametrize("text, why", [("{not json", "cannot read the worker job"), ("[]", "not a worker job"),
+                                       ('{"cases": [], "version": 99}', "newer than this worker reads"),
+                                       ('{"cases": [["x"]], "worker": "1/1", "out": "o"}', "malformed case"),
+                                       ('{"cases": [], "bogus_only": 1}', "malformed worker job")])
+def test_a_bad_job_is_one_line_and_exit_2(tmp_path, text, why):
+    path = tmp_path / "job.json"
+    path.write_text(text)
+    with pytest.raises(JobError, match=why):
+        Job.load(path)
+    p = subprocess.run([*COMMAND, str(path)], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and str(path) in p.stderr
+
+
+def test_a_worker_process_runs_its_job_without_pytest_and_writes_its_records(tmp_path):
+    """On CPU there is no GPU context, so every case's record says why it was not measured; the
+    process imports no pytest, writes records.jsonl line by line and ends with exit 0."""
+    probe = tmp_path / "probe_toy.py"
+    probe.write_text(TOY.replace("{name}", "toy"))
+    cases = [[str(probe), "toy", "8", v, m] for m in ("eager", "graph", "device") for v in ("base", "trap")]
+    job = job_for(["--hb-rounds=3", f"--rootdir={tmp_path}"], cases, "1/1", tmp_path / "w1")
+    (tmp_path / "job.json").write_text(job.to_json())
+    check = (f"import runpy, sys; sys.argv = ['worker', {str(tmp_path / 'job.json')!r}]; "
+             "code = __import__('cudnn_hostbench.bench.measure.worker', fromlist=['main']).main(); "
+             "assert 'pytest' not in sys.modules, 'the worker imported pytest'; sys.exit(code)")
+    p = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    run = records.load_run(tmp_path / "w1" / "records.jsonl")
+    assert sorted((r.variant, r.mode) for r in run.records) == sorted((c[3], c[4]) for c in cases)
+    assert all(r.status.startswith("error: cannot measure: NoGpuError") for r in run.records)
+
+
+def test_the_parent_hands_the_collected_cases_to_the_own_engine(tmp_path, monkeypatch):
+    from cudnn_hostbench.bench.measure import workers
+    seen = []
+
+    def fake(k, args, out, say=print, env=None, start=1, floor=None, cases=None):
+        seen.append((k, start, cases))
+        return []
+
+    monkeypatch.setattr(workers, "run_workers", fake)
+    p = Parent(tmp_path, 3, ["probes"], focus_workers=0, budget_s=0.0, engine="own", full_workers=1)
+    p.cases = _cases()
+    p._run()
+    assert seen == [(1, 1, p.cases), (2, 2, p.cases)]    # one full worker, then two eager-only ones
+    q = Parent(tmp_path, 3, ["probes"], focus_workers=0, budget_s=0.0)
+    q._run()
+    assert seen[-1] == (3, 1, None)             # the pytest engine, every worker full: child pytest sessions
+    assert json.loads(Job(worker="1/1", out="o", cases=[]).to_json())["version"] == 1
