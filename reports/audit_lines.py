@@ -31,6 +31,9 @@ def header(t: dict) -> str:
             f"({t.get('samples', 0)} samples); sampling overhead "
             f"{DASH if over is None else f'{over * 100:+.1f} %'} (plain {num(t.get('step_us_plain'), 1)} vs "
             f"sampled {num(t.get('step_us_sampled'), 1)} µs/step)")
+    if t.get("overhead_not_signal"):
+        head += (" that did not fall with a longer interval (the timed calls' wrappers, not the signal): "
+                 "these lines kept, the kept lines' share of it in the projection's error")
     if t.get("rounds_other_state"):
         head += (f"; {t['rounds_other_state']} of {t['rounds']} sampled rounds left out: their plain round ran "
                  f"in another host state than the {t.get('base') or 'eager figure'}")
@@ -105,8 +108,8 @@ def fixed_line(p: dict) -> list:
     """The hand-fixed step (--fixed), timed in the same plain-loop rounds, against the projection."""
     if not p.get("fixed_us") or p.get("projected_us") is None:
         return []
-    return [f"the fixed step {p.get('fixed_target') or ''} in the same loop rounds: {p['fixed_us']:.2f} µs/step; "
-            f"the projection is {p['projected_us'] / p['fixed_us'] - 1:+.1%} off it"]
+    return [f"the fixed step {p.get('fixed_target') or ''} in a plain loop of this process{p.get('fixed_how') or ''}: "
+            f"{p['fixed_us']:.2f} µs/step; the projection is {p['projected_us'] / p['fixed_us'] - 1:+.1%} off it"]
 
 
 def sync_lines(p: dict) -> list:

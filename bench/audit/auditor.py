@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import statistics
 import warnings
 from collections import Counter
@@ -140,9 +141,10 @@ def audit(step, *, run_file=None, rounds: int | None = None, count_steps: int = 
           fixed_target: str = "") -> AuditReport:
     """Audits one step (a zero-argument callable) on this GPU. See the module docstring.
 
-    `fixed`, the same step with its findings fixed by hand, is timed in the same plain-loop rounds
-    (interleaved, this process): modes["fixed_loop"], what the projection is checked against. In
-    another process it would read another host floor (H200: 0.76 against 0.82 µs, 8 %).
+    `fixed`, the same step with its findings fixed by hand, is timed in a plain loop of its own right
+    after the step's, in this process and the same host state: modes["fixed_loop"], what the
+    projection is checked against. In another process it would read another host floor (H200: 0.76
+    against 0.82 µs, 8 %); interleaved with the step's rounds, the step's own work slowed it.
 
     Make the step with its set-up done; it runs on `ctx.stream` (a harness GpuContext made here if
     not given), so a step whose handle is bound to another stream at set-up will not capture.
@@ -173,11 +175,15 @@ def audit(step, *, run_file=None, rounds: int | None = None, count_steps: int = 
         res = timing.measure_eager({"step": step}, sync, opt, watch=watch)
         samples, calls = res["step"]
         modes["eager"] = dict(_summary(samples), calls=calls, **_host_of(watch), **_sentinel(watch))
-        loops = _plain_loop({"step": step, **({"fixed": fixed} if fixed is not None else {})}, sync, watch,
-                            modes["eager"].get("host_state") or "")
-        modes["loop"] = loops["step"]
+        modes["loop"] = _plain_loop({"step": step}, sync, watch, modes["eager"].get("host_state") or "")["step"]
         if fixed is not None:
-            modes["fixed_loop"] = dict(loops["fixed"], target=fixed_target)
+            # its own block, right after the trap's loop, in the state that loop ran in: interleaved
+            # round by round with a Python-heavy trap the fixed step read 7-25 % slower than alone
+            # (H200 S6/S7: 16.37 against 13.06 µs/step beside naive's 10 ms rebuilds)
+            gc.collect()
+            want = modes["loop"].get("host_state") or modes["eager"].get("host_state") or ""
+            modes["fixed_loop"] = dict(_plain_loop({"fixed": fixed}, sync, watch, want)["fixed"], target=fixed_target,
+                                       timed="after the step's loop, its own block")
         capture_failed = None
         try:
             cap = timing.capture(step, calls, ctx.stream)

@@ -105,6 +105,7 @@ def table(sampling: dict | None, eager_us: float | None, base: str = "") -> dict
          "steps": sampling.get("steps"), "verdict": sampling.get("verdict", ""),
          "rounds": sampling.get("rounds"), "rounds_other_state": sampling.get("rounds_other_state", 0),
          "state_note": sampling.get("state_note", ""), "timed_calls": sampling.get("timed_calls") or [],
+         "overhead_not_signal": bool(sampling.get("overhead_not_signal")),
          "coverage": total / eager_us if eager_us else None, **({"base": base} if base else {})}
     t["note"] = gap_note(t)
     return t
@@ -223,7 +224,9 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict,
            "base": "loop" if loop is not None else "eager", "graph_us": graph, "device_us": device,
            "graph_error": (modes.get("graph") or {}).get("error"),
            "fixed_us": (modes.get("fixed_loop") or {}).get("median"),
-           "fixed_target": (modes.get("fixed_loop") or {}).get("target", "")}
+           "fixed_target": (modes.get("fixed_loop") or {}).get("target", ""),
+           "fixed_how": (" (interleaved with the step's rounds)" if (modes.get("fixed_loop") or {}).get("median")
+                         and not (modes.get("fixed_loop") or {}).get("timed") else "")}
     if eager is None:
         return dict(out, projected_us=None, method="none", note="no eager figure")
     priced = [f for f in findings if f.cost_us is not None]
@@ -350,7 +353,10 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict,
         extra["device_bound"] = (f"device-bound: held to the device's {floor:.2f} µs/step (the host alone "
                                  f"would take {proj:.2f})")
         proj = floor
-    return dict(out, projected_us=proj, err_us=math.sqrt(var * scale ** 2 + var_s), method="lines",
+    # the sampler's distortion (its overhead; lines scaled back to the loop): the kept lines are
+    # known to within that share of themselves
+    var_d = (max(0.0, lines_table.get("overhead") or 0.0) * kept_us * scale) ** 2
+    return dict(out, projected_us=proj, err_us=math.sqrt(var * scale ** 2 + var_s + var_d), method="lines",
                 unpriced=unpriced, dropped=dropped, reduced=reduced, timed=timed, host_now_us=host_now,
                 host_proj_us=host_proj, **syncs, **extra)
 

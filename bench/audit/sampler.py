@@ -52,6 +52,8 @@ MATCH_TOL = 0.15              # a plain round this far off the eager step ran in
 MAX_ROUNDS_MULT = 4           # rounds tried per interval, at most, for `rounds` in the eager's state
 MIN_SAMPLES = 200             # fewer samples in the step: too few to split it by line
 MIN_STEP_US = 10.0            # a shorter step gives the sampler too few places to catch it
+SIGNAL_FALL = 1.5             # the overhead falls at least this much when the interval doubles, if the signal is its cause
+NOT_SIGNAL_CAP = 2.0          # an overhead the interval does not move: lines kept up to this × MAX_OVERHEAD
 TIMED_HOW = ("long calls timed, not sampled: each call's own time is charged to its line under its name, "
              "samples charge the time outside them (a deferred signal would charge it to the next call)")
 
@@ -356,15 +358,26 @@ def sample_step(step, sync, step_us: float | None, *, interval: float = INTERVAL
     timed = long_calls() if timed is None else list(timed)
     per = (step_us or 100.0) * 1e-6
     steps = max(2, math.ceil(chunk_s / per), math.ceil(MIN_STEPS / rounds))
-    tries = []
+    tries, kept = [], []
+    not_signal = False
     while True:
         t, sampler = _try(step, sync, steps, interval, rounds, min_s, step_us, timed)
         tries.append(t)
+        kept.append((t, sampler))
         if t["overhead"] is None or t["overhead"] <= MAX_OVERHEAD or interval * 2 > max_interval:
+            break
+        if len(kept) > 1 and kept[-2][0]["overhead"] and t["overhead"] > kept[-2][0]["overhead"] / SIGNAL_FALL:
+            # doubling the interval halves the signal's cost; this did not fall by a third, so it is
+            # the timed calls' wrappers: a longer interval only loses samples (H200: custom-op +17.5,
+            # +20.7, +27, +13 % at 1-8 ms). The shorter interval's lines stand, its overhead carried
+            # into the projection's error
+            not_signal = True
+            t, sampler = kept[-2]
             break
         interval *= 2
     n = t["steps"]
     out = dict(t, tries=tries, loop_us=sampler.in_loop / n * 1e6, outside_us=sampler.outside / n * 1e6,
+               overhead_not_signal=not_signal,
                stacks=named_stacks(sampler.stacks, sampler.counts, sampler.globals, n, sampler.local_types),
                max_overhead=MAX_OVERHEAD, min_samples=MIN_SAMPLES, min_step_us=MIN_STEP_US,
                timed_calls=list(dict.fromkeys(label for _, _, label, _ in timed)), timed_how=TIMED_HOW)
@@ -382,7 +395,8 @@ def verdict(s: dict, step_us: float | None) -> str:
                 f"catch it (it needs {MIN_STEP_US:g} µs or more)")
     if in_step < MIN_SAMPLES:
         return f"too few samples to split by line: {in_step} in the step (needs {MIN_SAMPLES})"
-    if s.get("overhead") is not None and s["overhead"] > s.get("max_overhead", MAX_OVERHEAD):
+    cap = s.get("max_overhead", MAX_OVERHEAD) * (NOT_SIGNAL_CAP if s.get("overhead_not_signal") else 1)
+    if s.get("overhead") is not None and s["overhead"] > cap:
         return (f"sampling slowed the step by {s['overhead'] * 100:.0f} % even at a "
                 f"{s['interval_us'] / 1e3:g} ms interval: per-line figures are distorted")
     return ""
