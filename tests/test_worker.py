@@ -115,3 +115,30 @@ def test_the_parent_hands_the_collected_cases_to_the_own_engine(tmp_path, monkey
     q._run()
     assert seen[-1] == (3, 1, None)             # the pytest engine, every worker full: child pytest sessions
     assert json.loads(Job(worker="1/1", out="o", cases=[]).to_json())["version"] == 1
+
+
+def test_the_own_engine_starts_the_next_worker_during_the_one_before(tmp_path, monkeypatch):
+    """Worker start-up (imports: 4.5-6.5 s each on the H200) overlaps the worker before: the next
+    process starts while that one measures, imports, and waits for its job, which the parent
+    writes whole (with the floor learned so far) once the worker before has ended."""
+    import time
+
+    from cudnn_hostbench.bench.measure import workers
+    probe = tmp_path / "probe_toy.py"
+    probe.write_text(TOY.replace("{name}", "toy"))
+    cases = [[str(probe), "toy", "8", v, m] for m in ("eager", "device") for v in ("base", "trap")]
+    monkeypatch.setattr(workers, "OVERLAP_AFTER_S", 0.0)
+    started, says = {}, []
+    real = workers._start_own
+    monkeypatch.setattr(workers, "_start_own", lambda w, env: started.setdefault(w.name, time.monotonic())
+                        and real(w, env))
+    paths = workers.run_workers(2, ["--hb-rounds=3", f"--rootdir={tmp_path}"], tmp_path / "out", cases=cases,
+                                say=lambda m: says.append((m, time.monotonic())), relay=lambda m: None, floor=0.8)
+    assert [p.parent.name for p in paths] == ["w1", "w2"]
+    first_done = next(t for m, t in says if m.startswith("worker 1/2: done"))
+    assert started["w2"] < first_done                       # started during worker 1
+    job = Job.load(tmp_path / "out" / "workers" / "w2" / "job.json")
+    assert job.worker == "2/2" and job.floor_us == 0.8 and len(job.cases) == 4
+    assert "4 case(s) in 1 block(s)" in (tmp_path / "out" / "workers" / "w2" / "worker.log").read_text()
+    for p in paths:
+        assert len(records.load_run(p).records) == 4

@@ -42,6 +42,7 @@ class Job:
     fast_wait_s: float = 6.0
     focus_wait_s: float = 12.0
     deadline: float | None = None    # epoch s after which nothing more is measured (a top-up worker)
+    floor_us: float | None = None    # the host floor earlier workers learned (hoststate.FLOOR_ENV)
     version: int = JOB_VERSION
     notes: list = field(default_factory=list)
 
@@ -145,6 +146,9 @@ def run(job: Job) -> int:
     except Exception as e:  # noqa: BLE001 - a probe module that does not import: one line, nothing measured
         print(f"hostbench worker {job.worker}: cannot import a probe: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
+    from cudnn_hostbench.bench.measure import progress
+    blocks = len({(c[0], c[1]) for c in job.cases})
+    progress.say(f"hostbench worker {job.worker}: {len(job.cases)} case(s) in {blocks} block(s)")
     s = session_for(job)
     try:
         for f, size, variant, mode in job.cases:
@@ -162,17 +166,53 @@ def run(job: Job) -> int:
 COMMAND = [sys.executable, "-c", "from cudnn_hostbench.bench.measure.worker import entry; entry()"]
 
 
+def wait_for(path: Path, poll_s: float = 0.01) -> bool:
+    """A worker started ahead of its turn: imports what measuring needs, then waits for its job
+    (written whole by the parent when the worker before it ends). False when the parent is gone."""
+    import os
+    import time
+    parent = os.getppid()
+    try:   # the start-up this overlaps: torch (and the frontend, if any) and the harness's runner
+        import torch  # noqa: F401
+
+        import cudnn_hostbench.bench.measure.runner  # noqa: F401
+        try:
+            import cudnn  # type: ignore[import-not-found]  # noqa: F401
+        except Exception:  # noqa: BLE001 - no frontend here: its probes say so when they run
+            pass
+    except ImportError:
+        pass
+    t0 = time.monotonic()
+    while not path.exists():
+        if os.getppid() != parent or time.monotonic() - t0 > WAIT_MAX_S:
+            return False
+        time.sleep(poll_s)
+    return True
+
+
+WAIT_MAX_S = 1800.0     # a worker started ahead waits at most this long for its job
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
         print("hostbench worker: expected one argument, the job file (an internal entry: the parent "
               "starts it)", file=sys.stderr)
         return 2
+    if not Path(argv[0]).exists() and not wait_for(Path(argv[0])):
+        print(f"hostbench worker: {argv[0]}: no job came (its parent ended, or {WAIT_MAX_S:.0f} s passed)",
+              file=sys.stderr)
+        return 2
     try:
         job = Job.load(argv[0])
     except JobError as e:
         print(f"hostbench worker: {e}", file=sys.stderr)
         return 2
+    if job.floor_us:
+        import os
+
+        from cudnn_hostbench.bench.measure.hoststate import FLOOR_ENV
+        os.environ[FLOOR_ENV] = f"{job.floor_us:.6f}"
     return run(job)
 
 

@@ -186,18 +186,40 @@ def merge_runs(runs: list[Run], wall_s: float | None = None, floor: float | None
     return merge_records(per, bool(hs.get("unstable"))), fp
 
 
-def _run_relaying(cmd: list[str], env: dict, log, relay) -> int:
-    """Runs a worker with its stdout in `log`; its stderr goes there too, and its progress lines
-    also to `relay`. The rest of its stderr (the cuDNN frontend's nanobind module prints pages of
-    'leaked' objects at exit) stays out of the user's terminal."""
-    p = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.PIPE, text=True, encoding="utf-8",
-                         errors="replace")
+def _relay(p, log, relay, on_line=None) -> int:
+    """Relays a started worker's stderr: all of it to `log`, its progress lines also to `relay`
+    (the rest, such as the cuDNN frontend's nanobind 'leaked' objects at exit, stays out of the
+    user's terminal); `on_line()` after each line. Returns its exit code."""
     for line in p.stderr:
         log.write(line)
         log.flush()   # the child writes its stdout to the same file description
         if line.startswith(PROGRESS_PREFIXES):
             relay(line.rstrip("\n"))
+        if on_line is not None:
+            on_line()
     return p.wait()
+
+
+def _run_relaying(cmd: list[str], env: dict, log, relay) -> int:
+    """Runs a worker with its stdout in `log` and its stderr relayed (_relay)."""
+    p = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.PIPE, text=True, encoding="utf-8",
+                         errors="replace")
+    return _relay(p, log, relay)
+
+
+OVERLAP_AFTER_S = 10.0   # the own engine starts the next worker's process this long into a worker: its
+#                          start-up (imports, 4.5-6.5 s on the H200) overlaps that worker's tail, not the
+#                          first worker's host warm-up
+
+
+def _seed_env(env: dict, i: int, hash_seed_set: bool) -> dict:
+    env = dict(env)
+    if not hash_seed_set:
+        # worker i hashes strings with seed i in every run: the workers still differ (as
+        # pyperf's do), but two runs' worker i share dict layouts, so run-to-run comparisons
+        # are paired instead of drawing fresh layouts each time
+        env["PYTHONHASHSEED"] = str(i)
+    return env
 
 
 def run_workers(k: int, pytest_args: list[str], out: Path, say=print, env=None, start: int = 1,
@@ -205,7 +227,8 @@ def run_workers(k: int, pytest_args: list[str], out: Path, say=print, env=None, 
     """Runs the suite in k fresh processes, one after another (numbered from `start`); returns
     their records.jsonl files. Each is a child pytest session with `pytest_args`, or with `cases`
     (the own engine, --hb-engine own) a bench.measure.worker process running the job those args
-    and cases make (worker.job_for), with no pytest in it.
+    and cases make (worker.job_for), with no pytest in it; the own engine starts each next
+    worker's process during the one before (it imports, then waits for its job).
 
     Each later worker starts from the host floor the earlier ones learned (or `floor`), so it
     need not relearn it (and all workers judge rounds by the same floor).
@@ -214,39 +237,68 @@ def run_workers(k: int, pytest_args: list[str], out: Path, say=print, env=None, 
     env = dict(os.environ if env is None else env)
     env["PYTHONUNBUFFERED"] = "1"
     hash_seed_set = "PYTHONHASHSEED" in env   # the user's own choice stands
+    if cases is not None:
+        from cudnn_hostbench.bench.measure.worker import package_root
+        env["PYTHONPATH"] = os.pathsep.join([package_root(), *filter(None, [env.get("PYTHONPATH")])])
     paths = []
     last = start + k - 1
-    for i in range(start, last + 1):
-        wdir = out / "workers" / f"w{i}"
-        wdir.mkdir(parents=True, exist_ok=True)
-        if floor is not None:
-            env[FLOOR_ENV] = f"{floor:.6f}"
-        if not hash_seed_set:
-            # worker i hashes strings with seed i in every run: the workers still differ (as
-            # pyperf's do), but two runs' worker i share dict layouts, so run-to-run comparisons
-            # are paired instead of drawing fresh layouts each time
-            env["PYTHONHASHSEED"] = str(i)
-        if cases is None:
-            cmd = [sys.executable, "-m", "pytest", *pytest_args, f"--hb-worker={i}/{last}", f"--hb-out={wdir}"]
-            logname = "pytest.log"
-        else:
-            from cudnn_hostbench.bench.measure.worker import COMMAND, job_for, package_root
-            env["PYTHONPATH"] = os.pathsep.join([package_root(), *filter(None, [env.get("PYTHONPATH")])])
-            job = wdir / "job.json"
-            job.write_text(job_for(pytest_args, cases, f"{i}/{last}", wdir).to_json(), encoding="utf-8")
-            cmd, logname = [*COMMAND, str(job)], "worker.log"
-        say(f"worker {i}/{last}: starting")
-        t0 = time.perf_counter()
-        with open(wdir / logname, "w", encoding="utf-8") as log:
-            rc = _run_relaying(cmd, env, log, relay)
-        say(f"worker {i}/{last}: done in {time.perf_counter() - t0:.0f} s (exit {rc}; log {wdir / logname})")
-        path = wdir / "records.jsonl"
-        if path.exists():
-            paths.append(path)
-            try:
-                f = (load_run(path).fingerprint.get("host_state") or {}).get("floor_us")
-            except Exception:  # noqa: BLE001 - a broken worker file is reported by the merge
-                f = None
-            if f:
-                floor = f if floor is None else min(floor, f)
+    ahead: dict = {}                          # own engine: worker number -> (process, log), started early
+    try:
+        for i in range(start, last + 1):
+            wdir = out / "workers" / f"w{i}"
+            wdir.mkdir(parents=True, exist_ok=True)
+            t0 = time.perf_counter()
+            say(f"worker {i}/{last}: starting")
+            if cases is None:
+                if floor is not None:
+                    env[FLOOR_ENV] = f"{floor:.6f}"
+                cmd = [sys.executable, "-m", "pytest", *pytest_args, f"--hb-worker={i}/{last}", f"--hb-out={wdir}"]
+                logname = "pytest.log"
+                with open(wdir / logname, "w", encoding="utf-8") as log:
+                    rc = _run_relaying(cmd, _seed_env(env, i, hash_seed_set), log, relay)
+            else:
+                logname = "worker.log"
+                p, log = ahead.pop(i, None) or _start_own(wdir, _seed_env(env, i, hash_seed_set))
+                _write_job(wdir, pytest_args, cases, f"{i}/{last}", floor)
+
+                def early(i=i, t0=t0):
+                    if i < last and i + 1 not in ahead and time.perf_counter() - t0 > OVERLAP_AFTER_S:
+                        w = out / "workers" / f"w{i + 1}"
+                        w.mkdir(parents=True, exist_ok=True)
+                        ahead[i + 1] = _start_own(w, _seed_env(env, i + 1, hash_seed_set))
+                with log:
+                    rc = _relay(p, log, relay, early)
+            say(f"worker {i}/{last}: done in {time.perf_counter() - t0:.0f} s (exit {rc}; log {wdir / logname})")
+            path = wdir / "records.jsonl"
+            if path.exists():
+                paths.append(path)
+                try:
+                    f = (load_run(path).fingerprint.get("host_state") or {}).get("floor_us")
+                except Exception:  # noqa: BLE001 - a broken worker file is reported by the merge
+                    f = None
+                if f:
+                    floor = f if floor is None else min(floor, f)
+    finally:
+        for p, log in ahead.values():   # started early, never given a job (the parent stopped)
+            p.kill()
+            p.wait()
+            log.close()
     return paths
+
+
+def _start_own(wdir: Path, env: dict):
+    """An own-engine worker process for `wdir`: it imports, then waits for wdir/job.json."""
+    from cudnn_hostbench.bench.measure.worker import COMMAND
+    log = open(wdir / "worker.log", "w", encoding="utf-8")  # noqa: SIM115 - closed once its worker ends
+    p = subprocess.Popen([*COMMAND, str(wdir / "job.json")], env=env, stdout=log, stderr=subprocess.PIPE, text=True,
+                         encoding="utf-8", errors="replace")
+    return p, log
+
+
+def _write_job(wdir: Path, args: list[str], cases: list, worker: str, floor: float | None) -> None:
+    """The job, written whole (a temporary file renamed): the waiting worker starts on it."""
+    from cudnn_hostbench.bench.measure.files import write_text_atomic
+    from cudnn_hostbench.bench.measure.worker import job_for
+    job = job_for(args, cases, worker, wdir)
+    job.floor_us = floor
+    write_text_atomic(wdir / "job.json", job.to_json())
