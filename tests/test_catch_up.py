@@ -274,7 +274,7 @@ def _session_of(tmp_path, opts: dict, args=(), cwd=None) -> HostbenchSession:
     """A HostbenchSession over a stand-in config: the options as pytest would have parsed them."""
     from pathlib import Path
     base = {"hb_sizes": "256", "hb_tokens": "256", "hb_modes": "eager,graph,device", "hb_rounds": 5,
-            "hb_warm_s": 1.0, "hb_fast_wait_s": 1.0, "hb_focus_wait_s": 1.0, "hb_focus_workers": 2,
+            "hb_warm_s": 1.0, "hb_fast_wait_s": 1.0, "hb_focus_wait_s": 1.0, "hb_focus_workers": 2, "hb_target_se": 0.0,
             "hb_heavy": False, "hb_workers": 1, "hb_full_workers": 1, "hb_worker": None, "hb_only": None,
             "hb_deadline": None, "hb_budget_s": 0.0,
             "hb_out": str(tmp_path), "benchmark_only": True, "benchmark_json": None, "keyword": "",

@@ -322,3 +322,26 @@ def test_plain_pytest_benchmark_entries_load(tmp_path):
     r = records.load_run(p).records[0]
     assert (r.probe, r.variant, r.size, r.mode) == ("foo", "a", "-", "eager")
     assert r.samples == pytest.approx([1.0, 2.0])
+
+
+def test_eager_rounds_stop_once_every_median_is_known_well_enough(monkeypatch):
+    """--hb-target-se: a quiet pair of variants stops after min_rounds; a noisy one runs all
+    `rounds`; 0 (the default) always runs them all."""
+    import random
+    rng = random.Random(1)
+    noise = {"quiet": 0.002, "noisy": 0.2}
+
+    def fake_round(fn, n, sync, clock=None):
+        return fn()
+
+    monkeypatch.setattr(timing, "eager_round", fake_round)
+    for kind, want in (("quiet", 8), ("noisy", 24)):
+        fns = {n: (lambda k=kind: 1e-5 * (1 + rng.gauss(0, noise[k]))) for n in "AB"}
+        opt = timing.Options(rounds=24, warmup_rounds=1, target_round_s=1e-5, min_calls=1, max_calls=1,
+                             target_se=0.01)
+        res = timing.measure_eager(fns, lambda: None, opt)
+        assert all(len(res[n][0]) == want for n in "AB"), (kind, len(res["A"][0]))
+    res = timing.measure_eager({"A": lambda: 1e-5}, lambda: None,
+                               timing.Options(rounds=12, warmup_rounds=1, min_calls=1, max_calls=1))
+    assert len(res["A"][0]) == 12
+    assert timing.median_se([1.0, 1.0, 1.0]) == float("inf") and timing.median_se([1.0] * 8) == 0.0

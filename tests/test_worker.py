@@ -60,6 +60,7 @@ def test_a_job_is_what_the_pytest_worker_would_have_run(tmp_path):
     job = job_for(args, cases, "2/3", tmp_path / "w2")
     assert job.modes == ("eager",) and job.rounds == 5 and job.graph_rounds == 4 and job.focus_wait_s == 3.0
     assert [c[3] for c in job.cases] == ["eager", "host"] * 3 and job.cases[0] == ["/p/probe_b.py", "8", "v", "eager"]
+    assert job.target_se == 0.0 and job_for([*args, "--hb-target-se=1.0"], cases, "2/3", tmp_path).target_se == 0.01
     top = job_for([*args, "--hb-only=c/8", "--hb-deadline=123.5"], cases, "4/4", tmp_path / "w4")
     assert top.cases == [["/p/probe_c.py", "8", "v", "eager"]] and top.deadline == 123.5
     path = tmp_path / "job.json"

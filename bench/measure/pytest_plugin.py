@@ -63,6 +63,10 @@ def pytest_addoption(parser):
     g.addoption("--hb-engine", choices=("pytest", "own"), default="pytest",
                 help="how workers run: child pytest sessions, or the harness's own worker processes, which "
                      "import no pytest and collect nothing (bench/measure/worker.py) (default %(default)s)")
+    g.addoption("--hb-target-se", type=float, default=0.0,
+                help="eager rounds stop once every variant's median is known to this relative standard error, "
+                     "in %% (after 8 rounds; at most --hb-rounds): 1 is half the process-to-process spread of an "
+                     "eager ratio (2 %% on the H200); 0 always runs --hb-rounds (default %(default)s)")
     g.addoption("--hb-warm-s", type=float, default=5.0,
                 help="seconds the first worker waits at most for the host's fast state (later ones, which start "
                      "from its floor, a tenth) "
@@ -105,7 +109,8 @@ def _cuda_ok() -> tuple[bool, str]:
 
 # --hb-* options a worker gets from its parent, as parsed (its outputs, worker count, role and
 # budget are the parent's own)
-TO_WORKERS = ("hb_sizes", "hb_tokens", "hb_modes", "hb_rounds", "hb_warm_s", "hb_fast_wait_s", "hb_focus_wait_s")
+TO_WORKERS = ("hb_sizes", "hb_tokens", "hb_modes", "hb_rounds", "hb_warm_s", "hb_fast_wait_s", "hb_focus_wait_s",
+              "hb_target_se")
 
 
 class RunFileTarget(os.PathLike):
@@ -289,7 +294,8 @@ class HostbenchSession:
 
 def _options(config) -> timing.Options:
     rounds = config.getoption("--hb-rounds")
-    opt = timing.Options(rounds=rounds, graph_rounds=min(rounds, GRAPH_ROUNDS))
+    opt = timing.Options(rounds=rounds, graph_rounds=min(rounds, GRAPH_ROUNDS),
+                         target_se=(config.getoption("--hb-target-se") or 0.0) / 100)
     w = config.getoption("--hb-worker")
     if w:
         opt.rotation = int(w.split("/")[0]) - 1   # each worker its own variant order

@@ -114,6 +114,9 @@ class Options:
     device_calls: int = 20
     rotation: int = 0              # offset of the variant rotation (each worker its own)
     max_round_factor: int = 3      # at most this many times the rounds, discards included
+    target_se: float = 0.0         # eager: stop once every variant's median is known to this relative
+    #                                standard error (0: always `rounds`), after at least min_rounds
+    min_rounds: int = 8
 
 
 def _no_range(name):
@@ -182,8 +185,20 @@ class Watch:
                 "top_mhz": getattr(self.clocks, "top", 0) or None}
 
 
+def median_se(values: list) -> float:
+    """The relative standard error of a median of `values` (1.2533 σ/√n, σ from the IQR, so one
+    outlying round does not hold the cycles open)."""
+    n = len(values)
+    if n < 4:
+        return math.inf
+    xs = sorted(values)
+    med = statistics.median(xs)
+    iqr = xs[(3 * n) // 4] - xs[n // 4]
+    return 1.2533 * (iqr / 1.349) / math.sqrt(n) / med if med > 0 else math.inf
+
+
 def _cycles(names: list, opt: Options, run_cycle: Callable[[list], dict], judge, watch: "Watch | None",
-            rounds: int) -> dict:
+            rounds: int, target_se: float = 0.0) -> dict:
     """Runs rotated round cycles until one bucket holds `rounds` kept cycles (or the limit of
     max_round_factor x rounds is reached).
 
@@ -199,10 +214,15 @@ def _cycles(names: list, opt: Options, run_cycle: Callable[[list], dict], judge,
         watch.begin()
     r, limit = 0, opt.warmup_rounds + rounds * max(1, opt.max_round_factor)
 
+    def precise(b: list) -> bool:   # every variant's median known well enough, after min_rounds
+        return (target_se > 0 and len(b) >= min(rounds, opt.min_rounds)
+                and all(median_se([v[n] for v, _ in b]) <= target_se for n in names))
+
     def full() -> bool:  # while the host gate lasts, only a full fast bucket ends the cycles
         if watch is not None and watch.want_fast():
-            return len(buckets.get("fast", ())) >= rounds
-        return max((len(b) for b in buckets.values()), default=0) >= rounds
+            b = buckets.get("fast", [])
+            return len(b) >= rounds or precise(b)
+        return any(len(b) >= rounds or precise(b) for b in buckets.values())
 
     while r < limit and not full():
         vals = run_cycle(rotated(names, r + opt.rotation))
@@ -219,7 +239,7 @@ def _cycles(names: list, opt: Options, run_cycle: Callable[[list], dict], judge,
     need = watch.min_kept if watch is not None else 1
     if None in buckets or not buckets:   # cycles not sorted by host state: keep them all
         chosen = None
-    elif len(buckets.get("fast", ())) >= max(need, min(rounds, (rounds + 1) // 2)):
+    elif len(buckets.get("fast", ())) >= max(need, min(rounds, (rounds + 1) // 2)) or precise(buckets.get("fast", [])):
         chosen = "fast"
     else:
         chosen = max(buckets, key=lambda k: len(buckets[k]))
@@ -267,7 +287,7 @@ def measure_eager(fns: dict, sync: Callable[[], None], opt: Options, ranges=_no_
     gc_was = gc.isenabled()
     gc.disable()
     try:
-        samples = _cycles(names, opt, cycle, judge, watch, opt.rounds)
+        samples = _cycles(names, opt, cycle, judge, watch, opt.rounds, opt.target_se)
     finally:
         if gc_was:
             gc.enable()

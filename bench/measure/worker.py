@@ -43,6 +43,7 @@ class Job:
     focus_wait_s: float = 12.0
     deadline: float | None = None    # epoch s after which nothing more is measured (a top-up worker)
     floor_us: float | None = None    # the host floor earlier workers learned (hoststate.FLOOR_ENV)
+    target_se: float = 0.0           # eager rounds stop at this relative standard error (timing.Options)
     version: int = JOB_VERSION
     notes: list = field(default_factory=list)
 
@@ -93,6 +94,7 @@ def job_for(args: list[str], cases: list, worker: str, out: str | Path) -> Job:
                modes=modes, root=got.get("--rootdir", "."), rounds=rounds, graph_rounds=min(rounds, GRAPH_ROUNDS),
                warm_s=float(got.get("--hb-warm-s", 5.0)), fast_wait_s=float(got.get("--hb-fast-wait-s", 6.0)),
                focus_wait_s=float(got.get("--hb-focus-wait-s", 12.0)),
+               target_se=float(got.get("--hb-target-se", 0.0)) / 100,
                deadline=float(deadline) if deadline not in (None, "None") else None)
 
 
@@ -129,7 +131,7 @@ def session_for(job: Job):
     from cudnn_hostbench.bench.measure.runner import Session
     from cudnn_hostbench.bench.measure.schedule import worker_number
     suite = SuiteOptions(sizes=job.sizes, tokens=job.tokens, heavy=job.heavy, modes=job.modes, root=job.root)
-    opt = timing.Options(rounds=job.rounds, graph_rounds=job.graph_rounds)
+    opt = timing.Options(rounds=job.rounds, graph_rounds=job.graph_rounds, target_se=job.target_se)
     opt.rotation = worker_number(job.worker) - 1          # each worker its own variant order
     first = worker_number(job.worker) == 1
     return Session(job.out, opt, job.modes + ("host",), worker=job.worker,
