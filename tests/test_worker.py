@@ -143,3 +143,27 @@ def test_the_own_engine_starts_the_next_worker_during_the_one_before(tmp_path, m
     assert "4 case(s) in 1 block(s)" in (tmp_path / "out" / "workers" / "w2" / "worker.log").read_text()
     for p in paths:
         assert len(records.load_run(p).records) == 4
+
+
+RUN_FILES = [p for p in sorted((ROOT / "reports" / "reference").rglob("run*.json"))]
+
+
+@pytest.mark.parametrize("path", RUN_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_committed_run_file_reads_typed_and_round_trips_through_the_one_writer(path, tmp_path):
+    """Issue 38: the merged figures' workers are typed (WorkerFigure); every committed run file
+    (from before the change) reads into them, and the one writer (records.run_document,
+    write_run) gives back the same records and fingerprint."""
+    run = records.load_run(path)
+    merged = [r for r in run.records if r.workers]
+    assert merged and all(isinstance(w, records.WorkerFigure) for r in merged for w in r.workers)
+    w = merged[0].workers[0]
+    assert w["median"] == w.median and w.get("ratio") == w.ratio and set(w) >= {"worker", "n", "median"}
+    again = records.load_run(records.write_run(tmp_path / "run.json", records.run_document(run.records, run.fingerprint)))
+    assert again.fingerprint == json.loads(json.dumps(run.fingerprint, default=str))
+    before = {r.key: r.to_dict() for r in run.records}
+    after = {r.key: r.to_dict() for r in again.records}
+    assert before.keys() == after.keys()
+    for k, d in before.items():
+        a = after[k]
+        assert a["samples"] == pytest.approx(d["samples"], rel=1e-9) and a["workers"] == d["workers"], k
+        assert {x: v for x, v in a.items() if x != "samples"} == {x: v for x, v in d.items() if x != "samples"}, k

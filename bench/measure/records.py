@@ -15,6 +15,7 @@ import dataclasses
 import datetime as _dt
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
@@ -52,6 +53,45 @@ class NoRecordsError(RunFileError):
 
 
 @dataclass
+class WorkerFigure(Mapping):
+    """One worker process's part of a merged figure. Typed; read as a mapping too (w["median"],
+    w.get("ratio")), as records from before it and the reports do."""
+    worker: int
+    n: int = 0
+    median: float | None = None        # the worker's median (µs)
+    ratio: float | None = None         # its median paired ratio to the baseline (eager rows with one)
+    sentinel_us: float | None = None   # its host-state sentinel over the kept cycles
+
+    def __getitem__(self, key: str):
+        if key not in _WORKER_KEYS:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __setitem__(self, key: str, value) -> None:
+        if key not in _WORKER_KEYS:
+            raise KeyError(key)
+        setattr(self, key, value)
+
+    def __iter__(self):
+        return iter(_WORKER_KEYS)
+
+    def __len__(self) -> int:
+        return len(_WORKER_KEYS)
+
+    @classmethod
+    def of(cls, w) -> "WorkerFigure":
+        """From its serialized form (a dict; unknown keys ignored), or itself."""
+        if isinstance(w, cls):
+            return w
+        if not isinstance(w, dict):
+            raise TypeError(f"a worker's figure is not an object: {w!r}"[:120])
+        return cls(**{k: w[k] for k in _WORKER_KEYS if k in w})
+
+
+_WORKER_KEYS = ("worker", "n", "median", "ratio", "sentinel_us")
+
+
+@dataclass
 class Record:
     probe: str
     variant: str
@@ -73,11 +113,18 @@ class Record:
     host_state: str = ""               # eager: host state of the kept cycles, 'fast' or 'slow'
     rounds_discarded: dict = field(default_factory=dict)   # reason -> rounds thrown away
     clock_mhz: dict = field(default_factory=dict)          # {"sm_min", "sm_max", "top"} over kept rounds
-    workers: list = field(default_factory=list)            # per worker: {"worker", "n", "median", "ratio"}
+    workers: list = field(default_factory=list)            # WorkerFigure per worker process (merged records)
     spread: float | None = None        # between-worker spread (max-min)/median of the judged figure
     flags: list = field(default_factory=list)              # trust.FLAGS that apply to this figure
     plan_rule: str = ""                # how the variant's plan is chosen (its declaration); '' = not a cuDNN plan
     plan: str = ""                     # the plan it ran: index and engine/knob name
+
+    def __post_init__(self):
+        if isinstance(self.workers, list) and not all(isinstance(w, WorkerFigure) for w in self.workers):
+            try:
+                self.workers = [WorkerFigure.of(w) for w in self.workers]
+            except TypeError:
+                pass          # left as read: _bad_field names the malformed field when loading
 
     @property
     def processes(self) -> int:
@@ -240,7 +287,7 @@ def _bad_field(rec: Record) -> str | None:
     if rec.ratio is not None and any(v is not None and not _is_number(v) for v in dataclasses.astuple(rec.ratio)):
         return f"ratio ({shown(rec.ratio.to_dict())})"
     for w in rec.workers:
-        if not isinstance(w, dict) or any(w.get(k) is not None and not _is_number(w[k]) for k in ("median", "ratio")):
+        if not isinstance(w, Mapping) or any(w.get(k) is not None and not _is_number(w[k]) for k in ("median", "ratio")):
             return f"workers ({shown(w)})"
     return None
 

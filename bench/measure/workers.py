@@ -16,7 +16,7 @@ from pathlib import Path
 
 from cudnn_hostbench.bench.measure import progress, stats, trust
 from cudnn_hostbench.bench.measure.hoststate import FLOOR_ENV, TOL
-from cudnn_hostbench.bench.measure.records import MIN_PROCESSES, Record, Run, load_run
+from cudnn_hostbench.bench.measure.records import MIN_PROCESSES, Record, Run, WorkerFigure, load_run
 
 PROGRESS_PREFIXES = ("hostbench", "host:")   # a worker's progress lines (runner.Session.say, hoststate)
 
@@ -105,8 +105,8 @@ def merge_records(per_worker: list[list[Record]], host_unstable: bool = False) -
             rv = _ratio_values(r, base) if r.variant != r.baseline else []
             ratios += rv
             m.samples += r.samples
-            m.workers.append({"worker": i, "n": len(r.samples), "median": stats.median(r.samples),
-                              "ratio": stats.median(rv) if rv else None, "sentinel_us": r.sentinel_us})
+            m.workers.append(WorkerFigure(i, len(r.samples), stats.median(r.samples),
+                                          stats.median(rv) if rv else None, r.sentinel_us))
             for k, v in (r.rounds_discarded or {}).items():
                 disc[k] = disc.get(k, 0) + v
             if r.sentinel_us is not None:
@@ -130,13 +130,13 @@ def merge_records(per_worker: list[list[Record]], host_unstable: bool = False) -
                            "top": max(c.get("top") or 0 for c in clocks) or None}
         if ratios:
             m.ratio = stats.summarize(ratios).with_median(
-                stats.median([w["ratio"] for w in m.workers if w["ratio"] is not None]))
+                stats.median([w.ratio for w in m.workers if w.ratio is not None]))
         if names:  # the kernels most workers ran; say so when workers disagree
             m.kernel_names = list(max(names.items(), key=lambda kv: len(kv[1]))[0])
             if len(names) > 1:
                 alt = "; ".join(f"workers {ws}: {', '.join(n[:2])}" for n, ws in names.items())
                 m.note = (m.note + " | " if m.note else "") + f"workers ran different kernels ({alt})"
-        judged = [w["ratio"] for w in m.workers] if ratios and m.mode == "eager" else [w["median"] for w in m.workers]
+        judged = [w.ratio for w in m.workers] if ratios and m.mode == "eager" else [w.median for w in m.workers]
         m.spread = trust.relative_spread(judged)
         flags = set(trust.flags_for(m, host_unstable=host_unstable))
         for f in MAJORITY_FLAGS:
