@@ -468,3 +468,25 @@ def test_one_full_worker_then_eager_only_workers(tmp_path, monkeypatch):
     calls.clear()
     p_eager._full_then_eager(lambda m: None)
     assert calls == [{"k": 3, "eager_only": False, "start": 1, "floor": None}]
+
+
+def test_a_failing_merge_is_reported_once_and_never_runs_the_suite_again(tmp_path, monkeypatch):
+    """Issue 38: a merge that failed after the workers ran made every later test start the whole
+    multi-worker suite again (four times on the H200). It is said once, and every row carries it."""
+    calls = []
+
+    def fake_run_workers(k, args, out, say=print, env=None, start=1, floor=None):
+        calls.append(start)
+        return [_write(tmp_path / f"w{start}.jsonl", _eager(start, 0.80, 1.2), FLOOR)]
+
+    def broken(*a, **k):
+        raise ValueError("merge broke")
+
+    monkeypatch.setattr(workers, "run_workers", fake_run_workers)
+    monkeypatch.setattr(workers, "merge_runs", broken)
+    p = _parent(tmp_path)
+    from cudnn_hostbench.bench.measure.probe import Probe
+    probe = Probe("churn", "", [], build=None, sizes=lambda o: ["256"])
+    got = [p.record(probe, "256", v, "eager") for v in ("torch_mm", "trap", "torch_mm")]
+    assert calls == [1] and all(r.status == "error: the parent failed after its workers ran: ValueError: merge broke"
+                                   for r in got)

@@ -51,6 +51,7 @@ class Parent:
         self.modes = tuple(modes)
         self.focus = set(focus or ())      # (probe, size) headline blocks, known after collection
         self.records: dict | None = None
+        self.failure: str | None = None    # why the run failed: every later row says so, nothing runs again
         self.roles: list[str] = []         # per worker: full, eager (eager rows only), top-up, focus
         self.engine = engine               # "pytest": child pytest sessions; "own": bench.measure.worker jobs
         self.cases: list = []              # [probe file, probe, size, variant, mode], set after collection
@@ -71,9 +72,15 @@ class Parent:
         return workers.run_workers(k, args, self.out, **kw)
 
     def record(self, probe, size, variant, mode) -> records.Record:
-        if self.records is None:
-            self._run()
-        rec = self.records.get((probe.name, variant, size, mode))
+        if self.records is None and self.failure is None:
+            try:
+                self._run()
+            except Exception as e:  # noqa: BLE001 - said once, every row says it; the suite never runs again
+                self.failure = f"the parent failed after its workers ran: {type(e).__name__}: {e}"
+                progress.say(f"hostbench: {self.failure} (the workers' records stay in {self.out / 'workers'})")
+        if self.failure is not None:
+            return records.Record(probe.name, variant, size, mode, status=str(error(self.failure)))
+        rec = (self.records or {}).get((probe.name, variant, size, mode))
         return rec or records.Record(probe.name, variant, size, mode, status=str(error("not measured by any worker")))
 
     def _run(self) -> None:
