@@ -83,6 +83,7 @@ def test_sampler_puts_each_kind_of_work_on_its_own_line():
 
 def test_sampler_raises_the_interval_while_it_distorts_the_step(monkeypatch):
     monkeypatch.setattr(sampler, "MAX_OVERHEAD", -1.0)   # every try "too slow": the interval doubles to the cap
+    monkeypatch.setattr(sampler, "SIGNAL_FALL", 1e-9)    # ... as the signal's cost, whatever each try read
     s = sampler.sample_step(steps.step, lambda: None, 100.0, chunk_s=0.02, rounds=2, interval=1e-3, max_interval=4e-3)
     assert [t["interval_us"] for t in s["tries"]] == [1000.0, 2000.0, 4000.0]
     assert all("overhead" in t and "step_us_plain" in t and "step_us_sampled" in t for t in s["tries"])

@@ -70,6 +70,7 @@ def test_a_job_is_what_the_pytest_worker_would_have_run(tmp_path):
 
 @pytest.mark.parametrize("text, why", [("{not json", "cannot read the worker job"), ("[]", "not a worker job"),
                                        ('{"cases": [], "version": 99}', "newer than this worker reads"),
+                                       ('{"cases": [], "version": "2"}', "newer than this worker reads"),
                                        ('{"cases": [["x"]], "worker": "1/1", "out": "o"}', "malformed case"),
                                        ('{"cases": [], "bogus_only": 1}', "malformed worker job")])
 def test_a_bad_job_is_one_line_and_exit_2(tmp_path, text, why):

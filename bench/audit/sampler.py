@@ -366,7 +366,8 @@ def sample_step(step, sync, step_us: float | None, *, interval: float = INTERVAL
         kept.append((t, sampler))
         if t["overhead"] is None or t["overhead"] <= MAX_OVERHEAD or interval * 2 > max_interval:
             break
-        if len(kept) > 1 and kept[-2][0]["overhead"] and t["overhead"] > kept[-2][0]["overhead"] / SIGNAL_FALL:
+        prev = kept[-2][0]["overhead"] if len(kept) > 1 else None
+        if prev is not None and prev > 0 and t["overhead"] > prev / SIGNAL_FALL:
             # doubling the interval halves the signal's cost; this did not fall by a third, so it is
             # the timed calls' wrappers: a longer interval only loses samples (H200: custom-op +17.5,
             # +20.7, +27, +13 % at 1-8 ms). The shorter interval's lines stand, its overhead carried

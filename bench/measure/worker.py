@@ -16,7 +16,7 @@ import dataclasses
 import importlib.util
 import json
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 JOB_VERSION = 1
@@ -45,7 +45,6 @@ class Job:
     floor_us: float | None = None    # the host floor earlier workers learned (hoststate.FLOOR_ENV)
     target_se: float = 0.0           # eager rounds stop at this relative standard error (timing.Options)
     version: int = JOB_VERSION
-    notes: list = field(default_factory=list)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), indent=1)
@@ -59,8 +58,8 @@ class Job:
             raise JobError(f"{path}: cannot read the worker job ({e})") from e
         if not isinstance(d, dict) or not isinstance(d.get("cases"), list):
             raise JobError(f"{path}: not a worker job (no 'cases' list)")
-        if d.get("version", JOB_VERSION) > JOB_VERSION:
-            raise JobError(f"{path}: job version {d['version']} is newer than this worker reads ({JOB_VERSION})")
+        if not isinstance(d.get("version", JOB_VERSION), int) or d.get("version", JOB_VERSION) > JOB_VERSION:
+            raise JobError(f"{path}: job version {d['version']!r} is newer than this worker reads ({JOB_VERSION})")
         names = {f.name for f in dataclasses.fields(cls)}
         try:
             job = cls(**{k: v for k, v in d.items() if k in names})
