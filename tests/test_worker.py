@@ -168,3 +168,22 @@ def test_every_committed_run_file_reads_typed_and_round_trips_through_the_one_wr
         a = after[k]
         assert a["samples"] == pytest.approx(d["samples"], rel=1e-9) and a["workers"] == d["workers"], k
         assert {x: v for x, v in a.items() if x != "samples"} == {x: v for x, v in d.items() if x != "samples"}, k
+
+
+@pytest.mark.parametrize("path", RUN_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_committed_run_file_migrates_to_the_current_format(path):
+    """Format 1 → 2 (bench/measure/run_format.py): the per-worker lists become one table, a row per
+    worker process with its role, wall, start-up and host floor; the file itself is untouched."""
+    from cudnn_hostbench.bench.measure import run_format
+    raw = json.loads(path.read_text())
+    assert raw["hostbench"].get("schema", 1) == 1 and "worker_table" not in raw["machine_info"]["hostbench"]
+    fp = records.load_run(path).fingerprint
+    assert fp["schema"] == run_format.VERSION == records.SCHEMA
+    table = run_format.workers_of(fp)
+    old = raw["machine_info"]["hostbench"]
+    assert len(table) == old.get("workers", 1) and [w.worker for w in table] == list(range(1, len(table) + 1))
+    assert [w.wall_s for w in table] == (old.get("worker_wall_s") or [old.get("suite_wall_s")])
+    per = (old.get("host_state") or {}).get("per_worker") or []
+    assert [w.floor_us for w in table][:len(per)] == [h.get("floor_us") for h in per]
+    tops = len([t for t in old.get("top_ups") or ([old["catch_up"]] if old.get("catch_up") else []) if t])
+    assert [w.role for w in table].count("top-up") == tops and table[0].role == "full"

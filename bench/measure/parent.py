@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from cudnn_hostbench.bench.measure import progress, records, schedule
+from cudnn_hostbench.bench.measure import progress, records, run_format, schedule
 from cudnn_hostbench.bench.measure.status import error
 
 MIN_FAST_WORKERS = 3   # a headline block timed fast by fewer workers gets a catch-up worker
@@ -139,6 +139,7 @@ class Parent:
             extra["budget_cut"] = {"budget_s": self.budget_s, **cut}
         extra["worker_roles"] = list(self.roles)
         self.fingerprint.update(extra)
+        self.fingerprint["worker_table"] = run_format.worker_table(self.fingerprint)
         self.records = {r.key: r for r in recs}
         w = records.JsonlWriter(self.out / "records.jsonl")
         w.write({"kind": "fingerprint", "fingerprint": self.fingerprint})

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from cudnn_hostbench.bench.measure import stats
+from cudnn_hostbench.bench.measure import run_format, stats
 from cudnn_hostbench.bench.measure.files import write_text_atomic
 
-SCHEMA = 1
+SCHEMA = run_format.VERSION   # the run file's format version (run_format.py: what changed, the migrations)
 # What a figure means: bump it when a change makes new runs' figures incomparable with older ones
 # (2: trap 2's rows run one plan, issue 20; 3: every call-path probe runs the heuristic's plan, not
 # a timing race's, and every eager row stands on at least 3 processes). Every run's fingerprint
@@ -378,6 +378,7 @@ def _load_json(path: Path, text: str) -> Run:
         raise RunFileError(f"{path}: malformed benchmark entry ({e})") from e
     if not isinstance(fp, dict):
         raise RunFileError(f"{path}: malformed fingerprint (machine_info.hostbench is not an object)")
+    fp = run_format.migrate(fp, (doc.get("hostbench") or {}).get("schema"))
     return Run(str(path), fp, recs, str(doc.get("datetime") or fp.get("datetime", "")))
 
 
@@ -435,4 +436,5 @@ def _load_jsonl(path: Path, text: str) -> Run:
     by_key = {}
     for r in recs:   # a row written again (a retried measurement) replaces its earlier line
         by_key[r.key] = r
+    fp = run_format.migrate(fp, fp.get("schema"))
     return Run(str(path), fp, list(by_key.values()), str(fp.get("datetime", "")), warnings)

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from cudnn_hostbench.bench.measure import fingerprint as fpmod
-from cudnn_hostbench.bench.measure import progress, records, stats, timing, trust
+from cudnn_hostbench.bench.measure import progress, records, run_format, stats, timing, trust
 from cudnn_hostbench.bench.measure.context import GpuContext, NoGpuError
 from cudnn_hostbench.bench.measure.gpustate import Clocks
 from cudnn_hostbench.bench.measure.hoststate import HostState
@@ -445,6 +445,7 @@ class Session:
             self.fingerprint["startup_s"] = self.startup_s
             self.fingerprint["wall_s"] = {k: round(v, 2) for k, v in self.wall_s.items()}
             self.fingerprint["time_s"] = self.time_s()
+            self.fingerprint["worker_table"] = run_format.worker_table(self.fingerprint)
             self.writer.write({"kind": "fingerprint", "fingerprint": self.fingerprint})
         self.writer.close()
         if not self.records or name is None:

@@ -194,11 +194,13 @@ def time_text(run) -> str:
     """Where the run's time went (s), over all workers and per worker ('' for runs from before
     workers recorded it): start-up, warm-up, building, eager rounds, waiting for the fast host
     state, graph, device, build-time rows and the rest; and the parent's own time."""
+    from cudnn_hostbench.bench.measure.run_format import workers_of
     fp = run.fingerprint or {}
-    per = [t for t in fp.get("worker_time_s") or ([fp["time_s"]] if fp.get("time_s") else []) if isinstance(t, dict)]
+    table = workers_of(fp)
+    per = [w.time_s for w in table if isinstance(w.time_s, dict)]
     if not any(per):
         return ""
-    roles = fp.get("worker_roles") or []
+    roles = [w.role for w in table]
 
     def parts(t: dict) -> str:
         return ", ".join(f"{TIME_NAMES.get(k, k)} {v:.1f}" for k, v in t.items() if v >= 0.05)
