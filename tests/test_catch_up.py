@@ -488,5 +488,5 @@ def test_a_failing_merge_is_reported_once_and_never_runs_the_suite_again(tmp_pat
     from cudnn_hostbench.bench.measure.probe import Probe
     probe = Probe("churn", "", [], build=None, sizes=lambda o: ["256"])
     got = [p.record(probe, "256", v, "eager") for v in ("torch_mm", "trap", "torch_mm")]
-    assert calls == [1] and all(r.status == "error: the parent failed after its workers ran: ValueError: merge broke"
+    assert calls == [1] and all(r.status == "error: the run failed in its parent (workers or merge): ValueError: merge broke"
                                    for r in got)

@@ -152,6 +152,14 @@ def test_a_negative_budget_is_a_usage_error(tmp_path):
                        capture_output=True, text=True, cwd=root)
     assert r.returncode == 4 and "--hb-budget-s: must be 0 (no limit) or more, got -5" in r.stderr
     assert "Traceback" not in r.stderr and not (tmp_path / "out").exists()
+    for bad, said in (("--hb-full-workers=0", "--hb-full-workers: must be at least 1, got 0"),
+                      ("--hb-target-se=-1", "--hb-target-se: must be 0 (every round) or more, got -1"),
+                      ("--hb-engine=fast", "invalid choice: 'fast'")):
+        r = subprocess.run([sys.executable, "-m", "pytest", str(root / "probes"), "--benchmark-only", "-q", "-p",
+                            "no:cacheprovider", bad, f"--hb-out={tmp_path / 'out'}", f"--rootdir={root}"],
+                           capture_output=True, text=True, cwd=root)
+        assert r.returncode == 4 and said in r.stderr and "Traceback" not in r.stderr, (bad, r.stderr[-500:])
+        assert not (tmp_path / "out").exists()
 
 
 def test_hostbench_run_with_a_bad_option_exits_2_and_leaves_no_folder(tmp_path, monkeypatch):

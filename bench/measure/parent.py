@@ -76,7 +76,7 @@ class Parent:
             try:
                 self._run()
             except Exception as e:  # noqa: BLE001 - said once, every row says it; the suite never runs again
-                self.failure = f"the parent failed after its workers ran: {type(e).__name__}: {e}"
+                self.failure = f"the run failed in its parent (workers or merge): {type(e).__name__}: {e}"
                 progress.say(f"hostbench: {self.failure} (the workers' records stay in {self.out / 'workers'})")
         if self.failure is not None:
             return records.Record(probe.name, variant, size, mode, status=str(error(self.failure)))
@@ -159,9 +159,8 @@ class Parent:
         runs = self._load(self._workers(full, self.worker_args(), say=say), say)
         self.roles = ["full"] * len(runs)
         if eager_only:
-            floor = (runs[0].fingerprint.get("host_state") or {}).get("floor_us") if runs else None
             floors = [f for f in ((r.fingerprint.get("host_state") or {}).get("floor_us") for r in runs) if f]
-            floor = min(floors) if floors else floor
+            floor = min(floors) if floors else None
             more = self._load(self._workers(eager_only, [*self.worker_args(), "--hb-modes=eager"], say=say,
                                           start=full + 1, floor=floor), say)
             runs += more

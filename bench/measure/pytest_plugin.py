@@ -177,6 +177,9 @@ class HostbenchSession:
         self.full = config.getoption("--hb-full-workers")
         if self.full < 1:
             raise pytest.UsageError(f"--hb-full-workers: must be at least 1, got {self.full}")
+        if (config.getoption("--hb-target-se") or 0.0) < 0:
+            raise pytest.UsageError(f"--hb-target-se: must be 0 (every round) or more, got "
+                                    f"{config.getoption('--hb-target-se'):g}")
         if config.getoption("--hb-budget-s") < 0:
             raise pytest.UsageError(f"--hb-budget-s: must be 0 (no limit) or more, got {config.getoption('--hb-budget-s'):g}")
         self.gpu_ok, self.why = _cuda_ok()
