@@ -29,7 +29,7 @@ from .history import db, paired
 from .verdict import calibrate, decide
 
 # fingerprint fields that describe the run itself (or are measurements), not the environment
-NOT_ENV = {"datetime", "commit_info", "argv", "suite_wall_s", "wall_s", "calibration_us", "worker_table"}
+NOT_ENV = {"datetime", "commit_info", "argv", "suite_wall_s", "wall_s", "calibration_us"}
 # shown first when they differ: the ones most likely to explain a change
 KEY_FIELDS = ("gpu_name", "sm_count", "driver", "cuda", "cudnn_backend", "cudnn_torch",
               "cudnn_frontend", "torch", "python", "cpu_model", "clock_source", "cudnn_env", "options")
@@ -200,7 +200,11 @@ def fingerprint_diff(base: Run, new: Run) -> list[tuple[str, object, object]]:
 
 def _brief(value):
     """Per-worker host summaries carry a histogram of thousands of readings: an environment
-    line names each worker's floor and fast fraction instead (the run file keeps the rest)."""
+    line names each worker's floor and fast fraction instead (the run file keeps the rest); the
+    worker table, each worker's role, wall and start-up."""
+    if isinstance(value, list) and value and all(isinstance(w, dict) and "wall_s" in w for w in value):
+        return ", ".join(f"w{w.get('worker')} {w.get('role', '')} {rounded(w.get('wall_s'))} s (start-up "
+                         f"{rounded(w.get('startup_s'))} s)" for w in value)
     if isinstance(value, list) and value and all(isinstance(w, dict) and "floor_us" in w for w in value):
         return ", ".join(f"w{i} " + (f"floor {w['floor_us']:.3f} µs" if w.get("floor_us") else "no floor")
                          + f" ({w.get('fast_fraction') or 0:.0%} fast)" for i, w in enumerate(value, 1))

@@ -462,7 +462,7 @@ def test_one_full_worker_then_eager_only_workers(tmp_path, monkeypatch):
     assert graph.processes <= 1 and "few_processes" not in graph.flags
     eager = p.records[("churn", "trap", "256", "eager")]
     assert [w["worker"] for w in eager.workers] == [1, 2, 3] and "few_processes" not in eager.flags
-    assert p.fingerprint["worker_roles"] == ["full", "eager", "eager"]
+    assert [w["role"] for w in p.fingerprint["worker_table"]] == ["full", "eager", "eager"]
     assert Parent(tmp_path, 3, [], full_workers=5).full == 3 and Parent(tmp_path, 3, []).full == 3
     p_eager = Parent(tmp_path, 3, [], modes=("eager",), full_workers=1)   # eager alone: every worker is full
     calls.clear()

@@ -250,7 +250,7 @@ def test_a_worker_records_where_its_time_went(session, monkeypatch):
     device, build-time rows and the rest, per worker, in its fingerprint; the run prints them."""
     import time as _time
 
-    from cudnn_hostbench.bench.measure import runner, trust
+    from cudnn_hostbench.bench.measure import run_format, runner, trust
     slow = {"graph": 0.06, "device": 0.06}
     real_graph, real_device = timing.measure_graph, timing.measure_device
     monkeypatch.setattr(timing, "measure_graph", lambda *a, **k: (_time.sleep(slow["graph"]), real_graph(*a, **k))[1])
@@ -269,8 +269,8 @@ def test_a_worker_records_where_its_time_went(session, monkeypatch):
     assert t["graph"] >= slow["graph"] and t["device"] >= slow["device"] and t["eager"] > 0 and t["build"] > 0
     assert t["wait_fast"] == 0.0 and t["other"] >= 0.0
     t2 = dict(t, graph=0.0, device=0.0)
-    run = records.Run("r", {"worker_time_s": [t, t2], "worker_roles": ["full", "eager"],
-                            "suite_wall_s": sum(t.values()) + sum(t2.values()) + 1.0}, [])
+    table = [run_format.row_of(1, {"time_s": t}, "full"), run_format.row_of(2, {"time_s": t2}, "eager")]
+    run = records.Run("r", {"worker_table": table, "suite_wall_s": sum(t.values()) + sum(t2.values()) + 1.0}, [])
     text = trust.time_text(run)
     assert text.startswith("time (s): all workers ") and "; worker 1 full " in text and "; worker 2 eager " in text
     assert "graph" in text.split("; worker 1 full ")[1].split(";")[0]

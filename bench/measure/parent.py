@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from cudnn_hostbench.bench.measure import progress, records, run_format, schedule
+from cudnn_hostbench.bench.measure import progress, records, schedule
 from cudnn_hostbench.bench.measure.status import error
 
 MIN_FAST_WORKERS = 3   # a headline block timed fast by fewer workers gets a catch-up worker
@@ -137,9 +137,9 @@ class Parent:
             extra["few_processes"] = [f"{p}/{s}" for p, s in few]
         if cut:
             extra["budget_cut"] = {"budget_s": self.budget_s, **cut}
-        extra["worker_roles"] = list(self.roles)
         self.fingerprint.update(extra)
-        self.fingerprint["worker_table"] = run_format.worker_table(self.fingerprint)
+        for row, role in zip(self.fingerprint.get("worker_table") or [], self.roles):
+            row["role"] = role
         self.records = {r.key: r for r in recs}
         w = records.JsonlWriter(self.out / "records.jsonl")
         w.write({"kind": "fingerprint", "fingerprint": self.fingerprint})

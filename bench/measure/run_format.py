@@ -4,10 +4,10 @@ A run file is pytest-benchmark's JSON with the harness's own parts (records.py);
 `hostbench.schema` (and the fingerprint's `schema`). Reading a file applies each migration from
 its version up, so every reader sees the current layout:
 
-- 1 → 2: the fingerprint's per-worker lists (worker_wall_s, worker_startup_s, worker_time_s,
-  worker_roles, host_state.per_worker) become one table, `worker_table`: a row per worker process
-  (`WorkerInfo`). Files from before roles were recorded get them from the top-up and focus-only
-  counts, which the parent kept.
+- 1 → 2: the fingerprint's per-worker lists (worker_wall_s, worker_startup_s, beside
+  host_state.per_worker) become one table, `worker_table`: a row per worker process (`WorkerInfo`),
+  which format 2 also gives each worker's role and time per phase. Format 1 files get their
+  roles from the top-up and focus-only counts, which the parent kept.
 """
 from __future__ import annotations
 
@@ -34,38 +34,44 @@ class WorkerInfo:
         return cls(**{k: v for k, v in d.items() if k in names})
 
 
-def roles_of(fp: dict) -> list[str]:
-    """Each worker's role: recorded (worker_roles), else from the counts the parent kept (top-up
-    and focus-only workers come after the full ones)."""
-    n = max(int(fp.get("workers") or 1), *(len(fp.get(k) or ()) for k in ("worker_wall_s", "worker_time_s")))
-    if fp.get("worker_roles"):
-        roles = list(fp["worker_roles"])
-        return (roles + ["full"] * n)[:n]
-    tops = [t for t in fp.get("top_ups") or ([fp["catch_up"]] if fp.get("catch_up") else []) if t]
-    focus = int((fp.get("focus_workers") or {}).get("workers") or 0)
-    full = max(0, n - len(tops) - focus)
-    return ["full"] * full + ["top-up"] * len(tops) + ["focus"] * focus
+def extra_workers(fp: dict) -> tuple[list, int]:
+    """The top-up workers' records (a catch-up worker in older runs) and the focus-only workers'
+    count, as the parent kept them: they come after the full workers."""
+    catch = fp.get("catch_up") or {}
+    tops = [t for t in fp.get("top_ups") or ([catch] if catch else []) if t]
+    return tops, int((fp.get("focus_workers") or {}).get("workers") or 0)
+
+
+def row_of(worker: int, own: dict, role: str = "full") -> dict:
+    """A worker's table row from its own fingerprint (its suite wall, start-up, time per phase, host)."""
+    h = own.get("host_state") or {}
+    return dataclasses.asdict(WorkerInfo(
+        worker=worker, role=role,
+        wall_s=round(own["suite_wall_s"], 1) if own.get("suite_wall_s") is not None else None,
+        startup_s=round(own["startup_s"], 1) if own.get("startup_s") is not None else None,
+        time_s=own.get("time_s") or {}, floor_us=h.get("floor_us"), fast_fraction=h.get("fast_fraction")))
 
 
 def worker_table(fp: dict) -> list[dict]:
-    """The fingerprint's per-worker lists as one row per worker (format 2's `worker_table`)."""
-    n = max(int(fp.get("workers") or 1), *(len(fp.get(k) or ()) for k in ("worker_wall_s", "worker_time_s")))
+    """Format 1's per-worker lists (worker_wall_s, worker_startup_s, host_state.per_worker) as one
+    row per worker; roles from the top-up and focus counts. A run of one process: its own row."""
     walls, starts = fp.get("worker_wall_s") or [], fp.get("worker_startup_s") or []
-    if n == 1 and not walls:   # one process measured it all (--hb-workers 1, or a worker's own file)
-        walls, starts = [fp.get("suite_wall_s")], [fp.get("startup_s")]
-    times = fp.get("worker_time_s") or ([fp["time_s"]] if fp.get("time_s") else [])
+    n = max(int(fp.get("workers") or 1), len(walls))
+    if n == 1 and not walls:
+        return [row_of(1, fp)]
     hosts = (fp.get("host_state") or {}).get("per_worker") or []
-    roles = roles_of(fp)
+    tops, focus = extra_workers(fp)
+    full = max(0, n - len(tops) - focus)
+    roles = ["full"] * full + ["top-up"] * len(tops) + ["focus"] * focus
 
     def at(xs, i):
         return xs[i] if i < len(xs) else None
     rows = []
     for i in range(n):
-        h = at(hosts, i) or {}
+        h = at(hosts, i) if isinstance(at(hosts, i), dict) else {}
         rows.append(dataclasses.asdict(WorkerInfo(
-            worker=i + 1, role=roles[i], wall_s=at(walls, i), startup_s=at(starts, i), time_s=at(times, i) or {},
-            floor_us=h.get("floor_us") if isinstance(h, dict) else None,
-            fast_fraction=h.get("fast_fraction") if isinstance(h, dict) else None)))
+            worker=i + 1, role=roles[i], wall_s=at(walls, i), startup_s=at(starts, i),
+            floor_us=h.get("floor_us"), fast_fraction=h.get("fast_fraction"))))
     return rows
 
 
@@ -76,13 +82,16 @@ def migrate(fp: dict, schema) -> dict:
     version = schema if isinstance(schema, int) and not isinstance(schema, bool) else 1
     if version < 2 and fp:
         fp["worker_table"] = worker_table(fp)
+        for k in ("worker_wall_s", "worker_startup_s"):   # moved into the table
+            fp.pop(k, None)
     if fp:
         fp["schema"] = VERSION
     return fp
 
 
 def workers_of(fp: dict) -> list[WorkerInfo]:
-    """The run's workers, typed (from a file of any version: its table, else its lists)."""
+    """The run's workers, typed (a fingerprint read through migrate() has its table; one made in
+    memory in format 1's layout gets it from its lists)."""
     rows = fp.get("worker_table")
     if not isinstance(rows, list):
         rows = worker_table(fp)

@@ -445,7 +445,7 @@ class Session:
             self.fingerprint["startup_s"] = self.startup_s
             self.fingerprint["wall_s"] = {k: round(v, 2) for k, v in self.wall_s.items()}
             self.fingerprint["time_s"] = self.time_s()
-            self.fingerprint["worker_table"] = run_format.worker_table(self.fingerprint)
+            self.fingerprint["worker_table"] = [run_format.row_of(1, self.fingerprint)]
             self.writer.write({"kind": "fingerprint", "fingerprint": self.fingerprint})
         self.writer.close()
         if not self.records or name is None:

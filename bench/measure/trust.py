@@ -13,6 +13,7 @@ import re
 import statistics
 from typing import NamedTuple
 
+from cudnn_hostbench.bench.measure import run_format
 from cudnn_hostbench.bench.measure.records import MIN_PROCESSES
 
 
@@ -125,9 +126,7 @@ def flags_for(rec, host_unstable: bool = False) -> list[str]:
 def _top_ups(fp: dict) -> tuple[list, int, set, set]:
     """The run's top-up workers (a catch-up worker in older runs), focus-only workers, and the
     blocks the top-ups ran and timed fast."""
-    catch = fp.get("catch_up") or {}
-    tops = [t for t in fp.get("top_ups") or ([catch] if catch else []) if t]
-    focus = (fp.get("focus_workers") or {}).get("workers", 0)
+    tops, focus = run_format.extra_workers(fp)
     return (tops, focus, {b for t in tops for b in t.get("blocks", [])},
             {b for t in tops for b in t.get("timed_fast", [])})
 
@@ -194,9 +193,8 @@ def time_text(run) -> str:
     """Where the run's time went (s), over all workers and per worker ('' for runs from before
     workers recorded it): start-up, warm-up, building, eager rounds, waiting for the fast host
     state, graph, device, build-time rows and the rest; and the parent's own time."""
-    from cudnn_hostbench.bench.measure.run_format import workers_of
     fp = run.fingerprint or {}
-    table = workers_of(fp)
+    table = run_format.workers_of(fp)
     per = [w.time_s for w in table if isinstance(w.time_s, dict)]
     if not any(per):
         return ""

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from cudnn_hostbench.bench.measure import progress, stats, trust
+from cudnn_hostbench.bench.measure import progress, run_format, stats, trust
 from cudnn_hostbench.bench.measure.hoststate import FLOOR_ENV, TOL
 from cudnn_hostbench.bench.measure.records import MIN_PROCESSES, Record, Run, WorkerFigure, load_run
 
@@ -164,9 +164,8 @@ def merge_fingerprints(fps: list[dict], wall_s: float | None = None) -> dict:
         for k, v in (f.get("wall_s") or {}).items():
             walls[k] = round(walls.get(k, 0.0) + v, 2)
     fp["wall_s"] = walls
-    fp["worker_wall_s"] = [round(f.get("suite_wall_s") or 0.0, 1) for f in fps]
-    fp["worker_startup_s"] = [round(f["startup_s"], 1) if f.get("startup_s") is not None else None for f in fps]
-    fp["worker_time_s"] = [f.get("time_s") or {} for f in fps]   # where each worker's time went (runner.PHASES)
+    # a row per worker (run_format.WorkerInfo): its wall, start-up, time per phase; the parent sets roles
+    fp["worker_table"] = [run_format.row_of(i, f) for i, f in enumerate(fps, 1)]
     fp["calibration_us"] = {"per_worker": [f.get("calibration_us") for f in fps],
                             **(fps[0].get("calibration_us") or {})}
     if wall_s is not None:
