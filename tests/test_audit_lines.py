@@ -40,14 +40,17 @@ def one_thread():
     torch.set_num_threads(old)
 
 
-def _alone(fn, n=3000) -> float:
-    import time
-    for _ in range(100):
-        fn()
+def loop_us(fn, n: int) -> float:
+    """µs per call of a plain loop of n calls."""
     t = time.perf_counter()
     for _ in range(n):
         fn()
     return (time.perf_counter() - t) / n * 1e6
+
+
+def _alone(fn, n=3000) -> float:
+    loop_us(fn, 100)   # warm-up
+    return loop_us(fn, n)
 
 
 def _by_line(s: dict) -> dict:
@@ -315,16 +318,9 @@ def test_projection_on_cpu_lands_on_the_fixed_step(tmp_path):
     Eager times alternate trap/fixed so host drift cancels; CPU hosts are noisy, so the band is
     wider than the 15 % the H200 audits are held to."""
     import statistics
-    import time
 
     from cudnn_hostbench.bench.audit import count as audit_count
     from cudnn_hostbench.bench.measure.records import Record, load_run, run_document, write_run
-
-    def us(fn, n=2000):
-        t = time.perf_counter()
-        for _ in range(n):
-            fn()
-        return (time.perf_counter() - t) / n * 1e6
 
     def view():
         return steps.A.view(96, 96)
@@ -333,8 +329,9 @@ def test_projection_on_cpu_lands_on_the_fixed_step(tmp_path):
         return tuple((tuple(t.shape), tuple(t.stride()), t.dtype) for t in (steps.A, steps.B))
 
     for fn in (steps.keyed_step, steps.keyed_step_fixed, view, key):
-        us(fn, 200)
-    rounds = [(us(steps.keyed_step), us(steps.keyed_step_fixed), us(lambda: None), us(view), us(key)) for _ in range(7)]
+        loop_us(fn, 200)
+    rounds = [tuple(loop_us(fn, 2000) for fn in (steps.keyed_step, steps.keyed_step_fixed, lambda: None, view, key))
+              for _ in range(7)]
     trap, fixed, reuse, new_view, cache_key = (statistics.median(r[i] for r in rounds) for i in range(5))
     recs = [Record("churn", v, "256", "eager", samples=[x] * 5)
             for v, x in (("reuse", reuse), ("new_view", new_view), ("cache_key", cache_key))]
@@ -725,12 +722,6 @@ def test_projection_of_a_synced_step_on_cpu_lands_on_the_fixed_step(tmp_path):
     from cudnn_hostbench.bench.audit import count as audit_count
     from cudnn_hostbench.bench.audit import timeline
     from cudnn_hostbench.bench.measure.records import Record, load_run, run_document, write_run
-
-    def loop_us(fn, n=100):
-        t = time.perf_counter()
-        for _ in range(n):
-            fn()
-        return (time.perf_counter() - t) / n * 1e6
 
     def view():
         return steps.A.view(96, 96)
