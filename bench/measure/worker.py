@@ -18,6 +18,9 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
+
+from cudnn_hostbench.bench.measure.options import DEFAULT_MODES, DEFAULT_SIZES, DEFAULT_TOKENS, split
 
 JOB_VERSION = 1
 
@@ -31,10 +34,10 @@ class Job:
     worker: str                      # "i/n": its number picks its probe and variant order
     out: str                         # folder for records.jsonl
     cases: list                      # [probe file, size, variant, mode], in measuring order
-    sizes: tuple = ()
-    tokens: tuple = ()
+    sizes: tuple = DEFAULT_SIZES
+    tokens: tuple = DEFAULT_TOKENS
     heavy: bool = False
-    modes: tuple = ("eager", "graph", "device")
+    modes: tuple = DEFAULT_MODES
     root: str = "."
     rounds: int = 24
     graph_rounds: int = 4
@@ -72,29 +75,31 @@ class Job:
         return job
 
 
+# the --hb-* options a worker takes from the parent's arguments: option -> (Job field, its value from text)
+FROM_ARGS: dict[str, tuple[str, Callable[[str], Any]]] = {
+    "--hb-sizes": ("sizes", split), "--hb-tokens": ("tokens", split), "--hb-modes": ("modes", split),
+    "--hb-rounds": ("rounds", int), "--hb-warm-s": ("warm_s", float), "--hb-fast-wait-s": ("fast_wait_s", float),
+    "--hb-focus-wait-s": ("focus_wait_s", float), "--hb-target-se": ("target_se", lambda v: float(v) / 100),
+    "--hb-deadline": ("deadline", lambda v: None if v == "None" else float(v)), "--rootdir": ("root", str)}
+
+
 def job_for(args: list[str], cases: list, worker: str, out: str | Path) -> Job:
     """The job of a worker the parent would have started as `pytest ARGS --hb-worker=...`: the
     collected `cases` ([probe file, probe name, size, variant, mode], collection order) its
-    --hb-modes or --hb-only select, in its order (bench.measure.schedule), with its --hb-* options."""
+    --hb-modes or --hb-only select, in its order (bench.measure.schedule), with its --hb-* options
+    (an option not given keeps the Job's default, which is the option's)."""
     from cudnn_hostbench.bench.measure import schedule
-    from cudnn_hostbench.bench.measure.options import DEFAULT_SIZES, DEFAULT_TOKENS, split
     from cudnn_hostbench.bench.measure.timing import GRAPH_ROUNDS
     # the parent writes each option as --name=value (HostbenchSession.worker_args, Parent._eager_args)
     # and a later one wins; everything else (paths, -k, -p, -o) chose the cases, which come collected
     got = {k: v for k, _, v in (a.partition("=") for a in args if a.startswith("--") and "=" in a)}
-    rounds = int(got.get("--hb-rounds", 24))
-    modes = split(got.get("--hb-modes", "eager,graph,device"))
-    deadline = got.get("--hb-deadline")
+    job = Job(worker=worker, out=str(out), cases=[], heavy="--hb-heavy" in args,
+              **{name: read(got[opt]) for opt, (name, read) in FROM_ARGS.items() if opt in got})
+    job.graph_rounds = min(job.rounds, GRAPH_ROUNDS)
     mode, block = (lambda c: c[4]), (lambda c: f"{c[1]}/{c[2]}")
-    chosen = schedule.select([list(c) for c in cases], block, mode, modes, got.get("--hb-only"))
-    ordered = [[c[0], *c[2:]] for c in schedule.order(chosen, lambda c: c[0], mode, worker)]
-    return Job(worker=worker, out=str(out), cases=ordered, sizes=split(got.get("--hb-sizes", ",".join(DEFAULT_SIZES))),
-               tokens=split(got.get("--hb-tokens", ",".join(DEFAULT_TOKENS))), heavy="--hb-heavy" in args,
-               modes=modes, root=got.get("--rootdir", "."), rounds=rounds, graph_rounds=min(rounds, GRAPH_ROUNDS),
-               warm_s=float(got.get("--hb-warm-s", 5.0)), fast_wait_s=float(got.get("--hb-fast-wait-s", 6.0)),
-               focus_wait_s=float(got.get("--hb-focus-wait-s", 12.0)),
-               target_se=float(got.get("--hb-target-se", 0.0)) / 100,
-               deadline=float(deadline) if deadline not in (None, "None") else None)
+    chosen = schedule.select([list(c) for c in cases], block, mode, job.modes, got.get("--hb-only"))
+    job.cases = [[c[0], *c[2:]] for c in schedule.order(chosen, lambda c: c[0], mode, worker)]
+    return job
 
 
 def package_root() -> str:
