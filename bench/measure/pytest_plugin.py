@@ -242,7 +242,7 @@ class HostbenchSession:
             c = self.config
             modes = self.suite.modes + ("host",)
             w = self.worker or ""
-            first = not w or w.startswith("1/")
+            first = schedule.worker_number(w) == 1
             self.measure = Session(self.out, _options(c), modes, worker=w,
                                    warm_max_s=c.getoption("--hb-warm-s") * (1.0 if first else 0.1),
                                    fast_wait_s=c.getoption("--hb-fast-wait-s"), suite=self.suite,
@@ -301,7 +301,7 @@ def _options(config) -> timing.Options:
                          target_se=(config.getoption("--hb-target-se") or 0.0) / 100)
     w = config.getoption("--hb-worker")
     if w:
-        opt.rotation = int(w.split("/")[0]) - 1   # each worker its own variant order
+        opt.rotation = schedule.worker_number(w) - 1   # each worker its own variant order
     return opt
 
 
