@@ -187,3 +187,22 @@ def test_every_committed_run_file_migrates_to_the_current_format(path):
     assert [w.floor_us for w in table][:len(per)] == [h.get("floor_us") for h in per]
     tops = len([t for t in old.get("top_ups") or ([old["catch_up"]] if old.get("catch_up") else []) if t])
     assert [w.role for w in table].count("top-up") == tops and table[0].role == "full"
+
+
+@pytest.mark.parametrize("field, value, said", [("workers", "abc", "field workers is not an integer"),
+                                                ("host_state", [1], "field host_state is not an object"),
+                                                ("worker_wall_s", "x", "field worker_wall_s is not a list"),
+                                                ("focus_workers", {"workers": "two"},
+                                                 "field focus_workers.workers is not an integer")])
+def test_a_fingerprint_field_of_the_wrong_type_is_one_line_and_exit_2(tmp_path, capsys, field, value, said):
+    """Before the worker table these reached the run summary as a TypeError or AttributeError."""
+    from cudnn_hostbench.scripts import cli
+    doc = json.loads((ROOT / "reports" / "reference" / "h200" / "aa" / "run1.json").read_text())
+    doc["machine_info"]["hostbench"][field] = value
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(records.RunFileError, match=f"malformed fingerprint \\({said.replace('.', '[.]')}\\)"):
+        records.load_run(path)
+    assert cli.main(["table", str(path), "--wide"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and said in err and str(path) in err

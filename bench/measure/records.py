@@ -378,8 +378,27 @@ def _load_json(path: Path, text: str) -> Run:
         raise RunFileError(f"{path}: malformed benchmark entry ({e})") from e
     if not isinstance(fp, dict):
         raise RunFileError(f"{path}: malformed fingerprint (machine_info.hostbench is not an object)")
+    _check_fingerprint(path, fp)
     fp = run_format.migrate(fp, (doc.get("hostbench") or {}).get("schema"))
     return Run(str(path), fp, recs, str(doc.get("datetime") or fp.get("datetime", "")))
+
+
+# fingerprint fields the reports compute with (a dotted name: inside an object), and each one's type
+_FP_TYPES = {"workers": int, "host_state": dict, "focus_workers": dict, "focus_workers.workers": int, "top_ups": list,
+             "worker_wall_s": list, "worker_startup_s": list, "worker_table": list}
+_TYPE_NAMES = {int: "an integer", dict: "an object", list: "a list"}
+
+
+def _check_fingerprint(path: Path, fp: dict) -> None:
+    """A fingerprint field the reports compute with, of the wrong type, is a malformed file: one
+    line naming it, not a traceback in whatever report reads it first."""
+    for k, t in _FP_TYPES.items():
+        head, _, tail = k.partition(".")
+        v = fp.get(head)
+        if tail:
+            v = v.get(tail) if isinstance(v, dict) else None
+        if v is not None and (not isinstance(v, t) or isinstance(v, bool)):
+            raise RunFileError(f"{path}: malformed fingerprint (field {k} is not {_TYPE_NAMES[t]})")
 
 
 def _check_schema(path: Path, schema) -> None:
@@ -436,5 +455,6 @@ def _load_jsonl(path: Path, text: str) -> Run:
     by_key = {}
     for r in recs:   # a row written again (a retried measurement) replaces its earlier line
         by_key[r.key] = r
+    _check_fingerprint(path, fp)
     fp = run_format.migrate(fp, fp.get("schema"))
     return Run(str(path), fp, list(by_key.values()), str(fp.get("datetime", "")), warnings)
