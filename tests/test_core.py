@@ -345,3 +345,22 @@ def test_eager_rounds_stop_once_every_median_is_known_well_enough(monkeypatch):
                                timing.Options(rounds=12, warmup_rounds=1, min_calls=1, max_calls=1))
     assert len(res["A"][0]) == 12
     assert timing.median_se([1.0, 1.0, 1.0]) == float("inf") and timing.median_se([1.0] * 8) == 0.0
+
+
+def test_device_rows_whose_few_rounds_spread_get_more_rounds(monkeypatch):
+    """Graph and device rows are measured on one process a run: three profiler rounds that agree
+    stand; a variant whose rounds spread past DEVICE_SPREAD gets device_more rounds (for every
+    variant of the block, in the same interleaved cycles)."""
+    def run(values):
+        it = {n: iter(v) for n, v in values.items()}
+        monkeypatch.setattr(timing, "run_calls", lambda fn, n: None)
+        monkeypatch.setattr(timing, "profile_calls", lambda fn, n, sync, during=None: timing.DeviceSample(
+            per_call_us=next(it[fn()]), kernels_per_call=1.0))
+        fns = {n: (lambda n=n: n) for n in values}
+        return timing.measure_device(fns, lambda: None, timing.Options(device_rounds=3, device_more=6))
+
+    quiet = run({"A": [10.0, 10.05, 9.98], "B": [20.0, 20.1, 20.0]})
+    assert [len(quiet[n]) for n in "AB"] == [3, 3]
+    spread = run({"A": [170.8, 185.1, 176.8, *[171.0] * 6], "B": [171.4] * 9})
+    assert [len(spread[n]) for n in "AB"] == [9, 9]
+    assert timing.device_spread(spread["A"][:3]) > timing.DEVICE_SPREAD > timing.device_spread(quiet["A"])

@@ -60,10 +60,10 @@ def pytest_addoption(parser):
                 help="of the --hb-workers, how many run every mode; the rest time eager rows only, since graph "
                      "and device rows agree within 0.5 %% between processes of one start and eager rows do not "
                      "(default %(default)s)")
-    g.addoption("--hb-engine", choices=("pytest", "own"), default="pytest",
+    g.addoption("--hb-engine", choices=("pytest", "own"), default="own",
                 help="how workers run: child pytest sessions, or the harness's own worker processes, which "
                      "import no pytest and collect nothing (bench/measure/worker.py) (default %(default)s)")
-    g.addoption("--hb-target-se", type=float, default=0.0,
+    g.addoption("--hb-target-se", type=float, default=1.0,
                 help="eager rounds stop once every variant's median is known to this relative standard error, "
                      "in %% (after 8 rounds; at most --hb-rounds): 1 is half the process-to-process spread of an "
                      "eager ratio (2 %% on the H200); 0 always runs --hb-rounds (default %(default)s)")
