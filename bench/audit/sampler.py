@@ -24,7 +24,8 @@ The sampler's own time (its handler, and a timed call's bookkeeping) is charged 
 taken off the sampled rounds' time (`own_us`), so it is not read as the step slowing down; a timed
 call site's stack is read on one call in WALK_EVERY (`_Sampler.timed`). Sampled and plain rounds alternate; if
 sampling still slows the step by more than MAX_OVERHEAD the interval doubles, up to MAX_INTERVAL_S.
-A slow step is sampled over at least MIN_STEPS steps.
+A slow step is sampled over at least MIN_STEPS steps, and over enough that one sample weighs at most
+SAMPLE_RESOLUTION_US µs of a step (within MAX_RESOLVE_S a try).
 What comes back is plain data (audit.json's `sampling`):
 stacks with their µs, each named by file:line and the callee at its innermost user frame, so the
 line table is recomputed from the file alone (bench.audit.lines)."""
@@ -44,6 +45,11 @@ from cudnn_hostbench.bench.audit.count import SYNC_METHODS, Patcher
 INTERVAL_S = 1e-3
 MAX_INTERVAL_S = 8e-3
 MIN_STEPS = 200               # a slow step is sampled over at least this many steps
+# a sample is worth interval / steps µs of a step: a slow step is sampled over enough steps that one
+# sample moves a line by at most this much (H200, naive: 200 steps of a 9 ms step made one stray
+# sample of Python 3-4 µs/step, a third of the 12 µs step the fix leaves), within MAX_RESOLVE_S a try
+SAMPLE_RESOLUTION_US = 1.0
+MAX_RESOLVE_S = 12.0
 CHUNK_S = 0.125               # one sampled or plain round
 ROUNDS = 8                    # sampled rounds per try, each after a plain one
 MIN_SAMPLED_S = 1.0           # more rounds (up to twice ROUNDS) until this much was sampled
@@ -357,7 +363,8 @@ def sample_step(step, sync, step_us: float | None, *, interval: float = INTERVAL
     sampler cannot start, and whatever the step raises."""
     timed = long_calls() if timed is None else list(timed)
     per = (step_us or 100.0) * 1e-6
-    steps = max(2, math.ceil(chunk_s / per), math.ceil(MIN_STEPS / rounds))
+    resolve = min(interval * 1e6 / SAMPLE_RESOLUTION_US, MAX_RESOLVE_S / per)
+    steps = max(2, math.ceil(chunk_s / per), math.ceil(MIN_STEPS / rounds), math.ceil(resolve / rounds))
     tries, kept = [], []
     not_signal = False
     while True:
