@@ -74,7 +74,7 @@ def _absolute(run: Run, figs: list) -> list:
 
 
 def compare(base: Run, new: Run, threshold: float | None = None, alpha: float = decide.Q,
-            normalize: bool = False, min_samples: int = 5, absolute: bool = False):
+            normalize: bool = False, min_samples: int = 1, absolute: bool = False):
     """A DataFrame with one row per (probe, variant, size, mode) in either run (see COLUMNS);
     the verdict model's findings in df.attrs['findings'].
 

@@ -42,7 +42,9 @@ def add_parser(command) -> None:
                    help="minimum change, in percent, for a verdict on every row (default: each row class's practical "
                         "threshold: graph and device 4 %%, heavy graph 8 %%, eager 8 %%, host 50 %%)")
     p.add_argument("--alpha", type=float, default=0.01, help="false discovery rate over the rows (Benjamini-Hochberg)")
-    p.add_argument("--min-samples", type=int, default=5, help="fewer samples than this on a side give UNSURE")
+    p.add_argument("--min-samples", type=int, default=1,
+                   help="fewer samples than this on a side give UNSURE; the model's variance already holds a "
+                        "row's rounds and processes (default: 1)")
     p.add_argument("--normalize", action="store_true",
                    help="first divide every sample by the probe's baseline variant in the same run "
                         "(usually torch_mm), so a slower host cancels out")

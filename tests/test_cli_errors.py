@@ -179,7 +179,7 @@ def test_version_and_help(tmp_path):
     res = hostbench("compare", "--help")
     assert res.returncode == 0
     for word in ("SLOWER", "FASTER", "UNSURE", "SAME", "ADDED", "REMOVED", "UNMEASURED",
-                 "exit status", "2 bad input", "(default: 5)", "(default: 0.01)"):
+                 "exit status", "2 bad input", "(default: 1)", "(default: 0.01)"):
         assert word in res.stdout, word
     assert "torch.mm" not in res.stdout
     res = hostbench("table", "--help")

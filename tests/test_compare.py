@@ -129,7 +129,7 @@ def test_threshold_is_configurable(tmp_path):
 def test_too_few_samples_is_unsure(tmp_path):
     a = make_run(tmp_path / "a.json", 1, n=4, workers=1)
     b = make_run(tmp_path / "b.json", 2, n=4, slow={("execute", "generic"): 1.5}, workers=1)
-    df = cmp.compare(a, b)
+    df = cmp.compare(a, b, min_samples=5)   # a floor the user asks for (--min-samples); the default is 1
     assert set(df.verdict) == {"UNSURE"}
     assert all("too few" in n for n in df.note)
 

@@ -20,6 +20,13 @@ from . import db
 CONFIRM_LOOKAHEAD = decide.CONFIRM_LOOKAHEAD
 
 
+MDC_SHOWN = 10.0   # an MDC past +1000 % (a heavy-tailed class with few runs) says only that it sees nothing
+
+
+def mdc_text(x: float, sep: str = " ") -> str:
+    return f"{x * 100:.1f}{sep}%" if x < MDC_SHOWN else f"> {MDC_SHOWN * 100:.0f}{sep}%"
+
+
 def check(store: db.Store, run_id: int, last: int = DEFAULT_LAST, curves: bool = False,
           progress=None) -> tuple[dict, list[Verdict]]:
     """(the judged run's store row with what the check learned of its machine and its findings
@@ -136,7 +143,7 @@ def _table(rows: list[Verdict], refs: list[str], width: int) -> tuple[list[str],
         cells = [[v.verdict, v.state, "/".join(v.row) if level == 0 else f"{v.variant}/{v.mode}",
                   "×" + v.unit[2:] if v.on_ratio else "µs", "" if math.isnan(v.change) else f"{v.change * 100:+.1f}%",
                   "" if v.z is None else f"{v.z:+.1f}",
-                  "" if v.mdc is None else f"{v.mdc * 100:.1f}%", v.scale, str(v.n), r] for v, r in zip(rows, refs)]
+                  "" if v.mdc is None else mdc_text(v.mdc, ""), v.scale, str(v.n), r] for v, r in zip(rows, refs)]
         # level 2: the row and its unit into heading lines, the scale too; level 3: the z as well
         keep = [i for i in range(len(head)) if not (level >= 2 and i in (2, 3, 7)) and not (level >= 3 and i in (1, 5))
                 and not (level == 4 and i == 8)]
@@ -190,7 +197,7 @@ def render(target: dict, verdicts: list[Verdict], show_all: bool = False, width:
     mm = median_mdc(verdicts)
     if mm:
         lines += wrap("median minimum detectable change (caught with 80 % probability): "
-                      + ", ".join(f"{k} {x * 100:.1f} %" for k, x in mm.items()), "  ")
+                      + ", ".join(f"{k} {mdc_text(x)}" for k, x in mm.items()), "  ")
     hidden = ("SAME", "UNMEASURED", "NO HISTORY", "UNSURE")
     unsure = [v for v in verdicts if v.verdict == "UNSURE"]
     if unsure and not show_all:

@@ -168,11 +168,18 @@ class Model:
                 if g.status == "ok" and (g.value or 0) > 0 and model.structured(g):
                     ref_logs.setdefault(row, []).append(math.log(g.value))
         self.ref = {row: statistics.median(xs) for row, xs in ref_logs.items()}
+        picks: dict[tuple, Counter] = {}        # a race row's kernels over the history
+        for r in self.before:
+            for row, g in figs[r["id"]].items():
+                if model.race(g) and g.kernels:
+                    picks.setdefault(row, Counter())[g.kernels] += 1
+        self.ref_kernels = {row: c.most_common(1)[0][0] for row, c in picks.items()}
         self.struct = {r["id"]: self._structure(r["id"]) for r in self.before}
         self.rows: dict[tuple, tuple] = {}       # row -> (values, groups, workers, rounds, hist runs)
         self._pred: dict[tuple, model.Prediction | None] = {}
         self._two: tuple | None = None     # (previous run id, its Model): two-start evidence, built once
         self._kern: dict[tuple, str] = {}
+        self._procs: dict[int, int] = {}
         self.parts: dict[tuple, model.Parts] = {}
         by_class: dict[str, list] = {}
         for row, f in figs[target["id"]].items():
@@ -225,7 +232,18 @@ class Model:
         fs = self.figs[run_id] if fs is None else fs
         logs = {row: math.log(g.value) for row, g in fs.items()
                 if g.status == "ok" and (g.value or 0) > 0 and model.structured(g)}
-        return model.structure(logs, self.ref, fs)
+        # a race row that picked another kernel than its history's most common one ran other work
+        # (H200, one start, two runs: autotune best_eager/256 4.47 then 2.44 µs): it sets no term
+        apart = {row for row, g in fs.items()
+                 if model.race(g) and g.kernels and self.ref_kernels.get(row, g.kernels) != g.kernels}
+        return model.structure(logs, self.ref, fs, apart)
+
+    def gpu_processes(self, run_id: int) -> int:
+        """The processes a run's GPU rows stand on (the median over them; one when none say)."""
+        if run_id not in self._procs:
+            ns = [max(1, len(g.workers or ())) for g in self.figs.get(run_id, {}).values() if model.is_gpu_row(g)]
+            self._procs[run_id] = int(statistics.median(ns)) if ns else 1
+        return self._procs[run_id]
 
     def partial(self, run: dict) -> bool:
         return len((run.get("probes") or "").split(",")) < PARTIAL * self.most
@@ -555,6 +573,31 @@ def _member_noise(md: Model, kind: str, name: str) -> tuple[float, float]:
     return statistics.median(math.sqrt(p.var) for p in got), statistics.median(p.df for p in got)
 
 
+def _term_processes(md: Model, kind: str, name: str, hist: list[dict]) -> float:
+    """The variance a term's value carries from its processes, in the target run and in the mean of
+    `hist`: rows of one term share a process (its clocks, its memory), so their process offsets are
+    taken as one (the median of the member rows' per-process variance). A history measured on three
+    processes a run says little of a run measured on one (H200, own engine: graph and device rows on
+    one process; a 60-row kernel term +0.2 % between two runs of one start, z +6.5 without this)."""
+    fs, st = md.figs[md.target["id"]], md.struct[md.target["id"]]
+    rows = ([r for r, f in fs.items() if model.is_gpu_row(f) and model.group_of(f) == name] if kind == "machine"
+            else st.terms.get((kind, name), (0.0, []))[1])
+    one, procs = [], []
+    for r in rows:
+        f = fs[r]
+        p = md.predict(r, f) if r in md.rows else None
+        n = max(1, len(f.workers or ()))
+        if p is not None and p.parts.get("processes"):
+            one.append(p.parts["processes"] / model.median_var(n))
+            procs.append(n)
+    if not one:
+        return 0.0
+    v1 = statistics.median(one)
+    hist_n = [md.gpu_processes(r["id"]) for r in hist]
+    h = model.median_var(int(statistics.median(hist_n))) if hist_n else model.median_var(1)
+    return v1 * (model.median_var(int(statistics.median(procs))) + h / max(1, len(hist)))
+
+
 def _findings(md: Model, q: float) -> list[Finding]:
     """The run's machine factors and kernel terms, each against the history runs' own: the same GPU's
     where it has MIN_OWN runs, else the fleet (every run), on a t with the runs' degrees of freedom."""
@@ -582,7 +625,7 @@ def _findings(md: Model, q: float) -> list[Finding]:
                 sd, df = _member_noise(md, kind, name)
             else:
                 continue
-            sd = math.sqrt(sd ** 2 * (1 + 1 / len(xs)))
+            sd = math.sqrt(sd ** 2 * (1 + 1 / len(xs)) + _term_processes(md, kind, name, hist))
             if sd <= 0 or df < 1:
                 continue
             mean = statistics.fmean(xs)

@@ -109,13 +109,15 @@ LEVELS = (
 )
 
 
-def structure(logs: dict, ref: dict, figs: dict) -> Structure:
-    """A run's structure from its log figures `logs` against reference locations `ref`."""
+def structure(logs: dict, ref: dict, figs: dict, apart: set | frozenset = frozenset()) -> Structure:
+    """A run's structure from its log figures `logs` against reference locations `ref`; the rows
+    `apart` (a race row whose pick changed) are adjusted by it but never set it."""
     st = Structure()
     res = {row: x - ref[row] for row, x in logs.items() if row in ref and structured(figs[row])}
+    sets = {row for row in res if row not in apart}
     by_group: dict[str, list] = {}
     for row, d in res.items():
-        if is_gpu_row(figs[row]):
+        if is_gpu_row(figs[row]) and row in sets:
             by_group.setdefault(group_of(figs[row]), []).append(d)
     for g, ds in by_group.items():
         if len(ds) >= MIN_FACTOR_ROWS:
@@ -132,11 +134,12 @@ def structure(logs: dict, ref: dict, figs: dict) -> Structure:
                 by.setdefault(key(figs[row]), []).append(row)
         step = {}
         for k, rows in by.items():
-            if len(rows) < least:
+            setters = [r for r in rows if r in sets]
+            if len(setters) < least:
                 continue
-            st.terms[(name, k)] = (statistics.median(res[r] for r in rows), rows)
+            st.terms[(name, k)] = (statistics.median(res[r] for r in setters), setters)
             for row in rows:
-                step[row] = statistics.median(res[r] for r in rows if r != row)
+                step[row] = statistics.median(res[r] for r in setters if r != row)
         for row, x in step.items():
             res[row] -= x
             st.adjust[row] += x
