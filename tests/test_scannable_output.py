@@ -169,7 +169,7 @@ def test_history_list_fits_and_names_each_gpu_once(tmp_path, capsys, monkeypatch
         assert max(map(len, lines)) <= width and not any(x.endswith("…") for x in lines)
         uuids = [u for x in lines for u in re.findall(r"GPU-[0-9a-f-]{36}", x)]
         assert uuids and len(uuids) == len(set(uuids))     # each GPU UUID once, in its start's heading
-        assert sum(bool(re.match(r"\s*\d+  2026-", x)) for x in lines) == 63
+        assert sum(bool(re.match(r"\s*\d+  2026-", x)) for x in lines) == 66
 
 
 def test_history_show_figures_renders_the_table_from_the_store(tmp_path, capsys, monkeypatch):

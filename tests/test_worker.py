@@ -176,11 +176,16 @@ def test_every_committed_run_file_migrates_to_the_current_format(path):
     worker process with its role, wall, start-up and host floor; the file itself is untouched."""
     from cudnn_hostbench.bench.measure import run_format
     raw = json.loads(path.read_text())
-    assert raw["hostbench"].get("schema", 1) == 1 and "worker_table" not in raw["machine_info"]["hostbench"]
     fp = records.load_run(path).fingerprint
     assert fp["schema"] == run_format.VERSION == records.SCHEMA
     table = run_format.workers_of(fp)
     old = raw["machine_info"]["hostbench"]
+    if raw["hostbench"].get("schema", 1) == 2:   # written at format 2 (aa/, 2026-12-02): read as written
+        assert table == [run_format.WorkerInfo.of(d) for d in old["worker_table"]]
+        assert table[0].role == "full" and {w.role for w in table[1:]} <= {"eager", "top-up"}
+        assert len(table) == len(old["worker_table"]) and [w.worker for w in table] == list(range(1, len(table) + 1))
+        return
+    assert "worker_table" not in old
     assert len(table) == old.get("workers", 1) and [w.worker for w in table] == list(range(1, len(table) + 1))
     assert [w.wall_s for w in table] == (old.get("worker_wall_s") or [old.get("suite_wall_s")])
     per = (old.get("host_state") or {}).get("per_worker") or []
