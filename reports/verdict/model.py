@@ -19,6 +19,7 @@ symmetric for slower and faster.
 """
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from dataclasses import dataclass, field
@@ -49,8 +50,14 @@ def is_gpu_row(f) -> bool:
 
 
 def race(f) -> bool:
+    return _race_rule(f.plan_rule or "")
+
+
+@functools.lru_cache(maxsize=None)
+def _race_rule(rule: str) -> bool:
+    # imported here: history imports this module
     from ..history import plans
-    return plans.is_race(f.plan_rule)
+    return plans.is_race(rule)
 
 
 def row_class(f) -> str:
