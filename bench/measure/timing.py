@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from cudnn_hostbench.bench.measure.kernels import families as kernel_families
+from cudnn_hostbench.bench.measure.trust import relative_spread
 
 UNROLL = 64
 _profiled = False
@@ -467,10 +468,7 @@ DEVICE_SPREAD = 0.02   # (max - min) / median of a device row's rounds past whic
 
 
 def device_spread(samples: list) -> float:
-    xs = sorted(s.per_call_us for s in samples if s.per_call_us > 0)
-    if len(xs) < 2:
-        return 0.0
-    return (xs[-1] - xs[0]) / statistics.median(xs)
+    return relative_spread([s.per_call_us for s in samples if s.per_call_us > 0]) or 0.0
 
 
 def calibration_us(readings: int = 15) -> float:

@@ -562,11 +562,16 @@ def terms_of(md: Model, run_id: int, kind: str) -> dict:
     return {k: (t[0], len(t[1])) for (lvl, k), t in st.terms.items() if lvl == kind}
 
 
+def _term_rows(md: Model, kind: str, name: str) -> list[tuple]:
+    """The target run's rows in a term (the machine: its group of GPU rows)."""
+    if kind == "machine":
+        return [r for r, f in md.figs[md.target["id"]].items() if model.is_gpu_row(f) and model.group_of(f) == name]
+    return md.struct[md.target["id"]].terms.get((kind, name), (0.0, []))[1]
+
+
 def _member_noise(md: Model, kind: str, name: str) -> tuple[float, float]:
     """(sd, df) of the median prediction of the target's rows in a term (the machine: its group)."""
-    fs, st = md.figs[md.target["id"]], md.struct[md.target["id"]]
-    rows = ([r for r, f in fs.items() if model.is_gpu_row(f) and model.group_of(f) == name] if kind == "machine"
-            else st.terms.get((kind, name), (0.0, []))[1])
+    fs, rows = md.figs[md.target["id"]], _term_rows(md, kind, name)
     got = [p for p in (md.predict(r, fs[r]) for r in rows if r in md.rows) if p is not None and p.var > 0]
     if not got:
         return 0.0, 0.0
@@ -579,9 +584,7 @@ def _term_processes(md: Model, kind: str, name: str, hist: list[dict]) -> float:
     taken as one (the median of the member rows' per-process variance). A history measured on three
     processes a run says little of a run measured on one (H200, own engine: graph and device rows on
     one process; a 60-row kernel term +0.2 % between two runs of one start, z +6.5 without this)."""
-    fs, st = md.figs[md.target["id"]], md.struct[md.target["id"]]
-    rows = ([r for r, f in fs.items() if model.is_gpu_row(f) and model.group_of(f) == name] if kind == "machine"
-            else st.terms.get((kind, name), (0.0, []))[1])
+    fs, rows = md.figs[md.target["id"]], _term_rows(md, kind, name)
     one, procs = [], []
     for r in rows:
         f = fs[r]
