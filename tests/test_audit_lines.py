@@ -773,19 +773,25 @@ def test_projection_of_a_library_op_step_on_cpu_lands_on_the_direct_call(tmp_pat
 
     for fn in (steps.op_step, steps.op_step_fixed):
         each_us(fn, 100)
-    rounds = [(each_us(steps.op_step), each_us(steps.op_step_fixed)) for _ in range(5)]
-    trap, fixed = (statistics.median(r[i] for r in rounds) for i in (0, 1))
-    assert trap > 1.2 * fixed                                           # the dispatcher: a third of the step
     run = write_run(tmp_path / "run.json", run_document([Record("churn", "reuse", "256", "eager", samples=[0.1] * 5)], {}))
     c = audit_count.count_step(steps.op_step, 10, cudnn=None, torch=torch, device_type="cpu")
     assert c["dispatcher_calls"] == 2 and c["op_calls"] == {"hostbench_test::lin_relu (dispatcher)": 2.0}
-    s = sampler.sample_step(steps.op_step, lambda: None, trap)
-    modes = {"eager": {"median": trap}, "loop": {"median": trap}}
-    r = _repriced(audit.price(_report(modes=modes, counts=c, sampling=s, timeline={}, kernels=[]), None), run, tmp_path)
-    p = r.projection
     ops = {f"{HERE}:{steps.line_of(m)}" for m in ("op-1", "op-2")}
-    assert "dispatcher" in {f.rule for f in r.findings} and ops <= set(p["reduced"]), (p, r.sampling["verdict"], trap)
-    assert abs(audit_lines.against(p, fixed)) <= 0.15, (p["projected_us"], fixed, trap)
+    # Three independent attempts, each timing trap and fixed right beside its own sampling: a 2-core
+    # CI box shares its cores with other tests, and one attempt can time the step in another load
+    # than it sampled it. The median attempt must hold.
+    misses = []
+    for _ in range(3):
+        rounds = [(each_us(steps.op_step), each_us(steps.op_step_fixed)) for _ in range(5)]
+        trap, fixed = (statistics.median(r[i] for r in rounds) for i in (0, 1))
+        assert trap > 1.2 * fixed                                       # the dispatcher: a third of the step
+        s = sampler.sample_step(steps.op_step, lambda: None, trap)
+        modes = {"eager": {"median": trap}, "loop": {"median": trap}}
+        r = _repriced(audit.price(_report(modes=modes, counts=c, sampling=s, timeline={}, kernels=[]), None), run, tmp_path)
+        p = r.projection
+        assert "dispatcher" in {f.rule for f in r.findings} and ops <= set(p["reduced"]), (p, r.sampling["verdict"], trap)
+        misses.append((abs(audit_lines.against(p, fixed)), p["projected_us"], fixed, trap))
+    assert sorted(misses)[1][0] <= 0.15, misses
 
 
 def test_the_plain_loop_is_shown_beside_eager_and_a_gap_is_explained():

@@ -85,3 +85,12 @@ def ratio_summary(num: Sequence[float], den: Sequence[float]) -> Summary | None:
         return None
     rs = paired_ratios(num, den)
     return summarize(rs) if rs else None
+
+
+def relative_spread(values) -> float | None:
+    """(max - min) / median of per-worker figures; None with fewer than two."""
+    xs = sorted(v for v in values if v is not None and v == v)
+    if len(xs) < 2:
+        return None
+    mid = statistics.median(xs)
+    return (xs[-1] - xs[0]) / mid if mid else None

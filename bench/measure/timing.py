@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from cudnn_hostbench.bench.measure.kernels import families as kernel_families
-from cudnn_hostbench.bench.measure.trust import relative_spread
+from cudnn_hostbench.bench.measure.stats import relative_spread
 
 UNROLL = 64
 _profiled = False

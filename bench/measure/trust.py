@@ -93,15 +93,6 @@ def counts_text(counts: dict[str, int]) -> str:
     return ", ".join(f"{n} ⚑{MARKS[k].letter}" for k, n in counts.items())
 
 
-def relative_spread(values) -> float | None:
-    """(max - min) / median of per-worker figures; None with fewer than two."""
-    xs = sorted(v for v in values if v is not None and v == v)
-    if len(xs) < 2:
-        return None
-    mid = statistics.median(xs)
-    return (xs[-1] - xs[0]) / mid if mid else None
-
-
 def flags_for(rec, host_unstable: bool = False) -> list[str]:
     """The flags a record earns from its own fields (and the run's host state)."""
     out = []

@@ -137,7 +137,7 @@ def merge_records(per_worker: list[list[Record]], host_unstable: bool = False) -
                 alt = "; ".join(f"workers {ws}: {', '.join(n[:2])}" for n, ws in names.items())
                 m.note = (m.note + " | " if m.note else "") + f"workers ran different kernels ({alt})"
         judged = [w.ratio for w in m.workers] if ratios and m.mode == "eager" else [w.median for w in m.workers]
-        m.spread = trust.relative_spread(judged)
+        m.spread = stats.relative_spread(judged)
         flags = set(trust.flags_for(m, host_unstable=host_unstable))
         for f in MAJORITY_FLAGS:
             if sum(1 for _, r in ok if f in (r.flags or ())) * 2 > len(ok):
