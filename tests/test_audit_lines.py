@@ -728,30 +728,39 @@ def test_projection_of_a_synced_step_on_cpu_lands_on_the_fixed_step(tmp_path):
 
     for fn in (steps.synced_step, steps.synced_step_fixed):
         loop_us(fn, 100)
-    rounds = [(each_us(steps.synced_step), each_us(steps.synced_step_fixed), loop_us(lambda: None, 3000),
-               loop_us(view, 3000)) for _ in range(5)]
-    trap, fixed = (statistics.median(r[i] for r in rounds) for i in (0, 1))
-    reuse, new_view = (statistics.median(r[i] for r in rounds) for i in (2, 3))
-    recs = [Record("churn", v, "256", "eager", samples=[x] * 5) for v, x in (("reuse", reuse), ("new_view", new_view))]
-    run = load_run(write_run(tmp_path / "run.json", run_document(recs, {})))
     sync_line = f"{HERE}:{steps.line_of('sync')}"
     c = audit_count.count_step(steps.synced_step, 10, cudnn=None, torch=torch, device_type="cpu")
     c["syncs"], c["sync_calls"] = 1.0, {".item()": 1.0}            # the fake device's sync, counted by hand
     c["lines"]["syncs"] = {sync_line: 1.0}
     item = [(steps.DEV, "item", "….item()", callsite.TORCH)]
-    s = sampler.sample_step(steps.synced_step, lambda: None, trap, timed=item)
-    tl = timeline.measure(steps.synced_step, trap, torch=torch, device_type="cpu", drain=steps.DEV.item,
-                          calls=[(steps.DEV, "item", ".item()", False)])
-    assert tl["syncs_per_step"] == 1 and tl["segments"][0]["line"] == sync_line
-    seg = tl["segments"][0]
-    assert seg["fixed_us"] < 0.2 * seg["sync_us"] + 5                # drained: the call alone
-    modes = {"eager": {"median": trap}, "loop": {"median": trap}, "device": {"median": steps.DEVICE_US}}
-    r = _repriced(audit.price(_report(modes=modes, counts=c, sampling=s, timeline=tl, kernels=[]), None),
-                  tmp_path / "run.json", tmp_path)
+
+    def attempt():
+        rounds = [(each_us(steps.synced_step), each_us(steps.synced_step_fixed), loop_us(lambda: None, 3000),
+                   loop_us(view, 3000)) for _ in range(5)]
+        trap, fixed = (statistics.median(r[i] for r in rounds) for i in (0, 1))
+        reuse, new_view = (statistics.median(r[i] for r in rounds) for i in (2, 3))
+        recs = [Record("churn", v, "256", "eager", samples=[x] * 5) for v, x in (("reuse", reuse), ("new_view", new_view))]
+        run = load_run(write_run(tmp_path / "run.json", run_document(recs, {})))
+        s = sampler.sample_step(steps.synced_step, lambda: None, trap, timed=item)
+        tl = timeline.measure(steps.synced_step, trap, torch=torch, device_type="cpu", drain=steps.DEV.item,
+                              calls=[(steps.DEV, "item", ".item()", False)])
+        assert tl["syncs_per_step"] == 1 and tl["segments"][0]["line"] == sync_line
+        seg = tl["segments"][0]
+        assert seg["fixed_us"] < 0.2 * seg["sync_us"] + 5            # drained: the call alone
+        modes = {"eager": {"median": trap}, "loop": {"median": trap}, "device": {"median": steps.DEVICE_US}}
+        r = _repriced(audit.price(_report(modes=modes, counts=c, sampling=s, timeline=tl, kernels=[]), None),
+                      tmp_path / "run.json", tmp_path)
+        p = r.projection
+        assert "views" in {f.rule for f in r.findings} and p["sync_lines"][0]["line"] == sync_line
+        assert p["syncs"][0]["wait_proj_us"] > p["syncs"][0]["wait_us"]   # a faster host waits longer
+        return abs(audit_lines.against(p, fixed)), fixed, trap, r, run, modes, s
+
+    # Three independent attempts, each timed beside its own sampling and timeline (a 2-core CI box
+    # shares its cores with other tests); the median attempt must hold.
+    tries = sorted((attempt() for _ in range(3)), key=lambda t: t[0])
+    miss, fixed, trap, r, run, modes, s = tries[1]
     p = r.projection
-    assert "views" in {f.rule for f in r.findings} and p["sync_lines"][0]["line"] == sync_line
-    assert p["syncs"][0]["wait_proj_us"] > p["syncs"][0]["wait_us"]   # a faster host waits longer
-    assert abs(audit_lines.against(p, fixed)) <= 0.15, (p["projected_us"], fixed, trap, p["syncs"])
+    assert miss <= 0.15, [(t[0], t[3].projection["projected_us"], t[1], t[2]) for t in tries]
     host_only = p["base_us"] - (p["host_now_us"] - p["host_proj_us"])
     assert host_only / fixed - 1 < -0.15                                # the host's time taken off, the wait kept
     text = audit_report.render_text(r)
