@@ -622,13 +622,20 @@ def test_the_samplers_own_time_is_charged_to_no_line_and_not_read_as_overhead():
     The wrapper's bookkeeping is the sampler's own time: off the round, charged to no line; and the
     stack above a timed call site is read on one call in WALK_EVERY (here, reading it every call
     read +155 % on this 10 µs step; now +14 %)."""
-    us = _alone(steps.deep_step, 2000)
     timed = [(steps.FakeGraph, "execute", "….execute()", callsite.CUDNN)]
-    s = sampler.sample_step(steps.deep_step, lambda: None, us, timed=timed, max_interval=1e-3)
-    assert s["own_us"] > 0 and s["interval_us"] == 1000.0
+
+    def attempt():
+        s = sampler.sample_step(steps.deep_step, lambda: None, _alone(steps.deep_step, 2000), timed=timed,
+                                max_interval=1e-3)
+        assert s["own_us"] > 0 and s["interval_us"] == 1000.0
+        rows, t = _by_line(s)
+        return abs((t["sum_us"] + t["loop_us"] + t["outside_us"]) / s["step_us_plain"] - 1), s, rows
+
+    # the median of three attempts: on a 2-core CI box another test can load one sampling pass
+    tries = sorted((attempt() for _ in range(3)), key=lambda a: a[0])
+    gap, s, rows = tries[1]
     assert s["overhead"] < 0.5, s
-    rows, t = _by_line(s)
-    assert t["sum_us"] + t["loop_us"] + t["outside_us"] == pytest.approx(s["step_us_plain"], rel=0.25)
+    assert gap <= 0.25, [(a[0], a[1]["overhead"]) for a in tries]
     deep = rows[f"{HERE}:{steps.line_of('deep-execute')}"]
     assert [c["callee"] for c in deep["callees"]][0] == "….execute()"
     assert "execute" not in vars(steps.FakeGraph) or vars(steps.FakeGraph)["execute"].__name__ == "execute"
