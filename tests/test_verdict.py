@@ -86,6 +86,37 @@ def test_a_race_row_whose_pick_changed_is_adjusted_by_the_structure_but_never_se
     assert abs(st.adjust[rows[0]]) < 1e-9                 # yet it is adjusted like the rest
 
 
+def test_the_median_of_the_other_rows_is_exact_in_constant_time():
+    rng = random.Random(3)
+    for _ in range(500):
+        xs = sorted(rng.choice([rng.random(), 0.5]) for _ in range(rng.randint(2, 12)))
+        for i in [None, *range(len(xs))]:
+            rest = xs if i is None else xs[:i] + xs[i + 1:]
+            assert model.median_without(xs, i) == pytest.approx(sorted(rest)[len(rest) // 2] if len(rest) % 2
+                                                                else sum(sorted(rest)[len(rest) // 2 - 1:][:2]) / 2)
+
+
+def test_a_slow_host_moves_its_host_rows_as_one_term_and_a_single_build_row_stays_its_own():
+    """H200, a slow-host start: eight build-time rows of four probes +41 to +77 % together were eight
+    false SLOWER. The host's speed is a term of its build-time rows (and apart, of the waterfall's
+    host parts and of eager µs); the waterfall's gpu parts are GPU time and stay out."""
+    rows = [("p", f"b{i}", "256", "host") for i in range(6)] + [("waterfall", "pinned.gpu", "256", "host"),
+                                                                  ("waterfall", "pinned.frontend", "256", "host")]
+    figs = {r: fig(*r, kernels="") for r in rows}
+    assert [model.host_key(figs[r]) for r in rows[:1] + rows[-1:]] == ["build-time", "waterfall host part"]
+    assert not model.structured(figs[rows[-2]]) and model.structured(figs[rows[-1]])
+    ref = {r: 0.0 for r in rows}
+    slow = {r: math.log(1.5) for r in rows[:6]}
+    st = model.structure(slow, ref, figs)
+    assert all(abs(st.adjust[r] - math.log(1.5)) < 1e-9 for r in rows[:6])
+    assert abs(st.terms[("host", "build-time")][0] - math.log(1.5)) < 1e-9
+    one = {r: (math.log(1.5) if r == rows[0] else 0.0) for r in rows[:6]}
+    st = model.structure(one, ref, figs)
+    assert all(abs(st.adjust[r]) < 1e-9 for r in rows[:6])   # one row's own change moves no adjustment
+    assert decide.Finding("host", "build-time", 0.5, 6.0, 1e-6, 6, "fleet").line().startswith(
+        "the host's speed: build-time rows (6) +50.0 % on this run")
+
+
 def test_a_prior_row_pools_with_the_store_s_own():
     own = model.Parts(sw2=0.0, dfw=0, sp2=0.0004, dfp=4)
     prior = model.Parts(sw2=0.0001, dfw=30, vb=0.0002, dfb=12, hm=2.0, sp2=0.0001, dfp=60)
@@ -161,7 +192,7 @@ def test_history_check_writes_json_and_gates_on_regressions(tmp_path, capsys):
     doc = json.loads(out.read_text())
     assert doc["run"]["id"] == 66 and len(doc["verdicts"]) == 727
     assert {"z", "p", "mdc", "scale", "verdict"} <= set(doc["verdicts"][0])
-    assert all(f["kind"] in ("machine", "kernel", "gpu block", "block", "variant") for f in doc["findings"])
+    assert all(f["kind"] in ("machine", "kernel", "gpu block", "block", "host", "variant") for f in doc["findings"])
     capsys.readouterr()
     assert cli.main(["history", "check", "latest", "--store", url, "--json", "-"]) == 0
     assert json.loads(capsys.readouterr().out)["run"]["id"] == 66

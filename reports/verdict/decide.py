@@ -95,6 +95,7 @@ class Finding:
         what = {"machine": f"this GPU runs {self.name} rows", "kernel": f"kernel {self.name} ({self.rows} rows)",
                 "block": f"eager block {self.name} ({self.rows} ratios: their baseline's host time)",
                 "gpu block": f"block {self.name} ({self.rows} rows)",
+                "host": f"the host's speed: {self.name} rows ({self.rows})",
                 "variant": f"variant {self.name} (graph and device)"}.get(self.kind, f"{self.kind} {self.name}")
         return (f"{what} {self.change * 100:+.1f} % on this run (z {self.z:+.1f} against the {self.scale}"
                 f"{'' if not self.status else ': ' + self.status}{'' if not self.state else ', ' + self.state})")
@@ -180,6 +181,7 @@ class Model:
         self._two: tuple | None = None     # (previous run id, its Model): two-start evidence, built once
         self._kern: dict[tuple, str] = {}
         self._procs: dict[int, int] = {}
+        self._terms: dict[tuple, dict] = {}    # (another run's id, kind) -> terms_of
         self.parts: dict[tuple, model.Parts] = {}
         by_class: dict[str, list] = {}
         for row, f in figs[target["id"]].items():
@@ -376,6 +378,13 @@ def _reach(nu: float, m: int, q: float) -> float:
     return _REACH[key]
 
 
+def stdev(xs: list[float]) -> float:
+    """The sample standard deviation in floats (statistics.stdev sums exact fractions: a fifth of
+    the validation's time)."""
+    m = math.fsum(xs) / len(xs)
+    return math.sqrt(math.fsum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+
+
 def t_sf(x, nu):
     """The t distribution's upper tail (scipy.stats.t.sf) as the bare ufunc: one call for arrays
     of scores and degrees of freedom alike, without rv_continuous's per-call checks."""
@@ -556,7 +565,15 @@ def power_class(f) -> str:
 
 
 def terms_of(md: Model, run_id: int, kind: str) -> dict:
-    st = md.struct[run_id]
+    if run_id != md.target["id"]:     # another run's structure is computed once: so are its terms
+        key = (run_id, kind)
+        if key not in md._terms:
+            md._terms[key] = _terms_of(md.struct[run_id], kind)
+        return md._terms[key]
+    return _terms_of(md.struct[run_id], kind)
+
+
+def _terms_of(st: model.Structure, kind: str) -> dict:
     if kind == "machine":
         return {g: (f[0], f[2]) for g, f in st.factors.items()}
     return {k: (t[0], len(t[1])) for (lvl, k), t in st.terms.items() if lvl == kind}
@@ -619,7 +636,7 @@ def _findings(md: Model, q: float) -> list[Finding]:
             known = md.prior.terms.get(f"{kind}|{name}") if hasattr(md.prior, "terms") else None
             if len(xs) >= 3:
                 # against the same GPU: its runs' spread; against the fleet: every history run's
-                sd, df = statistics.stdev(xs), len(xs) - 1.0
+                sd, df = stdev(xs), len(xs) - 1.0
             elif known and xs:   # a short history: how much the store prior's runs varied
                 sd, df = (known[2], known[3]) if scale == "same GPU" else (known[0], known[1])
             elif xs:
@@ -638,6 +655,9 @@ def _findings(md: Model, q: float) -> list[Finding]:
     for fd, hit in zip(cands, bh([c.p for c in cands], q)):
         if hit and mixed and md.partial(md.target):
             fd.status = "information (a partial run against full runs: the GPU state may differ)"
+        elif hit and fd.kind == "host":
+            # one history key holds one set of versions: its rows in host µs moving together is the host
+            fd.status = "information (the host's speed on this run)"
         elif hit:
             fd.status = "regression" if scale == "same GPU" else "information (one start of a GPU new to the history)"
     return sorted(cands, key=lambda c: (not c.status, -abs(c.z)))
@@ -718,8 +738,8 @@ def _finding_state(md: Model, after: list[dict], fd: Finding, q: float = Q) -> N
     """A finding of a GPU new to the history becomes a regression once a run of another start shows it
     too: the same way, and past the level q on its own (a replication); the first later run of
     another start, or for the newest run the newest earlier one."""
-    if fd.scale == "same GPU":
-        fd.state = "own GPU"
+    if fd.scale == "same GPU" or fd.kind == "host":
+        fd.state = "own GPU" if fd.kind != "host" else "this host"
         return
     me = model.start_of(md.target)
     others = [r for r in after if model.start_of(r) != me and r["id"] in md.figs][:1]

@@ -2,7 +2,7 @@
 
 For a row i of run r on machine start s (docs/history.md, "The model"):
 
-    log y_ri = mu_i + m_r[g] + k_r[K] + b_is + w_r + p_r + t
+    log y_ri = mu_i + m_r[g] + k_r[K] + h_r[H] + b_is + w_r + p_r + t
 
 - mu_i: the row's location (the mean of its start means, structure removed);
 - m_r[g]: the run's machine factor for its group g of GPU rows (graph or device, by size class):
@@ -10,6 +10,8 @@ For a row i of run r on machine start s (docs/history.md, "The model"):
 - k_r[K]: the run's structure terms (LEVELS): the GPU rows that run one kernel set, the GPU rows of
   one block, the eager ratios of one block (four or more rows): for each row, the median offset of
   the *other* rows of K, so a row's own change never moves its adjustment;
+- h_r[H]: the host's speed on the run's rows in host µs (build times, the waterfall's host parts,
+  eager µs: three terms), adjusted the same way (a VM's vCPU runs a whole run fast or slow);
 - b_is: the row's own offset on start s (between starts), w_r: one run within its start,
   p_r: process sampling (the median of n workers' figures), t: the timer's resolution.
 
@@ -99,9 +101,25 @@ def is_eager_ratio(f) -> bool:
     return f.mode == "eager" and bool(f.on_ratio)
 
 
+def is_host_row(f) -> bool:
+    """Rows in host µs (build times, the waterfall's host parts, eager µs): the host's speed moves
+    them all. The waterfall's gpu and gpu_exposed parts are GPU time stored as host rows."""
+    if f.mode == "host":
+        return not f.variant.rsplit(".", 1)[-1].startswith("gpu")
+    return f.mode == "eager" and not f.on_ratio
+
+
+def host_key(f) -> str:
+    """A host term's rows: build times, the waterfall's host parts (µs per call, differences of two
+    timings: their own noise) and eager µs each move with the host apart."""
+    if f.mode != "host":
+        return "eager µs"
+    return "waterfall host part" if f.probe == "waterfall" else "build-time"
+
+
 def structured(f) -> bool:
     """Rows a run's structure is learned from and removed from."""
-    return is_gpu_row(f) or is_eager_ratio(f)
+    return is_gpu_row(f) or is_eager_ratio(f) or is_host_row(f)
 
 
 # The levels below the machine factor: (name, rows it applies to, their key, least rows). Each row is
@@ -113,6 +131,9 @@ LEVELS = (
     ("gpu block", is_gpu_row, lambda f: f"{f.probe} {f.size} {f.mode}", KERNEL_ROWS),
     # an eager block's ratios share their baseline's eager time: the host's speed on it moves them all
     ("block", is_eager_ratio, lambda f: f"{f.probe} {f.size} {f.host_state}", KERNEL_ROWS),
+    # a VM's vCPU runs a whole run fast or slow: every row in host µs moves with it (H200, a slow-host
+    # start: eight build-time rows of four probes +41 to +77 % together)
+    ("host", is_host_row, lambda f: host_key(f), KERNEL_ROWS),
 )
 
 
@@ -144,13 +165,27 @@ def structure(logs: dict, ref: dict, figs: dict, apart: set | frozenset = frozen
             setters = [r for r in rows if r in sets]
             if len(setters) < least:
                 continue
-            st.terms[(name, k)] = (statistics.median(res[r] for r in setters), setters)
+            vals = sorted((res[r], r) for r in setters)
+            xs = [v for v, _ in vals]
+            at = {r: i for i, (_, r) in enumerate(vals)}
+            st.terms[(name, k)] = (statistics.median(xs), setters)
             for row in rows:
-                step[row] = statistics.median(res[r] for r in setters if r != row)
+                step[row] = median_without(xs, at.get(row))
         for row, x in step.items():
             res[row] -= x
             st.adjust[row] += x
     return st
+
+
+def median_without(xs: list[float], i: int | None) -> float:
+    """The median of the sorted `xs` without its element `i` (all of them when None), in O(1): a
+    structure term adjusts each of its rows by the median of the *other* rows."""
+    n = len(xs) - (i is not None)
+
+    def at(j: int) -> float:
+        return xs[j + 1] if i is not None and j >= i else xs[j]
+    h = n // 2
+    return at(h) if n % 2 else (at(h - 1) + at(h)) / 2
 
 
 def _mad2(xs: list[float]) -> float:

@@ -212,7 +212,7 @@ def _structured(fs: dict, jd, rng: random.Random) -> list[tuple[str, set, float,
     if blocks:
         key = rng.choice(sorted(blocks))
         out.append(("one probe x size +10 %", blocks[key], 1.10, "kernel"))
-        base = [r for r in blocks[key] if fs[r].role == "baseline"]
+        base = sorted(r for r in blocks[key] if fs[r].role == "baseline")   # a set: sorted, or the hash seed picks
         if base:
             b = fs[base[0]]
             rows = {r for r in ok if r[0] == b.probe and r[2] == b.size and fs[r].mode == b.mode
