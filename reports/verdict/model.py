@@ -105,7 +105,7 @@ def is_host_row(f) -> bool:
     """Rows in host µs (build times, the waterfall's host parts, eager µs): the host's speed moves
     them all. The waterfall's gpu and gpu_exposed parts are GPU time stored as host rows."""
     if f.mode == "host":
-        return not f.variant.rsplit(".", 1)[-1].startswith("gpu")
+        return not (f.probe == "waterfall" and f.variant.rsplit(".", 1)[-1] in ("gpu", "gpu_exposed"))
     return f.mode == "eager" and not f.on_ratio
 
 
