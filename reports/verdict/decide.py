@@ -279,28 +279,30 @@ class Model:
 
     def _loso_z(self, row: tuple, pl: pools.Pool) -> dict[str, float]:
         """Each start's mean of the row against the other starts', on components learned without it:
-        what a start new to the history does, out of sample."""
-        values, groups, workers, rounds, _ = self.rows[row]
-        starts = set(groups)
-        if len(starts) < 4:
+        what a start new to the history does, out of sample. (model.parts of the other starts, from
+        each start's sums: leaving one start out costs its starts, not its runs.)"""
+        values, groups, *_ = self.rows[row]
+        by: dict[str, list[float]] = {}
+        for x, g in zip(values, groups):
+            by.setdefault(g, []).append(x)
+        if len(by) < 4:
             return {}
+        mean = {g: sum(xs) / len(xs) for g, xs in by.items()}
+        ss = {g: sum((x - mean[g]) ** 2 for x in xs) for g, xs in by.items()}
         out = {}
-        terms = model.process_terms(workers, rounds)
-        for g in starts:
-            keep = [i for i, h in enumerate(groups) if h != g]
-            mine = [values[i] for i, h in enumerate(groups) if h == g]
-            p = model.parts([values[i] for i in keep], [groups[i] for i in keep], [], [],
-                            [terms[i] for i in keep])
+        for g in by:
+            keep = [h for h in by if h != g]
+            n, k = sum(len(by[h]) for h in keep), len(keep)
+            p = model.Parts(sum(ss[h] for h in keep) / (n - k) if n > k else 0.0, n - k)
+            mm = sum(mean[h] for h in keep) / k
+            p.vb, p.hm, p.dfb = (sum((mean[h] - mm) ** 2 for h in keep) / (k - 1),
+                                 k / sum(1.0 / len(by[h]) for h in keep), k - 1)
             sw2 = pl.moderated_w(p.sw2, p.dfw)
             sb2 = pl.between(p, sw2)
-            by: dict[str, list[float]] = {}
-            for i in keep:
-                by.setdefault(groups[i], []).append(values[i])
-            k, per = len(by), len(keep) / len(by)
-            loc = sum(sum(xs) / len(xs) for xs in by.values()) / k
-            var = sb2 + sw2 / len(mine) + (sb2 + sw2 / per) / k
+            mine = by[g]
+            var = sb2 + sw2 / len(mine) + (sb2 + sw2 / (n / k)) / k
             if var > 0:
-                out[g] = (sum(mine) / len(mine) - loc) / math.sqrt(var)
+                out[g] = (sum(mine) / len(mine) - mm) / math.sqrt(var)
         return out
 
     def kernels_of(self, row: tuple) -> str:
