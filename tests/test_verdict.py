@@ -183,6 +183,24 @@ def test_a_gpu_that_runs_kernels_apart_gets_findings_not_regressions(store):
     assert not check.regressions(target, vs)
 
 
+def test_a_whole_host_slower_is_one_host_finding_and_no_row_verdict(tmp_path):
+    """Every build-time row of the newest run +50 %: a host that ran slow, not 32 regressions."""
+    st = fresh(tmp_path)
+    t = st.runs()[-1]
+    fs = st.figures([t["id"]])[t["id"]]
+    rows = [r for r, f in fs.items() if f.mode == "host" and f.probe != "waterfall" and f.status == "ok"]
+    assert len(rows) >= 8
+    before = {f.name: f.change for f in check.check(st, t["id"])[0]["findings"] if f.kind == "host"}
+    for r in rows:
+        inject(st, t["id"], r, 1.5)
+    target, vs = check.check(st, t["id"])
+    assert not [v for v in vs if v.row in rows and v.verdict in decide.CHANGED]
+    host = [f for f in target["findings"] if f.kind == "host" and f.name == "build-time"]
+    assert host and host[0].change == pytest.approx((1 + before["build-time"]) * 1.5 - 1, rel=0.02)
+    assert host[0].status.startswith("information (the host's speed") and not check.regressions(target, vs)
+    st.close()
+
+
 def test_history_check_writes_json_and_gates_on_regressions(tmp_path, capsys):
     url = f"sqlite:///{tmp_path / 'h.db'}"
     assert cli.main(["history", "ingest", str(EXPORT), "--store", url]) == 0
