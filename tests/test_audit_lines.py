@@ -635,7 +635,8 @@ def test_the_samplers_own_time_is_charged_to_no_line_and_not_read_as_overhead():
     tries = sorted((attempt() for _ in range(3)), key=lambda a: a[0])
     gap, s, rows = tries[1]
     assert s["overhead"] < 0.5, s
-    assert gap <= 0.25, [(a[0], a[1]["overhead"]) for a in tries]
+    # the failure this guards against read +155 %; two loaded cores put the sum 20-32 % off alone
+    assert gap <= 0.35, [(a[0], a[1]["overhead"]) for a in tries]
     deep = rows[f"{HERE}:{steps.line_of('deep-execute')}"]
     assert [c["callee"] for c in deep["callees"]][0] == "….execute()"
     assert "execute" not in vars(steps.FakeGraph) or vars(steps.FakeGraph)["execute"].__name__ == "execute"
@@ -694,6 +695,26 @@ def test_a_sync_line_never_projects_below_its_fixed_cost_and_projected_wait():
         for r in p["sync_lines"]:
             assert r["proj_us"] >= r["fixed_us"] + r["wait_proj_us"] - 1e-9
             assert r["cost_proj_us"] == pytest.approx(r["fixed_us"] + r["wait_proj_us"])
+
+
+def _median_steady(attempt, want=3, tries=6):
+    """The median attempt (by its first item, the miss) of `want` attempts that timed their steps in
+    a steady state: each attempt's last item says so (its rounds within 10 % of each other). A
+    2-core CI box shares its cores with other tests; an attempt timed through a burst of their load
+    is taken again, up to `tries` in all (then the median of every attempt)."""
+    done = []
+    for _ in range(tries):
+        done.append(attempt())
+        steady = [a for a in done if a[-1]]
+        if len(steady) >= want:
+            break
+    pool = sorted(steady if len(steady) >= want else done, key=lambda a: a[0])
+    return pool[len(pool) // 2], done
+
+
+def _steady(*series) -> bool:
+    from cudnn_hostbench.bench.measure.stats import relative_spread
+    return all((relative_spread(xs) or 0.0) <= 0.10 for xs in series)
 
 
 def each_us(fn, n=400):
@@ -760,14 +781,13 @@ def test_projection_of_a_synced_step_on_cpu_lands_on_the_fixed_step(tmp_path):
         p = r.projection
         assert "views" in {f.rule for f in r.findings} and p["sync_lines"][0]["line"] == sync_line
         assert p["syncs"][0]["wait_proj_us"] > p["syncs"][0]["wait_us"]   # a faster host waits longer
-        return abs(audit_lines.against(p, fixed)), fixed, trap, r, run, modes, s
+        return (abs(audit_lines.against(p, fixed)), fixed, trap, r, run, modes, s,
+                _steady([x[0] for x in rounds], [x[1] for x in rounds]))
 
-    # Three independent attempts, each timed beside its own sampling and timeline (a 2-core CI box
-    # shares its cores with other tests); the median attempt must hold.
-    tries = sorted((attempt() for _ in range(3)), key=lambda t: t[0])
-    miss, fixed, trap, r, run, modes, s = tries[1]
+    # each attempt timed beside its own sampling and timeline; the median steady one must hold
+    (miss, fixed, trap, r, run, modes, s, _), done = _median_steady(attempt)
     p = r.projection
-    assert miss <= 0.15, [(t[0], t[3].projection["projected_us"], t[1], t[2]) for t in tries]
+    assert miss <= 0.15, [(t[0], t[3].projection["projected_us"], t[1], t[2], t[-1]) for t in done]
     host_only = p["base_us"] - (p["host_now_us"] - p["host_proj_us"])
     assert host_only / fixed - 1 < -0.15                                # the host's time taken off, the wait kept
     text = audit_report.render_text(r)
@@ -793,21 +813,23 @@ def test_projection_of_a_library_op_step_on_cpu_lands_on_the_direct_call(tmp_pat
     c = audit_count.count_step(steps.op_step, 10, cudnn=None, torch=torch, device_type="cpu")
     assert c["dispatcher_calls"] == 2 and c["op_calls"] == {"hostbench_test::lin_relu (dispatcher)": 2.0}
     ops = {f"{HERE}:{steps.line_of(m)}" for m in ("op-1", "op-2")}
-    # Three independent attempts, each timing trap and fixed right beside its own sampling: a 2-core
-    # CI box shares its cores with other tests, and one attempt can time the step in another load
-    # than it sampled it. The median attempt must hold.
-    misses = []
-    for _ in range(3):
+    # each attempt times trap and fixed right beside its own sampling; the median steady one must hold
+    def attempt():
         rounds = [(each_us(steps.op_step), each_us(steps.op_step_fixed)) for _ in range(5)]
         trap, fixed = (statistics.median(r[i] for r in rounds) for i in (0, 1))
-        assert trap > 1.2 * fixed                                       # the dispatcher: a third of the step
         s = sampler.sample_step(steps.op_step, lambda: None, trap)
         modes = {"eager": {"median": trap}, "loop": {"median": trap}}
         r = _repriced(audit.price(_report(modes=modes, counts=c, sampling=s, timeline={}, kernels=[]), None), run, tmp_path)
         p = r.projection
-        assert "dispatcher" in {f.rule for f in r.findings} and ops <= set(p["reduced"]), (p, r.sampling["verdict"], trap)
-        misses.append((abs(audit_lines.against(p, fixed)), p["projected_us"], fixed, trap))
-    assert sorted(misses)[1][0] <= 0.15, misses
+        split = "dispatcher" in {f.rule for f in r.findings} and ops <= set(p["reduced"])
+        # a sampling pass starved of samples by another test's load splits no line: taken again
+        return (abs(audit_lines.against(p, fixed)), p["projected_us"], fixed, trap, r.sampling["verdict"],
+                split, split and _steady([x[0] for x in rounds], [x[1] for x in rounds]))
+
+    (miss, _, fixed, trap, verdict, split, _), done = _median_steady(attempt)
+    assert split, (verdict, done)                                       # the op lines lose their dispatcher time
+    assert trap > 1.2 * fixed, done                                     # the dispatcher: a third of the step
+    assert miss <= 0.15, done
 
 
 def test_the_plain_loop_is_shown_beside_eager_and_a_gap_is_explained():
