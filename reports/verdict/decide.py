@@ -279,30 +279,22 @@ class Model:
 
     def _loso_z(self, row: tuple, pl: pools.Pool) -> dict[str, float]:
         """Each start's mean of the row against the other starts', on components learned without it:
-        what a start new to the history does, out of sample. (model.parts of the other starts, from
-        each start's sums: leaving one start out costs its starts, not its runs.)"""
+        what a start new to the history does, out of sample."""
         values, groups, *_ = self.rows[row]
-        by: dict[str, list[float]] = {}
-        for x, g in zip(values, groups):
-            by.setdefault(g, []).append(x)
+        by = model.group_sums(values, groups)
         if len(by) < 4:
             return {}
-        mean = {g: sum(xs) / len(xs) for g, xs in by.items()}
-        ss = {g: sum((x - mean[g]) ** 2 for x in xs) for g, xs in by.items()}
         out = {}
-        for g in by:
-            keep = [h for h in by if h != g]
-            n, k = sum(len(by[h]) for h in keep), len(keep)
-            p = model.Parts(sum(ss[h] for h in keep) / (n - k) if n > k else 0.0, n - k)
-            mm = sum(mean[h] for h in keep) / k
-            p.vb, p.hm, p.dfb = (sum((mean[h] - mm) ** 2 for h in keep) / (k - 1),
-                                 k / sum(1.0 / len(by[h]) for h in keep), k - 1)
+        for g, (n_g, mean_g, _) in by.items():
+            keep = {h: v for h, v in by.items() if h != g}
+            p = model.one_way(keep)
+            n, k = p.dfw + len(keep), len(keep)
+            loc = sum(m for _, m, _ in keep.values()) / k
             sw2 = pl.moderated_w(p.sw2, p.dfw)
             sb2 = pl.between(p, sw2)
-            mine = by[g]
-            var = sb2 + sw2 / len(mine) + (sb2 + sw2 / (n / k)) / k
+            var = sb2 + sw2 / n_g + (sb2 + sw2 / (n / k)) / k
             if var > 0:
-                out[g] = (sum(mine) / len(mine) - mm) / math.sqrt(var)
+                out[g] = (mean_g - loc) / math.sqrt(var)
         return out
 
     def kernels_of(self, row: tuple) -> str:
@@ -740,8 +732,11 @@ def _finding_state(md: Model, after: list[dict], fd: Finding, q: float = Q) -> N
     """A finding of a GPU new to the history becomes a regression once a run of another start shows it
     too: the same way, and past the level q on its own (a replication); the first later run of
     another start, or for the newest run the newest earlier one."""
-    if fd.scale == "same GPU" or fd.kind == "host":
-        fd.state = "own GPU" if fd.kind != "host" else "this host"
+    if fd.kind == "host":
+        fd.state = "this host"
+        return
+    if fd.scale == "same GPU":
+        fd.state = "own GPU"
         return
     me = model.start_of(md.target)
     others = [r for r in after if model.start_of(r) != me and r["id"] in md.figs][:1]

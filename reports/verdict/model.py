@@ -133,7 +133,7 @@ LEVELS = (
     ("block", is_eager_ratio, lambda f: f"{f.probe} {f.size} {f.host_state}", KERNEL_ROWS),
     # a VM's vCPU runs a whole run fast or slow: every row in host µs moves with it (H200, a slow-host
     # start: eight build-time rows of four probes +41 to +77 % together)
-    ("host", is_host_row, lambda f: host_key(f), KERNEL_ROWS),
+    ("host", is_host_row, host_key, KERNEL_ROWS),
 )
 
 
@@ -225,23 +225,36 @@ def process_terms(workers: list[list[float]], rounds: list[float]) -> list[tuple
     return out
 
 
-def parts(values: list[float], groups: list[str], workers: list[list[float]], rounds: list[float],
-          terms: list[tuple[float | None, int, float]] | None = None) -> Parts:
-    """One-way random effects by start (method of moments, unbalanced: harmonic group size), and the
-    process component from the workers' spread; `rounds` scales an eager worker's variance to one round.
-    `terms` (process_terms of the same runs) saves recomputing them when runs are left out in turn."""
+def group_sums(values: list[float], groups: list[str]) -> dict[str, tuple[int, float, float]]:
+    """Each start's (runs, mean, sum of squares about its mean), starts in order of first appearance."""
     by: dict[str, list[float]] = {}
     for v, g in zip(values, groups):
         by.setdefault(g, []).append(v)
-    means = [sum(xs) / len(xs) for xs in by.values()]
-    ssw = sum(sum((x - m) ** 2 for x in xs) for xs, m in zip(by.values(), means))
-    n, k = len(values), len(by)
-    p = Parts(ssw / (n - k) if n > k else 0.0, n - k)
+    out = {}
+    for g, xs in by.items():
+        m = sum(xs) / len(xs)
+        out[g] = (len(xs), m, sum((x - m) ** 2 for x in xs))
+    return out
+
+
+def one_way(by: dict[str, tuple[int, float, float]]) -> Parts:
+    """One-way random effects by start (method of moments, unbalanced: harmonic group size) from
+    each start's group_sums: leaving one start out costs its starts, not its runs."""
+    n, k = sum(c for c, _, _ in by.values()), len(by)
+    p = Parts(sum(ss for *_, ss in by.values()) / (n - k) if n > k else 0.0, n - k)
     if k >= 2:
-        mm = sum(means) / k
-        p.vb, p.hm, p.dfb = sum((m - mm) ** 2 for m in means) / (k - 1), k / sum(1.0 / len(xs) for xs in by.values()), k - 1
+        mm = sum(m for _, m, _ in by.values()) / k
+        p.vb, p.hm, p.dfb = (sum((m - mm) ** 2 for _, m, _ in by.values()) / (k - 1),
+                             k / sum(1.0 / c for c, _, _ in by.values()), k - 1)
         p.sb2 = max(0.0, p.vb - p.sw2 / p.hm)
-    terms = process_terms(workers, rounds) if terms is None else terms
+    return p
+
+
+def parts(values: list[float], groups: list[str], workers: list[list[float]], rounds: list[float]) -> Parts:
+    """One-way random effects by start (one_way), and the process component from the workers'
+    spread; `rounds` scales an eager worker's variance to one round."""
+    p = one_way(group_sums(values, groups))
+    terms = process_terms(workers, rounds)
     each = [e for e, _, _ in terms if e is not None]
     p.sp2, p.dfp = (statistics.median(each), sum(d for e, d, _ in terms if e is not None)) if each else (0.0, 0)
     p.hist_c = sum(c for *_, c in terms) / len(terms) if terms else 1.0
