@@ -110,12 +110,14 @@ def compare(base: Run, new: Run, threshold: float | None = None, alpha: float = 
     rows = []
     for key in keys:
         ra, rb = a.get(key), b.get(key)
+        one = ra or rb
+        assert one is not None   # every key comes from a or b
         row = dict(zip(("probe", "variant", "size", "mode"), key))
-        row.update(unit=(ra or rb).unit, base=float("nan"), new=float("nan"), change=float("nan"),
+        row.update(unit=one.unit, base=float("nan"), new=float("nan"), change=float("nan"),
                    p=float("nan"), n_base=len(ra.samples) if ra else 0,
                    n_new=len(rb.samples) if rb else 0, note="", base_abs=float("nan"), new_abs=float("nan"))
         if ra is None or rb is None:
-            r = ra or rb
+            r = one
             row["verdict"] = "REMOVED" if rb is None else "ADDED"
             if r.ok:
                 row["base" if rb is None else "new"] = r.summary().median

@@ -95,7 +95,7 @@ class Parent:
         eager = "eager" in self.modes
         cut: dict = {}
         # replication first: every eager row on at least MIN_PROCESSES processes of one host state
-        tops = []
+        tops: list = []
         while eager and runs and len(tops) < MAX_TOP_UPS:
             # a host stuck in its slow state: replication only (headline blocks timed fast wait for it)
             slow = self._host_mostly_slow()

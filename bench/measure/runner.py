@@ -56,8 +56,8 @@ class Session:
         self.records: dict = {}
         self._cases: dict = {}
         self._plans: dict = {}    # (probe, variant, size) -> (declared plan rule, plan run)
-        self._ctx = None
-        self.ctx_error = None
+        self._ctx: GpuContext | None = None
+        self.ctx_error: str | None = None
         self.fingerprint: dict = {}
         self.writer = records.JsonlWriter(self.out_dir / "records.jsonl")
         self.t0 = time.perf_counter()
@@ -183,7 +183,7 @@ class Session:
 
     def _build(self, probe, size, key, gpu) -> dict:
         names = [v.name for v in probe.variants]
-        good = {}
+        good: dict = {}
         try:
             ctx = probe.context(gpu)
             built = probe.build(ctx, size)

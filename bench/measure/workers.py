@@ -52,8 +52,8 @@ def truly_fast(r: Record, floor: float | None, tol: float = TOL) -> bool:
     """An eager record timed in the fast state by the run's floor (the lowest any worker learned),
     not only by the higher floor its own worker knew when it timed it: a first worker can learn a
     floor above the run's and keep slow cycles as fast (docs/measurements.md, 2026-11-29 22:42)."""
-    return (r.mode == "eager" and r.host_state == "fast" and bool(floor) and r.sentinel_us is not None
-            and r.sentinel_us <= floor * (1 + tol))
+    return (r.mode == "eager" and r.host_state == "fast" and floor is not None and floor > 0
+            and r.sentinel_us is not None and r.sentinel_us <= floor * (1 + tol))
 
 
 def figure_state(states: list[str]) -> str:
@@ -99,7 +99,9 @@ def merge_records(per_worker: list[list[Record]], host_unstable: bool = False) -
         m.host_state = state
         m.samples, m.workers, ratios = [], [], []
         disc: dict = {}
-        sentinels, clocks, names = [], [], {}
+        sentinels: list = []
+        clocks: list = []
+        names: dict = {}
         for i, r in ok:
             base = index[i - 1].get((r.probe, r.baseline, r.size, r.mode)) if r.baseline else None
             rv = _ratio_values(r, base) if r.variant != r.baseline else []
