@@ -25,7 +25,7 @@ from cudnn_hostbench.reports import dashboard, store
 from cudnn_hostbench.reports.history import check, db, ingest
 from cudnn_hostbench.scripts import pg_server
 from cudnn_hostbench.scripts.cli import alias
-from cudnn_hostbench.scripts.scratch import scratch
+from cudnn_hostbench.scripts.scratch import scratch, stop_requested
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPORT = ROOT / "reports" / "reference" / "h200" / "history.hbx.jsonl.gz"
@@ -71,6 +71,8 @@ def bench(url: str, n: int, out: Path) -> dict:
         figures = 0
         counter = Counter(f"history-bench: {st.shown}: ingesting run", n)   # a terminal only
         for i, (meta, figs) in enumerate(synthetic(n)):
+            if stop_requested():               # a signal whose KeyboardInterrupt was swallowed
+                raise KeyboardInterrupt("signal")
             st.ingest(meta, figs)
             figures += len(figs)
             if (i + 1) % 10 == 0 or i + 1 == n:

@@ -333,21 +333,28 @@ def test_projection_on_cpu_lands_on_the_fixed_step(tmp_path):
 
     for fn in (steps.keyed_step, steps.keyed_step_fixed, view, key):
         loop_us(fn, 200)
-    rounds = [tuple(loop_us(fn, 2000) for fn in (steps.keyed_step, steps.keyed_step_fixed, lambda: None, view, key))
-              for _ in range(7)]
-    trap, fixed, reuse, new_view, cache_key = (statistics.median(r[i] for r in rounds) for i in range(5))
-    recs = [Record("churn", v, "256", "eager", samples=[x] * 5)
-            for v, x in (("reuse", reuse), ("new_view", new_view), ("cache_key", cache_key))]
-    run = load_run(write_run(tmp_path / "run.json", run_document(recs, {})))
     c = audit_count.count_step(steps.keyed_step, 10, cudnn=None, torch=torch, device_type="cpu")
-    s = sampler.sample_step(steps.keyed_step, lambda: None, trap)
-    r = audit.price(_report(modes={"eager": {"median": trap}}, counts=c, sampling=s), run)
+    work = f"{HERE}:{steps.line_of('work')}"
+
+    def attempt():
+        rounds = [tuple(loop_us(fn, 2000) for fn in (steps.keyed_step, steps.keyed_step_fixed, lambda: None, view, key))
+                  for _ in range(7)]
+        trap, fixed, reuse, new_view, cache_key = (statistics.median(r[i] for r in rounds) for i in range(5))
+        recs = [Record("churn", v, "256", "eager", samples=[x] * 5)
+                for v, x in (("reuse", reuse), ("new_view", new_view), ("cache_key", cache_key))]
+        run = load_run(write_run(tmp_path / "run.json", run_document(recs, {})))
+        s = sampler.sample_step(steps.keyed_step, lambda: None, trap)
+        r = audit.price(_report(modes={"eager": {"median": trap}}, counts=c, sampling=s), run)
+        return (abs(audit_lines.against(r.projection, fixed)), r, r.projection["projected_us"], fixed, trap,
+                _steady([x[0] for x in rounds], [x[1] for x in rounds]))
+
+    # the median steady attempt: on 2 cores 3 single passes in 9 missed the band (+31, +37 % where read)
+    (miss, r, *_), done = _median_steady(attempt)
     assert {"views", "metadata"} <= {f.rule for f in r.findings}
     p = r.projection
-    work = f"{HERE}:{steps.line_of('work')}"
     assert set(p["dropped"]) == {f"{HERE}:{steps.line_of('key')}", f"{HERE}:{steps.line_of('views')}"}
     assert work in p["reduced"]          # its index view goes, the matmul stays
-    assert abs(audit_lines.against(p, fixed)) <= CPU_BAND, (p["projected_us"], fixed, trap)
+    assert miss <= CPU_BAND, [(a[0], *a[2:]) for a in done]
 
 
 def test_lines_that_do_not_sum_to_the_step_say_why():

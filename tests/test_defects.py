@@ -175,6 +175,32 @@ def test_history_bench_killed_leaves_no_temporary_store(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_swallowed_interrupt_still_ends_the_command_and_its_folder(tmp_path):
+    """CI (oldest versions): `history-bench` SIGTERMed mid-ingest still ran 60 s later; the
+    KeyboardInterrupt of a signal raised inside a __del__ or a callback is printed and lost."""
+    code = ("import time\n"
+            "from cudnn_hostbench.scripts import scratch as s\n"
+            "s.GRACE_S = 0.5\n"
+            "with s.scratch('hostbench-t-') as f:\n"
+            "    print(f, flush=True)\n"
+            "    while True:\n"
+            "        try:\n"
+            "            time.sleep(0.01)\n"
+            "        except KeyboardInterrupt:\n"
+            "            pass\n")
+    p = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "TMPDIR": str(tmp_path)},
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        folder = Path(p.stdout.readline().strip())
+        assert folder.is_dir()
+        p.send_signal(signal.SIGTERM)
+        err = p.communicate(timeout=30)[1]
+    finally:
+        p.kill()
+    assert p.returncode == 130 and "still unwinding after 0.5 s, ended" in err, err
+    assert not folder.exists() and list(tmp_path.iterdir()) == []
+
+
 def test_bench_sh_installs_into_a_folder_of_its_own():
     text = (ROOT / "scripts" / "bench.sh").read_text()
     assert "/tmp/hb-" not in text and "mktemp -d" in text and "trap 'rm -rf" in text
