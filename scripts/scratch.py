@@ -18,18 +18,16 @@ from pathlib import Path
 
 GRACE_S = 10.0
 _live: set[Path] = set()
-_stop = threading.Event()                      # set by the first signal
-_timer: list[threading.Timer] = []
+_timer: list[threading.Timer] = []             # armed by the first signal
 
 
 def stop_requested() -> bool:
     """A signal came while a folder was live: long loops check this, in case its exception was lost."""
-    return _stop.is_set()
+    return bool(_timer)
 
 
 def _interrupt(signum, frame):
-    if not _stop.is_set():
-        _stop.set()
+    if not _timer:
         t = threading.Timer(GRACE_S, _end, (signum,))
         t.daemon = True
         t.start()
@@ -66,4 +64,3 @@ def scratch(prefix: str):
             for t in _timer:
                 t.cancel()
             _timer.clear()
-            _stop.clear()

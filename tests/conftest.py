@@ -157,9 +157,10 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
     want = config.getoption("--hb-timed")
     if want != "all":
-        timed = [item for item in items if any(_named(item.nodeid, e) for e in TIMED)]
-        keep = timed if want == "only" else [item for item in items if item not in timed]
-        dropped = [item for item in items if item not in keep]
+        is_timed = [any(_named(item.nodeid, e) for e in TIMED) for item in items]
+        timed = [item for item, t in zip(items, is_timed) if t]
+        rest = [item for item, t in zip(items, is_timed) if not t]
+        keep, dropped = (timed, rest) if want == "only" else (rest, timed)
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = keep
