@@ -227,12 +227,20 @@ def test_jobs_run_one_per_gpu_at_a_time_and_a_failure_stays_its_own():
 
 # -- the version matrix in parallel ------------------------------------------------------------------
 
+# Each version marks its start beside the probe file and waits (up to 60 s) for the other version's
+# mark: run in parallel both pass at once; run one after the other, the first waits out its 60 s
+# alone and the spans cannot overlap. Start-up times on a loaded CI host do not matter.
 PROBE = '''
 import json, os, time, cudnn
+from pathlib import Path
 
 def test_where(benchmark):
+    here = Path(__file__).resolve().parent
     t0 = time.time()
-    time.sleep(1.5)
+    (here / f"started-{cudnn.__version__}").write_text("")
+    while len(list(here.glob("started-*"))) < 2 and time.time() - t0 < 60:
+        time.sleep(0.05)
+    time.sleep(0.2)
     where = {"gpu": os.environ.get("CUDA_VISIBLE_DEVICES"), "cpus": sorted(os.sched_getaffinity(0)),
              "nvls": os.environ.get("NCCL_NVLS_ENABLE"), "span": [t0, time.time()], "fe": cudnn.__version__}
     benchmark.extra_info.update(probe="fake", variant="torch_mm", size="256", mode="graph", note=json.dumps(where))
