@@ -673,6 +673,27 @@ def test_a_sync_waits_longer_when_the_host_gets_faster():
     assert cut["wait_proj_us"] == pytest.approx(45.0)
 
 
+def test_a_wait_inside_the_drained_syncs_spread_is_no_wait():
+    """Issue 39, an unseen step on the H200: its sync ran 0.04 µs past its drained cost, read as a
+    device busy right up to the sync; with the host 41 % faster that projected a 9.1 µs wait, and
+    the hand-fixed step waited 0.0. A wait within the drained syncs' IQR is none."""
+    from cudnn_hostbench.bench.audit import timeline
+    seg = _segments(host_us=115.0, sync_us=12.296, fixed_us=12.252)
+    old = timeline.project_syncs(seg, 22.1, 115.0, 67.6)[0]             # an audit.json without the spread
+    assert old["wait_proj_us"] == pytest.approx(9.1, abs=0.1)
+    quiet = timeline.project_syncs([dict(seg[0], noise_us=0.3)], 22.1, 115.0, 67.6)[0]
+    assert quiet["wait_us"] == 0 and quiet["wait_proj_us"] == 0        # the device is done long before
+    # a wait past the spread still counts, and still grows as the host gets faster
+    busy = timeline.project_syncs(_segments(noise_us=0.3), 100.0, 40.0, 10.0)[0]
+    assert busy["wait_us"] == pytest.approx(65.0) and busy["wait_proj_us"] > 65.0
+
+
+def test_the_timeline_records_the_drained_syncs_spread():
+    from cudnn_hostbench.bench.audit import timeline
+    assert timeline._iqr([1.0, 2.0, 3.0]) == 0.0                         # too few to say
+    assert timeline._iqr([10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0, 17.0]) > 0
+
+
 def test_a_sync_line_never_projects_below_its_fixed_cost_and_projected_wait():
     """The invariant, over random timelines and lines: a sync line's projected cost ≥ its syncs'
     fixed cost + projected wait, and a sync's projected wait never shrinks as the host gets faster."""

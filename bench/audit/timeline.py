@@ -129,10 +129,26 @@ def measure(step, step_us: float | None, *, torch=None, device_type: str = "cuda
     if not shape or not all(host) or not all(fixed) or len(keep) < SAME * len(natural):
         return {"error": "the step's syncs differ from step to step: no timeline", "steps": steps}
     segs = [{"line": ln, "sync": n, "host_us": statistics.median(host[k]), "sync_us": statistics.median(own[k]),
-             "fixed_us": min(statistics.median(fixed[k]), statistics.median(own[k]))}
+             "fixed_us": min(statistics.median(fixed[k]), statistics.median(own[k])), "noise_us": _iqr(fixed[k])}
             for k, (ln, n) in enumerate(shape)]
     return {"segments": segs, "steps": len(keep), "syncs_per_step": len(shape),
             "step_us": sum(s["host_us"] + s["sync_us"] for s in segs)}
+
+
+def _iqr(xs: list) -> float:
+    if len(xs) < 4:
+        return 0.0
+    q = statistics.quantiles(xs, n=4)
+    return q[2] - q[0]
+
+
+def waited(s: dict) -> float:
+    """A sync's wait now: its own time past its fixed cost, counted only beyond the drained syncs'
+    own spread (IQR, `noise_us`). A wait inside it is noise: read as a device that ran busy right up
+    to the sync, it projected a wait the fixed step never paid (an unseen step on the H200: +0.04 µs
+    now became 9.1 projected; its hand-fixed step waited 0.0). Older audits carry no spread: as before."""
+    w = s["sync_us"] - s["fixed_us"]
+    return w if w > (s.get("noise_us") or 0.0) else 0.0
 
 
 def project_syncs(segments, device_us: float | None, host_now_us: float, host_proj_us: float,
@@ -143,7 +159,7 @@ def project_syncs(segments, device_us: float | None, host_now_us: float, host_pr
     if not segments:
         return []
     r = max(0.0, host_proj_us / host_now_us) if host_now_us > 0 else 1.0
-    waits = [max(0.0, s["sync_us"] - s["fixed_us"]) for s in segments]
+    waits = [waited(s) for s in segments]
     hosts = [max(0.0, s["host_us"]) for s in segments]
     spare = max(0.0, (device_us or 0.0) - sum(waits))
     total_h = sum(hosts)
