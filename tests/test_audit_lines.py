@@ -688,6 +688,17 @@ def test_a_wait_inside_the_drained_syncs_spread_is_no_wait():
     assert busy["wait_us"] == pytest.approx(65.0) and busy["wait_proj_us"] > 65.0
 
 
+def test_a_shrinking_wait_never_goes_below_zero_on_a_sync_line():
+    """Issue 39, an unseen step on the H200: its sync, sampled below its timeline figure, lost the
+    wait the removed copy kernels had caused in real µs and projected 12.2 fixed + -5.0 wait."""
+    segs = [{"line": "x.py:30", "sync": ".item()", "host_us": 150.0, "sync_us": 98.5, "fixed_us": 12.2}]
+    for k_now in (20.0, 60.0, 98.5, 150.0):          # the sync line's sampled µs, below and above the timeline's
+        out = audit_lines.sync_projection(segs, 220.0, 150.0, 40.0, 160.0, {"x.py:30": k_now}, {}, {}, 1.0)
+        row = out["sync_lines"][0]
+        assert row["wait_proj_us"] >= 0 and row["cost_proj_us"] >= row["fixed_us"], (k_now, row)
+        assert row["wait_proj_us"] <= row["wait_us"] + 1e-9        # the device work left is less than before
+
+
 def test_the_timeline_records_the_drained_syncs_spread():
     from cudnn_hostbench.bench.audit import timeline
     assert timeline._iqr([1.0, 2.0, 3.0]) == 0.0                         # too few to say

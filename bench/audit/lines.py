@@ -396,7 +396,10 @@ def sync_projection(segments, device_us, host_now: float, host_proj: float, cut_
             # what the projection adds to the wait is device work in real µs, not in the sampled
             # rounds' units: scaled, a sync the timeline read near zero (a host-bound step) made the
             # added wait k times too long (CPU test, a 2.5 µs sync sampled at 20: +380 %)
-            fixed, wait, wait_p = fixed * k, wait * k, wait * k + (wait_p - wait)
+            # a wait that shrinks (the fixes remove device work it waited for, a transpose copy) stops
+            # at zero: a sync sampled below its timeline figure projected a negative wait (H200, an
+            # unseen step: 12.2 fixed + -5.0)
+            fixed, wait, wait_p = fixed * k, wait * k, max(0.0, wait * k + (wait_p - wait))
             row.update(fixed_us=fixed, wait_us=wait, wait_proj_us=wait_p, cost_proj_us=fixed + wait_p)
         else:     # no timeline (an audit from before it, or a sync the pass did not see): kept as sampled
             row.update(fixed_us=None, wait_us=None, wait_proj_us=None, cost_proj_us=now * scale)
