@@ -726,7 +726,8 @@ def test_examples_expose_make_step():
     pytest.importorskip("cudnn")
     for name in ("naive_integration", "fixed_integration", "mixed_integration", "custom_op_integration",
                  "direct_op_integration", "sync_check_integration", "sync_check_fixed_integration",
-                 "library_op_integration", "library_op_fixed_integration"):
+                 "library_op_integration", "library_op_fixed_integration", "scheduler_integration",
+                 "scheduler_fixed_integration", "attn_proj_integration", "attn_proj_fixed_integration"):
         assert callable(target.load_factory(f"{ROOT}/examples/{name}.py:make_step"))
 
 

@@ -532,10 +532,11 @@ REF = ROOT / "reports" / "reference" / "h200"
 # (example with findings, its fixed version): the projection of the first against the second's measured step
 # A pair that misses the 15 % target on the committed audits stays a strict xfail, so the day it holds
 # the mark must go (issue 39 stays open; docs/measurements.md, 2026-12-02 10:40 entry)
-MISSED: dict = {}   # pair -> why its committed projection misses (a strict xfail): none on start B
+MISSED: dict = {}   # pair -> why its committed projection misses (a strict xfail): none
 PAIRS = [pytest.param(t, f, marks=pytest.mark.xfail(reason=MISSED[t], strict=True)) if t in MISSED else (t, f)
          for t, f in [("audit-naive", "audit-fixed"), ("audit-custom-op", "audit-direct-op"),
-                      ("audit-sync-check", "audit-sync-check-fixed"), ("audit-library-op", "audit-library-op-fixed")]]
+                      ("audit-sync-check", "audit-sync-check-fixed"), ("audit-library-op", "audit-library-op-fixed"),
+                      ("audit-scheduler", "audit-scheduler-fixed"), ("audit-attn-proj", "audit-attn-proj-fixed")]]
 SAMPLED = [d for d in sorted(REF.glob("audit-*")) if json.loads((d / "audit.json").read_text()).get("sampling")]
 PENDING = ("no sampled H200 audit of this pair committed yet: `scripts/audit_examples.sh reports/reference/h200 "
            "reports/reference/h200/run.json` on an H200 measures them")
