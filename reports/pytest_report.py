@@ -45,9 +45,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                                     f"{run.fingerprint['cudnn_error']}", red=True)
     cal = run.fingerprint.get("calibration_us", {})
     if cal.get("after_over_before", 1) > 1.2:
-        terminalreporter.write_line(
-            f"note: host calibration after the profiler phase is {cal['after_over_before']:.2f}x slower "
-            "than before it; host figures were all taken before it")
+        from cudnn_hostbench.reports import fit
+        note = (f"note: host calibration after the profiler phase is {cal['after_over_before']:.2f}x slower "
+                "than before it; host figures were all taken before it")
+        terminalreporter.write_line(note if wide else "\n".join(fit.wrap(note, fit.term_width(), hang="  ")))
 
 
 def store_url_for(path) -> str | None:

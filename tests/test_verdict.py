@@ -11,7 +11,7 @@ import pytest
 from cudnn_hostbench.reports.history import check, db
 from cudnn_hostbench.reports.verdict import calibrate, decide, model, pool, validate
 from cudnn_hostbench.scripts import cli
-from tests.history_store import EXPORT, fresh, inject
+from tests.history_store import EXPORT, RUNS, fresh, inject
 
 
 def fig(probe="p", variant="v", size="256", mode="device", value=10.0, workers=None, kernels="k1", us=None,
@@ -184,9 +184,10 @@ def test_a_gpu_that_runs_kernels_apart_gets_findings_not_regressions(store):
 
 
 def test_a_whole_host_slower_is_one_host_finding_and_no_row_verdict(tmp_path):
-    """Every build-time row of the newest run +50 %: a host that ran slow, not 32 regressions."""
+    """Every build-time row of a run +50 %: a host that ran slow, not 32 regressions. The run: the
+    first of a start new to the history (2026-12-02 10:40), judged on the fleet's host spread."""
     st = fresh(tmp_path)
-    t = st.runs()[-1]
+    t = next(r for r in st.runs() if str(r["started_at"]).startswith("2026-12-02T10:40"))
     fs = st.figures([t["id"]])[t["id"]]
     rows = [r for r, f in fs.items() if f.mode == "host" and f.probe != "waterfall" and f.status == "ok"]
     assert len(rows) >= 8
@@ -208,12 +209,12 @@ def test_history_check_writes_json_and_gates_on_regressions(tmp_path, capsys):
     assert cli.main(["history", "check", "latest", "--store", url, "--json", str(out),
                      "--fail-on-regression", "any"]) == 0
     doc = json.loads(out.read_text())
-    assert doc["run"]["id"] == 66 and len(doc["verdicts"]) == 727
+    assert doc["run"]["id"] == RUNS and len(doc["verdicts"]) == 727
     assert {"z", "p", "mdc", "scale", "verdict"} <= set(doc["verdicts"][0])
     assert all(f["kind"] in ("machine", "kernel", "gpu block", "block", "host", "variant") for f in doc["findings"])
     capsys.readouterr()
     assert cli.main(["history", "check", "latest", "--store", url, "--json", "-"]) == 0
-    assert json.loads(capsys.readouterr().out)["run"]["id"] == 66
+    assert json.loads(capsys.readouterr().out)["run"]["id"] == RUNS
     assert cli.main(["history", "check", "latest", "--store", url, "--json", str(tmp_path / "no" / "x.json")]) == 2
 
 

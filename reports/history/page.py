@@ -269,6 +269,7 @@ def render(store: db.Store, title: str, last: int = 100, errors=(), generated: s
     env.filters["pct"] = _pct
     env.filters["fig"] = lambda v: _fig_text(v.value, v.unit)
     env.filters["json"] = lambda x: json.dumps(x)
+    env.filters["mdc"] = check.mdc_text        # past 1,000 %: "> 1000 %", as the check prints it
     # a run's file as the page's reader finds it: inside its repository, not this machine's path
     env.filters["shown_path"] = lambda p: where.repo_relative(p) or p
     return env.get_template("dashboard.html.j2").render(
