@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from cudnn_hostbench.bench.measure import records, trust
+from cudnn_hostbench.reports import fit
 
 
 @pytest.hookimpl(trylast=True)   # after pytest-benchmark's group tables: the answer comes last
@@ -35,7 +36,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         if trust.time_text(run):
             terminalreporter.write_line(trust.time_text(run))
     else:
-        from cudnn_hostbench.reports import fit
         terminalreporter.write_line("\n".join(trust.summary_lines(run, fit.term_width())))
     terminalreporter.write_line(table.render_text(table.build_table(run), wide=wide))
     terminalreporter.write_line(f"run file: {path}  (table.csv, table.md beside it)")
@@ -45,7 +45,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                                     f"{run.fingerprint['cudnn_error']}", red=True)
     cal = run.fingerprint.get("calibration_us", {})
     if cal.get("after_over_before", 1) > 1.2:
-        from cudnn_hostbench.reports import fit
         note = (f"note: host calibration after the profiler phase is {cal['after_over_before']:.2f}x slower "
                 "than before it; host figures were all taken before it")
         terminalreporter.write_line(note if wide else "\n".join(fit.wrap(note, fit.term_width(), hang="  ")))

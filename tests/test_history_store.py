@@ -19,12 +19,11 @@ from sqlalchemy import text
 from cudnn_hostbench.reports.history import db, ingest
 from cudnn_hostbench.scripts import cli
 from tests.helpers import write_synthetic_run
-from tests.history_store import RUNS  # runs in the committed export (docs/history.md says which)
+from tests.history_store import EXPORT, RUNS  # the committed export; RUNS: its runs (docs/history.md)
 
 pytest_plugins = ["tests.pg_server"]   # the pg_server and store_url fixtures
 
 ROOT = Path(__file__).resolve().parents[1]
-EXPORT = ROOT / "reports" / "reference" / "h200" / "history.hbx.jsonl.gz"
 
 
 def hb(*args: str) -> int:

@@ -30,6 +30,7 @@ from collections import Counter
 
 from cudnn_hostbench.bench.audit import usercode
 from cudnn_hostbench.bench.audit.count import SYNC_METHODS, Patcher, _on_device
+from cudnn_hostbench.bench.measure import stats
 
 MIN_STEPS = 20
 TARGET_S = 0.2            # each pass runs about this long (MIN_STEPS..MAX_STEPS steps)
@@ -136,10 +137,8 @@ def measure(step, step_us: float | None, *, torch=None, device_type: str = "cuda
 
 
 def _iqr(xs: list) -> float:
-    if len(xs) < 4:
-        return 0.0
-    q = statistics.quantiles(xs, n=4)
-    return q[2] - q[0]
+    """The IQR the tables print (bench.measure.stats); 0 for fewer than 4 readings: too few to say."""
+    return (stats.summarize(xs).iqr or 0.0) if len(xs) >= 4 else 0.0
 
 
 def waited(s: dict) -> float:
