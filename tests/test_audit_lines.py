@@ -30,6 +30,7 @@ from .test_dashboard import browse, chromium  # noqa: F401 - the browser fixture
 
 ROOT = Path(__file__).resolve().parent.parent
 HERE = "tests/audit_line_steps.py"
+THIS = "tests/test_audit_lines.py"
 # a projection against its fixed step timed live on a CPU host that is noisy and flips speed (the
 # committed H200 audits are held to 15 %)
 CPU_BAND = 0.3
@@ -119,7 +120,7 @@ def test_sampler_leaves_out_rounds_in_another_host_state(monkeypatch):
     monkeypatch.setattr(sampler, "_round", round_)
     monkeypatch.setattr(sampler, "MATCH_TOL", 1.0)    # the other state here is 4-5× slower; CI hosts drift
     s = sampler.sample_step(_two_state_step, lambda: None, us, chunk_s=0.02, rounds=4)
-    extra = f"{HERE}:{_two_state_step.__code__.co_firstlineno + 2}"
+    extra = f"{THIS}:{_two_state_step.__code__.co_firstlineno + 2}"
     rows, t = _by_line(s)
     assert s["rounds_other_state"] >= 1 and s["rounds"] - s["rounds_other_state"] >= 4 and not s["state_note"], (us, s["tries"])
     assert extra not in rows
@@ -129,6 +130,51 @@ def test_sampler_leaves_out_rounds_in_another_host_state(monkeypatch):
     s = sampler.sample_step(steps.step, lambda: None, us * 100, chunk_s=0.02, rounds=2)
     assert s["rounds"] == 2 * sampler.MAX_ROUNDS_MULT and s["state_note"].startswith("no sampled round matched")
     assert "no sampled round matched" in report_lines.header(audit_lines.table(s, us * 100))
+
+
+class _FlippingHost:
+    """A HostState stand-in whose host is slow on every third pair of rounds: the sampler reads it
+    three times a pair (before, between and after its two rounds), and the slow pairs run an extra
+    line whose time the step's figure does not show (a device-bound step's plain rounds)."""
+
+    def __init__(self):
+        self.reads = 0
+
+    def read(self) -> float:
+        _STATE["slow"] = (self.reads // 3) % 3 == 1
+        self.reads += 1
+        return 2.0 if _STATE["slow"] else 1.0
+
+    def state(self, us: float) -> str:
+        return "slow" if us >= 1.4 else "fast"
+
+
+def test_sampler_matches_rounds_on_the_host_sentinel_not_the_step_time(monkeypatch):
+    """H200 start D, attn-proj (device-bound): plain rounds near the loop's figure while the host's
+    lines ran 1.6 × their fast-state figures; matched on the step's time, those rounds made the
+    projection. Matched on the sentinel, a pair in the other state stays out of the line table even
+    when its step time matches."""
+    _STATE.update(slow=False, n=0)
+    us = _alone(_two_state_step, 1000)
+    monkeypatch.setattr(sampler, "MATCH_TOL", 100.0)    # the step's time matches whatever the host did
+    s = sampler.sample_step(_two_state_step, lambda: None, us, chunk_s=0.02, rounds=4,
+                            host=_FlippingHost(), host_state="fast")
+    rows, _ = _by_line(s)
+    assert f"{THIS}:{_two_state_step.__code__.co_firstlineno + 2}" not in rows
+    assert s["rounds_host_off"] >= 1 and s["rounds_other_state"] == s["rounds_host_off"] and not s["state_note"]
+    assert s["matched_on"] == "host sentinel (fast state) and plain-round time"
+    # without the host, the same rounds all match on the step's time: the slow line is in the table
+    _STATE.update(slow=False, n=0)
+    flips = _FlippingHost()
+
+    def round_(step, n, sync, clock=time.perf_counter, real=sampler._round):
+        flips.read()      # the host flips as before; the sampler does not read it
+        return real(step, n, sync, clock)
+
+    monkeypatch.setattr(sampler, "_round", round_)
+    s = sampler.sample_step(_two_state_step, lambda: None, us, chunk_s=0.02, rounds=4)
+    assert s["rounds_other_state"] == 0 and s["matched_on"] == "plain-round time"
+    assert f"{THIS}:{_two_state_step.__code__.co_firstlineno + 2}" in _by_line(s)[0]
 
 
 def test_sampler_says_when_it_cannot_resolve_the_step():
@@ -1054,7 +1100,7 @@ def test_a_slow_step_is_sampled_over_enough_steps_that_one_sample_is_a_microseco
     sample of Python moved the projection of a 12 µs fixed step by a third."""
     seen = []
 
-    def fake_try(step, sync, steps, interval, rounds, min_s, want_us=None, timed=()):
+    def fake_try(step, sync, steps, interval, rounds, min_s, want_us=None, timed=(), host=None, want_state=""):
         seen.append(steps * rounds)
         s = sampler._Sampler()
         return {"interval_us": interval * 1e6, "steps": steps * rounds, "wall_s": 1.0, "step_us_plain": want_us,

@@ -195,7 +195,10 @@ def audit(step, *, run_file=None, rounds: int | None = None, count_steps: int = 
         counts = audit_count.count_step(step, count_steps, memory_stats=torch.cuda.memory_stats)
         sync()
         step_us = _step_us(modes)     # the sampler's rounds are plain loops: held to the loop's figure
-        sampling = _sample(step, sync, step_us)
+        # matched on the host state the figure it is held to ran in: the loop's, else the eager rounds'
+        state = (modes["loop"].get("host_state") if modes["loop"].get("median") else None) \
+            or modes["eager"].get("host_state") or ""
+        sampling = _sample(step, sync, step_us, watch.host, state)
         sync()
         timeline = _timeline(step, step_us)
         sync()
@@ -304,10 +307,10 @@ def loop_note(modes: dict) -> str:
                    + ": the loop ran after the eager rounds, and the host's pace drifts within a state")
 
 
-def _sample(step, sync, eager_us) -> dict:
+def _sample(step, sync, eager_us, host=None, state: str = "") -> dict:
     """The line sampler's result, or {"error": why} (the rest of the audit stands without it)."""
     try:
-        return audit_sampler.sample_step(step, sync, eager_us)
+        return audit_sampler.sample_step(step, sync, eager_us, host=host, host_state=state)
     except audit_sampler.SamplerError as e:
         return {"error": str(e)}
     except Exception as e:  # noqa: BLE001 - the step failing while sampled: say so, keep the rest

@@ -104,6 +104,7 @@ def table(sampling: dict | None, eager_us: float | None, base: str = "") -> dict
          "step_us_sampled": sampling.get("step_us_sampled"), "step_us_plain": sampling.get("step_us_plain"),
          "steps": sampling.get("steps"), "verdict": sampling.get("verdict", ""),
          "rounds": sampling.get("rounds"), "rounds_other_state": sampling.get("rounds_other_state", 0),
+         "rounds_host_off": sampling.get("rounds_host_off", 0), "matched_on": sampling.get("matched_on", ""),
          "state_note": sampling.get("state_note", ""), "timed_calls": sampling.get("timed_calls") or [],
          "overhead_not_signal": bool(sampling.get("overhead_not_signal")),
          "coverage": total / eager_us if eager_us else None, **({"base": base} if base else {})}

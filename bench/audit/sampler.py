@@ -300,26 +300,37 @@ def _round(step, n, sync, clock=time.perf_counter) -> float:
 
 
 def _try(step, sync, steps: int, interval: float, rounds: int, min_s: float,
-         want_us: float | None = None, timed=()) -> tuple[dict, _Sampler]:
-    """Plain and sampled rounds alternated. With `want_us` (the eager figure), a pair whose plain
-    round ran more than MATCH_TOL off it ran in another host state (H200: custom_op's plain
-    rounds at 44.6 µs/step against the eager 31.7, and the slow state slows Python lines more than
-    cuDNN calls, so a scale cannot undo it): its stacks are left out, and rounds go on, up to
-    MAX_ROUNDS_MULT × rounds, until `rounds` matching ones are in."""
+         want_us: float | None = None, timed=(), host=None, want_state: str = "") -> tuple[dict, _Sampler]:
+    """Plain and sampled rounds alternated. A pair that ran in another host state than the eager
+    figure is left out (the slow state slows Python lines more than cuDNN calls, so a scale cannot
+    undo it), and rounds go on, up to MAX_ROUNDS_MULT × rounds, until `rounds` matching ones are in:
+    - with `host` (the eager rounds' HostState) and `want_state` ('fast' or 'slow', theirs), a pair
+      matches when the host's sentinel, read before, between and after its two rounds, reads that
+      state every time. The step's own time cannot see the host of a device-bound step (H200 start
+      D, attn-proj: plain rounds near the loop's 267 µs while its host lines ran 1.6 × their
+      fast-state figures, the sync's wait shrinking as the host slowed);
+    - and with `want_us` (the eager figure), its plain round within MATCH_TOL of it (H200:
+      custom_op's plain rounds at 44.6 µs/step against the eager 31.7)."""
     sampler = _Sampler()
-    done: list[tuple[float, float, tuple]] = []          # (plain s/step, sampled s/step net of own, its stacks)
+    done: list[tuple[float, float, tuple, bool]] = []    # (plain s/step, sampled s/step net of own, stacks, host ok)
     own: list[float] = []                                # the sampler's own s/step, per sampled round
+    by_host = host is not None and want_state in ("fast", "slow")
     old = _start(sampler, interval)
 
-    def matches(plain: float) -> bool:
-        return not want_us or abs(plain * 1e6 / want_us - 1) <= MATCH_TOL
+    def matches(d) -> bool:
+        return d[3] and (not want_us or abs(d[0] * 1e6 / want_us - 1) <= MATCH_TOL)
+
+    def in_state() -> bool:
+        return not by_host or host.state(host.read()) == want_state
 
     try:
         while len(done) < MAX_ROUNDS_MULT * rounds:
-            good = [d for d in done if matches(d[0])]
+            good = [d for d in done if matches(d)]
             if len(good) >= 2 * rounds or (len(good) >= rounds and sum(d[1] for d in good) * steps >= min_s):
                 break
+            ok = in_state()
             plain = _round(step, steps, sync) / steps    # no timer: truly unsampled
+            ok = in_state() and ok
             patched = _patch_timed(sampler, timed)     # the long calls timed, for this round only
             sampler.last = sampler.clock()
             sampler.on = True
@@ -331,15 +342,17 @@ def _try(step, sync, steps: int, interval: float, rounds: int, min_s: float,
                 sampler.on = False
                 patched.restore()
             own.append(sampler.own / steps)
-            done.append((plain, gross / steps - own[-1], sampler.take()))
+            done.append((plain, gross / steps - own[-1], sampler.take(), in_state() and ok))
     finally:
         _stop(old)
-    good = [d for d in done if matches(d[0])]
+    good = [d for d in done if matches(d)]
     note = ""
-    if want_us and len(good) < 2:
+    if (want_us or by_host) and len(good) < 2:
+        off = sum(not d[3] for d in done)
         note = (f"no sampled round matched the eager step's host state (plain rounds "
-                f"{statistics.median(d[0] for d in done) * 1e6:.1f} µs/step against {want_us:.1f}): "
-                "lines are from another host state, scaled to the step")
+                f"{statistics.median(d[0] for d in done) * 1e6:.1f} µs/step against {want_us or 0:.1f}"
+                + (f"; the host's sentinel off its {want_state} state around {off} of {len(done)}" if by_host else "")
+                + "): lines are from another host state, scaled to the step")
         good = done
     sampler.keep([d[2] for d in good])
     plain, sampled = [d[0] for d in good], [d[1] for d in good]
@@ -350,16 +363,20 @@ def _try(step, sync, steps: int, interval: float, rounds: int, min_s: float,
             "own_us": statistics.median(own) * 1e6 if own else 0.0,
             "overhead": statistics.median(ratios) - 1 if ratios else None, "samples": sampler.samples,
             "rounds": len(done), "rounds_other_state": len(done) - len(good) if not note else 0,
+            "rounds_host_off": sum(not d[3] for d in done),
+            "matched_on": (f"host sentinel ({want_state} state)" + (" and plain-round time" if want_us else "")
+                           if by_host else "plain-round time" if want_us else ""),
             "state_note": note}, sampler
 
 
 def sample_step(step, sync, step_us: float | None, *, interval: float = INTERVAL_S, chunk_s: float = CHUNK_S,
                 rounds: int = ROUNDS, max_interval: float = MAX_INTERVAL_S, min_s: float = MIN_SAMPLED_S,
-                timed=None) -> dict:
+                timed=None, host=None, host_state: str = "") -> dict:
     """Samples `rounds` rounds of about `chunk_s` of steps each (after a plain round each), raising
     the interval while sampling distorts the step by more than MAX_OVERHEAD. `step_us` is the
     step's eager µs (sizes the rounds); `timed` the long calls timed rather than sampled (default
-    long_calls()). Returns audit.json's `sampling` (see module doc); raises SamplerError when the
+    long_calls()); `host` and `host_state` the eager rounds' HostState and state, which the sampled
+    rounds are matched on (`_try`). Returns audit.json's `sampling` (see module doc); raises SamplerError when the
     sampler cannot start, and whatever the step raises."""
     timed = long_calls() if timed is None else list(timed)
     per = (step_us or 100.0) * 1e-6
@@ -368,7 +385,7 @@ def sample_step(step, sync, step_us: float | None, *, interval: float = INTERVAL
     tries, kept = [], []
     not_signal = False
     while True:
-        t, sampler = _try(step, sync, steps, interval, rounds, min_s, step_us, timed)
+        t, sampler = _try(step, sync, steps, interval, rounds, min_s, step_us, timed, host, host_state)
         tries.append(t)
         kept.append((t, sampler))
         if t["overhead"] is None or t["overhead"] <= MAX_OVERHEAD or interval * 2 > max_interval:
