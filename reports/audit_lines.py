@@ -35,8 +35,8 @@ def header(t: dict) -> str:
         head += (" that did not fall with a longer interval (the timed calls' wrappers, not the signal): "
                  "these lines kept, the kept lines' share of it in the projection's error")
     if t.get("rounds_other_state"):
-        how = (f"the host's sentinel, off the state around {t['rounds_host_off']}" if t.get("rounds_host_off")
-               else "their plain round's time")
+        how = (f"the host's sentinel, off the state around {t['rounds_host_off']}"
+               if str(t.get("matched_on") or "").startswith("host sentinel") else "their plain round's time")
         head += (f"; {t['rounds_other_state']} of {t['rounds']} sampled rounds left out, run in another host "
                  f"state than the {t.get('base') or 'eager figure'} (by {how})")
     if t.get("timed_calls"):

@@ -157,6 +157,7 @@ def test_sampler_matches_rounds_on_the_host_sentinel_not_the_step_time(monkeypat
     _STATE.update(slow=False, n=0)
     us = _alone(_two_state_step, 1000)
     monkeypatch.setattr(sampler, "MATCH_TOL", 100.0)    # the step's time matches whatever the host did
+    monkeypatch.setattr(sampler, "MIN_SAMPLES", 10)     # short CPU rounds: enough samples to keep the match
     s = sampler.sample_step(_two_state_step, lambda: None, us, chunk_s=0.02, rounds=4,
                             host=_FlippingHost(), host_state="fast")
     rows, _ = _by_line(s)
@@ -1114,3 +1115,25 @@ def test_a_slow_step_is_sampled_over_enough_steps_that_one_sample_is_a_microseco
         per_sample = sampler.INTERVAL_S * 1e6 / seen[-1]
         assert seen[-1] >= least and (per_sample <= sampler.SAMPLE_RESOLUTION_US
                                       or seen[-1] * step_us * 1e-6 >= sampler.MAX_RESOLVE_S * 0.99), (step_us, seen)
+
+
+class _SlowHost(_FlippingHost):
+    """A host whose sentinel never reads the fast state (a slow-host start)."""
+
+    def read(self) -> float:
+        _STATE["slow"] = False
+        return 2.0
+
+
+def test_a_host_never_fast_falls_back_to_the_step_time_not_to_too_few_samples():
+    """H200 slow-host start (fast state 18-47 % of readings): matching on the sentinel alone kept 3
+    of 32 rounds of attn-proj, too few samples to split it by line, and the projection fell back
+    to eager − priced findings (−56 % off its fixed step). Too few rounds in the state: the
+    rounds are matched on the step's time, and the table says so."""
+    _STATE.update(slow=False, n=0)
+    us = _alone(steps.step, 1000)
+    s = sampler.sample_step(steps.step, lambda: None, us, chunk_s=0.02, rounds=4, host=_SlowHost(), host_state="fast")
+    assert s["state_note"].startswith("too few sampled rounds in the fast state by the host's sentinel")
+    assert s["matched_on"] == "plain-round time" and s["rounds_host_off"] == s["rounds"]
+    assert s["samples"] > 0 and "too few samples" not in s["verdict"]
+    assert "by their plain round's time" in report_lines.header(audit_lines.table(s, us)) or not s["rounds_other_state"]
