@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 
 from cudnn_hostbench.reports.history import check, ingest
+from cudnn_hostbench.reports.verdict import decide
 
 from .history_store import ROOT, fresh
 
@@ -21,7 +22,7 @@ def test_the_held_slow_host_run_gets_no_verdict_from_the_nightly_recipe(tmp_path
     assert len(res.stored) == 1 and not res.errors, res.errors
     (_, rid), = res.stored
     target, verdicts = check.check(st, rid)
-    called = [(v.row, v.verdict) for v in verdicts if v.verdict in ("SLOWER", "FASTER", "KERNEL CHANGED")]
+    called = [(v.row, v.verdict) for v in verdicts if v.verdict in decide.CHANGED]
     assert not called, called
     assert not check.regressions(target, verdicts), check.regressions(target, verdicts)
     assert sum(v.verdict == "SAME" for v in verdicts) >= 20      # judged, not merely unsure

@@ -317,8 +317,11 @@ def _try(step, sync, steps: int, interval: float, rounds: int, min_s: float,
     by_host = host is not None and want_state in ("fast", "slow")
     old = _start(sampler, interval)
 
+    def on_time(d) -> bool:          # its plain round within MATCH_TOL of the eager figure
+        return not want_us or abs(d[0] * 1e6 / want_us - 1) <= MATCH_TOL
+
     def matches(d) -> bool:
-        return d[3] and (not want_us or abs(d[0] * 1e6 / want_us - 1) <= MATCH_TOL)
+        return d[3] and on_time(d)
 
     def in_state() -> bool:
         return not by_host or host.state(host.read()) == want_state
@@ -351,7 +354,7 @@ def _try(step, sync, steps: int, interval: float, rounds: int, min_s: float,
         # a slow-host start (H200, fast state 18-47 % of sentinel readings) leaves too few rounds
         # in the fast state to split the step by line, and the projection then falls back to
         # eager − priced findings (attn-proj: −56 % off its fixed step): match on the step's time
-        timed_only = [d for d in done if not want_us or abs(d[0] * 1e6 / want_us - 1) <= MATCH_TOL]
+        timed_only = [d for d in done if on_time(d)]
         if len(timed_only) >= 2:
             note = (f"too few sampled rounds in the {want_state} state by the host's sentinel "
                     f"({len(good)} of {len(done)}): matched on the plain round's time only, so a device-bound "
