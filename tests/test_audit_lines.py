@@ -882,7 +882,7 @@ def test_projection_of_a_synced_step_on_cpu_lands_on_the_fixed_step(tmp_path):
     host_only = p["base_us"] - (p["host_now_us"] - p["host_proj_us"])
     assert host_only / fixed - 1 < -0.15                                # the host's time taken off, the wait kept
     text = audit_report.render_text(r)
-    assert "syncs (µs/step), each at its fixed cost + the device work still queued" in text
+    assert "syncs (µs/step), each at its fixed cost (the timeline's drained syncs) + the device work still queued" in text
     assert f"{sync_line} .item(): now" in text
     assert "| line | sync | fixed | wait now |" in audit_report.render_markdown(r)
     old = audit.price(_report(modes=modes, counts=c, sampling=s, timeline={}, kernels=[]), run).projection
@@ -1048,6 +1048,26 @@ def test_sampled_lines_stay_on_the_loop_they_were_matched_to_in_another_host_sta
     assert p["projected_us"] == pytest.approx(100.0)          # not 160: the slow eager rounds' scale
     q = audit_lines.project([], {}, {}, {}, modes)            # without lines the eager figure stands
     assert q["base"] == "eager" and q["loop_state_differs"]
+
+
+def test_a_timeline_pass_in_a_slower_host_state_does_not_turn_the_loop_s_wait_into_fixed_cost():
+    """H200, attn-proj (device-bound, 219.5 µs of device a step): the timeline pass ran its host at
+    383 µs a step against 180 in the loop, so its sync never waited there (30 µs, all fixed); scaled
+    to the sampled sync (77 µs) the whole sync read as fixed cost, and with the copy kernels removed
+    the projection kept it: +76 % off the fixed step. Rebased on the sampled rounds, the sync is
+    30 fixed + 47 wait, and the wait goes with the device work the fixes remove."""
+    segs = [{"line": "x.py:20", "sync": ".item()", "host_us": 383.0, "sync_us": 29.7, "fixed_us": 29.7, "noise_us": 1.5}]
+    (b,) = audit_lines.rebase(segs, {"x.py:20": 77.0}, 180.0, 1.0)
+    assert (b["sync_us"], b["fixed_us"], b["host_us"]) == (77.0, 29.7, 180.0)
+    out = audit_lines.sync_projection(segs, 219.5, 180.0, 94.0, 163.8, {"x.py:20": 77.0}, {}, {}, 1.0)
+    (row,) = out["sync_lines"]
+    assert row["fixed_us"] == pytest.approx(29.7) and row["wait_us"] == pytest.approx(47.3)
+    assert row["wait_proj_us"] == 0.0 and row["cost_proj_us"] == pytest.approx(29.7)
+    # a sync the sampler did not see keeps the pass's figures
+    assert audit_lines.rebase(segs, {}, 180.0, 1.0) == segs
+    # two syncs on one line share its sampled time as the pass shared it
+    two = [dict(segs[0], sync_us=10.0, fixed_us=5.0), dict(segs[0], sync_us=30.0, fixed_us=5.0)]
+    assert [x["sync_us"] for x in audit_lines.rebase(two, {"x.py:20": 80.0}, 100.0, 1.0)] == [20.0, 60.0]
 
 
 def test_a_step_with_nothing_to_fix_projects_to_itself_whichever_pass_reads_its_sync_higher():

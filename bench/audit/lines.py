@@ -379,7 +379,8 @@ def sync_projection(segments, device_us, host_now: float, host_proj: float, cut_
     """{"syncs": each sync now and projected (timeline.project_syncs), "sync_lines": each sync
     line now and projected (what else it keeps + its syncs' fixed cost and projected wait),
     "sync_model": how they were priced}. Without a timeline a sync keeps its sampled time."""
-    syncs = audit_timeline.project_syncs(segments, device_us, host_now, host_proj, cut_dev)
+    syncs = audit_timeline.project_syncs(rebase(segments, sync_now, host_now, scale), device_us, host_now, host_proj,
+                                         cut_dev)
     by_line: dict = {}
     for x in syncs:
         by_line.setdefault(x["line"], []).append(x)
@@ -388,28 +389,47 @@ def sync_projection(segments, device_us, host_now: float, host_proj: float, cut_
         own, left = by_line.get(line), left_of.get(line, 0.0) * scale
         row = {"line": line, "now_us": row_us.get(line, now) * scale, "sync_now_us": now * scale}
         if own:
+            # rebased on the sampled rounds (rebase): already in the loop's µs, the wait what the sampled
+            # sync took past its fixed cost, and a wait that shrinks stops at zero (project_syncs)
             fixed, wait, wait_p = (sum(x[k] for x in own) for k in ("fixed_us", "wait_us", "wait_proj_us"))
-            # the timeline pass times the sync apart from the sampled rounds, and the two read it up
-            # to a quarter apart either way: its fixed cost and waits are taken in the sampled
-            # rounds' units (scaled to the sync's sampled time), so a step with nothing to fix
-            # projects to itself and the sync stays at its fixed cost + projected wait
-            k = now * scale / (fixed + wait) if fixed + wait > 0 and now > 0 else 1.0
-            # what the projection adds to the wait is device work in real µs, not in the sampled
-            # rounds' units: scaled, a sync the timeline read near zero (a host-bound step) made the
-            # added wait k times too long (CPU test, a 2.5 µs sync sampled at 20: +380 %)
-            # a wait that shrinks (the fixes remove device work it waited for, a transpose copy) stops
-            # at zero: a sync sampled below its timeline figure projected a negative wait (H200, an
-            # unseen step: 12.2 fixed + -5.0)
-            fixed, wait, wait_p = fixed * k, wait * k, max(0.0, wait * k + (wait_p - wait))
             row.update(fixed_us=fixed, wait_us=wait, wait_proj_us=wait_p, cost_proj_us=fixed + wait_p)
         else:     # no timeline (an audit from before it, or a sync the pass did not see): kept as sampled
             row.update(fixed_us=None, wait_us=None, wait_proj_us=None, cost_proj_us=now * scale)
         row["proj_us"] = left + row["cost_proj_us"]
         out.append(row)
     kept = f"kept at their sampled time: {why or 'this audit has no timeline'}"
-    model = ("each at its fixed cost + the device work still queued when the projected host reaches it "
-             "(the timeline's, in the sampled rounds' µs)" if syncs else kept if sync_now else "")
+    model = ("each at its fixed cost (the timeline's drained syncs) + the device work still queued when the "
+             "projected host reaches it (the sampled rounds' sync time past that cost, now)" if syncs
+             else kept if sync_now else "")
     return {"syncs": syncs, "sync_lines": out, "sync_model": model}
+
+
+def rebase(segments: list, sync_now: dict, host_now: float, scale: float) -> list:
+    """The timeline's segments in the sampled rounds' figures. The timeline pass runs apart from the
+    sampled rounds, on a VM in whatever host state it finds (H200, attn-proj: 383 µs of host a step
+    in the pass against 180 in the loop, so the device's 219 µs never made the sync wait there;
+    scaled to the sampled sync, its whole 77 µs read as fixed cost and stayed in the projection:
+    +76 % off the fixed step). Per sync: its time the sampled one (the loop's state, shared among
+    the syncs of one line as the pass shared it), its fixed cost the drained pass's (capped at that
+    time), the host before it the sampled host time shared as the pass shared it. The wait is what
+    is left. A sync the sampler did not see keeps the pass's figures."""
+    hosts = [max(0.0, s["host_us"]) for s in segments]
+    total_h = sum(hosts)
+    on_line: dict = {}
+    for s in segments:
+        on_line[s["line"]] = on_line.get(s["line"], 0.0) + max(0.0, s["sync_us"])
+    n_line = {ln: sum(1 for s in segments if s["line"] == ln) for ln in on_line}
+    out = []
+    for s, h in zip(segments, hosts):
+        now = sync_now.get(s["line"])
+        if now is None:
+            out.append(dict(s))
+            continue
+        own = on_line[s["line"]]
+        sync = now * scale * (max(0.0, s["sync_us"]) / own if own > 0 else 1 / n_line[s["line"]])
+        host = host_now * (h / total_h if total_h > 0 else 1 / len(segments))
+        out.append(dict(s, sync_us=sync, fixed_us=min(s["fixed_us"], sync), host_us=host))
+    return out
 
 
 def _dropped(line: str, rules_on: dict, keeps: set) -> bool:

@@ -109,8 +109,14 @@ class Judged:
 
 
 def usable(g, like) -> bool:
+    """Whether history figure `g` can predict `like`: the same figure, and for rows timed on the
+    host's clock (eager, build times, the waterfall's parts) the same host state. A slow-state row is
+    judged against slow-state history, never against a fast one (H200: a slow-host run's rebuild
+    build times +48 to +66 % against a history of mostly fast runs, on two starts; the waterfall's
+    gpu parts, differences of two host timings, +2.4 to +10.9 % in the slow state over 41 runs)."""
     return (g is not None and g.status == "ok" and g.value is not None and g.value > 0
-            and g.on_ratio == like.on_ratio and (like.mode != "eager" or g.host_state == like.host_state))
+            and g.on_ratio == like.on_ratio
+            and (like.mode not in ("eager", "host") or g.host_state == like.host_state))
 
 
 def rounds_of(run: dict) -> int | None:
@@ -487,13 +493,22 @@ def previous_start(md: Model) -> dict | None:
     return p
 
 
+def pair_t(zt, zp, rho):
+    """One t of two runs' mean deviation from a prediction, from their t scores and the share `rho`
+    of the prediction's variance that is its location's. Both share the location and the variance
+    estimate, so their t scores are not independent: two t's summed as if they were (Stouffer)
+    overstate the evidence (H200: pairs of 4.2 and 5.6 on 8 df read p 1e-5, past a run's FDR)."""
+    import numpy as np
+    a, b, r = np.asarray(zt, dtype=float), np.asarray(zp, dtype=float), np.asarray(rho, dtype=float)
+    return (a + b) / 2 / np.sqrt((1 - r) / 2 + r)
+
+
 def _two_starts(md: Model, out: dict, judged: list[tuple], q: float) -> None:
     """Evidence over two starts: a fleet-judged row not called on this run alone is judged again
-    with the previous run of another start, both against the history before them (Stouffer's sum
-    of their z scores, each from its own t). A change made between the history and the two runs
+    with the previous run of another start, both against the history before them (one t of their
+    mean deviation, on the prediction's own degrees of freedom). A change made between the history and the two runs
     moves both; a GPU that runs a row apart moves one. Benjamini-Hochberg over those rows at Q; a
     discovery is SLOWER or FASTER, "confirmed by two starts"."""
-    from scipy import stats
     prev = previous_start(md)
     if prev is None:
         return
@@ -505,7 +520,7 @@ def _two_starts(md: Model, out: dict, judged: list[tuple], q: float) -> None:
     m2 = md._two[1]
     m2.figs = md.figs
     st_t, st_p = m2._structure(md.target["id"], md.figs[md.target["id"]]), m2._structure(prev["id"])
-    cand, zt, zp, dfs = [], [], [], []
+    cand, zt, zp, dfs, rho = [], [], [], [], []
     for row, f, *_ in judged:
         v, g = out[row], md.figs[prev["id"]].get(row)
         if v.verdict not in ("SAME", "UNSURE") or not usable(g, f):
@@ -518,14 +533,12 @@ def _two_starts(md: Model, out: dict, judged: list[tuple], q: float) -> None:
         zt.append((math.log(f.value) - st_t.adjust.get(row, 0.0) - pr.location) / sd)
         zp.append((math.log(g.value) - st_p.adjust.get(row, 0.0) - pr.location) / sd)
         dfs.append(pr.df)
+        rho.append(pr.parts.get("location", 0.0) / max(sum(pr.parts.values()), 1e-300))
     if not cand:
         return
     import numpy as np
-    a, b, df = np.asarray(zt), np.asarray(zp), np.asarray(dfs)
-    # each z through its own t to a normal score, then summed
-    zs = (np.sign(a) * stats.norm.isf(t_sf(np.abs(a), df)) + np.sign(b) * stats.norm.isf(t_sf(np.abs(b), df)))
-    zs = zs / math.sqrt(2)
-    ps = [float(x) for x in 2 * stats.norm.sf(np.abs(zs))]
+    zs = pair_t(zt, zp, rho)
+    ps = [float(x) for x in 2 * t_sf(np.abs(zs), np.asarray(dfs))]
     for row, t_, p_, p, hit in zip(cand, zt, zp, ps, bh(ps, q)):
         if hit and t_ * p_ > 0:
             v = out[row]

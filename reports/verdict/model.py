@@ -128,7 +128,10 @@ def structured(f) -> bool:
 LEVELS = (
     ("kernel", lambda f: is_gpu_row(f) and bool(f.kernels), lambda f: f.kernels, KERNEL_ROWS),
     # a block's GPU rows are timed together, one after another: a GPU state (clocks, power) during it moves them all
-    ("gpu block", is_gpu_row, lambda f: f"{f.probe} {f.size} {f.mode}", KERNEL_ROWS),
+    # (its baseline apart: torch's launch path is other work than the cuDNN variants' in graph
+    # replay; H200, set_stream 256 graph: cuDNN rows +2 to +6 % on three starts, torch.mm's +1 to +2 %)
+    ("gpu block", is_gpu_row, lambda f: f"{f.probe} {f.size} {f.mode}{' baseline' if f.role == 'baseline' else ''}",
+     KERNEL_ROWS),
     # an eager block's ratios share their baseline's eager time: the host's speed on it moves them all
     ("block", is_eager_ratio, lambda f: f"{f.probe} {f.size} {f.host_state}", KERNEL_ROWS),
     # a VM's vCPU runs a whole run fast or slow: every row in host µs moves with it (H200, a slow-host

@@ -1,0 +1,23 @@
+"""The nightly recipe on the committed history's newest runs (docs/measurements.md, 2026-12-03):
+four no-change runs on three fresh machine starts, each a GPU new to the history (F: a slow-host
+start; G: a same-start pair; H), each judged against the runs before it as `history check` judges
+the latest run. None gets a verdict; they were judged so before they joined the export."""
+from __future__ import annotations
+
+from cudnn_hostbench.reports.history import check
+from cudnn_hostbench.reports.verdict import decide
+
+from .history_store import fresh
+
+
+def test_the_newest_fresh_starts_get_no_verdict_from_the_nightly_recipe(tmp_path):
+    st = fresh(tmp_path)
+    newest = [r for r in st.runs() if str(r["started_at"]).startswith("2026-12-03")]
+    assert len(newest) == 4 and len({r["start"] for r in newest}) == 3
+    for r in newest:
+        target, verdicts = check.check(st, r["id"])
+        called = [(v.row, v.verdict) for v in verdicts if v.verdict in decide.CHANGED]
+        assert not called, (r["started_at"], called)
+        assert not check.regressions(target, verdicts), r["started_at"]
+        assert sum(v.verdict == "SAME" for v in verdicts) >= 20      # judged, not merely unsure
+    st.close()
