@@ -279,3 +279,13 @@ def test_the_shipped_prior_is_what_the_committed_history_gives():
     for c, p in fitted.classes.items():
         for k in ("s0w", "sb2", "s0p", "nu", "nu_same"):
             assert shipped["classes"][c][k] == pytest.approx(getattr(p, k), rel=1e-3, abs=1e-12), (c, k)
+
+
+def test_a_cached_reach_is_a_function_of_its_key_not_of_who_asked_first():
+    """The MDC's reach is cached by nu rounded to 3 places: it must be computed from that key, or the
+    first caller's exact nu sets it for all (a dashboard's MDC read 201.1 or 201.2 % by what ran first)."""
+    decide._REACH.clear()
+    a = decide._reach(8.20449, 700, 0.01)
+    decide._REACH.clear()
+    b = decide._reach(8.20351, 700, 0.01)
+    assert a == b

@@ -374,7 +374,10 @@ def _reach(nu: float, m: int, q: float) -> float:
     key = (round(nu, 3), m, q)
     if key not in _REACH:
         from scipy import stats
-        _REACH[key] = float(stats.t.isf(q / (2 * max(m, 1)), nu) + stats.t.ppf(POWER, nu))
+        # from the key's nu, not the caller's: else the first caller of a key set it for every later
+        # one, and a figure depended on what ran before it in the process (a dashboard's MDC 201.1
+        # or 201.2 % by the tests run before it)
+        _REACH[key] = float(stats.t.isf(q / (2 * max(m, 1)), key[0]) + stats.t.ppf(POWER, key[0]))
     return _REACH[key]
 
 
