@@ -415,18 +415,18 @@ def rebase(segments: list, sync_now: dict, host_now: float, scale: float) -> lis
     is left. A sync the sampler did not see keeps the pass's figures."""
     hosts = [max(0.0, s["host_us"]) for s in segments]
     total_h = sum(hosts)
-    on_line: dict = {}
+    on_line: dict = {}        # line -> (the pass's sync µs on it, its syncs)
     for s in segments:
-        on_line[s["line"]] = on_line.get(s["line"], 0.0) + max(0.0, s["sync_us"])
-    n_line = {ln: sum(1 for s in segments if s["line"] == ln) for ln in on_line}
+        us, n = on_line.get(s["line"], (0.0, 0))
+        on_line[s["line"]] = (us + max(0.0, s["sync_us"]), n + 1)
     out = []
     for s, h in zip(segments, hosts):
         now = sync_now.get(s["line"])
         if now is None:
             out.append(dict(s))
             continue
-        own = on_line[s["line"]]
-        sync = now * scale * (max(0.0, s["sync_us"]) / own if own > 0 else 1 / n_line[s["line"]])
+        own, n = on_line[s["line"]]
+        sync = now * scale * (max(0.0, s["sync_us"]) / own if own > 0 else 1 / n)
         host = host_now * (h / total_h if total_h > 0 else 1 / len(segments))
         out.append(dict(s, sync_us=sync, fixed_us=min(s["fixed_us"], sync), host_us=host))
     return out

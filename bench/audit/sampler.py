@@ -349,6 +349,8 @@ def _try(step, sync, steps: int, interval: float, rounds: int, min_s: float,
     finally:
         _stop(old)
     good = [d for d in done if matches(d)]
+    matched_on = (f"host sentinel ({want_state} state)" + (" and plain-round time" if want_us else "") if by_host
+                  else "plain-round time" if want_us else "")
     note = ""
     if by_host and (len(good) < 2 or sum(d[2][4] for d in good) < MIN_SAMPLES):
         # a slow-host start (H200, fast state 18-47 % of sentinel readings) leaves too few rounds
@@ -359,14 +361,14 @@ def _try(step, sync, steps: int, interval: float, rounds: int, min_s: float,
             note = (f"too few sampled rounds in the {want_state} state by the host's sentinel "
                     f"({len(good)} of {len(done)}): matched on the plain round's time only, so a device-bound "
                     "step's host lines may hold the other state")
-            good = timed_only
+            good, matched_on = timed_only, "plain-round time" if want_us else ""
     if (want_us or by_host) and len(good) < 2:
         off = sum(not d[3] for d in done)
         note = (f"no sampled round matched the eager step's host state (plain rounds "
                 f"{statistics.median(d[0] for d in done) * 1e6:.1f} µs/step against {want_us or 0:.1f}"
                 + (f"; the host's sentinel off its {want_state} state around {off} of {len(done)}" if by_host else "")
                 + "): lines are from another host state, scaled to the step")
-        good = done
+        good, matched_on = done, ""
     sampler.keep([d[2] for d in good])
     plain, sampled = [d[0] for d in good], [d[1] for d in good]
     # paired: each sampled round against the plain round just before it, so host drift cancels
@@ -375,10 +377,8 @@ def _try(step, sync, steps: int, interval: float, rounds: int, min_s: float,
             "step_us_plain": statistics.median(plain) * 1e6, "step_us_sampled": statistics.median(sampled) * 1e6,
             "own_us": statistics.median(own) * 1e6 if own else 0.0,
             "overhead": statistics.median(ratios) - 1 if ratios else None, "samples": sampler.samples,
-            "rounds": len(done), "rounds_other_state": len(done) - len(good) if good is not done else 0,
-            "rounds_host_off": sum(not d[3] for d in done),
-            "matched_on": (f"host sentinel ({want_state} state)" + (" and plain-round time" if want_us else "")
-                           if by_host and not note else "plain-round time" if want_us and good is not done else ""),
+            "rounds": len(done), "rounds_other_state": len(done) - len(good),
+            "rounds_host_off": sum(not d[3] for d in done), "matched_on": matched_on,
             "state_note": note}, sampler
 
 

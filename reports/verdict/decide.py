@@ -508,10 +508,10 @@ def pair_t(zt, zp, rho):
 
 def _two_starts(md: Model, out: dict, judged: list[tuple], q: float) -> None:
     """Evidence over two starts: a fleet-judged row not called on this run alone is judged again
-    with the previous run of another start, both against the history before them (one t of their
-    mean deviation, on the prediction's own degrees of freedom). A change made between the history and the two runs
-    moves both; a GPU that runs a row apart moves one. Benjamini-Hochberg over those rows at Q; a
-    discovery is SLOWER or FASTER, "confirmed by two starts"."""
+    with the previous run of another start, both against the history before them (pair_t: one t of
+    their mean deviation, on the prediction's own degrees of freedom). A change made between the
+    history and the two runs moves both; a GPU that runs a row apart moves one. Benjamini-Hochberg
+    over those rows at Q; a discovery is SLOWER or FASTER, "confirmed by two starts"."""
     prev = previous_start(md)
     if prev is None:
         return
