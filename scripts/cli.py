@@ -13,6 +13,8 @@ Bad input exits 2 with one line on stderr, before any output or file; 1 is left 
 """
 from __future__ import annotations
 
+import atexit
+import contextlib
 import importlib
 import os
 import re
@@ -139,6 +141,20 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
 
+def exit_with(code: int) -> None:
+    """`sys.exit(code)` for a `python -m` entry point. After an interrupt (130) it ends the process
+    itself: a KeyboardInterrupt raised inside code an extension module ran through PyRun_String
+    (Cython modules do) sets CPython's unhandled-interrupt flag even when caught, and under
+    `python -m` the interpreter then kills itself with SIGINT at exit (CI, oldest versions)."""
+    if code != 130:
+        sys.exit(code)
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(130)
+
+
 def alias(name: str):
     """`main(argv)` of a command module: `python -m cudnn_hostbench.scripts.lock ...` runs
     `hostbench lock ...`, through the same parser."""
@@ -148,4 +164,4 @@ def alias(name: str):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_with(main())

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from cudnn_hostbench.scripts.args import check_out_dir
-from cudnn_hostbench.scripts.cli import alias
+from cudnn_hostbench.scripts.cli import alias, exit_with
 
 CUBES = ["128", "256", "512", "1024", "2048", "4096", "8192"]
 TOKENS = [1, 4, 16, 64, 256, 1024, 4096]
@@ -178,4 +178,4 @@ def _json(x):
 main = alias("crossover")   # python -m cudnn_hostbench.scripts.crossover: `hostbench crossover`
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_with(main())

@@ -24,7 +24,7 @@ from pathlib import Path
 from cudnn_hostbench.reports import dashboard, store
 from cudnn_hostbench.reports.history import check, db, ingest
 from cudnn_hostbench.scripts import pg_server
-from cudnn_hostbench.scripts.cli import alias
+from cudnn_hostbench.scripts.cli import alias, exit_with
 from cudnn_hostbench.scripts.scratch import scratch, stop_requested
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -139,4 +139,4 @@ def run(a) -> int:
 main = alias("history-bench")   # python -m cudnn_hostbench.scripts.history_bench
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_with(main())

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from sqlalchemy import update
 
-from cudnn_hostbench.scripts.cli import alias
+from cudnn_hostbench.scripts.cli import alias, exit_with
 
 STARTS_FILE = Path(__file__).resolve().parents[1] / "reports" / "reference" / "h200" / "starts.json"
 
@@ -73,4 +73,4 @@ def run(a) -> int:
 main = alias("history-starts")   # python -m cudnn_hostbench.scripts.history_starts
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_with(main())

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from cudnn_hostbench.bench.measure.files import write_text_atomic
-from cudnn_hostbench.scripts.cli import alias
+from cudnn_hostbench.scripts.cli import alias, exit_with
 
 
 def spells(flags: list[bool], times: list[float]) -> dict:
@@ -121,4 +121,4 @@ def run(a) -> int:
 main = alias("host-trace")   # python -m cudnn_hostbench.scripts.host_trace: `hostbench host-trace`
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_with(main())

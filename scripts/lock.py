@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from cudnn_hostbench.bench.measure.records import RunFileError, load_run
-from cudnn_hostbench.scripts.cli import alias
+from cudnn_hostbench.scripts.cli import alias, exit_with
 
 
 def constraints(run) -> str:
@@ -54,4 +54,4 @@ def run(a) -> int:
 main = alias("lock")   # python -m cudnn_hostbench.scripts.lock: `hostbench lock`
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_with(main())

@@ -23,7 +23,7 @@ from pathlib import Path
 from cudnn_hostbench.bench.measure import node
 from cudnn_hostbench.bench.measure.node_jobs import Job
 from cudnn_hostbench.scripts import node_matrix
-from cudnn_hostbench.scripts.cli import alias
+from cudnn_hostbench.scripts.cli import alias, exit_with
 
 
 def add_parser(command) -> None:
@@ -127,4 +127,4 @@ def run(args) -> int:
 main = alias("node-check")   # python -m cudnn_hostbench.scripts.node_check: `hostbench node-check`
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_with(main())

@@ -18,7 +18,7 @@ from pathlib import Path
 from cudnn_hostbench.bench.measure import records, trust
 from cudnn_hostbench.bench.measure.records import CALL_MODES
 from cudnn_hostbench.reports import pack_cost, store, table
-from cudnn_hostbench.scripts.cli import alias
+from cudnn_hostbench.scripts.cli import alias, exit_with
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -386,4 +386,4 @@ def run(a) -> int:
 main = alias("readme-figures")   # python -m cudnn_hostbench.scripts.readme_figures
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_with(main())

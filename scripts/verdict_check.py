@@ -11,7 +11,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from cudnn_hostbench.scripts.cli import alias
+from cudnn_hostbench.scripts.cli import alias, exit_with
 
 
 def add_parser(command) -> None:
@@ -79,4 +79,4 @@ def run(a) -> int:
 main = alias("verdict-check")
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_with(main())

@@ -35,7 +35,7 @@ if str(ROOT) not in sys.path:  # run as a file: make `bench` and `reports` impor
     sys.path.insert(0, str(ROOT))
 
 from cudnn_hostbench.scripts import node_matrix  # noqa: E402
-from cudnn_hostbench.scripts.cli import alias  # noqa: E402
+from cudnn_hostbench.scripts.cli import alias, exit_with  # noqa: E402
 from cudnn_hostbench.scripts.matrix_merge import entries_for_merge, merge, read_matrices, shared_settings  # noqa: E402
 from cudnn_hostbench.scripts.matrix_part import find_wheels, install, lib_label, run_one, store_part, store_problem  # noqa: E402
 
@@ -153,4 +153,4 @@ def _run(args, out: Path) -> int:
 main = alias("matrix")   # python -m cudnn_hostbench.scripts.version_matrix: `hostbench matrix`
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_with(main())

@@ -203,6 +203,28 @@ def test_a_swallowed_interrupt_still_ends_the_command_and_its_folder(tmp_path):
     assert not folder.exists() and list(tmp_path.iterdir()) == []
 
 
+def test_an_interrupt_caught_inside_extension_code_still_exits_130(tmp_path):
+    """CI (oldest versions): `python -m ... history-bench`, SIGTERMed, printed its one line and then
+    died of SIGINT (-2): the KeyboardInterrupt was raised in code a Cython module ran through
+    PyRun_String, which sets CPython's unhandled-interrupt flag even though the command caught it."""
+    (tmp_path / "interrupted_in_ext.py").write_text(
+        "import ctypes\n"
+        "from cudnn_hostbench.scripts.cli import exit_with\n"
+        "run = ctypes.pythonapi.PyRun_StringFlags\n"
+        "run.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.py_object, ctypes.py_object, ctypes.c_void_p]\n"
+        "run.restype = ctypes.py_object\n"
+        "def main():\n"
+        "    try:\n"
+        "        run(b'raise KeyboardInterrupt', 257, {}, {}, None)\n"   # 257: Py_file_input
+        "    except KeyboardInterrupt:\n"
+        "        print('interrupted', flush=True)\n"
+        "        return 130\n"
+        "    return 0\n"
+        "exit_with(main())\n")
+    p = subprocess.run([sys.executable, "-m", "interrupted_in_ext"], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 130 and p.stdout == "interrupted\n", (p.returncode, p.stdout, p.stderr)
+
 def test_bench_sh_installs_into_a_folder_of_its_own():
     text = (ROOT / "scripts" / "bench.sh").read_text()
     assert "/tmp/hb-" not in text and "mktemp -d" in text and "trap 'rm -rf" in text
