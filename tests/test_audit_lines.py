@@ -1068,6 +1068,12 @@ def test_a_timeline_pass_in_a_slower_host_state_does_not_turn_the_loop_s_wait_in
     # two syncs on one line share its sampled time as the pass shared it
     two = [dict(segs[0], sync_us=10.0, fixed_us=5.0), dict(segs[0], sync_us=30.0, fixed_us=5.0)]
     assert [x["sync_us"] for x in audit_lines.rebase(two, {"x.py:20": 80.0}, 100.0, 1.0)] == [20.0, 60.0]
+    # a sync the sampler missed keeps its sync figures, but its host is rebased with the rest: the
+    # pass's host (here twice the loop's) never sits beside the loop's in one timeline
+    mixed = [dict(segs[0], host_us=300.0), dict(segs[0], line="x.py:30", host_us=100.0, sync_us=12.0, fixed_us=8.0)]
+    seen, unseen = audit_lines.rebase(mixed, {"x.py:20": 77.0}, 200.0, 1.0)
+    assert (seen["host_us"], unseen["host_us"]) == (150.0, 50.0)
+    assert (unseen["sync_us"], unseen["fixed_us"]) == (12.0, 8.0)
 
 
 def test_a_step_with_nothing_to_fix_projects_to_itself_whichever_pass_reads_its_sync_higher():

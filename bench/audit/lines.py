@@ -412,7 +412,10 @@ def rebase(segments: list, sync_now: dict, host_now: float, scale: float) -> lis
     +76 % off the fixed step). Per sync: its time the sampled one (the loop's state, shared among
     the syncs of one line as the pass shared it), its fixed cost the drained pass's (capped at that
     time), the host before it the sampled host time shared as the pass shared it. The wait is what
-    is left. A sync the sampler did not see keeps the pass's figures."""
+    is left. A sync the sampler did not see keeps the pass's sync figures; its host segment is
+    rebased with the others, so every segment's host stands in one state's µs."""
+    if not sync_now:
+        return [dict(s) for s in segments]
     hosts = [max(0.0, s["host_us"]) for s in segments]
     total_h = sum(hosts)
     on_line: dict = {}        # line -> (the pass's sync µs on it, its syncs)
@@ -421,13 +424,13 @@ def rebase(segments: list, sync_now: dict, host_now: float, scale: float) -> lis
         on_line[s["line"]] = (us + max(0.0, s["sync_us"]), n + 1)
     out = []
     for s, h in zip(segments, hosts):
+        host = host_now * (h / total_h if total_h > 0 else 1 / len(segments))
         now = sync_now.get(s["line"])
         if now is None:
-            out.append(dict(s))
+            out.append(dict(s, host_us=host))
             continue
         own, n = on_line[s["line"]]
         sync = now * scale * (max(0.0, s["sync_us"]) / own if own > 0 else 1 / n)
-        host = host_now * (h / total_h if total_h > 0 else 1 / len(segments))
         out.append(dict(s, sync_us=sync, fixed_us=min(s["fixed_us"], sync), host_us=host))
     return out
 

@@ -122,16 +122,21 @@ def structured(f) -> bool:
     return is_gpu_row(f) or is_eager_ratio(f) or is_host_row(f)
 
 
+def gpu_block(f) -> str:
+    apart = f.role == "baseline" and f.mode == "graph"
+    return f"{f.probe} {f.size} {f.mode}{' baseline' if apart else ''}"
+
+
 # The levels below the machine factor: (name, rows it applies to, their key, least rows). Each row is
 # adjusted by the median of the *other* rows of its key (at least 3 of them, so one changed row
 # moves no other row's adjustment), and the key's term over all its rows is what a finding reports.
 LEVELS = (
     ("kernel", lambda f: is_gpu_row(f) and bool(f.kernels), lambda f: f.kernels, KERNEL_ROWS),
     # a block's GPU rows are timed together, one after another: a GPU state (clocks, power) during it moves them all
-    # (its baseline apart: torch's launch path is other work than the cuDNN variants' in graph
-    # replay; H200, set_stream 256 graph: cuDNN rows +2 to +6 % on three starts, torch.mm's +1 to +2 %)
-    ("gpu block", is_gpu_row, lambda f: f"{f.probe} {f.size} {f.mode}{' baseline' if f.role == 'baseline' else ''}",
-     KERNEL_ROWS),
+    # (in graph replay its baseline apart: torch's launch path is other work than the cuDNN variants';
+    # H200, set_stream 256 graph: cuDNN rows +2 to +6 % on three starts, torch.mm's +1 to +2 %. Device
+    # rows time kernels alone, the baseline's with the rest: execute 256, one run, all +2 %)
+    ("gpu block", is_gpu_row, gpu_block, KERNEL_ROWS),
     # an eager block's ratios share their baseline's eager time: the host's speed on it moves them all
     ("block", is_eager_ratio, lambda f: f"{f.probe} {f.size} {f.host_state}", KERNEL_ROWS),
     # a VM's vCPU runs a whole run fast or slow: every row in host µs moves with it (H200, a slow-host

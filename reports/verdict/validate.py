@@ -167,10 +167,10 @@ def run(paths: list[Path], limit: int | None = None, progress=None) -> Result:
                     h = res.honesty[mult]
                     h[0] += _changed(got, {v.row})
                     h[1] += 1
-        for name, rows, factor, kind in _structured(figs[t["id"]], jd, rng):
+        for name, rows, factor, kinds in _structured(figs[t["id"]], jd, rng):
             got = decide.judge_run(dict(t), before, [], _scaled(figs, t["id"], rows, factor), md=md)
             k = res.structured[name]
-            k[0] += _changed(got, rows) or any(fd.status and fd.kind == kind for fd in got.findings)
+            k[0] += _changed(got, rows) or any(fd.status and fd.kind in kinds for fd in got.findings)
             k[1] += any(fd.status for fd in got.findings)
             k[2] += 1
     res.seconds = time.monotonic() - t0
@@ -192,8 +192,9 @@ def _prior(runs: list[dict], figs: dict, t: dict, cache: dict) -> dict | None:
     return cache[start]
 
 
-def _structured(fs: dict, jd, rng: random.Random) -> list[tuple[str, set, float, str]]:
-    """The structured injections for one run: (name, rows, factor, finding kind that reports it)."""
+def _structured(fs: dict, jd, rng: random.Random) -> list[tuple[str, set, float, tuple]]:
+    """The structured injections for one run: (name, rows, factor, finding kinds that report it): a
+    probe x size, baseline included, is one block of GPU rows, reported as its kernel or its block."""
     from . import model
     ok = {v.row for v in jd.verdicts if v.z is not None}
     out = []
@@ -204,23 +205,23 @@ def _structured(fs: dict, jd, rng: random.Random) -> list[tuple[str, set, float,
             kernels[f.kernels].add(row)
     big = sorted(k for k, rows in kernels.items() if len(rows) >= 3)
     if big:
-        out.append(("one kernel +5 %", kernels[rng.choice(big)], 1.05, "kernel"))
+        out.append(("one kernel +5 %", kernels[rng.choice(big)], 1.05, ("kernel",)))
     blocks: dict[tuple, set] = defaultdict(set)
     for row in ok:
         if fs[row].mode in model.GPU_MODES and not fs[row].on_ratio:
             blocks[(row[0], row[2])].add(row)
     if blocks:
         key = rng.choice(sorted(blocks))
-        out.append(("one probe x size +10 %", blocks[key], 1.10, "kernel"))
+        out.append(("one probe x size +10 %", blocks[key], 1.10, ("kernel", "gpu block")))
         base = sorted(r for r in blocks[key] if fs[r].role == "baseline")   # a set: sorted, or the hash seed picks
         if base:
             b = fs[base[0]]
             rows = {r for r in ok if r[0] == b.probe and r[2] == b.size and fs[r].mode == b.mode
                     and (r == b.row or (not fs[r].on_ratio and fs[r].baseline == b.variant))}
-            out.append(("a baseline with its rows +10 %", rows, 1.10, "kernel"))
+            out.append(("a baseline with its rows +10 %", rows, 1.10, ("kernel", "gpu block")))
     gpu = {r for r in ok if model.is_gpu_row(fs[r]) and model.size_class(fs[r]) != "light"}
     if gpu:
-        out.append(("every GPU-bound row +3 %", gpu, 1.03, "machine"))
+        out.append(("every GPU-bound row +3 %", gpu, 1.03, ("machine",)))
     return out
 
 
