@@ -192,12 +192,12 @@ def _prior(runs: list[dict], figs: dict, t: dict, cache: dict) -> dict | None:
     return cache[start]
 
 
-def _structured(fs: dict, jd, rng: random.Random) -> list[tuple[str, set, float, tuple]]:
+def _structured(fs: dict, jd, rng: random.Random) -> list[tuple[str, set, float, tuple[str, ...]]]:
     """The structured injections for one run: (name, rows, factor, finding kinds that report it): a
     probe x size, baseline included, is one block of GPU rows, reported as its kernel or its block."""
     from . import model
     ok = {v.row for v in jd.verdicts if v.z is not None}
-    out = []
+    out: list[tuple[str, set, float, tuple[str, ...]]] = []
     kernels: dict[str, set] = defaultdict(set)
     for row in ok:
         f = fs[row]
