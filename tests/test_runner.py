@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from cudnn_hostbench.bench.measure import records, timing
+from cudnn_hostbench.bench.measure import records, timing, workers
 from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant
 from cudnn_hostbench.bench.measure.runner import Session
 from cudnn_hostbench.bench.measure.status import Unsupported
@@ -278,3 +278,10 @@ def test_a_worker_records_where_its_time_went(session, monkeypatch):
     assert text.endswith("(the parent's own 1.0)")
     assert trust.time_text(records.Run("old", {}, [])) == ""          # runs from before it: nothing printed
     assert trust.summary_lines(run, 200)[-1].endswith("--wide: blocks and discard reasons, time per worker")
+    # building per block (what sharing plans across workers would save), summed over workers
+    assert session.fingerprint["build_s"]["toy/8"] >= 0.02
+    two = workers.merge_fingerprints([{"build_s": {"toy/8": 0.5, "big/1": 3.0}}, {"build_s": {"toy/8": 0.25}}])
+    assert two["build_s"] == {"toy/8": 0.75, "big/1": 3.0}
+    run = records.Run("r", {"worker_table": table, "build_s": {f"p{i}/1": float(i) for i in range(1, 8)}}, [])
+    assert trust.time_text(run).endswith("building by block, all workers: p7/1 7.0, p6/1 6.0, p5/1 5.0, p4/1 4.0, "
+                                         "p3/1 3.0 (of 28.0 over 7 blocks)")

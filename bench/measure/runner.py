@@ -63,6 +63,7 @@ class Session:
         self.t0 = time.perf_counter()
         self.startup_s = fpmod.process_age_s()   # before the suite's clock: imports and collection
         self.wall_s: dict = {}      # seconds spent per probe/size/phase: the suite's time budget
+        self.build_s: dict = {}     # seconds building (and checking) per probe/size: what plan sharing would save
         self.phase_s: dict = {}     # seconds per kind of work (PHASES): where a worker's time went
 
     # -- context ---------------------------------------------------------------------------
@@ -178,8 +179,13 @@ class Session:
         if key in self._cases:
             return self._cases[key]
         gpu = self.context()
-        with self._phase("build"):
-            return self._build(probe, size, key, gpu)
+        t0 = time.perf_counter()
+        try:
+            with self._phase("build"):
+                return self._build(probe, size, key, gpu)
+        finally:
+            k = f"{probe.name}/{size}"
+            self.build_s[k] = self.build_s.get(k, 0.0) + time.perf_counter() - t0
 
     def _build(self, probe, size, key, gpu) -> dict:
         names = [v.name for v in probe.variants]
@@ -444,6 +450,7 @@ class Session:
             self.fingerprint["suite_wall_s"] = time.perf_counter() - self.t0
             self.fingerprint["startup_s"] = self.startup_s
             self.fingerprint["wall_s"] = {k: round(v, 2) for k, v in self.wall_s.items()}
+            self.fingerprint["build_s"] = {k: round(v, 2) for k, v in self.build_s.items()}
             self.fingerprint["time_s"] = self.time_s()
             self.fingerprint["worker_table"] = [run_format.row_of(1, self.fingerprint)]
             self.writer.write({"kind": "fingerprint", "fingerprint": self.fingerprint})

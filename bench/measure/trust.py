@@ -175,6 +175,7 @@ def summary_line(run) -> str:
     return "; ".join(parts)
 
 
+BUILD_TOP = 5          # blocks named in the building line (the largest)
 TIME_NAMES = {"startup": "start-up", "warm": "warm-up", "build": "building", "eager": "eager rounds",
               "wait_fast": "waiting for the fast state", "graph": "graph", "device": "device", "host": "build-time rows",
               "other": "other"}
@@ -205,6 +206,11 @@ def time_text(run) -> str:
     wall = fp.get("suite_wall_s")
     if wall and len(per) > 1:
         out.append(f"the run {wall:.1f} (the parent's own {max(0.0, wall - sum(total.values())):.1f})")
+    builds = {k: v for k, v in (fp.get("build_s") or {}).items() if isinstance(v, (int, float))}
+    if builds:
+        top = sorted(builds.items(), key=lambda kv: -kv[1])[:BUILD_TOP]
+        out.append("building by block, all workers: " + ", ".join(f"{k} {v:.1f}" for k, v in top)
+                   + (f" (of {sum(builds.values()):.1f} over {len(builds)} blocks)" if len(builds) > BUILD_TOP else ""))
     return "; ".join(out)
 
 

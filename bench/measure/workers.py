@@ -161,11 +161,12 @@ def merge_fingerprints(fps: list[dict], wall_s: float | None = None) -> dict:
     fp["workers"] = len(fps)
     fp["host_state"] = {"floor_us": min(floors) if floors else None, "unstable": unstable * 2 > len(fps),
                         "unstable_workers": unstable, "per_worker": hs}
-    walls: dict = {}
-    for f in fps:
-        for k, v in (f.get("wall_s") or {}).items():
-            walls[k] = round(walls.get(k, 0.0) + v, 2)
-    fp["wall_s"] = walls
+    for name in ("wall_s", "build_s"):     # summed over workers, per probe/size
+        got: dict = {}
+        for f in fps:
+            for k, v in (f.get(name) or {}).items():
+                got[k] = round(got.get(k, 0.0) + v, 2)
+        fp[name] = got
     # a row per worker (run_format.WorkerInfo): its wall, start-up, time per phase; the parent sets roles
     fp["worker_table"] = [run_format.row_of(i, f) for i, f in enumerate(fps, 1)]
     fp["calibration_us"] = {"per_worker": [f.get("calibration_us") for f in fps],
