@@ -179,9 +179,13 @@ def wait_for(path: Path, poll_s: float = 0.01) -> bool:
     import time
     parent = os.getppid()
     try:   # the start-up this overlaps: torch (and the frontend, if any) and the harness's runner
-        import torch  # noqa: F401
+        import torch
 
         import cudnn_hostbench.bench.measure.runner  # noqa: F401
+        try:   # what a custom op's first call imports (torch.compile's machinery): 2-3 s the
+            import torch._dynamo  # noqa: F401  # registration block's building paid in every worker
+        except Exception:  # noqa: BLE001 - an older or stripped torch: the first call imports it
+            pass
         try:
             import cudnn  # type: ignore[import-not-found]  # noqa: F401
         except Exception:  # noqa: BLE001 - no frontend here: its probes say so when they run
