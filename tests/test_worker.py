@@ -104,8 +104,9 @@ def test_the_parent_hands_the_collected_cases_to_the_own_engine(tmp_path, monkey
     from cudnn_hostbench.bench.measure import workers
     seen = []
 
-    def fake(k, args, out, say=print, env=None, start=1, floor=None, cases=None):
+    def fake(k, args, out, say=print, env=None, start=1, floor=None, cases=None, ahead=None, lookahead=False):
         seen.append((k, start, cases))
+        assert (ahead is not None, lookahead) == ((True, True) if cases is not None else (False, False))
         return []
 
     monkeypatch.setattr(workers, "run_workers", fake)
@@ -144,6 +145,36 @@ def test_the_own_engine_starts_the_next_worker_during_the_one_before(tmp_path, m
     assert "4 case(s) in 1 block(s)" in (tmp_path / "out" / "workers" / "w2" / "worker.log").read_text()
     for p in paths:
         assert len(records.load_run(p).records) == 4
+
+
+def test_the_own_engine_starts_the_next_call_s_first_worker_during_this_call_s_last(tmp_path, monkeypatch):
+    """Issue 38: the eager-only workers and each top-up are calls of their own; the last worker of
+    one starts the process of the next one's first (its imports, torch._dynamo's 2-3 s included, off
+    the run's path: H200, K1 and K2, the registration block built in 0.02 s in the worker started
+    ahead against 2.7-3.6 s in the others). A process no call came for is ended, its folder gone."""
+    import time
+
+    from cudnn_hostbench.bench.measure import workers
+    probe = tmp_path / "probe_toy.py"
+    probe.write_text(TOY.replace("{name}", "toy"))
+    cases = [[str(probe), "toy", "8", "base", "eager"], [str(probe), "toy", "8", "trap", "eager"]]
+    monkeypatch.setattr(workers, "OVERLAP_AFTER_S", 0.0)
+    started = {}
+    real = workers._start_own
+    monkeypatch.setattr(workers, "_start_own", lambda w, env: started.setdefault(w.name, time.monotonic())
+                        and real(w, env))
+    ahead: dict = {}
+    out = tmp_path / "out"
+    kw = dict(cases=cases, say=lambda m: None, relay=lambda m: None, ahead=ahead, lookahead=True)
+    first = workers.run_workers(1, ["--hb-rounds=3", f"--rootdir={tmp_path}"], out, **kw)
+    assert [p.parent.name for p in first] == ["w1"] and list(ahead) == [2]   # w2 waits for the next call
+    t_done = time.monotonic()
+    assert started["w2"] < t_done
+    second = workers.run_workers(1, ["--hb-rounds=3", f"--rootdir={tmp_path}"], out, start=2, **kw)
+    assert [p.parent.name for p in second] == ["w2"] and len(records.load_run(second[0]).records) == 2
+    assert list(ahead) == [3] and (out / "workers" / "w3").is_dir()          # started for a call that never comes
+    workers.end_ahead(ahead)
+    assert ahead == {} and not (out / "workers" / "w3").exists()
 
 
 RUN_FILES = [p for p in sorted((ROOT / "reports" / "reference").rglob("run*.json"))]

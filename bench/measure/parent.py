@@ -57,6 +57,7 @@ class Parent:
         self.cases: list = []              # [probe file, probe, size, variant, mode], set after collection
         self.run_floor: float | None = None
         self.fingerprint: dict = {}
+        self._ahead: dict = {}             # own engine: the next worker's process, started during the last one
         # the budget is the parent process's wall time, its start-up (imports, collection) included
         from cudnn_hostbench.bench.measure.fingerprint import process_age_s
         self.t0 = time.perf_counter() - (process_age_s() or 0.0)
@@ -67,8 +68,8 @@ class Parent:
     def _workers(self, k: int, args: list[str], **kw) -> list:
         """workers.run_workers for k workers with these (pytest-style) arguments, on this engine."""
         from cudnn_hostbench.bench.measure import workers
-        if self.engine == "own":
-            kw["cases"] = self.cases
+        if self.engine == "own":   # each call's last worker starts the next call's first (a top-up may follow)
+            kw.update(cases=self.cases, ahead=self._ahead, lookahead=True)
         return workers.run_workers(k, args, self.out, **kw)
 
     def record(self, probe, size, variant, mode) -> records.Record:
@@ -84,6 +85,13 @@ class Parent:
         return rec or records.Record(probe.name, variant, size, mode, status=str(error("not measured by any worker")))
 
     def _run(self) -> None:
+        from cudnn_hostbench.bench.measure.workers import end_ahead
+        try:
+            self._run_workers()
+        finally:   # the process started for a worker that never came
+            end_ahead(self._ahead)
+
+    def _run_workers(self) -> None:
         from cudnn_hostbench.bench.measure.workers import merge_runs
         say = lambda m: progress.say(f"hostbench: {m}")  # noqa: E731
         runs = self._full_then_eager(say)

@@ -225,7 +225,8 @@ def _seed_env(env: dict, i: int, hash_seed_set: bool) -> dict:
 
 
 def run_workers(k: int, pytest_args: list[str], out: Path, say=print, env=None, start: int = 1,
-                floor: float | None = None, relay=None, cases: list | None = None) -> list[Path]:
+                floor: float | None = None, relay=None, cases: list | None = None, ahead: dict | None = None,
+                lookahead: bool = False) -> list[Path]:
     """Runs the suite in k fresh processes, one after another (numbered from `start`); returns
     their records.jsonl files. Each is a child pytest session with `pytest_args`, or with `cases`
     (the own engine, --hb-engine own) a bench.measure.worker process running the job those args
@@ -234,6 +235,10 @@ def run_workers(k: int, pytest_args: list[str], out: Path, say=print, env=None, 
 
     Each later worker starts from the host floor the earlier ones learned (or `floor`), so it
     need not relearn it (and all workers judge rounds by the same floor).
+
+    `ahead` (own engine): the caller's processes started early, by worker number, shared across
+    calls; with `lookahead`, the last worker also starts the process of the worker after it, for
+    the caller's next call (which may not come: the caller ends what it leaves, end_ahead).
     """
     relay = relay or progress.say
     env = dict(os.environ if env is None else env)
@@ -244,7 +249,8 @@ def run_workers(k: int, pytest_args: list[str], out: Path, say=print, env=None, 
         env["PYTHONPATH"] = os.pathsep.join([package_root(), *filter(None, [env.get("PYTHONPATH")])])
     paths = []
     last = start + k - 1
-    ahead: dict = {}                          # own engine: worker number -> (process, log), started early
+    shared = ahead is not None
+    ahead = {} if ahead is None else ahead    # own engine: worker number -> (process, log), started early
     try:
         for i in range(start, last + 1):
             wdir = out / "workers" / f"w{i}"
@@ -264,7 +270,7 @@ def run_workers(k: int, pytest_args: list[str], out: Path, say=print, env=None, 
                 _write_job(wdir, pytest_args, cases, f"{i}/{last}", floor)
 
                 def early(i=i, t0=t0):
-                    if i < last and i + 1 not in ahead and time.perf_counter() - t0 > OVERLAP_AFTER_S:
+                    if (i < last or lookahead) and i + 1 not in ahead and time.perf_counter() - t0 > OVERLAP_AFTER_S:
                         w = out / "workers" / f"w{i + 1}"
                         w.mkdir(parents=True, exist_ok=True)
                         ahead[i + 1] = _start_own(w, _seed_env(env, i + 1, hash_seed_set))
@@ -280,12 +286,23 @@ def run_workers(k: int, pytest_args: list[str], out: Path, say=print, env=None, 
                     f = None
                 if f:
                     floor = f if floor is None else min(floor, f)
-    finally:
-        for p, log in ahead.values():   # started early, never given a job (the parent stopped)
-            p.kill()
-            p.wait()
-            log.close()
+    finally:   # started early, never given a job (the parent stopped), except the caller's next
+        end_ahead(ahead, keep=last + 1 if shared else None)
     return paths
+
+
+def end_ahead(ahead: dict, keep: int | None = None) -> None:
+    """Ends the processes started early and never given a job, all but worker `keep`'s, and
+    removes their folders (a log of imports, no records)."""
+    import shutil
+    for i in [i for i in ahead if i != keep]:
+        p, log = ahead.pop(i)
+        p.kill()
+        p.wait()
+        log.close()
+        wdir = Path(log.name).parent
+        if not (wdir / "job.json").exists():
+            shutil.rmtree(wdir, ignore_errors=True)
 
 
 def _start_own(wdir: Path, env: dict):
