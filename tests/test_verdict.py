@@ -117,6 +117,31 @@ def test_a_slow_host_moves_its_host_rows_as_one_term_and_a_single_build_row_stay
         "the host's speed: build-time rows (6) +50.0 % on this run")
 
 
+def test_eager_us_rows_the_gpu_paces_keep_out_of_the_host_s_speed():
+    """H200, one start, two runs whose fast state ran 30 % apart: host-paced torch.mm rows +22 to
+    +36 %, GPU-paced ones (device 0.84-0.97 of eager) -1 to +9 %, and slow-state rows +80 to +130 %.
+    One term over all of them read nine GPU-paced rows -24 %: nine false FASTER in compare."""
+    host = [("p", f"h{i}", "256", "eager") for i in range(5)]
+    gpu = [("p", f"g{i}", "4096", "eager") for i in range(5)]
+    slow = [("p", f"s{i}", "256", "eager") for i in range(5)]
+    figs = {r: fig(*r, value=10.0, kernels="", host_state="fast") for r in host}
+    figs |= {r: fig(*r, value=200.0, kernels="", host_state="fast") for r in gpu}
+    figs |= {r: fig(*r, value=10.0, kernels="", host_state="slow") for r in slow}
+    for r in host + slow:      # device time 30 % of eager: the host sets the pace
+        figs[r[:3] + ("device",)] = fig(*r[:3], "device", value=3.0)
+    for r in gpu:              # 85 %: the GPU does
+        figs[r[:3] + ("device",)] = fig(*r[:3], "device", value=170.0)
+    keys = {model.host_key(figs[r], figs) for r in host}, {model.host_key(figs[r], figs) for r in gpu}
+    assert keys == ({"eager µs fast"}, {"eager µs gpu-bound fast"})
+    assert model.host_key(figs[slow[0]], figs) == "eager µs slow"
+    logs = {r: math.log(1.3) for r in host} | {r: 0.0 for r in gpu} | {r: math.log(2.0) for r in slow}
+    st = model.structure(logs, {r: 0.0 for r in logs}, figs)
+    assert all(abs(st.adjust[r]) < 1e-9 for r in gpu)                    # not moved by the host's speed
+    assert all(abs(st.adjust[r] - math.log(1.3)) < 1e-9 for r in host)   # nor by the slow state's rows
+    assert decide.Finding("host", "eager µs gpu-bound fast", 0.02, 1.0, 0.3, 5, "fleet").line().startswith(
+        "GPU-paced eager µs fast rows (5)")
+
+
 def test_a_row_timed_on_the_host_s_clock_is_predicted_by_history_of_its_own_host_state():
     """H200: a slow-host run's rebuild build times (+48 to +66 %) against a history of mostly fast
     runs, and a second slow-host start behind it, were five false SLOWER "confirmed by two starts";

@@ -95,7 +95,8 @@ class Finding:
         what = {"machine": f"this GPU runs {self.name} rows", "kernel": f"kernel {self.name} ({self.rows} rows)",
                 "block": f"eager block {self.name} ({self.rows} ratios: their baseline's host time)",
                 "gpu block": f"block {self.name} ({self.rows} rows)",
-                "host": f"the host's speed: {self.name} rows ({self.rows})",
+                "host": (f"GPU-paced {self.name.replace('gpu-bound ', '')} rows ({self.rows})" if "gpu-bound" in self.name
+                         else f"the host's speed: {self.name} rows ({self.rows})"),
                 "variant": f"variant {self.name} (graph and device)"}.get(self.kind, f"{self.kind} {self.name}")
         return (f"{what} {self.change * 100:+.1f} % on this run (z {self.z:+.1f} against the {self.scale}"
                 f"{'' if not self.status else ': ' + self.status}{'' if not self.state else ', ' + self.state})")
@@ -414,6 +415,7 @@ def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, l
     md.figs = figs
     md.struct[target["id"]] = md._structure(target["id"], fs)
     judged: list[tuple] = []   # (row, f, prediction, d, sd, nu)
+    widened: set = set()       # eager ratios whose variant and baseline keep different paces
     out: dict[tuple, Verdict] = {}
     for row, f in fs.items():
         if f.status != "ok" or not f.value or f.value <= 0:
@@ -429,8 +431,11 @@ def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, l
                                 note="its noise is unknown (no history spread, worker spread or prior for its class)")
             continue
         x = math.log(f.value) - md.struct[target["id"]].adjust.get(row, 0.0)
-        d, sd = x - pr.location, math.sqrt(pr.var)
+        paced = model.paced_var(f, fs, md.struct[target["id"]].terms)
+        d, sd = x - pr.location, math.sqrt(pr.var + paced)
         judged.append((row, f, pr, d, sd, pr.df))
+        if paced:
+            widened.add(row)
         raw = figs[target["id"]][row].value
         out[row] = _verdict(f, raw, raw / math.exp(d), math.exp(d) - 1, pr.n, "SAME", scale=pr.scale)
     ps = _pvalues([d / sd for _, _, _, d, sd, _ in judged], [nu for *_, nu in judged])
@@ -461,6 +466,8 @@ def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, l
             notes.append(f"too noisy to see {practical(f) * 100:g} % (its mdc is past it, largest part: {big})")
         elif other_kernels:
             notes.append(f"kernels: history {kern}; this run {f.kernels}")
+        if row in widened:
+            notes.append("variant and baseline paced apart (GPU, host): widened by the host's speed")
         v.note = "; ".join(notes)
     _two_starts(md, out, judged, q)
     findings = _findings(md, q) + _variants(md, out)
@@ -665,6 +672,8 @@ def _findings(md: Model, q: float) -> list[Finding]:
     for fd, hit in zip(cands, bh([c.p for c in cands], q)):
         if hit and mixed and md.partial(md.target):
             fd.status = "information (a partial run against full runs: the GPU state may differ)"
+        elif hit and fd.kind == "host" and "gpu-bound" in fd.name:
+            fd.status = "information (eager rows the GPU paces on this run: see their device rows)"
         elif hit and fd.kind == "host":
             # one history key holds one set of versions: its rows in host µs moving together is the host
             fd.status = "information (the host's speed on this run)"

@@ -11,7 +11,8 @@ For a row i of run r on machine start s (docs/history.md, "The model"):
   one block, the eager ratios of one block (four or more rows): for each row, the median offset of
   the *other* rows of K, so a row's own change never moves its adjustment;
 - h_r[H]: the host's speed on the run's rows in host µs (build times, the waterfall's host parts,
-  eager µs: three terms), adjusted the same way (a VM's vCPU runs a whole run fast or slow);
+  eager µs per host state, host- and GPU-paced apart), adjusted the same way (a VM's vCPU runs a
+  whole run fast or slow);
 - b_is: the row's own offset on start s (between starts), w_r: one run within its start,
   p_r: process sampling (the median of n workers' figures), t: the timer's resolution.
 
@@ -109,12 +110,27 @@ def is_host_row(f) -> bool:
     return f.mode == "eager" and not f.on_ratio
 
 
-def host_key(f) -> str:
+GPU_BOUND_SHARE = 0.8   # an eager µs row whose device time is this share of its eager time or more
+
+
+def host_key(f, figs: dict | None = None) -> str:
     """A host term's rows: build times, the waterfall's host parts (µs per call, differences of two
-    timings: their own noise) and eager µs each move with the host apart."""
+    timings: their own noise) and eager µs each move with the host apart. Eager µs rows move with
+    it per host state, and only where the host sets the pace: a row whose device time is most of
+    its eager time (the GPU's queue holds) stays where the GPU puts it. H200, one start, two runs
+    whose fast state ran 30 % apart: host-bound torch.mm rows (device 0.25-0.60 of eager) +22 to
+    +36 %, GPU-bound ones (0.84-0.97) -1 to +9 %, and the slow state's rows +80 to +130 %."""
     if f.mode != "host":
-        return "eager µs"
+        bound = "gpu-bound " if gpu_bound_eager(f, figs or {}) else ""
+        return f"eager µs {bound}{f.host_state or ''}".rstrip()
     return "waterfall host part" if f.probe == "waterfall" else "build-time"
+
+
+def gpu_bound_eager(f, figs: dict) -> bool:
+    """An eager row whose device figure (same run, same variant) is GPU_BOUND_SHARE of its eager µs."""
+    d = figs.get((f.probe, f.variant, f.size, "device"))
+    dev, us = getattr(d, "median_us", None), f.median_us
+    return bool(dev and us and dev >= GPU_BOUND_SHARE * us)
 
 
 def structured(f) -> bool:
@@ -127,18 +143,19 @@ def gpu_block(f) -> str:
     return f"{f.probe} {f.size} {f.mode}{' baseline' if apart else ''}"
 
 
-# The levels below the machine factor: (name, rows it applies to, their key, least rows). Each row is
+# The levels below the machine factor: (name, rows it applies to, their key (of a figure and its run's
+# figures), least rows). Each row is
 # adjusted by the median of the *other* rows of its key (at least 3 of them, so one changed row
 # moves no other row's adjustment), and the key's term over all its rows is what a finding reports.
 LEVELS = (
-    ("kernel", lambda f: is_gpu_row(f) and bool(f.kernels), lambda f: f.kernels, KERNEL_ROWS),
+    ("kernel", lambda f: is_gpu_row(f) and bool(f.kernels), lambda f, _: f.kernels, KERNEL_ROWS),
     # a block's GPU rows are timed together, one after another: a GPU state (clocks, power) during it moves them all
     # (in graph replay its baseline apart: torch's launch path is other work than the cuDNN variants';
     # H200, set_stream 256 graph: cuDNN rows +2 to +6 % on three starts, torch.mm's +1 to +2 %. Device
     # rows time kernels alone, the baseline's with the rest: execute 256, one run, all +2 %)
-    ("gpu block", is_gpu_row, gpu_block, KERNEL_ROWS),
+    ("gpu block", is_gpu_row, lambda f, _: gpu_block(f), KERNEL_ROWS),
     # an eager block's ratios share their baseline's eager time: the host's speed on it moves them all
-    ("block", is_eager_ratio, lambda f: f"{f.probe} {f.size} {f.host_state}", KERNEL_ROWS),
+    ("block", is_eager_ratio, lambda f, _: f"{f.probe} {f.size} {f.host_state}", KERNEL_ROWS),
     # a VM's vCPU runs a whole run fast or slow: every row in host µs moves with it (H200, a slow-host
     # start: eight build-time rows of four probes +41 to +77 % together)
     ("host", is_host_row, host_key, KERNEL_ROWS),
@@ -167,7 +184,7 @@ def structure(logs: dict, ref: dict, figs: dict, apart: set | frozenset = frozen
         by: dict[str, list] = {}
         for row in res:
             if applies(figs[row]):
-                by.setdefault(key(figs[row]), []).append(row)
+                by.setdefault(key(figs[row], figs), []).append(row)
         step = {}
         for k, rows in by.items():
             setters = [r for r in rows if r in sets]
@@ -183,6 +200,22 @@ def structure(logs: dict, ref: dict, figs: dict, apart: set | frozenset = frozen
             res[row] -= x
             st.adjust[row] += x
     return st
+
+
+def paced_var(f, figs: dict, terms: dict) -> float:
+    """The variance an eager ratio takes on when the GPU paces its variant and the host its baseline
+    (or the other way): the host's speed then moves the ratio by the two host terms' difference, as
+    far as each side is paced as classed (near the crossover, partly). The square of that
+    difference widens the row; it never moves it. H200, one start, two runs whose fast state ran
+    30 % apart: engine 1024's plans 8 and 12 (device 11.6 µs, eager 11.6) against torch.mm (device
+    5.3, eager 8.8 then 12.5): ratios 1.32 then 0.93, the other eleven plans within 4 %."""
+    if not is_eager_ratio(f) or not f.baseline:
+        return 0.0
+    b = figs.get((f.probe, f.baseline, f.size, "eager"))
+    if b is None or gpu_bound_eager(f, figs) == gpu_bound_eager(b, figs):
+        return 0.0
+    h = terms.get(("host", host_key(f, figs)), (0.0,))[0] - terms.get(("host", host_key(b, figs)), (0.0,))[0]
+    return h * h
 
 
 def median_without(xs: list[float], i: int | None) -> float:
