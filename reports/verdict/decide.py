@@ -535,6 +535,8 @@ def _two_starts(md: Model, out: dict, judged: list[tuple], q: float) -> None:
         v, g = out[row], md.figs[prev["id"]].get(row)
         if v.verdict not in ("SAME", "UNSURE") or not usable(g, f):
             continue
+        if model.paced_var(f, md.figs[md.target["id"]], st_t.terms) or model.paced_var(g, md.figs[prev["id"]], st_p.terms):
+            continue   # paced apart on either run: the host's speed moves it, two starts confirm nothing
         pr = m2.predict(row, f)
         if pr is None or pr.scale != "fleet" or pr.var <= 0:
             continue
