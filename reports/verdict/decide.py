@@ -95,7 +95,8 @@ class Finding:
         what = {"machine": f"this GPU runs {self.name} rows", "kernel": f"kernel {self.name} ({self.rows} rows)",
                 "block": f"eager block {self.name} ({self.rows} ratios: their baseline's host time)",
                 "gpu block": f"block {self.name} ({self.rows} rows)",
-                "host": (f"GPU-paced {self.name.replace('gpu-bound ', '')} rows ({self.rows})" if "gpu-bound" in self.name
+                "host": (f"GPU-paced {self.name.replace(model.GPU_PACED + ' ', '')} rows ({self.rows})"
+                         if model.GPU_PACED in self.name
                          else f"the host's speed: {self.name} rows ({self.rows})"),
                 "variant": f"variant {self.name} (graph and device)"}.get(self.kind, f"{self.kind} {self.name}")
         return (f"{what} {self.change * 100:+.1f} % on this run (z {self.z:+.1f} against the {self.scale}"
@@ -674,7 +675,7 @@ def _findings(md: Model, q: float) -> list[Finding]:
     for fd, hit in zip(cands, bh([c.p for c in cands], q)):
         if hit and mixed and md.partial(md.target):
             fd.status = "information (a partial run against full runs: the GPU state may differ)"
-        elif hit and fd.kind == "host" and "gpu-bound" in fd.name:
+        elif hit and fd.kind == "host" and model.GPU_PACED in fd.name:
             fd.status = "information (eager rows the GPU paces on this run: see their device rows)"
         elif hit and fd.kind == "host":
             # one history key holds one set of versions: its rows in host µs moving together is the host

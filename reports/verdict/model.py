@@ -111,6 +111,7 @@ def is_host_row(f) -> bool:
 
 
 GPU_BOUND_SHARE = 0.8   # an eager µs row whose device time is this share of its eager time or more
+GPU_PACED = "gpu-bound"  # in a host term's key: its eager µs rows are paced by the GPU
 
 
 def host_key(f, figs: dict | None = None) -> str:
@@ -121,7 +122,7 @@ def host_key(f, figs: dict | None = None) -> str:
     whose fast state ran 30 % apart: host-bound torch.mm rows (device 0.25-0.60 of eager) +22 to
     +36 %, GPU-bound ones (0.84-0.97) -1 to +9 %, and the slow state's rows +80 to +130 %."""
     if f.mode != "host":
-        bound = "gpu-bound " if gpu_bound_eager(f, figs or {}) else ""
+        bound = f"{GPU_PACED} " if gpu_bound_eager(f, figs or {}) else ""
         return f"eager µs {bound}{f.host_state or ''}".rstrip()
     return "waterfall host part" if f.probe == "waterfall" else "build-time"
 
