@@ -5,6 +5,7 @@ recomputes them without a GPU."""
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 from cudnn_hostbench.bench.audit import callsite
 from cudnn_hostbench.bench.audit import timeline as audit_timeline
@@ -379,8 +380,13 @@ def sync_projection(segments, device_us, host_now: float, host_proj: float, cut_
     """{"syncs": each sync now and projected (timeline.project_syncs), "sync_lines": each sync
     line now and projected (what else it keeps + its syncs' fixed cost and projected wait),
     "sync_model": how they were priced}. Without a timeline a sync keeps its sampled time."""
-    syncs = audit_timeline.project_syncs(rebase(segments, sync_now, host_now, scale), device_us, host_now, host_proj,
-                                         cut_dev)
+    based = rebase(segments, sync_now, host_now, scale)
+    # each sync line's other calls (now, projected; shared among its syncs) run last before its sync
+    on_line = Counter(s["line"] for s in based)
+    tails = [((max(0.0, row_us.get(s["line"], 0.0) - sync_now[s["line"]]) * scale / on_line[s["line"]],
+               left_of.get(s["line"], 0.0) * scale / on_line[s["line"]]) if s["line"] in sync_now else None)
+             for s in based]
+    syncs = audit_timeline.project_syncs(based, device_us, host_now, host_proj, cut_dev, tails)
     by_line: dict = {}
     for x in syncs:
         by_line.setdefault(x["line"], []).append(x)
@@ -399,7 +405,8 @@ def sync_projection(segments, device_us, host_now: float, host_proj: float, cut_
         out.append(row)
     kept = f"kept at their sampled time: {why or 'this audit has no timeline'}"
     model = ("each at its fixed cost (the timeline's drained syncs) + the device work still queued when the "
-             "projected host reaches it (the sampled rounds' sync time past that cost, now)" if syncs
+             "projected host reaches it (the sampled rounds' sync time past that cost, now; the sync line's "
+             "other calls run last before it)" if syncs
              else kept if sync_now else "")
     return {"syncs": syncs, "sync_lines": out, "sync_model": model}
 
