@@ -95,6 +95,34 @@ def test_backend_set_stream_and_fallbacks(run):
     assert v.cost_us == pytest.approx(40.0)
 
 
+def test_run_figures_are_carried_to_this_hosts_pace(tmp_path):
+    """A price is host work measured in another process: at the audit's host sentinel against the
+    cited records' own (H200, start K: naive's warm execute at the reference run's pace projected
+    16.5 % under the fixed step, at its own 8.8 %). No sentinel on either side: as measured."""
+    from cudnn_hostbench.bench.audit import auditor
+    from cudnn_hostbench.bench.audit.pace import host_pace
+    from cudnn_hostbench.bench.measure.records import load_run
+
+    def rec(variant, us, sentinel):
+        return Record("execute", variant, "256", "eager", samples=[us] * 5, sentinel_us=sentinel)
+    r = load_run(write_run(tmp_path / "r.json", run_document([rec("generic", 14.0, 0.78), rec("pinned", 11.0, 0.82)], {})))
+    k, cite = host_pace(0.88, (r.find("execute", "generic", "256", "eager"), r.find("execute", "pinned", "256", "eager")))
+    assert k == pytest.approx(1.1) and cite == " × host pace 1.10 (sentinel 0.880 µs here, 0.800 in the run)"
+    f = by_rule(cost.evaluate(dict(FIXED, execute=1), r, here=0.88))["generic_execute"]
+    assert f.cost_us == pytest.approx(3.0 * 1.1) and "× host pace 1.10" in f.cost_from[0]
+    assert by_rule(cost.evaluate(dict(FIXED, execute=1), r))["generic_execute"].cost_us == pytest.approx(3.0)
+    assert cost.warm_execute(r, {"execute": 2}, here=0.88)[0] == pytest.approx(14.0 * 0.88 / 0.78)
+    # a record without its sentinel (a run from before it was kept): nothing is carried
+    old = load_run(write_run(tmp_path / "o.json", run_document([_rec("execute", "generic", "256", 14.0),
+                                                                  _rec("execute", "pinned", "256", 11.0)], {})))
+    assert by_rule(cost.evaluate(dict(FIXED, execute=1), old, here=0.88))["generic_execute"].cost_us == pytest.approx(3.0)
+    # the audit's own sentinel: its plain loop's where it has one, else its eager rounds'
+    assert auditor.host_sentinel({"eager": {"median": 5, "sentinel_us": 0.8},
+                                  "loop": {"median": 5, "sentinel_us": 0.9}}) == 0.9
+    assert auditor.host_sentinel({"eager": {"median": 5, "sentinel_us": 0.8}, "loop": {"error": "x"}}) == 0.8
+    assert auditor.host_sentinel({"eager": {"median": 5}}) is None
+
+
 def test_rebuild_probe_figure_preferred(tmp_path):
     from cudnn_hostbench.bench.measure.records import load_run
     recs = [_rec("rebuild", "rebuild", "256", 2000.0), _rec("rebuild", "cache_hit", "256", 12.0),

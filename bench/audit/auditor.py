@@ -321,12 +321,20 @@ OVER_NOTE = ("the avoidable sum exceeds the measured host overhead: run-file fig
              "process (host µs drift 10-40 % between processes) and from the probes' own problem")
 
 
+def host_sentinel(modes: dict) -> float | None:
+    """The host's sentinel (µs) beside the figure the step is priced in: the plain loop's where it
+    has one, else the eager rounds'. None for an audit from before the sentinel was kept."""
+    loop = modes.get("loop") or {}
+    return (loop.get("sentinel_us") if loop.get("median") else None) or (modes.get("eager") or {}).get("sentinel_us")
+
+
 def price(report: AuditReport, run) -> AuditReport:
     """The report's findings priced with `run`'s figures (and the copy-kernel time the audit
     measured itself): a pure function of what the audit measured, so an audit can be priced
     again from a newer run of the probes without a GPU (`hostbench reprice`)."""
     measured = {"copy_kernel_us": sum(u for n, _, u in report.kernels if audit_rules.is_copy_kernel(n))}
-    findings = evaluate(report.counts, run, measured, report.modes.get("graph", {}).get("error"))
+    here = host_sentinel(report.modes)
+    findings = evaluate(report.counts, run, measured, report.modes.get("graph", {}).get("error"), here=here)
     step = _step_us(report.modes)
     if step:   # what share of the user's own step (its plain loop's µs) each finding is
         findings = [dataclasses.replace(f, share=f.cost_us / step if f.cost_us is not None else None)
@@ -337,7 +345,7 @@ def price(report: AuditReport, run) -> AuditReport:
     if table.get("rows") is not None:
         table["remainder"] = [r["line"] for r in audit_lines.remainder(table, tied)]
     projection = audit_lines.project(findings, report.counts, table, tied, report.modes,
-                                     warm_execute(run, report.counts), report.timeline)
+                                     warm_execute(run, report.counts, here=here), report.timeline)
     avoidable = sum(f.cost_us for f in findings if f.cost_us is not None)
     notes = [n for n in report.notes if n != OVER_NOTE and not n.startswith(audit_packs.NOTE_PREFIX)
              and not n.startswith(PLAN_NOTE) and not n.startswith(LOOP_NOTE)]

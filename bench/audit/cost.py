@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudnn_hostbench.bench.audit import rules as audit_rules
+from cudnn_hostbench.bench.audit.pace import host_pace
 from cudnn_hostbench.bench.measure import records as rec_mod
 from cudnn_hostbench.bench.measure import trust
 
@@ -49,9 +50,10 @@ def _closest_size(run, probe, variant, want, mode) -> str | None:
     return min(scored)[1] if scored else None
 
 
-def probe_figure(run, src: audit_rules.Figure) -> tuple[float | None, str, bool]:
+def probe_figure(run, src: audit_rules.Figure, here: float | None = None) -> tuple[float | None, str, bool]:
     """(µs per occurrence, citation, whether a cited record is flagged) of a probe figure, or
-    (None, why not, False). Each cited figure carries its record's trust badge (bench.measure.trust)."""
+    (None, why not, False), at this host's pace (`here`: the audit's sentinel µs; host_pace).
+    Each cited figure carries its record's trust badge (bench.measure.trust)."""
     if run is None:
         return None, f"no run file ({src.probe}/{src.trap})", False
     size = _closest_size(run, src.probe, src.trap, src.size, src.mode)
@@ -61,19 +63,20 @@ def probe_figure(run, src: audit_rules.Figure) -> tuple[float | None, str, bool]
         why = f"no figure in {_rel(run.path)} ({src.probe}/{src.trap} vs {'|'.join(src.fixed)}, {src.mode})"
         return None, why, False
     fix_us, fix = min(fixes)
-    us = (trap - fix_us) * src.scale
+    r_trap, r_fix = run.find(src.probe, src.trap, size, src.mode), run.find(src.probe, fix, size, src.mode)
+    k, pace = host_pace(here, (r_trap, r_fix))
+    us = (trap - fix_us) * src.scale * k
     scale = f" × {src.scale:.3g}" if src.scale != 1 else ""
-    b_trap = trust.badge(run.find(src.probe, src.trap, size, src.mode))
-    b_fix = trust.badge(run.find(src.probe, fix, size, src.mode))
+    b_trap, b_fix = trust.badge(r_trap), trust.badge(r_fix)
     return us, (f"{src.probe}/{src.trap} {trap:.2f}{b_trap} − {src.probe}/{fix} {fix_us:.2f}{b_fix} µs "
-                f"@{size} {src.mode}{scale}"), bool(b_trap or b_fix)
+                f"@{size} {src.mode}{scale}{pace}"), bool(b_trap or b_fix)
 
 
 # the execute probe's variant for each counted call form, warm (a plan built once, run many times)
 WARM_FORMS = {"execute": "generic", "execute_plan_at_index": "pinned", "execute_ordered": "ordered"}
 
 
-def warm_execute(run, counts: dict, size: str = "256") -> tuple[float | None, str]:
+def warm_execute(run, counts: dict, size: str = "256", here: float | None = None) -> tuple[float | None, str]:
     """(µs of one warm execute in the step's call forms, citation) from the execute probe, or
     (None, why not): what an execute costs once its graph is kept, where the step runs each execute
     right after building its plan, cold (H200, the naive example: 105 µs on its execute line against
@@ -88,9 +91,11 @@ def warm_execute(run, counts: dict, size: str = "256") -> tuple[float | None, st
         us = _median(run, "execute", v, at, "eager") if at else None
         if us is None:
             return None, f"no figure in {_rel(run.path)} (execute/{v}, eager)"
-        badge = trust.badge(run.find("execute", v, at, "eager"))
-        parts.append(f"execute/{v} {us:.2f}{badge} µs @{at} eager" + (f" × {k:g}/{n:g}" if len(forms) > 1 else ""))
-        total += us * k / n
+        rec = run.find("execute", v, at, "eager")
+        pace, cite = host_pace(here, (rec,))
+        parts.append(f"execute/{v} {us:.2f}{trust.badge(rec)} µs @{at} eager" + (f" × {k:g}/{n:g}" if len(forms) > 1 else "")
+                     + cite)
+        total += us * pace * k / n
     return total, "; ".join(parts)
 
 
@@ -121,14 +126,14 @@ class Finding:
     lines: list = field(default_factory=list)   # [{"line", "per_step", "us"}]: where its calls were counted
 
 
-def _part_cost(part, counts, run, measured) -> tuple[float | None, str, bool]:
+def _part_cost(part, counts, run, measured, here=None) -> tuple[float | None, str, bool]:
     """First source of a part that has a figure: (µs per step, citation, flagged)."""
     misses, zero = [], False
     for k, src in enumerate(part):
         if isinstance(src, audit_rules.Measured):
             v = measured.get(src.key)
             if v is not None and v > 0:
-                ref, flagged = _reference(part[k + 1:], run)
+                ref, flagged = _reference(part[k + 1:], run, here)
                 return v, f"{v:.2f} µs/step: {src.cite()}" + ref, flagged
             misses.append(f"not measured: {src.label}")
             continue
@@ -137,7 +142,7 @@ def _part_cost(part, counts, run, measured) -> tuple[float | None, str, bool]:
             zero = True
             continue
         # a source with its own pricing (bench.audit.packs.Slope), else a probe figure
-        us, cite, flagged = src.price(run) if hasattr(src, "price") else probe_figure(run, src)
+        us, cite, flagged = src.price(run, here) if hasattr(src, "price") else probe_figure(run, src, here)
         if us is None:
             misses.append(cite)
             continue
@@ -147,12 +152,12 @@ def _part_cost(part, counts, run, measured) -> tuple[float | None, str, bool]:
     return (0.0, "", False) if zero else (None, "; ".join(misses), False)
 
 
-def _reference(sources, run) -> tuple[str, bool]:
+def _reference(sources, run, here=None) -> tuple[str, bool]:
     """Probe figures not used for the cost, cited so the reader can compare."""
     refs, flagged = [], False
     for src in sources:
         if isinstance(src, audit_rules.Figure):
-            us, cite, f = probe_figure(run, src)
+            us, cite, f = probe_figure(run, src, here)
             if us is not None:
                 refs.append(f"{us:.2f} µs per occurrence ({cite})")
                 flagged |= f
@@ -160,8 +165,9 @@ def _reference(sources, run) -> tuple[str, bool]:
 
 
 def evaluate(counts: dict, run=None, measured: dict | None = None, capture_error: str | None = None,
-             rules=audit_rules.RULES) -> list[Finding]:
-    """Findings for the counts per step, biggest cost first (no figure last).
+             rules=audit_rules.RULES, here: float | None = None) -> list[Finding]:
+    """Findings for the counts per step, biggest cost first (no figure last); the run's figures at
+    this host's pace (`here`: the audit's host sentinel, µs; host_pace).
 
     measured: µs per step this audit measured itself ("copy_kernel_us": the step's copy kernels,
     split here over the kinds of copy counted; "build_us" defaults to the counted build time).
@@ -176,7 +182,7 @@ def evaluate(counts: dict, run=None, measured: dict | None = None, capture_error
             continue
         total, cites, any_fig, missing, flagged = 0.0, [], False, False, False
         for part in rule.parts:
-            us, cite, f = _part_cost(part, c, run, measured)
+            us, cite, f = _part_cost(part, c, run, measured, here)
             flagged |= f
             if cite:
                 cites.append(cite)

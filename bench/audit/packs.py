@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from cudnn_hostbench.bench.audit.pace import host_pace
+
 PROBE = "pack_size"
 FORMS = ("generic", "pinned", "ordered")
 _SIZE = re.compile(r"p(\d+)")
@@ -113,8 +115,9 @@ class Slope:
     def cite(self) -> str:
         return f"slope {PROBE}/{self.trap} − slope {PROBE}/{'|'.join(self.fixed)} {self.mode} × {self.count}"
 
-    def price(self, run) -> tuple[float | None, str, bool]:
-        """(µs per tensor, citation, flagged) or (None, why not, False)."""
+    def price(self, run, here: float | None = None) -> tuple[float | None, str, bool]:
+        """(µs per tensor, citation, flagged) or (None, why not, False), at this host's pace
+        (`here`: the audit's host sentinel, µs; bench.audit.pace)."""
         if run is None:
             return None, f"no run file ({PROBE}/{self.trap})", False
         trap = fit(run, self.trap, self.mode)
@@ -122,8 +125,10 @@ class Slope:
         if trap is None or not fixes:
             return None, f"no {PROBE} slopes in the run ({self.trap} vs {'|'.join(self.fixed)}, {self.mode})", False
         best = min(fixes, key=lambda f: f.slope_us)
-        return (trap.slope_us - best.slope_us,
-                f"{trap.describe()} − {best.describe()}", False)
+        k, pace = host_pace(here, [r for r in run.records if r.probe == PROBE and r.mode == self.mode and r.ok
+                                   and r.variant in (trap.variant, best.variant)])
+        return ((trap.slope_us - best.slope_us) * k,
+                f"{trap.describe()} − {best.describe()}{pace}", False)
 
 
 NOTE_PREFIX = "variant packs per step:"
