@@ -5,8 +5,9 @@
 
 Order of the passes (one process, one step): a first plain call; eager timing; CUDA-graph capture
 and replay; the counting pass (bench.audit.count, wrappers only inside it); the line sampler
-(bench.audit.sampler: host time by source line); the device mode (torch.profiler) last, because a
-profiler session slows later host timing in the same process.
+(bench.audit.sampler: host time by source line); the sync timeline (bench.audit.timeline); the
+profiled passes last, because a profiler session slows later host timing in the same process: the
+device mode (torch.profiler), then the kernel launches of each sync's segment (bench.audit.launches).
 Trap costs come from a run file of the probes (bench.audit.cost, bench.audit.rules). A failed
 capture is summarised in one line after the counting pass, whose counts name the cause.
 Needs a CUDA GPU and nvidia-cudnn-frontend. The report is rendered by reports.audit_report.
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudnn_hostbench.bench.audit import count as audit_count
+from cudnn_hostbench.bench.audit import launches as audit_launches
 from cudnn_hostbench.bench.audit import lines as audit_lines
 from cudnn_hostbench.bench.audit import packs as audit_packs
 from cudnn_hostbench.bench.audit import rules as audit_rules
@@ -203,6 +205,8 @@ def audit(step, *, run_file=None, rounds: int | None = None, count_steps: int = 
         timeline = _timeline(step, step_us)
         sync()
         device, kpc, kernels = _device_mode(step, sync, opt)
+        sync()
+        timeline = _with_launches(step, timeline)
     if capture_failed is not None:  # summarised after counting: the counts name the cause
         modes["graph"] = {"error": audit_rules.capture_summary(capture_failed, counts),
                           "raw": "\n".join(capture_failed)}
@@ -265,6 +269,22 @@ def _sentinel(watch) -> dict:
     """The host sentinel's median next to the kept rounds (µs): the host's pace while they ran."""
     got = [x for x in (getattr(watch, "sentinel", None) or ()) if isinstance(x, (int, float))]
     return {"sentinel_us": statistics.median(got)} if got else {}
+
+
+def _with_launches(step, timeline: dict) -> dict:
+    """The timeline with each sync's segment's kernel launches (bench.audit.launches), profiled
+    after every host timing; a failure is kept as `launches_error` and the waits are projected
+    from the segment's device time as before."""
+    if not timeline.get("segments"):
+        return timeline
+    try:
+        got = audit_launches.measure(step, timeline["syncs_per_step"])
+    except Exception as e:  # noqa: BLE001 - the projection keeps the busy-tail model without it
+        got = {"error": f"launch pass failed: {audit_rules.error_line(f'{type(e).__name__}: {e}')}"}
+    if got.get("error"):
+        return dict(timeline, launches_error=got["error"])
+    segs = [dict(s, launch=dict(placed, lat_us=got["lat_us"])) for s, placed in zip(timeline["segments"], got["segments"])]
+    return dict(timeline, segments=segs, launch_steps=got["steps"])
 
 
 def _timeline(step, step_us) -> dict:

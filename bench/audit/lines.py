@@ -358,7 +358,8 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict,
     host_proj, host_now = kept_us * scale, (total - sum(sync_now.values())) * scale
     cut_dev = sum(f.cost_us for f in priced if f.rule in DEVICE_COPIES) if device is not None else 0.0
     syncs = sync_projection((timeline or {}).get("segments") or [], device, host_now, host_proj, cut_dev,
-                            sync_now, left_of, {r["line"]: r["us"] for r in rows}, scale, (timeline or {}).get("error"))
+                            sync_now, left_of, {r["line"]: r["us"] for r in rows}, scale, (timeline or {}).get("error"),
+                            (timeline or {}).get("launches_error"))
     proj = host_proj + sum(x["cost_proj_us"] for x in syncs["sync_lines"])
     var_s = sum((0.1 * x["wait_proj_us"]) ** 2 for x in syncs["syncs"])
     # a loop of steps runs no faster than its device work (one stream): the kernels the fixes keep
@@ -376,7 +377,8 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict,
 
 
 def sync_projection(segments, device_us, host_now: float, host_proj: float, cut_dev: float, sync_now: dict,
-                    left_of: dict, row_us: dict, scale: float, why: str | None = None) -> dict:
+                    left_of: dict, row_us: dict, scale: float, why: str | None = None,
+                    unplaced: str | None = None) -> dict:
     """{"syncs": each sync now and projected (timeline.project_syncs), "sync_lines": each sync
     line now and projected (what else it keeps + its syncs' fixed cost and projected wait),
     "sync_model": how they were priced}. Without a timeline a sync keeps its sampled time."""
@@ -406,7 +408,10 @@ def sync_projection(segments, device_us, host_now: float, host_proj: float, cut_
     kept = f"kept at their sampled time: {why or 'this audit has no timeline'}"
     model = ("each at its fixed cost (the timeline's drained syncs) + the device work still queued when the "
              "projected host reaches it (the sampled rounds' sync time past that cost, now; the sync line's "
-             "other calls run last before it)" if syncs
+             "other calls run last before it" + ("; the wait's change replayed from the step's kernel launches"
+                                                 if any(x.get("from_launches") for x in syncs) else
+                                                 f"; kernel launches not placed: {unplaced}" if unplaced else "")
+             + ")" if syncs
              else kept if sync_now else "")
     return {"syncs": syncs, "sync_lines": out, "sync_model": model}
 

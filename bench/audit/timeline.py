@@ -30,13 +30,16 @@ that part (µs now, projected); the rest of the segment scales by the rest of th
 """
 from __future__ import annotations
 
+import functools
 import statistics
 import sys
 import time
 from collections import Counter
 
+from cudnn_hostbench.bench.audit import launches as audit_launches
 from cudnn_hostbench.bench.audit import usercode
 from cudnn_hostbench.bench.audit.count import SYNC_METHODS, Patcher, _on_device
+from cudnn_hostbench.bench.audit.rules import is_copy_kernel
 from cudnn_hostbench.bench.measure import stats
 
 MIN_STEPS = 20
@@ -183,15 +186,33 @@ def project_syncs(segments, device_us: float | None, host_now_us: float, host_pr
     for s, w, h, d, (b, b2) in zip(segments, waits, hosts, dev, tails):
         c = min(h, max(-s["fixed_us"], w + h - d)) if w > 0 else 0.0
         d2 = max(0.0, d - device_cut_us * d / total_d) if total_d > 0 else d
-        h2 = _at(h, h - b, r_rest, b2 / b if b > 0 else 1.0)
-        w2 = max(0.0, d2 + _at(c, h - b, r_rest, b2 / b if b > 0 else 1.0) - h2)
+        at = functools.partial(_at, rest=h - b, r_rest=r_rest, r_tail=b2 / b if b > 0 else 1.0)
+        h2 = at(h)
+        w2 = max(0.0, d2 + at(c) - h2)
+        placed = _placed(s.get("launch"), h, w, at, device_cut_us > 0)
+        if placed is not None:
+            w2 = placed
         out.append({"line": s["line"], "sync": s["sync"], "fixed_us": s["fixed_us"], "wait_us": w,
                     "cost_us": s["fixed_us"] + w, "host_us": h, "device_us": d, "device_proj_us": d2,
                     "host_proj_us": h2, "wait_proj_us": w2, "cost_proj_us": s["fixed_us"] + w2,
-                    **({"tail_us": b, "tail_proj_us": b2} if b > 0 else {})})
+                    **({"tail_us": b, "tail_proj_us": b2} if b > 0 else {}),
+                    **({"from_launches": True} if placed is not None else {})})
     return out
 
 
 def _at(t: float, rest: float, r_rest: float, r_tail: float) -> float:
     """A point `t` µs into a segment, projected: its first `rest` µs by `r_rest`, the sync line's tail after them by `r_tail`."""
     return t * r_rest if t <= rest else rest * r_rest + (t - rest) * r_tail
+
+
+def _placed(launch: dict | None, h: float, w: float, at, copies_cut: bool) -> float | None:
+    """The projected wait from the segment's launches (bench.audit.launches), anchored on the wait
+    measured now: the replay's change in when the device finishes against when the host arrives,
+    added to it (a wait of 0 now: the replay's own slack). None without launches."""
+    if not launch or not launch.get("launches") or not launch.get("host_us") or launch.get("lat_us") is None:
+        return None
+    k = h / launch["host_us"]            # the profiled segment in this segment's µs (the profiler slows the host)
+    placed = [[off * k, dur, name, own] for off, dur, name, own in launch["launches"]]
+    now = audit_launches.simulate(placed, h, launch["lat_us"])
+    proj = audit_launches.simulate(placed, h, launch["lat_us"], at, is_copy_kernel if copies_cut else lambda n: False)
+    return max(0.0, w + proj - now) if w > 0 else max(0.0, proj - max(now, 0.0))
