@@ -84,7 +84,10 @@ def test_sampler_puts_each_kind_of_work_on_its_own_line():
     assert {r["line"] for r in t["rows"] if r["function"] == py} <= body
     # the lines add up to the sampled step (what is left: the loop between steps)
     assert t["sum_us"] + t["loop_us"] + t["outside_us"] == pytest.approx(s["step_us_sampled"], rel=0.25)
-    assert s["samples"] >= 100 and s["steps"] >= 12 and s["tries"][-1]["interval_us"] == s["interval_us"]
+    # the interval kept is the last one tried, or, where doubling it did not lower the overhead (the
+    # cost is not the signal's: a loaded 2-core CI box read it once), the one before
+    kept = s["tries"][-2] if s["overhead_not_signal"] else s["tries"][-1]
+    assert s["samples"] >= 100 and s["steps"] >= 12 and kept["interval_us"] == s["interval_us"]
     assert signal.getsignal(signal.SIGALRM) is signal.SIG_DFL          # the handler is gone again
 
 
