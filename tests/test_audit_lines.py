@@ -693,9 +693,10 @@ def test_the_samplers_own_time_is_charged_to_no_line_and_not_read_as_overhead():
         rows, t = _by_line(s)
         return abs((t["sum_us"] + t["loop_us"] + t["outside_us"]) / s["step_us_plain"] - 1), s, rows
 
-    # the median of three attempts: on a 2-core CI box another test can load one sampling pass
+    # the best of three attempts: load only adds to a gap, and the failure this guards against is in
+    # every attempt (on a 2-core CI box one run read 0.20, 0.50 and 0.71 in turn, overheads 0.20-0.54)
     tries = sorted((attempt() for _ in range(3)), key=lambda a: a[0])
-    gap, s, rows = tries[1]
+    gap, s, rows = tries[0]
     assert s["overhead"] < 0.5, s
     # the failure this guards against read +155 %; two loaded cores put the sum 20-32 % off alone
     assert gap <= 0.35, [(a[0], a[1]["overhead"]) for a in tries]
