@@ -73,6 +73,10 @@ def _absolute(run: Run, figs: list) -> list:
     return out
 
 
+def _times(x: float | None, k: float) -> float:
+    return float("nan") if x is None else x * k
+
+
 def compare(base: Run, new: Run, threshold: float | None = None, alpha: float = decide.Q,
             normalize: bool = False, min_samples: int = 1, absolute: bool = False):
     """A DataFrame with one row per (probe, variant, size, mode) in either run (see COLUMNS);
@@ -141,6 +145,8 @@ def compare(base: Run, new: Run, threshold: float | None = None, alpha: float = 
             row.update(verdict="UNSURE", note=(v.note if v is not None else "") or "not judged")
             rows.append(row)
             continue
+        # a figure is a ratio or µs; shown in the record's own unit (host rows: ms)
+        scale = 1.0 if ga.on_ratio else 1e-6 / UNIT_SECONDS.get(one.unit, 1e-6)
         if ga.on_ratio:
             row["unit"] = f"x {ga.baseline}"
         verdict, note = v.verdict, v.note
@@ -154,7 +160,7 @@ def compare(base: Run, new: Run, threshold: float | None = None, alpha: float = 
             verdict, note = "SAME", ""
         if 0 < min(ga.processes, gb.processes) < MIN_PROCESSES:
             note = "; ".join(x for x in (note, f"{min(ga.processes, gb.processes)} process(es) on a side") if x)
-        row.update(base=ga.value, new=gb.value, change=v.change, p=v.p, verdict=verdict, note=note,
+        row.update(base=_times(ga.value, scale), new=_times(gb.value, scale), change=v.change, p=v.p, verdict=verdict, note=note,
                    z=v.z, mdc=v.mdc, scale=v.scale)
         rows.append(row)
     df = pd.DataFrame(rows, columns=COLUMNS + ["z", "mdc", "scale"])
