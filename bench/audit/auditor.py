@@ -202,7 +202,7 @@ def audit(step, *, run_file=None, rounds: int | None = None, count_steps: int = 
             or modes["eager"].get("host_state") or ""
         sampling = _sample(step, sync, step_us, watch.host, state)
         sync()
-        timeline = _timeline(step, step_us)
+        timeline = _timeline(step, step_us, watch.host, state)
         sync()
         device, kpc, kernels = _device_mode(step, sync, opt)
         sync()
@@ -287,11 +287,36 @@ def _with_launches(step, timeline: dict) -> dict:
     return dict(timeline, segments=segs, launch_steps=got["steps"])
 
 
-def _timeline(step, step_us) -> dict:
-    try:
-        return audit_timeline.measure(step, step_us)
-    except Exception as e:  # noqa: BLE001 - the projection keeps the syncs as sampled without it
-        return {"error": f"timeline pass failed: {audit_rules.error_line(f'{type(e).__name__}: {e}')}"}
+TIMELINE_TRIES = 3        # timeline passes measured until one lands in the loop's host state
+
+
+def _timeline(step, step_us, host=None, want: str = "") -> dict:
+    """The timeline pass (bench.audit.timeline) in the host state of the figure the projection is
+    held to: its drained syncs' fixed cost is host-paced (H200, a slow-host start: an `.item()`
+    read 22.6 µs against 12.9 in the fast state, and put the projection 10 % above the fixed step).
+    Measured again (TIMELINE_TRIES in all), each try after waiting for the fast state where that is
+    the state wanted, while the sentinel read before or after it is in another state."""
+    got: dict = {}
+    if host is not None and want == "fast":
+        host.focus_budget_s = host.focus_s + TIMELINE_TRIES * hoststate.FOCUS_BLOCK_S
+    for tries in range(1, TIMELINE_TRIES + 1):
+        try:
+            if host is not None and want == "fast":
+                with host.focused():
+                    before = host.await_fast()
+            else:
+                before = host.read() if host is not None else None
+            got = audit_timeline.measure(step, step_us)
+            after = host.read() if host is not None else None
+        except Exception as e:  # noqa: BLE001 - the projection keeps the syncs as sampled without it
+            return {"error": f"timeline pass failed: {audit_rules.error_line(f'{type(e).__name__}: {e}')}"}
+        if host is None or not got.get("segments"):
+            return got
+        states = {host.state(before), host.state(after)}
+        got.update(host_state=states.pop() if len(states) == 1 else "mixed", tries=tries, want_state=want)
+        if not want or got["host_state"] == want:
+            break
+    return got
 
 
 LOOP_NOTE = "the plain loop "

@@ -360,6 +360,11 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict,
     syncs = sync_projection((timeline or {}).get("segments") or [], device, host_now, host_proj, cut_dev,
                             sync_now, left_of, {r["line"]: r["us"] for r in rows}, scale, (timeline or {}).get("error"),
                             (timeline or {}).get("launches_error"))
+    tl = timeline or {}
+    if syncs["syncs"] and tl.get("want_state") and tl.get("host_state") != tl["want_state"]:
+        syncs["sync_model"] += (f"; the timeline pass ran in the host's {tl.get('host_state')} state, not the "
+                                f"{tl['want_state']} state of the loop ({tl.get('tries')} tries): "
+                                "its fixed costs are that state's")
     proj = host_proj + sum(x["cost_proj_us"] for x in syncs["sync_lines"])
     var_s = sum((0.1 * x["wait_proj_us"]) ** 2 for x in syncs["syncs"])
     # a loop of steps runs no faster than its device work (one stream): the kernels the fixes keep
