@@ -528,6 +528,8 @@ def test_a_fixed_step_is_timed_in_the_same_loop_rounds_and_reported_against_the_
            f"{off:+.1%} off it" in text
     assert f"The fixed step t.py:op_step_fixed in a plain loop of this process: {fixed:.2f}" in audit_report.render_markdown(r)
     assert r.modes["fixed_loop"]["timed"] == "after the step's loop, its own block"
+    # each loop's rounds are kept beside its median (what a miss is read again from)
+    assert r.modes["loop"]["rounds_us"] == [round(trap, 3)] * 3 and r.modes["fixed_loop"]["rounds_us"] == [round(fixed, 3)] * 3
     again = audit.AuditReport.from_dict(json.loads(json.dumps(r.to_dict())))   # audit.json keeps it
     assert audit.price(again, None).projection["fixed_us"] == fixed
 

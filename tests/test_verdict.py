@@ -69,6 +69,24 @@ def test_a_row_s_own_change_stays_its_own_and_a_whole_kernel_becomes_a_term():
     assert abs(st.terms[("kernel", "kA")][0] - math.log(1.05)) < 1e-9
 
 
+def test_an_adjustment_whose_rows_disagree_widens_the_row_it_adjusts():
+    """H200, start K: a conv kernel's graph rows ran +4 to +7 %, its device rows +1 %; the device row
+    adjusted by the median of the others (+3.7 %) read -3.2 % off an unmoved figure, FASTER at z -10.4.
+    The adjustment's uncertainty (the other rows' spread) beyond the history's typical one widens it."""
+    rows = [("p", f"v{i}", "256", "device") for i in range(12)]
+    kern = {r: ("kA" if i < 5 else f"k{i}") for i, r in enumerate(rows)}
+    ref = {r: 0.0 for r in rows}
+    calm = [model.structure({r: math.log(1.0 + 0.001 * (i % 3)) for i, r in enumerate(rows)}, ref,
+                            _run(dict.fromkeys(rows, 1.0), kern)) for _ in range(5)]
+    apart = {r: 1.0 for r in rows}
+    apart.update({rows[1]: 1.07, rows[2]: 1.045, rows[3]: 1.01, rows[4]: 1.04})   # kA's other rows disagree
+    now = model.structure({r: math.log(v) for r, v in apart.items()}, ref, _run(apart, kern))
+    wide = model.adjust_excess(rows[0], now, calm)
+    assert wide > (0.01) ** 2                        # more than a 1 % sd of its own
+    assert model.adjust_excess(rows[0], calm[0], calm) == 0.0     # a run like its history: not widened
+    assert model.adjust_excess(rows[7], now, calm) == 0.0         # a row no term adjusts
+
+
 def test_a_race_row_whose_pick_changed_is_adjusted_by_the_structure_but_never_sets_it():
     """An autotuned row may run another kernel in each process (H200, one start: autotune
     best_eager/256 device 4.47 then 2.44 µs): in a small kernel term it would move the other rows'

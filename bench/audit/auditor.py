@@ -261,7 +261,9 @@ def _plain_loop(steps: dict, sync, watch, want: str = "") -> dict:
                                                   f"{audit_rules.error_line(f'{type(e).__name__}: {e}')}"})
         if not want or watch.state == want:
             break
-    return {n: dict(_summary(samples), calls=calls, host_state=watch.state, tries=tries, **_sentinel(watch))
+    # the rounds themselves are kept: a median of a few rounds on a flipping host needs them to be read again
+    return {n: dict(_summary(samples), calls=calls, host_state=watch.state, tries=tries, **_sentinel(watch),
+                    rounds_us=[round(x, 3) for x in samples])
             for n, (samples, calls) in got.items()}
 
 

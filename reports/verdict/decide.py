@@ -330,6 +330,11 @@ class Model:
                 out.append((x - sum(rest) / len(rest)) / math.sqrt(sw2 * (1 + 1 / len(rest))))
         return out
 
+    def adjust_excess(self, row: tuple) -> float:
+        """The target's adjustment of `row` past its history's typical uncertainty (model.adjust_excess)."""
+        hist = [self.struct[r["id"]] for r, _ in self.rows[row][4]] if row in self.rows else []
+        return model.adjust_excess(row, self.struct[self.target["id"]], hist)
+
     def predict(self, row: tuple, f) -> model.Prediction | None:
         """The row's prediction (kept: it depends on the history and the figure's workers, not its value)."""
         key = (row, len(f.workers or ()))
@@ -417,6 +422,7 @@ def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, l
     md.struct[target["id"]] = md._structure(target["id"], fs)
     judged: list[tuple] = []   # (row, f, prediction, d, sd, nu)
     widened: set = set()       # eager ratios whose variant and baseline keep different paces
+    unsettled: set = set()     # rows whose structure's other rows disagree on this run (model.adjust_excess)
     out: dict[tuple, Verdict] = {}
     for row, f in fs.items():
         if f.status != "ok" or not f.value or f.value <= 0:
@@ -433,10 +439,13 @@ def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, l
             continue
         x = math.log(f.value) - md.struct[target["id"]].adjust.get(row, 0.0)
         paced = model.paced_var(f, fs, md.struct[target["id"]].terms)
-        d, sd = x - pr.location, math.sqrt(pr.var + paced)
+        loose = md.adjust_excess(row)
+        d, sd = x - pr.location, math.sqrt(pr.var + paced + loose)
         judged.append((row, f, pr, d, sd, pr.df))
         if paced:
             widened.add(row)
+        if loose > pr.var:
+            unsettled.add(row)
         raw = figs[target["id"]][row].value
         out[row] = _verdict(f, raw, raw / math.exp(d), math.exp(d) - 1, pr.n, "SAME", scale=pr.scale)
     ps = _pvalues([d / sd for _, _, _, d, sd, _ in judged], [nu for *_, nu in judged])
@@ -469,6 +478,8 @@ def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, l
             notes.append(f"kernels: history {kern}; this run {f.kernels}")
         if row in widened:
             notes.append("variant and baseline paced apart (GPU, host): widened by the host's speed")
+        if row in unsettled:
+            notes.append("the rows it is adjusted by (its kernel, its block) disagree on this run: widened by that")
         v.note = "; ".join(notes)
     _two_starts(md, out, judged, q)
     findings = _findings(md, q) + _variants(md, out)

@@ -96,6 +96,7 @@ class Structure:
     factors: dict = field(default_factory=dict)       # machine group -> (factor, its variance, rows)
     terms: dict = field(default_factory=dict)         # (level, key) -> (term over all its rows, rows)
     adjust: dict = field(default_factory=dict)        # row -> log offset removed from its figure
+    adjust_var: dict = field(default_factory=dict)    # row -> sampling variance of its terms' adjustment
 
 
 def is_eager_ratio(f) -> bool:
@@ -195,12 +196,26 @@ def structure(logs: dict, ref: dict, figs: dict, apart: set | frozenset = frozen
             xs = [v for v, _ in vals]
             at = {r: i for i, (_, r) in enumerate(vals)}
             st.terms[(name, k)] = (statistics.median(xs), setters)
+            # the median of the other rows is known to within their spread: where they disagree (one
+            # kernel's graph rows +4 to +7 %, its device rows +1 %) the adjustment is that uncertain
+            v = median_var(len(xs) - 1) * _mad2(xs)
             for row in rows:
                 step[row] = median_without(xs, at.get(row))
+                st.adjust_var[row] = st.adjust_var.get(row, 0.0) + v
         for row, x in step.items():
             res[row] -= x
             st.adjust[row] += x
     return st
+
+
+def adjust_excess(row: tuple, now: Structure, history: list[Structure]) -> float:
+    """How much more uncertain a row's adjustment is on this run than on its history's runs (the
+    history's figures already hold their typical adjustment noise): the variance it widens by."""
+    mine = now.adjust_var.get(row, 0.0)
+    if not mine:
+        return 0.0
+    typical = statistics.median(h.adjust_var.get(row, 0.0) for h in history) if history else 0.0
+    return max(0.0, mine - typical)
 
 
 def paced_var(f, figs: dict, terms: dict) -> float:
