@@ -34,7 +34,7 @@ from cudnn_hostbench.bench.audit.cost import Finding, evaluate, load_costs, warm
 from cudnn_hostbench.bench.audit.plan_choice import PREFIX as PLAN_NOTE
 from cudnn_hostbench.bench.audit.plan_choice import recommend as recommend_plan
 from cudnn_hostbench.bench.audit.target import AuditInputError, first_call
-from cudnn_hostbench.bench.measure import hoststate, stats, timing
+from cudnn_hostbench.bench.measure import stats, timing
 
 COUNT_STEPS = 10
 
@@ -249,7 +249,7 @@ def _plain_loop(steps: dict, sync, watch, want: str = "") -> dict:
     # each try is a focus block: its rounds wait for the fast state on an allowance of their own,
     # not on what the eager rounds left of the gate (spent, or resting after a slow stretch)
     if host is not None:
-        host.focus_budget_s = host.focus_s + LOOP_TRIES * hoststate.FOCUS_BLOCK_S
+        host.allow_focus_blocks(LOOP_TRIES)
     tries = 0
     while tries < LOOP_TRIES:
         tries += 1
@@ -300,7 +300,7 @@ def _timeline(step, step_us, host=None, want: str = "") -> dict:
     the state wanted, while the sentinel read before or after it is in another state."""
     got: dict = {}
     if host is not None and want == "fast":
-        host.focus_budget_s = host.focus_s + TIMELINE_TRIES * hoststate.FOCUS_BLOCK_S
+        host.allow_focus_blocks(TIMELINE_TRIES)
     for tries in range(1, TIMELINE_TRIES + 1):
         try:
             if host is not None and want == "fast":
