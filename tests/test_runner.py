@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from cudnn_hostbench.bench.measure import records, timing, workers
+from cudnn_hostbench.bench.measure import plan_clock, records, timing, workers
 from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant
 from cudnn_hostbench.bench.measure.runner import Session
 from cudnn_hostbench.bench.measure.status import Unsupported
@@ -257,6 +257,7 @@ def test_a_worker_records_where_its_time_went(session, monkeypatch):
     monkeypatch.setattr(timing, "measure_device", lambda *a, **k: (_time.sleep(slow["device"]), real_device(*a, **k))[1])
     def build(ctx, size):
         _time.sleep(0.02)
+        plan_clock.add(0.01)       # as cudnn_graphs.build.build_steps does around each step
         return {n: Case(fn=lambda: _time.sleep(0.001) or 1.0, check=lambda out: 0.0) for n in ("base", "trap")}
     p = Probe("toy", "doc", [Variant("base", "baseline", "b"), Variant("trap", "trap", "t")], build=build,
               sizes=lambda options: ["8"], baseline="base")
@@ -285,3 +286,39 @@ def test_a_worker_records_where_its_time_went(session, monkeypatch):
     run = records.Run("r", {"worker_table": table, "build_s": {f"p{i}/1": float(i) for i in range(1, 8)}}, [])
     assert trust.time_text(run).endswith("building by block, all workers: p7/1 7.0, p6/1 6.0, p5/1 5.0, p4/1 4.0, "
                                          "p3/1 3.0 (of 28.0 over 7 blocks)")
+    # of which in cuDNN's build steps: the part plan sharing could save, per block and summed
+    assert session.fingerprint["plans_s"]["toy/8"] == 0.01 < session.fingerprint["build_s"]["toy/8"]
+    assert workers.merge_fingerprints([{"plans_s": {"toy/8": 0.5}}, {"plans_s": {"toy/8": 0.25}}])["plans_s"] == {"toy/8": 0.75}
+    run = records.Run("r", {"worker_table": table, "build_s": {"a/1": 3.0, "b/1": 1.0}, "plans_s": {"a/1": 0.5, "b/1": 0.25}}, [])
+    assert trust.time_text(run).endswith("a/1 3.0, b/1 1.0; in cuDNN's build steps 0.8 of 4.0")
+
+
+def test_cudnn_build_steps_feed_the_plan_clock():
+    """Each of the five build steps is timed into plan_clock, a refused step included, so a
+    worker's 'building' splits into cuDNN planning and the rest (data, references, checks)."""
+    import time as _time
+    from types import SimpleNamespace
+
+    from cudnn_hostbench.bench.cudnn_graphs import build
+    from cudnn_hostbench.bench.measure.status import Unsupported
+
+    class Refused(Exception):
+        pass
+
+    def graph(refuse: str = ""):
+        def step(name):
+            def run(*_a):
+                _time.sleep(0.002)
+                if name == refuse:
+                    raise Refused(name)
+            return run
+        return SimpleNamespace(**{n: step(n) for n in build.STEPS})
+    cudnn = SimpleNamespace(heur_mode=SimpleNamespace(A=0, FALLBACK=1), cudnnGraphNotSupportedError=Refused,
+                            build_plan_policy=SimpleNamespace(HEURISTICS_CHOICE=0))
+    t0 = plan_clock.total()
+    ms = build.build_steps(cudnn, graph())
+    assert list(ms) == list(build.STEPS) and plan_clock.total() - t0 >= 5 * 0.002
+    t1 = plan_clock.total()
+    with pytest.raises(Unsupported, match="check_support"):
+        build.build_steps(cudnn, graph("check_support"))
+    assert plan_clock.total() - t1 >= 4 * 0.002

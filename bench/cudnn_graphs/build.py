@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from cudnn_hostbench.bench.cudnn_graphs.load import last_error
+from cudnn_hostbench.bench.measure import plan_clock
 from cudnn_hostbench.bench.measure.status import Unsupported
 
 STEPS = ("validate", "build_operation_graph", "create_execution_plans", "check_support", "build_plans")
@@ -103,6 +104,8 @@ def build_steps(cudnn, g, modes=None, policy=None, upto: str = "build_plans") ->
             run[name]()
         except cudnn.cudnnGraphNotSupportedError as e:
             raise Unsupported(f"{name}: {e}") from e
+        finally:
+            plan_clock.add(time.perf_counter() - t0)
         ms[name] = (time.perf_counter() - t0) * 1e3
     return ms
 

@@ -385,7 +385,8 @@ def _load_json(path: Path, text: str) -> Run:
 
 # fingerprint fields the reports compute with (a dotted name: inside an object), and each one's type
 _FP_TYPES = {"workers": int, "host_state": dict, "focus_workers": dict, "focus_workers.workers": int, "top_ups": list,
-             "worker_wall_s": list, "worker_startup_s": list, "worker_table": list, "build_s": dict}
+             "worker_wall_s": list, "worker_startup_s": list, "worker_table": list, "build_s": dict,
+             "plans_s": dict}
 _TYPE_NAMES = {int: "an integer", dict: "an object", list: "a list"}
 
 

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from cudnn_hostbench.bench.measure import fingerprint as fpmod
-from cudnn_hostbench.bench.measure import progress, records, run_format, stats, timing, trust
+from cudnn_hostbench.bench.measure import plan_clock, progress, records, run_format, stats, timing, trust
 from cudnn_hostbench.bench.measure.context import GpuContext, NoGpuError
 from cudnn_hostbench.bench.measure.gpustate import Clocks
 from cudnn_hostbench.bench.measure.hoststate import HostState
@@ -63,7 +63,8 @@ class Session:
         self.t0 = time.perf_counter()
         self.startup_s = fpmod.process_age_s()   # before the suite's clock: imports and collection
         self.wall_s: dict = {}      # seconds spent per probe/size/phase: the suite's time budget
-        self.build_s: dict = {}     # seconds building (and checking) per probe/size: what plan sharing would save
+        self.build_s: dict = {}     # seconds building (and checking) per probe/size
+        self.plans_s: dict = {}     # of which in cuDNN's build steps: what plan sharing could save
         self.phase_s: dict = {}     # seconds per kind of work (PHASES): where a worker's time went
 
     # -- context ---------------------------------------------------------------------------
@@ -179,13 +180,14 @@ class Session:
         if key in self._cases:
             return self._cases[key]
         gpu = self.context()
-        t0 = time.perf_counter()
+        t0, p0 = time.perf_counter(), plan_clock.total()
         try:
             with self._phase("build"):
                 return self._build(probe, size, key, gpu)
         finally:
             k = f"{probe.name}/{size}"
             self.build_s[k] = self.build_s.get(k, 0.0) + time.perf_counter() - t0
+            self.plans_s[k] = self.plans_s.get(k, 0.0) + plan_clock.total() - p0
 
     def _build(self, probe, size, key, gpu) -> dict:
         names = [v.name for v in probe.variants]
@@ -451,6 +453,7 @@ class Session:
             self.fingerprint["startup_s"] = self.startup_s
             self.fingerprint["wall_s"] = {k: round(v, 2) for k, v in self.wall_s.items()}
             self.fingerprint["build_s"] = {k: round(v, 2) for k, v in self.build_s.items()}
+            self.fingerprint["plans_s"] = {k: round(v, 2) for k, v in self.plans_s.items()}
             self.fingerprint["time_s"] = self.time_s()
             self.fingerprint["worker_table"] = [run_format.row_of(1, self.fingerprint)]
             self.writer.write({"kind": "fingerprint", "fingerprint": self.fingerprint})

@@ -209,8 +209,10 @@ def time_text(run) -> str:
     builds = {k: v for k, v in (fp.get("build_s") or {}).items() if isinstance(v, (int, float))}
     if builds:
         top = sorted(builds.items(), key=lambda kv: -kv[1])[:BUILD_TOP]
+        plans = [v for v in (fp.get("plans_s") or {}).values() if isinstance(v, (int, float))]
         out.append("building by block, all workers: " + ", ".join(f"{k} {v:.1f}" for k, v in top)
-                   + (f" (of {sum(builds.values()):.1f} over {len(builds)} blocks)" if len(builds) > BUILD_TOP else ""))
+                   + (f" (of {sum(builds.values()):.1f} over {len(builds)} blocks)" if len(builds) > BUILD_TOP else "")
+                   + (f"; in cuDNN's build steps {sum(plans):.1f} of {sum(builds.values()):.1f}" if plans else ""))
     return "; ".join(out)
 
 

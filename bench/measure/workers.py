@@ -161,7 +161,7 @@ def merge_fingerprints(fps: list[dict], wall_s: float | None = None) -> dict:
     fp["workers"] = len(fps)
     fp["host_state"] = {"floor_us": min(floors) if floors else None, "unstable": unstable * 2 > len(fps),
                         "unstable_workers": unstable, "per_worker": hs}
-    for name in ("wall_s", "build_s"):     # summed over workers, per probe/size
+    for name in ("wall_s", "build_s", "plans_s"):     # summed over workers, per probe/size
         got: dict = {}
         for f in fps:
             for k, v in (f.get(name) or {}).items():
