@@ -174,3 +174,28 @@ def test_hostbench_run_with_a_bad_option_exits_2_and_leaves_no_folder(tmp_path, 
     out = tmp_path / "r1"
     assert run.main(str(out), False, ["--hb-budget-s", "-5"]) == 2
     assert seen and "--hb-budget-s" in seen[0] and not out.exists()
+
+
+def test_the_engine_measures_only_what_k_and_m_select(tmp_path):
+    """The engine's case list is made after -k / -m deselection: a `-k execute` matrix part or a
+    user's selection measures those tests' blocks, not the whole suite (2026-12-03: each matrix
+    part built and timed 32 blocks to report 4). The markers are there for -m to select on."""
+    root = Path(__file__).resolve().parents[1]
+    (tmp_path / "peek.py").write_text(
+        "def pytest_collection_finish(session):\n"
+        "    hb = session.config._hostbench\n"
+        "    print('PEEK', len(session.items), len(hb.cases), sorted({c[1] for c in hb.cases}))\n")
+
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+
+    def peek(*sel):
+        out = subprocess.run([sys.executable, "-m", "pytest", str(root / "probes"), "--collect-only", "-q", "-p", "peek",
+                              "-p", "no:cacheprovider", "--hb-sizes", "256", *sel], capture_output=True, text=True,
+                             cwd=root, env=env, timeout=300)
+        line = next(x for x in out.stdout.splitlines() if x.startswith("PEEK"))
+        _, items, cases, probes = line.split(" ", 3)
+        return int(items), int(cases), probes
+    items, cases, probes = peek("-k", "execute or set_stream")
+    assert items == cases and probes == "['execute', 'set_stream']"
+    all_items, all_cases, _ = peek("-m", "hostbench")
+    assert all_items == all_cases > items

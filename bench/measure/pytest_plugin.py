@@ -334,16 +334,22 @@ def pytest_generate_tests(metafunc):
     metafunc.parametrize("hb_case", cases, ids=[f"{s}-{v}-{m}" for s, v, m in cases])
 
 
+def pytest_itemcollected(item):
+    """Markers as each probe test is collected, so that -m selects on them."""
+    if "hb_case" not in getattr(item, "fixturenames", ()):
+        return
+    hb = item.config._hostbench
+    size, variant, mode = item.callspec.params["hb_case"]
+    item.add_marker(pytest.mark.benchmark(timer=CLOCK, group=f"{item.module.PROBE.name}[{size}]-{mode}", disable_gc=False))
+    item.add_marker(pytest.mark.hostbench)
+    if not hb.gpu_ok:
+        item.add_marker(pytest.mark.skip(reason=hb.why))
+
+
+@pytest.hookimpl(trylast=True)   # after -k / -m deselection: the engine measures only the tests that run
 def pytest_collection_modifyitems(config, items):
     hb = config._hostbench
     probe_items = [it for it in items if "hb_case" in getattr(it, "fixturenames", ())]
-    for it in probe_items:
-        size, variant, mode = it.callspec.params["hb_case"]
-        probe = it.module.PROBE
-        it.add_marker(pytest.mark.benchmark(timer=CLOCK, group=f"{probe.name}[{size}]-{mode}", disable_gc=False))
-        it.add_marker(pytest.mark.hostbench)
-        if not hb.gpu_ok:
-            it.add_marker(pytest.mark.skip(reason=hb.why))
     probes = {it.module.PROBE.name: it.module.PROBE for it in probe_items}
     hb.focus = {(p.name, p.focus_size(hb.suite)) for p in probes.values() if p.focus_size(hb.suite) is not None}
     if hasattr(hb.measure, "focus"):
