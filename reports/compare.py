@@ -29,7 +29,7 @@ from .history import db, paired
 from .verdict import calibrate, decide
 
 # fingerprint fields that describe the run itself (or are measurements), not the environment
-NOT_ENV = {"datetime", "commit_info", "argv", "suite_wall_s", "wall_s", "calibration_us"}
+NOT_ENV = {"datetime", "commit_info", "argv", "suite_wall_s", "wall_s", "calibration_us", "build_s", "plans_s", "time_s"}
 # shown first when they differ: the ones most likely to explain a change
 KEY_FIELDS = ("gpu_name", "sm_count", "driver", "cuda", "cudnn_backend", "cudnn_torch",
               "cudnn_frontend", "torch", "python", "cpu_model", "clock_source", "cudnn_env", "options")

@@ -552,10 +552,13 @@ def _two_starts(md: Model, out: dict, judged: list[tuple], q: float) -> None:
         pr = m2.predict(row, f)
         if pr is None or pr.scale != "fleet" or pr.var <= 0:
             continue
-        sd = math.sqrt(pr.var)
+        # each run's adjustment widens its own z as far as it is looser than the history's (decide's rule)
+        hist = [m2.struct[r["id"]] for r, _ in m2.rows[row][4]] if row in m2.rows else []
+        sd_t = math.sqrt(pr.var + model.adjust_excess(row, st_t, hist))
+        sd_p = math.sqrt(pr.var + model.adjust_excess(row, st_p, hist))
         cand.append(row)
-        zt.append((math.log(f.value) - st_t.adjust.get(row, 0.0) - pr.location) / sd)
-        zp.append((math.log(g.value) - st_p.adjust.get(row, 0.0) - pr.location) / sd)
+        zt.append((math.log(f.value) - st_t.adjust.get(row, 0.0) - pr.location) / sd_t)
+        zp.append((math.log(g.value) - st_p.adjust.get(row, 0.0) - pr.location) / sd_p)
         dfs.append(pr.df)
         rho.append(pr.parts.get("location", 0.0) / max(sum(pr.parts.values()), 1e-300))
     if not cand:
