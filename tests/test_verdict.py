@@ -85,6 +85,11 @@ def test_an_adjustment_whose_rows_disagree_widens_the_row_it_adjusts():
     assert wide > (0.01) ** 2                        # more than a 1 % sd of its own
     assert model.adjust_excess(rows[0], calm[0], calm) == 0.0     # a run like its history: not widened
     assert model.adjust_excess(rows[7], now, calm) == 0.0         # a row no term adjusts
+    # a run that could not adjust a row its history adjusted (a partial run: too few rows set the term)
+    # keeps the whole term in its figure: widened by the history's adjustments' mean square
+    moved = [model.Structure(adjust={rows[0]: a}, levels={rows[0]: {"host"}}) for a in (-0.098, 0.054, -0.03)]
+    assert model.adjust_excess(rows[0], model.Structure(), moved) == pytest.approx((0.098**2 + 0.054**2 + 0.03**2) / 3)
+    assert model.adjust_excess(rows[0], model.Structure(), calm + [model.Structure()] * 6) == 0.0   # seldom adjusted
 
 
 def test_a_race_row_whose_pick_changed_is_adjusted_by_the_structure_but_never_sets_it():

@@ -330,6 +330,11 @@ class Model:
                 out.append((x - sum(rest) / len(rest)) / math.sqrt(sw2 * (1 + 1 / len(rest))))
         return out
 
+    def lost_levels(self, row: tuple) -> set:
+        """The level terms its history adjusted `row` by that this run could not set (model.lost_levels)."""
+        hist = [self.struct[r["id"]] for r, _ in self.rows[row][4]] if row in self.rows else []
+        return model.lost_levels(row, self.struct[self.target["id"]], hist)
+
     def adjust_excess(self, row: tuple) -> float:
         """The target's adjustment of `row` past its history's typical uncertainty (model.adjust_excess)."""
         hist = [self.struct[r["id"]] for r, _ in self.rows[row][4]] if row in self.rows else []
@@ -409,6 +414,9 @@ def _pvalues(zs: list[float], nus: list[float]) -> list[float]:
     return (2 * t_sf(np.abs(np.asarray(zs, dtype=float)), np.asarray(nus, dtype=float))).tolist()
 
 
+ZERO_NOTE = "a zero figure (no such time in the step): a change on the log scale is undefined"
+
+
 def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, last: int = DEFAULT_LAST,
               prior: Any = None, q: float = Q, md: Model | None = None, min_own: int = MIN_OWN,
               curves: bool = False) -> Judged:
@@ -426,7 +434,9 @@ def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, l
     out: dict[tuple, Verdict] = {}
     for row, f in fs.items():
         if f.status != "ok" or not f.value or f.value <= 0:
-            out[row] = _verdict(f, None, None, float("nan"), 0, "UNMEASURED", note=f.status[:120])
+            zero = f.status == "ok" and f.value is not None and f.value == 0
+            out[row] = _verdict(f, None, None, float("nan"), 0, "UNMEASURED",
+                                note=ZERO_NOTE if zero else f.status[:120])
             continue
         pr = md.predict(row, f)
         if pr is None:
@@ -479,7 +489,10 @@ def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, l
         if row in widened:
             notes.append("variant and baseline paced apart (GPU, host): widened by the host's speed")
         if row in unsettled:
-            notes.append("the rows it is adjusted by (its kernel, its block) disagree on this run: widened by that")
+            lost = md.lost_levels(row)
+            notes.append(f"its history's {', '.join(sorted(lost))} term{'s' if len(lost) > 1 else ''} could not be set "
+                         "on this run (too few of its rows): widened by the history's adjustments" if lost else
+                         "the rows it is adjusted by (its kernel, its block) disagree on this run: widened by that")
         v.note = "; ".join(notes)
     _two_starts(md, out, judged, q)
     findings = _findings(md, q) + _variants(md, out)

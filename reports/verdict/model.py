@@ -97,6 +97,7 @@ class Structure:
     terms: dict = field(default_factory=dict)         # (level, key) -> (term over all its rows, rows)
     adjust: dict = field(default_factory=dict)        # row -> log offset removed from its figure
     adjust_var: dict = field(default_factory=dict)    # row -> sampling variance of its terms' adjustment
+    levels: dict = field(default_factory=dict)        # row -> names of the level terms that adjusted it
 
 
 def is_eager_ratio(f) -> bool:
@@ -202,6 +203,7 @@ def structure(logs: dict, ref: dict, figs: dict, apart: set | frozenset = frozen
             for row in rows:
                 step[row] = median_without(xs, at.get(row))
                 st.adjust_var[row] = st.adjust_var.get(row, 0.0) + v
+                st.levels.setdefault(row, set()).add(name)
         for row, x in step.items():
             res[row] -= x
             st.adjust[row] += x
@@ -210,12 +212,30 @@ def structure(logs: dict, ref: dict, figs: dict, apart: set | frozenset = frozen
 
 def adjust_excess(row: tuple, now: Structure, history: list[Structure]) -> float:
     """How much more uncertain a row's adjustment is on this run than on its history's runs (the
-    history's figures already hold their typical adjustment noise): the variance it widens by."""
+    history's figures already hold their typical adjustment noise): the variance it widens by.
+    A row its history's runs were adjusted on, which this run could not adjust (too few rows set
+    the term: a partial run), keeps the whole term in its figure: it widens by the mean square of
+    the history's adjustments. H200, a matrix part of 2026-11-30 with 3 eager µs rows (no host
+    term): torch.mm eager 11.35 µs against host-adjusted history, FASTER -13.3 % at z -5.3, where
+    the history's host terms spanned -9.8 to +5.4 %."""
+    if lost_levels(row, now, history):
+        lost = [h.adjust.get(row, 0.0) for h in history if h.levels.get(row, set()) - now.levels.get(row, set())]
+        return sum(a * a for a in lost) / len(lost)
     mine = now.adjust_var.get(row, 0.0)
     if not mine:
         return 0.0
     typical = statistics.median(h.adjust_var.get(row, 0.0) for h in history) if history else 0.0
     return max(0.0, mine - typical)
+
+
+def lost_levels(row: tuple, now: Structure, history: list[Structure]) -> set:
+    """The level terms (host, kernel, block ...) that adjusted `row` on at least half its history's
+    runs and could not be set on this run (too few of its rows measured: a partial run)."""
+    mine = now.levels.get(row, set())
+    gone = [h.levels.get(row, set()) - mine for h in history]
+    if not history or 2 * sum(1 for g in gone if g) < len(history):
+        return set()
+    return set().union(*gone)
 
 
 def paced_var(f, figs: dict, terms: dict) -> float:
