@@ -1,8 +1,9 @@
 """compare (the verdict model with a history of one run) on the committed A/A pair: two full
-default runs on one freshly started H200, the first (cold) and second of that start (2026-12-02,
-the own engine: every eager row on 3 processes, graph and device rows on one). No false alarm, no
-finding, and a slowdown past a row's printed MDC is caught alone. The pair is aa/run1.json and
-aa/run2.json (aa/compare.md); earlier pairs are in git history (docs/measurements.md). With the
+default runs on one freshly started H200, the first (cold) and second of that start (2026-12-03,
+start N, the own engine: every eager row on 3 processes, graph and device rows on one). No false
+alarm, no finding, and a slowdown past a row's printed MDC is caught alone. The pair is
+aa/run1.json and run.json, the reference run itself (aa/compare.md); earlier pairs are in git
+history (docs/measurements.md). With the
 code it was first judged by, this pair raised five findings (block and kernel terms carrying
 autotune rows whose pick differed between the runs, a variant) and left 311 device rows UNSURE for
 "fewer than 5 samples": a race row whose pick changed sets no term, a term's scale holds its rows'
@@ -15,11 +16,12 @@ import pytest
 
 from cudnn_hostbench.bench.measure.records import load_run
 from cudnn_hostbench.reports import compare as cmp
+from cudnn_hostbench.reports.verdict import decide
 
 REF = Path(__file__).resolve().parent.parent / "reports" / "reference" / "h200"
 
 
-PAIRS = {"newest": (REF / "aa" / "run1.json", REF / "aa" / "run2.json")}
+PAIRS = {"newest": (REF / "aa" / "run1.json", REF / "run.json")}
 _cache: dict = {}
 
 
@@ -46,7 +48,13 @@ def test_a_a_pair_has_no_slower_or_faster_row(pair):
     df = cmp.compare(*_pair(pair))
     assert not set(df.verdict) & {"SLOWER", "FASTER", "KERNEL CHANGED"}, df[df.verdict != "SAME"].to_string()
     judged = df[df.verdict.isin(["SAME", "UNSURE"])]
-    assert len(judged) > 650 and judged.mdc.notna().mean() > 0.95 and (judged.scale == "same GPU").mean() > 0.9
+    assert len(judged) > 650 and judged.mdc.notna().mean() > 0.9 and (judged.scale == "same GPU").mean() > 0.9
+    # a row with no MDC is one timed in the other host state on the other run (start N: run 2 timed 38
+    # eager rows in the slow state, run 1 10; host-clock rows are judged only against their own state),
+    # or a waterfall part that is zero on both (no exposed GPU time): each says which
+    blind = judged[judged.mdc.isna()]
+    said = blind.note.str.startswith("no earlier run") | (blind.note == decide.ZERO_NOTE)
+    assert set(blind["mode"]) <= {"eager", "host"} and said.all(), blind.note[~said]
     assert not [f for f in df.attrs["findings"] if f.status], df.attrs["findings"]
     assert not df.note.str.contains("too few samples").any()
 

@@ -46,8 +46,8 @@ def committed(tmp_path_factory):
 
 def test_the_dashboard_judges_the_run_history_check_latest_names(committed, capsys, tmp_path):
     runs = committed.runs()
-    pick, newer = lead.latest(runs)   # measurement 3's newest full run: M1 of 2026-12-03 18:49 (in the export only)
-    assert pick["n_figures"] == 727 and pick["started_at"].startswith("2026-12-03T18:49") and not newer
+    pick, newer = lead.latest(runs)   # measurement 3's newest full run: N2 of 2026-12-03 23:05 (in the export only)
+    assert pick["n_figures"] == 727 and pick["started_at"].startswith("2026-12-03T23:05") and not newer
     section = page.gpu_section(committed, "NVIDIA H200", runs, 100)
     assert section["newest"]["id"] == pick["id"]
     rid, why = lead.latest_in(committed)   # what `history check latest` calls
@@ -114,7 +114,7 @@ def test_the_band_the_caption_promises_is_drawn(committed, tmp_path):
 
 def test_round_ratios_come_from_the_judged_runs_file_or_say_whose_they_are(reference_section, committed):
     s = page.gpu_section(committed, "NVIDIA H200", committed.runs(), 100)   # the judged run's own file
-    assert s["rounds_of"]["source_path"] == "reports/reference/h200/aa/run2.json"
+    assert s["rounds_of"]["source_path"] == "reports/reference/h200/run.json"
     assert s["rounds_svg"].startswith('<div class="panel"><svg') and "execute · 256 · × torch_mm" in s["rounds_svg"]
     # run D (measurement 2): no run file of its version is in the tree any more, so no strips
     assert reference_section["rounds_of"] is None

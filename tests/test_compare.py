@@ -369,7 +369,7 @@ def test_a_machine_wide_shift_between_starts_is_said_once_not_as_many_regression
     ref = ROOT / "reports" / "reference" / "h200"
     a = load_run(ref / "aa" / "run1.json")
     a.fingerprint["machine"] = {"boot_id": "b1", "gpu_uuid": "GPU-a"}
-    b = _scaled(load_run(ref / "aa" / "run2.json"), 1.06, {"boot_id": "b2", "gpu_uuid": "GPU-b"})
+    b = _scaled(load_run(ref / "run.json"), 1.06, {"boot_id": "b2", "gpu_uuid": "GPU-b"})
     df = cmp.compare(a, b)
     line = cmp.machine_line(df)
     assert re.search(r"this GPU runs (graph|device) [\w-]+ rows \+[56]\.\d %", line), line
@@ -383,8 +383,8 @@ def test_a_machine_wide_shift_between_starts_is_said_once_not_as_many_regression
 
 def test_a_host_row_is_shown_in_its_own_unit_not_in_us():
     # host build rows are stored in ms; the model judges µs: the table shows ms, as the run's table does
-    ref = ROOT / "reports" / "reference" / "h200" / "aa"
-    a, b = load_run(ref / "run1.json"), load_run(ref / "run2.json")
+    ref = ROOT / "reports" / "reference" / "h200"
+    a, b = load_run(ref / "aa" / "run1.json"), load_run(ref / "run.json")
     df = cmp.compare(a, b)
     host = df[(df["mode"] == "host") & (df["unit"] == "ms") & df["base"].notna()]
     assert len(host) >= 5

@@ -16,7 +16,7 @@ from cudnn_hostbench.scripts import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 REF = ROOT / "reports" / "reference" / "h200"
-PAIR = [str(REF / "aa" / "run1.json"), str(REF / "aa" / "run2.json")]   # the reference A/A pair
+PAIR = [str(REF / "aa" / "run1.json"), str(REF / "run.json")]   # the reference A/A pair
 MATRIX = [str(REF / "matrix" / "run-fe1.20.0.json"), str(REF / "matrix" / "run-fe1.32.0.json"), "--normalize"]
 
 
@@ -52,7 +52,12 @@ def test_compare_counts_rows_neither_run_measured_and_prints_each_note_once(caps
     assert both == 24 and lines[0].endswith(f"{both} UNMEASURED ({both} in both runs)")
     assert f"({both} row(s) unmeasured in both runs, not listed" in "\n".join(lines)
     assert not any("plan_13" in x for x in lines)   # unsupported in both: counted only
-    notes = [x for x in lines if re.match(r"\[\d+\] ", x)]
+    notes: list[str] = []      # each footnote with its wrapped continuation lines joined back
+    for x in lines:
+        if re.match(r"\[\d+\] ", x):
+            notes.append(x)
+        elif notes and x.startswith("    ") and not notes[-1].startswith("("):
+            notes[-1] += " " + x.strip()
     listed = df[(df.verdict != "SAME") & ~cmp.unmeasured_in_both(df)]
     distinct = {n for n in listed.note if n}         # each distinct note printed once, as a footnote
     assert notes and len(notes) == len({x.split("] ", 1)[1] for x in notes}) == len(distinct) < len(listed)
