@@ -137,6 +137,17 @@ def _flagged_text(run) -> str:
     return f"{flagged} figure(s) flagged ({counts_text(count_marks(run))})" if flagged else "no figure flagged"
 
 
+def _fast_text(blocks: list, fast: list) -> str:
+    """Which top-up blocks were timed in the fast state, in the fewest names: all, none, or all but
+    the few that were not (most are, so listing them would repeat the block list)."""
+    if fast == blocks:
+        return "all"
+    if not fast:
+        return "none"
+    slow = [b for b in blocks if b not in fast]
+    return f"all but {', '.join(slow)}" if len(slow) < len(fast) else ", ".join(fast)
+
+
 def summary_line(run) -> str:
     """One line per run: workers, host floor, rounds kept and discarded (and why), flagged rows."""
     fp = run.fingerprint or {}
@@ -152,7 +163,7 @@ def summary_line(run) -> str:
              + (f" + {focus} focus-only worker(s)" if focus else "")
              + ((" + a catch-up worker" if len(tops) == 1 else f" + {len(tops)} top-up workers")
                 + f" for {', '.join(blocks)} (timed fast: "
-                + ("all" if fast == blocks else ', '.join(fast) or 'none') + ")" if tops else "")]
+                + _fast_text(blocks, fast) + ")" if tops else "")]
     few = fp.get("few_processes") or []
     if few:
         parts.append(f"eager rows on fewer than {MIN_PROCESSES} processes (⚑p) in {len(few)} block(s)")
