@@ -330,15 +330,17 @@ class Model:
                 out.append((x - sum(rest) / len(rest)) / math.sqrt(sw2 * (1 + 1 / len(rest))))
         return out
 
+    def history_structures(self, row: tuple) -> list:
+        """The structures of the history's runs that measured `row`."""
+        return [self.struct[r["id"]] for r, _ in self.rows[row][4]] if row in self.rows else []
+
     def lost_levels(self, row: tuple) -> set:
         """The level terms its history adjusted `row` by that this run could not set (model.lost_levels)."""
-        hist = [self.struct[r["id"]] for r, _ in self.rows[row][4]] if row in self.rows else []
-        return model.lost_levels(row, self.struct[self.target["id"]], hist)
+        return model.lost_levels(row, self.struct[self.target["id"]], self.history_structures(row))
 
     def adjust_excess(self, row: tuple) -> float:
         """The target's adjustment of `row` past its history's typical uncertainty (model.adjust_excess)."""
-        hist = [self.struct[r["id"]] for r, _ in self.rows[row][4]] if row in self.rows else []
-        return model.adjust_excess(row, self.struct[self.target["id"]], hist)
+        return model.adjust_excess(row, self.struct[self.target["id"]], self.history_structures(row))
 
     def predict(self, row: tuple, f) -> model.Prediction | None:
         """The row's prediction (kept: it depends on the history and the figure's workers, not its value)."""
@@ -566,7 +568,7 @@ def _two_starts(md: Model, out: dict, judged: list[tuple], q: float) -> None:
         if pr is None or pr.scale != "fleet" or pr.var <= 0:
             continue
         # each run's adjustment widens its own z as far as it is looser than the history's (decide's rule)
-        hist = [m2.struct[r["id"]] for r, _ in m2.rows[row][4]] if row in m2.rows else []
+        hist = m2.history_structures(row)
         sd_t = math.sqrt(pr.var + model.adjust_excess(row, st_t, hist))
         sd_p = math.sqrt(pr.var + model.adjust_excess(row, st_p, hist))
         cand.append(row)

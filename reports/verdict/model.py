@@ -218,8 +218,9 @@ def adjust_excess(row: tuple, now: Structure, history: list[Structure]) -> float
     the history's adjustments. H200, a matrix part of 2026-11-30 with 3 eager µs rows (no host
     term): torch.mm eager 11.35 µs against host-adjusted history, FASTER -13.3 % at z -5.3, where
     the history's host terms spanned -9.8 to +5.4 %."""
-    if lost_levels(row, now, history):
-        lost = [h.adjust.get(row, 0.0) for h in history if h.levels.get(row, set()) - now.levels.get(row, set())]
+    gone = _gone(row, now, history)
+    if _mostly(gone):
+        lost = [h.adjust.get(row, 0.0) for h, g in zip(history, gone) if g]
         return sum(a * a for a in lost) / len(lost)
     mine = now.adjust_var.get(row, 0.0)
     if not mine:
@@ -231,11 +232,19 @@ def adjust_excess(row: tuple, now: Structure, history: list[Structure]) -> float
 def lost_levels(row: tuple, now: Structure, history: list[Structure]) -> set:
     """The level terms (host, kernel, block ...) that adjusted `row` on at least half its history's
     runs and could not be set on this run (too few of its rows measured: a partial run)."""
+    gone = _gone(row, now, history)
+    return set().union(*gone) if _mostly(gone) else set()
+
+
+def _gone(row: tuple, now: Structure, history: list[Structure]) -> list[set]:
+    """Per history run, the level terms that adjusted `row` there and not on this run."""
     mine = now.levels.get(row, set())
-    gone = [h.levels.get(row, set()) - mine for h in history]
-    if not history or 2 * sum(1 for g in gone if g) < len(history):
-        return set()
-    return set().union(*gone)
+    return [h.levels.get(row, set()) - mine for h in history]
+
+
+def _mostly(gone: list[set]) -> bool:
+    """Half the history's runs or more lost a term on this run."""
+    return bool(gone) and 2 * sum(1 for g in gone if g) >= len(gone)
 
 
 def paced_var(f, figs: dict, terms: dict) -> float:
