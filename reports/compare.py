@@ -49,6 +49,7 @@ def normalized(run: Run, rec: Record) -> list[float] | None:
 
 
 KEY_VERSIONS = ("driver", "cuda", "cudnn_backend", "frontend", "torch")   # of a run's history key
+CUDNN_ONLY = {"cudnn_backend", "frontend"}    # versions that never reach torch's own kernels
 
 
 def machines(base: Run, new: Run) -> dict:
@@ -104,6 +105,8 @@ def compare(base: Run, new: Run, threshold: float | None = None, alpha: float = 
     for fd in jd.findings:
         if fd.status and versions:
             fd.status = f"a change of {', '.join(versions)}" + (" (a regression)" if fd.change > 0 else "")
+    if versions and set(versions) <= CUDNN_ONLY:     # torch's own rows are then the GPU's control
+        decide.environment(jd, figs[2])
     by = {v.row: v for v in jd.verdicts}
     keys = list(a) + [k for k in b if k not in a]
     # keep each probe/size/mode together (unmeasured records come last in a run file)

@@ -391,3 +391,23 @@ def test_a_host_row_is_shown_in_its_own_unit_not_in_us():
     for r in host.itertuples():
         assert r.base == pytest.approx(a.find(r.probe, r.variant, r.size, "host").summary().median, rel=1e-9)
         assert r.new == pytest.approx(b.find(r.probe, r.variant, r.size, "host").summary().median, rel=1e-9)
+
+
+def test_a_block_whose_torch_baseline_moved_with_it_is_the_gpu_not_the_frontend():
+    # the committed matrix, 1.31 -> 1.32 on one start: set_stream's whole 256 graph block +9 %, torch.mm with it
+    m = ROOT / "reports" / "reference" / "h200" / "matrix"
+    a, b = load_run(m / "run-fe1.31.0.json"), load_run(m / "run-fe1.32.0.json")
+    df = cmp.compare(a, b)
+    row = df[(df.probe == "set_stream") & (df.variant == "torch_mm") & (df["mode"] == "graph")].iloc[0]
+    assert row.change > 0.05 and row.verdict == "FINDING", row.note
+    found = [f for f in df.attrs["findings"] if f.kind == "gpu block" and f.name == "set_stream 256 graph"]
+    assert found and "the GPU during this block" in found[0].status
+    assert not any("set_stream 256 graph" in x for x in cmp.regressions(df))
+    # the same cuDNN rows moving while torch.mm stays is the frontend's, as before
+    base = a.find("set_stream", "torch_mm", "256", "graph")
+    new = b.find("set_stream", "torch_mm", "256", "graph")
+    new.samples, new.workers = list(base.samples), [dict(w) for w in base.workers]
+    df = cmp.compare(a, b)
+    assert df[(df.probe == "set_stream") & (df.variant == "torch_mm") & (df["mode"] == "graph")].iloc[0].verdict != "FINDING"
+    found = [f for f in df.attrs["findings"] if f.kind == "gpu block" and f.name == "set_stream 256 graph"]
+    assert found and "a change of frontend" in found[0].status

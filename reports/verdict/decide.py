@@ -744,6 +744,45 @@ def _variants(md: Model, out: dict) -> list[Finding]:
     return found
 
 
+def torch_only(f) -> bool:
+    """A block's torch baseline (torch.mm, torch's unfused ops): cuBLAS and torch kernels, no cuDNN."""
+    return f is not None and f.role == "baseline" and f.variant.startswith("torch")
+
+
+def environment(jd: Judged, figs: dict) -> list[str]:
+    """Between runs whose cuDNN or frontend alone differ: a GPU block whose torch baseline moved
+    with it (the same way, |z| past PARTNER_Z, its change within two of its sd of the block term's)
+    is the GPU during that block, not the version, which never reaches torch's kernels: the block is
+    a finding of that (past the FDR or not: its baseline alone was past PARTNER_Z) and the baseline's
+    verdict is reported once, there. A block whose baseline stayed keeps its status.
+    H200, one start, the five-frontend matrix: set_stream 256 graph +9.1 % from 1.31 to 1.32 and
+    -8 % from 1.28 to 1.31, torch.mm's graph row +8.1 % and -8 % with it. Returns the findings' names."""
+    out = []
+    for fd in jd.findings:
+        parts = fd.name.split(" ")
+        if fd.kind != "gpu block" or len(parts) != 3:
+            continue
+        with_it = []
+        for v in jd.verdicts:
+            if ((v.probe, v.size, v.mode) != tuple(parts) or not torch_only(figs.get(v.row)) or not v.z
+                    or v.z * fd.z <= 0 or abs(v.z) < PARTNER_Z):
+                continue
+            sd = abs(math.log1p(v.change) / v.z)
+            if abs(math.log1p(v.change) - math.log1p(fd.change)) <= 2 * sd:
+                with_it.append(v)
+        if not with_it:
+            continue
+        names = ", ".join(f"{v.variant} {v.change * 100:+.1f} %" for v in with_it)
+        fd.status = (f"information (the GPU during this block: its torch baseline moved with it, {names}; "
+                     "no cuDNN or frontend change reaches torch's kernels)")
+        for v in with_it:
+            if v.verdict in ("SLOWER", "FASTER"):
+                v.verdict, v.state = "FINDING", ""
+                v.note = "; ".join(n for n in (v.note, f"moved with its block {fd.name}: one finding, the GPU's") if n)
+        out.append(fd.name)
+    return out
+
+
 def _shows(md: Model, run: dict, v: Verdict, f) -> bool | None:
     g = md.figs.get(run["id"], {}).get(v.row)
     if not usable(g, f) or v.location is None or v.mdc is None:
