@@ -226,7 +226,9 @@ def _step_us(modes: dict) -> float | None:
     return (modes.get("loop") or {}).get("median") or (modes.get("eager") or {}).get("median")
 
 
-LOOP_ROUNDS = 5
+# a plain loop round is 0.1 s and the VM's host states last 0.35 s to seconds, so rounds come in runs of
+# one state: 5 read 38-43 µs on one step (H200, custom_op, start L); 9 span twice the flips
+LOOP_ROUNDS = 9
 LOOP_ROUND_S = 0.1        # a plain loop round: this long, at least LOOP_MIN_STEPS steps between two syncs
 LOOP_MIN_STEPS = 200
 LOOP_GAP = 0.05           # eager and loop further apart than this: the report says why
