@@ -587,10 +587,10 @@ REF = ROOT / "reports" / "reference" / "h200"
 # A pair that misses the 15 % target on the committed audits stays a strict xfail, so the day it holds
 # the mark must go (issue 39 stays open; docs/measurements.md, 2026-12-02 10:40 entry)
 MISSED: dict = {   # pair -> why its committed projection misses (a strict xfail)
-    "audit-custom-op": "start L (2026-12-03): +30.4 % priced with run N2; the trap's plain loop read 41.2 µs/step "
-                       "(IQR 11 %) where the sampler's plain rounds of the same process read 36.1 (docs/measurements.md)",
-    "audit-attn-proj": "start L (2026-12-03): +16.5 % priced with run N2 (+14.7 % with the run before); its timeline "
-                       "ran in the slow host state (the drained .item() 22.6 against 12.9 µs/step), docs/measurements.md",
+    "audit-library-op": "start Q (2026-12-04): +17.6 % priced with run N2; its trap loop's 9 rounds spread 109-124 "
+                        "µs/step; start P read +7.4 %, L +3.0 %, K -2.9 % (docs/measurements.md)",
+    "audit-attn-proj": "start Q (2026-12-04): +15.6 % priced with run N2; start P read +10.2 %, L +14.5 % "
+                       "(docs/measurements.md)",
 }
 PAIRS = [pytest.param(t, f, marks=pytest.mark.xfail(reason=MISSED[t], strict=True)) if t in MISSED else (t, f)
          for t, f in [("audit-naive", "audit-fixed"), ("audit-custom-op", "audit-direct-op"),
