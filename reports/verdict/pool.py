@@ -65,9 +65,13 @@ class Pool:
     def between(self, p, sw2: float) -> float:
         """A row's between-start variance: the variance of its start means, moderated, less what its
         (moderated) within-start variance puts into them."""
-        w = self.d0b + p.dfb
-        vb = (self.d0b * self.s0b + p.dfb * p.vb) / w if w else 0.0
-        return max(0.0, vb - sw2 / p.hm) if p.dfb else self.sb2
+        return self.between_of(p.vb, p.dfb, p.hm, sw2)
+
+    def between_of(self, vb: float, dfb: float, hm: float, sw2: float) -> float:
+        """between() from a row's figures (the variance of its start means, its df, harmonic runs per start)."""
+        w = self.d0b + dfb
+        vb = (self.d0b * self.s0b + dfb * vb) / w if w else 0.0
+        return max(0.0, vb - sw2 / hm) if dfb else self.sb2
 
 
 def fit_prior(own: list[tuple[float, float]]) -> tuple[float, float]:
