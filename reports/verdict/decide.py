@@ -218,7 +218,7 @@ class Model:
         self._seen: dict[int, list] = {}      # run id -> [(its figures, their structure)]: structure_seen
         self._terms_hist: tuple | None = None  # _findings' history, and per term its values there
         self._past: dict[tuple, tuple] = {}
-        self._hist_procs: tuple | None = None  # (that history, its processes' median variance)
+        self._hist_procs: tuple | None = None  # (that history, its processes' median variance, _term_processes')
         self._groups: tuple | None = None      # (the target's figures, their GPU rows per machine group)
         self.parts: dict[tuple, model.Parts] = {}
         by_class: dict[str, list] = {}
@@ -333,11 +333,11 @@ class Model:
         if len(by) < 4:
             return {}
         out = {}
-        sums = list(by.values())
+        cs, ms, sss = [c for c, _, _ in by.values()], [m for _, m, _ in by.values()], [ss for *_, ss in by.values()]
         for j, (g, (n_g, mean_g, _)) in enumerate(by.items()):
-            keep = sums[:j] + sums[j + 1:]
-            n, sw2, loc, vb, hm = model.moments(keep)   # model.one_way of the other starts
-            k = len(keep)
+            # model.one_way of the other starts
+            n, sw2, loc, vb, hm = model.moments(cs[:j] + cs[j + 1:], ms[:j] + ms[j + 1:], sss[:j] + sss[j + 1:])
+            k = len(cs) - 1
             sw2 = pl.moderated_w(sw2, n - k)
             sb2 = pl.between_of(vb, k - 1, hm, sw2)
             var = sb2 + sw2 / n_g + (sb2 + sw2 / (n / k)) / k
@@ -510,6 +510,7 @@ def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, l
     ps = _pvalues([d / sd for _, _, _, d, sd, _ in judged], [nu for *_, nu in judged])
     found = bh(ps, q)
     m = len(judged)
+    partial = md.partial(target)
     for (row, f, pr, d, sd, nu), p, hit in zip(judged, ps, found):
         v = out[row]
         v.z, v.p, v.mdc = d / sd, p, mdc(sd, nu, m, q)
@@ -518,7 +519,7 @@ def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, l
         notes = []
         if f.processes < 3:
             notes.append(f"{f.processes} process{'es' if f.processes > 1 else ''}: widened by the process component")
-        if pr.scale == "fleet" and md.partial(target):
+        if pr.scale == "fleet" and partial:
             notes.append("a partial run")
         if hit:
             if other_kernels and model.race(f):
@@ -705,22 +706,25 @@ def _term_processes(md: Model, kind: str, name: str, hist: list[dict]) -> float:
     processes a run says little of a run measured on one (H200, own engine: graph and device rows on
     one process; a 60-row kernel term +0.2 % between two runs of one start, z +6.5 without this)."""
     fs, rows = md.figs[md.target["id"]], _term_rows(md, kind, name)
-    one, procs = [], []
-    for r in rows:
-        f = fs[r]
-        p = md.predict(r, f) if r in md.rows else None
-        n = max(1, len(f.workers or ()))
-        if p is not None and p.parts.get("processes"):
-            one.append(p.parts["processes"] / model.median_var(n))
-            procs.append(n)
-    if not one:
-        return 0.0
-    v1 = statistics.median(one)
     if md._hist_procs is None or md._hist_procs[0] is not hist:   # the same history for every term
         hist_n = [md.gpu_processes(r["id"]) for r in hist]
-        md._hist_procs = (hist, model.median_var(int(statistics.median(hist_n))) if hist_n else model.median_var(1))
-    h = md._hist_procs[1]
-    return v1 * (model.median_var(int(statistics.median(procs))) + h / max(1, len(hist)))
+        md._hist_procs = (hist, model.median_var(int(statistics.median(hist_n))) if hist_n else model.median_var(1), {})
+    _, h, kept = md._hist_procs
+    # the rows' predictions are the model's (per row and workers): the term's figure is kept per
+    # its rows and their workers, the same in most judgements of the model
+    key = (tuple(rows), tuple(len(fs[r].workers or ()) for r in rows))
+    if key not in kept:
+        one, procs = [], []
+        for r in rows:
+            f = fs[r]
+            p = md.predict(r, f) if r in md.rows else None
+            n = max(1, len(f.workers or ()))
+            if p is not None and p.parts.get("processes"):
+                one.append(p.parts["processes"] / model.median_var(n))
+                procs.append(n)
+        kept[key] = (statistics.median(one) * (model.median_var(int(statistics.median(procs))) + h / max(1, len(hist)))
+                     if one else 0.0)
+    return kept[key]
 
 
 def _terms_history(md: Model) -> tuple[str, list[dict], bool]:

@@ -219,8 +219,10 @@ def structure(logs: dict, ref: dict, figs: dict, apart: set | frozenset = frozen
             # the median of the other rows is known to within their spread: where they disagree (one
             # kernel's graph rows +4 to +7 %, its device rows +1 %) the adjustment is that uncertain
             v = median_var(len(xs) - 1) * _mad2(xs, med)
+            others = medians_without(xs)
             for row in rows:
-                step[row] = median_without(xs, at.get(row))
+                i = at.get(row)
+                step[row] = med if i is None else others[i]
                 st.adjust_var[row] = st.adjust_var.get(row, 0.0) + v
                 st.levels.setdefault(row, set()).add(name)
         for row, x in step.items():
@@ -321,6 +323,16 @@ def median_without(xs: list[float], i: int | None) -> float:
     return at(h) if n % 2 else (at(h - 1) + at(h)) / 2
 
 
+def medians_without(xs: list[float]) -> list[float]:
+    """median_without(xs, i) for every i of the sorted `xs` (three or more), as one list: it takes
+    two values (or three), by where i falls against the middle."""
+    n = len(xs) - 1
+    h = n // 2
+    if n % 2:
+        return [xs[h + 1]] * (h + 1) + [xs[h]] * (n - h)
+    return [(xs[h] + xs[h + 1]) / 2] * h + [(xs[h - 1] + xs[h + 1]) / 2] + [(xs[h - 1] + xs[h]) / 2] * (n - h)
+
+
 def _mad2(xs: list[float], med: float | None = None) -> float:
     """A robust variance (1.4826 MAD, squared); `med`: the median of xs, where the caller has it."""
     med = statistics.median(xs) if med is None else med
@@ -373,8 +385,8 @@ def group_sums(values: list[float], groups: list[str]) -> dict[str, tuple[int, f
 def one_way(by: dict[str, tuple[int, float, float]]) -> Parts:
     """One-way random effects by start (method of moments, unbalanced: harmonic group size) from
     each start's group_sums: leaving one start out costs its starts, not its runs."""
-    sums = list(by.values())
-    n, sw2, _, vb, hm = moments(sums)
+    sums = by.values()
+    n, sw2, _, vb, hm = moments([c for c, _, _ in sums], [m for _, m, _ in sums], [ss for *_, ss in sums])
     k = len(sums)
     p = Parts(sw2, n - k)
     if k >= 2:
@@ -383,16 +395,17 @@ def one_way(by: dict[str, tuple[int, float, float]]) -> Parts:
     return p
 
 
-def moments(sums: list[tuple[int, float, float]]) -> tuple[int, float, float, float, float]:
-    """one_way's figures of starts' group_sums, without a Parts (a row's leave-one-start-out takes
-    them once per start): (runs, within-start variance, mean of the start means, their variance,
-    harmonic mean of runs per start); the last three 0.0 under two starts."""
-    n, k = sum(c for c, _, _ in sums), len(sums)
-    sw2 = sum(ss for *_, ss in sums) / (n - k) if n > k else 0.0
+def moments(cs: list[int], ms: list[float], sss: list[float]) -> tuple[int, float, float, float, float]:
+    """one_way's figures of starts' group_sums (their runs, means and sums of squares, as lists), without
+    a Parts (a row's leave-one-start-out takes them once per start): (runs, within-start variance,
+    mean of the start means, their variance, harmonic mean of runs per start); the last three 0.0
+    under two starts."""
+    n, k = sum(cs), len(cs)
+    sw2 = sum(sss) / (n - k) if n > k else 0.0
     if k < 2:
         return n, sw2, 0.0, 0.0, 0.0
-    mm = sum(m for _, m, _ in sums) / k
-    return n, sw2, mm, sum((m - mm) ** 2 for _, m, _ in sums) / (k - 1), k / sum(1.0 / c for c, _, _ in sums)
+    mm = sum(ms) / k
+    return n, sw2, mm, sum([(m - mm) ** 2 for m in ms]) / (k - 1), k / sum([1.0 / c for c in cs])
 
 
 def parts(values: list[float], groups: list[str], workers: list[list[float]], rounds: list[float]) -> Parts:
