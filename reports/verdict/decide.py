@@ -159,6 +159,32 @@ def _with_partner(row: tuple, start: str, z: float, zs: dict) -> bool:
     return other is not None and other * z > 0 and abs(other) >= PARTNER_Z and abs(z) >= PARTNER_Z
 
 
+@dataclass
+class RunLayout:
+    """What a run's structure takes of its figures, whatever history it is judged against."""
+    logs: dict      # structured row -> log figure, where it has one
+    races: list     # (row, figure) of race rows that name their kernels
+    rows: dict      # model.layout
+
+
+_LAYOUTS: dict[int, tuple[dict, RunLayout]] = {}   # id(figures) -> (figures, layout), newest used last
+MAX_LAYOUTS = 256
+
+
+def run_layout(fs: dict) -> RunLayout:
+    """A run's RunLayout, kept for the figures object: every fold and history model of verdict-check
+    reads the same runs' figures (figures are replaced, never changed in place: validate._scaled)."""
+    got = _LAYOUTS.pop(id(fs), None)
+    if got is None or got[0] is not fs:
+        logs = {row: math.log(g.value) for row, g in fs.items()
+                if g.status == "ok" and (g.value or 0) > 0 and model.structured(g)}
+        got = (fs, RunLayout(logs, [(row, g) for row, g in fs.items() if model.race(g) and g.kernels], model.layout(fs)))
+        if len(_LAYOUTS) >= MAX_LAYOUTS:
+            del _LAYOUTS[next(iter(_LAYOUTS))]
+    _LAYOUTS[id(fs)] = got
+    return got[1]
+
+
 class Model:
     """The history of one key around a target run: structure, components, pools."""
 
@@ -173,15 +199,13 @@ class Model:
         self._partials: dict[int, bool] = {}
         ref_logs: dict[tuple, list[float]] = {}
         for r in self.before:
-            for row, g in figs[r["id"]].items():
-                if g.status == "ok" and (g.value or 0) > 0 and model.structured(g):
-                    ref_logs.setdefault(row, []).append(math.log(g.value))
+            for row, x in run_layout(figs[r["id"]]).logs.items():
+                ref_logs.setdefault(row, []).append(x)
         self.ref = {row: statistics.median(xs) for row, xs in ref_logs.items()}
         picks: dict[tuple, Counter] = {}        # a race row's kernels over the history
         for r in self.before:
-            for row, g in figs[r["id"]].items():
-                if model.race(g) and g.kernels:
-                    picks.setdefault(row, Counter())[g.kernels] += 1
+            for row, g in run_layout(figs[r["id"]]).races:
+                picks.setdefault(row, Counter())[g.kernels] += 1
         self.ref_kernels = {row: c.most_common(1)[0][0] for row, c in picks.items()}
         self.struct = {r["id"]: self._structure(r["id"]) for r in self.before}
         self.rows: dict[tuple, tuple] = {}       # row -> (values, groups, workers, rounds, hist runs)
@@ -190,6 +214,12 @@ class Model:
         self._kern: dict[tuple, str] = {}
         self._procs: dict[int, int] = {}
         self._terms: dict[tuple, dict] = {}    # (another run's id, kind) -> terms_of
+        self._row_hist: dict[tuple, model.RowHistory] = {}
+        self._seen: dict[int, list] = {}      # run id -> [(its figures, their structure)]: structure_seen
+        self._terms_hist: tuple | None = None  # _findings' history, and per term its values there
+        self._past: dict[tuple, tuple] = {}
+        self._hist_procs: tuple | None = None  # (that history, its processes' median variance, _term_processes')
+        self._groups: tuple | None = None      # (the target's figures, their GPU rows per machine group)
         self.parts: dict[tuple, model.Parts] = {}
         by_class: dict[str, list] = {}
         for row, f in figs[target["id"]].items():
@@ -238,15 +268,25 @@ class Model:
             self.struct[run_id] = self._structure(run_id)
         return self.struct[run_id]
 
+    def structure_seen(self, run_id: int) -> model.Structure:
+        """A run's structure from its figures as they are now, kept for its first figures and its
+        latest (verdict-check changes the previous run's figures in some injections, not in most)."""
+        fs = self.figs[run_id]
+        seen = self._seen.setdefault(run_id, [])
+        for got, st in seen:
+            if got is fs:
+                return st
+        st = self._structure(run_id, fs)
+        seen[1:] = [(fs, st)]
+        return st
+
     def _structure(self, run_id: int, fs: dict | None = None) -> model.Structure:
         fs = self.figs[run_id] if fs is None else fs
-        logs = {row: math.log(g.value) for row, g in fs.items()
-                if g.status == "ok" and (g.value or 0) > 0 and model.structured(g)}
+        run = run_layout(fs)
         # a race row that picked another kernel than its history's most common one ran other work
         # (H200, one start, two runs: autotune best_eager/256 4.47 then 2.44 µs): it sets no term
-        apart = {row for row, g in fs.items()
-                 if model.race(g) and g.kernels and self.ref_kernels.get(row, g.kernels) != g.kernels}
-        return model.structure(logs, self.ref, fs, apart)
+        apart = {row for row, g in run.races if self.ref_kernels.get(row, g.kernels) != g.kernels}
+        return model.structure(run.logs, self.ref, fs, apart, run.rows)
 
     def gpu_processes(self, run_id: int) -> int:
         """The processes a run's GPU rows stand on (the median over them; one when none say)."""
@@ -293,13 +333,13 @@ class Model:
         if len(by) < 4:
             return {}
         out = {}
-        for g, (n_g, mean_g, _) in by.items():
-            keep = {h: v for h, v in by.items() if h != g}
-            p = model.one_way(keep)
-            n, k = p.dfw + len(keep), len(keep)
-            loc = sum(m for _, m, _ in keep.values()) / k
-            sw2 = pl.moderated_w(p.sw2, p.dfw)
-            sb2 = pl.between(p, sw2)
+        cs, ms, sss = [c for c, _, _ in by.values()], [m for _, m, _ in by.values()], [ss for *_, ss in by.values()]
+        for j, (g, (n_g, mean_g, _)) in enumerate(by.items()):
+            # model.one_way of the other starts
+            n, sw2, loc, vb, hm = model.moments(cs[:j] + cs[j + 1:], ms[:j] + ms[j + 1:], sss[:j] + sss[j + 1:])
+            k = len(cs) - 1
+            sw2 = pl.moderated_w(sw2, n - k)
+            sb2 = pl.between_of(vb, k - 1, hm, sw2)
             var = sb2 + sw2 / n_g + (sb2 + sw2 / (n / k)) / k
             if var > 0:
                 out[g] = (mean_g - loc) / math.sqrt(var)
@@ -334,13 +374,20 @@ class Model:
         """The structures of the history's runs that measured `row`."""
         return [self.struct[r["id"]] for r, _ in self.rows[row][4]] if row in self.rows else []
 
+    def row_history(self, row: tuple) -> model.RowHistory:
+        """The history's structures of `row`, kept: the history is fixed, the target's figures are not."""
+        got = self._row_hist.get(row)
+        if got is None:
+            got = self._row_hist[row] = model.RowHistory(row, self.history_structures(row))
+        return got
+
     def lost_levels(self, row: tuple) -> set:
         """The level terms its history adjusted `row` by that this run could not set (model.lost_levels)."""
-        return model.lost_levels(row, self.struct[self.target["id"]], self.history_structures(row))
+        return set(self.row_history(row).lost(self.struct[self.target["id"]])[1])
 
     def adjust_excess(self, row: tuple) -> float:
         """The target's adjustment of `row` past its history's typical uncertainty (model.adjust_excess)."""
-        return model.adjust_excess(row, self.struct[self.target["id"]], self.history_structures(row))
+        return self.row_history(row).excess(self.struct[self.target["id"]])
 
     def predict(self, row: tuple, f) -> model.Prediction | None:
         """The row's prediction (kept: it depends on the history and the figure's workers, not its value)."""
@@ -463,6 +510,7 @@ def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, l
     ps = _pvalues([d / sd for _, _, _, d, sd, _ in judged], [nu for *_, nu in judged])
     found = bh(ps, q)
     m = len(judged)
+    partial = md.partial(target)
     for (row, f, pr, d, sd, nu), p, hit in zip(judged, ps, found):
         v = out[row]
         v.z, v.p, v.mdc = d / sd, p, mdc(sd, nu, m, q)
@@ -471,7 +519,7 @@ def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, l
         notes = []
         if f.processes < 3:
             notes.append(f"{f.processes} process{'es' if f.processes > 1 else ''}: widened by the process component")
-        if pr.scale == "fleet" and md.partial(target):
+        if pr.scale == "fleet" and partial:
             notes.append("a partial run")
         if hit:
             if other_kernels and model.race(f):
@@ -556,7 +604,7 @@ def _two_starts(md: Model, out: dict, judged: list[tuple], q: float) -> None:
         md._two = (prev["id"], Model(md.target, rest, md.figs, md.last, md.prior, md.min_own))
     m2 = md._two[1]
     m2.figs = md.figs
-    st_t, st_p = m2._structure(md.target["id"], md.figs[md.target["id"]]), m2._structure(prev["id"])
+    st_t, st_p = m2._structure(md.target["id"], md.figs[md.target["id"]]), m2.structure_seen(prev["id"])
     cand, zt, zp, dfs, rho = [], [], [], [], []
     for row, f, *_ in judged:
         v, g = out[row], md.figs[prev["id"]].get(row)
@@ -568,9 +616,9 @@ def _two_starts(md: Model, out: dict, judged: list[tuple], q: float) -> None:
         if pr is None or pr.scale != "fleet" or pr.var <= 0:
             continue
         # each run's adjustment widens its own z as far as it is looser than the history's (decide's rule)
-        hist = m2.history_structures(row)
-        sd_t = math.sqrt(pr.var + model.adjust_excess(row, st_t, hist))
-        sd_p = math.sqrt(pr.var + model.adjust_excess(row, st_p, hist))
+        hist = m2.row_history(row)
+        sd_t = math.sqrt(pr.var + hist.excess(st_t))
+        sd_p = math.sqrt(pr.var + hist.excess(st_p))
         cand.append(row)
         zt.append((math.log(f.value) - st_t.adjust.get(row, 0.0) - pr.location) / sd_t)
         zp.append((math.log(g.value) - st_p.adjust.get(row, 0.0) - pr.location) / sd_p)
@@ -631,7 +679,14 @@ def _terms_of(st: model.Structure, kind: str) -> dict:
 def _term_rows(md: Model, kind: str, name: str) -> list[tuple]:
     """The target run's rows in a term (the machine: its group of GPU rows)."""
     if kind == "machine":
-        return [r for r, f in md.figs[md.target["id"]].items() if model.is_gpu_row(f) and model.group_of(f) == name]
+        fs = md.figs[md.target["id"]]
+        if md._groups is None or md._groups[0] is not fs:   # every group's rows in one pass over the run
+            groups: dict[str, list] = {}
+            for r, f in fs.items():
+                if model.is_gpu_row(f):
+                    groups.setdefault(model.group_of(f), []).append(r)
+            md._groups = (fs, groups)
+        return md._groups[1].get(name, [])
     return md.struct[md.target["id"]].terms.get((kind, name), (0.0, []))[1]
 
 
@@ -651,41 +706,64 @@ def _term_processes(md: Model, kind: str, name: str, hist: list[dict]) -> float:
     processes a run says little of a run measured on one (H200, own engine: graph and device rows on
     one process; a 60-row kernel term +0.2 % between two runs of one start, z +6.5 without this)."""
     fs, rows = md.figs[md.target["id"]], _term_rows(md, kind, name)
-    one, procs = [], []
-    for r in rows:
-        f = fs[r]
-        p = md.predict(r, f) if r in md.rows else None
-        n = max(1, len(f.workers or ()))
-        if p is not None and p.parts.get("processes"):
-            one.append(p.parts["processes"] / model.median_var(n))
-            procs.append(n)
-    if not one:
-        return 0.0
-    v1 = statistics.median(one)
-    hist_n = [md.gpu_processes(r["id"]) for r in hist]
-    h = model.median_var(int(statistics.median(hist_n))) if hist_n else model.median_var(1)
-    return v1 * (model.median_var(int(statistics.median(procs))) + h / max(1, len(hist)))
+    if md._hist_procs is None or md._hist_procs[0] is not hist:   # the same history for every term
+        hist_n = [md.gpu_processes(r["id"]) for r in hist]
+        md._hist_procs = (hist, model.median_var(int(statistics.median(hist_n))) if hist_n else model.median_var(1), {})
+    _, h, kept = md._hist_procs
+    # the rows' predictions are the model's (per row and workers): the term's figure is kept per
+    # its rows and their workers, the same in most judgements of the model
+    key = (tuple(rows), tuple(len(fs[r].workers or ()) for r in rows))
+    if key not in kept:
+        one, procs = [], []
+        for r in rows:
+            f = fs[r]
+            p = md.predict(r, f) if r in md.rows else None
+            n = max(1, len(f.workers or ()))
+            if p is not None and p.parts.get("processes"):
+                one.append(p.parts["processes"] / model.median_var(n))
+                procs.append(n)
+        kept[key] = (statistics.median(one) * (model.median_var(int(statistics.median(procs))) + h / max(1, len(hist)))
+                     if one else 0.0)
+    return kept[key]
+
+
+def _terms_history(md: Model) -> tuple[str, list[dict], bool]:
+    """(scale, history runs, whether full and partial runs are mixed in them) that the run's terms
+    are judged against: the same for every judgement of one model, so kept."""
+    if md._terms_hist is None:
+        own = [r for r in md.before if model.same_gpu(r, md.target)]
+        scale, hist = ("same GPU", own) if len(own) >= md.min_own else ("fleet", md.before)
+        # like with like: a partial run's GPU state differs from a full run's (docs/history.md)
+        alike = [r for r in hist if md.partial(r) == md.partial(md.target)]
+        mixed = len(alike) < 2
+        md._terms_hist = (scale, hist if mixed else alike, mixed)
+    return md._terms_hist
+
+
+def _past_terms(md: Model, hist: list[dict], kind: str, name: str) -> tuple[list[float], tuple | None, float]:
+    """A term's values over `hist` (_terms_history's), their (sd, df) where three or more, and their
+    mean: kept per model, as the history's structures are."""
+    key = (kind, name)
+    if key not in md._past:
+        xs = [p[name][0] for p in (terms_of(md, r["id"], kind) for r in hist) if name in p]
+        md._past[key] = (xs, (stdev(xs), len(xs) - 1.0) if len(xs) >= 3 else None,
+                         statistics.fmean(xs) if xs else 0.0)
+    return md._past[key]
 
 
 def _findings(md: Model, q: float) -> list[Finding]:
     """The run's machine factors and kernel terms, each against the history runs' own: the same GPU's
     where it has MIN_OWN runs, else the fleet (every run), on a t with the runs' degrees of freedom."""
     tid = md.target["id"]
-    own = [r for r in md.before if model.same_gpu(r, md.target)]
-    scale, hist = ("same GPU", own) if len(own) >= md.min_own else ("fleet", md.before)
-    # like with like: a partial run's GPU state differs from a full run's (docs/history.md)
-    alike = [r for r in hist if md.partial(r) == md.partial(md.target)]
-    mixed = len(alike) < 2
-    hist = hist if mixed else alike
+    scale, hist, mixed = _terms_history(md)
     cands = []
     for kind in ("machine", *(lvl[0] for lvl in model.LEVELS)):
-        past = [terms_of(md, r["id"], kind) for r in hist]
         for name, (x, n) in terms_of(md, tid, kind).items():
-            xs = [p[name][0] for p in past if name in p]
+            xs, spread, mean = _past_terms(md, hist, kind, name)
             known = md.prior.terms.get(f"{kind}|{name}") if hasattr(md.prior, "terms") else None
-            if len(xs) >= 3:
+            if spread:
                 # against the same GPU: its runs' spread; against the fleet: every history run's
-                sd, df = stdev(xs), len(xs) - 1.0
+                sd, df = spread
             elif known and xs:   # a short history: how much the store prior's runs varied
                 sd, df = (known[2], known[3]) if scale == "same GPU" else (known[0], known[1])
             elif xs:
@@ -697,7 +775,6 @@ def _findings(md: Model, q: float) -> list[Finding]:
             sd = math.sqrt(sd ** 2 * (1 + 1 / len(xs)) + _term_processes(md, kind, name, hist))
             if sd <= 0 or df < 1:
                 continue
-            mean = statistics.fmean(xs)
             z = (x - mean) / sd
             p = float(2 * t_sf(abs(z), df))
             cands.append(Finding(kind, name, math.exp(x - mean) - 1, z, p, n, scale, ref=(mean, sd, df)))

@@ -165,43 +165,64 @@ LEVELS = (
 )
 
 
-def structure(logs: dict, ref: dict, figs: dict, apart: set | frozenset = frozenset()) -> Structure:
+def layout(figs: dict) -> dict:
+    """What structure() reads of a run's figures besides their values, per structured row: its
+    machine group (None for a row that is no GPU row) and its key on each of LEVELS (None where
+    the level does not take it). The same for every history a run is judged in: kept by callers."""
+    out = {}
+    for row, f in figs.items():
+        if structured(f):
+            out[row] = (group_of(f) if is_gpu_row(f) else None,
+                        tuple(key(f, figs) if applies(f) else None for _, applies, key, _ in LEVELS))
+    return out
+
+
+def structure(logs: dict, ref: dict, figs: dict, apart: set | frozenset = frozenset(),
+              lay: dict | None = None) -> Structure:
     """A run's structure from its log figures `logs` against reference locations `ref`; the rows
-    `apart` (a race row whose pick changed) are adjusted by it but never set it."""
+    `apart` (a race row whose pick changed) are adjusted by it but never set it. `lay`: the
+    figures' layout(), where the caller keeps it."""
+    lay = layout(figs) if lay is None else lay
     st = Structure()
-    res = {row: x - ref[row] for row, x in logs.items() if row in ref and structured(figs[row])}
+    res = {row: x - ref[row] for row, x in logs.items() if row in ref and row in lay}
     sets = {row for row in res if row not in apart}
     by_group: dict[str, list] = {}
     for row, d in res.items():
-        if is_gpu_row(figs[row]) and row in sets:
-            by_group.setdefault(group_of(figs[row]), []).append(d)
+        g = lay[row][0]
+        if g is not None and row in sets:
+            by_group.setdefault(g, []).append(d)
     for g, ds in by_group.items():
         if len(ds) >= MIN_FACTOR_ROWS:
             st.factors[g] = (statistics.median(ds), median_var(len(ds)) * _mad2(ds), len(ds))
     for row in res:
-        f = figs[row]
-        m = st.factors.get(group_of(f), (0.0, 0.0, 0))[0] if is_gpu_row(f) else 0.0
+        g = lay[row][0]
+        m = st.factors.get(g, (0.0, 0.0, 0))[0] if g is not None else 0.0
         res[row] -= m
         st.adjust[row] = m
-    for name, applies, key, least in LEVELS:
+    for lvl, (name, _, _, least) in enumerate(LEVELS):
         by: dict[str, list] = {}
         for row in res:
-            if applies(figs[row]):
-                by.setdefault(key(figs[row], figs), []).append(row)
+            k = lay[row][1][lvl]
+            if k is not None:
+                by.setdefault(k, []).append(row)
         step = {}
         for k, rows in by.items():
             setters = [r for r in rows if r in sets]
             if len(setters) < least:
                 continue
-            vals = sorted((res[r], r) for r in setters)
-            xs = [v for v, _ in vals]
-            at = {r: i for i, (_, r) in enumerate(vals)}
-            st.terms[(name, k)] = (statistics.median(xs), setters)
+            # sorted by value alone: rows of equal values are interchangeable in median_without
+            order = sorted(setters, key=res.__getitem__)
+            xs = [res[r] for r in order]
+            at = {r: i for i, r in enumerate(order)}
+            med = median_without(xs, None)   # statistics.median of the sorted xs
+            st.terms[(name, k)] = (med, setters)
             # the median of the other rows is known to within their spread: where they disagree (one
             # kernel's graph rows +4 to +7 %, its device rows +1 %) the adjustment is that uncertain
-            v = median_var(len(xs) - 1) * _mad2(xs)
+            v = median_var(len(xs) - 1) * _mad2(xs, med)
+            others = medians_without(xs)
             for row in rows:
-                step[row] = median_without(xs, at.get(row))
+                i = at.get(row)
+                step[row] = med if i is None else others[i]
                 st.adjust_var[row] = st.adjust_var.get(row, 0.0) + v
                 st.levels.setdefault(row, set()).add(name)
         for row, x in step.items():
@@ -218,28 +239,56 @@ def adjust_excess(row: tuple, now: Structure, history: list[Structure]) -> float
     the history's adjustments. H200, a matrix part of 2026-11-30 with 3 eager µs rows (no host
     term): torch.mm eager 11.35 µs against host-adjusted history, FASTER -13.3 % at z -5.3, where
     the history's host terms spanned -9.8 to +5.4 %."""
-    gone = _gone(row, now, history)
-    if _mostly(gone):
-        lost = [h.adjust.get(row, 0.0) for h, g in zip(history, gone) if g]
-        return sum(a * a for a in lost) / len(lost)
-    mine = now.adjust_var.get(row, 0.0)
-    if not mine:
-        return 0.0
-    typical = statistics.median(h.adjust_var.get(row, 0.0) for h in history) if history else 0.0
-    return max(0.0, mine - typical)
+    return RowHistory(row, history).excess(now)
 
 
 def lost_levels(row: tuple, now: Structure, history: list[Structure]) -> set:
     """The level terms (host, kernel, block ...) that adjusted `row` on at least half its history's
     runs and could not be set on this run (too few of its rows measured: a partial run)."""
-    gone = _gone(row, now, history)
-    return set().union(*gone) if _mostly(gone) else set()
+    return set(RowHistory(row, history).lost(now)[1])
 
 
-def _gone(row: tuple, now: Structure, history: list[Structure]) -> list[set]:
-    """Per history run, the level terms that adjusted `row` there and not on this run."""
-    mine = now.levels.get(row, set())
-    return [h.levels.get(row, set()) - mine for h in history]
+class RowHistory:
+    """A row's history structures, with what adjust_excess and lost_levels take of them kept: one
+    history judges many runs (verdict-check judges each run and ~50 injected variants of it)."""
+
+    def __init__(self, row: tuple, history: list[Structure]):
+        self.row, self.history = row, history
+        self._lost: dict[frozenset, tuple[float | None, set]] = {}
+        self._typical: float | None = None
+
+    def lost(self, now: Structure) -> tuple[float | None, set]:
+        """(the mean square of the adjustments the history's runs lost on `now`, None unless half
+        of them or more lost one; the level terms lost), per the levels that adjusted the row on `now`."""
+        mine = frozenset(now.levels.get(self.row, ()))
+        got = self._lost.get(mine)
+        if got is None:
+            # per history run, the level terms that adjusted the row there and not on this run
+            gone = [h.levels.get(self.row, set()) - mine for h in self.history]
+            if _mostly(gone):
+                lost = [h.adjust.get(self.row, 0.0) for h, g in zip(self.history, gone) if g]
+                got = (sum(a * a for a in lost) / len(lost), set().union(*gone))
+            else:
+                got = (None, set())
+            self._lost[mine] = got
+        return got
+
+    def typical(self) -> float:
+        """The history's median adjustment variance of the row."""
+        if self._typical is None:
+            self._typical = (statistics.median(h.adjust_var.get(self.row, 0.0) for h in self.history)
+                             if self.history else 0.0)
+        return self._typical
+
+    def excess(self, now: Structure) -> float:
+        """adjust_excess of the row on a run with structure `now`."""
+        lost = self.lost(now)[0]
+        if lost is not None:
+            return lost
+        mine = now.adjust_var.get(self.row, 0.0)
+        if not mine:
+            return 0.0
+        return max(0.0, mine - self.typical())
 
 
 def _mostly(gone: list[set]) -> bool:
@@ -274,10 +323,20 @@ def median_without(xs: list[float], i: int | None) -> float:
     return at(h) if n % 2 else (at(h - 1) + at(h)) / 2
 
 
-def _mad2(xs: list[float]) -> float:
-    """A robust variance (1.4826 MAD, squared)."""
-    med = statistics.median(xs)
-    return (1.4826 * statistics.median(abs(x - med) for x in xs)) ** 2
+def medians_without(xs: list[float]) -> list[float]:
+    """median_without(xs, i) for every i of the sorted `xs` (three or more), as one list: it takes
+    two values (or three), by where i falls against the middle."""
+    n = len(xs) - 1
+    h = n // 2
+    if n % 2:
+        return [xs[h + 1]] * (h + 1) + [xs[h]] * (n - h)
+    return [(xs[h] + xs[h + 1]) / 2] * h + [(xs[h - 1] + xs[h + 1]) / 2] + [(xs[h - 1] + xs[h]) / 2] * (n - h)
+
+
+def _mad2(xs: list[float], med: float | None = None) -> float:
+    """A robust variance (1.4826 MAD, squared); `med`: the median of xs, where the caller has it."""
+    med = statistics.median(xs) if med is None else med
+    return (1.4826 * statistics.median([abs(x - med) for x in xs])) ** 2
 
 
 @dataclass
@@ -326,14 +385,27 @@ def group_sums(values: list[float], groups: list[str]) -> dict[str, tuple[int, f
 def one_way(by: dict[str, tuple[int, float, float]]) -> Parts:
     """One-way random effects by start (method of moments, unbalanced: harmonic group size) from
     each start's group_sums: leaving one start out costs its starts, not its runs."""
-    n, k = sum(c for c, _, _ in by.values()), len(by)
-    p = Parts(sum(ss for *_, ss in by.values()) / (n - k) if n > k else 0.0, n - k)
+    sums = by.values()
+    n, sw2, _, vb, hm = moments([c for c, _, _ in sums], [m for _, m, _ in sums], [ss for *_, ss in sums])
+    k = len(sums)
+    p = Parts(sw2, n - k)
     if k >= 2:
-        mm = sum(m for _, m, _ in by.values()) / k
-        p.vb, p.hm, p.dfb = (sum((m - mm) ** 2 for _, m, _ in by.values()) / (k - 1),
-                             k / sum(1.0 / c for c, _, _ in by.values()), k - 1)
+        p.vb, p.hm, p.dfb = vb, hm, k - 1
         p.sb2 = max(0.0, p.vb - p.sw2 / p.hm)
     return p
+
+
+def moments(cs: list[int], ms: list[float], sss: list[float]) -> tuple[int, float, float, float, float]:
+    """one_way's figures of starts' group_sums (their runs, means and sums of squares, as lists), without
+    a Parts (a row's leave-one-start-out takes them once per start): (runs, within-start variance,
+    mean of the start means, their variance, harmonic mean of runs per start); the last three 0.0
+    under two starts."""
+    n, k = sum(cs), len(cs)
+    sw2 = sum(sss) / (n - k) if n > k else 0.0
+    if k < 2:
+        return n, sw2, 0.0, 0.0, 0.0
+    mm = sum(ms) / k
+    return n, sw2, mm, sum([(m - mm) ** 2 for m in ms]) / (k - 1), k / sum([1.0 / c for c in cs])
 
 
 def parts(values: list[float], groups: list[str], workers: list[list[float]], rounds: list[float]) -> Parts:

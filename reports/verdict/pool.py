@@ -18,6 +18,7 @@ each.
 """
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from dataclasses import dataclass
@@ -65,19 +66,36 @@ class Pool:
     def between(self, p, sw2: float) -> float:
         """A row's between-start variance: the variance of its start means, moderated, less what its
         (moderated) within-start variance puts into them."""
-        w = self.d0b + p.dfb
-        vb = (self.d0b * self.s0b + p.dfb * p.vb) / w if w else 0.0
-        return max(0.0, vb - sw2 / p.hm) if p.dfb else self.sb2
+        return self.between_of(p.vb, p.dfb, p.hm, sw2)
+
+    def between_of(self, vb: float, dfb: float, hm: float, sw2: float) -> float:
+        """between() from a row's figures (the variance of its start means, its df, harmonic runs per start)."""
+        w = self.d0b + dfb
+        vb = (self.d0b * self.s0b + dfb * vb) / w if w else 0.0
+        return max(0.0, vb - sw2 / hm) if dfb else self.sb2
 
 
 def fit_prior(own: list[tuple[float, float]]) -> tuple[float, float]:
     """(s0², d0) of the scaled inverse-chi-square prior of rows' variances (s², df), by the moments
     of their logs (Smyth 2004, limma's fitFDist)."""
-    from scipy.special import digamma, polygamma
-    e = [math.log(s2) - digamma(d / 2) + math.log(d / 2) for s2, d in own]
-    excess = statistics.variance(e) - statistics.fmean(float(polygamma(1, d / 2)) for _, d in own)
+    from scipy.special import digamma
+    e = [math.log(s2) - _digamma(d / 2) + math.log(d / 2) for s2, d in own]
+    excess = statistics.variance(e) - statistics.fmean(_trigamma(d / 2) for _, d in own)
     d0 = MAX_PRIOR_DF if excess <= 0 else min(MAX_PRIOR_DF, 2 * _trigamma_inverse(excess))
     return math.exp(statistics.fmean(e) + digamma(d0 / 2) - math.log(d0 / 2)), d0
+
+
+@functools.lru_cache(maxsize=None)
+def _digamma(x: float):
+    """scipy's digamma of a half degree of freedom, kept: a class's rows share a few df values."""
+    from scipy.special import digamma
+    return digamma(x)
+
+
+@functools.lru_cache(maxsize=None)
+def _trigamma(x: float) -> float:
+    from scipy.special import polygamma
+    return float(polygamma(1, x))
 
 
 def _trigamma_inverse(x: float) -> float:
