@@ -808,9 +808,7 @@ def _variants(md: Model, out: dict) -> list[Finding]:
         if other.verdict == "FINDING":
             continue
         for x in (v, other):
-            x.verdict, x.state = "FINDING", ""
-            x.note = "; ".join(n for n in (x.note, f"moved with its {('graph', 'device')[x.mode == 'graph']} row: "
-                                           "one finding for the variant") if n)
+            _as_finding(x, f"moved with its {('graph', 'device')[x.mode == 'graph']} row: one finding for the variant")
         zs = sorted((v.z, other.z), key=abs)
         # the wider of the two rows' scales is what another run's variant term is tested against
         sd = max(abs(math.log1p(x.change) / x.z) for x in (v, other) if x.z)
@@ -821,27 +819,32 @@ def _variants(md: Model, out: dict) -> list[Finding]:
     return found
 
 
+def _as_finding(v: Verdict, why: str) -> None:
+    """A row reported once, in the finding it moved with: its verdict FINDING, the note says which."""
+    v.verdict, v.state = "FINDING", ""
+    v.note = "; ".join(n for n in (v.note, why) if n)
+
+
 def torch_only(f) -> bool:
     """A block's torch baseline (torch.mm, torch's unfused ops): cuBLAS and torch kernels, no cuDNN."""
     return f is not None and f.role == "baseline" and f.variant.startswith("torch")
 
 
-def environment(jd: Judged, figs: dict) -> list[str]:
+def environment(jd: Judged, figs: dict) -> None:
     """Between runs whose cuDNN or frontend alone differ: a GPU block whose torch baseline moved
     with it (the same way, |z| past PARTNER_Z, its change within two of its sd of the block term's)
     is the GPU during that block, not the version, which never reaches torch's kernels: the block is
     a finding of that (past the FDR or not: its baseline alone was past PARTNER_Z) and the baseline's
     verdict is reported once, there. A block whose baseline stayed keeps its status.
     H200, one start, the five-frontend matrix: set_stream 256 graph +9.1 % from 1.31 to 1.32 and
-    -8 % from 1.28 to 1.31, torch.mm's graph row +8.1 % and -8 % with it. Returns the findings' names."""
-    out = []
+    -8 % from 1.28 to 1.31, torch.mm's graph row +8.1 % and -8 % with it."""
     for fd in jd.findings:
-        parts = fd.name.split(" ")
-        if fd.kind != "gpu block" or len(parts) != 3:
+        if fd.kind != "gpu block":
             continue
         with_it = []
         for v in jd.verdicts:
-            if ((v.probe, v.size, v.mode) != tuple(parts) or not torch_only(figs.get(v.row)) or not v.z
+            # the block's name is model.gpu_block's without " baseline": the rows of one probe x size x mode
+            if (f"{v.probe} {v.size} {v.mode}" != fd.name or not torch_only(figs.get(v.row)) or not v.z
                     or v.z * fd.z <= 0 or abs(v.z) < PARTNER_Z):
                 continue
             sd = abs(math.log1p(v.change) / v.z)
@@ -854,10 +857,7 @@ def environment(jd: Judged, figs: dict) -> list[str]:
                      "no cuDNN or frontend change reaches torch's kernels)")
         for v in with_it:
             if v.verdict in ("SLOWER", "FASTER"):
-                v.verdict, v.state = "FINDING", ""
-                v.note = "; ".join(n for n in (v.note, f"moved with its block {fd.name}: one finding, the GPU's") if n)
-        out.append(fd.name)
-    return out
+                _as_finding(v, f"moved with its block {fd.name}: one finding, the GPU's")
 
 
 def _shows(md: Model, run: dict, v: Verdict, f) -> bool | None:

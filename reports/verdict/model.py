@@ -242,12 +242,6 @@ def adjust_excess(row: tuple, now: Structure, history: list[Structure]) -> float
     return RowHistory(row, history).excess(now)
 
 
-def lost_levels(row: tuple, now: Structure, history: list[Structure]) -> set:
-    """The level terms (host, kernel, block ...) that adjusted `row` on at least half its history's
-    runs and could not be set on this run (too few of its rows measured: a partial run)."""
-    return set(RowHistory(row, history).lost(now)[1])
-
-
 class RowHistory:
     """A row's history structures, with what adjust_excess and lost_levels take of them kept: one
     history judges many runs (verdict-check judges each run and ~50 injected variants of it)."""
