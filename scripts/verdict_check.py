@@ -1,7 +1,7 @@
 """`hostbench verdict-check`: the verdict model validated out of sample on history exports
 (reports/verdict/validate.py), and the H200 store prior it ships with (reports/verdict/calibrate.py).
 
-    hostbench verdict-check [EXPORT ...] [--runs N] [--json OUT]
+    hostbench verdict-check [EXPORT ...] [--runs N] [--jobs N] [--json OUT]
     hostbench verdict-check --write-prior | --check-prior
 """
 from __future__ import annotations
@@ -20,15 +20,18 @@ def add_parser(command) -> None:
                    "history)")
     p.add_argument("--runs", type=int, default=None, help="judge only the first N folds (a quick look)")
     p.add_argument("--json", type=Path, default=None, help="also write the figures as JSON")
+    p.add_argument("--jobs", type=int, default=None, help="processes that judge the folds (default: the CPUs, "
+                   "at most 4); the figures do not depend on it")
     p.add_argument("--write-prior", action="store_true", help="write the H200 store prior from the committed export")
     p.add_argument("--check-prior", action="store_true", help="exit 1 if the shipped prior differs from the export's")
 
 
 def run(a) -> int:
     from cudnn_hostbench.reports.verdict import calibrate, model, validate
-    if a.runs is not None and a.runs < 1:
-        print("hostbench verdict-check: --runs must be at least 1", file=sys.stderr)
-        return 2
+    for opt, v in (("--runs", a.runs), ("--jobs", a.jobs)):
+        if v is not None and v < 1:
+            print(f"hostbench verdict-check: {opt} must be at least 1", file=sys.stderr)
+            return 2
     paths = a.exports or [validate.EXPORT]
     for p in paths:
         if not p.is_file():
@@ -57,7 +60,7 @@ def run(a) -> int:
             counter.append(Counter("verdict-check: judging run", n))
         counter[0](i + 1)
     try:
-        res = validate.run(paths, a.runs, progress)
+        res = validate.run(paths, a.runs, progress, jobs=a.jobs)
     except (OSError, ValueError) as e:
         if counter:
             counter[0].done()

@@ -72,3 +72,22 @@ def test_a_slowdown_past_the_printed_mdc_is_caught_alone(key):
     hit = df[df.verdict.isin(["SLOWER", "FASTER", "KERNEL CHANGED"])]
     assert list(zip(hit.probe, hit.variant, hit["size"], hit["mode"], hit.verdict)) == [(*key, "SLOWER")]
 
+
+
+COMMITTED = [("aa/run1.json", "run.json", "aa/compare.md"),
+             ("matrix/run-fe1.31.0.json", "matrix/run-fe1.32.0.json", "matrix/compare-fe1.31-vs-fe1.32.md"),
+             ("matrix/run-fe1.20.0.json", "matrix/run-fe1.32.0.json", "matrix/compare-fe1.20-vs-fe1.32.md")]
+
+
+@pytest.mark.parametrize("a,b,md", COMMITTED, ids=[m for *_, m in COMMITTED])
+def test_committed_compares_are_what_the_code_and_the_shipped_prior_say_today(a, b, md, tmp_path, monkeypatch, capsys):
+    # a change of the verdict model or of the prior it ships (reports/verdict/prior-h200.json) that
+    # leaves these reports stale fails here: re-render them with the command the failure names
+    from cudnn_hostbench.scripts import cli
+    monkeypatch.chdir(REF.parents[2])   # the paths as the reports name them, from the checkout's root
+    out = tmp_path / "c.md"
+    rel = REF.relative_to(REF.parents[2])
+    assert cli.main(["compare", str(rel / a), str(rel / b), "--markdown", str(out)]) == 0
+    capsys.readouterr()
+    assert out.read_text(encoding="utf-8") == (REF / md).read_text(encoding="utf-8"), \
+        f"{md} is stale: hostbench compare {rel / a} {rel / b} --markdown {rel / md}"

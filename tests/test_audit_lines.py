@@ -502,9 +502,10 @@ def test_audit_samples_the_step_on_cpu(monkeypatch):
 
 
 def test_a_fixed_step_is_timed_in_the_same_loop_rounds_and_reported_against_the_projection(monkeypatch):
-    """--fixed: the hand-fixed step's plain loop in this process, in a block of its own right after
-    the trap's loop (interleaved round by round with a Python-heavy trap it read 7-25 % slow), so
-    both read one process's host floor; the report sets the projection against it."""
+    """--fixed: the hand-fixed step's plain loop in this process, in blocks alternating with the
+    trap's loop (one block each after the other put a stretch of the host's pace on one side only;
+    interleaved round by round with a Python-heavy trap it read 7-25 % slow), so both read one
+    process's host floor and pace; the report sets the projection against it."""
     tm = audit.timing
     monkeypatch.setattr(torch.cuda, "stream", lambda s: contextlib.nullcontext())
     monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
@@ -521,19 +522,50 @@ def test_a_fixed_step_is_timed_in_the_same_loop_rounds_and_reported_against_the_
                         or {n: ([figure[n]] * 3, 10) for n in fns})
     r = audit.audit(steps.op_step, ctx=types.SimpleNamespace(stream=None), target="t.py:op_step", root=ROOT,
                     fixed=steps.op_step_fixed, fixed_target="t.py:op_step_fixed")
-    assert calls == [["step"], ["step"], ["fixed"]]                  # eager rounds, the step's loop, the fixed one
+    # eager rounds, then the step's loop and the fixed one in alternating blocks
+    assert calls == [["step"]] + [["step"], ["fixed"]] * audit.LOOP_BLOCKS
     assert r.modes["fixed_loop"]["median"] == fixed and r.modes["fixed_loop"]["target"] == "t.py:op_step_fixed"
     assert r.modes["loop"]["median"] == trap and r.projection["fixed_us"] == fixed
     off = r.projection["projected_us"] / fixed - 1
     text = audit_report.render_text(r)
-    assert f"the fixed step t.py:op_step_fixed in a plain loop of this process: {fixed:.2f} µs/step; the projection is " \
+    assert f"the fixed step t.py:op_step_fixed in a plain loop of this process ({audit.PAIRED}): {fixed:.2f} µs/step; " \
+           f"the projection is " \
            f"{off:+.1%} off it" in text
-    assert f"The fixed step t.py:op_step_fixed in a plain loop of this process: {fixed:.2f}" in audit_report.render_markdown(r)
-    assert r.modes["fixed_loop"]["timed"] == "after the step's loop, its own block"
+    assert f"The fixed step t.py:op_step_fixed in a plain loop of this process ({audit.PAIRED}): {fixed:.2f}" \
+        in audit_report.render_markdown(r)
+    assert r.modes["fixed_loop"]["timed"] == audit.PAIRED and r.modes["fixed_loop"]["blocks"] == audit.LOOP_BLOCKS
     # each loop's rounds are kept beside its median (what a miss is read again from)
-    assert r.modes["loop"]["rounds_us"] == [round(trap, 3)] * 3 and r.modes["fixed_loop"]["rounds_us"] == [round(fixed, 3)] * 3
+    n = 3 * audit.LOOP_BLOCKS
+    assert r.modes["loop"]["rounds_us"] == [round(trap, 3)] * n and r.modes["fixed_loop"]["rounds_us"] == [round(fixed, 3)] * n
     again = audit.AuditReport.from_dict(json.loads(json.dumps(r.to_dict())))   # audit.json keeps it
     assert audit.price(again, None).projection["fixed_us"] == fixed
+
+
+def test_paired_loops_keep_the_pairs_whose_two_blocks_ran_in_the_wanted_host_state(monkeypatch):
+    """A pair (a block of the trap's loop, then one of the fixed step's) with a block in another host
+    state is left out and one more pair is run: both figures come from the same stretches of the host."""
+    states = iter(["fast", "slow", "fast", "fast", "slow", "slow", "fast", "fast", "fast", "fast"])
+    watch = types.SimpleNamespace(host=None, state="", sentinel=[0.9])
+    seen = []
+
+    def fake(fns, sync, opt, watch=None):
+        (n,) = fns
+        watch.state = next(states)
+        seen.append((n, opt.rounds, opt.warmup_rounds))
+        value = 10.0 * len(seen)   # each block its own figure: which were kept shows in the median
+        return {n: ([value] * opt.rounds, 100)}
+
+    monkeypatch.setattr(audit.timing, "measure_eager", fake)
+    got = audit._paired_loops({"step": lambda: None, "fixed": lambda: None}, None, watch, "fast")
+    assert len(seen) == 10 and seen[0][2] == audit.LOOP_WARMUP and seen[2][2] == 1   # pairs 0 and 2 left out
+    assert got["step"]["blocks"] == got["fixed"]["blocks"] == audit.LOOP_BLOCKS and got["step"]["tries"] == 5
+    assert got["step"]["host_state"] == got["fixed"]["host_state"] == "fast"
+    assert sorted(set(got["step"]["rounds_us"])) == [30.0, 70.0, 90.0]
+    assert sorted(set(got["fixed"]["rounds_us"])) == [40.0, 80.0, 100.0]
+    # no pair in the wanted state: every pair is kept, and the figures say the state they ran in
+    states = iter(["slow"] * 12)
+    got = audit._paired_loops({"step": lambda: None, "fixed": lambda: None}, None, watch, "fast")
+    assert got["step"]["host_state"] == "slow" and got["step"]["blocks"] == 2 * audit.LOOP_BLOCKS
 
 
 def test_the_eager_figure_names_its_host_state():

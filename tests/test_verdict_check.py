@@ -74,3 +74,10 @@ def test_two_starts_see_what_one_new_start_cannot(result):
         assert n >= 50 and k / n >= k1 / max(1, n1) - 0.02, (c, k, n, k1, n1)
         caught, tried, caught_one, tried_one = caught + k, tried + n, caught_one + k1, tried_one + n1
     assert caught / tried > 1.5 * caught_one / tried_one, (caught, tried, caught_one, tried_one)
+
+
+def test_the_figures_do_not_depend_on_the_number_of_processes():
+    # each fold draws its injections from a generator seeded by its own index
+    one, two = (validate.run([validate.EXPORT], limit=3, jobs=j) for j in (1, 2))
+    assert one.runs == two.runs == 3
+    assert validate.report(one).split("\n", 1)[1] == validate.report(two).split("\n", 1)[1]

@@ -195,6 +195,15 @@ def remainder(lines_table: dict, tied: dict) -> list:
     return [r for r in lines_table.get("rows") or () if r["line"] not in covered]
 
 
+def _fixed_how(fl: dict) -> str:
+    """How the fixed step's loop was timed, for the report: interleaved round by round (audits
+    without `timed`), in blocks alternating with the step's loop, or (said nowhere) after it."""
+    if not fl.get("median"):
+        return ""
+    timed = fl.get("timed") or ""
+    return " (interleaved with the step's rounds)" if not timed else f" ({timed})" if timed.startswith("alternating") else ""
+
+
 def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict,
             warm_execute: tuple | None = None, timeline: dict | None = None) -> dict:
     """The eager step with every finding fixed, and the CUDA-graph ceiling beside it.
@@ -232,8 +241,7 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict,
            "graph_error": (modes.get("graph") or {}).get("error"),
            "fixed_us": (modes.get("fixed_loop") or {}).get("median"),
            "fixed_target": (modes.get("fixed_loop") or {}).get("target", ""),
-           "fixed_how": (" (interleaved with the step's rounds)" if (modes.get("fixed_loop") or {}).get("median")
-                         and not (modes.get("fixed_loop") or {}).get("timed") else "")}
+           "fixed_how": _fixed_how(modes.get("fixed_loop") or {})}
     if eager is None:
         return dict(out, projected_us=None, method="none", note="no eager figure")
     priced = [f for f in findings if f.cost_us is not None]

@@ -82,10 +82,10 @@ def pytest_addoption(parser):
                 help="extra worker processes that time only the headline sizes' eager rows, after the "
                      "--hb-workers: those ratios vary most from process to process, so they get more "
                      "replicates (default %(default)s)")
-    g.addoption("--hb-budget-s", type=float, default=300.0,
-                help="seconds the whole run may take (not counting the first worker's wait for the host): "
-                     "the focus-only and catch-up workers get what the others leave, and the summary "
-                     "says what was cut; 0: no limit (default %(default)s)")
+    g.addoption("--hb-budget-s", type=float, default=240.0,
+                help="seconds the whole run may take, from the start of the pytest process (the first "
+                     "worker's wait for the host included): the top-up and focus-only workers get what the "
+                     "full workers leave, and the summary says what was cut; 0: no limit (default %(default)s)")
     g.addoption("--hb-out", default=None, help="folder for records.jsonl, run.json, table.csv/md (default results/<stamp>)")
     g.addoption("--hb-heavy", action="store_true", help="heavy sweeps (every plan, every size)")
     g.addoption("--hb-wide", action="store_true",

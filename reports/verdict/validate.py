@@ -16,6 +16,7 @@ Then known changes are injected into each judged run, one at a time:
 from __future__ import annotations
 
 import dataclasses
+import os
 import random
 import statistics
 import time
@@ -115,66 +116,141 @@ def _changed(jd, rows: set) -> bool:
     return any(v.row in rows and v.verdict in ("SLOWER", "KERNEL CHANGED") for v in jd.verdicts)
 
 
-def run(paths: list[Path], limit: int | None = None, progress=None) -> Result:
-    from . import decide, model
+def run(paths: list[Path], limit: int | None = None, progress=None, jobs: int | None = None) -> Result:
+    """Judges every fold (folds()), in `jobs` processes (default: the CPUs, at most JOBS). Each
+    fold draws its injections from a generator seeded by its own index, so the figures are the
+    same whatever the number of processes."""
+    from . import model
     t0 = time.monotonic()
     runs, figs = load(paths)
-    res = Result()
-    rng = random.Random(SEED)
     todo = folds(runs)[:limit] if limit else folds(runs)
     if not todo:   # a run file, or an export of too few machine starts: say so, not an empty report
         keys, starts = {r["history_key"] for r in runs}, {model.start_of(r) for r in runs}
         raise ValueError(f"{', '.join(map(str, paths))}: {_n(len(runs), 'run')} on {_n(len(keys), 'history key')} "
                          f"from {_n(len(starts), 'machine start')}; nothing to judge out of sample (a history key "
                          f"needs runs from {MIN_STARTS} starts: give history exports, `hostbench history export`)")
-    priors: dict[tuple, dict] = {}
-    for i, (t, before, _) in enumerate(todo):
+    jobs = max(1, min(jobs or os.cpu_count() or 1, JOBS, len(todo)))
+    res = Result()
+    parts: list[dict] = []
+    if jobs > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
+        # spawn: a fresh interpreter per process (no fork of a threaded test runner); each loads the
+        # exports once and judges contiguous folds, which share their history's fitted priors
+        chunk = max(1, len(todo) // (jobs * 4))
+        try:
+            with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
+                                     initializer=_init, initargs=(list(paths), limit)) as pool:
+                for part in pool.map(_judge_here, range(len(todo)), chunksize=chunk):
+                    if progress:
+                        progress(len(parts), len(todo), todo[len(parts)][0])
+                    parts.append(part)
+        except BrokenProcessPool:   # a process could not start (a __main__ it cannot re-import): the rest here
+            pass
+    state = _State(runs, figs, todo)
+    for i in range(len(parts), len(todo)):
         if progress:
-            progress(i, len(todo), t)
-        md = decide.Model(dict(t), before, figs, prior=_prior(runs, figs, t, priors))
-        jd = decide.judge_run(dict(t), before, [], figs, md=md)
-        res.runs += 1
-        bad = [v for v in jd.verdicts if v.verdict in decide.CHANGED]
-        res.false_runs += bool(bad)
-        res.false_rows += [(t["label"], "/".join(v.row), v.verdict, round(v.change * 100, 1), round(v.z or 0.0, 1), v.scale)
-                           for v in bad]
-        res.findings += [(t["label"], fd.line()) for fd in jd.findings if fd.status]
-        judged = [v for v in jd.verdicts if v.z is not None]
-        for v in judged:
-            f = figs[t["id"]][v.row]
-            res.mdc[(v.scale, model.row_class(f))].append(v.mdc)
-            res.z[model.row_class(f)].append(v.z)
-        by_cls: dict[str, list] = defaultdict(list)
-        for v in judged:
-            c = cls_of(figs[t["id"]][v.row])
-            if c and v.verdict == "SAME" or (c and v.verdict == "UNSURE"):
-                by_cls[c].append(v)
-        for c, vs in sorted(by_cls.items()):
-            for v in rng.sample(vs, min(ROWS_PER_CLASS, len(vs))):
-                got = decide.judge_run(dict(t), before, [], _scaled(figs, t["id"], {v.row}, 1 + SINGLE[c]), md=md)
-                k = res.single[(v.scale, c, min(v.processes, 3))]
-                k[0] += _changed(got, {v.row})
-                k[1] += 1
-                prev = decide.previous_start(md)
-                if v.scale == "fleet" and prev is not None and v.row in figs[prev["id"]]:
-                    both = _scaled(_scaled(figs, t["id"], {v.row}, 1 + SINGLE[c]), prev["id"], {v.row}, 1 + SINGLE[c])
-                    got = decide.judge_run(dict(t), before, [], both, md=md)
-                    k = res.two[c]
-                    k[0] += _changed(got, {v.row})
-                    k[1] += 1
-                for mult in (1.2, 0.5):
-                    got = decide.judge_run(dict(t), before, [], _scaled(figs, t["id"], {v.row}, 1 + mult * v.mdc), md=md)
-                    h = res.honesty[mult]
-                    h[0] += _changed(got, {v.row})
-                    h[1] += 1
-        for name, rows, factor, kinds in _structured(figs[t["id"]], jd, rng):
-            got = decide.judge_run(dict(t), before, [], _scaled(figs, t["id"], rows, factor), md=md)
-            k = res.structured[name]
-            k[0] += _changed(got, rows) or any(fd.status and fd.kind in kinds for fd in got.findings)
-            k[1] += any(fd.status for fd in got.findings)
-            k[2] += 1
+            progress(i, len(todo), todo[i][0])
+        parts.append(_judge(state, i))
+    for part in parts:
+        _add(res, part)
     res.seconds = time.monotonic() - t0
     return res
+
+
+JOBS = 4            # processes that judge folds at most
+
+
+@dataclasses.dataclass
+class _State:
+    runs: list
+    figs: dict
+    todo: list
+    priors: dict = dataclasses.field(default_factory=dict)
+
+
+_HERE: list[_State] = []   # a pool process's loaded exports (set by _init)
+
+
+def _init(paths: list[Path], limit: int | None) -> None:
+    runs, figs = load(paths)
+    todo = folds(runs)[:limit] if limit else folds(runs)
+    _HERE[:] = [_State(runs, figs, todo)]
+
+
+def _judge_here(i: int) -> dict:
+    return _judge(_HERE[0], i)
+
+
+def _add(res: Result, part: dict) -> None:
+    """Adds one fold's figures (_judge) to the result, in fold order."""
+    res.runs += 1
+    res.false_runs += part["false_run"]
+    res.false_rows += part["false_rows"]
+    res.findings += part["findings"]
+    for name in ("mdc", "z"):
+        for k, xs in part[name]:
+            getattr(res, name)[k].extend(xs)
+    for name in ("single", "honesty", "structured", "two"):
+        for k, xs in part[name]:
+            acc = getattr(res, name)[k]
+            for j, x in enumerate(xs):
+                acc[j] += x
+
+
+def _judge(state: _State, i: int) -> dict:
+    """One fold's figures, as plain lists (they cross a process boundary): its no-change verdicts,
+    then its injections, drawn from a generator seeded by the fold's index."""
+    from . import decide, model
+    runs, figs = state.runs, state.figs
+    t, before, _ = state.todo[i]
+    rng = random.Random(f"{SEED}:{i}")
+    res = Result()
+    md = decide.Model(dict(t), before, figs, prior=_prior(runs, figs, t, state.priors))
+    jd = decide.judge_run(dict(t), before, [], figs, md=md)
+    bad = [v for v in jd.verdicts if v.verdict in decide.CHANGED]
+    res.false_runs += bool(bad)
+    res.false_rows += [(t["label"], "/".join(v.row), v.verdict, round(v.change * 100, 1), round(v.z or 0.0, 1), v.scale)
+                       for v in bad]
+    res.findings += [(t["label"], fd.line()) for fd in jd.findings if fd.status]
+    judged = [v for v in jd.verdicts if v.z is not None]
+    for v in judged:
+        f = figs[t["id"]][v.row]
+        res.mdc[(v.scale, model.row_class(f))].append(v.mdc)
+        res.z[model.row_class(f)].append(v.z)
+    by_cls: dict[str, list] = defaultdict(list)
+    for v in judged:
+        c = cls_of(figs[t["id"]][v.row])
+        if c and v.verdict in ("SAME", "UNSURE"):
+            by_cls[c].append(v)
+    for c, vs in sorted(by_cls.items()):
+        for v in rng.sample(vs, min(ROWS_PER_CLASS, len(vs))):
+            got = decide.judge_run(dict(t), before, [], _scaled(figs, t["id"], {v.row}, 1 + SINGLE[c]), md=md)
+            k = res.single[(v.scale, c, min(v.processes, 3))]
+            k[0] += _changed(got, {v.row})
+            k[1] += 1
+            prev = decide.previous_start(md)
+            if v.scale == "fleet" and prev is not None and v.row in figs[prev["id"]]:
+                both = _scaled(_scaled(figs, t["id"], {v.row}, 1 + SINGLE[c]), prev["id"], {v.row}, 1 + SINGLE[c])
+                got = decide.judge_run(dict(t), before, [], both, md=md)
+                k = res.two[c]
+                k[0] += _changed(got, {v.row})
+                k[1] += 1
+            for mult in (1.2, 0.5):
+                got = decide.judge_run(dict(t), before, [], _scaled(figs, t["id"], {v.row}, 1 + mult * v.mdc), md=md)
+                h = res.honesty[mult]
+                h[0] += _changed(got, {v.row})
+                h[1] += 1
+    for name, rows, factor, kinds in _structured(figs[t["id"]], jd, rng):
+        got = decide.judge_run(dict(t), before, [], _scaled(figs, t["id"], rows, factor), md=md)
+        k = res.structured[name]
+        k[0] += _changed(got, rows) or any(fd.status and fd.kind in kinds for fd in got.findings)
+        k[1] += any(fd.status for fd in got.findings)
+        k[2] += 1
+    return {"false_run": res.false_runs, "false_rows": res.false_rows, "findings": res.findings,
+            **{name: [(k, list(v)) for k, v in getattr(res, name).items()]
+               for name in ("mdc", "z", "single", "honesty", "structured", "two")}}
 
 
 def _prior(runs: list[dict], figs: dict, t: dict, cache: dict) -> dict | None:
