@@ -151,6 +151,51 @@ class _FlippingHost:
     def state(self, us: float) -> str:
         return "slow" if us >= 1.4 else "fast"
 
+    # the sampler waits for the fast state before each pair; this host flips on its own schedule
+    def allow_focus_blocks(self, n: int) -> None:
+        pass
+
+    def focused(self):
+        return contextlib.nullcontext()
+
+    def await_fast(self) -> float:
+        return 1.0
+
+
+class _WaitedHost(_FlippingHost):
+    """A host slow but for a spell after each wait for its fast state: its next three readings
+    (before, between and after a pair) read fast."""
+
+    def __init__(self):
+        super().__init__()
+        self.spell, self.waits = 0, 0
+
+    def read(self) -> float:
+        self.reads += 1
+        self.spell -= 1
+        return 1.0 if self.spell >= 0 else 2.0
+
+    def await_fast(self) -> float:
+        self.waits += 1
+        self.spell = 3
+        return 1.0
+
+
+def test_sampler_waits_for_the_fast_state_before_each_pair(monkeypatch):
+    """H200 start T, attn-proj: on a mostly-slow host 30 of 32 pairs were left out and the lines came
+    from 2 rounds. A pair now starts after a wait for the fast state, so it lands in it."""
+    monkeypatch.setattr(sampler, "MATCH_TOL", 100.0)
+    monkeypatch.setattr(sampler, "MIN_SAMPLES", 10)
+    host = _WaitedHost()
+    s = sampler.sample_step(steps.step, lambda: None, _alone(steps.step, 300), chunk_s=0.02, rounds=4,
+                            host=host, host_state="fast")
+    assert host.waits == s["rounds"] and s["rounds_other_state"] == 0 and not s["state_note"]
+    # a slow state is not waited for: the pairs are only checked
+    host = _WaitedHost()
+    s = sampler.sample_step(steps.step, lambda: None, _alone(steps.step, 300), chunk_s=0.02, rounds=4,
+                            host=host, host_state="slow")
+    assert host.waits == 0
+
 
 def test_sampler_matches_rounds_on_the_host_sentinel_not_the_step_time(monkeypatch):
     """H200 start D, attn-proj (device-bound): plain rounds near the loop's figure while the host's
