@@ -1,8 +1,8 @@
-"""The nightly recipe on the committed history's newest runs (docs/measurements.md, 2026-12-03):
-twelve no-change runs on eight fresh machine starts, each a GPU new to the history (F, J and L:
-slow-host starts; G, K, L and N: same-start pairs; H, M), each judged against the runs before it as
-`history check` judges the latest run. None gets a verdict; they were judged so before they joined
-the export."""
+"""The nightly recipe on the committed history's newest runs (docs/measurements.md, 2026-12-03 and
+2026-12-04): eighteen no-change runs on thirteen fresh machine starts, each a GPU new to the history
+(F, J, L, R and T: slow-host starts; G, K, L, N and S: same-start pairs; H, M, P, U), each judged
+against the runs before it as `history check` judges the latest run. None gets a verdict; they were
+judged so before they joined the export."""
 from __future__ import annotations
 
 from cudnn_hostbench.reports.history import check
@@ -13,8 +13,8 @@ from .history_store import fresh
 
 def test_the_newest_fresh_starts_get_no_verdict_from_the_nightly_recipe(tmp_path):
     st = fresh(tmp_path)
-    newest = [r for r in st.runs() if str(r["started_at"]).startswith("2026-12-03")]
-    assert len(newest) == 12 and len({r["start"] for r in newest}) == 8
+    newest = [r for r in st.runs() if str(r["started_at"]).startswith(("2026-12-03", "2026-12-04"))]
+    assert len(newest) == 18 and len({r["start"] for r in newest}) == 13
     for r in newest:
         target, verdicts = check.check(st, r["id"])
         called = [(v.row, v.verdict) for v in verdicts if v.verdict in decide.CHANGED]
