@@ -99,6 +99,9 @@ def _projection_text(p: dict) -> list:
         line += f"; executes after a rebuild priced warm ({p['warm_from']})"
     if p.get("freed"):
         line += f"; frees of the removed objects taken off ({', '.join(p['freed'])})"
+    if p.get("wrappers_us"):
+        line += (f"; {p['wrappers_us']:.2f} µs/step of the timed calls' wrappers (the sampler's overhead) taken off "
+                 "the lines that make those calls, not off every line")
     if p.get("cold"):
         line += f"; {p['cold']}"
     if p.get("device_bound"):
