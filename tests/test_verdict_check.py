@@ -55,6 +55,8 @@ def test_the_command_writes_its_figures(tmp_path, capsys):
     assert doc["runs"] == 2 and "bound" in doc and "honesty" in doc
     assert "false verdicts" in capsys.readouterr().out
     assert cli.main(["verdict-check", str(tmp_path / "none.hbx.jsonl.gz")]) == 2
+    assert cli.main(["verdict-check", "--jobs", "0"]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == "hostbench verdict-check: --jobs must be at least 1"
     bad = tmp_path / "bad.hbx.jsonl.gz"
     bad.write_bytes(b"not gzip")
     assert cli.main(["verdict-check", str(bad)]) == 2
