@@ -237,6 +237,16 @@ PACE_GAP = 0.03           # the host's sentinel this far apart between eager and
 DEVICE_BOUND = 0.8        # device µs/step this near the loop's: back to back, steps queue behind the GPU
 
 
+def _loop_options(rounds: int, warmup: int) -> timing.Options:
+    """A plain loop's rounds: LOOP_ROUND_S each, at least LOOP_MIN_STEPS steps between two syncs."""
+    return timing.Options(rounds=rounds, warmup_rounds=warmup, target_round_s=LOOP_ROUND_S,
+                          min_calls=LOOP_MIN_STEPS, max_calls=1_000_000)
+
+
+def _loop_failed(steps: dict, e: Exception) -> dict:
+    return dict.fromkeys(steps, {"error": f"plain loop failed: {audit_rules.error_line(f'{type(e).__name__}: {e}')}"})
+
+
 def _plain_loop(steps: dict, sync, watch, want: str = "") -> dict:
     """{name: the µs/step a user's own loop pays}: rounds of many steps (LOOP_ROUND_S, at least
     LOOP_MIN_STEPS) between two device syncs, in the eager rounds' host-state watch, the steps'
@@ -245,8 +255,7 @@ def _plain_loop(steps: dict, sync, watch, want: str = "") -> dict:
     projection is held to this figure. Measured again (LOOP_TRIES in all) while it lands in another
     host state than `want`, the eager rounds': a loop of the slow state against a fast eager figure
     compares two hosts."""
-    opt = timing.Options(rounds=LOOP_ROUNDS, warmup_rounds=LOOP_WARMUP, target_round_s=LOOP_ROUND_S,
-                         min_calls=LOOP_MIN_STEPS, max_calls=1_000_000)
+    opt = _loop_options(LOOP_ROUNDS, LOOP_WARMUP)
     host = watch.host if watch is not None else None
     # each try is a focus block: its rounds wait for the fast state on an allowance of their own,
     # not on what the eager rounds left of the gate (spent, or resting after a slow stretch)
@@ -259,8 +268,7 @@ def _plain_loop(steps: dict, sync, watch, want: str = "") -> dict:
             with host.focused() if host is not None else contextlib.nullcontext():
                 got = timing.measure_eager(steps, sync, opt, watch=watch)
         except Exception as e:  # noqa: BLE001 - the eager figure stands without it
-            return dict.fromkeys(steps, {"error": f"plain loop failed: "
-                                                  f"{audit_rules.error_line(f'{type(e).__name__}: {e}')}"})
+            return _loop_failed(steps, e)
         if not want or watch.state == want:
             break
     # the rounds themselves are kept: a median of a few rounds on a flipping host needs them to be read again
@@ -292,15 +300,13 @@ def _paired_loops(steps: dict, sync, watch, want: str = "") -> dict:
         host.allow_focus_blocks(2 * LOOP_BLOCKS * len(steps))
     for b in range(2 * LOOP_BLOCKS):
         for n, fn in steps.items():
-            opt = timing.Options(rounds=LOOP_ROUNDS // LOOP_BLOCKS, warmup_rounds=LOOP_WARMUP if b == 0 else 1,
-                                 target_round_s=LOOP_ROUND_S, min_calls=LOOP_MIN_STEPS, max_calls=1_000_000)
+            opt = _loop_options(LOOP_ROUNDS // LOOP_BLOCKS, LOOP_WARMUP if b == 0 else 1)
             gc.collect()
             try:
                 with host.focused() if host is not None else contextlib.nullcontext():
                     samples, calls = timing.measure_eager({n: fn}, sync, opt, watch=watch)[n]
             except Exception as e:  # noqa: BLE001 - the eager figure stands without it
-                return dict.fromkeys(steps, {"error": f"plain loop failed: "
-                                                      f"{audit_rules.error_line(f'{type(e).__name__}: {e}')}"})
+                return _loop_failed(steps, e)
             per[n].append((samples, calls, getattr(watch, "state", ""), _sentinel(watch).get("sentinel_us")))
         kept += not want or all(blocks[-1][2] == want for blocks in per.values())
         if kept >= LOOP_BLOCKS:

@@ -123,7 +123,7 @@ def run(paths: list[Path], limit: int | None = None, progress=None, jobs: int | 
     from . import model
     t0 = time.monotonic()
     runs, figs = load(paths)
-    todo = folds(runs)[:limit] if limit else folds(runs)
+    todo = folds(runs)[:limit or None]
     if not todo:   # a run file, or an export of too few machine starts: say so, not an empty report
         keys, starts = {r["history_key"] for r in runs}, {model.start_of(r) for r in runs}
         raise ValueError(f"{', '.join(map(str, paths))}: {_n(len(runs), 'run')} on {_n(len(keys), 'history key')} "
@@ -175,8 +175,7 @@ _HERE: list[_State] = []   # a pool process's loaded exports (set by _init)
 
 def _init(paths: list[Path], limit: int | None) -> None:
     runs, figs = load(paths)
-    todo = folds(runs)[:limit] if limit else folds(runs)
-    _HERE[:] = [_State(runs, figs, todo)]
+    _HERE[:] = [_State(runs, figs, folds(runs)[:limit or None])]
 
 
 def _judge_here(i: int) -> dict:
