@@ -56,7 +56,15 @@ def driver_version() -> str:
         return ""
 
 
+COMMIT_ENV = "HOSTBENCH_COMMIT"   # the commit of a checkout copied without its git history (a CI job's tree)
+
+
 def git_commit(root: str | os.PathLike = ".") -> dict:
+    """{"id", "dirty"} of the checkout at `root`; $HOSTBENCH_COMMIT names it instead where set (a
+    copied tree whose .git is missing or stale would otherwise record no commit, or the wrong one)."""
+    given = os.environ.get(COMMIT_ENV, "").strip()
+    if given:
+        return {"id": given, "dirty": False, "from": COMMIT_ENV}
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5)
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
