@@ -890,9 +890,11 @@ def test_the_timeline_pass_is_measured_again_until_it_lands_in_the_loops_host_st
     from cudnn_hostbench.bench.audit import timeline
     from cudnn_hostbench.bench.measure.hoststate import HostState
     passes = []
-    monkeypatch.setattr(timeline, "measure", lambda step, step_us: passes.append(1) or
+    held_by = {"pass": None}              # what the pass says of its drained chunks (None: not held)
+    monkeypatch.setattr(timeline, "measure", lambda step, step_us, **kw: passes.append(kw.get("held")) or
                         {"segments": [{"line": "a.py:1", "sync": ".item()", "host_us": 5.0, "sync_us": 9.0,
-                                       "fixed_us": 4.0}], "steps": 20, "syncs_per_step": 1})
+                                       "fixed_us": 4.0}], "steps": 20, "syncs_per_step": 1,
+                         **({} if held_by["pass"] is None else {"fixed_held": held_by["pass"]})})
 
     def host_reading(*seq):
         now = [0.0]                      # a clock the waits advance: no real sleeping
@@ -907,6 +909,12 @@ def test_the_timeline_pass_is_measured_again_until_it_lands_in_the_loops_host_st
     passes.clear()
     got = audit._timeline(None, 100.0, host_reading(*[2.0] * 20000), "fast")   # never fast: waits run out
     assert (got["host_state"], got["tries"], len(passes)) == ("slow", audit.TIMELINE_TRIES, audit.TIMELINE_TRIES)
+    assert all(callable(h) for h in passes)          # each pass was given the state to hold its drained syncs to
+    # a pass whose drained syncs were held to the fast state is kept, whatever its ends read
+    passes.clear()
+    held_by["pass"] = True
+    got = audit._timeline(None, 100.0, host_reading(1.0, 2.0, *[1.0] * 10), "fast")
+    assert (got["host_state"], got["tries"], got["fixed_held"], len(passes)) == ("mixed", 1, True, 1)
     # the projection's sync model says so (the committed sync-check audit, its timeline marked)
     from cudnn_hostbench.bench.measure.records import load_run
     d = json.loads((ROOT / "reports" / "reference" / "h200" / "audit-sync-check" / "audit.json").read_text())
@@ -915,6 +923,48 @@ def test_the_timeline_pass_is_measured_again_until_it_lands_in_the_loops_host_st
     d["timeline"].update(host_state="slow", want_state="fast", tries=3)
     model = audit.price(audit.AuditReport.from_dict(d), run).projection["sync_model"]
     assert "timeline pass ran in the host's slow state, not the fast state of the loop (3 tries)" in model
+    d["timeline"].update(fixed_held=True, drained_steps=135)
+    model = audit.price(audit.AuditReport.from_dict(d), run).projection["sync_model"]
+    assert model.endswith("; fixed costs from 135 drained steps held to the host's fast state")
+    d["timeline"].update(fixed_held=False)
+    model = audit.price(audit.AuditReport.from_dict(d), run).projection["sync_model"]
+    assert "the drained syncs could not be held to the host's fast state (3 tries)" in model
+
+
+def test_the_drained_syncs_are_held_to_the_loops_host_state_chunk_by_chunk():
+    """Issue 39, H200 start V: three timeline passes in a mixed host state read an `.item()` at
+    26.8 µs fixed against 13.1-13.6 on two other starts. The drained steps now run in chunks, each
+    kept only between two readings of the wanted state: here the host turns slow (+200 µs a sync)
+    before two chunks of three, and the fixed cost is the fast chunks'."""
+    from cudnn_hostbench.bench.audit import timeline
+    host = {"slow": False, "checks": 0}
+
+    def item():
+        until = time.perf_counter() + (200e-6 if host["slow"] else 0.0)
+        while time.perf_counter() < until:
+            pass
+        return 0.0
+    dev = types.SimpleNamespace(item=item)
+
+    def step():
+        sum(range(100))
+        return dev.item()
+
+    def held(wait):
+        if wait:                                   # the state the next chunk runs in
+            host["checks"] += 1
+            host["slow"] = host["checks"] % 3 != 0
+        return not host["slow"]
+    calls = [(dev, "item", ".item()", False)]
+    tl = timeline.measure(step, 400.0, torch=torch, device_type="cpu", drain=lambda: None, calls=calls, held=held)
+    assert tl["fixed_held"] is True and tl["drained_steps"] >= timeline.MIN_STEPS
+    assert host["checks"] >= 3 * tl["drained_steps"] // timeline.DRAIN_CHUNK - 2   # two of three chunks left out
+    assert tl["segments"][0]["fixed_us"] < 100                                     # not the slow chunks' 200 µs
+    never = timeline.measure(step, 400.0, torch=torch, device_type="cpu", drain=lambda: None, calls=calls,
+                             held=lambda wait: False)
+    assert never["fixed_held"] is False and never["drained_steps"] > 0               # every chunk run, and said so
+    plain = timeline.measure(step, 400.0, torch=torch, device_type="cpu", drain=lambda: None, calls=calls)
+    assert "fixed_held" not in plain                                                # not asked: as before
 
 
 def test_a_sync_line_never_projects_below_its_fixed_cost_and_projected_wait():

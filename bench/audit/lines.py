@@ -382,11 +382,7 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict,
     syncs = sync_projection((timeline or {}).get("segments") or [], device, host_now, host_proj, cut_dev,
                             sync_now, left_of, {r["line"]: r["us"] for r in rows}, scale, (timeline or {}).get("error"),
                             (timeline or {}).get("launches_error"))
-    tl = timeline or {}
-    if syncs["syncs"] and tl.get("want_state") and tl.get("host_state") != tl["want_state"]:
-        syncs["sync_model"] += (f"; the timeline pass ran in the host's {tl.get('host_state')} state, not the "
-                                f"{tl['want_state']} state of the loop ({tl.get('tries')} tries): "
-                                "its fixed costs are that state's")
+    syncs["sync_model"] += _fixed_state_note(timeline or {}) if syncs["syncs"] else ""
     proj = host_proj + sum(x["cost_proj_us"] for x in syncs["sync_lines"])
     var_s = sum((0.1 * x["wait_proj_us"]) ** 2 for x in syncs["syncs"])
     # a loop of steps runs no faster than its device work (one stream): the kernels the fixes keep
@@ -401,6 +397,22 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict,
     return dict(out, projected_us=proj, err_us=math.sqrt(var * scale ** 2 + var_s + var_d), method="lines",
                 unpriced=unpriced, dropped=dropped, reduced=reduced, timed=timed, host_now_us=host_now,
                 host_proj_us=host_proj, **syncs, **extra)
+
+
+def _fixed_state_note(tl: dict) -> str:
+    """Which host state the drained syncs' fixed costs come from, where it is not the loop's plainly."""
+    want = tl.get("want_state")
+    if not want:
+        return ""
+    if tl.get("fixed_held"):
+        return f"; fixed costs from {tl.get('drained_steps')} drained steps held to the host's {want} state"
+    if tl.get("fixed_held") is False:
+        return (f"; the drained syncs could not be held to the host's {want} state ({tl.get('tries')} tries): "
+                "their fixed costs are of whichever state the host was in")
+    if tl.get("host_state") != want:
+        return (f"; the timeline pass ran in the host's {tl.get('host_state')} state, not the {want} state of the "
+                f"loop ({tl.get('tries')} tries): its fixed costs are that state's")
+    return ""
 
 
 def sync_projection(segments, device_us, host_now: float, host_proj: float, cut_dev: float, sync_now: dict,

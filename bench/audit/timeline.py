@@ -46,6 +46,8 @@ MIN_STEPS = 20
 TARGET_S = 0.2            # each pass runs about this long (MIN_STEPS..MAX_STEPS steps)
 MAX_STEPS = 2000
 SAME = 0.9                # this share of the steps must sync alike, else no timeline
+DRAIN_CHUNK = 5           # drained steps between two host-state checks (`held`)
+HELD_TRIES = 4            # drained chunks tried, at most, per chunk kept
 
 
 def sync_calls(torch) -> list:
@@ -100,11 +102,33 @@ def _run(step, steps: int, calls, drain, device_type: str, clock) -> list:
     return ps.events
 
 
+def _drained(step, steps: int, calls, drain, device_type: str, clock, held) -> tuple[list, bool | None]:
+    """The drained steps, and whether they were held to the host state `held` checks (None: not
+    asked). With `held`, steps run in chunks of DRAIN_CHUNK, each kept only when `held(True)` (which
+    may wait for the state) and `held(False)` (a reading) bracket it; too few kept: every chunk run,
+    and False."""
+    if held is None:
+        return _run(step, steps, calls, drain, device_type, clock), None
+    kept: list = []
+    ran: list = []
+    for _ in range(HELD_TRIES * -(-steps // DRAIN_CHUNK)):
+        if len(kept) >= steps:
+            break
+        before = held(True)
+        got = _run(step, DRAIN_CHUNK, calls, drain, device_type, clock)
+        ran += got
+        if before and held(False):
+            kept += got
+    return (kept, True) if len(kept) >= min(steps, MIN_STEPS) else (ran, False)
+
+
 def measure(step, step_us: float | None, *, torch=None, device_type: str = "cuda", drain=None, calls=None,
-            clock=time.perf_counter) -> dict:
+            clock=time.perf_counter, held=None) -> dict:
     """audit.json's `timeline`: {"segments": [{line, sync, host_us, sync_us, fixed_us}], "steps",
     "syncs_per_step"}, the medians over the steps with the step's usual sync sequence (SAME of
-    them, else {"error"}); {} for a step that does not sync. `drain` empties the device queue (torch.cuda.synchronize)."""
+    them, else {"error"}); {} for a step that does not sync. `drain` empties the device queue (torch.cuda.synchronize).
+    `held(wait)`: whether the host is in the state the projection is held to; the drained syncs
+    (the fixed cost, host-paced) are kept only from chunks of steps it brackets ("fixed_held")."""
     if torch is None:
         import torch
     calls = sync_calls(torch) if calls is None else calls
@@ -114,7 +138,7 @@ def measure(step, step_us: float | None, *, torch=None, device_type: str = "cuda
     natural = _run(step, steps, calls, None, device_type, clock)
     if not any(natural):
         return {}
-    drained = _run(step, max(MIN_STEPS, steps // 4), calls, drain, device_type, clock)
+    drained, fixed_held = _drained(step, max(MIN_STEPS, steps // 4), calls, drain, device_type, clock, held)
     shape = Counter(tuple((ln, n) for ln, n, _, _ in s) for s in natural).most_common(1)[0][0]
     keep = [i for i, s in enumerate(natural) if tuple((ln, n) for ln, n, _, _ in s) == shape]
     host, own = [[] for _ in shape], [[] for _ in shape]
@@ -143,7 +167,8 @@ def measure(step, step_us: float | None, *, torch=None, device_type: str = "cuda
              "fixed_us": min(statistics.median(fixed[k]), statistics.median(own[k])), "noise_us": _iqr(fixed[k])}
             for k, (ln, n) in enumerate(shape)]
     return {"segments": segs, "steps": len(keep), "syncs_per_step": len(shape),
-            "step_us": sum(s["host_us"] + s["sync_us"] for s in segs)}
+            "step_us": sum(s["host_us"] + s["sync_us"] for s in segs),
+            **({} if fixed_held is None else {"fixed_held": fixed_held, "drained_steps": len(drained)})}
 
 
 def _iqr(xs: list) -> float:
