@@ -83,3 +83,15 @@ def test_the_figures_do_not_depend_on_the_number_of_processes():
     one, two = (validate.run([validate.EXPORT], limit=3, jobs=j) for j in (1, 2))
     assert one.runs == two.runs == 3
     assert validate.report(one).split("\n", 1)[1] == validate.report(two).split("\n", 1)[1]
+
+
+def test_a_median_mdc_past_1000_percent_prints_as_seeing_nothing():
+    """A heavy-tailed class with three rows on the same GPU printed a median MDC of 46,304,914,950 %
+    (93-run export): past +1000 % it prints as the check prints it, "> 1000 %"."""
+    from cudnn_hostbench.reports.verdict import validate
+    res = validate.Result(runs=1)
+    res.mdc[("same GPU", "host slow")] += [4.6e8, 4.6e8, 4.6e8]
+    res.mdc[("fleet", "device heavy")] += [0.035]
+    text = validate.report(res)
+    assert "\n  same GPU  host slow                > 1000 %  (3)\n" in text
+    assert "\n  fleet     device heavy                3.5 %  (1)\n" in text     # the columns as before

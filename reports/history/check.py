@@ -14,17 +14,12 @@ from collections import Counter
 
 from .. import fit
 from ..verdict import calibrate, decide
-from ..verdict.decide import DEFAULT_LAST, Finding, Verdict  # noqa: F401  (the check's result types)
+from ..verdict.decide import DEFAULT_LAST, Finding, Verdict, mdc_text  # noqa: F401  (the check's result types)
 from . import db
 
 CONFIRM_LOOKAHEAD = decide.CONFIRM_LOOKAHEAD
 
 
-MDC_SHOWN = 10.0   # an MDC past +1000 % (a heavy-tailed class with few runs) says only that it sees nothing
-
-
-def mdc_text(x: float, sep: str = " ") -> str:
-    return f"{x * 100:.1f}{sep}%" if x < MDC_SHOWN else f"> {MDC_SHOWN * 100:.0f}{sep}%"
 
 
 def check(store: db.Store, run_id: int, last: int = DEFAULT_LAST, curves: bool = False,

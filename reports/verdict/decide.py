@@ -422,6 +422,13 @@ def _kernels_of(hist: list, me: dict) -> str:
     return ks.most_common(1)[0][0] if ks else ""
 
 
+MDC_SHOWN = 10.0   # an MDC past +1000 % (a heavy-tailed class with few runs) says only that it sees nothing
+
+
+def mdc_text(x: float, sep: str = " ") -> str:
+    return f"{x * 100:.1f}{sep}%" if x < MDC_SHOWN else f"> {MDC_SHOWN * 100:.0f}{sep}%"
+
+
 def mdc(sd: float, nu: float, m: int, q: float = Q) -> float:
     """The relative change caught with POWER probability at BH's first-rank threshold q/m."""
     return math.exp(sd * _reach(nu, m, q)) - 1

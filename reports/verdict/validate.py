@@ -307,6 +307,7 @@ def bound(k: int, n: int, level: float = 0.95) -> float:
 
 
 def report(res: Result, markdown: bool = False) -> str:
+    from .decide import mdc_text
     lines = [f"verdict-check: {res.runs} runs judged out of sample in {res.seconds:.0f} s",
              f"false verdicts: {len(res.false_rows)} on {res.false_runs} of {res.runs} runs; per-run false-alarm "
              f"rate {res.false_runs / max(res.runs, 1) * 100:.1f} %, 95 % upper bound "
@@ -317,7 +318,7 @@ def report(res: Result, markdown: bool = False) -> str:
     lines += [f"  {label}: {text}" for label, text in res.findings[:20]]
     lines.append("median MDC by scale and class (rows):")
     for (scale, c), xs in sorted(res.mdc.items()):
-        lines.append(f"  {scale:9s} {c:24s} {statistics.median(xs) * 100:6.1f} %  ({len(xs)})")
+        lines.append(f"  {scale:9s} {c:24s} {mdc_text(statistics.median(xs)):>8s}  ({len(xs)})")
     lines.append("calibration, no-change z by class: share past 2 and 3 (normal: 4.6 %, 0.27 %)")
     for c, zs in sorted(res.z.items()):
         a = [abs(z) for z in zs]
