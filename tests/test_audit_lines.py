@@ -1384,3 +1384,28 @@ def test_a_host_never_fast_falls_back_to_the_step_time_not_to_too_few_samples(mo
     assert s["matched_on"] == "plain-round time" and s["rounds_host_off"] == s["rounds"]
     assert s["samples"] > 0 and "too few samples" not in s["verdict"]
     assert "by their plain round's time" in report_lines.header(audit_lines.table(s, us)) or not s["rounds_other_state"]
+
+
+def test_the_timeline_holds_its_drained_chunks_with_the_audits_host_watch(monkeypatch):
+    """The `held` the audit gives the pass: a reading between chunks, and before a chunk a wait for
+    the fast state (from the timeline's allowance) only when the host is not in it."""
+    from cudnn_hostbench.bench.audit import timeline
+    from cudnn_hostbench.bench.measure.hoststate import HostState
+    asked = []
+
+    def measure(step, step_us, held=None):
+        asked.extend([held(True), held(False), held(True)])
+        return {"segments": [{"line": "a.py:1", "sync": ".item()", "host_us": 5.0, "sync_us": 9.0, "fixed_us": 4.0}],
+                "steps": 20, "syncs_per_step": 1, "fixed_held": True, "drained_steps": 20}
+    monkeypatch.setattr(timeline, "measure", measure)
+    now = [0.0]
+
+    def sleep(s):
+        now[0] += s
+    # the try's own wait (1.0), then: fast before a chunk (1.0); slow after it (2.0); slow before
+    # the next (2.0, 2.0), waited for until fast (1.0); the try's end (1.0)
+    h = HostState(read=iter([1.0, 1.0, 2.0, 2.0, 2.0, 2.0, 1.0, 1.0]).__next__, floor=1.0,
+                  clock=lambda: now[0], sleep=sleep)
+    got = audit._timeline(None, 100.0, h, "fast")
+    assert asked == [True, False, True] and got["fixed_held"] and got["tries"] == 1
+    assert h.focus_blocks == 2 and now[0] > 0      # the try's wait and the one chunk that waited

@@ -365,11 +365,13 @@ def _timeline(step, step_us, host=None, want: str = "") -> dict:
         host.allow_focus_blocks(TIMELINE_TRIES)
 
     def held(wait: bool) -> bool:
-        """The host in the wanted state, between the drained pass's chunks (waiting before one)."""
-        if wait and want == "fast":
+        """The host in the wanted state, between the drained pass's chunks (before one: waiting
+        for the fast state, from the timeline's allowance, when it is not in it)."""
+        us = host.read()
+        if wait and want == "fast" and not host.fast(us):
             with host.focused():
-                return host.state(host.await_fast()) == want
-        return host.state(host.read()) == want
+                us = host.await_fast()
+        return host.state(us) == want
     for tries in range(1, TIMELINE_TRIES + 1):
         try:
             if host is not None and want == "fast":
