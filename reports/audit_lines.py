@@ -31,6 +31,8 @@ def header(t: dict) -> str:
             f"({t.get('samples', 0)} samples); sampling overhead "
             f"{DASH if over is None else f'{over * 100:+.1f} %'} (plain {num(t.get('step_us_plain'), 1)} vs "
             f"sampled {num(t.get('step_us_sampled'), 1)} µs/step)")
+    if t.get("wrap_overhead") is not None:
+        head += f"; the timed calls' wrappers alone {t['wrap_overhead'] * 100:+.1f} %"
     if t.get("overhead_not_signal"):
         head += (" that did not fall with a longer interval (the timed calls' wrappers, not the signal): "
                  "these lines kept, the kept lines' share of it in the projection's error")
@@ -100,7 +102,9 @@ def _projection_text(p: dict) -> list:
     if p.get("freed"):
         line += f"; frees of the removed objects taken off ({', '.join(p['freed'])})"
     if p.get("wrappers_us"):
-        line += (f"; {p['wrappers_us']:.2f} µs/step of the timed calls' wrappers (the sampler's overhead) taken off "
+        how = (f" (measured: a round with the wrappers and no timer ran {p['wrappers_measured'] * 100:+.1f} % over "
+               "the plain round)" if p.get("wrappers_measured") is not None else " (the sampler's overhead)")
+        line += (f"; {p['wrappers_us']:.2f} µs/step of the timed calls' wrappers{how} taken off "
                  "the lines that make those calls, not off every line")
     if p.get("cold"):
         line += f"; {p['cold']}"
