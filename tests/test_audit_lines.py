@@ -114,7 +114,8 @@ def test_sampler_leaves_out_rounds_in_another_host_state(monkeypatch):
     real = sampler._round
 
     def round_(step, n, sync, clock=time.perf_counter):
-        _STATE["slow"] = (_STATE["n"] // 2) % 3 == 1      # every third pair, plain and sampled alike
+        # every third pair, its plain, wrapped and sampled rounds alike
+        _STATE["slow"] = (_STATE["n"] // 3) % 3 == 1
         _STATE["n"] += 1
         return real(step, n, sync, clock)
 
@@ -417,6 +418,61 @@ def test_an_overhead_in_the_timed_calls_wrappers_comes_off_their_lines_not_every
     p = audit_lines.project(f, counts, t, audit_lines.tie(f, counts, t), {"loop": {"median": 30.0}})
     assert p["wrappers_us"] == pytest.approx(6.0)
     assert "6.00 µs/step of the timed calls' wrappers" in " ".join(report_lines._projection_text(p))
+
+
+def test_a_measured_wrappers_cost_comes_off_their_lines_whatever_the_interval_did():
+    """The wrappers' cost measured in a round of their own (no timer) comes off the lines that make
+    the timed calls, also where the overhead fell with a longer interval (H200, custom-op on start
+    Z: +14.6 % at 1 ms, +7.2 % at 2 ms, read as the signal's; the execute line kept the wrappers'
+    time and the projection read +16.7 % off the fixed step)."""
+    alloc = _stack(11, "call", "torch.empty()", callsite.TORCH, 10.0)
+    run = dict(_stack(12, "call", "g.execute()", callsite.CUDNN, 26.0), timed=True)
+    counts = {"cuda_factory_calls": 1, "executes": 1,
+              "lines": {"cuda_factory_calls": {"x.py:11": 1}, "executes": {"x.py:12": 1}}}
+    f = [_f("new_output", 3.0)]
+    s = dict(SAMPLING, loop_us=0.0, overhead=0.07, overhead_not_signal=False, wrap_overhead=0.3, stacks=[alloc, run])
+    t = audit_lines.table(s, 30.0)
+    p = audit_lines.project(f, counts, t, audit_lines.tie(f, counts, t), {"loop": {"median": 30.0}})
+    wrap = 36.0 * 0.3 / 1.3
+    assert p["projected_us"] == pytest.approx((26.0 - wrap) * 30.0 / (36.0 - wrap))
+    assert p["wrappers_measured"] == 0.3
+    text = " ".join(report_lines._projection_text(p))
+    assert "timed calls' wrappers (measured: a round with the wrappers and no timer ran +30.0 %" in text
+    assert "wrappers alone +30.0 %" in report_lines.header(t)
+    # measured at nothing: nothing comes off, whatever the interval did
+    s = dict(s, overhead_not_signal=True, wrap_overhead=-0.01)
+    t = audit_lines.table(s, 30.0)
+    p = audit_lines.project(f, counts, t, audit_lines.tie(f, counts, t), {"loop": {"median": 30.0}})
+    assert "wrappers_us" not in p and p["projected_us"] == pytest.approx(26.0 * 30.0 / 36.0)
+
+
+class _Lib:
+    """A frontend stand-in whose call is far cheaper than the wrapper that times it."""
+
+    def run(self):
+        return 0
+
+
+_LIB = _Lib()
+
+
+def _many_timed_calls():
+    for _ in range(200):
+        _LIB.run()
+
+
+def test_the_sampler_measures_what_the_timed_calls_wrappers_cost():
+    """Each pair of rounds has a round with the wrappers and no timer between its plain and sampled
+    ones: a step of 200 cheap timed calls pays for the wrappers many times over; a step that makes
+    no timed call pays nothing."""
+    timed = [(_Lib, "run", "run()", callsite.CUDNN)]
+    s = sampler.sample_step(_many_timed_calls, lambda: None, _alone(_many_timed_calls, 300), chunk_s=0.02,
+                            rounds=2, max_interval=2e-3, timed=timed)
+    assert s["wrap_overhead"] > 1.0, s["tries"]
+    assert _Lib.run is _LIB.run.__func__                 # the wrappers are gone again
+    s = sampler.sample_step(steps.step, lambda: None, _alone(steps.step), chunk_s=0.02, rounds=2,
+                            max_interval=2e-3, timed=timed)
+    assert abs(s["wrap_overhead"]) < 0.5, s["tries"]
 
 
 def test_a_sparse_execute_line_takes_the_counting_pass_time():

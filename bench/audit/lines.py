@@ -108,6 +108,7 @@ def table(sampling: dict | None, eager_us: float | None, base: str = "") -> dict
          "rounds_host_off": sampling.get("rounds_host_off", 0), "matched_on": sampling.get("matched_on", ""),
          "state_note": sampling.get("state_note", ""), "timed_calls": sampling.get("timed_calls") or [],
          "overhead_not_signal": bool(sampling.get("overhead_not_signal")),
+         "wrap_overhead": sampling.get("wrap_overhead"),
          "coverage": total / eager_us if eager_us else None, **({"base": base} if base else {})}
     t["note"] = gap_note(t)
     return t
@@ -295,9 +296,13 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict,
     # lines are scaled to the loop, not off every line in proportion (H200, custom-op on three
     # starts: +13 to +15 % overhead, scaled off every line it put the projection +10 to +21 % above
     # the fixed step, the removed lines' time shrunk by the share the kept ones carried)
+    # the wrappers' cost is measured where the audit ran a round with them and no timer
+    # (`wrap_overhead`); an audit from before that infers it from an overhead the interval did not move
     wrap, on_timed = 0.0, sum(r.get("timed_us", 0.0) for r in rows)
-    if lines_table.get("overhead_not_signal") and (lines_table.get("overhead") or 0.0) > 0 and on_timed > 0:
-        o = lines_table["overhead"]
+    o = lines_table.get("wrap_overhead")
+    if o is None and lines_table.get("overhead_not_signal"):
+        o = lines_table.get("overhead")
+    if o is not None and o > 0 and on_timed > 0:
         wrap = min(total * o / (1 + o), on_timed)
         total -= wrap
     scale = eager / total if total > 0 else 1.0
@@ -366,6 +371,8 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict,
         kept_timed = sum(r.get("timed_us", 0.0) for r in rows if not _dropped(r["line"], rules_on, keeps))
         kept_us = max(0.0, kept_us - wrap * kept_timed / on_timed)
         extra["wrappers_us"] = wrap * scale
+        if lines_table.get("wrap_overhead") is not None:
+            extra["wrappers_measured"] = lines_table["wrap_overhead"]
     if "rebuild" in rules and warm_us is None and where.get("executes"):
         extra["cold"] = (f"each execute after a rebuild runs cold and stays so priced: no warm figure "
                          f"({warm_execute[1] if warm_execute else 'no run file'})")

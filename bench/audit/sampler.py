@@ -18,11 +18,15 @@ that was `.item()`'s). During the sampled rounds the long calls (TIMED: the devi
 frontend's execute) run through a thin wrapper that times each call and charges it to its caller's
 stack under its own name; the samples charge only the time outside them (`_Sampler.excluded`), and
 a signal taken inside a timed call counts as a sample of it, charging nothing more. The wrappers
-exist only for the sampled rounds.
+exist only for the sampled rounds and, before each, a round with the wrappers and no timer: that
+round against the plain one is what the wrappers alone cost the lines that make the timed calls
+(`wrap_overhead`), measured rather than inferred from how the overhead moves with the interval
+(H200, custom-op: the overhead fell from +15 to +7 % at 2 ms on one start, so the inference read it
+as the signal's and left the wrappers' time on the kept execute line: +16.7 % off the fixed step).
 
 The sampler's own time (its handler, and a timed call's bookkeeping) is charged to no line and
 taken off the sampled rounds' time (`own_us`), so it is not read as the step slowing down; a timed
-call site's stack is read on one call in WALK_EVERY (`_Sampler.timed`). Sampled and plain rounds alternate; if
+call site's stack is read on one call in WALK_EVERY (`_Sampler.timed`). Plain, wrapped and sampled rounds alternate; if
 sampling still slows the step by more than MAX_OVERHEAD the interval doubles, up to MAX_INTERVAL_S.
 A slow step is sampled over at least MIN_STEPS steps, and over enough that one sample weighs at most
 SAMPLE_RESOLUTION_US µs of a step (within MAX_RESOLVE_S a try).
@@ -313,7 +317,8 @@ def _try(step, sync, steps: int, interval: float, rounds: int, min_s: float,
     - and with `want_us` (the eager figure), its plain round within MATCH_TOL of it (H200:
       custom_op's plain rounds at 44.6 µs/step against the eager 31.7)."""
     sampler = _Sampler()
-    done: list[tuple[float, float, tuple, bool]] = []    # (plain s/step, sampled s/step net of own, stacks, host ok)
+    # (plain s/step, sampled s/step net of own, stacks, host ok, wrappers alone s/step net of own)
+    done: list[tuple[float, float, tuple, bool, float]] = []
     own: list[float] = []                                # the sampler's own s/step, per sampled round
     by_host = host is not None and want_state in ("fast", "slow")
     # each pair starts in the fast state when that is the state wanted, waiting for it from an
@@ -345,18 +350,28 @@ def _try(step, sync, steps: int, interval: float, rounds: int, min_s: float,
             ok = in_state()
             plain = _round(step, steps, sync) / steps    # no timer: truly unsampled
             ok = in_state() and ok
-            patched = _patch_timed(sampler, timed)     # the long calls timed, for this round only
-            sampler.last = sampler.clock()
-            sampler.on = True
-            signal.setitimer(signal.ITIMER_REAL, interval, interval)
+            patched = _patch_timed(sampler, timed)     # the long calls timed, for these two rounds only
             try:
-                gross = _round(step, steps, sync)
+                # the wrappers alone (no timer): what they cost the lines that make the timed calls
+                sampler.on = True
+                try:
+                    wrapped = _round(step, steps, sync) / steps
+                finally:
+                    sampler.on = False
+                wrapped -= sampler.own / steps
+                sampler.take()                         # its bookkeeping only: nothing was sampled
+                sampler.last = sampler.clock()
+                sampler.on = True
+                signal.setitimer(signal.ITIMER_REAL, interval, interval)
+                try:
+                    gross = _round(step, steps, sync)
+                finally:
+                    signal.setitimer(signal.ITIMER_REAL, 0, 0)
+                    sampler.on = False
             finally:
-                signal.setitimer(signal.ITIMER_REAL, 0, 0)
-                sampler.on = False
                 patched.restore()
             own.append(sampler.own / steps)
-            done.append((plain, gross / steps - own[-1], sampler.take(), in_state() and ok))
+            done.append((plain, gross / steps - own[-1], sampler.take(), in_state() and ok, wrapped))
     finally:
         _stop(old)
     good = [d for d in done if matches(d)]
@@ -384,10 +399,12 @@ def _try(step, sync, steps: int, interval: float, rounds: int, min_s: float,
     plain, sampled = [d[0] for d in good], [d[1] for d in good]
     # paired: each sampled round against the plain round just before it, so host drift cancels
     ratios = [b / a for a, b in zip(plain, sampled) if a > 0]
+    wraps = [d[4] / d[0] - 1 for d in good if d[0] > 0]
     return {"interval_us": interval * 1e6, "steps": steps * len(sampled), "wall_s": sum(sampled) * steps,
             "step_us_plain": statistics.median(plain) * 1e6, "step_us_sampled": statistics.median(sampled) * 1e6,
             "own_us": statistics.median(own) * 1e6 if own else 0.0,
             "overhead": statistics.median(ratios) - 1 if ratios else None, "samples": sampler.samples,
+            "wrap_overhead": statistics.median(wraps) if wraps else None,
             "rounds": len(done), "rounds_other_state": len(done) - len(good),
             "rounds_host_off": sum(not d[3] for d in done), "matched_on": matched_on,
             "state_note": note}, sampler
