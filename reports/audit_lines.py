@@ -31,11 +31,11 @@ def header(t: dict) -> str:
             f"({t.get('samples', 0)} samples); sampling overhead "
             f"{DASH if over is None else f'{over * 100:+.1f} %'} (plain {num(t.get('step_us_plain'), 1)} vs "
             f"sampled {num(t.get('step_us_sampled'), 1)} µs/step)")
-    if t.get("wrap_overhead") is not None:
-        head += f"; the timed calls' wrappers alone {t['wrap_overhead'] * 100:+.1f} %"
     if t.get("overhead_not_signal"):
         head += (" that did not fall with a longer interval (the timed calls' wrappers, not the signal): "
                  "these lines kept, the kept lines' share of it in the projection's error")
+    if t.get("wrap_overhead") is not None:
+        head += f"; the timed calls' wrappers alone {t['wrap_overhead'] * 100:+.1f} %"
     if t.get("rounds_other_state"):
         how = (f"the host's sentinel, off the state around {t['rounds_host_off']}"
                if str(t.get("matched_on") or "").startswith("host sentinel") else "their plain round's time")
