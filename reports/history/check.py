@@ -20,8 +20,6 @@ from . import db
 CONFIRM_LOOKAHEAD = decide.CONFIRM_LOOKAHEAD
 
 
-
-
 def check(store: db.Store, run_id: int, last: int = DEFAULT_LAST, curves: bool = False,
           progress=None) -> tuple[dict, list[Verdict]]:
     """(the judged run's store row with what the check learned of its machine and its findings
