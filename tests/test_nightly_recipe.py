@@ -1,6 +1,6 @@
 """The nightly recipe on the committed history's newest runs (docs/measurements.md, 2026-12-03 and
-2026-12-04): twenty-seven no-change runs on nineteen fresh machine starts, each a GPU new to the history
-(F, J, L, R and T: slow-host starts; G, K, L, N, S, V, W and Z: same-start pairs; H, M, P, U, X, Y, Y'), each judged
+2026-12-04): thirty no-change runs on twenty-one fresh machine starts, each a GPU new to the history
+(F, J, L, R and T: slow-host starts; G, K, L, N, S, V, W, Z and B: same-start pairs; H, M, P, U, X, Y, Y', A), each judged
 against the runs before it as `history check` judges the latest run. None gets a verdict; they were
 judged so before they joined the export."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ from .history_store import fresh
 def test_the_newest_fresh_starts_get_no_verdict_from_the_nightly_recipe(tmp_path):
     st = fresh(tmp_path)
     newest = [r for r in st.runs() if str(r["started_at"]).startswith(("2026-12-03", "2026-12-04"))]
-    assert len(newest) == 27 and len({r["start"] for r in newest}) == 19
+    assert len(newest) == 30 and len({r["start"] for r in newest}) == 21
     for r in newest:
         target, verdicts = check.check(st, r["id"])
         called = [(v.row, v.verdict) for v in verdicts if v.verdict in decide.CHANGED]
