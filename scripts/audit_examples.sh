@@ -3,7 +3,9 @@
 #   scripts/audit_examples.sh [OUT_DIR] [RUN_FILE]
 # writes OUT_DIR/audit-<name>/{audit.json,audit.md,flame.html} and OUT_DIR/audit-<name>.log; each
 # audit is capped (2-3 min: up to 10 s learning the host, 20 s waiting for its fast state, the rest
-# 15-60 s on an H200). The committed reference audits are re-measured in place with
+# 15-60 s on an H200; naive, whose step rebuilds its graph every call (7 ms), 5 min: cut at 100-150 s
+# on three H200 starts). Each phase prints a line with its time, so a cut audit says where it was.
+# The committed reference audits are re-measured in place with
 #   scripts/audit_examples.sh reports/reference/h200 reports/reference/h200/run.json
 # (each trap example is followed by its fixed version: naive/fixed, custom-op/direct-op,
 # sync-check/sync-check-fixed, library-op/library-op-fixed, scheduler/scheduler-fixed,
@@ -15,7 +17,7 @@ run=${2:-}
 mkdir -p "$out" || exit 2
 rc=0
 # A trap example names its fixed version (4th field): `--fixed` times both in the same plain-loop rounds.
-for p in naive:naive:150:fixed fixed:fixed:120 mixed:mixed:120 custom_op:custom-op:150:direct_op \
+for p in naive:naive:300:fixed fixed:fixed:120 mixed:mixed:120 custom_op:custom-op:150:direct_op \
          direct_op:direct-op:120 sync_check:sync-check:180:sync_check_fixed sync_check_fixed:sync-check-fixed:180 \
          library_op:library-op:180:library_op_fixed library_op_fixed:library-op-fixed:150 \
          scheduler:scheduler:180:scheduler_fixed scheduler_fixed:scheduler-fixed:150 \

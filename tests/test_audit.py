@@ -197,6 +197,24 @@ def test_render_text_markdown_json(run, tmp_path):
     assert "no traps found" in clean
 
 
+def test_each_phase_says_when_it_is_done_and_the_report_says_where_the_time_went(run, capsys, monkeypatch):
+    clock = iter([100.0, 103.5, 140.25])
+    monkeypatch.setattr(audit.time, "perf_counter", lambda: next(clock))
+    ph = audit._Phases()
+    ph.done("eager rounds")
+    ph.done("line sampling")
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["hostbench audit: eager rounds done in 3.5 s (3.5 s so far)",
+                   "hostbench audit: line sampling done in 36.8 s (40.2 s so far)"]
+    r = _report(run, phases_s=ph.s)
+    assert "the audit's own time: eager rounds 3.5 s · line sampling 36.8 s (40.2 s in all)" in audit_report.render_text(r)
+    assert "The audit's own time: eager rounds 3.5 s" in audit_report.render_markdown(r)
+    # an audit.json from before the phases were timed still loads, and says nothing of them
+    old = {k: v for k, v in json.loads(json.dumps(r.to_dict(), default=str)).items() if k != "phases_s"}
+    back = audit.AuditReport.from_dict(old)
+    assert back.phases_s == {} and "own time" not in audit_report.render_text(back)
+
+
 def test_write_outputs_nothing_half_written(run, tmp_path, monkeypatch):
     def boom(r):
         raise RuntimeError("render failed")

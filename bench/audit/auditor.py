@@ -18,6 +18,7 @@ import contextlib
 import dataclasses
 import gc
 import statistics
+import time
 import warnings
 from collections import Counter
 from dataclasses import dataclass, field
@@ -57,6 +58,7 @@ class AuditReport:
     lines: dict = field(default_factory=dict)         # derived: host time by line (bench.audit.lines)
     projection: dict = field(default_factory=dict)    # derived: the step with every finding fixed
     timeline: dict = field(default_factory=dict)      # the syncs' host segments, own and fixed µs (bench.audit.timeline)
+    phases_s: dict = field(default_factory=dict)      # where the audit's own wall time went, phase -> s
 
     @property
     def capture_error(self) -> str | None:
@@ -69,7 +71,7 @@ class AuditReport:
     def from_dict(cls, d: dict) -> "AuditReport":
         """An audit.json read back (ValueError/KeyError/TypeError on a file that is not one)."""
         names = {f.name for f in dataclasses.fields(cls)}
-        missing = names - set(d) - {"notes", "sampling", "lines", "projection", "timeline"}
+        missing = names - set(d) - {"notes", "sampling", "lines", "projection", "timeline", "phases_s"}
         if missing:
             raise ValueError(f"missing {', '.join(sorted(missing))}")
         kw = {k: d[k] for k in names if k in d}
@@ -104,6 +106,23 @@ def _host_watch():
     host.warm(learn_s=1.0, max_s=HOST_WARM_S, say=lambda m: progress.say(f"hostbench audit: {m}"))
     host.gate_budget_s = HOST_GATE_S
     return timing.Watch(host=host)
+
+
+class _Phases:
+    """Where the audit's wall time goes, a progress line per phase: a slow step on a slow host can take
+    minutes (H200, naive's 7 ms rebuilds: cut at 100-150 s on three starts with no line after the host's
+    warm-up), and a cut audit then says which phase it was in."""
+
+    def __init__(self) -> None:
+        self.t0 = self.last = time.perf_counter()
+        self.s: dict[str, float] = {}
+
+    def done(self, phase: str) -> None:
+        from cudnn_hostbench.bench.measure import progress
+        now = time.perf_counter()
+        self.s[phase] = round(now - self.last, 2)
+        self.last = now
+        progress.say(f"hostbench audit: {phase} done in {self.s[phase]:.1f} s ({now - self.t0:.1f} s so far)")
 
 
 def _host_of(watch) -> dict:
@@ -170,19 +189,23 @@ def audit(step, *, run_file=None, rounds: int | None = None, count_steps: int = 
     opt = timing.Options(rounds=rounds or timing.Options.rounds)
     sync = torch.cuda.synchronize   # device-wide: the step may use streams of its own
     modes, notes = {}, list(NOTES)
+    ph = _Phases()
     with torch.cuda.stream(ctx.stream):
         if not checked:
             first_call(step)
         watch = _host_watch()
+        ph.done("first call and the host's warm-up")
         res = timing.measure_eager({"step": step}, sync, opt, watch=watch)
         samples, calls = res["step"]
         modes["eager"] = dict(_summary(samples), calls=calls, **_host_of(watch), **_sentinel(watch))
+        ph.done("eager rounds")
         if fixed is None:
             modes["loop"] = _plain_loop({"step": step}, sync, watch, modes["eager"].get("host_state") or "")["step"]
         else:
             loops = _paired_loops({"step": step, "fixed": fixed}, sync, watch, modes["eager"].get("host_state") or "")
             modes["loop"] = loops["step"]
             modes["fixed_loop"] = dict(loops["fixed"], target=fixed_target, timed=PAIRED)
+        ph.done("plain loops")
         capture_failed = None
         try:
             cap = timing.capture(step, calls, ctx.stream)
@@ -191,19 +214,25 @@ def audit(step, *, run_file=None, rounds: int | None = None, count_steps: int = 
         except Exception as e:  # noqa: BLE001 - CaptureError, or a failure cleaning up after one
             capture_failed = audit_rules.error_messages(e)
         sync()
+        ph.done("graph replay")
         counts = audit_count.count_step(step, count_steps, memory_stats=torch.cuda.memory_stats)
         sync()
+        ph.done("counting pass")
         step_us = _step_us(modes)     # the sampler's rounds are plain loops: held to the loop's figure
         # matched on the host state the figure it is held to ran in: the loop's, else the eager rounds'
         state = (modes["loop"].get("host_state") if modes["loop"].get("median") else None) \
             or modes["eager"].get("host_state") or ""
         sampling = _sample(step, sync, step_us, watch.host, state)
         sync()
+        ph.done("line sampling")
         timeline = _timeline(step, step_us, watch.host, state)
         sync()
+        ph.done("sync timeline")
         device, kpc, kernels = _device_mode(step, sync, opt)
         sync()
+        ph.done("device mode")
         timeline = _with_launches(step, timeline)
+        ph.done("kernel launches")
     if capture_failed is not None:  # summarised after counting: the counts name the cause
         modes["graph"] = {"error": audit_rules.capture_summary(capture_failed, counts),
                           "raw": "\n".join(capture_failed)}
@@ -214,7 +243,7 @@ def audit(step, *, run_file=None, rounds: int | None = None, count_steps: int = 
         target=target or getattr(step, "__qualname__", repr(step)), env=env, modes=modes, kernels_per_step=kpc,
         kernels=kernels, host_overhead_us=(eager - device) if eager is not None and device is not None else None,
         counts=counts, findings=[], avoidable_us=0.0, run_file=run_path, run_note=run_note, notes=notes,
-        sampling=sampling, timeline=timeline)
+        sampling=sampling, timeline=timeline, phases_s=ph.s)
     return price(report, run)
 
 

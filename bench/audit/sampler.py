@@ -60,6 +60,10 @@ MIN_SAMPLED_S = 1.0           # more rounds (up to twice ROUNDS) until this much
 MAX_OVERHEAD = 0.10
 MATCH_TOL = 0.15              # a plain round this far off the eager step ran in another host state
 MAX_ROUNDS_MULT = 4           # rounds tried per interval, at most, for `rounds` in the eager's state
+MAX_TRY_S = 30.0              # a try stops adding pairs after this long (its fast-state waits aside): a
+#                               7 ms step (naive) makes each plain, wrapped and sampled round 0.9 s, so 32
+#                               pairs on a host mostly off its state ran 80 s and the audit was cut at
+#                               100-150 s on three H200 starts; a 35 µs step's 32 pairs take 12 s
 WAIT_BLOCKS = 3               # a try's pairs wait for the fast state this many focus allowances in all (12 s)
 MIN_SAMPLES = 200             # fewer samples in the step: too few to split it by line
 MIN_STEP_US = 10.0            # a shorter step gives the sampler too few places to catch it
@@ -339,14 +343,19 @@ def _try(step, sync, steps: int, interval: float, rounds: int, min_s: float,
     def in_state() -> bool:
         return not by_host or host.state(host.read()) == want_state
 
+    spent, cut = 0.0, False          # the pairs' own time, fast-state waits aside
     try:
         while len(done) < MAX_ROUNDS_MULT * rounds:
             good = [d for d in done if matches(d)]
             if len(good) >= 2 * rounds or (len(good) >= rounds and sum(d[1] for d in good) * steps >= min_s):
                 break
+            if spent > MAX_TRY_S:
+                cut = True
+                break
             if wait:
                 with host.focused():
                     host.await_fast()
+            t0 = time.perf_counter()
             ok = in_state()
             plain = _round(step, steps, sync) / steps    # no timer: truly unsampled
             ok = in_state() and ok
@@ -372,6 +381,7 @@ def _try(step, sync, steps: int, interval: float, rounds: int, min_s: float,
                 patched.restore()
             own.append(sampler.own / steps)
             done.append((plain, gross / steps - own[-1], sampler.take(), in_state() and ok, wrapped))
+            spent += time.perf_counter() - t0
     finally:
         _stop(old)
     good = [d for d in done if matches(d)]
@@ -395,6 +405,11 @@ def _try(step, sync, steps: int, interval: float, rounds: int, min_s: float,
                 + (f"; the host's sentinel off its {want_state} state around {off} of {len(done)}" if by_host else "")
                 + "): lines are from another host state, scaled to the step")
         good, matched_on = done, ""
+    if cut:
+        note = (note + "; " if note else "") + (
+            f"stopped after {len(done)} pair{'' if len(done) == 1 else 's'} of rounds ({spent:.0f} s, "
+            f"the cap {MAX_TRY_S:.0f} s a try), "
+            f"{sum(map(matches, done))} of them in the eager step's host state")
     sampler.keep([d[2] for d in good])
     plain, sampled = [d[0] for d in good], [d[1] for d in good]
     # paired: each sampled round against the plain round just before it, so host drift cancels
