@@ -436,6 +436,39 @@ def test_a_host_stuck_slow_gets_top_ups_that_do_not_wait(tmp_path, monkeypatch, 
     assert not parent.thin_blocks(list(p.records.values()))
 
 
+@pytest.mark.parametrize("fractions, waits", [((0.30, 0.34, 0.001), False), ((0.001, 0.02, 0.30), True)])
+def test_the_host_as_the_last_worker_found_it_decides_whether_a_top_up_waits(tmp_path, monkeypatch, fractions, waits):
+    """H200, start A: workers fast 30 %, 34 %, then 0.1 % of the time. Judged on the last two, the
+    host was not stuck slow, so the top-up waited for the fast state, timed 2 of 42 blocks in it and
+    left 161 rows on 2 processes. The last worker's share is the host as it is now."""
+    import time as _time
+    calls = []
+
+    def write(path, recs, fraction):
+        w = records.JsonlWriter(path)
+        for r in recs:
+            w.write({"kind": "record", "record": r.to_dict()})
+        w.write({"kind": "fingerprint", "fingerprint": {"host_state": {
+            "floor_us": FLOOR, "unstable": False, "fast_fraction": fraction}}})
+        w.close()
+        return path
+
+    def fake_run_workers(k, args, out, say=print, env=None, start=1, floor=None):
+        calls.append({"k": k, "args": args, "start": start})
+        if start > 1:   # a top-up finds the host as the last worker left it
+            return [write(tmp_path / f"w{start}.jsonl", _eager(start, 1.9, 1.2), fractions[-1])]
+        return [write(tmp_path / f"w{i}.jsonl", _eager(i, 0.8 if i < 3 else 1.9, 1.2), fractions[i - 1])
+                for i in (1, 2, 3)]
+
+    monkeypatch.setattr(workers, "run_workers", fake_run_workers)
+    p = _parent(tmp_path, budget_s=300.0)
+    p.t0 = _time.perf_counter() - 200.0
+    p._run()
+    first = next(c for c in calls if c["start"] > 1)
+    wait = [float(a.split("=", 1)[1]) for a in first["args"] if a.startswith("--hb-focus-wait-s=")]
+    assert wait and (wait[0] > 0) == waits, wait
+
+
 def test_one_full_worker_then_eager_only_workers(tmp_path, monkeypatch):
     """--hb-full-workers 1 (the default): graph and device rows are measured once, by the first
     worker; the other workers time eager rows only, from the floor it learned. Every eager row
