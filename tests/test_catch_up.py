@@ -26,11 +26,15 @@ def _eager(worker: int, sentinel: float, ratio: float) -> list[Record]:
     return out
 
 
-def _write(path, recs, floor):
+def _write(path, recs, floor, fast_fraction=None):
+    """A worker's records.jsonl; with `fast_fraction`, the share of its host readings in the fast state."""
+    host = {"floor_us": floor, "unstable": False}
+    if fast_fraction is not None:
+        host["fast_fraction"] = fast_fraction
     w = records.JsonlWriter(path)
     for r in recs:
         w.write({"kind": "record", "record": r.to_dict()})
-    w.write({"kind": "fingerprint", "fingerprint": {"host_state": {"floor_us": floor, "unstable": False}}})
+    w.write({"kind": "fingerprint", "fingerprint": {"host_state": host}})
     w.close()
     return path
 
@@ -410,20 +414,12 @@ def test_a_host_stuck_slow_gets_top_ups_that_do_not_wait(tmp_path, monkeypatch, 
     import time as _time
     calls = []
 
-    def write(path, recs):
-        w = records.JsonlWriter(path)
-        for r in recs:
-            w.write({"kind": "record", "record": r.to_dict()})
-        w.write({"kind": "fingerprint", "fingerprint": {"host_state": {
-            "floor_us": FLOOR, "unstable": False, "fast_fraction": fast_fraction}}})
-        w.close()
-        return path
-
     def fake_run_workers(k, args, out, say=print, env=None, start=1, floor=None):
         calls.append({"k": k, "args": args, "start": start})
         if start > 1:
-            return [write(tmp_path / f"w{start}.jsonl", _eager(start, 1.9, 1.2))]
-        return [write(tmp_path / f"w{i}.jsonl", _eager(i, 0.8 if i < 3 else 1.9, 1.2)) for i in (1, 2, 3)]
+            return [_write(tmp_path / f"w{start}.jsonl", _eager(start, 1.9, 1.2), FLOOR, fast_fraction)]
+        return [_write(tmp_path / f"w{i}.jsonl", _eager(i, 0.8 if i < 3 else 1.9, 1.2), FLOOR, fast_fraction)
+                for i in (1, 2, 3)]
 
     monkeypatch.setattr(workers, "run_workers", fake_run_workers)
     p = _parent(tmp_path, budget_s=300.0)
@@ -444,20 +440,11 @@ def test_the_host_as_the_last_worker_found_it_decides_whether_a_top_up_waits(tmp
     import time as _time
     calls = []
 
-    def write(path, recs, fraction):
-        w = records.JsonlWriter(path)
-        for r in recs:
-            w.write({"kind": "record", "record": r.to_dict()})
-        w.write({"kind": "fingerprint", "fingerprint": {"host_state": {
-            "floor_us": FLOOR, "unstable": False, "fast_fraction": fraction}}})
-        w.close()
-        return path
-
     def fake_run_workers(k, args, out, say=print, env=None, start=1, floor=None):
         calls.append({"k": k, "args": args, "start": start})
         if start > 1:   # a top-up finds the host as the last worker left it
-            return [write(tmp_path / f"w{start}.jsonl", _eager(start, 1.9, 1.2), fractions[-1])]
-        return [write(tmp_path / f"w{i}.jsonl", _eager(i, 0.8 if i < 3 else 1.9, 1.2), fractions[i - 1])
+            return [_write(tmp_path / f"w{start}.jsonl", _eager(start, 1.9, 1.2), FLOOR, fractions[-1])]
+        return [_write(tmp_path / f"w{i}.jsonl", _eager(i, 0.8 if i < 3 else 1.9, 1.2), FLOOR, fractions[i - 1])
                 for i in (1, 2, 3)]
 
     monkeypatch.setattr(workers, "run_workers", fake_run_workers)
