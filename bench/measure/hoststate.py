@@ -9,6 +9,7 @@ even round-by-round ratios move with the state: only discarding slow rounds keep
 from __future__ import annotations
 
 import bisect
+import collections
 import contextlib
 import os
 import statistics
@@ -28,6 +29,11 @@ ANCHOR_N, ANCHOR_SPAN = 5, 1.05   # the fast state's lowest dense point: 5 readi
 RARE_STATE_AT = 1.7  # readings this far under the dense point are a rare fast state, not strays
 #                      (H200: strays reach 1.4x under the fast peak, the slow state sits ~2x over it)
 FLOOR_ENV = "HB_HOST_FLOOR_US"   # a floor learned by an earlier worker of the same run
+SLOW_SHARE = 0.10   # fast under this share of readings: the host is in a long slow stretch
+RECENT_N = 256      # readings the give-up rule judges (one per eager cycle: a few seconds)
+GIVE_UP_S = FOCUS_BLOCK_S   # a bench worker's waits that found no fast state, this long in all
+#   while under SLOW_SHARE of its recent readings were fast: it stops waiting until they are again
+#   (H200 start A, 2026-12-04: two workers fast 0.1 % and 1.2 % of the time waited 18 and 23 s)
 
 
 def _cpu_empty():
@@ -96,10 +102,18 @@ class HostState:
         self.focus_blocks = 0
         self.focus_timeouts = 0
         self._focus_left: float | None = None   # seconds the current focus block may still wait (None: not in one)
+        # the give-up rule (None: off; bench workers set GIVE_UP_S, audits keep waiting)
+        self.give_up_s: float | None = None
+        self.vain_s = 0.0        # seconds of waits that ended without a fast reading, since the last give-up
+        self.gave_up = 0         # times it stopped waiting
+        self.given_up = False
+        self._recent: collections.deque = collections.deque(maxlen=RECENT_N)
+        self.tell: Callable[[str], None] = progress.say
 
     def read(self) -> float:
         us = self._read()
         bisect.insort(self.readings, us)
+        self._recent.append(us)
         own = robust_floor(self.readings)
         self.floor = own if self.prior is None or own is None else min(self.prior, own)
         return us
@@ -169,12 +183,37 @@ class HostState:
             self._focus_left = None
 
     def gating(self) -> bool:
-        """Whether eager cycles wait for the fast state now (a budget is set, not spent, and the
-        gate is not resting after a fruitless wait)."""
+        """Whether eager cycles wait for the fast state now (a budget is set, not spent, the gate
+        is not resting after a fruitless wait, and the give-up rule has not stopped the waits)."""
+        if self._giving_up():
+            return False
         if self._focus_left is not None:
             return self._focus_left > 0
         return (self.gate_budget_s is not None and self.gate_s < self.gate_budget_s
                 and self.clock() >= self._gate_rest_until)
+
+    def recent_fast_share(self) -> float:
+        xs = self._recent
+        return sum(1 for x in xs if self.fast(x)) / len(xs) if xs else 1.0
+
+    def _giving_up(self) -> bool:
+        """The give-up rule: once waits have found no fast state for give_up_s in all, and under
+        SLOW_SHARE of the last RECENT_N readings are fast, cycles stop waiting; they wait again
+        once that share is back (the waits found nothing in a long slow stretch, and each one
+        cost a worker the time a top-up needs)."""
+        if self.give_up_s is None or self.vain_s < self.give_up_s:
+            return False
+        if self.recent_fast_share() >= SLOW_SHARE:
+            if self.given_up:
+                self.tell("host: the fast state is back: eager cycles wait for it again")
+            self.given_up, self.vain_s = False, 0.0
+            return False
+        if not self.given_up:
+            self.given_up, self.gave_up = True, self.gave_up + 1
+            self.tell(f"host: {self.vain_s:.0f} s of waits found no fast state and "
+                      f"{self.recent_fast_share():.0%} of the last {len(self._recent)} readings were "
+                      "fast: eager cycles stop waiting for it until it is back")
+        return True
 
     def await_fast(self, max_s: float = 1.0, every_s: float = 0.002,
                    say: Callable[[str], None] | None = None) -> float:
@@ -183,11 +222,13 @@ class HostState:
         usually ends in the same state (cycles take milliseconds, fast spells ~0.35 s), so the
         run's eager figures come from one host state instead of whichever state dominated."""
         us = self.read()
+        self._giving_up()   # (a fast reading may be what ends a give-up)
         if self.fast(us) or not self.gating():
             return us
         if self._focus_left is not None:   # a focus block: its own allowance, no rest
             us, spent, timed_out = self._wait_fast(us, self._focus_left, every_s)
             self.focus_timeouts += timed_out
+            self.vain_s += spent if timed_out else 0.0
             self.focus_s += spent
             self._focus_left = max(0.0, self._focus_left - spent)
             return us
@@ -198,6 +239,7 @@ class HostState:
             # cycle would spend the budget for nothing, so rest the gate for a while
             self.gate_timeouts += 1
             self._gate_rest_until = self.clock() + REST_S
+            self.vain_s += spent
         self.gate_s += spent
         if self.gate_s >= self._gate_note:
             (say or progress.say)(f"host: {self.gate_s:.0f} s spent waiting for the fast state before eager "
@@ -225,6 +267,7 @@ class HostState:
                 "gate_timeouts": self.gate_timeouts,
                 "focus_s": round(self.focus_s, 2), "focus_budget_s": self.focus_budget_s,
                 "focus_blocks": self.focus_blocks, "focus_timeouts": self.focus_timeouts,
+                "give_up_s": self.give_up_s, "gave_up": self.gave_up,
                 "fast_fraction": round(fast / len(xs), 3) if xs else None,
                 "median_us": statistics.median(xs) if xs else None,
                 "lowest_us": xs[0] if xs else None,

@@ -16,7 +16,7 @@ from cudnn_hostbench.bench.measure import fingerprint as fpmod
 from cudnn_hostbench.bench.measure import plan_clock, progress, records, run_format, stats, timing, trust
 from cudnn_hostbench.bench.measure.context import GpuContext, NoGpuError
 from cudnn_hostbench.bench.measure.gpustate import Clocks
-from cudnn_hostbench.bench.measure.hoststate import HostState
+from cudnn_hostbench.bench.measure.hoststate import GIVE_UP_S, HostState
 from cudnn_hostbench.bench.measure.kernels import mismatch as kernel_mismatch
 from cudnn_hostbench.bench.measure.nvtx_ranges import nvtx_range
 from cudnn_hostbench.bench.measure.options import SuiteOptions
@@ -111,6 +111,7 @@ class Session:
                 self.watch.host.warm(max_s=self.warm_max_s, say=self.say)
                 self.watch.host.gate_budget_s = self.fast_wait_s if self.fast_wait_s > 0 else None
                 self.watch.host.focus_budget_s = max(0.0, self.focus_wait_s)
+                self.watch.host.give_up_s, self.watch.host.tell = GIVE_UP_S, self.say
                 self.say(f"host floor {self.watch.host.floor:.2f} µs"
                          + ("" if self.watch.host.held else " (never held: the host is mostly in its slow state)")
                          + f" after {self.watch.host.waited_s:.1f} s")

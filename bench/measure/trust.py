@@ -178,7 +178,9 @@ def summary_line(run) -> str:
     waits = [w for w in hs.get("per_worker") or [hs] if isinstance(w, dict)]
     waited = sum((w.get("gate_s") or 0) + (w.get("focus_s") or 0) for w in waits)
     if waited:
-        parts.append(f"{waited:.0f} s waited for the fast state before eager rounds")
+        gave = sum(1 for w in waits if w.get("gave_up"))
+        parts.append(f"{waited:.0f} s waited for the fast state before eager rounds"
+                     + (f" ({gave} worker(s) stopped waiting: their waits found none)" if gave else ""))
     disc = sum(why.values())
     parts.append(f"{kept} rounds kept, {disc} discarded"
                  + (" (" + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in sorted(why.items())) + ")" if disc else ""))
