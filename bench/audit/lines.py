@@ -367,8 +367,11 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict,
         timed_us = min(us, r.get("timed_us", 0.0))
         var += (0.1 * left) ** 2 if r["line"] in warmed else (us - timed_us) ** 2 / max(n, 1) + (0.05 * timed_us) ** 2
     extra = {"freed": freed} if freed else {}
-    if wrap > 0:   # the share of it on lines the fixes keep (a dropped line took its own with it)
-        kept_timed = sum(r.get("timed_us", 0.0) for r in rows if not _dropped(r["line"], rules_on, keeps))
+    if wrap > 0:   # the share of it on lines the fixes keep (a dropped line took its own with it);
+        # a warmed line's time is the run file's figure, which never ran in the wrappers (H200, naive:
+        # its cold executes held most of the timed time, and their share took the whole projection to 0)
+        kept_timed = sum(r.get("timed_us", 0.0) for r in rows
+                         if not _dropped(r["line"], rules_on, keeps) and r["line"] not in warmed)
         kept_us = max(0.0, kept_us - wrap * kept_timed / on_timed)
         extra["wrappers_us"] = wrap * scale
         if lines_table.get("wrap_overhead") is not None:
