@@ -760,7 +760,8 @@ REF = ROOT / "reports" / "reference" / "h200"
 # A pair that misses the 15 % target on the committed audits stays a strict xfail, so the day it holds
 # the mark must go (issue 39 stays open; docs/measurements.md, 2026-12-02 10:40 entry)
 # None misses on the committed audits: start A's five with the wrappers measured (2026-12-04, -1.0 to
-# +12.5 %) and start U's naive (-8.0 %); start T, before the sampler waited, missed three pairs
+# +12.5 %) and start D's naive (-10.9 %; -80 % before warmed lines kept their wrapper time); start T,
+# before the sampler waited, missed three pairs
 # (docs/measurements.md)
 MISSED: dict = {}   # pair -> why its committed projection misses (a strict xfail)
 PAIRS = [pytest.param(t, f, marks=pytest.mark.xfail(reason=MISSED[t], strict=True)) if t in MISSED else (t, f)
