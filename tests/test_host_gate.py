@@ -1,7 +1,7 @@
 """A bench worker stops waiting for the host's fast state once its waits keep finding none (the
 give-up rule), waits again once the state is back, and never gives up on a host that switches
 often. Audits keep waiting (the rule is off unless a worker turns it on)."""
-from cudnn_hostbench.bench.measure.hoststate import FOCUS_BLOCK_S, GIVE_UP_S, RECENT_N, HostState
+from cudnn_hostbench.bench.measure.hoststate import FOCUS_BLOCK_S, GIVE_UP_S, RECENT_N, RESUME_SHARE, SLOW_SHARE, HostState
 
 CYCLE_S = 0.005   # an eager cycle between two gate checks
 
@@ -63,7 +63,7 @@ def test_the_waits_resume_once_the_fast_state_is_back():
     _cycles(host, clock, 30.0)
     assert host.given_up and not host.gating()
     state["us"] = 1.0
-    for _ in range(RECENT_N // 10 + 1):   # a tenth of the recent readings fast again
+    for _ in range(int(RECENT_N * RESUME_SHARE) + 1):   # a fifth of the recent readings fast again
         host.await_fast()
         clock.sleep(CYCLE_S)
     assert not host.given_up and host.vain_s == 0.0
@@ -103,3 +103,16 @@ def test_the_run_summary_says_which_workers_stopped_waiting():
     assert "1 worker(s) stopped waiting: their waits found none" in line
     fp["host_state"]["per_worker"] = [fast.summary()]
     assert "stopped waiting" not in trust.summary_line(Run("r", fp, []))
+
+
+def test_a_host_hovering_near_the_threshold_stays_given_up():
+    # fast 12 % of the time in short spells (over SLOW_SHARE, under RESUME_SHARE): once the waits
+    # gave up in a long slow stretch, the share alone does not switch them back on
+    state = {"stuck": True}
+    host, clock, said = _host(lambda t: 2.0 if state["stuck"] or t % 1.0 >= 0.12 else 1.0)
+    _cycles(host, clock, 20.0)
+    assert host.given_up
+    state["stuck"] = False
+    assert SLOW_SHARE < 0.12 < RESUME_SHARE
+    waited = _cycles(host, clock, 30.0, focus_blocks=6)
+    assert host.given_up and host.gave_up == 1 and waited == 0.0

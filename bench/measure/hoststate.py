@@ -30,6 +30,9 @@ RARE_STATE_AT = 1.7  # readings this far under the dense point are a rare fast s
 #                      (H200: strays reach 1.4x under the fast peak, the slow state sits ~2x over it)
 FLOOR_ENV = "HB_HOST_FLOOR_US"   # a floor learned by an earlier worker of the same run
 SLOW_SHARE = 0.10   # fast under this share of readings: the host is in a long slow stretch
+RESUME_SHARE = 2 * SLOW_SHARE   # and back once this share is: a gap, so a host hovering near
+#   SLOW_SHARE does not switch the waits back on and off (H200 start D: a worker fast 11 % of the
+#   time gave up once, came back, and spent its whole 18 s budget)
 RECENT_N = 256      # readings the give-up rule judges (one per eager cycle: a few seconds)
 GIVE_UP_S = FOCUS_BLOCK_S   # a bench worker's waits that found no fast state, this long in all
 #   while under SLOW_SHARE of its recent readings were fast: it stops waiting until they are again
@@ -199,11 +202,11 @@ class HostState:
     def _giving_up(self) -> bool:
         """The give-up rule: once waits have found no fast state for give_up_s in all, and under
         SLOW_SHARE of the last RECENT_N readings are fast, cycles stop waiting; they wait again
-        once that share is back (the waits found nothing in a long slow stretch, and each one
-        cost a worker the time a top-up needs)."""
+        once RESUME_SHARE of them are (the waits found nothing in a long slow stretch, and each
+        one cost a worker the time a top-up needs)."""
         if self.give_up_s is None or self.vain_s < self.give_up_s:
             return False
-        if self.recent_fast_share() >= SLOW_SHARE:
+        if self.recent_fast_share() >= (RESUME_SHARE if self.given_up else SLOW_SHARE):
             if self.given_up:
                 self.tell("host: the fast state is back: eager cycles wait for it again")
             self.given_up, self.vain_s = False, 0.0
