@@ -107,7 +107,7 @@ class HostState:
         self._focus_left: float | None = None   # seconds the current focus block may still wait (None: not in one)
         # the give-up rule (None: off; bench workers set GIVE_UP_S, audits keep waiting)
         self.give_up_s: float | None = None
-        self.vain_s = 0.0        # seconds of waits that ended without a fast reading, since the last give-up
+        self.vain_s = 0.0        # seconds of waits that ended without a fast reading, since the waits last came back
         self.gave_up = 0         # times it stopped waiting
         self.given_up = False
         self._recent: collections.deque = collections.deque(maxlen=RECENT_N)
