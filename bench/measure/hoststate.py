@@ -32,7 +32,7 @@ FLOOR_ENV = "HB_HOST_FLOOR_US"   # a floor learned by an earlier worker of the s
 SLOW_SHARE = 0.10   # fast under this share of readings: the host is in a long slow stretch
 RESUME_SHARE = 2 * SLOW_SHARE   # and back once this share is: a gap, so a host hovering near
 #   SLOW_SHARE does not switch the waits back on and off (H200 start D: a worker fast 11 % of the
-#   time gave up once, came back, and spent its whole 18 s budget)
+#   time gave up and came back one block later)
 RECENT_N = 256      # readings the give-up rule judges (one per eager cycle: a few seconds)
 GIVE_UP_S = FOCUS_BLOCK_S   # a bench worker's waits that found no fast state, this long in all
 #   while under SLOW_SHARE of its recent readings were fast: it stops waiting until they are again
