@@ -206,16 +206,17 @@ class HostState:
         one cost a worker the time a top-up needs)."""
         if self.give_up_s is None or self.vain_s < self.give_up_s:
             return False
-        if self.recent_fast_share() >= (RESUME_SHARE if self.given_up else SLOW_SHARE):
+        share = self.recent_fast_share()
+        if share >= (RESUME_SHARE if self.given_up else SLOW_SHARE):
             if self.given_up:
                 self.tell("host: the fast state is back: eager cycles wait for it again")
             self.given_up, self.vain_s = False, 0.0
             return False
         if not self.given_up:
             self.given_up, self.gave_up = True, self.gave_up + 1
-            self.tell(f"host: {self.vain_s:.0f} s of waits found no fast state and "
-                      f"{self.recent_fast_share():.0%} of the last {len(self._recent)} readings were "
-                      "fast: eager cycles stop waiting for it until it is back")
+            self.tell(f"host: {self.vain_s:.0f} s of waits found no fast state and {share:.0%} of the "
+                      f"last {len(self._recent)} readings were fast: eager cycles stop waiting for it "
+                      "until it is back")
         return True
 
     def await_fast(self, max_s: float = 1.0, every_s: float = 0.002,
@@ -225,8 +226,8 @@ class HostState:
         usually ends in the same state (cycles take milliseconds, fast spells ~0.35 s), so the
         run's eager figures come from one host state instead of whichever state dominated."""
         us = self.read()
-        self._giving_up()   # (a fast reading may be what ends a give-up)
-        if self.fast(us) or not self.gating():
+        gate = self.gating()   # asked first: a fast reading may be what ends a give-up
+        if self.fast(us) or not gate:
             return us
         if self._focus_left is not None:   # a focus block: its own allowance, no rest
             us, spent, timed_out = self._wait_fast(us, self._focus_left, every_s)

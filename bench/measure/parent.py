@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from cudnn_hostbench.bench.measure import progress, records, schedule
+from cudnn_hostbench.bench.measure.hoststate import SLOW_SHARE
 from cudnn_hostbench.bench.measure.status import error
 
 MIN_FAST_WORKERS = 3   # a headline block timed fast by fewer workers gets a catch-up worker
@@ -22,7 +23,7 @@ END_RESERVE_S = 8.0    # the parent's own work after the workers: merge, run fil
 TOP_UP_SHARE = 0.5     # a top-up waits for the fast state within this share of what is left, so the
 #                        next one has time for what it leaves thin (H200, a cold start: one top-up
 #                        waited through 37 of the last 45 s and 10 blocks stayed on 2 processes)
-SLOW_HOST_FAST = 0.10  # the last worker's host fast under this share of its readings: a top-up
+SLOW_HOST_FAST = SLOW_SHARE  # the last worker's host fast under this share of its readings: a top-up
 #                        does not wait for the fast state. It would not come, and any state serves a
 #                        block split 2 + 2 or 1 fast + 2 slow; five processes always hold three of one
 #                        state (H200, a fresh start at 1-5 % fast: one top-up waited 59 s for 40
