@@ -112,9 +112,12 @@ class HostState:
         self.given_up = False
         self._recent: collections.deque = collections.deque(maxlen=RECENT_N)
         self.tell: Callable[[str], None] = progress.say
+        # every reading in order, (clock, µs): how long the host's states last, offline (trace_doc)
+        self.trace: list[tuple[float, float]] = []
 
     def read(self) -> float:
         us = self._read()
+        self.trace.append((self.clock(), us))
         bisect.insort(self.readings, us)
         self._recent.append(us)
         own = robust_floor(self.readings)

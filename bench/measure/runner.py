@@ -66,6 +66,7 @@ class Session:
         self.build_s: dict = {}     # seconds building (and checking) per probe/size
         self.plans_s: dict = {}     # of which in cuDNN's build steps: what plan sharing could save
         self.phase_s: dict = {}     # seconds per kind of work (PHASES): where a worker's time went
+        self._blocks: list = []     # (probe/size, first, end) of the watch's eager cycle log, for the host trace
 
     # -- context ---------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -267,6 +268,7 @@ class Session:
         if not eager:
             return None
         focus = self.watch.host.focused() if self._is_focus(probe, size) else contextlib.nullcontext()
+        first = len(self.watch.cycle_log)
         try:
             with self._phase("eager"), focus, ctx.torch.cuda.stream(ctx.stream), nvtx_range(f"{tag}/eager"):
                 res = timing.measure_eager(eager, ctx.sync, self.opt, ranges=lambda n: nvtx_range(f"{tag}/{n}/eager"),
@@ -275,6 +277,8 @@ class Session:
         except timing.ContaminatedError as e:
             self._mark_all(probe, size, list(eager), error(str(e)), modes=("eager",))
             return None
+        finally:
+            self._blocks.append((tag, first, len(self.watch.cycle_log)))
         per = {n: [x / probe.variant(n).ops_per_call for x in s] for n, (s, _) in res.items()}
         recs, calls = [], {}
         for n, (_, c) in res.items():
@@ -447,6 +451,7 @@ class Session:
                 fell = sum(1 for r in eager if "host_unstable" in r.flags)
                 host.unstable = host.held is False and fell * 2 > len(eager)
                 self.fingerprint["host_state"] = {**host.summary(), "focus_retries": dict(self.retries)}
+                self._write_trace(host)
             if self.watch.clocks is not None:
                 self.fingerprint["gpu_clocks_end"] = self.watch.clocks.snapshot()
                 self.fingerprint["gpu_clocks_top_mhz"] = self.watch.clocks.top or None
@@ -463,6 +468,21 @@ class Session:
             return None
         doc = records.run_document(self.records.values(), self.fingerprint)
         return records.write_run(self.out_dir / name, doc)
+
+    def _write_trace(self, host) -> None:
+        """host_trace.json: every sentinel reading and every eager cycle of this process, on one
+        clock, so how long the host's states last and which cycles straddled a switch can be read
+        offline."""
+        import json
+        t0 = self.t0
+        cycles = [[round(a - t0, 5), round(b - t0, 5), k] for a, b, k in self.watch.cycle_log]
+        doc = {"version": 1, "floor_us": host.floor, "tol": host.tol, "worker": self.worker,
+               "readings": [[round(t - t0, 5), round(us, 4)] for t, us in host.trace],
+               "cycles": cycles, "blocks": [list(b) for b in self._blocks]}
+        try:
+            (self.out_dir / "host_trace.json").write_text(json.dumps(doc, separators=(",", ":")), encoding="utf-8")
+        except OSError as e:   # the trace is a diagnostic: its loss never costs the run
+            self.say(f"host trace not written: {e}")
 
     def unmeasured(self) -> list:
         return [r for r in self.records.values() if not r.ok]

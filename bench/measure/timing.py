@@ -19,6 +19,7 @@ import contextlib
 import gc
 import itertools
 import math
+import os
 import statistics
 import time
 from collections import Counter
@@ -77,6 +78,8 @@ def eager_round(fn: Callable, n: int, sync: Callable[[], None], clock=time.perf_
     sync()
     return (clock() - t0) / n
 
+
+REREAD_ENV = "HB_TRACE_REREAD"   # "1": read the host sentinel twice after each eager cycle (the trace's)
 
 LONG_ROUND_S = 8e-3   # heavy calls: fewer than min_calls once a round would last longer than this
 FEWEST_CALLS = 2
@@ -143,6 +146,7 @@ class Watch:
     min_kept: int = 3
 
     def __post_init__(self):
+        self.cycle_log: list = []   # every eager cycle of the process: (start, end, bucket), for the host trace
         self.begin()
 
     def begin(self) -> None:
@@ -269,22 +273,29 @@ def measure_eager(fns: dict, sync: Callable[[], None], opt: Options, ranges=_no_
         est = min(eager_round(fns[name], 4, sync) for _ in range(3))
         calls[name] = calls_for(est, opt.target_round_s, opt.min_calls, opt.max_calls)
 
-    state = {"before": None}
+    state: dict = {"before": None, "t0": 0.0}
+    reread = os.environ.get(REREAD_ENV) == "1"
 
     def cycle(order):
         if watch is not None:
             state["before"] = watch.host_ready()
+        state["t0"] = time.perf_counter()
         out = {}
         for name in order:
             with ranges(name):
                 out[name] = eager_round(fns[name], calls[name], sync) * 1e6
+        state["t1"] = time.perf_counter()
         return out
 
     def judge():
         before, after = state["before"], watch.host_read()
         if watch.host is None:
             return None, None
-        return watch.host_state(before, after), max(before, after)
+        if reread:   # a second reading for the trace only: is the first one after a cycle biased?
+            watch.host_read()
+        bucket = watch.host_state(before, after)
+        watch.cycle_log.append((state["t0"], state["t1"], bucket))
+        return bucket, max(before, after)
 
     gc_was = gc.isenabled()
     gc.disable()
