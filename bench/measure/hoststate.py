@@ -133,6 +133,13 @@ class HostState:
             return "fast"
         return "slow" if self.floor is not None and us >= self.floor * SLOW_AT else "mixed"
 
+    def level(self, us: float) -> str:
+        """'fast', 'mid' or 'slow': state() with a reading between the two taken as a level of its
+        own. On slow-host starts the host holds one for minutes (H200 start F: 49-63 % of a top-up
+        worker's eager cycles began and ended there, 10-20 % over the floor)."""
+        s = self.state(us)
+        return "mid" if s == "mixed" else s
+
     def warm(self, learn_s: float = 2.0, hold_s: float = 0.25, max_s: float = 60.0,
              every_s: float = 0.01, say: Callable[[str], None] | None = None) -> bool:
         """Learns the floor for `learn_s`, then waits until the host holds it for `hold_s`

@@ -79,6 +79,7 @@ def eager_round(fn: Callable, n: int, sync: Callable[[], None], clock=time.perf_
     return (clock() - t0) / n
 
 
+LEVELS = ("fast", "mid", "slow")   # the host levels an eager cycle is kept in (Watch)
 REREAD_ENV = "HB_TRACE_REREAD"   # "1": read the host sentinel twice after each eager cycle (the trace's)
 
 LONG_ROUND_S = 8e-3   # heavy calls: fewer than min_calls once a round would last longer than this
@@ -133,8 +134,10 @@ class Watch:
     """What decides that a round cycle is kept, and what was thrown away.
 
     host   : a hoststate.HostState; the sentinel readings on both sides of an eager cycle put it
-             in the fast or the slow host state (or 'mixed': a switch, always discarded); a
-             record keeps the cycles of one state, the fast one when it has enough of them.
+             in the host's fast, middle or slow level (or 'mixed': a switch, always discarded);
+             a record keeps the cycles of one level, the fast one when it has enough of them;
+             a record of the middle level is a slow-state record (not fast), its cycles never
+             pooled with the slow level's.
     clocks : a gpustate.Clocks; a graph or device cycle is kept only when the SM clock read
              while its work runs is within 95 % of the median clock of the same work's cycles.
     After each measure_* call: `discarded` (reason -> cycles), `sentinel` (readings next to
@@ -155,6 +158,7 @@ class Watch:
         self.sm_mhz: list = []
         self.fell_back = False
         self.state = ""        # host state of the kept eager cycles: 'fast' or 'slow'
+        self.level = ""        # ... and their level: 'fast', 'mid' or 'slow'
         self.busy: list = []   # clock readings taken during the current cycle's GPU work
 
     def host_read(self):
@@ -169,11 +173,24 @@ class Watch:
         return self.host is not None and self.host.gating()
 
     def host_state(self, before, after) -> str | None:
-        """The host state both sentinel readings around a cycle agree on, else 'mixed'."""
+        """The host level ('fast', 'mid', 'slow') both sentinel readings around a cycle agree on,
+        else 'mixed'."""
         if self.host is None:
             return None
-        a, b = self.host.state(before), self.host.state(after)
+        a, b = self.host.level(before), self.host.level(after)
         return a if a == b else "mixed"
+
+    def settled_state(self, before, after) -> tuple[str | None, float | None]:
+        """host_state(), with one more reading when the first one after the cycle disagrees with
+        the one before it: the first reading after a cycle often sits one level up for a moment
+        (H200 start F: 4-11 % of cycles read fast, then not, then fast again within a millisecond,
+        against ~1 % where the level changed at the next reading). Returns (state, the reading used)."""
+        got = self.host_state(before, after)
+        if got == "mixed":
+            again = self.host_read()
+            if self.host_state(before, again) != "mixed":
+                return self.host_state(before, again), again
+        return got, after
 
     def clock_read(self):
         return self.clocks.sm_mhz() if self.clocks is not None else None
@@ -188,6 +205,7 @@ class Watch:
     def meta(self) -> dict:
         return {"discarded": dict(self.discarded), "sentinel": list(self.sentinel),
                 "sm_mhz": list(self.sm_mhz), "fell_back": self.fell_back, "host_state": self.state,
+                "host_level": self.level,
                 "top_mhz": getattr(self.clocks, "top", 0) or None}
 
 
@@ -209,7 +227,7 @@ def _cycles(names: list, opt: Options, run_cycle: Callable[[list], dict], judge,
     max_round_factor x rounds is reached).
 
     run_cycle(order) -> {name: value}; judge() -> (bucket, sentinel), called right after each
-    cycle: bucket None keeps the cycle, 'fast'/'slow' put it in that host state's bucket, any
+    cycle: bucket None keeps the cycle, 'fast'/'mid'/'slow' put it in that host level's bucket, any
     other string is a discard reason. Warm-up cycles are never kept. Of the host buckets the fast
     one is kept when it holds at least half the rounds (or min_kept), else the fuller one.
     Returns {name: kept values}.
@@ -238,7 +256,7 @@ def _cycles(names: list, opt: Options, run_cycle: Callable[[list], dict], judge,
             continue
         for n in names:
             every[n].append(vals[n])
-        if bucket not in (None, "fast", "slow"):
+        if bucket not in (None, *LEVELS):
             watch.discarded[bucket] += 1   # type: ignore[union-attr]  # a bucket comes from a watch
             continue
         buckets.setdefault(bucket, []).append((vals, sentinel))
@@ -254,11 +272,12 @@ def _cycles(names: list, opt: Options, run_cycle: Callable[[list], dict], judge,
         for k, b in buckets.items():
             if k != chosen:
                 watch.discarded[f"host_{k}"] += len(b)
-        watch.state = chosen or ""
+        watch.level = chosen or ""
+        watch.state = "slow" if chosen == "mid" else (chosen or "")   # not fast: a slow-state figure
         watch.sentinel += [s for _, s in kept if s is not None]
         if len(kept) < min(rounds, need):
             watch.fell_back = True   # too few clean cycles: keep them all, and say so
-            watch.state = ""         # ... which mix host states: the figure has none
+            watch.state = watch.level = ""   # ... which mix host states: the figure has none
             return every
     return {n: [v[n] for v, _ in kept] for n in names}
 
@@ -293,7 +312,7 @@ def measure_eager(fns: dict, sync: Callable[[], None], opt: Options, ranges=_no_
             return None, None
         if reread:   # a second reading for the trace only: is the first one after a cycle biased?
             watch.host_read()
-        bucket = watch.host_state(before, after)
+        bucket, after = watch.settled_state(before, after)
         watch.cycle_log.append((state["t0"], state["t1"], bucket))
         return bucket, max(before, after)
 

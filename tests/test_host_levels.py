@@ -1,0 +1,88 @@
+"""Issue 38: the host's middle level and the reading just after a cycle (H200 start F's traces).
+
+On slow-host starts the host holds a level between its fast and slow states for minutes (10-20 %
+over the floor): eager cycles that begin and end there are kept as a level of their own, a
+slow-state figure never pooled with the slow level's cycles, instead of being thrown away as
+switches. And the first reading after a cycle often sits a level up for a moment: a second
+reading settles it.
+"""
+import itertools
+
+from cudnn_hostbench.bench.measure import timing
+from cudnn_hostbench.bench.measure.hoststate import HostState
+
+OPT = timing.Options(rounds=8, warmup_rounds=1, target_round_s=1e-6, min_calls=1, max_calls=2, max_round_factor=3)
+
+
+class Host:
+    """A scripted sentinel: `level` is what a reading says; `blip` readings after each cycle's
+    work say `blip_us` first (the work sets them)."""
+
+    def __init__(self, level: float, blip: int = 0, blip_us: float = 1.6):
+        self.level, self.blip, self.blip_us, self.pending = level, blip, blip_us, 0
+
+    def read(self) -> float:
+        if self.pending:
+            self.pending -= 1
+            return self.blip_us
+        return self.level
+
+    def work(self) -> float:
+        self.pending = self.blip
+        return 1.0
+
+
+def _measure(host: Host):
+    watch = timing.Watch(host=HostState(read=host.read, floor=1.0))
+    cycles = []
+    fns = {"a": host.work, "b": host.work}
+    real = timing._cycles
+
+    def counting(names, opt, run_cycle, judge, w, rounds, *a, **k):
+        return real(names, opt, lambda order: (cycles.append(1), run_cycle(order))[1], judge, w, rounds, *a, **k)
+
+    timing._cycles = counting
+    try:
+        res = timing.measure_eager(fns, lambda: None, OPT, watch=watch)
+    finally:
+        timing._cycles = real
+    return res, watch.meta(), len(cycles)
+
+
+def test_levels_of_a_reading():
+    h = HostState(read=lambda: 1.0, floor=1.0)
+    assert [h.level(x) for x in (1.0, 1.1, 1.25, 1.39, 1.4, 2.2)] == ["fast", "fast", "mid", "mid", "slow", "slow"]
+    assert h.state(1.25) == "mixed"          # the audits' reading of a single reading is unchanged
+
+
+def test_a_host_holding_its_middle_level_gives_a_slow_figure_in_the_usual_rounds():
+    res, meta, cycles = _measure(Host(1.25))
+    assert meta["host_state"] == "slow" and meta["host_level"] == "mid" and not meta["fell_back"]
+    assert len(res["a"][0]) == OPT.rounds and "mixed" not in meta["discarded"]
+    assert cycles == OPT.warmup_rounds + OPT.rounds     # not three times the rounds, all thrown away
+
+
+def test_middle_and_slow_cycles_are_never_pooled():
+    # two readings a cycle (before, after): two cycles in the middle level, then one in the slow
+    readings = itertools.cycle([1.25, 1.25, 1.25, 1.25, 2.2, 2.2])
+    watch = timing.Watch(host=HostState(read=lambda: next(readings), floor=1.0))
+    timing.measure_eager({"a": lambda: 1.0, "b": lambda: 1.0}, lambda: None, OPT, watch=watch)
+    meta = watch.meta()
+    assert meta["host_level"] == "mid" and meta["discarded"].get("host_slow", 0) > 0
+    assert meta["sentinel"] and all(1.1 < s < 1.4 for s in meta["sentinel"])
+
+
+def test_a_blip_after_a_cycle_is_settled_by_one_more_reading():
+    res, meta, cycles = _measure(Host(1.0, blip=1))      # fast, then one slow reading after the work
+    assert meta["host_state"] == "fast" and "mixed" not in meta["discarded"]
+    assert cycles == OPT.warmup_rounds + OPT.rounds
+
+
+def test_a_switch_that_lasts_is_still_a_switch():
+    # before the cycle fast, both readings after it slow (a cycle judged mixed reads twice)
+    readings = itertools.cycle([1.0, 1.6, 1.6])
+    watch = timing.Watch(host=HostState(read=lambda: next(readings), floor=1.0))
+    timing.measure_eager({"a": lambda: 1.0, "b": lambda: 1.0}, lambda: None, OPT, watch=watch)
+    meta = watch.meta()
+    assert meta["discarded"].get("mixed", 0) == OPT.rounds * OPT.max_round_factor
+    assert meta["fell_back"] and meta["host_state"] == ""
