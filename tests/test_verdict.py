@@ -360,3 +360,17 @@ def test_two_starts_judge_against_the_same_rows_history_less_the_previous_run():
             assert [r["id"] for r, _ in m2.rows[row][4]] == [i for i in ids if i != prev["id"]], row
             checked += 1
     assert checked > 100
+
+
+def test_the_prior_lends_a_row_its_own_components_from_another_host_state():
+    """The prior holds each row in the host state its newest full run timed it in; the same row in
+    another state takes that row's widest components, not its class's (an autotune sweep judged on
+    its class's read a no-change A/A pair as SLOWER +169 % after the 110-run refit)."""
+    from types import SimpleNamespace
+    f = SimpleNamespace(row=("autotune", "tune_sweep", "256", "host"), on_ratio=False, host_state="fast")
+    noisy, calm = model.Parts(sw2=1.0, dfw=3, sp2=2.0, dfp=3), model.Parts(sw2=0.01, dfw=3)
+    rows = {"autotune|tune_sweep|256|host|us|slow": noisy, "autotune|tune_sweep|256|host|us|": calm,
+            "autotune|tune_sweep|2560|host|us|fast": model.Parts(sw2=9.0)}
+    assert calibrate.Prior(rows=rows).row(f) is noisy
+    assert calibrate.Prior(rows={**rows, "autotune|tune_sweep|256|host|us|fast": calm}).row(f) is calm
+    assert calibrate.Prior(rows={"autotune|tune_sweep|2560|host|us|fast": noisy}).row(f) is None
