@@ -112,7 +112,7 @@ class HostState:
         self.given_up = False
         self._recent: collections.deque = collections.deque(maxlen=RECENT_N)
         self.tell: Callable[[str], None] = progress.say
-        # every reading in order, (clock, µs): how long the host's states last, offline (trace_doc)
+        # every reading in order, (clock, µs): how long the host's states last (a worker's host_trace.json)
         self.trace: list[tuple[float, float]] = []
 
     def read(self) -> float:
