@@ -9,7 +9,6 @@ even round-by-round ratios move with the state: only discarding slow rounds keep
 from __future__ import annotations
 
 import bisect
-import collections
 import contextlib
 import os
 import statistics
@@ -110,7 +109,6 @@ class HostState:
         self.vain_s = 0.0        # seconds of waits that ended without a fast reading, since the waits last came back
         self.gave_up = 0         # times it stopped waiting
         self.given_up = False
-        self._recent: collections.deque = collections.deque(maxlen=RECENT_N)
         self.tell: Callable[[str], None] = progress.say
         # every reading in order, (clock, µs): how long the host's states last (a worker's host_trace.json)
         self.trace: list[tuple[float, float]] = []
@@ -119,7 +117,6 @@ class HostState:
         us = self._read()
         self.trace.append((self.clock(), us))
         bisect.insort(self.readings, us)
-        self._recent.append(us)
         own = robust_floor(self.readings)
         self.floor = own if self.prior is None or own is None else min(self.prior, own)
         return us
@@ -206,8 +203,8 @@ class HostState:
                 and self.clock() >= self._gate_rest_until)
 
     def recent_fast_share(self) -> float:
-        xs = self._recent
-        return sum(1 for x in xs if self.fast(x)) / len(xs) if xs else 1.0
+        xs = self.trace[-RECENT_N:]
+        return sum(1 for _, x in xs if self.fast(x)) / len(xs) if xs else 1.0
 
     def _giving_up(self) -> bool:
         """The give-up rule: once waits have found no fast state for give_up_s in all, and under
@@ -225,7 +222,7 @@ class HostState:
         if not self.given_up:
             self.given_up, self.gave_up = True, self.gave_up + 1
             self.tell(f"host: {self.vain_s:.0f} s of waits found no fast state and {share:.0%} of the "
-                      f"last {len(self._recent)} readings were fast: eager cycles stop waiting for it "
+                      f"last {min(len(self.trace), RECENT_N)} readings were fast: eager cycles stop waiting for it "
                       "until it is back")
         return True
 

@@ -188,8 +188,9 @@ class Watch:
         got = self.host_state(before, after)
         if got == "mixed":
             again = self.host_read()
-            if self.host_state(before, again) != "mixed":
-                return self.host_state(before, again), again
+            settled = self.host_state(before, again)
+            if settled != "mixed":
+                return settled, again
         return got, after
 
     def clock_read(self):
