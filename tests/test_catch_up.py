@@ -50,11 +50,12 @@ def test_a_block_no_worker_timed_fast_gets_a_catch_up_worker(tmp_path, monkeypat
 
     def fake_run_workers(k, args, out, say=print, env=None, start=1, floor=None):
         calls.append({"k": k, "args": args, "start": start, "floor": floor})
-        if start == 1:   # churn ran in a middle state (0.94 µs) or slow everywhere; wrapper was fast
+        if start == 1:   # churn: worker 1 "fast" by a floor it learned in the slow state (1.2 µs, over
+            #              SLOW_AT x the run's), worker 2 slow, worker 3 over its own floor; wrapper fast
             recs = [[r for r in _eager(i, s, 1.2) if r.probe == "churn"] + [r for r in _eager(i, 0.80, 2.3)
-                    if r.probe == "wrapper"] for i, s in ((1, 0.94), (2, 1.9), (3, 0.94))]
+                    if r.probe == "wrapper"] for i, s in ((1, 1.25), (2, 1.9), (3, 0.94))]
             return [_write(tmp_path / f"w{i}.jsonl", rs, f) for i, (rs, f) in
-                    enumerate(zip(recs, (0.87, FLOOR, FLOOR)), 1)]
+                    enumerate(zip(recs, (1.2, FLOOR, FLOOR)), 1)]
         return [_write(tmp_path / "w4.jsonl", [r for r in _eager(4, 0.79, 1.1) if r.probe == "churn"], FLOOR)]
 
     monkeypatch.setattr(workers, "run_workers", fake_run_workers)
@@ -64,7 +65,7 @@ def test_a_block_no_worker_timed_fast_gets_a_catch_up_worker(tmp_path, monkeypat
     for extra in (c["args"] for c in calls[1:]):
         assert "--hb-only=churn/256" in extra and "--hb-modes=eager" in extra
     churn = p.records[("churn", "trap", "256", "eager")]
-    # workers 1 and 3 were fast only by a floor learned too high, worker 2 slow: top-up workers
+    # workers 1 and 3 were fast only by a floor learned too high (1) or not fast (3), worker 2 slow: top-up workers
     # follow until three processes timed churn truly fast; once they are the majority, the
     # unsteady ones are left out
     assert [w["worker"] for w in churn.workers] == [4, 5, 6] and churn.host_state == "fast"
@@ -73,6 +74,27 @@ def test_a_block_no_worker_timed_fast_gets_a_catch_up_worker(tmp_path, monkeypat
     assert p.fingerprint["catch_up"] == {"worker": 4, "blocks": ["churn/256"], "timed_fast": ["churn/256"]}
     assert [t["worker"] for t in p.fingerprint["top_ups"]] == [4, 5, 6]
     assert p.fingerprint["workers"] == 6 and "few_processes" not in p.fingerprint
+
+
+def test_a_worker_whose_fast_state_sits_over_the_runs_floor_is_judged_by_its_own(tmp_path, monkeypatch):
+    """The sentinel's fast level differs by process (H200: 7 % either side of the run's median):
+    a worker that learned 0.87 µs against the run's 0.76 and timed churn at 0.94 timed it fast,
+    so no top-up is sent for it; one whose own floor is the run's did not."""
+    def fake_run_workers(k, args, out, say=print, env=None, start=1, floor=None):
+        recs = [_eager(i, s, 1.2) for i, s in ((1, 0.94), (2, 0.80), (3, 0.80))]
+        return [_write(tmp_path / f"w{i}.jsonl", rs, f) for i, (rs, f) in enumerate(zip(recs, (0.87, FLOOR, FLOOR)), 1)]
+
+    monkeypatch.setattr(workers, "run_workers", fake_run_workers)
+    p = _parent(tmp_path)
+    p._run()
+    churn = p.records[("churn", "trap", "256", "eager")]
+    assert [w["worker"] for w in churn.workers] == [1, 2, 3] and churn.host_state == "fast"
+    assert "top_ups" not in p.fingerprint and p.fingerprint["workers"] == 3
+    runs = [records.Run("w", {"host_state": {"floor_us": f}}, []) for f in (0.87, FLOOR)]
+    stale = workers.stale_host([_eager(1, 0.94, 1.2), _eager(2, 0.94, 1.2)], FLOOR,
+                               floors=[workers.floor_of(r) for r in runs])
+    assert ["host_unstable" in r.flags for r in stale[0]] == [False] * 4
+    assert ["host_unstable" in r.flags for r in stale[1]] == [True] * 4
 
 
 def test_a_block_slow_in_every_worker_becomes_fast_through_the_catch_up(tmp_path, monkeypatch):

@@ -79,6 +79,20 @@ def sentinel_us(fn: Callable | None = None, chunks: int = 3, clock=time.perf_cou
     return statistics.median(xs)
 
 
+def process_floor(own: float | None, prior: float | None) -> float | None:
+    """The floor a process judges its host by: its own, from its own readings; an earlier
+    worker's (`prior`) only while it has none, or when its own sits SLOW_AT over it (learned in
+    the slow state). The sentinel's fast level is a property of the process as much as of the
+    host: on the H200 (6 runs, 29 workers, one core each) it sat 7 % under to 7 % over the run's
+    median from worker to worker, steady within each, while the same workers' eager rows did not
+    follow it (r = 0.10). Judged by the lowest floor of the run, a worker whose fast level sat
+    10-15 % higher read its fast state as a switch: one top-up kept 7 % of its cycles as fast
+    where its own floor keeps 65 % (docs/measurements.md, 2026-12-04 22:13)."""
+    if own is None:
+        return prior
+    return own if prior is None or own < prior * SLOW_AT else prior
+
+
 class HostState:
     """Learns the host's fast-state floor from sentinel readings and judges rounds by it."""
 
@@ -86,8 +100,9 @@ class HostState:
                  floor: float | None = None, clock=time.perf_counter, sleep=time.sleep):
         self._read = read or sentinel_us
         self.tol = tol
-        self.prior = floor if floor is not None else _env_floor()   # given, or an earlier worker's
-        self.floor = self.prior
+        self.given = floor     # a floor the caller knows (a scripted host): judged by, never relearned
+        self.prior = None if floor is not None else _env_floor()   # an earlier worker's (process_floor)
+        self.floor = floor if floor is not None else self.prior
         self.clock, self.sleep = clock, sleep
         self.readings: list[float] = []   # kept sorted: the floor is a quantile of them
         self.held: bool | None = None   # whether warm() saw the host hold its fast floor
@@ -117,8 +132,8 @@ class HostState:
         us = self._read()
         self.trace.append((self.clock(), us))
         bisect.insort(self.readings, us)
-        own = robust_floor(self.readings)
-        self.floor = own if self.prior is None or own is None else min(self.prior, own)
+        if self.given is None:
+            self.floor = process_floor(robust_floor(self.readings), self.prior)
         return us
 
     def fast(self, us: float) -> bool:
@@ -132,8 +147,9 @@ class HostState:
 
     def level(self, us: float) -> str:
         """'fast', 'mid' or 'slow': state() with a reading between the two taken as a level of its
-        own. On slow-host starts the host holds one for minutes (H200 start F: 49-63 % of a top-up
-        worker's eager cycles began and ended there, 10-20 % over the floor)."""
+        own. Judged by a floor another process learned, a worker's own fast state read as one
+        (H200 start F: 49-63 % of a top-up's cycles; 0-2 % by its own floor, process_floor); a
+        cycle that begins and ends there is still kept apart, never pooled as fast or slow."""
         s = self.state(us)
         return "mid" if s == "mixed" else s
 
@@ -145,7 +161,7 @@ class HostState:
         records say). Returns whether the floor was held. With a floor already known (an earlier
         worker's) it learns only briefly: the rest of the learning would be waiting."""
         say = say or progress.say
-        if self.prior is not None:
+        if self.floor is not None:
             learn_s = min(learn_s, 0.25)
         t0 = self.clock()
         while self.clock() - t0 < learn_s:

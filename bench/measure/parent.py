@@ -212,9 +212,10 @@ class Parent:
 
     def _thin_focus(self, runs) -> list[tuple[str, str]]:
         """Focus blocks (a trap probe's headline size) that fewer than MIN_FAST_WORKERS workers
-        timed wholly in the host's fast state, judged by the run's floor: their headline ratios
-        would be a median of one or two processes, which move 3-8 % from process to process."""
-        from cudnn_hostbench.bench.measure.workers import truly_fast
+        timed wholly in the host's fast state, each judged by its own floor against the run's
+        (workers.judging_floor): their headline ratios would be a median of one or two processes,
+        which move 3-8 % from process to process."""
+        from cudnn_hostbench.bench.measure.workers import judging_floor, truly_fast
         floor = self._floor()
         if not floor:
             return []
@@ -222,9 +223,10 @@ class Parent:
         fast: dict = {}   # block -> workers that timed all its eager rows fast (blocks measured only)
         for run in runs:
             rows: dict = {}
+            own = judging_floor(run, floor)
             for r in run.records:
                 if (r.probe, r.size) in focus and r.mode == "eager" and r.ok:
-                    rows.setdefault((r.probe, r.size), []).append(truly_fast(r, floor))
+                    rows.setdefault((r.probe, r.size), []).append(truly_fast(r, own))
             for b, oks in rows.items():
                 fast[b] = fast.get(b, 0) + all(oks)
         return sorted(b for b, n in fast.items() if n < MIN_FAST_WORKERS)
@@ -242,12 +244,12 @@ class Parent:
 
     def _catch_up(self, runs, missing, say, per_block: float = 2.0):
         """One more worker, for the focus blocks fewer than MIN_FAST_WORKERS workers timed in the
-        fast state (by the run's floor): eager rounds of those blocks only, from the run's floor,
+        fast state (each by its own floor): eager rounds of those blocks only, from the run's floor,
         each block with up to two full focus allowances (what --hb-budget-s leaves). Its records
         join the merge like any worker's: a fast figure of its own makes the row's figure fast
         (the merge keeps the fast figures whenever any worker has one); a block it does not catch
         stays as it was."""
-        from cudnn_hostbench.bench.measure.workers import merge_runs, truly_fast
+        from cudnn_hostbench.bench.measure.workers import judging_floor, merge_runs, truly_fast
         names = ", ".join(f"{p}/{s}" for p, s in missing)
         say(f"top-up worker: {names}: eager rows on fewer than {MIN_FAST_WORKERS} processes of one host state")
         floor = self._floor()
@@ -259,9 +261,10 @@ class Parent:
         recs, self.fingerprint = merge_runs(runs + extra, wall_s=time.perf_counter() - self.t0, floor=self.run_floor)
         self.fingerprint.update(keep)
         own = [r for r in extra[0].records if r.mode == "eager" and r.ok and r.role != "baseline"]
+        judge = judging_floor(extra[0], self.run_floor or floor)
         caught = [f"{p}/{s}" for p, s in missing
                   if any((r.probe, r.size) == (p, s) for r in own)
-                  and all(truly_fast(r, floor) for r in own if (r.probe, r.size) == (p, s))]
+                  and all(truly_fast(r, judge) for r in own if (r.probe, r.size) == (p, s))]
         self.fingerprint["catch_up"] = {"worker": len(runs) + 1, "blocks": [f"{p}/{s}" for p, s in missing],
                                         "timed_fast": caught}
         say(f"top-up worker: timed in the fast state: {', '.join(caught) or 'none'}")

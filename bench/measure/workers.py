@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from cudnn_hostbench.bench.measure import progress, run_format, stats, trust
-from cudnn_hostbench.bench.measure.hoststate import FLOOR_ENV, TOL
+from cudnn_hostbench.bench.measure.hoststate import FLOOR_ENV, TOL, process_floor
 from cudnn_hostbench.bench.measure.records import MIN_PROCESSES, Record, Run, WorkerFigure, load_run
 
 PROGRESS_PREFIXES = ("hostbench", "host:")   # a worker's progress lines (runner.Session.say, hoststate)
@@ -30,17 +30,20 @@ def _ratio_values(rec: Record, base: Record | None) -> list[float]:
     return stats.paired_ratios(rec.samples, base.samples)
 
 
-def stale_host(per_worker: list[list[Record]], floor: float | None, tol: float = TOL) -> list[list[Record]]:
-    """Flags eager records whose sentinel sat above the run's fast floor: they were judged
+def stale_host(per_worker: list[list[Record]], floor: float | None, tol: float = TOL,
+               floors: list | None = None) -> list[list[Record]]:
+    """Flags eager records whose sentinel sat above their worker's fast floor (`floors`, each
+    worker's own as hoststate.process_floor takes it against the run's `floor`): they were judged
     against a floor their worker learned while its host was still slow."""
     if not floor:
         return per_worker
     out = []
-    for recs in per_worker:
+    for i, recs in enumerate(per_worker):
+        own = process_floor(floors[i] if floors and i < len(floors) else None, floor)
         fixed = []
         for r in recs:
             if (r.mode == "eager" and r.host_state == "fast" and r.sentinel_us
-                    and not truly_fast(r, floor, tol) and "host_unstable" not in r.flags):
+                    and not truly_fast(r, own, tol) and "host_unstable" not in r.flags):
                 r = copy.copy(r)
                 r.flags = [*r.flags, "host_unstable"]
             fixed.append(r)
@@ -49,9 +52,9 @@ def stale_host(per_worker: list[list[Record]], floor: float | None, tol: float =
 
 
 def truly_fast(r: Record, floor: float | None, tol: float = TOL) -> bool:
-    """An eager record timed in the fast state by the run's floor (the lowest any worker learned),
-    not only by the higher floor its own worker knew when it timed it: a first worker can learn a
-    floor above the run's and keep slow cycles as fast (docs/measurements.md, 2026-11-29 22:42)."""
+    """An eager record timed in the fast state by `floor`, its worker's floor as that worker
+    ended (judging_floor), not only by the floor it knew when it timed it: a worker can learn a floor
+    in the slow state before it sees the fast one."""
     return (r.mode == "eager" and r.host_state == "fast" and floor is not None and floor > 0
             and r.sentinel_us is not None and r.sentinel_us <= floor * (1 + tol))
 
@@ -176,6 +179,17 @@ def merge_fingerprints(fps: list[dict], wall_s: float | None = None) -> dict:
     return fp
 
 
+def floor_of(run: Run) -> float | None:
+    """The floor a worker's run file says it ended with (its fingerprint's host state)."""
+    return (run.fingerprint.get("host_state") or {}).get("floor_us")
+
+
+def judging_floor(run: Run, floor: float | None) -> float | None:
+    """The floor that judges a worker's records: its own, against the run's `floor`
+    (hoststate.process_floor)."""
+    return process_floor(floor_of(run), floor)
+
+
 def merge_runs(runs: list[Run], wall_s: float | None = None, floor: float | None = None) -> tuple[list[Record], dict]:
     """Merged records and fingerprint; `floor` fixes the run's host floor (the full workers'), so
     a later top-up worker that learns a lower one does not turn figures the full workers timed
@@ -184,7 +198,7 @@ def merge_runs(runs: list[Run], wall_s: float | None = None, floor: float | None
     hs = fp.get("host_state") or {}
     if floor and hs:
         hs["floor_us"] = floor
-    per = stale_host([r.records for r in runs], hs.get("floor_us"))
+    per = stale_host([r.records for r in runs], hs.get("floor_us"), floors=[floor_of(r) for r in runs])
     return merge_records(per, bool(hs.get("unstable"))), fp
 
 
@@ -234,7 +248,7 @@ def run_workers(k: int, pytest_args: list[str], out: Path, say=print, env=None, 
     worker's process during the one before (it imports, then waits for its job).
 
     Each later worker starts from the host floor the earlier ones learned (or `floor`), so it
-    need not relearn it (and all workers judge rounds by the same floor).
+    need not relearn it; it judges by its own once it has one (hoststate.process_floor).
 
     `ahead` (own engine): the caller's processes started early, by worker number, shared across
     calls; with `lookahead`, the last worker also starts the process of the worker after it, for
