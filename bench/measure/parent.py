@@ -100,7 +100,7 @@ class Parent:
         say = lambda m: progress.say(f"hostbench: {m}")  # noqa: E731
         runs = self._full_then_eager(say)
         recs, self.fingerprint = merge_runs(runs, wall_s=time.perf_counter() - self.t0)
-        self.run_floor = self._floor()   # the full workers' floor judges every later merge
+        self.run_floor = self._floor()   # the full workers' floor: every later merge judges each worker's own against it
         extra: dict = {}
         focus = sorted(self.focus)
         wanted = self.focus_workers
