@@ -148,6 +148,15 @@ def _fast_text(blocks: list, fast: list) -> str:
     return f"all but {', '.join(slow)}" if len(slow) < len(fast) else ", ".join(fast)
 
 
+def _floor_text(hs: dict) -> str:
+    """The host floor; its range over the workers where they differ (each judges by its own:
+    hoststate.process_floor)."""
+    own = [w["floor_us"] for w in hs.get("per_worker") or [] if isinstance(w, dict) and w.get("floor_us")]
+    if own and max(own) > min(own) * 1.01:
+        return f"host floor {min(own):.2f}-{max(own):.2f} µs (per worker)"
+    return f"host floor {hs['floor_us']:.2f} µs"
+
+
 def summary_line(run) -> str:
     """One line per run: workers, host floor, rounds kept and discarded (and why), flagged rows."""
     fp = run.fingerprint or {}
@@ -173,7 +182,7 @@ def summary_line(run) -> str:
             + ([f"no top-up worker for {', '.join(cut['catch_up_skipped'])}"] if cut.get("catch_up_skipped") else [])
         parts.append(f"cut to fit --hb-budget-s {cut.get('budget_s', 0):g}: {', '.join(what)}")
     if hs.get("floor_us"):
-        parts.append(f"host floor {hs['floor_us']:.2f} µs")
+        parts.append(_floor_text(hs))
     parts.append(_host_text(run, hs, "eager figures in the host's fast state"))
     waits = [w for w in hs.get("per_worker") or [hs] if isinstance(w, dict)]
     waited = sum((w.get("gate_s") or 0) + (w.get("focus_s") or 0) for w in waits)
@@ -246,7 +255,7 @@ def summary_parts(run) -> list[str]:
     if fp.get("budget_cut"):
         parts.append(f"cut to fit --hb-budget-s {fp['budget_cut'].get('budget_s', 0):g}")
     if hs.get("floor_us"):
-        parts.append(f"host floor {hs['floor_us']:.2f} µs")
+        parts.append(_floor_text(hs))
     parts.append(_host_text(run, hs, "eager in the fast host state"))
     kept = sum(len(r.samples) for r in run.records if r.ok and r.mode != "host")
     disc = sum(n for r in run.records for n in (r.rounds_discarded or {}).values())
