@@ -65,7 +65,7 @@ def test_a_block_no_worker_timed_fast_gets_a_catch_up_worker(tmp_path, monkeypat
     for extra in (c["args"] for c in calls[1:]):
         assert "--hb-only=churn/256" in extra and "--hb-modes=eager" in extra
     churn = p.records[("churn", "trap", "256", "eager")]
-    # workers 1 and 3 were fast only by a floor learned too high (1) or not fast (3), worker 2 slow: top-up workers
+    # worker 1 was fast only by a floor learned in the slow state, worker 3 not by its own, worker 2 slow: top-ups
     # follow until three processes timed churn truly fast; once they are the majority, the
     # unsteady ones are left out
     assert [w["worker"] for w in churn.workers] == [4, 5, 6] and churn.host_state == "fast"
