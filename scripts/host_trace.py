@@ -1,6 +1,7 @@
 """Traces the host-state sentinel for a while: is this host bistable, and where is its floor?
 
     hostbench host-trace --seconds 20 [--out host_trace.json]
+    hostbench host-trace --run results/<stamp>     # what a run's workers saw (their host_trace.json)
 
 Prints one verdict line: "this host is bistable: fast … µs, slow … µs, … % of time slow" or "not
 bistable" (a VM host's vCPU can flip between a fast and a slow state; the harness discards rounds
@@ -82,15 +83,105 @@ def verdict(s: dict) -> str:
             f"{slow * 100:.1f} % slow; {s['readings']} readings")
 
 
+def _level(x: float, floor: float, tol: float) -> str:
+    from cudnn_hostbench.bench.measure.hoststate import SLOW_AT
+    return "fast" if x <= floor * (1 + tol) else "slow" if x >= floor * SLOW_AT else "mid"
+
+
+def _shares(levels: list[str], names: tuple) -> dict:
+    return {k: round(levels.count(k) / len(levels), 3) if levels else None for k in names}
+
+
+def worker_summary(doc: dict) -> dict:
+    """One worker's host_trace.json in figures: the floor it judged by (and the earlier workers'
+    it was given, and the one its readings alone give), its fast level (the median reading outside
+    the slow state), and the shares of its readings and of its eager cycles in each level, as it
+    judged them ('switch': the readings around the cycle disagreed)."""
+    from cudnn_hostbench.bench.measure.hoststate import SLOW_AT, robust_floor
+    floor, tol = float(doc["floor_us"]), float(doc.get("tol") or 0.10)
+    xs = [float(us) for _, us in doc["readings"]]
+    own = robust_floor(sorted(xs))
+    under = [x for x in xs if own is not None and x < own * SLOW_AT]   # not the slow state, whatever it was judged by
+    kinds = [k if k in ("fast", "mid", "slow") else "switch" if k == "mixed" else "unjudged" for _, _, k in doc["cycles"]]
+    return {"worker": str(doc.get("worker") or "?").split("/")[0], "floor_us": floor, "given_us": doc.get("given_us"),
+            "own_floor_us": own, "fast_level_us": statistics.median(under) if under else None,
+            "readings": len(xs), "reading_levels": _shares([_level(x, floor, tol) for x in xs], ("fast", "mid", "slow")),
+            "cycles": len(kinds), "cycle_levels": _shares(kinds, ("fast", "mid", "slow", "switch"))}
+
+
+def _pct(shares: dict) -> str:
+    return " · ".join(f"{k} {v * 100:.0f} %" for k, v in shares.items() if v is not None)
+
+
+def worker_line(s: dict) -> str:
+    notes = ([f"given {s['given_us']:.2f}"] if s.get("given_us") else []) + \
+        ([f"its readings alone: {s['own_floor_us']:.2f}"] if s.get("own_floor_us")
+         and abs(s["own_floor_us"] / s["floor_us"] - 1) > 0.03 else [])
+    level = f", fast level {s['fast_level_us']:.2f} µs" if s.get("fast_level_us") else ""
+    cycles = f"; {s['cycles']} eager cycles {_pct(s['cycle_levels'])}" if s["cycles"] else "; no eager cycles"
+    return (f"w{s['worker']}: floor {s['floor_us']:.2f} µs{' (' + '; '.join(notes) + ')' if notes else ''}{level}; "
+            f"{s['readings']} readings {_pct(s['reading_levels'])}{cycles}")
+
+
+def run_traces(folder: Path) -> list[tuple[Path, dict]]:
+    """The workers' host_trace.json files of a run folder, in worker order, read; ValueError names
+    a file that is not a trace."""
+    paths = sorted(folder.glob("workers/w*/host_trace.json"),
+                   key=lambda p: int(p.parent.name[1:]) if p.parent.name[1:].isdigit() else 0)
+    out = []
+    for p in paths:
+        try:
+            doc = json.loads(p.read_text(encoding="utf-8"))
+            out.append((p, worker_summary(doc)))
+        except (OSError, ValueError, KeyError, TypeError, IndexError) as e:
+            raise ValueError(f"{p}: not a host trace ({type(e).__name__}: {e})") from e
+    return out
+
+
+def run_lines(summaries: list[dict]) -> list[str]:
+    """A head line (the workers' fast levels, which differ by process) and a line per worker."""
+    levels = [s["fast_level_us"] for s in summaries if s.get("fast_level_us")]
+    head = f"{len(summaries)} worker trace(s)"
+    if levels:
+        mid = statistics.median(levels)
+        head += (f"; fast level {min(levels):.2f}-{max(levels):.2f} µs over the workers "
+                 f"({(min(levels) / mid - 1) * 100:+.0f} to {(max(levels) / mid - 1) * 100:+.0f} % of their median)")
+    return [head, *(worker_line(s) for s in summaries)]
+
+
 def add_parser(command) -> None:
     p = command("host-trace", run, description=__doc__)
     p.add_argument("--seconds", type=float, default=20.0, help="how long to trace")
     p.add_argument("--every", type=float, default=0.01, help="seconds between readings")
     p.add_argument("--out", help="also write the readings and summary as JSON")
     p.add_argument("--json", action="store_true", help="print the summary's figures as JSON instead of the verdict line")
+    p.add_argument("--run", metavar="DIR", help="trace nothing: summarize the host traces a run's workers wrote "
+                   "(DIR/workers/wN/host_trace.json): each one's floor, fast level, and readings and eager "
+                   "cycles per level")
+
+
+def _run_folder(a) -> int:
+    folder = Path(a.run)
+    if not folder.is_dir():
+        print(f"{a.prog}: --run {a.run}: not a folder", file=sys.stderr)
+        return 2
+    try:
+        got = run_traces(folder)
+    except ValueError as e:
+        print(f"{a.prog}: --run {e}", file=sys.stderr)
+        return 2
+    if not got:
+        print(f"{a.prog}: --run {a.run}: no workers/wN/host_trace.json in it (a run of this harness writes one "
+              "per worker)", file=sys.stderr)
+        return 2
+    summaries = [s for _, s in got]
+    print(json.dumps(summaries, indent=1) if a.json else "\n".join(run_lines(summaries)))
+    return 0
 
 
 def run(a) -> int:
+    if a.run:
+        return _run_folder(a)
     # the user's input first: a trace that cannot be kept is not worth tracing
     if not a.seconds > 0 or not a.every >= 0:
         print(f"{a.prog}: --seconds must be more than 0 and --every 0 or more, got {a.seconds:g} and {a.every:g}",

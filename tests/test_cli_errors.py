@@ -111,6 +111,8 @@ CASES = [
     ("crossover-plot-not-a-crossover", ["crossover-plot", "{not_a_run}"], ["{not_a_run}", "crossover"]),
     ("crossover-unknown-trap", ["crossover", "--traps", "nope", "--out", "{folder}"], ["nope"]),
     ("host-trace-bad-seconds", ["host-trace", "--seconds", "0"], ["--seconds"]),
+    ("host-trace-run-missing", ["host-trace", "--run", "{missing}"], ["{missing}", "not a folder"]),
+    ("host-trace-run-no-traces", ["host-trace", "--run", "{folder}"], ["{folder}", "host_trace.json"]),
     ("matrix-unknown-option", ["matrix", "--bogus"], ["--bogus"]),
     ("readme-figures-unknown-option", ["readme-figures", "--bogus"], ["--bogus"]),
     ("unknown-command", ["nosuch"], ["unknown command 'nosuch'", "--help"]),

@@ -339,7 +339,8 @@ def test_a_worker_writes_its_host_trace(session, tmp_path, monkeypatch):
     doc = json.loads((tmp_path / "host_trace.json").read_text())
     cycles, reads = doc["cycles"], doc["readings"]
     (b1, s1, e1), (b2, s2, e2) = doc["blocks"]
-    assert doc["floor_us"] == 1.0 and (b1, s1, b2, s2, e2) == ("toy/8", 0, "toy/9", e1, len(cycles))
+    assert doc["floor_us"] == 1.0 and doc["given_us"] is None   # an earlier worker's floor, had it one
+    assert (b1, s1, b2, s2, e2) == ("toy/8", 0, "toy/9", e1, len(cycles))
     assert e1 >= 4 and all(a <= b for a, b, _ in cycles)
     assert {k for _, _, k in cycles} == {"fast"}
     times = [t for t, _ in reads]

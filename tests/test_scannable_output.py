@@ -276,6 +276,35 @@ def test_host_trace_prints_the_verdict_and_json_keeps_the_figures(capsys):
     assert {"floor_us", "within_10pct", "spells", "slow_time_share"} <= set(s)
 
 
+def test_host_trace_of_a_run_shows_each_workers_floor_and_levels(tmp_path, capsys):
+    """A run folder's worker traces, a line each: F1's top-up worker 4 (committed) judged by the
+    0.86 µs floor it was given, where its readings alone give 0.94 (the sentinel's fast level
+    differs by process); a corrupt trace exits 2 naming it, and nothing is written."""
+    import gzip
+    import json
+
+    with gzip.open(REF / "host" / "top_up_trace.json.gz", "rt") as fh:
+        doc = json.load(fh)
+    for w, d in (("w4", doc), ("w1", {**doc, "worker": "1/3", "floor_us": 0.94, "given_us": None})):
+        (tmp_path / "run" / "workers" / w).mkdir(parents=True)
+        (tmp_path / "run" / "workers" / w / "host_trace.json").write_text(json.dumps(d))
+    assert cli.main(["host-trace", "--run", str(tmp_path / "run")]) == 0
+    head, w1, w4 = capsys.readouterr().out.strip().splitlines()
+    assert head.startswith("2 worker trace(s); fast level ")
+    assert w1.startswith("w1: floor 0.94 µs, fast level 0.9") and "readings alone" not in w1
+    assert re.match(r"w4: floor 0\.86 µs \(its readings alone: 0\.94\), fast level 0\.9\d µs; 8080 readings fast \d+ %", w4)
+    assert re.search(r"1784 eager cycles fast \d+ % · mid \d+ % · slow \d+ % · switch \d+ %$", w4)
+    assert cli.main(["host-trace", "--run", str(tmp_path / "run"), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert [s["worker"] for s in got] == ["1", "4"] and got[1]["own_floor_us"] > got[1]["floor_us"] * 1.05
+    (tmp_path / "run" / "workers" / "w1" / "host_trace.json").write_text("{not json")
+    before = sorted(p.name for p in (tmp_path / "run").rglob("*"))
+    assert cli.main(["host-trace", "--run", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "w1/host_trace.json: not a host trace" in err[0]
+    assert sorted(p.name for p in (tmp_path / "run").rglob("*")) == before
+
+
 # -- 9: long commands show progress on a terminal, nothing in a pipe ----------------------------------
 def _tty(monkeypatch, on: bool) -> None:
     from cudnn_hostbench.bench.measure import progress
