@@ -98,14 +98,16 @@ def worker_summary(doc: dict) -> dict:
     the slow state), and the shares of its readings and of its eager cycles in each level, as it
     judged them ('switch': the readings around the cycle disagreed)."""
     from cudnn_hostbench.bench.measure.hoststate import SLOW_AT, robust_floor
-    floor, tol = float(doc["floor_us"]), float(doc.get("tol") or 0.10)
+    floor = float(doc["floor_us"]) if doc.get("floor_us") else None   # none: the worker read too little
+    tol = float(doc.get("tol") or 0.10)
     xs = [float(us) for _, us in doc["readings"]]
     own = robust_floor(sorted(xs))
     under = [x for x in xs if own is not None and x < own * SLOW_AT]   # not the slow state, whatever it was judged by
     kinds = [k if k in ("fast", "mid", "slow") else "switch" if k == "mixed" else "unjudged" for _, _, k in doc["cycles"]]
     return {"worker": str(doc.get("worker") or "?").split("/")[0], "floor_us": floor, "given_us": doc.get("given_us"),
             "own_floor_us": own, "fast_level_us": statistics.median(under) if under else None,
-            "readings": len(xs), "reading_levels": _shares([_level(x, floor, tol) for x in xs], ("fast", "mid", "slow")),
+            "readings": len(xs),
+            "reading_levels": _shares([_level(x, floor, tol) for x in xs] if floor else [], ("fast", "mid", "slow")),
             "cycles": len(kinds), "cycle_levels": _shares(kinds, ("fast", "mid", "slow", "switch"))}
 
 
@@ -115,12 +117,18 @@ def _pct(shares: dict) -> str:
 
 def worker_line(s: dict) -> str:
     notes = ([f"given {s['given_us']:.2f}"] if s.get("given_us") else []) + \
-        ([f"its readings alone: {s['own_floor_us']:.2f}"] if s.get("own_floor_us")
+        ([f"its readings alone: {s['own_floor_us']:.2f}"] if s.get("own_floor_us") and s.get("floor_us")
          and abs(s["own_floor_us"] / s["floor_us"] - 1) > 0.03 else [])
     level = f", fast level {s['fast_level_us']:.2f} µs" if s.get("fast_level_us") else ""
     cycles = f"; {s['cycles']} eager cycles {_pct(s['cycle_levels'])}" if s["cycles"] else "; no eager cycles"
-    return (f"w{s['worker']}: floor {s['floor_us']:.2f} µs{' (' + '; '.join(notes) + ')' if notes else ''}{level}; "
-            f"{s['readings']} readings {_pct(s['reading_levels'])}{cycles}")
+    floor = f"floor {s['floor_us']:.2f} µs" if s.get("floor_us") else "no floor"
+    return (f"w{s['worker']}: {floor}{' (' + '; '.join(notes) + ')' if notes else ''}{level}; "
+            f"{_readings(s)}{cycles}")
+
+
+def _readings(s: dict) -> str:
+    pct = _pct(s["reading_levels"])
+    return f"{s['readings']} readings" + (f" {pct}" if pct else "")
 
 
 def run_traces(folder: Path) -> list[tuple[Path, dict]]:

@@ -297,6 +297,9 @@ def test_host_trace_of_a_run_shows_each_workers_floor_and_levels(tmp_path, capsy
     assert cli.main(["host-trace", "--run", str(tmp_path / "run"), "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert [s["worker"] for s in got] == ["1", "4"] and got[1]["own_floor_us"] > got[1]["floor_us"] * 1.05
+    from cudnn_hostbench.scripts import host_trace
+    bare = host_trace.worker_summary({"worker": "2/3", "floor_us": None, "readings": [], "cycles": []})   # read too little
+    assert host_trace.worker_line(bare) == "w2: no floor; 0 readings; no eager cycles"
     (tmp_path / "run" / "workers" / "w1" / "host_trace.json").write_text("{not json")
     before = sorted(p.name for p in (tmp_path / "run").rglob("*"))
     assert cli.main(["host-trace", "--run", str(tmp_path / "run")]) == 2
