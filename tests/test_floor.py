@@ -58,7 +58,7 @@ def _learned(monkeypatch, prior, read, n=500):
 @pytest.mark.parametrize("prior", [0.88, 0.9, 1.12, 1.2])
 def test_a_worker_judges_by_its_own_floor_whether_the_earlier_ones_was_lower_or_higher(monkeypatch, prior):
     """The sentinel's fast level differs by process (H200: 7 % either side of the run's median,
-    while the rows did not follow it): a process whose fast state sits 12 % over an earlier
+    while the rows did not follow it): a process whose fast state sits 11 % over an earlier
     worker's floor is fast by its own floor, not a switch by the earlier one's."""
     hs = _learned(monkeypatch, prior, _host(0.5))
     assert hs.floor == pytest.approx(0.98, abs=0.03)

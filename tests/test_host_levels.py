@@ -92,7 +92,7 @@ def test_on_a_real_top_up_workers_trace_its_own_floor_finds_its_fast_state(monke
     """Start F's run F1, worker 4 (a top-up; its trace as written, with a second reading after
     each cycle). Judged by the floor the earlier workers learned (0.861 µs), 24 % of its 1,784
     cycles were kept, and 38 % began and ended "in the middle": its own fast state, which sat
-    10 % higher. Learning its own floor from its readings, as a worker now does, most cycles are
+    9 % higher. Learning its own floor from its readings, as a worker now does, most cycles are
     fast and almost none are in the middle. (Measured, not tuned here: on the 29 workers of six
     runs the fast level moved ±7 % between processes and the rows did not follow it;
     docs/measurements.md, 2026-12-04 22:13 UTC.)"""
