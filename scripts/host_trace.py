@@ -83,11 +83,6 @@ def verdict(s: dict) -> str:
             f"{slow * 100:.1f} % slow; {s['readings']} readings")
 
 
-def _level(x: float, floor: float, tol: float) -> str:
-    from cudnn_hostbench.bench.measure.hoststate import SLOW_AT
-    return "fast" if x <= floor * (1 + tol) else "slow" if x >= floor * SLOW_AT else "mid"
-
-
 def _shares(levels: list[str], names: tuple) -> dict:
     return {k: round(levels.count(k) / len(levels), 3) if levels else None for k in names}
 
@@ -97,9 +92,9 @@ def worker_summary(doc: dict) -> dict:
     it was given, and the one its readings alone give), its fast level (the median reading outside
     the slow state), and the shares of its readings and of its eager cycles in each level, as it
     judged them ('switch': the readings around the cycle disagreed)."""
-    from cudnn_hostbench.bench.measure.hoststate import SLOW_AT, robust_floor
+    from cudnn_hostbench.bench.measure.hoststate import SLOW_AT, HostState, robust_floor
     floor = float(doc["floor_us"]) if doc.get("floor_us") else None   # none: the worker read too little
-    tol = float(doc.get("tol") or 0.10)
+    judged = HostState(floor=floor, tol=float(doc.get("tol") or 0.10))   # levels as the worker read them
     xs = [float(us) for _, us in doc["readings"]]
     own = robust_floor(sorted(xs))
     under = [x for x in xs if own is not None and x < own * SLOW_AT]   # not the slow state, whatever it was judged by
@@ -107,7 +102,7 @@ def worker_summary(doc: dict) -> dict:
     return {"worker": str(doc.get("worker") or "?").split("/")[0], "floor_us": floor, "given_us": doc.get("given_us"),
             "own_floor_us": own, "fast_level_us": statistics.median(under) if under else None,
             "readings": len(xs),
-            "reading_levels": _shares([_level(x, floor, tol) for x in xs] if floor else [], ("fast", "mid", "slow")),
+            "reading_levels": _shares([judged.level(x) for x in xs] if floor else [], ("fast", "mid", "slow")),
             "cycles": len(kinds), "cycle_levels": _shares(kinds, ("fast", "mid", "slow", "switch"))}
 
 
@@ -131,16 +126,16 @@ def _readings(s: dict) -> str:
     return f"{s['readings']} readings" + (f" {pct}" if pct else "")
 
 
-def run_traces(folder: Path) -> list[tuple[Path, dict]]:
-    """The workers' host_trace.json files of a run folder, in worker order, read; ValueError names
-    a file that is not a trace."""
+def run_traces(folder: Path) -> list[dict]:
+    """The workers' host_trace.json files of a run folder, in worker order, summarized
+    (worker_summary); ValueError names a file that is not a trace."""
     paths = sorted(folder.glob("workers/w*/host_trace.json"),
                    key=lambda p: int(p.parent.name[1:]) if p.parent.name[1:].isdigit() else 0)
     out = []
     for p in paths:
         try:
             doc = json.loads(p.read_text(encoding="utf-8"))
-            out.append((p, worker_summary(doc)))
+            out.append(worker_summary(doc))
         except (OSError, ValueError, KeyError, TypeError, IndexError) as e:
             raise ValueError(f"{p}: not a host trace ({type(e).__name__}: {e})") from e
     return out
@@ -174,15 +169,14 @@ def _run_folder(a) -> int:
         print(f"{a.prog}: --run {a.run}: not a folder", file=sys.stderr)
         return 2
     try:
-        got = run_traces(folder)
+        summaries = run_traces(folder)
     except ValueError as e:
         print(f"{a.prog}: --run {e}", file=sys.stderr)
         return 2
-    if not got:
+    if not summaries:
         print(f"{a.prog}: --run {a.run}: no workers/wN/host_trace.json in it (a run of this harness writes one "
               "per worker)", file=sys.stderr)
         return 2
-    summaries = [s for _, s in got]
     print(json.dumps(summaries, indent=1) if a.json else "\n".join(run_lines(summaries)))
     return 0
 
