@@ -92,7 +92,7 @@ def test_a_worker_whose_fast_state_sits_over_the_runs_floor_is_judged_by_its_own
     assert "top_ups" not in p.fingerprint and p.fingerprint["workers"] == 3
     runs = [records.Run("w", {"host_state": {"floor_us": f}}, []) for f in (0.87, FLOOR)]
     stale = workers.stale_host([_eager(1, 0.94, 1.2), _eager(2, 0.94, 1.2)], FLOOR,
-                               floors=[workers.floor_of(r) for r in runs])
+                               floors=[workers.judging_floor(r, FLOOR) for r in runs])
     assert ["host_unstable" in r.flags for r in stale[0]] == [False] * 4
     assert ["host_unstable" in r.flags for r in stale[1]] == [True] * 4
 

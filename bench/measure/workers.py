@@ -32,14 +32,14 @@ def _ratio_values(rec: Record, base: Record | None) -> list[float]:
 
 def stale_host(per_worker: list[list[Record]], floor: float | None, tol: float = TOL,
                floors: list | None = None) -> list[list[Record]]:
-    """Flags eager records whose sentinel sat above their worker's fast floor (`floors`, each
-    worker's own as hoststate.process_floor takes it against the run's `floor`): they were judged
-    against a floor their worker learned while its host was still slow."""
+    """Flags eager records whose sentinel sat above the floor that judges their worker (`floors`,
+    one per worker, from judging_floor; the run's `floor` without them): they were judged against
+    a floor their worker learned while its host was still slow."""
     if not floor:
         return per_worker
     out = []
     for i, recs in enumerate(per_worker):
-        own = process_floor(floors[i] if floors and i < len(floors) else None, floor)
+        own = floors[i] if floors else floor
         fixed = []
         for r in recs:
             if (r.mode == "eager" and r.host_state == "fast" and r.sentinel_us
@@ -198,7 +198,8 @@ def merge_runs(runs: list[Run], wall_s: float | None = None, floor: float | None
     hs = fp.get("host_state") or {}
     if floor and hs:
         hs["floor_us"] = floor
-    per = stale_host([r.records for r in runs], hs.get("floor_us"), floors=[floor_of(r) for r in runs])
+    run_floor = hs.get("floor_us")
+    per = stale_host([r.records for r in runs], run_floor, floors=[judging_floor(r, run_floor) for r in runs])
     return merge_records(per, bool(hs.get("unstable"))), fp
 
 
