@@ -39,11 +39,12 @@ class Prior:
         widest: the prior holds each row in the state its newest full run timed it in, and a row as
         noisy as an autotune sweep (0.3-4 s) judged on its class's components instead reads a
         no-change A/A pair as SLOWER (the 110-run refit, 2026-12-04: +169 % at p = 2e-6)."""
-        got = self.rows.get(row_key(f))
+        key = row_key(f)
+        got = self.rows.get(key)
         if got is not None:
             return got
-        head = row_key(f).rsplit("|", 1)[0] + "|"
-        other = [p for k, p in self.rows.items() if k.startswith(head) and k.count("|") == head.count("|")]
+        head, bars = key.rsplit("|", 1)[0] + "|", key.count("|")
+        other = [p for k, p in self.rows.items() if k.startswith(head) and k.count("|") == bars]
         return max(other, key=lambda p: p.sw2 + p.vb + p.sp2, default=None)
 
 
