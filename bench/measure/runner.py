@@ -476,6 +476,7 @@ class Session:
         import json
         t0 = self.t0
         cycles = [[round(a - t0, 5), round(b - t0, 5), k] for a, b, k in self.watch.cycle_log]
+        # given_us: the floor the earlier workers handed this one (HostState.prior), not HostState.given
         doc = {"version": 1, "floor_us": host.floor, "given_us": host.prior, "tol": host.tol, "worker": self.worker,
                "readings": [[round(t - t0, 5), round(us, 4)] for t, us in host.trace],
                "cycles": cycles, "blocks": [list(b) for b in self._blocks]}
