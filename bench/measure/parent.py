@@ -171,7 +171,8 @@ class Parent:
         runs = self._load(self._workers(full, self.worker_args(), say=say), say)
         self.roles = ["full"] * len(runs)
         if eager_only:
-            floors = [f for f in ((r.fingerprint.get("host_state") or {}).get("floor_us") for r in runs) if f]
+            from cudnn_hostbench.bench.measure.workers import floor_of
+            floors = [f for f in map(floor_of, runs) if f]
             floor = min(floors) if floors else None
             more = self._load(self._workers(eager_only, [*self.worker_args(), "--hb-modes=eager"], say=say,
                                           start=full + 1, floor=floor), say)

@@ -296,7 +296,7 @@ def run_workers(k: int, pytest_args: list[str], out: Path, say=print, env=None, 
             if path.exists():
                 paths.append(path)
                 try:
-                    f = (load_run(path).fingerprint.get("host_state") or {}).get("floor_us")
+                    f = floor_of(load_run(path))
                 except Exception:  # noqa: BLE001 - a broken worker file is reported by the merge
                     f = None
                 if f:
