@@ -172,7 +172,7 @@ class Parent:
         self.roles = ["full"] * len(runs)
         if eager_only:
             from cudnn_hostbench.bench.measure.workers import floor_of
-            floors = [f for f in map(floor_of, runs) if f]
+            floors = [f for f in (floor_of(r.fingerprint) for r in runs) if f]
             floor = min(floors) if floors else None
             more = self._load(self._workers(eager_only, [*self.worker_args(), "--hb-modes=eager"], say=say,
                                           start=full + 1, floor=floor), say)
@@ -197,7 +197,8 @@ class Parent:
         return runs
 
     def _floor(self) -> float | None:
-        return (self.fingerprint.get("host_state") or {}).get("floor_us")
+        from cudnn_hostbench.bench.measure.workers import floor_of
+        return floor_of(self.fingerprint)
 
     def _eager_args(self, blocks, per_block: float) -> list[str]:
         """A worker's arguments for the eager rows of `blocks` only, each with `per_block` full

@@ -179,15 +179,15 @@ def merge_fingerprints(fps: list[dict], wall_s: float | None = None) -> dict:
     return fp
 
 
-def floor_of(run: Run) -> float | None:
-    """The floor a worker's run file says it ended with (its fingerprint's host state)."""
-    return (run.fingerprint.get("host_state") or {}).get("floor_us")
+def floor_of(fp: dict) -> float | None:
+    """The host floor a fingerprint records: a worker's as it ended, or a merged run's."""
+    return (fp.get("host_state") or {}).get("floor_us")
 
 
 def judging_floor(run: Run, floor: float | None) -> float | None:
     """The floor that judges a worker's records: its own, against the run's `floor`
     (hoststate.process_floor)."""
-    return process_floor(floor_of(run), floor)
+    return process_floor(floor_of(run.fingerprint), floor)
 
 
 def merge_runs(runs: list[Run], wall_s: float | None = None, floor: float | None = None) -> tuple[list[Record], dict]:
@@ -296,7 +296,7 @@ def run_workers(k: int, pytest_args: list[str], out: Path, say=print, env=None, 
             if path.exists():
                 paths.append(path)
                 try:
-                    f = floor_of(load_run(path))
+                    f = floor_of(load_run(path).fingerprint)
                 except Exception:  # noqa: BLE001 - a broken worker file is reported by the merge
                     f = None
                 if f:
