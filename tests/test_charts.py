@@ -46,8 +46,8 @@ def committed(tmp_path_factory):
 
 def test_the_dashboard_judges_the_run_history_check_latest_names(committed, capsys, tmp_path):
     runs = committed.runs()
-    pick, newer = lead.latest(runs)   # measurement 3's newest full run: H2 of 2026-12-04 20:59 (in the export only)
-    assert pick["n_figures"] == 727 and pick["started_at"].startswith("2026-12-04T20:59") and not newer
+    pick, newer = lead.latest(runs)   # measurement 3's newest full run: J2 of 2026-12-05 02:05 (in the export only)
+    assert pick["n_figures"] == 727 and pick["started_at"].startswith("2026-12-05T02:05") and not newer
     section = page.gpu_section(committed, "NVIDIA H200", runs, 100)
     assert section["newest"]["id"] == pick["id"]
     rid, why = lead.latest_in(committed)   # what `history check latest` calls

@@ -175,11 +175,11 @@ def test_a_regression_is_the_first_thing_shown(tmp_path):
 
 
 def test_the_whole_committed_history_leads_with_its_newest_run_and_says_how_little_history_it_has(tmp_path):
-    # the newest full run (measurement version 3, H2 of 2026-12-04 20:59, a fresh start's second run)
+    # the newest full run (measurement version 3, J2 of 2026-12-05 02:05, a fresh start's second run)
     # is judged on the 30 runs of its key before it (decide.DEFAULT_LAST): no row is SLOWER or FASTER
     page = html.unescape((history_site(tmp_path, export=EXPORT) / "index.html").read_text())
     first = page[page.index("<body>"):page.index("<h3>Trends")]
-    assert "Judged run <b>2026-12-04 20:59</b>" in first and "history of 30 runs on its key" in first
+    assert "Judged run <b>2026-12-05 02:05</b>" in first and "history of 30 runs on its key" in first
     assert "No row moved past its minimum detectable change" in first
     # no verdict cell says so (an UNSURE row's note may: "one process: never SLOWER or FASTER")
     assert not re.search(r">(SLOWER|FASTER)<", first) and "UNSURE" in first

@@ -1,7 +1,7 @@
-"""The nightly recipe on the committed history's newest runs (docs/measurements.md, 2026-12-03 and
-2026-12-04): forty-two no-change runs on twenty-seven fresh machine starts, each a GPU new to the history
-(F, J, L, R, T and C: slow-host starts; G, K, L, N, S, V, W, Z, B, C, D, E and the evening's F, G and H:
-same-start pairs; H, M, P, U, X, Y, Y', A), each judged
+"""The nightly recipe on the committed history's newest runs (docs/measurements.md, 2026-12-03 to
+2026-12-05): forty-six no-change runs on twenty-nine fresh machine starts, each a GPU new to the history
+(F, J, L, R, T, C and 12-05's J: slow-host starts; G, K, L, N, S, V, W, Z, B, C, D, E, the evening's F, G
+and H, and 12-05's I and J: same-start pairs; H, M, P, U, X, Y, Y', A), each judged
 against the runs before it as `history check` judges the latest run. None gets a verdict; they were
 judged so before they joined the export."""
 from __future__ import annotations
@@ -16,8 +16,9 @@ from .history_store import fresh
 
 def test_the_newest_fresh_starts_get_no_verdict_from_the_nightly_recipe(tmp_path):
     st = fresh(tmp_path)
-    newest = [r for r in st.runs() if str(r["started_at"]).startswith(("2026-12-03", "2026-12-04"))]
-    assert len(newest) == 42 and len({r["start"] for r in newest}) == 27
+    days = ("2026-12-03", "2026-12-04", "2026-12-05")
+    newest = [r for r in st.runs() if str(r["started_at"]).startswith(days)]
+    assert len(newest) == 46 and len({r["start"] for r in newest}) == 29
     same = []
     for r in newest:
         target, verdicts = check.check(st, r["id"])
