@@ -3,8 +3,9 @@
 #   scripts/audit_examples.sh [OUT_DIR] [RUN_FILE]
 # writes OUT_DIR/audit-<name>/{audit.json,audit.md,flame.html} and OUT_DIR/audit-<name>.log; each
 # audit is capped (2-3 min: up to 10 s learning the host, 20 s waiting for its fast state, the rest
-# 15-60 s on an H200; naive, whose step rebuilds its graph every call (7 ms), 5 min: cut at 100-150 s
-# on three H200 starts). Each phase prints a line with its time, so a cut audit says where it was.
+# 15-60 s on an H200; naive, whose step rebuilds its graph every call (7 ms), 5 min: a slow host has
+# cut it short before: log 2026-12-04-1508). Each phase prints a line with its time, so a cut audit
+# says where it was.
 # The committed reference audits are re-measured in place with
 #   scripts/audit_examples.sh reports/reference/h200 reports/reference/h200/run.json
 # (each trap example is followed by its fixed version: naive/fixed, custom-op/direct-op,

@@ -7,7 +7,7 @@ Builds a synthetic history of --runs runs x 431 rows, resampled from the committ
 randomly drawn committed full run, on one history key, one night apart. Then measures, per store:
 the ingest rate, one history check of the newest run, and the dashboard of the latest 100 runs.
 --start-pg starts a throwaway PostgreSQL server from the distribution's binaries (as the tests do).
-Prints a Markdown table (docs/measurements.md keeps the figures measured on the CI machine).
+Prints a Markdown table (the engineering log keeps the figures measured on the CI machine: log 2026-12-01-0359).
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Record the machine start of the committed H200 runs in the history export.
 
 Those runs predate machine identity in the fingerprint (their host name is `vm` everywhere), so
-their starts come from the engineering log (docs/measurements.md, "Machine starts of the
+their starts come from the engineering log (log 2026-12-01-1242, "Machine starts of the
 committed runs", which gives the evidence for each), kept as data in
 reports/reference/h200/starts.json. A start here is a label, 'log:<date> <what>';
 the GPU's UUID stays unknown. The export is read into a scratch store, each run is matched by its

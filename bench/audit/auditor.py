@@ -99,7 +99,8 @@ HOST_GATE_S = 20.0    # the eager rounds wait for the fast state at most this lo
 def _host_watch():
     """A host-state watch for the eager rounds, as the probes' workers have: on a VM whose vCPU flips
     between a fast and a slow state, an audit timed in the slow one is not comparable with the
-    probes' figures or with another audit (H200: the fixed example 10.9 µs/step fast, 19.6 slow)."""
+    probes' figures or with another audit: a step's µs/step nearly doubles in the slow state
+    (log 2026-12-01-1402)."""
     from cudnn_hostbench.bench.measure import progress
     from cudnn_hostbench.bench.measure.hoststate import HostState
     host = HostState()
@@ -110,8 +111,8 @@ def _host_watch():
 
 class _Phases:
     """Where the audit's wall time goes, a progress line per phase: a slow step on a slow host can take
-    minutes (H200, naive's 7 ms rebuilds: cut at 100-150 s on three starts with no line after the host's
-    warm-up), and a cut audit then says which phase it was in."""
+    minutes (a step that rebuilds its graph each call has been cut by the device's time limit with no
+    line after the host's warm-up: log 2026-12-04-1508), and a cut audit then says which phase it was in."""
 
     def __init__(self) -> None:
         self.t0 = self.last = time.perf_counter()
@@ -164,8 +165,9 @@ def audit(step, *, run_file=None, rounds: int | None = None, count_steps: int = 
 
     `fixed`, the same step with its findings fixed by hand, is timed in a plain loop of its own right
     after the step's, in this process and the same host state: modes["fixed_loop"], what the
-    projection is checked against. In another process it would read another host floor (H200: 0.76
-    against 0.82 µs, 8 %); interleaved with the step's rounds, the step's own work slowed it.
+    projection is checked against. In another process it would read another host floor (processes
+    differ by several per cent: log 2026-12-02-0641); interleaved with the step's rounds, the step's
+    own work slowed it.
 
     Make the step with its set-up done; it runs on `ctx.stream` (a harness GpuContext made here if
     not given), so a step whose handle is bound to another stream at set-up will not capture.
@@ -253,10 +255,10 @@ def _step_us(modes: dict) -> float | None:
 
 
 # a plain loop round is 0.1 s and the VM's host states last 0.35 s to seconds, so rounds come in runs of
-# one state: 5 read 38-43 µs on one step (H200, custom_op, start L); 9 span twice the flips
+# one state: 5 rounds can all fall in one state (log 2026-12-03-1824); 9 span twice the flips
 LOOP_ROUNDS = 9
-# a loop's first rounds after the eager rounds' short ones run slow (H200, start P, scheduler: trap 187
-# and 199 µs/step then 141-163, its fixed step 84-88 then 79-85): 0.3 s of warm-up, not 0.1
+# a loop's first rounds after the eager rounds' short ones run slow, by a tenth or more of the step
+# (log 2026-12-04-0205): 0.3 s of warm-up, not 0.1
 LOOP_WARMUP = 3
 LOOP_ROUND_S = 0.1        # a plain loop round: this long, at least LOOP_MIN_STEPS steps between two syncs
 LOOP_MIN_STEPS = 200
@@ -309,9 +311,8 @@ def _plain_loop(steps: dict, sync, watch, want: str = "") -> dict:
 # The fixed step's loop against the trap's: blocks of LOOP_ROUNDS // LOOP_BLOCKS rounds, alternating,
 # each after a warm-up round and a gc pass. One block each, one after the other, put a stretch of the
 # host's pace on one side only: the projection's error against the fixed loop spread ±10 % between
-# two starts (H200, starts P and Q: custom-op's fixed step 13.74 and 18.04 µs/step). Interleaved round
-# by round, a Python-heavy trap slowed the fixed step 7-25 % (16.37 against 13.06 µs/step beside
-# naive's 10 ms rebuilds): a block's warm-up round takes that.
+# starts (log 2026-12-04-0205). Interleaved round by round, a Python-heavy trap slowed the fixed step
+# by up to a quarter (log 2026-12-02-0745): a block's warm-up round takes that.
 LOOP_BLOCKS = 3
 PAIRED = f"alternating with the step's loop, {LOOP_BLOCKS} blocks of {LOOP_ROUNDS // LOOP_BLOCKS} rounds each"
 
@@ -382,13 +383,12 @@ TIMELINE_TRIES = 3        # timeline passes measured until one lands in the loop
 
 def _timeline(step, step_us, host=None, want: str = "") -> dict:
     """The timeline pass (bench.audit.timeline) in the host state of the figure the projection is
-    held to: its drained syncs' fixed cost is host-paced (H200, a slow-host start: an `.item()`
-    read 22.6 µs against 12.9 in the fast state, and put the projection 10 % above the fixed step).
+    held to: its drained syncs' fixed cost is host-paced, so one measured in the other state moves
+    the projection off the fixed step by about as much as the states differ (log 2026-12-03-1824).
     Measured again (TIMELINE_TRIES in all), each try after waiting for the fast state where that is
     the state wanted, while the sentinel read before or after it is in another state, unless its
-    drained syncs were held to the wanted state chunk by chunk (`held`: H200, start V, attn-proj:
-    three passes in a mixed state read an `.item()` at 26.8 µs fixed against 13.1-13.6 on two other
-    starts, and put the projection 17 % above the fixed step)."""
+    drained syncs were held to the wanted state chunk by chunk (`held`): a pass in a mixed state
+    reads a sync's fixed cost up to twice its fast figure (log 2026-12-04-1248)."""
     got: dict = {}
     if host is not None and want == "fast":
         host.allow_focus_blocks(TIMELINE_TRIES)

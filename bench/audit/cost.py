@@ -79,8 +79,8 @@ WARM_FORMS = {"execute": "generic", "execute_plan_at_index": "pinned", "execute_
 def warm_execute(run, counts: dict, size: str = "256", here: float | None = None) -> tuple[float | None, str]:
     """(µs of one warm execute in the step's call forms, citation) from the execute probe, or
     (None, why not): what an execute costs once its graph is kept, where the step runs each execute
-    right after building its plan, cold (H200, the naive example: 105 µs on its execute line against
-    a warm generic execute's 14.5)."""
+    right after building its plan, cold: a cold execute costs several times a warm one
+    (log 2026-12-01-1250)."""
     forms = {k: counts.get(k) or 0 for k in WARM_FORMS if counts.get(k)}
     if run is None or not forms:
         return None, "no run file" if run is None else "no execute counted"

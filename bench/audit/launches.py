@@ -4,8 +4,8 @@ The timeline (bench.audit.timeline) knows each sync's host segment, wait and fix
 device mode the step's kernels; not when in the segment each kernel was launched. That decides the
 wait once findings shorten the host: work launched early runs while the host is still busy, work
 launched late is still queued when the host reaches the sync. A fixed step that drops a copy the
-trap launched first starts its device later in the segment (H200, sync-check: its device idled
-21 µs at the segment's start with the copy, 41 without it), which one busy tail cannot show.
+trap launched first starts its device later in the segment, so its device idles longer at the
+segment's start (log 2026-12-03-1505), which one busy tail cannot show.
 
 `measure` profiles a few steps (torch.profiler, CUDA activity: the runtime's launch calls on the
 host, their kernels on the device, paired by correlation id) after every host timing, so its

@@ -48,8 +48,8 @@ REMOVED_CALLS = {
 }
 # findings whose per-step objects (a graph and its plans, a tensor) are freed where their last
 # reference dies: at the return of the function that made them (time on its caller's call line, the
-# callee's frame gone) or, for the step's result, in the loop between steps. H200, naive example:
-# 30 µs/step on the caller's `layer(x)` line and 4.4 between steps, against 0.2 and 0.1 fixed.
+# callee's frame gone) or, for the step's result, in the loop between steps: the naive example's
+# frees land on its caller's line and between steps, where its fixed step has next to nothing.
 FREES = frozenset({"rebuild", "new_output", "transpose", "layout_copy", "copy"})
 # fixed by calling the implementation directly: the line loses its measured dispatcher time
 DIRECT = frozenset({"custom_op", "dispatcher"})
@@ -229,8 +229,8 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict,
     sampled = bool(lines_table.get("rows")) and not lines_table.get("verdict")
     # another host state: without lines the eager rounds' figure stands (the findings are priced in
     # it); the sampled rounds were kept where their plain round matched the loop, and the fixed loop
-    # is held to the loop's state, so lines stay on the loop (H200, naive: lines scaled to a slow
-    # eager 15681 against a fast loop of 9012 µs/step put the projection 36 % above the fixed step)
+    # is held to the loop's state, so lines stay on the loop: scaled to an eager figure of the other
+    # state, the projection lands off the fixed step by the states' ratio
     if loop is not None and e_state and l_state != e_state and not sampled:
         loop = None
     eager = loop if loop is not None else (modes.get("eager") or {}).get("median")
@@ -293,9 +293,9 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict,
     total = lines_table["sum_us"] + lines_table.get("loop_us", 0.0) + lines_table.get("outside_us", 0.0)
     # an overhead the sampler found in the timed calls' wrappers, not the signal, sits on the lines
     # that make those calls (an execute, a sync: lines a fix keeps): it comes off them before the
-    # lines are scaled to the loop, not off every line in proportion (H200, custom-op on three
-    # starts: +13 to +15 % overhead, scaled off every line it put the projection +10 to +21 % above
-    # the fixed step, the removed lines' time shrunk by the share the kept ones carried)
+    # lines are scaled to the loop, not off every line in proportion: taken off every line, the
+    # removed lines' time shrinks by the share the kept ones carried and the projection lands above
+    # the fixed step (log 2026-12-04-1248)
     # the wrappers' cost is measured where the audit ran a round with them and no timer
     # (`wrap_overhead`); an audit from before that infers it from an overhead the interval did not move
     wrap, on_timed = 0.0, sum(r.get("timed_us", 0.0) for r in rows)
@@ -319,9 +319,9 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict,
     warm_us = warm_execute[0] if warm_execute and "rebuild" in rules else None
     warmed = []
     # a signal due while a C call runs (a teardown, a cold execute) is taken at the next bytecode, so
-    # part of that call's time is sampled as the line's own Python just after it (H200, naive:
-    # 3-4 µs/step of "Python" on the execute line and on the caller of the rebuilding function, on
-    # three starts; the fixed step has 0.2-0.3 µs there): it goes with the call it followed
+    # part of that call's time is sampled as the line's own Python just after it (the naive example's
+    # execute line and its rebuilding function's caller carry such "Python", its fixed step next to
+    # none: log 2026-12-02-1013): it goes with the call it followed
     glue = (callsite.CALL, callsite.PYTHON)
     for r in rows:
         if set(r.get("calls_into") or ()) & makers:
@@ -368,8 +368,8 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict,
         var += (0.1 * left) ** 2 if r["line"] in warmed else (us - timed_us) ** 2 / max(n, 1) + (0.05 * timed_us) ** 2
     extra = {"freed": freed} if freed else {}
     if wrap > 0:   # the share of it on lines the fixes keep (a dropped line took its own with it);
-        # a warmed line's time is the run file's figure, which never ran in the wrappers (H200, naive:
-        # its cold executes held most of the timed time, and their share took the whole projection to 0)
+        # a warmed line's time is the run file's figure, which never ran in the wrappers: charged
+        # the wrappers' share of cold executes, a projection can fall to 0 (log 2026-12-04-1814)
         kept_timed = sum(r.get("timed_us", 0.0) for r in rows
                          if not _dropped(r["line"], rules_on, keeps) and r["line"] not in warmed)
         kept_us = max(0.0, kept_us - wrap * kept_timed / on_timed)
@@ -382,8 +382,8 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict,
     if warmed:
         extra.update(warmed=warmed, warm_from=warm_execute[1])
     # time outside the step (the sync after each round) is a per-round cost: a faster step spreads
-    # it over proportionally more steps (H200, the naive example: 9.5 µs/step of a 10 ms step, two
-    # samples, kept whole it put its projection 59 % above the fixed step)
+    # it over proportionally more steps; kept whole per step, a slow step's few samples there put its
+    # projection far above the fixed step (log 2026-12-01-1550)
     outside = lines_table.get("outside_us", 0.0)
     if outside > 0:
         kept_us += outside * min(1.0, kept_us / max(total - outside, 1e-9))
@@ -467,10 +467,9 @@ def sync_projection(segments, device_us, host_now: float, host_proj: float, cut_
 
 def rebase(segments: list, sync_now: dict, host_now: float, scale: float) -> list:
     """The timeline's segments in the sampled rounds' figures. The timeline pass runs apart from the
-    sampled rounds, on a VM in whatever host state it finds (H200, attn-proj: 383 µs of host a step
-    in the pass against 180 in the loop, so the device's 219 µs never made the sync wait there;
-    scaled to the sampled sync, its whole 77 µs read as fixed cost and stayed in the projection:
-    +76 % off the fixed step). Per sync: its time the sampled one (the loop's state, shared among
+    sampled rounds, on a VM in whatever host state it finds: a pass whose host ran slower than the
+    device never waits at the sync, so scaled to the sampled sync its whole time reads as fixed cost
+    and stays in the projection (log 2026-12-03-0826). Per sync: its time the sampled one (the loop's state, shared among
     the syncs of one line as the pass shared it), its fixed cost the drained pass's (capped at that
     time), the host before it the sampled host time shared as the pass shared it. The wait is what
     is left. A sync the sampler did not see keeps the pass's sync figures; its host segment is

@@ -5,9 +5,9 @@ from __future__ import annotations
 def host_pace(here: float | None, records) -> tuple[float, str]:
     """(factor, citation) that carries host µs measured in a run to this host: the audit's host
     sentinel (µs, the same CPU-only torch.empty the probes' workers read) over the cited records'
-    own. A finding's price is host work, and host work runs in proportion to the sentinel (H200, six
-    runs on three starts, each worker's eager µs against its sentinel: log slope 1.0-1.2 on the
-    host-bound rows such as execute/generic and set_stream/query_stream, correlation 0.90-0.96).
+    own. A finding's price is host work, and host work runs in proportion to the sentinel: each
+    worker's eager µs on the host-bound rows follows its sentinel with a log slope near 1
+    (log 2026-12-03-1505).
     Start K: naive's warm execute at the reference run's pace projected 16.5 % under the fixed
     step; at this host's, 8.8 %. (1.0, "") where either side has no sentinel."""
     there = [s for r in records if r is not None and (s := getattr(r, "sentinel_us", None)) and s > 0]

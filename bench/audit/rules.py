@@ -174,8 +174,9 @@ RULES = (
                   "ordered {execute_ordered:g})"),
         # the execute probe runs trap and fixes on one plan (issue 20), except autotuned_ordered: the
         # fix as trap 2 names it and as a hand-fixed step writes it (a plan autotuned once, pinned,
-        # ordered pack). Without it an unseen H200 step's two executes were projected 7 µs above its
-        # fixed step; the engines' host cost per plan is still the audit's plan-choice note
+        # ordered pack). Without it a step the audit had not seen had its executes projected above
+        # its fixed step (log 2026-12-02-2249); the engines' host cost per plan is still the audit's
+        # plan-choice note
         parts=((Figure("execute", "generic", ("ordered_pinned", "ordered", "pinned", "autotuned_ordered"), "execute"),),),
         fix=("on frontend 1.31+ call execute_plan_at_index(buffers_tuple, ws, plan, handle=h, tensor_uids=uids), "
              "the cheapest public call; choose the plan by what the step pays (see the plan-choice note: "

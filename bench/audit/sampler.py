@@ -13,16 +13,16 @@ docs/audit.md ("Host time by source line").
 
 Long C calls are timed, not sampled: where a call gives the interpreter no point to take the
 signal when it returns (a method descriptor such as a CUDA `.item()`, an operator), the deferred
-handler runs at the next call and charged it the wait (H200: 38-43 µs/step on `torch.isfinite()`
-that was `.item()`'s). During the sampled rounds the long calls (TIMED: the device syncs, the
+handler runs at the next call and charged it the wait (a finite check's `.item()` wait showed up
+on the `torch.isfinite()` after it). During the sampled rounds the long calls (TIMED: the device syncs, the
 frontend's execute) run through a thin wrapper that times each call and charges it to its caller's
 stack under its own name; the samples charge only the time outside them (`_Sampler.excluded`), and
 a signal taken inside a timed call counts as a sample of it, charging nothing more. The wrappers
 exist only for the sampled rounds and, before each, a round with the wrappers and no timer: that
 round against the plain one is what the wrappers alone cost the lines that make the timed calls
-(`wrap_overhead`), measured rather than inferred from how the overhead moves with the interval
-(H200, custom-op: the overhead fell from +15 to +7 % at 2 ms on one start, so the inference read it
-as the signal's and left the wrappers' time on the kept execute line: +16.7 % off the fixed step).
+(`wrap_overhead`), measured rather than inferred from how the overhead moves with the interval:
+the overhead can fall with a longer interval by chance, and the inference then reads it as the
+signal's and leaves the wrappers' time on the kept execute line (log 2026-12-04-1508).
 
 The sampler's own time (its handler, and a timed call's bookkeeping) is charged to no line and
 taken off the sampled rounds' time (`own_us`), so it is not read as the step slowing down; a timed
@@ -50,8 +50,8 @@ INTERVAL_S = 1e-3
 MAX_INTERVAL_S = 8e-3
 MIN_STEPS = 200               # a slow step is sampled over at least this many steps
 # a sample is worth interval / steps µs of a step: a slow step is sampled over enough steps that one
-# sample moves a line by at most this much (H200, naive: 200 steps of a 9 ms step made one stray
-# sample of Python 3-4 µs/step, a third of the 12 µs step the fix leaves), within MAX_RESOLVE_S a try
+# sample moves a line by at most this much (too few steps, and one stray sample is a sizeable part
+# of the short step the fix leaves), within MAX_RESOLVE_S a try
 SAMPLE_RESOLUTION_US = 1.0
 MAX_RESOLVE_S = 12.0
 CHUNK_S = 0.125               # one sampled or plain round
@@ -62,8 +62,8 @@ MATCH_TOL = 0.15              # a plain round this far off the eager step ran in
 MAX_ROUNDS_MULT = 4           # rounds tried per interval, at most, for `rounds` in the eager's state
 MAX_TRY_S = 30.0              # a try stops adding pairs after this long (its fast-state waits aside): a
 #                               7 ms step (naive) makes each plain, wrapped and sampled round 0.9 s, so 32
-#                               pairs on a host mostly off its state ran 80 s and the audit was cut at
-#                               100-150 s on three H200 starts; a 35 µs step's 32 pairs take 12 s
+#                               pairs on a host mostly off its state ran past the device's time limit
+#                               (log 2026-12-04-1508); a 35 µs step's 32 pairs take 12 s
 WAIT_BLOCKS = 3               # a try's pairs wait for the fast state this many focus allowances in all (12 s)
 MIN_SAMPLES = 200             # fewer samples in the step: too few to split it by line
 MIN_STEP_US = 10.0            # a shorter step gives the sampler too few places to catch it
@@ -315,20 +315,19 @@ def _try(step, sync, steps: int, interval: float, rounds: int, min_s: float,
     undo it), and rounds go on, up to MAX_ROUNDS_MULT × rounds, until `rounds` matching ones are in:
     - with `host` (the eager rounds' HostState) and `want_state` ('fast' or 'slow', theirs), a pair
       matches when the host's sentinel, read before, between and after its two rounds, reads that
-      state every time. The step's own time cannot see the host of a device-bound step (H200 start
-      D, attn-proj: plain rounds near the loop's 267 µs while its host lines ran 1.6 × their
-      fast-state figures, the sync's wait shrinking as the host slowed);
-    - and with `want_us` (the eager figure), its plain round within MATCH_TOL of it (H200:
-      custom_op's plain rounds at 44.6 µs/step against the eager 31.7)."""
+      state every time. The step's own time cannot see the host of a device-bound step: its host
+      lines slow while the sync's wait shrinks by as much, and its plain rounds stay near the
+      loop's (log 2026-12-03-0530);
+    - and with `want_us` (the eager figure), its plain round within MATCH_TOL of it (a round in the
+      other state sits tens of per cent off the eager figure)."""
     sampler = _Sampler()
     # (plain s/step, sampled s/step net of own, stacks, host ok, wrappers alone s/step net of own)
     done: list[tuple[float, float, tuple, bool, float]] = []
     own: list[float] = []                                # the sampler's own s/step, per sampled round
     by_host = host is not None and want_state in ("fast", "slow")
     # each pair starts in the fast state when that is the state wanted, waiting for it from an
-    # allowance of its own: a pair that merely checks leaves a mostly-slow host with no round to keep
-    # (H200 start T, attn-proj: 30 of 32 pairs left out, its lines from 2 rounds, +17.5 % off its
-    # fixed step; start S, a faster host: 6 of 15, +3.6 %)
+    # allowance of its own: a pair that merely checks leaves a mostly-slow host with almost no round
+    # to keep, and lines from two rounds put the projection far off the fixed step (log 2026-12-04-1018)
     wait = by_host and want_state == "fast"
     if wait:
         host.allow_focus_blocks(WAIT_BLOCKS)
@@ -389,9 +388,9 @@ def _try(step, sync, steps: int, interval: float, rounds: int, min_s: float,
                   else "plain-round time" if want_us else "")
     note = ""
     if by_host and (len(good) < 2 or sum(d[2][4] for d in good) < MIN_SAMPLES):
-        # a slow-host start (H200, fast state 18-47 % of sentinel readings) leaves too few rounds
-        # in the fast state to split the step by line, and the projection then falls back to
-        # eager − priced findings (attn-proj: −56 % off its fixed step): match on the step's time
+        # a slow-host start leaves too few rounds in the fast state to split the step by line, and
+        # the projection then falls back to eager − priced findings, far off the fixed step
+        # (log 2026-12-03-0530): match on the step's time
         timed_only = [d for d in done if on_time(d)]
         if len(timed_only) >= 2:
             note = (f"too few sampled rounds in the {want_state} state by the host's sentinel "
@@ -449,8 +448,8 @@ def sample_step(step, sync, step_us: float | None, *, interval: float = INTERVAL
         prev = kept[-2][0]["overhead"] if len(kept) > 1 else None
         if prev is not None and prev > 0 and t["overhead"] > prev / SIGNAL_FALL:
             # doubling the interval halves the signal's cost; this did not fall by a third, so it is
-            # the timed calls' wrappers: a longer interval only loses samples (H200: custom-op +17.5,
-            # +20.7, +27, +13 % at 1-8 ms). The shorter interval's lines stand, its overhead carried
+            # the timed calls' wrappers: a longer interval only loses samples (custom-op's overhead
+            # stayed put from 1 to 8 ms: log 2026-12-02-0800). The shorter interval's lines stand, its overhead carried
             # into the projection's error
             not_signal = True
             t, sampler = kept[-2]

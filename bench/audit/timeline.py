@@ -1,9 +1,9 @@
 """The step's timeline around its device syncs, and the syncs re-priced for a faster host.
 
 A host sync costs its fixed price plus the device work still queued when the host reaches it, so
-a step whose host gets faster arrives sooner and waits as long or longer (H200, a `.item()` finite
-check: 79 µs/step now, still 77 with the step's findings fixed, where shortening the line had
-projected 39). The timeline pass (`measure`) runs the step with only its sync calls wrapped:
+a step whose host gets faster arrives sooner and waits as long or longer: shortening the sync's
+line projected half the wait a fixed step still paid (log 2026-12-01-0517). The timeline pass
+(`measure`) runs the step with only its sync calls wrapped:
 
 - natural steps: for each sync of the step, in order, the host time since the previous sync
   returned (its segment: it launches the device work the sync waits for) and the sync's own time;
@@ -23,9 +23,9 @@ did not starts to once the host is faster than the device's work.
 
 A sync line's other calls (the `y.abs().amax()` of `float(y.abs().amax())`) run last in its
 segment, right before the sync, at their own projected length: the findings that shorten the rest
-of the step leave them alone, and the device's busy tail often lies inside them (H200, a scheduler
-step: 20 µs of queued work behind 22 µs of the sync line's own calls; its rest 47 % faster, a
-uniform r projected an 11.4 µs wait, the hand-fixed step waited 4.2). `tails` gives each segment
+of the step leave them alone, and the device's busy tail often lies inside them: scaled with the
+rest of the step, a scheduler step's wait was projected well above what its hand-fixed step waited
+(log 2026-12-03-1505). `tails` gives each segment
 that part (µs now, projected); the rest of the segment scales by the rest of the step's ratio.
 """
 from __future__ import annotations
@@ -179,8 +179,7 @@ def _iqr(xs: list) -> float:
 def waited(s: dict) -> float:
     """A sync's wait now: its own time past its fixed cost, counted only beyond the drained syncs'
     own spread (IQR, `noise_us`). A wait inside it is noise: read as a device that ran busy right up
-    to the sync, it projected a wait the fixed step never paid (an unseen step on the H200: +0.04 µs
-    now became 9.1 projected; its hand-fixed step waited 0.0). Older audits carry no spread: as before."""
+    to the sync, it projected a wait the fixed step never paid (log 2026-12-02-2249). Older audits carry no spread: as before."""
     w = s["sync_us"] - s["fixed_us"]
     return w if w > (s.get("noise_us") or 0.0) else 0.0
 

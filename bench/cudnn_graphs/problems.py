@@ -139,8 +139,8 @@ class Matmul(Checked):
 
     def pin_heuristic(self) -> int:
         """Builds the heuristic's plan alone (the walk's first plan that builds) and pins it. Building
-        every plan would also build engines no row runs, in every worker (H200: 13-17 plans, 3-6 s
-        per graph of the transpose probe, against 0.01-0.44 s for the one). A frontend that does
+        every plan would also build engines no row runs, in every worker: seconds per graph where the
+        one plan takes a fraction of a second (log 2026-12-01-1550). A frontend that does
         not expose the selected index (before 1.27) builds every plan and takes the first that
         built, as heuristic_plan says."""
         b = self.build(pinning=True)

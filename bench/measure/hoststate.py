@@ -26,16 +26,17 @@ CLUSTER = 1.5       # readings within this factor of the lowest dense one: the f
 FLOOR_Q = 0.25      # the floor is this quantile of them, not the lowest reading
 ANCHOR_N, ANCHOR_SPAN = 5, 1.05   # the fast state's lowest dense point: 5 readings within 5 %
 RARE_STATE_AT = 1.7  # readings this far under the dense point are a rare fast state, not strays
-#                      (H200: strays reach 1.4x under the fast peak, the slow state sits ~2x over it)
+#                      (strays reach about 1.4x under the fast peak, the slow state sits ~2x over it)
 FLOOR_ENV = "HB_HOST_FLOOR_US"   # a floor learned by an earlier worker of the same run
 SLOW_SHARE = 0.10   # fast under this share of readings: the host is in a long slow stretch
 RESUME_SHARE = 2 * SLOW_SHARE   # and back once this share is: a gap, so a host hovering near
-#   SLOW_SHARE does not switch the waits back on and off (H200 start D: a worker fast 11 % of the
-#   time gave up and came back one block later)
+#   SLOW_SHARE does not switch the waits back on and off: without the gap, a worker hovering at
+#   the threshold gave up and came back a block later (log 2026-12-04-1814)
 RECENT_N = 256      # readings the give-up rule judges (one per eager cycle: a few seconds)
 GIVE_UP_S = FOCUS_BLOCK_S   # a bench worker's waits that found no fast state, this long in all
-#   while under SLOW_SHARE of its recent readings were fast: it stops waiting until they are again
-#   (H200 start A, 2026-12-04: two workers fast 0.1 % and 1.2 % of the time waited 18 and 23 s)
+#   while under SLOW_SHARE of its recent readings were fast: it stops waiting until they are again.
+#   A worker on a host that is almost never fast otherwise spends its waits for nothing, tens of
+#   seconds of a run's budget (log 2026-12-04-1814)
 
 
 def _cpu_empty():
@@ -46,10 +47,9 @@ def _cpu_empty():
 def robust_floor(sorted_us: list[float]) -> float | None:
     """The fast state's floor from sorted sentinel readings: the lower quartile of the readings
     within CLUSTER of the fast state's lowest dense point (the lowest reading with ANCHOR_N
-    readings within ANCHOR_SPAN above it). Not the lowest reading: on a fresh H200 host (150 s,
-    14 173 readings) the fast state peaked at 0.77 µs, but the lowest reading was 0.56 µs, and
-    only 0.1 % of readings lay within 10 % of it; a run whose floor was one such reading saw
-    almost nothing as fast. Slow readings (about twice the fast ones) stay outside CLUSTER, so
+    readings within ANCHOR_SPAN above it). Not the lowest reading: a fresh host's few lowest
+    readings are strays well under its fast state, and a run whose floor was one of them saw
+    almost nothing as fast (log 2026-11-29-2341). Slow readings (about twice the fast ones) stay outside CLUSTER, so
     a host that is fast 1 % of the time still gets its fast floor; and when the dense point is
     itself a slow-state level (RARE_STATE_AT over the lowest reading), the lowest readings anchor it."""
     if not sorted_us:
@@ -83,11 +83,10 @@ def process_floor(own: float | None, prior: float | None) -> float | None:
     """The floor a process judges its host by: its own, from its own readings; an earlier
     worker's (`prior`) only while it has none, or when its own sits SLOW_AT over it (learned in
     the slow state). The sentinel's fast level is a property of the process as much as of the
-    host: on the H200 (6 runs, 29 workers, one core each) it sat 7 % under to 7 % over the run's
-    median from worker to worker, steady within each, while the same workers' eager rows did not
-    follow it (r = 0.10). Judged by the lowest floor of the run, a worker whose fast level sat
-    10-15 % higher read its fast state as a switch: one top-up kept 7 % of its cycles as fast
-    where its own floor keeps 65 % (docs/measurements.md, 2026-12-04 22:13)."""
+    host: from worker to worker of one run it sits several per cent under or over the run's
+    median, steady within each worker, while the workers' eager rows do not follow it. Judged by
+    the lowest floor of the run, a worker whose fast level sits higher reads its own fast state as
+    a switch and keeps few of its cycles as fast (log 2026-12-04-2213)."""
     if own is None:
         return prior
     return own if prior is None or own < prior * SLOW_AT else prior
@@ -147,8 +146,8 @@ class HostState:
 
     def level(self, us: float) -> str:
         """'fast', 'mid' or 'slow': state() with a reading between the two taken as a level of its
-        own. Judged by a floor another process learned, a worker's own fast state read as one
-        (H200 start F: 49-63 % of a top-up's cycles; 0-2 % by its own floor, process_floor); a
+        own. Judged by a floor another process learned, a worker's own fast state reads as one for
+        half its cycles, by its own floor (process_floor) almost none (log 2026-12-04-2213); a
         cycle that begins and ends there is still kept apart, never pooled as fast or slow."""
         s = self.state(us)
         return "mid" if s == "mixed" else s

@@ -14,23 +14,23 @@ from cudnn_hostbench.bench.measure.hoststate import SLOW_SHARE
 from cudnn_hostbench.bench.measure.status import error
 
 MIN_FAST_WORKERS = 3   # a headline block timed fast by fewer workers gets a catch-up worker
-EXTRA_FIXED_S = 14.0   # a focus-only or catch-up worker's cost besides waiting (H200: start-up 4-6 s,
-#                        its six blocks' eager rounds 8-9 s)
+EXTRA_FIXED_S = 14.0   # a focus-only or catch-up worker's cost besides waiting: its start-up, then its
+#                        six blocks' eager rounds
 MAX_TOP_UPS = 3        # top-up workers after the full ones, while eager rows stand on < MIN_PROCESSES
 TOP_UP_MIN_S = 8.0     # a top-up worker starts when this much is left: start-up 4-6 s, then blocks in
-#                        order until its deadline (H200: 9 blocks in 9 s, 17 in 24 s)
+#                        order until its deadline, about a block a second (log 2026-12-01-1223)
 END_RESERVE_S = 8.0    # the parent's own work after the workers: merge, run file, table, history
 TOP_UP_SHARE = 0.5     # a top-up waits for the fast state within this share of what is left, so the
-#                        next one has time for what it leaves thin (H200, a cold start: one top-up
-#                        waited through 37 of the last 45 s and 10 blocks stayed on 2 processes)
+#                        next one has time for what it leaves thin: a top-up free to wait spends the
+#                        run's last seconds waiting, and blocks stay on 2 processes (log 2026-12-01-1550)
 SLOW_HOST_FAST = SLOW_SHARE  # the last worker's host fast under this share of its readings: a top-up
 #                        does not wait for the fast state. It would not come, and any state serves a
 #                        block split 2 + 2 or 1 fast + 2 slow; five processes always hold three of one
-#                        state (H200, a fresh start at 1-5 % fast: one top-up waited 59 s for 40
-#                        blocks, none fitted after it, and 20 blocks stayed on 2 processes). The last
-#                        worker alone: the host's state lasts minutes, and a worker 40-85 s (H200,
-#                        start A: workers fast 30, 34 then 0.1 %; the top-up waited 23 s, timed 2 of
-#                        42 blocks fast at 1.2 %, and 161 rows stayed on 2 fast processes)
+#                        state; a top-up that waits on a slow host leaves no time for the next, and
+#                        its blocks stay on 2 processes (log 2026-12-01-1550). The last worker alone:
+#                        the host's state lasts minutes, longer than a worker, so the workers before
+#                        the last say little of the host the top-up will find; judged by them, a top-up
+#                        waited on a host that had turned slow and left rows thin (log 2026-12-04-1647)
 
 
 def thin_blocks(recs) -> list[tuple[str, str]]:

@@ -27,9 +27,9 @@ from cudnn_hostbench.bench.measure.status import Status
 DEFAULT_WORKERS = 3
 DEFAULT_FULL_WORKERS = 1   # workers that run graph and device too; the others, eager rows only
 DEFAULT_ROUNDS = 24      # eager rounds per worker. An eager ratio's process-to-process spread is its rounds'
-#                          sampling error (H200, 6 runs of 6 rounds: one round's paired ratio varies 3-5 %,
-#                          a worker's median of 6 by 2.0 %, workers differ by 2.0 %; rounds uncorrelated),
-#                          so rounds narrow it as processes do, at 10 ms a cycle instead of a process each
+#                          sampling error (the rounds are uncorrelated, and the spread between workers
+#                          is what their rounds' spread predicts: log 2026-12-01-2119), so rounds narrow
+#                          it as processes do, at 10 ms a cycle instead of a process each
 GRAPH_ROUNDS = timing.GRAPH_ROUNDS
 
 
@@ -248,8 +248,9 @@ class HostbenchSession:
                                    fast_wait_s=c.getoption("--hb-fast-wait-s"), suite=self.suite,
                                    focus_wait_s=c.getoption("--hb-focus-wait-s"),
                                    # a worker's records come from records.jsonl, where a retried row's
-                                   # last line wins; focus-only workers replace the retry: on the
-                                   # H200 they timed 12 of 12 blocks fast, the retries 4 of 14
+                                   # last line wins; focus-only workers replace the retry: a fresh
+                                   # worker finds the fast state far more often than an in-worker
+                                   # retry does (log 2026-11-29-2341)
                                    # top-up workers (parent.Parent) replace the retries: a retry
                                    # spends its worker's time before replication does
                                    retry_focus=False, deadline=c.getoption("--hb-deadline"))

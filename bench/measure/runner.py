@@ -427,8 +427,8 @@ class Session:
         state = host_state_of(host, before, host.read()) if host is not None else ("", None)
         for r in recs:
             if r.mode == "host" and state[0]:
-                # build-time rows are host-bound: the slow state doubles them (H200: deserialize
-                # 0.25 ms fast, 0.47 ms slow), so they say which state timed them, like eager
+                # build-time rows are host-bound: the slow state about doubles them (log
+                # 2026-12-01-1223), so they say which state timed them, like eager
                 r.host_state, r.sentinel_us = state
                 r.flags = trust.flags_for(r)
             self._put(r)

@@ -9,8 +9,9 @@ device : torch.profiler (CUDA activity) over N eager calls; per call = summed de
 Variants of one probe are measured in alternating rounds (A B C, B C A, C A B, ...) so machine
 drift hits them alike and ratios can be taken round by round.
 
-A profiler session leaves host dispatch in the same process slower for the rest of its life
-(1.6-1.8x, even for CPU-only torch calls; docs/measurements.md, 2026-11-29 18:27), so once
+A profiler session can leave host dispatch in the same process slower for the rest of its life,
+even for CPU-only torch calls (not on every machine; a wrong figure would be silent:
+log 2026-11-29-1827), so once
 `measure_device` has run, `measure_eager` and `measure_graph` refuse with ContaminatedError.
 """
 from __future__ import annotations
@@ -182,9 +183,9 @@ class Watch:
 
     def settled_state(self, before, after) -> tuple[str | None, float | None]:
         """host_state(), with one more reading when the first one after the cycle disagrees with
-        the one before it: the first reading after a cycle often sits one level up for a moment
-        (H200 start F: 4-11 % of cycles read fast, then not, then fast again within a millisecond,
-        against ~1 % where the level changed at the next reading). Returns (state, the reading used)."""
+        the one before it: the first reading after a cycle often sits one level up for a moment,
+        and a second reading a millisecond later is back where the cycle began far more often than
+        the level has really changed (log 2026-12-04-2011). Returns (state, the reading used)."""
         got = self.host_state(before, after)
         if got == "mixed":
             again = self.host_read()
@@ -486,8 +487,8 @@ def measure_device(fns: dict, sync: Callable[[], None], opt: Options, ranges=_no
     judge = _judge_clock(watch) if watch else None
     got = _cycles(names, dev, cycle, judge, watch, opt.device_rounds)
     # measured once per run, on one process: a row whose few rounds spread is measured more, since
-    # the median of three spread rounds is no figure (H200, interleave phased/4096: 170.8, 185.1 and
-    # 176.8 µs/op, then 171.4 in the next run of the same start)
+    # the median of three spread rounds is no figure: one spread round moves it by several per cent
+    # from the next run's (log 2026-12-02-1013)
     if opt.device_more > 0 and any(device_spread(got.get(n) or []) > DEVICE_SPREAD for n in names):
         more = _cycles(names, Options(**{**vars(dev), "rotation": dev.rotation + opt.device_rounds}), cycle, judge,
                        watch, opt.device_more, fresh=False)

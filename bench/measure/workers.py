@@ -225,7 +225,7 @@ def _run_relaying(cmd: list[str], env: dict, log, relay) -> int:
 
 
 OVERLAP_AFTER_S = 10.0   # the own engine starts the next worker's process this long into a worker: its
-#                          start-up (imports, 4.5-6.5 s on the H200) overlaps that worker's tail, not the
+#                          start-up (imports, several seconds) overlaps that worker's tail, not the
 #                          first worker's host warm-up
 
 

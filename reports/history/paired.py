@@ -3,7 +3,7 @@
 The worker processes of one run sit at slightly different GPU speeds (clocks, power state), and
 every row a process times shares its speed, so the ratio to the baseline the same process timed
 spreads less between processes than the µs do (about a third less for graph rows, over half for
-device rows; figures in docs/measurements.md, 2026-12-01 19:39). So against its own GPU's history a
+device rows; log 2026-12-01-1939). So against its own GPU's history a
 graph or device row is judged on that ratio: worker by worker, the row's median over the
 baseline's. Not against the fleet: another GPU may run the baseline's cuBLAS kernel a few % off the
 rest, and every ratio of its blocks would move with it; the fleet keeps µs and the machine
