@@ -30,6 +30,7 @@ COMMANDS = {
     "run": ("scripts.run", "Run the probes on this GPU (without one, show the committed reference run)."),
     "table": ("scripts.table_cmd", "Render the table of a saved run (JSON or partial JSONL)."),
     "compare": ("scripts.compare_cmd", "Compare two runs: verdicts per benchmark, exit 1 on regression."),
+    "ab": ("scripts.ab_cmd", "An interleaved A/B job on this machine: every row judged on its own pairs."),
     "dashboard": ("scripts.dashboard_cmd", "Write a static HTML dashboard over runs or a history store."),
     "history": ("scripts.history_cmd", "The history store: ingest runs, check a run against its history, export."),
     "audit": ("scripts.audit_cmd", "Audit your own integration step for known traps."),

@@ -1,0 +1,333 @@
+"""The judgement of an A/B job (`hostbench ab`): its processes' records into pairs per row
+(verdict/paired.py judges them), and the report: a table led by the rows that moved, the SAME rows
+counted by class with their MDCs, Markdown, CSV, JSON and a chart in the job folder.
+
+What a process's figure is, per row (the log of it is paired):
+- an eager row with a baseline in its block: the median of its round-by-round ratios to that
+  baseline, in the same process (the table's × baseline), since eager µs move with the host;
+- a graph or device row: its median µs; with `on_ratio` (the sides differ in cuDNN or the frontend
+  alone, so torch's kernels are the same on both), its ratio to the block's torch baseline in the
+  same process, which removes what moves a whole block (a clock that drops for the 4096 blocks);
+- a baseline row and a build (host) row: its median.
+An eager or build pair whose two processes timed the row in different host states is left out.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cudnn_hostbench.bench.measure import stats
+from cudnn_hostbench.bench.measure.records import Record, Run, load_run
+from cudnn_hostbench.reports.fmt import DASH
+from cudnn_hostbench.reports.verdict import model, paired
+
+HOST_TIMED = ("eager", "host")     # modes whose pairs must share a host state
+
+
+@dataclass
+class Comparison:
+    """One side judged against the reference."""
+    reference: str
+    side: str
+    judgement: paired.Judgement
+    pairs: int = 0                  # sets in which both finished
+    dropped: int = 0                # row pairs left out for differing host states
+    on_ratio: bool = False
+    kernels_changed: list = field(default_factory=list)
+
+
+def figure(rec: Record, run: Run, on_ratio: bool) -> tuple[float | None, bool]:
+    """(log of the process's judged figure, whether it is a ratio) for one row of one process."""
+    if not rec.ok or not rec.samples:
+        return None, False
+    med = stats.median(rec.samples)
+    ratio_mode = rec.mode == "eager" or (on_ratio and rec.mode in ("graph", "device"))
+    base = run.baseline_of(rec) if ratio_mode and rec.role != "baseline" else None
+    if base is not None and base.variant != rec.variant and base.samples:
+        if len(base.samples) == len(rec.samples):
+            r = stats.median(stats.paired_ratios(rec.samples, base.samples))
+        else:
+            r = med / stats.median(base.samples)
+        return (math.log(r), True) if r > 0 else (None, True)
+    return (math.log(med), False) if med > 0 else (None, False)
+
+
+def row_class(rec: Record, level_us: float | None, on_ratio: bool) -> str:
+    if rec.mode == "eager":
+        return "eager ratio" if on_ratio else "eager us"
+    if rec.mode in ("graph", "device"):
+        us = level_us or 0.0
+        size = "heavy" if us >= model.HEAVY_US else "gpu-bound" if us >= model.LIGHT_US else "light"
+        return f"{rec.mode} {size}{' ratio' if on_ratio else ''}"
+    return rec.mode
+
+
+def _kernels(recs: list[Record]) -> tuple:
+    names = Counter(tuple(r.kernel_names) for r in recs if r.kernel_names)
+    return names.most_common(1)[0][0] if names else ()
+
+
+def pair_rows(pairs: list[tuple[Run, Run]], keys: list[tuple], on_ratio: bool) -> list[paired.PairedRow]:
+    """Per row key (probe, variant, size, mode), its pair differences over `pairs` of (A, B) runs."""
+    out = []
+    for key in keys:
+        diffs, dropped, level, ratio = [], 0, [], False
+        a_recs, b_recs = [], []
+        proto = None
+        for a, b in pairs:
+            ra, rb = a.find(*key), b.find(*key)
+            if ra is None or rb is None:
+                continue
+            proto = proto or ra
+            a_recs.append(ra)
+            b_recs.append(rb)
+            if ra.mode in HOST_TIMED and ra.host_state and rb.host_state and ra.host_state != rb.host_state:
+                dropped += 1
+                continue
+            fa, ratio_a = figure(ra, a, on_ratio)
+            fb, _ = figure(rb, b, on_ratio)
+            if fa is None or fb is None:
+                continue
+            ratio = ratio or ratio_a
+            diffs.append(fb - fa)
+            if ra.samples and ra.unit.startswith("us"):
+                level.append(stats.median(ra.samples))
+        if proto is None:
+            continue
+        lvl = stats.median(level) if level else None
+        out.append(paired.PairedRow(key, row_class(proto, lvl, ratio), diffs, lvl, ratio, dropped,
+                                    (_kernels(a_recs), _kernels(b_recs)), proto.race))
+    _spread_kernel_change(out)
+    return out
+
+
+def _spread_kernel_change(rows: list[paired.PairedRow]) -> None:
+    """A variant whose device row ran other kernels on the two sides ran them in every mode: its
+    graph and eager rows of that size carry the same kernels, so they are KERNEL CHANGED too."""
+    changed = {(r.key[0], r.key[1], r.key[2]): r.kernels for r in rows
+               if r.kernels[0] and r.kernels[1] and r.kernels[0] != r.kernels[1] and not r.race}
+    for r in rows:
+        got = changed.get((r.key[0], r.key[1], r.key[2]))
+        if got and not (r.kernels[0] and r.kernels[1]):
+            r.kernels = got
+
+
+def row_keys(cases: list) -> list[tuple]:
+    """(probe, variant, size, mode) of the job's cases, in its order."""
+    return list(dict.fromkeys((c[1], c[3], c[2], c[4]) for c in cases))
+
+
+# ---- rendering ---------------------------------------------------------------------------------
+
+def pct(x: float | None, digits: int = 1, sign: bool = True) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return DASH
+    return f"{x * 100:+.{digits}f} %" if sign else f"{x * 100:.{digits}f} %"
+
+
+def _name(v: paired.RowVerdict) -> str:
+    probe, variant, size, mode = v.key
+    return f"{probe}/{size} {variant} {mode}"
+
+
+def moved_first(rows: list) -> list:
+    moved = [r for r in rows if r.moved]
+    return sorted(moved, key=lambda r: -abs(r.change or 0.0))
+
+
+def class_table(j: paired.Judgement) -> list[dict]:
+    """Per class: rows, SAME, UNSURE, moved, the median and 75th-percentile MDC, its threshold."""
+    out = []
+    for cls in sorted({r.cls for r in j.rows}):
+        rows = [r for r in j.rows if r.cls == cls]
+        mdcs = sorted(r.mdc for r in rows if r.mdc is not None)
+        prior = j.priors.get(cls)
+        out.append({"class": cls, "rows": len(rows), "same": sum(r.verdict == "SAME" for r in rows),
+                    "unsure": sum(r.verdict == "UNSURE" for r in rows), "moved": sum(r.moved for r in rows),
+                    "median_mdc": _quantile(mdcs, 0.5), "p75_mdc": _quantile(mdcs, 0.75),
+                    "threshold": paired.practical(cls), "prior_df": prior.df if prior else 0.0})
+    return out
+
+
+def _quantile(xs: list, q: float) -> float | None:
+    if not xs:
+        return None
+    i = q * (len(xs) - 1)
+    lo = int(math.floor(i))
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (i - lo)
+
+
+def text(c: Comparison, limit: int | None = 40) -> str:
+    """The terminal report of one comparison."""
+    j = c.judgement
+    n = j.counts()
+    lines = [f"{c.side} against {c.reference}: {c.pairs} pair(s), {c.dropped} row pair(s) left out "
+             f"(host states differed); GPU rows judged on "
+             f"{'their ratio to the block baseline (the sides differ in cuDNN or the frontend alone)' if c.on_ratio else 'µs'}",
+             "verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(n.items()))]
+    moved = moved_first(j.rows)
+    if moved:
+        lines.append("")
+        lines.append(f"{'verdict':<15} {'row':<48} {'change':>9} {'interval':>19} {'pairs':>5}")
+        for r in moved[:limit] if limit else moved:
+            lines.append(f"{r.verdict:<15} {_name(r)[:48]:<48} {pct(r.change):>9} "
+                         f"{pct(r.low) + '..' + pct(r.high):>19} {r.pairs:>5}" + (f"  {r.note}" if r.note else ""))
+        if limit and len(moved) > limit:
+            lines.append(f"… {len(moved) - limit} more moved rows in ab.md")
+    unsure = j.undecided()
+    if unsure:
+        more = sorted(r.more_pairs or 0 for r in unsure)
+        lines.append("")
+        lines.append(f"UNSURE {len(unsure)}: MDC past the class threshold; median {more[len(more) // 2]} more pair(s) "
+                     f"would decide them (ab.md lists each with its MDC)")
+    lines.append("")
+    lines.append(f"{'class':<24} {'rows':>5} {'SAME':>5} {'UNSURE':>6} {'moved':>5} {'median MDC':>10} "
+                 f"{'75th MDC':>9} {'threshold':>9}")
+    for row in class_table(j):
+        lines.append(f"{row['class']:<24} {row['rows']:>5} {row['same']:>5} {row['unsure']:>6} {row['moved']:>5} "
+                     f"{pct(row['median_mdc'], 2, False):>10} {pct(row['p75_mdc'], 2, False):>9} "
+                     f"{pct(row['threshold'], 0, False):>9}")
+    return "\n".join(lines)
+
+
+def markdown(comparisons: list[Comparison], header: str) -> str:
+    out = [f"# A/B job\n\n{header}\n"]
+    for c in comparisons:
+        j = c.judgement
+        out.append(f"## {c.side} against {c.reference}\n")
+        out.append(f"{c.pairs} pair(s); {c.dropped} row pair(s) left out because the two processes ran in different "
+                   f"host states. GPU rows are judged on "
+                   + ("their ratio to the block's torch baseline in the same process (the sides differ in cuDNN or "
+                      "the frontend alone)." if c.on_ratio else "their µs.")
+                   + " Change: B over A, the 20 % trimmed mean of the pairs; interval "
+                   f"{paired.INTERVAL:.0%}; MDC: the change caught with 80 % probability.\n")
+        out.append("Verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(j.counts().items())) + "\n")
+        rows = moved_first(j.rows) + sorted(j.undecided(), key=lambda r: -(r.mdc or math.inf))
+        if rows:
+            out.append("| verdict | probe | size | variant | mode | change | interval | MDC | pairs | note |")
+            out.append("|---|---|---|---|---|---|---|---|---|---|")
+            for r in rows:
+                probe, variant, size, mode = r.key
+                note = r.note or (f"{r.more_pairs} more pair(s) would decide it" if r.more_pairs else "")
+                out.append(f"| {r.verdict} | {probe} | {size} | {variant} | {mode} | {pct(r.change)} | "
+                           f"{pct(r.low)} .. {pct(r.high)} | {pct(r.mdc, 2, False)} | {r.pairs} | {note} |")
+            out.append("")
+        out.append("| class | rows | SAME | UNSURE | moved | median MDC | 75th-percentile MDC | threshold | prior df |")
+        out.append("|---|---|---|---|---|---|---|---|---|")
+        for row in class_table(j):
+            df = row["prior_df"]
+            out.append(f"| {row['class']} | {row['rows']} | {row['same']} | {row['unsure']} | {row['moved']} | "
+                       f"{pct(row['median_mdc'], 2, False)} | {pct(row['p75_mdc'], 2, False)} | "
+                       f"{pct(row['threshold'], 0, False)} | {'∞' if df >= paired.MAX_DF else f'{df:.1f}'} |")
+        out.append("")
+    return "\n".join(out)
+
+
+def csv_text(comparisons: list[Comparison]) -> str:
+    buf = io.StringIO()
+    cols = ["side", "reference", "probe", "variant", "size", "mode", "class", "verdict", "change", "low", "high",
+            "mdc", "pairs", "pairs_dropped", "p", "q", "more_pairs", "on_ratio", "level_us", "note"]
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(cols)
+    for c in comparisons:
+        for r in c.judgement.rows:
+            d = r.to_dict()
+            d.update(side=c.side, reference=c.reference, low=r.low, high=r.high, note=r.note)
+            w.writerow(["" if d.get(k) is None else d.get(k) for k in cols])
+    return buf.getvalue()
+
+
+def json_doc(comparisons: list[Comparison], meta: dict) -> dict:
+    regress = any(r.verdict == "SLOWER" for c in comparisons for r in c.judgement.rows)
+    return {"kind": "hostbench ab", **meta, "pass": not regress,
+            "comparisons": [{"side": c.side, "reference": c.reference, "pairs": c.pairs, "pairs_dropped": c.dropped,
+                             "judged_on": "ratio to the block baseline" if c.on_ratio else "us",
+                             "counts": c.judgement.counts(), "classes": class_table(c.judgement),
+                             "rows": [r.to_dict() for r in c.judgement.rows]} for c in comparisons]}
+
+
+def chart(comparisons: list[Comparison], path: Path) -> Path | None:
+    """Every row's change with its interval, a panel per class (seaborn), rows sorted by change."""
+    rows = [(c.side, r) for c in comparisons for r in c.judgement.rows if r.change is not None]
+    if not rows:
+        return None
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+    import seaborn as sns
+    df = pd.DataFrame([{"side": s, "class": r.cls, "change %": r.change * 100, "low": r.low * 100,
+                        "high": r.high * 100, "verdict": r.verdict} for s, r in rows])
+    df = df.sort_values(["class", "change %"]).reset_index(drop=True)
+    df["rank"] = df.groupby(["side", "class"]).cumcount()
+    classes = list(dict.fromkeys(df["class"]))
+    g = sns.FacetGrid(df, col="class", col_wrap=min(4, len(classes)), sharex=False, sharey=False, height=2.6,
+                      aspect=1.3, col_order=classes)
+
+    def panel(data, **kw):
+        ax = plt.gca()
+        ax.vlines(data["rank"], data["low"], data["high"], color="0.7", linewidth=0.6)
+        sns.scatterplot(data=data, x="rank", y="change %", hue="verdict", ax=ax, s=8, linewidth=0,
+                        hue_order=["SAME", "UNSURE", "SLOWER", "FASTER", "KERNEL CHANGED"],
+                        palette={"SAME": "0.4", "UNSURE": "#d9a400", "SLOWER": "#c0392b", "FASTER": "#2471a3",
+                                 "KERNEL CHANGED": "#7d3c98"}, legend=False)
+        ax.axhline(0, color="black", linewidth=0.5)
+    g.map_dataframe(panel)
+    g.set_titles("{col_name}")
+    g.set_axis_labels("rows, by change", "B over A, %")
+    g.figure.suptitle(", ".join(f"{c.side} vs {c.reference}" for c in comparisons), y=1.02, fontsize=9)
+    g.figure.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(g.figure)
+    return path
+
+
+def load_proc(path: Path) -> Run | None:
+    """A finished process's records, or None when they cannot be read (the job says so)."""
+    try:
+        return load_run(path)
+    except Exception:  # noqa: BLE001 - RunFileError or a truncated line: that process is not used
+        return None
+
+
+def judge_job(job_dir: Path, spec, procs, q: float = paired.Q, gpu_figure: str = "auto") -> list[Comparison]:
+    """Every side against the reference, from the job's finished processes."""
+    from cudnn_hostbench.bench.measure import interleave
+    k = len(spec.sides)
+    on_ratio = gpu_figure == "ratio" or (gpu_figure == "auto" and all(s.cudnn_only for s in spec.sides))
+    keys = row_keys(spec.cases)
+    cache: dict = {}
+
+    def run_of(p):
+        if p.index not in cache:
+            cache[p.index] = load_proc(p.records)
+        return cache[p.index]
+    out = []
+    for side, plist in interleave.pairs(procs, k, spec.reference).items():
+        runs = [(run_of(a), run_of(b)) for a, b in plist]
+        runs = [(a, b) for a, b in runs if a is not None and b is not None]
+        rows = pair_rows(runs, keys, on_ratio)
+        j = paired.judge(rows, q)
+        c = Comparison(spec.sides[spec.reference].label, spec.sides[side].label, j, len(runs),
+                       sum(r.dropped for r in rows), on_ratio)
+        c.kernels_changed = [r.key for r in j.rows if r.verdict == "KERNEL CHANGED"]
+        out.append(c)
+    return out
+
+
+def write_reports(job_dir: Path, comparisons: list[Comparison], meta: dict, header: str) -> list[Path]:
+    from cudnn_hostbench.bench.measure.files import write_text_atomic
+    paths = [write_text_atomic(job_dir / "ab.md", markdown(comparisons, header)),
+             write_text_atomic(job_dir / "ab.csv", csv_text(comparisons)),
+             write_text_atomic(job_dir / "ab.json", json.dumps(json_doc(comparisons, meta), indent=1))]
+    try:
+        png = chart(comparisons, job_dir / "ab.png")
+    except Exception as e:  # noqa: BLE001 - a chart that cannot be drawn costs the chart, not the verdicts
+        print(f"hostbench ab: no chart ({type(e).__name__}: {e})")
+        png = None
+    return paths + ([png] if png else [])

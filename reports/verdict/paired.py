@@ -1,0 +1,262 @@
+"""The paired verdict of an interleaved A/B job (`hostbench ab`): every row judged on its own pairs.
+
+A pair is two neighbouring worker processes of one job, one per side, on one machine start. Per
+row and pair the judged figure is d = log(figure of B) - log(figure of A). Per row:
+
+    estimate    m   = the 20 % trimmed mean of the n pair differences (Yuen)
+    its scale   s²  = (n-1)·s_w² / (h-1),  h = n - 2·floor(0.2·n),  s_w² the winsorized variance
+                SE² = s² / h,  with d = h - 1 degrees of freedom
+    moderated   s̃²  = (d0·s0² + d·s²) / (d0 + d)        (s0², d0: the row's class prior, below)
+                t   = m / sqrt(s̃² / h),  on d0 + d degrees of freedom
+
+The class prior (s0², d0) is fitted over the job's own rows of one class by the method of moments
+on log s² (Smyth 2004, limma's `fitFDist`): rows borrow strength from each other, so three pairs
+judge a row on any GPU model with no stored history. SLOWER / FASTER are Benjamini-Hochberg
+discoveries at Q over the job's rows. A row that is not one gets its minimum detectable change
+at 80 % power, at the per-row level a further discovery would need:
+
+    MDC = exp((t_{1-α/2} + t_{0.8}) · sqrt(s̃² / h)) - 1,   α = Q·(R+1)/m   (R discoveries of m rows)
+
+SAME when the MDC is within its class's practical threshold (decide.PRACTICAL), else UNSURE with
+the pairs that would bring it there. A row whose kernels differ between the sides is KERNEL
+CHANGED, whatever its change: the figures measure two different things.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from . import decide
+
+TRIM = 0.2           # trimmed share at each end: pair differences are heavy-tailed (t with 3-7 df)
+MIN_PAIRS = 3        # fewer pairs give a row no verdict (2 df is the least a t test can stand on)
+Q = decide.Q         # false discovery rate over the job's rows
+POWER = decide.POWER
+INTERVAL = 0.95      # the printed interval of each change
+MAX_DF = 1e6         # a prior of infinite weight, as a number scipy takes
+MIN_CLASS_ROWS = 8   # a class of fewer judged rows (a block's baselines alone) takes its mode's prior:
+#                      a moment fit over a handful of variances is mostly its own noise
+
+
+@dataclass
+class PairedRow:
+    """One row's pairs: what the judgement reads."""
+    key: tuple                  # (probe, variant, size, mode)
+    cls: str                    # its noise class: pooled for moderation, and its practical threshold
+    diffs: list                 # log(B) - log(A), one per usable pair
+    level_us: float | None = None   # side A's median µs (the class and the table read it)
+    on_ratio: bool = False      # judged on the ratio to its block's baseline in the same process
+    dropped: int = 0            # pairs left out: the sides ran in different host states
+    kernels: tuple = ((), ())   # the kernels each side ran most often (device rows)
+    race: bool = False          # its plan is a timing race: a kernel difference is a pick, not a change
+
+
+@dataclass
+class RowVerdict:
+    key: tuple
+    cls: str
+    verdict: str                # SLOWER, FASTER, SAME, UNSURE, KERNEL CHANGED
+    change: float | None        # B over A - 1, the trimmed mean of the pairs
+    low: float | None = None    # its INTERVAL interval
+    high: float | None = None
+    mdc: float | None = None    # minimum detectable change (a share, 0.02 = 2 %)
+    pairs: int = 0
+    dropped: int = 0
+    df: float = 0.0
+    p: float | None = None
+    q: float | None = None      # Benjamini-Hochberg adjusted p
+    more_pairs: int | None = None   # UNSURE: pairs that would bring its MDC within the threshold
+    on_ratio: bool = False
+    level_us: float | None = None
+    note: str = ""
+
+    @property
+    def moved(self) -> bool:
+        return self.verdict in ("SLOWER", "FASTER", "KERNEL CHANGED")
+
+    def to_dict(self) -> dict:
+        probe, variant, size, mode = self.key
+        d = {"probe": probe, "variant": variant, "size": size, "mode": mode, "class": self.cls,
+             "verdict": self.verdict, "change": self.change, "interval": [self.low, self.high], "mdc": self.mdc,
+             "pairs": self.pairs, "pairs_dropped": self.dropped, "df": self.df, "p": self.p, "q": self.q,
+             "more_pairs": self.more_pairs, "on_ratio": self.on_ratio, "level_us": self.level_us}
+        if self.note:
+            d["note"] = self.note
+        return d
+
+
+@dataclass
+class Prior:
+    """A class's variance prior: s0² on d0 degrees of freedom (d0 = 0: no moderation)."""
+    s2: float = 0.0
+    df: float = 0.0
+    rows: int = 0
+
+
+@dataclass
+class Judgement:
+    rows: list = field(default_factory=list)       # RowVerdict, in the job's row order
+    priors: dict = field(default_factory=dict)     # class -> Prior
+
+    def counts(self) -> dict:
+        out: dict = {}
+        for r in self.rows:
+            out[r.verdict] = out.get(r.verdict, 0) + 1
+        return out
+
+    def undecided(self) -> list:
+        return [r for r in self.rows if r.verdict == "UNSURE"]
+
+
+def trimmed(xs: list, trim: float = TRIM) -> tuple[float, float, int]:
+    """(trimmed mean, its per-row variance scale s², h kept) of a sample: Yuen's estimate, whose
+    standard error is sqrt(s²/h)."""
+    n = len(xs)
+    g = int(math.floor(trim * n))
+    h = n - 2 * g
+    ys = sorted(xs)
+    mean = sum(ys[g:n - g]) / h
+    if n < 2:
+        return mean, 0.0, h
+    wins = [min(max(y, ys[g]), ys[n - g - 1]) for y in ys]
+    wm = sum(wins) / n
+    sw2 = sum((w - wm) ** 2 for w in wins) / (n - 1)
+    return mean, (n - 1) * sw2 / max(h - 1, 1), h
+
+
+def fit_prior(s2s: list, dfs: list) -> Prior:
+    """limma's fitFDist: the scaled inverse-chi² prior of the rows' variances, by moments of log s²."""
+    from scipy import special
+    pts = [(s, d) for s, d in zip(s2s, dfs) if d > 0]
+    if len(pts) < 3:
+        return Prior(rows=len(pts))
+    floor = max(1e-12, 1e-6 * sorted(s for s, _ in pts)[len(pts) // 2])   # an exact 0 would be -inf
+    e = [math.log(max(s, floor)) - special.digamma(d / 2) + math.log(d / 2) for s, d in pts]
+    emean = sum(e) / len(e)
+    evar = sum((x - emean) ** 2 for x in e) / (len(e) - 1) - sum(special.polygamma(1, d / 2) for _, d in pts) / len(pts)
+    if evar <= 0:
+        return Prior(s2=math.exp(emean), df=MAX_DF, rows=len(pts))
+    d0 = 2 * trigamma_inverse(evar)
+    return Prior(s2=math.exp(emean + special.digamma(d0 / 2) - math.log(d0 / 2)), df=d0, rows=len(pts))
+
+
+def trigamma_inverse(x: float) -> float:
+    """y with trigamma(y) = x, by Newton's method on 1/trigamma (as limma's trigammaInverse)."""
+    from scipy import special
+    if x > 1e7:
+        return 1 / math.sqrt(x)
+    if x < 1e-6:
+        return 1 / x
+    y = 0.5 + 1 / x
+    for _ in range(50):
+        tri = float(special.polygamma(1, y))
+        dif = tri * (1 - tri / x) / float(special.polygamma(2, y))
+        y += dif
+        if -dif / y < 1e-8:
+            break
+    return y
+
+
+def practical(cls: str) -> float:
+    """The class's practical threshold: decide.PRACTICAL, read by mode and size class."""
+    mode, _, size = cls.partition(" ")
+    if mode in ("graph", "device") and size.startswith("heavy"):
+        return decide.PRACTICAL.get(f"{mode} heavy", decide.PRACTICAL[mode])
+    return decide.PRACTICAL.get(mode, decide.PRACTICAL["eager"])
+
+
+def judge(rows: list, q: float = Q) -> Judgement:
+    """Every row's verdict (module docstring)."""
+    from scipy import stats as st
+    est: dict = {}
+    for r in rows:
+        if len(r.diffs) >= MIN_PAIRS:
+            m, s2, h = trimmed(r.diffs)
+            est[r.key] = (m, s2, h)
+    priors = class_priors(rows, est)
+    tests = {}
+    for r in rows:
+        if r.key not in est:
+            continue
+        m, s2, h = est[r.key]
+        pr = priors[r.cls]
+        d = h - 1
+        s2m = (pr.df * pr.s2 + d * s2) / (pr.df + d) if pr.df + d > 0 else s2
+        df = min(pr.df + d, MAX_DF)
+        se = math.sqrt(max(s2m, 0.0) / h)
+        p = 1.0 if se == 0 and m == 0 else 0.0 if se == 0 else float(2 * st.t.sf(abs(m / se), df))
+        tests[r.key] = (m, se, df, p)
+    qs = bh(({k: v[3] for k, v in tests.items()}))
+    found = sum(1 for v in qs.values() if v <= q)
+    alpha = q * (found + 1) / max(len(tests), 1)
+    out = Judgement(priors=priors)
+    for r in rows:
+        out.rows.append(_verdict(r, tests.get(r.key), qs.get(r.key), q, alpha))
+    return out
+
+
+def class_priors(rows: list, est: dict) -> dict:
+    """The variance prior of each class, fitted over its judged rows; a class of fewer than
+    MIN_CLASS_ROWS takes the prior of every judged row of its mode."""
+    def fit(members):
+        got = [est[r.key] for r in members if r.key in est]
+        return fit_prior([s2 for _, s2, _ in got], [h - 1 for _, _, h in got])
+    out = {}
+    for cls in sorted({r.cls for r in rows}):
+        members = [r for r in rows if r.cls == cls]
+        if sum(r.key in est for r in members) < MIN_CLASS_ROWS:
+            members = [r for r in rows if r.key[3] == members[0].key[3]]
+        out[cls] = fit(members)
+    return out
+
+
+def bh(ps: dict) -> dict:
+    """Benjamini-Hochberg adjusted p per key."""
+    order = sorted(ps, key=lambda k: ps[k])
+    m = len(order)
+    adj: dict = {}
+    running = 1.0
+    for i in range(m - 1, -1, -1):
+        k = order[i]
+        running = min(running, ps[k] * m / (i + 1))
+        adj[k] = running
+    return adj
+
+
+def _verdict(r: PairedRow, test, qv, q: float, alpha: float) -> RowVerdict:
+    from scipy import stats as st
+    v = RowVerdict(r.key, r.cls, "UNSURE", None, pairs=len(r.diffs), dropped=r.dropped, on_ratio=r.on_ratio,
+                   level_us=r.level_us)
+    kernel = _kernel_change(r)
+    if test is None:
+        v.note = f"{len(r.diffs)} pair(s): a verdict needs {MIN_PAIRS}"
+        v.more_pairs = MIN_PAIRS - len(r.diffs)
+        if kernel:
+            v.verdict, v.note = "KERNEL CHANGED", kernel
+        return v
+    m, se, df, p = test
+    v.change, v.p, v.q, v.df = math.expm1(m), p, qv, df
+    half = float(st.t.ppf(0.5 + INTERVAL / 2, df)) * se
+    v.low, v.high = math.expm1(m - half), math.expm1(m + half)
+    mdc_log = (float(st.t.ppf(1 - alpha / 2, df)) + float(st.t.ppf(POWER, df))) * se
+    v.mdc = math.expm1(mdc_log)
+    limit = practical(r.cls)
+    if kernel:
+        v.verdict, v.note = "KERNEL CHANGED", kernel
+    elif qv is not None and qv <= q:
+        v.verdict = "SLOWER" if m > 0 else "FASTER"
+    elif v.mdc <= limit:
+        v.verdict = "SAME"
+    else:
+        need = math.ceil(v.pairs * (mdc_log / math.log1p(limit)) ** 2)
+        v.more_pairs = max(1, need - v.pairs)
+    return v
+
+
+def _kernel_change(r: PairedRow) -> str:
+    a, b = r.kernels
+    if not a or not b or tuple(a) == tuple(b):
+        return ""
+    if r.race:
+        return ""      # an autotune pick may differ from process to process: not a change of the sides
+    return f"kernels differ: A {', '.join(a[:2])}; B {', '.join(b[:2])}"

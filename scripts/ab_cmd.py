@@ -1,0 +1,356 @@
+"""`hostbench ab`: an interleaved A/B job on one machine; every row judged on its own pairs.
+
+    hostbench ab                                   # A/A: this environment against itself
+    hostbench ab fe=1.31.0 fe=1.32.0 -k execute --hb-sizes 256
+    hostbench ab current path=../my-wrapper-change --budget-min 10
+    hostbench ab --resume results/ab-20261206-0300 --budget-min 5
+
+Worker processes alternate between the sides (ABBA BAAB …) on this machine; each times every
+selected row in every mode, so graph and device rows are replicated too. A first pass of
+--first-pairs pairs covers every row; later pairs time only the blocks (probe × size) with a row
+still UNSURE, until every row is decided, --pairs is reached or --budget-min runs out. Each row's
+pair differences are judged by reports/verdict/paired.py (docs/compare.md#ab-jobs): SLOWER /
+FASTER at a false discovery rate of 1 %, SAME with its minimum detectable change, UNSURE with the
+pairs that would decide it, KERNEL CHANGED where the sides ran other kernels.
+
+The job folder (--out) keeps every process's records as they are written: a killed job keeps its
+finished pairs, and --resume adds pairs to it. Writes ab.md, ab.csv, ab.json and ab.png there,
+and one merged run file per side (sides/LABEL.json). Exit 0; 1 with --fail-on-regression when a
+row is SLOWER; 2 on bad input or a side that crashed (the report still holds what finished).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from cudnn_hostbench.bench.measure import interleave
+from cudnn_hostbench.bench.measure.interleave import JobFolderError, JobSpec
+from cudnn_hostbench.scripts import ab_sides
+
+ROOT = Path(__file__).resolve().parents[1]
+SELECTION = ("-k", "--hb-sizes", "--hb-tokens", "--hb-modes", "--hb-heavy", "--hb-rounds")
+
+
+def add_parser(command) -> None:
+    ap = command("ab", run, description=__doc__)
+    add_arguments(ap)
+
+
+def add_arguments(ap, sides: bool = True) -> None:
+    if sides:
+        ap.add_argument("sides", nargs="*", metavar="SIDE",
+                        help="two or more side specs: current, fe=VER|WHEEL, cudnn=DIR, path=DIR, env.NAME=VALUE, "
+                             "name=LABEL, comma-separated (none: current against current, an A/A job)")
+        ap.add_argument("--wheels", nargs="+", default=[".whlm", ".whl"], help="folders of frontend wheels for fe=VER")
+        ap.add_argument("-k", dest="keyword", metavar="EXPR", help="pytest's -k: which probes and variants")
+        ap.add_argument("--hb-sizes", dest="sizes", help="cube sizes of the matmul probes (default: the suite's)")
+        ap.add_argument("--hb-tokens", dest="tokens", help="token counts of the transpose probe")
+        ap.add_argument("--hb-modes", dest="modes", default="eager,graph,device", help="timing modes")
+        ap.add_argument("--hb-heavy", dest="heavy", action="store_true", help="every plan, every size")
+        ap.add_argument("--hb-rounds", dest="rounds", type=int, help="rounds per row in each process (default 24)")
+        ap.add_argument("--reference", metavar="LABEL", help="the side every other is judged against (default: the first)")
+        ap.add_argument("--out", help="the job folder (default results/ab-<stamp>)")
+        ap.add_argument("--resume", metavar="DIR", help="add pairs to this job folder")
+    ap.add_argument("--budget-min", type=float, default=20.0, help="minutes for this invocation's processes")
+    ap.add_argument("--pairs", type=int, default=40, help="at most this many pairs per side in the job")
+    ap.add_argument("--first-pairs", type=int, default=3, help="pairs over every row before any row is judged")
+    ap.add_argument("--proc-timeout", type=float, default=900.0, help="seconds before a hung process is killed")
+    ap.add_argument("--gpu-figure", choices=("auto", "ratio", "us"), default="auto",
+                    help="GPU rows judged on their ratio to the block's baseline, or on µs (auto: ratio when the "
+                         "sides differ in cuDNN or the frontend alone)")
+    ap.add_argument("--json", metavar="PATH", help="also write the verdicts as JSON there (- for stdout)")
+    ap.add_argument("--markdown", metavar="PATH", help="also write the report as Markdown there (- for stdout)")
+    ap.add_argument("--fail-on-regression", action="store_true", help="exit 1 when a row is SLOWER")
+    ap.add_argument("--root", default=str(ROOT), help="where probes/ is (the repository root)")
+    ap.add_argument("--no-gpu-check", action="store_true", help=__import__("argparse").SUPPRESS)
+
+
+def run(a) -> int:
+    prog = a.prog
+    try:
+        job_dir, spec, made = prepare(a)
+    except (ab_sides.SideError, JobFolderError, ValueError) as e:
+        print(f"{prog}: {e}", file=sys.stderr)
+        return 2
+    try:
+        return execute(a, job_dir, spec)
+    finally:
+        if made and not any((job_dir / "procs").glob("p*")):   # nothing ran: no half-made folder
+            shutil.rmtree(job_dir, ignore_errors=True)
+
+
+# ---- setting up ------------------------------------------------------------------------------
+
+def options_of(a) -> dict:
+    from cudnn_hostbench.bench.measure.options import DEFAULT_SIZES, DEFAULT_TOKENS
+    opts = {"--hb-modes": a.modes, "--hb-sizes": a.sizes or ",".join(DEFAULT_SIZES),
+            "--hb-tokens": a.tokens or ",".join(DEFAULT_TOKENS), "--rootdir": str(Path(a.root).resolve())}
+    if a.rounds:
+        if a.rounds < 3:
+            raise ValueError(f"--hb-rounds {a.rounds}: a process needs at least 3 rounds")
+        opts["--hb-rounds"] = str(a.rounds)
+    if a.heavy:
+        opts["--hb-heavy"] = "1"
+    return opts
+
+
+def selection_text(a) -> str:
+    return json.dumps({"k": a.keyword or "", "sizes": a.sizes or "", "tokens": a.tokens or "", "modes": a.modes,
+                       "heavy": bool(a.heavy), "rounds": a.rounds or 0}, sort_keys=True)
+
+
+def collect_cases(a, opts: dict) -> list:
+    from cudnn_hostbench.bench.measure.collect import SelectionError, collect
+    from cudnn_hostbench.bench.measure.options import SuiteOptions, split
+    suite = SuiteOptions(sizes=split(opts["--hb-sizes"]), tokens=split(opts["--hb-tokens"]),
+                         heavy=bool(a.heavy), modes=split(a.modes), root=opts["--rootdir"])
+    try:
+        cases = collect(Path(a.root), suite, a.keyword)
+    except SelectionError as e:
+        raise ValueError(str(e)) from e
+    if not cases:
+        raise ValueError(f"no probe case selected (-k {a.keyword!r}, --hb-sizes {opts['--hb-sizes']})")
+    return cases
+
+
+def prepare(a) -> tuple[Path, JobSpec, bool]:
+    """The job folder and its spec: a new job (sides set up and checked first, so a side that
+    cannot run makes no folder) or the one --resume names."""
+    if a.budget_min <= 0:
+        raise ValueError(f"--budget-min {a.budget_min:g}: the job needs some time")
+    if a.pairs < 1 or a.first_pairs < 1:
+        raise ValueError("--pairs and --first-pairs must be at least 1")
+    if a.resume:
+        job_dir = Path(a.resume)
+        spec = JobSpec.load(job_dir)
+        asked = bool(a.sides) or any(getattr(a, n) for n in ("keyword", "sizes", "tokens", "heavy", "rounds"))
+        if asked and (selection_text(a) != spec.selection or _labels(a) not in ([], [s.spec for s in spec.sides])):
+            raise JobFolderError(f"{job_dir}: --resume of another suite or side set (the job has "
+                                 f"{', '.join(s.spec for s in spec.sides)}; {spec.selection})")
+        for s in spec.sides:
+            _ready(s, a)
+        return job_dir, spec, False
+    from cudnn_hostbench.scripts.matrix_part import find_wheels
+    wheels = find_wheels(a.wheels)
+    specs = a.sides or ["current", "current"]
+    if len(specs) < 2:
+        raise ValueError(f"one side ({specs[0]}): a job compares two or more (add `current` for this environment)")
+    sides = [ab_sides.parse(s, wheels) for s in specs]
+    ab_sides.unique_labels(sides)
+    ref = 0
+    if a.reference:
+        labels = [s.label for s in sides]
+        if a.reference not in labels:
+            raise ValueError(f"--reference {a.reference}: not a side ({', '.join(labels)})")
+        ref = labels.index(a.reference)
+    opts = options_of(a)
+    cases = collect_cases(a, opts)
+    for s in sides:
+        _ready(s, a)
+    job_dir = Path(a.out or f"results/ab-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}")
+    if (job_dir / interleave.JOB_FILE).exists():
+        raise JobFolderError(f"{job_dir}: already an A/B job (add pairs with --resume {job_dir})")
+    made = not job_dir.exists()
+    try:
+        (job_dir / "procs").mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise JobFolderError(f"--out {job_dir}: cannot make the folder ({e.strerror or e})") from e
+    spec = JobSpec(sides=sides, cases=cases, options=opts, reference=ref, selection=selection_text(a))
+    (job_dir / interleave.JOB_FILE).write_text(spec.to_json(), encoding="utf-8")
+    return job_dir, spec, made
+
+
+def _labels(a) -> list:
+    return list(a.sides or [])
+
+
+def _ready(side, a) -> None:
+    ab_sides.install(side)
+    if not a.no_gpu_check:
+        side.checked = ab_sides.check(side)
+
+
+# ---- the job ---------------------------------------------------------------------------------
+
+class Clock:
+    """The invocation's budget, and what a set of processes is expected to cost."""
+
+    def __init__(self, budget_s: float):
+        self.t0, self.budget_s = time.monotonic(), budget_s
+        self.per_block: list = []     # seconds per block of finished processes
+        self.fixed: list = []         # a process's seconds beyond its blocks (start-up)
+
+    def left(self) -> float:
+        return self.budget_s - (time.monotonic() - self.t0)
+
+    def add(self, wall_s: float, blocks: int) -> None:
+        self.per_block.append(wall_s / max(blocks, 1))
+
+    def set_cost(self, k: int, blocks: int) -> float:
+        if not self.per_block:
+            return 0.0
+        recent = sorted(self.per_block[-2 * k:])
+        return k * recent[len(recent) // 2] * blocks
+
+
+def blocks_of(cases: list) -> list[tuple]:
+    return list(dict.fromkeys((c[0], c[2]) for c in cases))
+
+
+def execute(a, job_dir: Path, spec: JobSpec) -> int:
+    from cudnn_hostbench.reports import ab as report
+    k = len(spec.sides)
+    clock = Clock(a.budget_min * 60)
+    crashed = ""
+    comparisons: list = []
+    say = lambda m: print(f"ab: {m}", flush=True)  # noqa: E731
+    labels = " · ".join(f"{'*' if i == spec.reference else ''}{s.label}" for i, s in enumerate(spec.sides))
+    say(f"{job_dir}: {len(report.row_keys(spec.cases))} rows in {len(blocks_of(spec.cases))} blocks; sides {labels}")
+    try:
+        while True:
+            procs = interleave.processes(job_dir, k)
+            done_pairs = min((len(v) for v in interleave.pairs(procs, k, spec.reference).values()), default=0)
+            comparisons = report.judge_job(job_dir, spec, procs, gpu_figure=a.gpu_figure) if done_pairs else []
+            todo, why = next_blocks(spec, comparisons, done_pairs, a)
+            _progress(say, done_pairs, comparisons, clock)
+            if not todo:
+                say(why)
+                break
+            cases = [c for c in spec.cases if (c[0], c[2]) in set(todo)]
+            cost = clock.set_cost(k, len(todo))
+            if clock.left() < max(cost, 1.0):
+                say(f"budget: {clock.left() / 60:.1f} min left, a set of {len(todo)} block(s) needs about "
+                    f"{cost / 60:.1f}: stopping (--resume {job_dir} adds pairs)")
+                break
+            crashed = run_set(job_dir, spec, procs, cases, len(todo), clock, a, say)
+            if crashed:
+                break
+    finally:
+        procs = interleave.processes(job_dir, k)
+        if any(p.ok for p in procs):
+            comparisons = report.judge_job(job_dir, spec, procs, gpu_figure=a.gpu_figure)
+            finish(a, job_dir, spec, procs, comparisons)
+    if crashed:
+        print(f"{a.prog}: {crashed}", file=sys.stderr)
+        return 2
+    slower = any(r.verdict == "SLOWER" for c in comparisons for r in c.judgement.rows)
+    return 1 if a.fail_on_regression and slower else 0
+
+
+def next_blocks(spec: JobSpec, comparisons: list, done_pairs: int, a) -> tuple[list, str]:
+    """The blocks the next set times, or none and why the job stops."""
+    every = blocks_of(spec.cases)
+    if done_pairs < a.first_pairs:
+        return every, ""
+    if done_pairs >= a.pairs:
+        return [], f"--pairs {a.pairs} reached"
+    left = a.pairs - done_pairs
+    want: set = set()
+    hopeless = 0
+    for c in comparisons:
+        for r in c.judgement.undecided():
+            if (r.more_pairs or 0) > left:
+                hopeless += 1
+                continue
+            want.add((r.key[0], r.key[2]))
+    files = {c[1]: c[0] for c in spec.cases}
+    todo = [b for b in every if any(files.get(p) == b[0] and s == b[1] for p, s in want)]
+    if todo:
+        return todo, ""
+    return [], ("every row decided" if not hopeless else
+                f"{hopeless} UNSURE row(s) need more pairs than --pairs {a.pairs} allows; the rest are decided")
+
+
+def run_set(job_dir: Path, spec: JobSpec, procs: list, cases: list, blocks: int, clock: Clock, a, say) -> str:
+    """One set: a process per side in the set's Williams order. Returns a crash's line, or ''."""
+    k = len(spec.sides)
+    first = interleave.next_index(procs, k)
+    set_index = first // k
+    worker = interleave.worker_of(set_index, k)
+    floor = _floor(procs)
+    for pos, side_i in enumerate(interleave.set_order(k, set_index)):
+        side = spec.sides[side_i]
+        env = side.environ(dict(os.environ))
+        from cudnn_hostbench.bench.measure.worker import package_root
+        env["PYTHONPATH"] = os.pathsep.join([*side.pythonpath, package_root(),
+                                             *filter(None, [os.environ.get("PYTHONPATH")])])
+        env["PYTHONUNBUFFERED"] = "1"
+        env.setdefault("PYTHONHASHSEED", interleave.hash_seed(set_index))
+        folder = interleave.proc_folder(job_dir, first + pos, side_i)
+        timeout = min(a.proc_timeout, max(60.0, clock.left() + 120))
+        done = interleave.run_process(folder, env, cases, spec.options, worker, floor, timeout)
+        clock.add(done["wall_s"], blocks)
+        if done["rc"] != 0:
+            return f"side {side.label} crashed in process {folder.name}: {done['error']} (log {folder / 'worker.log'})"
+    return ""
+
+
+def _floor(procs: list) -> float | None:
+    """The lowest host floor the job's processes learned, for the next ones to start from."""
+    from cudnn_hostbench.bench.measure.workers import floor_of
+    from cudnn_hostbench.reports.ab import load_proc
+    floors = []
+    for p in procs[-6:]:
+        run = load_proc(p.records) if p.ok else None
+        f = floor_of(run.fingerprint) if run else None
+        if f:
+            floors.append(f)
+    return min(floors) if floors else None
+
+
+def _progress(say, pairs: int, comparisons: list, clock: Clock) -> None:
+    if not comparisons:
+        say(f"pairs 0 · {clock.left() / 60:.1f} min left")
+        return
+    rows = sum(len(c.judgement.rows) for c in comparisons)
+    decided = sum(1 for c in comparisons for r in c.judgement.rows if r.verdict != "UNSURE")
+    dropped = sum(c.dropped for c in comparisons)
+    say(f"pairs {pairs} ({dropped} row pair(s) dropped: host states differed) · rows decided {decided}/{rows} · "
+        f"{clock.left() / 60:.1f} min left")
+
+
+def finish(a, job_dir: Path, spec: JobSpec, procs: list, comparisons: list) -> None:
+    """The reports in the job folder, the merged run per side, and what --json / --markdown ask."""
+    from cudnn_hostbench.reports import ab as report
+    meta = {"job": str(job_dir), "sides": [{"label": s.label, "spec": s.spec, **(getattr(s, "checked", None) or {})}
+                                           for s in spec.sides],
+            "reference": spec.sides[spec.reference].label, "selection": json.loads(spec.selection or "{}"),
+            "processes": sum(p.ok for p in procs), "processes_failed": sum(1 for p in procs if p.done and not p.ok),
+            "processes_unfinished": sum(1 for p in procs if not p.done)}
+    header = (f"Sides: {', '.join(f'{s.label} ({s.spec})' for s in spec.sides)}; reference "
+              f"{meta['reference']}. {meta['processes']} finished processes"
+              + (f", {meta['processes_unfinished']} unfinished (not used)" if meta["processes_unfinished"] else "")
+              + ".")
+    write_side_runs(job_dir, spec, procs)
+    report.write_reports(job_dir, comparisons, meta, header)
+    for c in comparisons:
+        print(report.text(c))
+    if a.json:
+        doc = json.dumps(report.json_doc(comparisons, meta), indent=1)
+        print(doc) if a.json == "-" else Path(a.json).write_text(doc, encoding="utf-8")
+    if a.markdown:
+        md = report.markdown(comparisons, header)
+        print(md) if a.markdown == "-" else Path(a.markdown).write_text(md, encoding="utf-8")
+    print(f"wrote {job_dir / 'ab.md'}, ab.csv, ab.json" + (", ab.png" if (job_dir / "ab.png").exists() else ""))
+
+
+def write_side_runs(job_dir: Path, spec: JobSpec, procs: list) -> list[Path]:
+    """sides/LABEL.json: each side's processes merged as one run (every process a worker)."""
+    from cudnn_hostbench.bench.measure.records import run_document, write_run
+    from cudnn_hostbench.bench.measure.workers import merge_runs
+    from cudnn_hostbench.reports.ab import load_proc
+    out = []
+    for i, side in enumerate(spec.sides):
+        runs = [r for r in (load_proc(p.records) for p in procs if p.side == i and p.ok) if r is not None]
+        if not runs:
+            continue
+        recs, fp = merge_runs(runs)
+        fp["ab_job"] = {"side": side.label, "spec": side.spec, "job": str(job_dir)}
+        name = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in side.label)
+        out.append(write_run(job_dir / "sides" / f"{name}.json", run_document(recs, fp)))
+    return out

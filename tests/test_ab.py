@@ -1,0 +1,220 @@
+"""The interleaved A/B job (issue 66): its schedule, its job folder, the paired verdict and the
+command, on CPU with synthetic worker processes (tests/ab_fakes.py)."""
+import json
+import math
+import random
+from pathlib import Path
+
+import pytest
+
+from cudnn_hostbench.bench.measure import interleave
+from cudnn_hostbench.reports.verdict import paired
+from cudnn_hostbench.scripts import ab_cmd
+from cudnn_hostbench.scripts.cli import main
+from tests import ab_fakes
+
+SLOW_KEY = ("execute", "generic", "256", "graph")
+
+
+# ---- the schedule --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("k", [2, 3, 4, 5])
+def test_williams_orders_put_every_side_in_every_position_and_after_every_other_equally_often(k):
+    rows = interleave.williams(k)
+    for pos in range(k):
+        counts = [sum(r[pos] == s for r in rows) for s in range(k)]
+        assert len(set(counts)) == 1
+    follows = {}
+    for r in rows:
+        for a, b in zip(r, r[1:]):
+            follows[(a, b)] = follows.get((a, b), 0) + 1
+    if k > 2:
+        assert len(follows) == k * (k - 1) and len(set(follows.values())) == 1
+
+
+def test_two_sides_alternate_abba_baab():
+    seq = "".join("AB"[s] for i in range(4) for s in interleave.set_order(2, i))
+    assert seq == "ABBABAAB"
+
+
+def test_a_set_is_paired_only_when_both_of_its_processes_finished(tmp_path):
+    cs = ab_fakes.cases()
+    for i in range(4):
+        ab_fakes.write_proc(interleave.proc_folder(tmp_path, i, i % 2), cs, i)
+    (interleave.proc_folder(tmp_path, 3, 1) / "done.json").unlink()      # killed mid-process
+    procs = interleave.processes(tmp_path, 2)
+    got = interleave.pairs(procs, 2)
+    assert [(a.index, b.index) for a, b in got[1]] == [(0, 1)]
+    assert interleave.next_index(procs, 2) == 4                          # the unfinished set is not reused
+
+
+# ---- the paired verdict --------------------------------------------------------------------------
+
+def test_the_trimmed_mean_ignores_one_wild_pair_and_its_scale_matches_the_spread():
+    xs = [0.01, 0.012, 0.009, 0.011, 0.5, 0.010, 0.0105, 0.0095, 0.011, 0.01]
+    m, s2, h = paired.trimmed(xs)
+    assert abs(m - 0.0103) < 0.001 and h == 6 and s2 < 1e-5
+
+
+def test_the_class_prior_recovers_the_variance_and_weight_it_was_drawn_from():
+    rng = random.Random(1)
+    s0, d0, d = 0.0004, 8.0, 3
+    s2s = []
+    for _ in range(3000):
+        sigma2 = s0 * d0 / sum(rng.gauss(0, 1) ** 2 for _ in range(int(d0)))
+        s2s.append(sigma2 * sum(rng.gauss(0, 1) ** 2 for _ in range(d)) / d)
+    pr = paired.fit_prior(s2s, [d] * len(s2s))
+    assert abs(pr.s2 / s0 - 1) < 0.15 and 5 < pr.df < 12
+
+
+def _rows(n_rows=60, pairs=6, sigma=0.01, shift=None, seed=0):
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n_rows):
+        diffs = [rng.gauss((shift or {}).get(i, 0.0), sigma) for _ in range(pairs)]
+        rows.append(paired.PairedRow(("p", f"v{i}", "256", "graph"), "graph light", diffs, 9.0))
+    return rows
+
+
+def test_an_aa_job_gets_no_verdict_and_its_rows_are_same_with_an_mdc_under_the_threshold():
+    j = paired.judge(_rows())
+    assert not any(r.moved for r in j.rows)
+    assert all(r.verdict == "SAME" and r.mdc < paired.practical("graph light") for r in j.rows)
+
+
+def test_a_row_moved_past_its_mdc_is_slower_and_its_interval_holds_the_change():
+    j = paired.judge(_rows(shift={7: math.log(1.06)}))
+    r = j.rows[7]
+    assert r.verdict == "SLOWER" and r.low < 0.06 < r.high
+    assert sum(x.moved for x in j.rows) == 1
+
+
+def test_an_unsure_row_says_how_many_more_pairs_would_decide_it():
+    rows = _rows(sigma=0.004)
+    rows.append(paired.PairedRow(("p", "noisy", "256", "eager"), "eager ratio", [0.2, -0.15, 0.1], None))
+    v = paired.judge(rows).rows[-1]
+    assert v.verdict == "UNSURE" and v.mdc > paired.practical("eager ratio") and v.more_pairs >= 1
+
+
+def test_a_kernel_that_differs_between_the_sides_is_reported_never_averaged_away():
+    rows = _rows(n_rows=10)
+    rows[0].kernels = (("sm90_gemm_a",), ("sm90_gemm_b",))
+    rows[1].kernels, rows[1].race = (("x",), ("y",)), True          # an autotune pick: not a change of sides
+    j = paired.judge(rows)
+    assert j.rows[0].verdict == "KERNEL CHANGED" and "sm90_gemm_b" in j.rows[0].note
+    assert j.rows[1].verdict == "SAME"
+
+
+def test_fewer_than_three_pairs_give_no_verdict():
+    v = paired.judge([paired.PairedRow(("p", "v", "256", "graph"), "graph light", [0.5, 0.5], 9.0)]).rows[0]
+    assert v.verdict == "UNSURE" and v.more_pairs == 1 and v.change is None
+
+
+# ---- the command, end to end on synthetic processes ----------------------------------------------
+
+@pytest.fixture
+def fake_job(monkeypatch):
+    """ab_cmd with synthetic processes: side 1 is 6 % slower on SLOW_KEY when `slow` is set."""
+    state = {"slow": False, "crash_at": None, "kernels": None, "calls": 0, "blocks": []}
+    monkeypatch.setattr(ab_cmd, "collect_cases", lambda a, opts: ab_fakes.cases())
+
+    def run_process(folder, env, cases, options, worker, floor, timeout_s):
+        index, side = (int(x) for x in folder.name[1:].split("-"))
+        state["calls"] += 1
+        state["blocks"].append(sorted({(c[1], c[2]) for c in cases}))
+        if state["crash_at"] is not None and index == state["crash_at"]:
+            folder.mkdir(parents=True)
+            done = {"rc": 1, "wall_s": 1.0, "error": "RuntimeError: cuDNN went away", "worker": worker}
+            (folder / "done.json").write_text(json.dumps(done))
+            return done
+        shift = {SLOW_KEY: math.log(1.06)} if state["slow"] and side == 1 else None
+        kernels = state["kernels"] if side == 1 else None
+        return ab_fakes.write_proc(folder, cases, seed=index * 7919 + 1, shift=shift, kernels=kernels)
+
+    monkeypatch.setattr(interleave, "run_process", run_process)
+    return state
+
+
+def _ab(tmp_path, *extra):
+    return main(["ab", "--no-gpu-check", "--out", str(tmp_path / "job"), "--budget-min", "5", *extra])
+
+
+def test_an_aa_job_decides_its_rows_and_finds_nothing(tmp_path, fake_job, capsys):
+    assert _ab(tmp_path, "--pairs", "8", "--fail-on-regression") == 0
+    doc = json.loads((tmp_path / "job" / "ab.json").read_text())
+    c = doc["comparisons"][0]
+    assert doc["pass"] and not any(r["verdict"] in ("SLOWER", "FASTER") for r in c["rows"])
+    assert c["counts"].get("SAME", 0) >= 0.9 * len(c["rows"])
+    assert {p.name for p in (tmp_path / "job").iterdir()} >= {"ab.md", "ab.csv", "ab.json", "ab.png", "sides", "procs"}
+    assert len(list((tmp_path / "job" / "sides").glob("*.json"))) == 2
+    assert "rows decided" in capsys.readouterr().out
+
+
+def test_a_slower_row_fails_the_job_and_leads_the_table(tmp_path, fake_job, capsys):
+    fake_job["slow"] = True
+    assert _ab(tmp_path, "--pairs", "8", "--fail-on-regression") == 1
+    out = capsys.readouterr().out
+    first = [ln for ln in out.splitlines() if ln.startswith(("SLOWER", "FASTER"))][0]
+    assert first.startswith("SLOWER") and "execute/256 generic graph" in first
+    rows = json.loads((tmp_path / "job" / "ab.json").read_text())["comparisons"][0]["rows"]
+    slow = [r for r in rows if r["verdict"] == "SLOWER"]
+    assert [(r["probe"], r["variant"], r["size"], r["mode"]) for r in slow] == [SLOW_KEY]
+    assert slow[0]["interval"][0] < 0.06 < slow[0]["interval"][1]
+
+
+def test_the_first_pass_times_every_block_and_later_sets_only_blocks_with_a_row_undecided(tmp_path, fake_job):
+    _ab(tmp_path, "--pairs", "12")
+    every = sorted({(c[1], c[2]) for c in ab_fakes.cases()})
+    sets = fake_job["blocks"][::2]
+    assert sets[:3] == [every] * 3
+    assert any(set(b) < set(every) for b in sets[3:])     # a decided block is not timed again
+    assert fake_job["blocks"][1::2] == sets          # both processes of a set time the same blocks
+
+
+def test_resume_adds_pairs_to_a_job_and_refuses_another_selection(tmp_path, fake_job, capsys):
+    assert _ab(tmp_path, "--pairs", "3", "--first-pairs", "3") == 0
+    before = len(interleave.processes(tmp_path / "job", 2))
+    assert main(["ab", "--no-gpu-check", "--resume", str(tmp_path / "job"), "--pairs", "5", "--first-pairs", "5"]) == 0
+    assert len(interleave.processes(tmp_path / "job", 2)) == before + 4
+    assert main(["ab", "--no-gpu-check", "--resume", str(tmp_path / "job"), "-k", "wrapper"]) == 2
+    assert "another suite or side set" in capsys.readouterr().err
+
+
+def test_a_side_that_crashes_ends_the_job_with_the_pairs_it_finished(tmp_path, fake_job, capsys):
+    fake_job["crash_at"] = 7
+    assert _ab(tmp_path, "--pairs", "8") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "crashed in process p0007" in err[0] and "cuDNN went away" in err[0]
+    doc = json.loads((tmp_path / "job" / "ab.json").read_text())
+    assert doc["comparisons"][0]["pairs"] == 3
+
+
+def test_a_kernel_change_is_a_row_of_its_own_in_every_mode_of_its_variant(tmp_path, fake_job):
+    fake_job["kernels"] = {("wrapper", "generic", "4096", "device"): ["sm90_other_gemm"]}
+    _ab(tmp_path, "--pairs", "4")
+    rows = json.loads((tmp_path / "job" / "ab.json").read_text())["comparisons"][0]["rows"]
+    changed = {(r["probe"], r["variant"], r["size"], r["mode"]) for r in rows if r["verdict"] == "KERNEL CHANGED"}
+    assert changed == {("wrapper", "generic", "4096", m) for m in ("eager", "graph", "device")}
+
+
+@pytest.mark.parametrize("args, says", [
+    (["fe=9.9.9", "fe=1.32.0", "--wheels", "/nonexistent"], "no nvidia_cudnn_frontend-9.9.9"),
+    (["current", "cudnn=/nonexistent"], "not a folder holding libcudnn"),
+    (["current", "bogus=1"], "unknown part 'bogus'"),
+    (["current"], "one side"),
+    (["--budget-min", "0"], "--budget-min 0"),
+    (["--resume", "/nonexistent/job"], "not an A/B job folder"),
+])
+def test_bad_input_is_one_line_exit_2_and_no_folder(tmp_path, args, says, capsys):
+    out = tmp_path / "job"
+    assert main(["ab", "--no-gpu-check", "--out", str(out), *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and says in err[0]
+    assert not out.exists()
+
+
+def test_an_empty_selection_is_bad_input(tmp_path, capsys):
+    root = Path(__file__).resolve().parents[1]
+    assert main(["ab", "--no-gpu-check", "--root", str(root), "--out", str(tmp_path / "j"), "-k", "no_such_probe_x"]) == 2
+    assert "no probe case selected" in capsys.readouterr().err
+    assert not (tmp_path / "j").exists()
