@@ -285,6 +285,7 @@ def run_set(job_dir: Path, spec: JobSpec, procs: list, cases: list, blocks: int,
         timeout = min(a.proc_timeout, max(60.0, clock.left() + 120))
         done = interleave.run_process(folder, env, cases, spec.options, worker, floor, timeout)
         clock.add(done["wall_s"], blocks)
+        say(f"{folder.name} {side.label}: {done['wall_s']:.0f} s, {blocks} block(s)")
         if done["rc"] != 0:
             return f"side {side.label} crashed in process {folder.name}: {done['error']} (log {folder / 'worker.log'})"
     return ""
