@@ -4,9 +4,9 @@
 # installed to the newest versions that resolve (what a new user gets); `--oldest` installs the
 # oldest versions pyproject.toml allows (ci/oldest.txt) instead. Other arguments go to pytest.
 # The tests run in HB_TEST_WORKERS pytest-xdist workers (default: the CPU count, at most 4; 0 runs
-# them in this process); `-m "not slow"` leaves out the slow ones (tests/conftest.py). The tests that
-# time real CPU work and judge a ratio (TIMED in tests/conftest.py) run after the rest, alone, so
-# the other workers' load does not skew them.
+# them in this process); `-m "not slow"` leaves out the slow ones (each marked `@pytest.mark.slow`
+# where it is written). The tests that time real CPU work and judge a ratio (TIMED in
+# tests/conftest.py) run after the rest, alone, so the other workers' load does not skew them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pins=()

@@ -2,8 +2,9 @@
 store changed while it ran (tests/store_guard.py), or if it left anything new in the checkout or in
 the temporary folder (tests/checkout.py). Under pytest-xdist (scripts/test.sh: `-n N --dist
 loadgroup`) each worker checks its own session, the longest tests are handed out first, and the
-pytest runs a test starts are plain ones. SLOW names the tests `-m "not slow"` leaves out; TIMED
-the tests that scripts/test.sh runs alone, after the rest (`--hb-timed`)."""
+pytest runs a test starts are plain ones. A test that takes over ~1.5 s on one core is marked
+`@pytest.mark.slow` where it is written (a file of them: `pytestmark`), and `-m "not slow"` leaves
+it out; TIMED names the tests that scripts/test.sh runs alone, after the rest (`--hb-timed`)."""
 from __future__ import annotations
 
 import os
@@ -15,70 +16,11 @@ import pytest
 
 from tests import checkout, store_guard
 
-# Tests that take over ~1.5 s on one core: `-m "not slow"` leaves them out. A file's path names all
-# its tests, path::name one test (all its parameters). An entry that names no test of a collected
-# file is an error when whole folders are collected, so the list cannot rot.
-SLOW = (
-    "tests/test_verdict_check.py",
-    "tests/test_scannable_output.py::test_long_commands_show_progress_only_on_a_terminal",
-    "tests/test_scannable_output.py::test_history_dashboard_names_a_run_file_only_while_its_bytes_are_the_stored_ones",
-    "tests/test_scannable_output.py::test_committed_dashboard_charts_keep_their_size_at_800_px",
-    "tests/test_cli_errors.py::test_audit_examples_script_without_a_gpu_says_so_per_example_and_exits_2",
-    "tests/test_cli_errors.py::test_output_into_a_closed_pipe_is_not_an_error",
-    "tests/test_cli_errors.py::test_good_input_still_works",
-    "tests/test_cli_errors.py::test_truncated_jsonl_keeps_records_and_says_one_was_lost",
-    "tests/test_narrow_output.py::test_every_width_from_60_fits_and_cuts_nothing",
-    "tests/test_narrow_output.py::test_history_check_fits_columns_and_counts_rows_without_history",
-    "tests/test_narrow_output.py::test_compare_counts_rows_neither_run_measured_and_prints_each_note_once",
-    "tests/test_charts.py::test_the_dashboard_judges_the_run_history_check_latest_names",
-    "tests/test_charts.py::test_committed_dashboards_match_the_code",
-    "tests/test_charts.py::test_the_committed_dashboard_draws_its_figures_in_chromium",
-    "tests/test_charts.py::test_round_ratios_come_from_the_judged_runs_file_or_say_whose_they_are",
-    "tests/test_charts.py::test_the_version_view_uses_each_versions_newest_full_run",
-    "tests/test_charts.py::test_a_rerendered_page_is_byte_identical",
-    "tests/test_charts.py::test_the_band_the_caption_promises_is_drawn",
-    "tests/test_audit.py::test_audit_keeps_going_when_capture_fails",
-    "tests/test_audit_lines.py::test_a_long_call_is_charged_to_its_own_line_not_the_next",
-    "tests/test_audit_lines.py::test_projection_of_a_synced_step_on_cpu_lands_on_the_fixed_step",
-    "tests/test_audit_lines.py::test_audit_samples_the_step_on_cpu",
-    "tests/test_audit_lines.py::test_projection_on_cpu_lands_on_the_fixed_step",
-    "tests/test_audit_lines.py::test_sampler_puts_each_kind_of_work_on_its_own_line",
-    "tests/test_audit_lines.py::test_projection_of_a_library_op_step_on_cpu_lands_on_the_direct_call",
-    "tests/test_history_store.py::test_export_round_trip",
-    "tests/test_history_store.py::test_ingest_killed_midway_leaves_whole_runs",
-    "tests/test_history_store.py::test_reference_export_ingests_once",
-    "tests/test_history_store.py::test_two_writers_of_one_run_in_other_bytes",
-    "tests/test_history_store.py::test_two_writers_at_once",
-    "tests/test_dashboard.py::test_the_whole_committed_history_leads_with_its_newest_run_and_says_how_little_history_it_has",
-    "tests/test_dashboard.py::test_a_regression_is_the_first_thing_shown",
-    "tests/test_dashboard.py::test_first_screen_leads_with_the_verdicts",
-    "tests/test_dashboard.py::test_history_dashboard_in_chromium_is_one_screen_wide",
-    "tests/test_dashboard_errors.py::test_a_damaged_manifest_never_reaches_outside",
-    "tests/test_dashboard_errors.py::test_a_users_file_where_the_dashboard_writes_is_refused",
-    "tests/test_dashboard_errors.py::test_rebuild_removes_only_what_it_wrote",
-    "tests/test_dashboard_errors.py::test_closed_pipe_is_quiet",
-    "tests/test_dashboard_errors.py::test_run_without_records",
-    "tests/test_dashboard_errors.py::test_partial_jsonl_with_records_still_loads",
-    "tests/test_dashboard_errors.py::test_non_utf8_file_among_runs_is_skipped_with_one_line",
-    "tests/test_verdict.py::test_history_check_writes_json_and_gates_on_regressions",
-    "tests/test_verdict.py::test_the_newest_run_against_its_history_calls_nothing_and_says_why_rows_are_unsure",
-    "tests/test_verdict.py::test_against_its_own_gpu_a_changed_row_is_caught_past_its_mdc",
-    "tests/test_node_report.py::test_run_all_gpus_reports_each_gpu_keeps_the_others_when_one_fails",
-    "tests/test_node.py::test_version_matrix_runs_one_version_per_gpu_in_parallel",
-    "tests/test_compare.py::test_version_matrix_runs_each_wheel_in_its_own_process",
-    "tests/test_history_places.py::test_an_installed_harness_keeps_its_store_out_of_site_packages",
-    "tests/test_pytest_glue.py::test_probes_skip_with_a_reason_without_gpu",
-    "tests/test_pytest_glue.py::test_the_run_file_is_in_place_when_the_terminal_summary_reads_it",
-    "tests/test_packaging.py::test_a_checkout_collects_probes_under_the_package_name_and_says_why_nothing_ran",
-    "tests/test_packaging.py::test_an_installed_harness_runs_a_probe_file_in_another_folder",
-    "tests/test_audit_lines.py::test_sampler_leaves_out_rounds_in_another_host_state",
-    "tests/test_progress.py::test_a_passing_test_still_shows_the_line_and_a_childs",
-)
-
 # The longest tests, longest first (seconds on one core): moved to the front of the collection so that
 # pytest-xdist hands them out first and the rest fill in around them.
 FIRST = (
     "tests/test_verdict_check.py",                                                           # ~125
+    "tests/test_nightly_recipe.py",                                                          # ~95 each
     "tests/test_scannable_output.py::test_long_commands_show_progress_only_on_a_terminal",  # 4-10 each
     "tests/test_cli_errors.py::test_audit_examples_script_without_a_gpu_says_so_per_example_and_exits_2",  # 11-33
     "tests/test_narrow_output.py::test_every_width_from_60_fits_and_cuts_nothing",          # 12-15
@@ -147,14 +89,9 @@ def _named(nodeid: str, entry: str) -> bool:
 def pytest_collection_modifyitems(config, items):
     if not any("::" in a or a.endswith(".py") for a in config.args):   # whole folders: every test
         files = {item.nodeid.split("::")[0] for item in items}
-        for name, listed in (("SLOW", SLOW), ("TIMED", TIMED)):
-            unmatched = [e for e in listed if e.split("::")[0] in files
-                         and not any(_named(i.nodeid, e) for i in items)]
-            if unmatched:
-                raise pytest.UsageError(f"tests/conftest.py {name} names no collected test: " + ", ".join(unmatched))
-    for item in items:
-        if any(_named(item.nodeid, e) for e in SLOW):
-            item.add_marker(pytest.mark.slow)
+        unmatched = [e for e in TIMED if e.split("::")[0] in files and not any(_named(i.nodeid, e) for i in items)]
+        if unmatched:
+            raise pytest.UsageError("tests/conftest.py TIMED names no collected test: " + ", ".join(unmatched))
     want = config.getoption("--hb-timed")
     if want != "all":
         is_timed = [any(_named(item.nodeid, e) for e in TIMED) for item in items]

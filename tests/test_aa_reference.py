@@ -1,14 +1,14 @@
 """compare (the verdict model with a history of one run) on the committed A/A pair: two full
-default runs on one freshly started H200, the first (cold) and second of that start (2026-12-03,
-start N, the own engine: every eager row on 3 processes, graph and device rows on one). No false
+default runs on one freshly started H200, the first (cold) and second of that start (the own
+engine: every eager row on 3 processes, graph and device rows on one; log 2026-12-03-2258). No false
 alarm, no finding, and a slowdown past a row's printed MDC is caught alone. The pair is
 aa/run1.json and run.json, the reference run itself (aa/compare.md); earlier pairs are in git
-history (docs/measurements.md). With the
+history (log/README.md lists them). With the
 code it was first judged by, this pair raised five findings (block and kernel terms carrying
 autotune rows whose pick differed between the runs, a variant) and left 311 device rows UNSURE for
 "fewer than 5 samples": a race row whose pick changed sets no term, a term's scale holds its rows'
 process component, and the model's variance judges a three-round device row (in sample: made on
-this pair; docs/measurements.md, 2026-12-02 10:13 entry)."""
+an earlier pair; log 2026-12-02-1013)."""
 import copy
 from pathlib import Path
 
@@ -43,14 +43,15 @@ def _inject(run, key, factor):
     return run
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pair", sorted(PAIRS))
 def test_a_a_pair_has_no_slower_or_faster_row(pair):
     df = cmp.compare(*_pair(pair))
     assert not set(df.verdict) & {"SLOWER", "FASTER", "KERNEL CHANGED"}, df[df.verdict != "SAME"].to_string()
     judged = df[df.verdict.isin(["SAME", "UNSURE"])]
     assert len(judged) > 650 and judged.mdc.notna().mean() > 0.9 and (judged.scale == "same GPU").mean() > 0.9
-    # a row with no MDC is one timed in the other host state on the other run (start N: run 2 timed 38
-    # eager rows in the slow state, run 1 10; host-clock rows are judged only against their own state),
+    # a row with no MDC is one timed in the other host state on the other run (host-clock rows are
+    # judged only against their own state),
     # or a waterfall part that is zero on both (no exposed GPU time): each says which
     blind = judged[judged.mdc.isna()]
     said = blind.note.str.startswith("no earlier run") | (blind.note == decide.ZERO_NOTE)
@@ -63,6 +64,7 @@ def test_a_a_pair_has_no_slower_or_faster_row(pair):
                                  ("execute", "generic", "256", "device"),
                                  ("transpose", "strided_view", "t256", "eager"),
                                  ("wrapper", "naive", "256", "eager")])
+@pytest.mark.slow
 def test_a_slowdown_past_the_printed_mdc_is_caught_alone(key):
     a, b = _pair("newest")
     row = cmp.compare(a, b)

@@ -64,6 +64,7 @@ def _by_line(s: dict) -> dict:
 
 # -- the sampler -------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_sampler_puts_each_kind_of_work_on_its_own_line():
     us = _alone(steps.step)
     s = sampler.sample_step(steps.step, lambda: None, us, chunk_s=0.1, rounds=6)
@@ -91,6 +92,7 @@ def test_sampler_puts_each_kind_of_work_on_its_own_line():
     assert signal.getsignal(signal.SIGALRM) is signal.SIG_DFL          # the handler is gone again
 
 
+@pytest.mark.slow
 def test_sampler_raises_the_interval_while_it_distorts_the_step(monkeypatch):
     monkeypatch.setattr(sampler, "MAX_OVERHEAD", -1.0)   # every try "too slow": the interval doubles to the cap
     monkeypatch.setattr(sampler, "SIGNAL_FALL", 1e-9)    # ... as the signal's cost, whatever each try read
@@ -108,6 +110,7 @@ def _two_state_step():
     steps.step()
 
 
+@pytest.mark.slow
 def test_sampler_leaves_out_rounds_in_another_host_state(monkeypatch):
     """A pair whose plain round ran off the eager figure ran in another host state (H200: custom_op
     plain 44.6 µs/step against eager 31.7): its stacks stay out of the line table."""
@@ -183,8 +186,9 @@ class _WaitedHost(_FlippingHost):
 
 
 def test_sampler_waits_for_the_fast_state_before_each_pair(monkeypatch):
-    """H200 start T, attn-proj: on a mostly-slow host 30 of 32 pairs were left out and the lines came
-    from 2 rounds. A pair now starts after a wait for the fast state, so it lands in it."""
+    """On a mostly-slow host a pair that merely checks the state is almost always left out, and the
+    lines come from a few rounds (log 2026-12-04-1018). A pair starts after a wait for the fast state,
+    so it lands in it."""
     monkeypatch.setattr(sampler, "MATCH_TOL", 100.0)
     monkeypatch.setattr(sampler, "MIN_SAMPLES", 10)
     host = _WaitedHost()
@@ -198,11 +202,12 @@ def test_sampler_waits_for_the_fast_state_before_each_pair(monkeypatch):
     assert host.waits == 0
 
 
+@pytest.mark.slow
 def test_sampler_matches_rounds_on_the_host_sentinel_not_the_step_time(monkeypatch):
-    """H200 start D, attn-proj (device-bound): plain rounds near the loop's figure while the host's
-    lines ran 1.6 × their fast-state figures; matched on the step's time, those rounds made the
-    projection. Matched on the sentinel, a pair in the other state stays out of the line table even
-    when its step time matches."""
+    """A device-bound step's plain rounds stay near the loop's figure while its host lines slow in the
+    slow state; matched on the step's time, those rounds made the projection (log 2026-12-03-0530).
+    Matched on the sentinel, a pair in the other state stays out of the line table even when its
+    step time matches."""
     _STATE.update(slow=False, n=0)
     us = _alone(_two_state_step, 1000)
     monkeypatch.setattr(sampler, "MATCH_TOL", 100.0)    # the step's time matches whatever the host did
@@ -477,6 +482,7 @@ def _many_timed_calls():
         _LIB.run()
 
 
+@pytest.mark.slow
 def test_the_sampler_measures_what_the_timed_calls_wrappers_cost():
     """Each pair of rounds has a round with the wrappers and no timer between its plain and sampled
     ones: a step of 200 cheap timed calls pays for the wrappers many times over; a step that makes
@@ -505,6 +511,7 @@ def test_a_sparse_execute_line_takes_the_counting_pass_time():
     assert "1 with too few samples taking the counting pass's execute time" in report_lines._projection_text(p)[0]
 
 
+@pytest.mark.slow
 def test_projection_on_cpu_lands_on_the_fixed_step(tmp_path):
     """The method end to end on CPU: a step that builds a key and two views per call, counted,
     sampled and priced with churn figures measured here, projects to its fixed version's step.
@@ -613,6 +620,7 @@ def test_flame_page_draws_and_zooms_in_chromium(chromium, tmp_path):  # noqa: F8
 
 # -- the audit end to end on CPU (the GPU pieces faked), and reprice --------------------------------------------
 
+@pytest.mark.slow
 def test_audit_samples_the_step_on_cpu(monkeypatch):
     tm = audit.timing
     monkeypatch.setattr(torch.cuda, "stream", lambda s: contextlib.nullcontext())
@@ -641,6 +649,7 @@ def test_audit_samples_the_step_on_cpu(monkeypatch):
     assert "host time by source line" in audit_report.render_text(r)
 
 
+@pytest.mark.slow
 def test_a_fixed_step_is_timed_in_the_same_loop_rounds_and_reported_against_the_projection(monkeypatch):
     """--fixed: the hand-fixed step's plain loop in this process, in blocks alternating with the
     trap's loop (one block each after the other put a stretch of the host's pace on one side only;
@@ -758,11 +767,8 @@ def test_reprice_rerenders_lines_and_names_a_frontend_mismatch(tmp_path):
 REF = ROOT / "reports" / "reference" / "h200"
 # (example with findings, its fixed version): the projection of the first against the second's measured step
 # A pair that misses the 15 % target on the committed audits stays a strict xfail, so the day it holds
-# the mark must go (issue 39 stays open; docs/measurements.md, 2026-12-02 10:40 entry)
-# None misses on the committed audits: start A's five with the wrappers measured (2026-12-04, -1.0 to
-# +12.5 %) and start D's naive (-10.9 %; -80 % before warmed lines kept their wrapper time); start T,
-# before the sampler waited, missed three pairs
-# (docs/measurements.md)
+# the mark must go (issue 39 stays open; log 2026-12-02-1013). None misses on the committed audits
+# (log 2026-12-04-1647, 2026-12-04-1814)
 MISSED: dict = {}   # pair -> why its committed projection misses (a strict xfail)
 PAIRS = [pytest.param(t, f, marks=pytest.mark.xfail(reason=MISSED[t], strict=True)) if t in MISSED else (t, f)
          for t, f in [("audit-naive", "audit-fixed"), ("audit-custom-op", "audit-direct-op"),
@@ -838,6 +844,7 @@ def test_views_and_stride_reads_counted_at_their_lines_and_wrappers_restored():
 
 # -- syncs: the time of a long call on its own line, the wait re-priced for a faster host ------------------
 
+@pytest.mark.slow
 def test_a_long_call_is_charged_to_its_own_line_not_the_next():
     """A long C call the interpreter takes no signal after (here an operator, `BIG @ BIG`; on a GPU a
     CUDA `.item()`) had its time charged to the next call (`torch.isfinite()`): timed, it lands on its line."""
@@ -859,6 +866,7 @@ def test_a_long_call_is_charged_to_its_own_line_not_the_next():
     assert {n: vars(torch.Tensor).get(n) for n in names} == before             # every wrapper gone
 
 
+@pytest.mark.slow
 def test_the_samplers_own_time_is_charged_to_no_line_and_not_read_as_overhead():
     """H200: a custom_op's execute, timed 14 frames deep, read as +120 % overhead at every interval
     (1-8 ms), so the interval doubled to 8 ms and the step kept too few samples to split by line.
@@ -1008,8 +1016,8 @@ def test_the_timeline_pass_is_measured_again_until_it_lands_in_the_loops_host_st
 
 
 def test_the_drained_syncs_are_held_to_the_loops_host_state_chunk_by_chunk():
-    """Issue 39, H200 start V: three timeline passes in a mixed host state read an `.item()` at
-    26.8 µs fixed against 13.1-13.6 on two other starts. The drained steps now run in chunks, each
+    """Issue 39: timeline passes in a mixed host state read an `.item()`'s fixed cost up to twice its
+    fast figure (log 2026-12-04-1248). The drained steps now run in chunks, each
     kept only between two readings of the wanted state: here the host turns slow (+200 µs a sync)
     before two chunks of three, and the fixed cost is the fast chunks'."""
     from cudnn_hostbench.bench.audit import timeline
@@ -1120,6 +1128,7 @@ def _repriced(report, run_file, tmp_path):
     return audit.AuditReport.from_dict(json.loads((tmp_path / "again" / "audit.json").read_text(encoding="utf-8")))
 
 
+@pytest.mark.slow
 def test_projection_of_a_synced_step_on_cpu_lands_on_the_fixed_step(tmp_path):
     """End to end on CPU with a device that is a queue on the host clock: the step launches 300 µs of
     device work, then makes a key and 80 views per call, then waits (`.item()`). Fixed, the host is
@@ -1179,6 +1188,7 @@ def test_projection_of_a_synced_step_on_cpu_lands_on_the_fixed_step(tmp_path):
     assert old["sync_model"].startswith("kept at their sampled time") and old["sync_lines"][0]["fixed_us"] is None
 
 
+@pytest.mark.slow
 def test_projection_of_a_library_op_step_on_cpu_lands_on_the_direct_call(tmp_path):
     """End to end on CPU: an op registered with torch.library (define + impl) reached through
     torch.ops twice per step, a torch.mm between; fixed, the same work called directly. Counted,
@@ -1387,6 +1397,7 @@ def test_a_step_with_nothing_to_fix_projects_to_itself_whichever_pass_reads_its_
         assert r["cost_proj_us"] == pytest.approx(r["fixed_us"] + r["wait_proj_us"])
 
 
+@pytest.mark.slow
 def test_an_overhead_the_interval_does_not_move_keeps_the_short_intervals_lines(monkeypatch):
     """H200: custom-op's sampling overhead read +17.5, +20.7, +27, +13 % at 1-8 ms: not the
     signal's (its cost halves when the interval doubles), so raising the interval only lost samples

@@ -456,9 +456,9 @@ def test_a_host_stuck_slow_gets_top_ups_that_do_not_wait(tmp_path, monkeypatch, 
 
 @pytest.mark.parametrize("fractions, waits", [((0.30, 0.34, 0.001), False), ((0.001, 0.02, 0.30), True)])
 def test_the_host_as_the_last_worker_found_it_decides_whether_a_top_up_waits(tmp_path, monkeypatch, fractions, waits):
-    """H200, start A: workers fast 30 %, 34 %, then 0.1 % of the time. Judged on the last two, the
-    host was not stuck slow, so the top-up waited for the fast state, timed 2 of 42 blocks in it and
-    left 161 rows on 2 processes. The last worker's share is the host as it is now."""
+    """Judged on the workers before the last, a host that had just turned slow looked fine, so the
+    top-up waited for a fast state that did not come and left rows on 2 processes (log
+    2026-12-04-1647). The last worker's share is the host as it is now."""
     import time as _time
     calls = []
 

@@ -142,6 +142,7 @@ def big_run(path: Path) -> Path:
     return records.write_run(path, records.run_document(recs, dict(FINGERPRINT)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cmd", [["compare", "{run}", "{run}"], ["table", "{run}"], ["--help"]])
 def test_output_into_a_closed_pipe_is_not_an_error(tmp_path, cmd):
     run = big_run(tmp_path / "big.json")
@@ -155,6 +156,7 @@ def test_output_into_a_closed_pipe_is_not_an_error(tmp_path, cmd):
     assert p.returncode == 0, err
 
 
+@pytest.mark.slow
 def test_truncated_jsonl_keeps_records_and_says_one_was_lost(tmp_path):
     recs = synthetic_records(2)[:3]
     path = jsonl(tmp_path / "records.jsonl", [{"kind": "fingerprint", "fingerprint": FINGERPRINT}]
@@ -188,6 +190,7 @@ def test_version_and_help(tmp_path):
     assert res.returncode == 0 and "probe's baseline" in res.stdout and "ratio to torch.mm" not in res.stdout
 
 
+@pytest.mark.slow
 def test_good_input_still_works(files, tmp_path):
     out = tmp_path / "out"
     res = hostbench("table", files["good"], "--out", out, "--probe", "execute")
@@ -199,6 +202,7 @@ def test_good_input_still_works(files, tmp_path):
     assert not list(tmp_path.glob("*.tmp")) and not list(out.glob("*.tmp"))
 
 
+@pytest.mark.slow
 def test_audit_examples_script_without_a_gpu_says_so_per_example_and_exits_2(tmp_path):
     """scripts/audit_examples.sh (docs/audit.md): each example's audit one line and its log, exit 2."""
     import os

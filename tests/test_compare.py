@@ -283,6 +283,7 @@ def stored_files(url: str) -> list[str]:
         st.close()
 
 
+@pytest.mark.slow
 def test_version_matrix_runs_each_wheel_in_its_own_process(tmp_path):
     wheels, root, out = tmp_path / "wheels", tmp_path / "repo", tmp_path / "out"
     wheels.mkdir()

@@ -62,6 +62,7 @@ def test_non_utf8_file_alone_exits_2(tmp_path):
     assert "UTF-8" in line
 
 
+@pytest.mark.slow
 def test_non_utf8_file_among_runs_is_skipped_with_one_line(tmp_path):
     good_run(tmp_path / "runs" / "run.json")
     bad = junk(tmp_path / "runs" / "junk.json")
@@ -80,6 +81,7 @@ def test_non_utf8_file_among_runs_is_skipped_with_one_line(tmp_path):
     ("empty.jsonl", ""),
     ("fingerprint_only.jsonl", json.dumps({"kind": "fingerprint", "fingerprint": FINGERPRINT}) + "\n"),
 ])
+@pytest.mark.slow
 def test_run_without_records(tmp_path, name, text):
     run = tmp_path / "runs" / name
     run.parent.mkdir()
@@ -91,6 +93,7 @@ def test_run_without_records(tmp_path, name, text):
     assert p.returncode == 0 and f"skipped no records in {run}" in p.stderr, p.stderr
 
 
+@pytest.mark.slow
 def test_partial_jsonl_with_records_still_loads(tmp_path):
     w = JsonlWriter(tmp_path / "records.jsonl")
     w.write({"kind": "fingerprint", "fingerprint": FINGERPRINT})
@@ -122,6 +125,7 @@ def test_non_empty_folder_that_is_not_a_dashboard_is_refused(tmp_path):
     assert dashboard.MANIFEST in line
 
 
+@pytest.mark.slow
 def test_rebuild_removes_only_what_it_wrote(tmp_path):
     good_run(tmp_path / "runs" / "h200.json")
     site = tmp_path / "site"
@@ -144,6 +148,7 @@ def test_rebuild_removes_only_what_it_wrote(tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".site.")]  # no staging folder left
 
 
+@pytest.mark.slow
 def test_a_users_file_where_the_dashboard_writes_is_refused(tmp_path):
     run = good_run(tmp_path / "runs" / "h200.json")
     site = tmp_path / "site"
@@ -156,6 +161,7 @@ def test_a_users_file_where_the_dashboard_writes_is_refused(tmp_path):
     assert "not written by hostbench" in line
 
 
+@pytest.mark.slow
 def test_a_damaged_manifest_never_reaches_outside(tmp_path):
     run = good_run(tmp_path / "runs" / "h200.json")
     site = tmp_path / "site"
@@ -169,6 +175,7 @@ def test_a_damaged_manifest_never_reaches_outside(tmp_path):
 
 
 # -- the terminal -----------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("args", [["--help"], ["RUNS", "--out", "SITE"]])
 def test_closed_pipe_is_quiet(tmp_path, args):
     run = good_run(tmp_path / "run.json")

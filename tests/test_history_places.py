@@ -146,6 +146,7 @@ def test_installed_the_default_store_is_the_projects_or_the_users(tmp_path, monk
     assert site not in where.default_store().parents
 
 
+@pytest.mark.slow
 def test_an_installed_harness_keeps_its_store_out_of_site_packages(tmp_path):
     """A real install (the wheel into a --target folder), run from another folder."""
     (tmp_path / "w").mkdir()

@@ -14,6 +14,7 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from sqlalchemy import text
 
 from cudnn_hostbench.reports.history import db, ingest
@@ -50,6 +51,7 @@ def complete(url: str) -> bool:
         st.close()
 
 
+@pytest.mark.slow
 def test_reference_export_ingests_once(store_url, capsys):
     assert hb("ingest", str(EXPORT), "--store", store_url) == 0
     runs, figs = stored(store_url)
@@ -70,6 +72,7 @@ def test_same_run_file_twice_is_stored_once(store_url, tmp_path, capsys):
     assert stored(store_url)[0] == 1
 
 
+@pytest.mark.slow
 def test_export_round_trip(store_url, tmp_path):
     assert hb("ingest", str(EXPORT), "--store", store_url) == 0
     out = tmp_path / "again.hbx.jsonl.gz"
@@ -186,6 +189,7 @@ def _ingest_process(url: str, *paths) -> subprocess.Popen:
                              "--store", url], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.slow
 def test_two_writers_at_once(store_url, tmp_path):
     runs = [write_synthetic_run(tmp_path / f"r{i}.json", seed=i) for i in range(6)]
     procs = [_ingest_process(store_url, *runs), _ingest_process(store_url, *reversed(runs))]
@@ -194,6 +198,7 @@ def test_two_writers_at_once(store_url, tmp_path):
     assert stored(store_url)[0] == 6 and complete(store_url)
 
 
+@pytest.mark.slow
 def test_ingest_killed_midway_leaves_whole_runs(store_url):
     p = _ingest_process(store_url, EXPORT)
     deadline = time.monotonic() + 60
@@ -213,6 +218,7 @@ def test_ingest_killed_midway_leaves_whole_runs(store_url):
     assert stored(store_url)[0] == RUNS and complete(store_url)
 
 
+@pytest.mark.slow
 def test_excluded_run_leaves_every_history(tmp_path, capsys):
     url = f"sqlite:///{tmp_path / 'h.db'}"
     assert hb("ingest", str(EXPORT), "--store", url) == 0
@@ -231,6 +237,7 @@ def test_export_file_damaged_is_one_line(tmp_path, capsys):
     assert "x.hbx.jsonl.gz" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_ingest_api_counts(tmp_path):
     st = db.open_store(f"sqlite:///{tmp_path / 'h.db'}", create=True)
     res = ingest.ingest_paths(st, [EXPORT])
@@ -388,6 +395,7 @@ def test_a_run_with_the_same_start_but_other_figures_is_another_run(store_url, t
     assert stored(store_url)[0] == 2
 
 
+@pytest.mark.slow
 def test_two_writers_of_one_run_in_other_bytes(store_url, tmp_path):
     runs = [write_synthetic_run(tmp_path / f"r{i}.json", seed=i) for i in range(4)]
     copies = [_reserialized(r, tmp_path / "copies" / r.name) for r in runs]

@@ -1,8 +1,8 @@
-"""Issue 38: the levels of a sentinel reading and the reading just after a cycle (H200 start F's traces).
+"""Issue 38: the levels of a sentinel reading and the reading just after a cycle (host traces: log 2026-12-04-2011).
 
 A cycle that begins and ends between the fast and slow states (1.1-1.4x the floor) is kept as a
 level of its own, a slow-state figure never pooled with the slow level's cycles, instead of being
-thrown away as a switch. On start F most of a top-up's cycles read there, but only against a floor
+thrown away as a switch. On a traced start most of a top-up's cycles read there, but only against a floor
 another process learned: by its own floor (hoststate.process_floor) they were its fast state. And
 the first reading after a cycle often sits a level up for a moment: a second reading settles it.
 """
@@ -95,7 +95,7 @@ def test_on_a_real_top_up_workers_trace_its_own_floor_finds_its_fast_state(monke
     9 % higher. Learning its own floor from its readings, as a worker now does, most cycles are
     fast and almost none are in the middle. (Measured, not tuned here: on the 29 workers of six
     runs the fast level moved ±7 % between processes and the rows did not follow it;
-    docs/measurements.md, 2026-12-04 22:13 UTC.)"""
+    log 2026-12-04-2213.)"""
     import bisect
     import gzip
     import json

@@ -27,6 +27,7 @@ def output(capsys, monkeypatch, argv, width) -> list[str]:
     return capsys.readouterr().out.splitlines()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", [80, 100])
 @pytest.mark.parametrize("args", [PAIR, MATRIX], ids=["pair", "matrix"])
 def test_compare_keeps_change_and_verdict_whole(capsys, monkeypatch, width, args):
@@ -45,6 +46,7 @@ def test_compare_keeps_change_and_verdict_whole(capsys, monkeypatch, width, args
         assert "left out to fit" in body and "--wide shows every column" in body
 
 
+@pytest.mark.slow
 def test_compare_counts_rows_neither_run_measured_and_prints_each_note_once(capsys, monkeypatch):
     lines = output(capsys, monkeypatch, ["compare", *PAIR], 120)
     df = cmp.compare(load_run(PAIR[0]), load_run(PAIR[1]))
@@ -93,6 +95,7 @@ def test_table_keeps_every_ratio_and_never_cuts_a_number(capsys, monkeypatch, wi
         assert "--wide shows" in body
 
 
+@pytest.mark.slow
 def test_history_check_fits_columns_and_counts_rows_without_history(capsys, monkeypatch, tmp_path):
     url = f"sqlite:///{tmp_path / 'h.db'}"
     assert cli.main(["history", "ingest", str(REF / "history.hbx.jsonl.gz"), "--store", url]) == 0
@@ -114,6 +117,7 @@ def test_history_check_fits_columns_and_counts_rows_without_history(capsys, monk
     assert max(map(len, wide)) > 80
 
 
+@pytest.mark.slow
 def test_every_width_from_60_fits_and_cuts_nothing(tmp_path):
     """Every line fits and nothing is cut with '…', from the narrowest width fmt.term_width gives."""
     from cudnn_hostbench.reports.history import check, db, ingest

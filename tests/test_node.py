@@ -257,6 +257,7 @@ def two_gpus(monkeypatch):
     return gpus
 
 
+@pytest.mark.slow
 def test_version_matrix_runs_one_version_per_gpu_in_parallel(tmp_path, monkeypatch, capsys):
     from cudnn_hostbench.bench.measure.records import load_run
     from cudnn_hostbench.scripts import version_matrix as vm

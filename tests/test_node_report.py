@@ -8,6 +8,8 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 from cudnn_hostbench.bench.measure import node, node_topo
 from cudnn_hostbench.bench.measure.records import Record, Run, load_run, run_document, write_run
 from cudnn_hostbench.reports import node as rep
@@ -201,6 +203,7 @@ records.write_run(os.path.join(out, "run.json"), records.run_document(tight_reco
 '''
 
 
+@pytest.mark.slow
 def test_run_all_gpus_reports_each_gpu_keeps_the_others_when_one_fails(tmp_path, monkeypatch, capsys):
     from cudnn_hostbench.reports.history import db
     child = tmp_path / "child.py"

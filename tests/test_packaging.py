@@ -100,6 +100,7 @@ def test_only_the_four_folders_are_part_of_the_package():
     assert r.stdout.strip() == "[True, True, True]", r.stdout + r.stderr
 
 
+@pytest.mark.slow
 def test_a_checkout_collects_probes_under_the_package_name_and_says_why_nothing_ran(tmp_path):
     """`pytest probes` from the root imports probes/probe_x.py as cudnn_hostbench.probes.probe_x
     (never as probes.probe_x); on a machine without a GPU its summary says nothing was measured."""
@@ -158,6 +159,7 @@ def test_the_reference_run_is_committed_once():
     assert not dups, dups
 
 
+@pytest.mark.slow
 def test_an_installed_harness_runs_a_probe_file_in_another_folder(tmp_path):
     """The plugin comes from the installed package's entry points, not from this repository's
     conftest.py: a probe file anywhere runs (on CPU, each case skips with the reason)."""

@@ -5,6 +5,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from cudnn_hostbench.bench.measure import progress
 
 
@@ -31,6 +33,7 @@ def test_plain_print_without_a_hook(capsys):
     assert capsys.readouterr().err == "x\n"
 
 
+@pytest.mark.slow
 def test_a_passing_test_still_shows_the_line_and_a_childs(tmp_path):
     """With pytest's real capture manager installed, both the test's own line and a child
     process's stderr reach the terminal although the test passes."""

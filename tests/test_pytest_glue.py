@@ -12,6 +12,7 @@ from cudnn_hostbench.bench.measure.records import Record
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.slow
 @pytest.mark.benchmark(timer=plugin.CLOCK)
 def test_injected_samples_become_the_benchmark_stats(benchmark, request, tmp_path):
     if benchmark.disabled and not os.environ.get("HB_GLUE_CHILD"):
@@ -45,6 +46,7 @@ def test_failed_numerics_fail_the_probe(benchmark):
         plugin.report_record(benchmark, rec, "t")
 
 
+@pytest.mark.slow
 def test_probes_skip_with_a_reason_without_gpu(tmp_path):
     import torch
     if torch.cuda.is_available():
@@ -105,6 +107,7 @@ def test_workers_run_the_probes_of_the_project_folder(tmp_path):
     assert (root / "probes").is_dir()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("user_json", [False, True])
 def test_the_run_file_is_in_place_when_the_terminal_summary_reads_it(tmp_path, user_json):
     """pytest-benchmark writes the run file inside sessionfinish and the terminal reporter calls
@@ -142,6 +145,7 @@ def test_the_run_file_is_in_place_when_the_terminal_summary_reads_it(tmp_path, u
     assert (out / "table.md").exists()
 
 
+@pytest.mark.slow
 def test_a_negative_budget_is_a_usage_error(tmp_path):
     import subprocess
     import sys
@@ -176,6 +180,7 @@ def test_hostbench_run_with_a_bad_option_exits_2_and_leaves_no_folder(tmp_path, 
     assert seen and "--hb-budget-s" in seen[0] and not out.exists()
 
 
+@pytest.mark.slow
 def test_the_engine_measures_only_what_k_and_m_select(tmp_path):
     """The engine's case list is made after -k / -m deselection: a `-k execute` matrix part or a
     user's selection measures those tests' blocks, not the whole suite (2026-12-03: each matrix

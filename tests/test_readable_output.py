@@ -75,6 +75,7 @@ def _cli_lines(capsys, argv, env_cols="120", monkeypatch=None):
     return code, out.out.splitlines(), out.err
 
 
+@pytest.mark.slow
 def test_table_and_compare_fit_120_columns(capsys, monkeypatch):
     code, lines, _ = _cli_lines(capsys, ["table", str(REFERENCE)], monkeypatch=monkeypatch)
     assert code == 0 and max(map(len, lines)) <= 120
@@ -174,6 +175,7 @@ def test_kernel_changed_and_slower_fails_the_gate_naming_the_kernels(tmp_path, c
     assert cli.main(["compare", b.path, a.path, "--fail-on-regression"]) == 0
 
 
+@pytest.mark.slow
 def test_a_run_compared_with_itself_normalized_is_all_same(capsys):
     run = load_run(REFERENCE)
     df = cmp.compare(run, run, normalize=True)

@@ -100,6 +100,7 @@ def test_every_command_of_hostbench_help_is_in_the_readme_or_the_architecture(ca
     assert not no_example, f"user commands without an example line in the README's list: {no_example}"
 
 
+@pytest.mark.slow
 def test_the_readme_history_ingest_example_runs_quietly_on_a_fresh_clone(tmp_path, monkeypatch, capsys):
     """Only committed files: no warning about a folder a fresh clone does not have (results/)."""
     examples = re.findall(r"`(hostbench history ingest [^`]+)`", _text(README))

@@ -94,7 +94,7 @@ def test_run_summary_is_three_lines_and_wide_has_it_whole(capsys, monkeypatch):
     listed = re.search(r"workers? for (.*?) \(timed fast: ([^)]*)\)", full)   # the top-ups' blocks
     assert full.count(listed.group(1)) == 1                          # the blocks once, not twice
     block = listed.group(1).split(", ")[0]
-    # which were timed fast, in the fewest names (start N's run: all but the blocks that were not)
+    # which were timed fast, in the fewest names (all but the blocks that were not)
     fast = listed.group(2)
     named = len(fast.split(", "))
     assert fast in ("all", "none") or fast.startswith("all but ") or named * 2 <= len(listed.group(1).split(", ")) + 1
@@ -171,6 +171,7 @@ def _store(tmp_path) -> str:
     return url
 
 
+@pytest.mark.slow
 def test_history_list_fits_and_names_each_gpu_once(tmp_path, capsys, monkeypatch):
     url = _store(tmp_path)
     for width in (80, 120):
@@ -181,6 +182,7 @@ def test_history_list_fits_and_names_each_gpu_once(tmp_path, capsys, monkeypatch
         assert sum(bool(re.match(r"\s*\d+  2026-", x)) for x in lines) == RUNS
 
 
+@pytest.mark.slow
 def test_history_show_figures_renders_the_table_from_the_store(tmp_path, capsys, monkeypatch):
     url = _store(tmp_path)
     lines = out(capsys, monkeypatch, ["history", "show", "63", "--figures", "--store", url], 100)
@@ -197,6 +199,7 @@ def test_history_show_figures_renders_the_table_from_the_store(tmp_path, capsys,
 
 
 # -- 5: the dashboard says what it judged, in version order for a matrix, names only files at hand ---
+@pytest.mark.slow
 def test_matrix_dashboard_judges_the_newest_version_and_says_it_judged_nothing(tmp_path):
     assert cli.main(["dashboard", str(REF / "matrix"), "--order", "version", "--out", str(tmp_path / "m")]) == 0
     html = (tmp_path / "m" / "index.html").read_text()
@@ -206,6 +209,7 @@ def test_matrix_dashboard_judges_the_newest_version_and_says_it_judged_nothing(t
     assert "No row moved past" not in html and "newer partial run" not in judged
 
 
+@pytest.mark.slow
 def test_history_dashboard_names_a_run_file_only_while_its_bytes_are_the_stored_ones(tmp_path):
     import shutil
 
@@ -320,6 +324,7 @@ def _tty(monkeypatch, on: bool) -> None:
     (("verdict-check", "--runs", "2"), "verdict-check: judging run 2/"),
     (("history-bench", "--runs", "3"), "history-bench: one history check")],
     ids=["history-check", "dashboard", "verdict-check", "history-bench"])
+@pytest.mark.slow
 def test_long_commands_show_progress_only_on_a_terminal(tmp_path, capsys, monkeypatch, argv, said):
     if "URL" in argv:
         url = _store(tmp_path)
@@ -334,6 +339,7 @@ def test_long_commands_show_progress_only_on_a_terminal(tmp_path, capsys, monkey
     assert said not in capsys.readouterr().err, argv
 
 
+@pytest.mark.slow
 def test_committed_dashboard_charts_keep_their_size_at_800_px(tmp_path):
     """At 800 px the page scrolls no wider than the window and the trends and round-ratio panels
     wrap (two across) instead of shrinking: each is drawn at 90 % of its size or more, its text too."""

@@ -12,7 +12,7 @@ from cudnn_hostbench.reports.verdict import validate
 from cudnn_hostbench.scripts import cli
 
 # one worker runs the module, so its validation (the suite's longest step) runs once
-pytestmark = pytest.mark.xdist_group("verdict-check")
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("verdict-check")]
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,7 @@ def test_two_starts_see_what_one_new_start_cannot(result):
     # one t of the two runs' mean deviation (they share the prediction's location and variance): never
     # less than one run's, and more over every class together (the 75-run history: device 40 % against
     # 19 % on one start; the 93-run one: 45 % against 33 %, all classes 19.1 % against 12.7 %, at the
-    # edge of the 1.5 × margin held to 88 runs, no longer asked; docs/measurements.md, 2026-12-04 12:48)
+    # edge of the 1.5 × margin held to 88 runs, no longer asked; log 2026-12-04-1248)
     caught = tried = caught_one = tried_one = 0
     for c, (k, n) in result.two.items():
         single = [v for (scale, cls, _), v in result.single.items() if scale == "fleet" and cls == c]
