@@ -39,6 +39,7 @@ class Comparison:
     dropped: int = 0                # row pairs left out for differing host states
     on_ratio: bool = False
     kernels_changed: list = field(default_factory=list)
+    rows: list = field(default_factory=list)        # the paired.PairedRow the judgement read
 
 
 def figure(rec: Record, run: Run, on_ratio: bool) -> tuple[float | None, bool]:
@@ -76,10 +77,12 @@ def pair_rows(pairs: list[tuple[Run, Run]], keys: list[tuple], on_ratio: bool) -
     """Per row key (probe, variant, size, mode), its pair differences over `pairs` of (A, B) runs."""
     out = []
     for key in keys:
-        diffs, dropped, level, ratio = [], 0, [], False
+        aligned: list = []
+        dropped, level, ratio = 0, [], False
         a_recs, b_recs = [], []
         proto = None
         for a, b in pairs:
+            aligned.append(None)
             ra, rb = a.find(*key), b.find(*key)
             if ra is None or rb is None:
                 continue
@@ -94,14 +97,14 @@ def pair_rows(pairs: list[tuple[Run, Run]], keys: list[tuple], on_ratio: bool) -
             if fa is None or fb is None:
                 continue
             ratio = ratio or ratio_a
-            diffs.append(fb - fa)
+            aligned[-1] = fb - fa
             if ra.samples and ra.unit.startswith("us"):
                 level.append(stats.median(ra.samples))
         if proto is None:
             continue
         lvl = stats.median(level) if level else None
-        out.append(paired.PairedRow(key, row_class(proto, lvl, ratio), diffs, lvl, ratio, dropped,
-                                    (_kernels(a_recs), _kernels(b_recs)), proto.race))
+        out.append(paired.PairedRow(key, row_class(proto, lvl, ratio), [d for d in aligned if d is not None], lvl,
+                                    ratio, dropped, (_kernels(a_recs), _kernels(b_recs)), proto.race, aligned))
     _spread_kernel_change(out)
     return out
 
@@ -314,15 +317,22 @@ def judge_job(job_dir: Path, spec, procs, q: float = paired.Q, gpu_figure: str =
         rows = pair_rows(runs, keys, on_ratio)
         j = paired.judge(rows, q)
         c = Comparison(spec.sides[spec.reference].label, spec.sides[side].label, j, len(runs),
-                       sum(r.dropped for r in rows), on_ratio)
+                       sum(r.dropped for r in rows), on_ratio, rows=rows)
         c.kernels_changed = [r.key for r in j.rows if r.verdict == "KERNEL CHANGED"]
         out.append(c)
     return out
 
 
 def write_reports(job_dir: Path, comparisons: list[Comparison], meta: dict, header: str) -> list[Path]:
+    import gzip
+
     from cudnn_hostbench.bench.measure.files import write_text_atomic
-    paths = [write_text_atomic(job_dir / "ab.md", markdown(comparisons, header)),
+    from cudnn_hostbench.reports.verdict.validate_ab import pairs_doc
+    tmp = job_dir / "pairs.json.gz.tmp"
+    with gzip.open(tmp, "wt", encoding="utf-8") as fh:     # the pairs, for `hostbench ab-check`
+        json.dump(pairs_doc(comparisons), fh)
+    tmp.replace(job_dir / "pairs.json.gz")
+    paths = [job_dir / "pairs.json.gz", write_text_atomic(job_dir / "ab.md", markdown(comparisons, header)),
              write_text_atomic(job_dir / "ab.csv", csv_text(comparisons)),
              write_text_atomic(job_dir / "ab.json", json.dumps(json_doc(comparisons, meta), indent=1))]
     try:

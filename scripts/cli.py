@@ -50,6 +50,7 @@ MAINTAINER_COMMANDS = {
     "readme-figures": ("scripts.readme_figures", "Render the README's figure sections from the committed runs."),
     "history-bench": ("scripts.history_bench", "Time the history store at scale (ingest, check, dashboard)."),
     "verdict-check": ("scripts.verdict_check", "Validate the verdict model out of sample (leave one start out, injections)."),
+    "ab-check": ("scripts.ab_check_cmd", "Validate the A/B job's paired verdict on recorded A/A jobs (resampled, planted)."),
     "history-starts": ("scripts.history_starts", "Write the committed runs' machine starts (from the log) into an export."),
 }
 ALL = {**COMMANDS, **MAINTAINER_COMMANDS}

@@ -49,6 +49,7 @@ class PairedRow:
     dropped: int = 0            # pairs left out: the sides ran in different host states
     kernels: tuple = ((), ())   # the kernels each side ran most often (device rows)
     race: bool = False          # its plan is a timing race: a kernel difference is a pick, not a change
+    aligned: list = field(default_factory=list)   # diffs by the comparison's pair index, None where unusable
 
 
 @dataclass

@@ -1,0 +1,164 @@
+"""The paired verdict validated on recorded A/A jobs (`hostbench ab-check`): how often a job with
+no change says SLOWER or FASTER anywhere, and what a planted change of a known size gets.
+
+- False jobs: each resampled job keeps the recorded job's pairs and flips each pair's sign at
+  random, one coin per pair for all its rows (on an A/A job which process is "A" is arbitrary, so
+  a flip keeps the pair's noise and its correlation across rows: a randomization test's null).
+  Pairs are not drawn with replacement: a pair drawn twice looks like agreement the job never had,
+  and makes the null too quiet.
+  A job is false when any row is SLOWER or FASTER; the rate gets a 95 % Clopper-Pearson bound.
+- Power: into a resampled job, a change is planted at 1.2 × and 0.5 × the MDC the job printed for
+  the row before it was planted, into one row, into one block (probe × size: every row of it), and
+  into one variant's rows of every mode (a kernel's rows); and +2 % into every GPU row at once.
+  Caught: the planted rows are SLOWER.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import paired
+
+SEED = 20261206
+FACTORS = (1.2, 0.5)
+
+
+class PairsFileError(ValueError):
+    """A pairs file that cannot be read; the message names it."""
+
+
+def load_pairs(path: Path) -> list[list[paired.PairedRow]]:
+    """The comparisons of a job's pairs.json.gz (or a job folder holding one): rows with the
+    per-pair differences, aligned by pair (diffs[i] of every row is pair i, or None when left out)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "pairs.json.gz"
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except FileNotFoundError:
+        raise PairsFileError(f"{path}: no such file (an A/B job folder writes pairs.json.gz)") from None
+    except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise PairsFileError(f"{path}: cannot read the pairs ({e})") from e
+    if not isinstance(doc, dict) or not isinstance(doc.get("comparisons"), list):
+        raise PairsFileError(f"{path}: not an A/B pairs file")
+    out = []
+    for c in doc["comparisons"]:
+        rows = []
+        for r in c.get("rows", []):
+            kernels = r.get("kernels") or [[], []]
+            rows.append(paired.PairedRow(tuple(r["key"]), r["class"], [d for d in r["diffs"] if d is not None],
+                                         r.get("level_us"), bool(r.get("on_ratio")), int(r.get("dropped", 0)),
+                                         (tuple(kernels[0]), tuple(kernels[1])), bool(r.get("race")),
+                                         aligned=list(r["diffs"])))
+        out.append(rows)
+    return out
+
+
+def pairs_doc(comparisons: list) -> dict:
+    """pairs.json.gz's document from reports.ab Comparisons (their rows' aligned differences)."""
+    return {"kind": "hostbench ab pairs", "comparisons": [
+        {"side": c.side, "reference": c.reference,
+         "rows": [{"key": list(r.key), "class": r.cls, "diffs": r.aligned, "level_us": r.level_us,
+                   "on_ratio": r.on_ratio, "dropped": r.dropped, "kernels": [list(k) for k in r.kernels],
+                   "race": r.race} for r in c.rows]} for c in comparisons]}
+
+
+def _resampled(rows: list, rng: random.Random) -> list:
+    n = max((len(r.aligned or r.diffs) for r in rows), default=0)
+    picks = list(range(n))
+    signs = [1.0 if rng.random() < 0.5 else -1.0 for _ in range(n)]
+    out = []
+    for r in rows:
+        got = r.aligned or r.diffs
+        d = [signs[j] * got[i] for j, i in enumerate(picks) if i < len(got) and got[i] is not None]
+        out.append(paired.PairedRow(r.key, r.cls, d, r.level_us, r.on_ratio, r.dropped, ((), ()), r.race))
+    return out
+
+
+def _planted(rows: list, targets: set, by: dict) -> list:
+    return [paired.PairedRow(r.key, r.cls, [d + by.get(r.key, 0.0) for d in r.diffs], r.level_us, r.on_ratio,
+                             r.dropped, r.kernels, r.race) if r.key in targets else r for r in rows]
+
+
+@dataclass
+class Result:
+    jobs: int = 0
+    false_jobs: int = 0
+    caught: dict = field(default_factory=dict)     # (kind, factor) -> [caught, tried]
+    gpu_2pct: list = field(default_factory=lambda: [0, 0])
+    mdc: dict = field(default_factory=dict)        # class -> median MDC over resampled jobs
+
+    def rate(self, kind: str, factor: float) -> float | None:
+        c, n = self.caught.get((kind, factor), (0, 0))
+        return c / n if n else None
+
+
+def run(comparisons: list[list], resamples: int = 60, seed: int = SEED) -> Result:
+    """`resamples` null jobs per comparison, each also planted with each change (module docstring)."""
+    rng = random.Random(seed)
+    res = Result()
+    mdcs: dict = {}
+    for rows in comparisons:
+        rows = [r for r in rows if len(r.diffs) >= paired.MIN_PAIRS]
+        if not rows:
+            continue
+        for _ in range(resamples):
+            null = _resampled(rows, rng)
+            j = paired.judge(null)
+            res.jobs += 1
+            res.false_jobs += any(v.verdict in ("SLOWER", "FASTER") for v in j.rows)
+            for v in j.rows:
+                if v.mdc is not None:
+                    mdcs.setdefault(v.cls, []).append(v.mdc)
+            _power(null, j, rng, res)
+    res.mdc = {c: sorted(v)[len(v) // 2] for c, v in mdcs.items()}
+    return res
+
+
+def _power(null: list, j: paired.Judgement, rng: random.Random, res: Result) -> None:
+    verdicts = {v.key: v for v in j.rows}
+    judged = [r for r in null if verdicts[r.key].mdc is not None and verdicts[r.key].verdict == "SAME"]
+    if not judged:
+        return
+    row = rng.choice(judged)
+    block = {r.key for r in judged if r.key[0] == row.key[0] and r.key[2] == row.key[2]}
+    kernel = {r.key for r in judged if r.key[:3] == row.key[:3]}
+    for kind, targets in (("row", {row.key}), ("block", block), ("kernel", kernel)):
+        for factor in FACTORS:
+            by = {k: math.log1p(factor * verdicts[k].mdc) for k in targets}
+            got = {v.key: v.verdict for v in paired.judge(_planted(null, targets, by)).rows}
+            hit = res.caught.setdefault((kind, factor), [0, 0])
+            hit[0] += sum(got[k] == "SLOWER" for k in targets)
+            hit[1] += len(targets)
+    gpu = {r.key for r in null if r.key[3] in ("graph", "device")}
+    if gpu:
+        got = {v.key: v.verdict for v in paired.judge(_planted(null, gpu, {k: math.log(1.02) for k in gpu})).rows}
+        res.gpu_2pct[0] += sum(got[k] == "SLOWER" for k in gpu)
+        res.gpu_2pct[1] += len(gpu)
+
+
+def bound(k: int, n: int, level: float = 0.95) -> float:
+    """The one-sided upper Clopper-Pearson bound of a rate k/n."""
+    from scipy import stats
+    return 1.0 if k >= n else float(stats.beta.ppf(level, k + 1, n - k))
+
+
+def report(res: Result) -> str:
+    lines = [f"false jobs: {res.false_jobs} of {res.jobs} resampled A/A jobs "
+             f"(95 % bound {bound(res.false_jobs, res.jobs) * 100:.1f} %)"]
+    for kind in ("row", "block", "kernel"):
+        parts = []
+        for factor in FACTORS:
+            r = res.rate(kind, factor)
+            parts.append(f"{factor:g}× MDC {'–' if r is None else f'{r * 100:.0f} %'}")
+        lines.append(f"planted into one {kind}: caught at " + ", ".join(parts))
+    c, n = res.gpu_2pct
+    if n:
+        lines.append(f"+2 % into every GPU row: {c / n * 100:.0f} % of {n} row-jobs caught")
+    lines.append("median MDC per class: " + ", ".join(f"{k} {v * 100:.2f} %" for k, v in sorted(res.mdc.items())))
+    return "\n".join(lines)

@@ -1,0 +1,54 @@
+"""`hostbench ab-check`: the paired verdict validated on recorded A/A jobs.
+
+    hostbench ab-check reports/reference/h100/ab/aa reports/reference/h200/ab/aa
+
+Reads each job's pairs.json.gz (or the file itself), resamples its pairs into null jobs (pairs
+drawn with replacement, each pair's sign flipped at random) and plants changes of known size
+(reports/verdict/validate_ab.py). Prints the false-job rate with its 95 % bound, the share caught
+at 1.2 × and 0.5 × the printed MDC, and the median MDC per class. With --check, exits 1 when the
+bound is over 5 %, 1.2 × MDC catches under 80 % or 0.5 × MDC over 10 % (the targets of issue 66).
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+MAX_FALSE_BOUND, MIN_POWER, MAX_HALF = 0.05, 0.80, 0.10
+
+
+def add_parser(command) -> None:
+    ap = command("ab-check", run, description=__doc__)
+    ap.add_argument("jobs", nargs="+", metavar="JOB", help="A/A job folders or their pairs.json.gz")
+    ap.add_argument("--resamples", type=int, default=60, help="null jobs per recorded comparison")
+    ap.add_argument("--seed", type=int, default=None, help="the resampling's seed (default: fixed)")
+    ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+
+
+def run(a) -> int:
+    from cudnn_hostbench.reports.verdict import validate_ab as v
+    if a.resamples < 1:
+        print(f"{a.prog}: --resamples {a.resamples}: at least 1", file=sys.stderr)
+        return 2
+    comparisons = []
+    try:
+        for job in a.jobs:
+            comparisons += v.load_pairs(Path(job))
+    except v.PairsFileError as e:
+        print(f"{a.prog}: {e}", file=sys.stderr)
+        return 2
+    res = v.run(comparisons, a.resamples, v.SEED if a.seed is None else a.seed)
+    print(v.report(res))
+    if not a.check:
+        return 0
+    missed = []
+    if v.bound(res.false_jobs, res.jobs) > MAX_FALSE_BOUND:
+        missed.append(f"false-job bound over {MAX_FALSE_BOUND:.0%}")
+    for kind in ("row", "block", "kernel"):
+        hi, lo = res.rate(kind, 1.2), res.rate(kind, 0.5)
+        if hi is not None and hi < MIN_POWER:
+            missed.append(f"{kind} at 1.2× MDC caught under {MIN_POWER:.0%}")
+        if lo is not None and lo > MAX_HALF:
+            missed.append(f"{kind} at 0.5× MDC caught over {MAX_HALF:.0%}")
+    if missed:
+        print("missed: " + "; ".join(missed))
+    return 1 if missed else 0
