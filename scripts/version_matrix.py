@@ -2,7 +2,12 @@
 
     hostbench matrix --wheels .whlm .whl --out OUT/matrix -- --hb-sizes 256 -k "execute"
 
-Each wheel is installed with pip into its own folder (/tmp/fe-<ver>, --no-deps, nothing else
+By default the versions run as one interleaved A/B job on this machine (scripts/matrix_ab.py):
+worker processes alternate between them, and every version is judged against the reference
+(--reference, default the newest) on its own pairs; its report is OUT/ab/ab.md. `--serial` runs
+one suite per version instead, one after another, as described below.
+
+With --serial, each wheel is installed with pip into its own folder (/tmp/fe-<ver>, --no-deps, nothing else
 touched) and the suite runs in its own process with that folder first on PYTHONPATH, so the
 versions never share an interpreter. `--cudnn-lib DIR` (repeatable) runs every version once per
 cuDNN backend library folder, put first on LD_LIBRARY_PATH; without it the backend that torch
@@ -61,6 +66,13 @@ def add_parser(command) -> None:
     ap.add_argument("--root", default=str(ROOT), help="where `probes/` is (the repository root)")
     ap.add_argument("--target-root", default="/tmp", help="where the fe-<ver> install folders go")
     node_matrix.add_arguments(ap)
+    ap.add_argument("--serial", action="store_true",
+                    help="one suite per version, one after another (the matrix before A/B jobs); default: one "
+                         "interleaved A/B job over the versions (scripts/matrix_ab.py)")
+    ap.add_argument("--reference", metavar="VER", help="the version every other is judged against (default: the newest)")
+    ap.add_argument("--budget-min", type=float, default=20.0, help="minutes for the interleaved job (--deadline overrides)")
+    ap.add_argument("--pairs", type=int, default=40, help="at most this many interleaved sets")
+    ap.add_argument("--first-pairs", type=int, default=3, help="sets over every row before any is judged")
 
 
 def run(args) -> int:
@@ -118,6 +130,9 @@ def _run(args, out: Path) -> int:
     else:
         if args.gpus:   # one version per GPU, in parallel
             return node_matrix.main(args, wheels, pytest_args, out)
+        if not args.serial:   # one interleaved A/B job over the versions
+            from cudnn_hostbench.scripts import matrix_ab
+            return matrix_ab.run(args, wheels, pytest_args, out)
         entries, start = [], time.monotonic()
         doc = {"pytest_args": pytest_args, "python": sys.version.split()[0], "versions": entries}
         for ver, wheel in wheels.items():

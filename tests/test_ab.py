@@ -218,3 +218,33 @@ def test_an_empty_selection_is_bad_input(tmp_path, capsys):
     assert main(["ab", "--no-gpu-check", "--root", str(root), "--out", str(tmp_path / "j"), "-k", "no_such_probe_x"]) == 2
     assert "no probe case selected" in capsys.readouterr().err
     assert not (tmp_path / "j").exists()
+
+
+# ---- the version matrix as one interleaved job ---------------------------------------------------
+
+def test_the_matrix_passes_its_selection_to_the_job_and_refuses_other_pytest_arguments():
+    from cudnn_hostbench.scripts import matrix_ab
+    assert matrix_ab.selection(["-k", "execute", "--hb-sizes=256", "--hb-heavy"]) == \
+        {"keyword": "execute", "sizes": "256", "heavy": True}
+    with pytest.raises(matrix_ab.MatrixArgsError, match="--serial"):
+        matrix_ab.selection(["-x"])
+
+
+def test_the_matrix_judges_every_version_against_the_newest_and_keeps_its_table(tmp_path, fake_job, monkeypatch):
+    from cudnn_hostbench.scripts import ab_sides
+    wheels = tmp_path / "w"
+    wheels.mkdir()
+    for v in ("1.31.0", "1.32.0", "1.30.0"):
+        (wheels / f"nvidia_cudnn_frontend-{v}-cp312-cp312-manylinux_2_28_x86_64.whl").write_bytes(b"")
+    monkeypatch.setattr(ab_sides, "install", lambda side, python=None: None)
+    monkeypatch.setattr(ab_sides, "check", lambda side, python=None: {"frontend": side.label, "cudnn": "91900"})
+    out = tmp_path / "m"
+    code = main(["matrix", "--wheels", str(wheels), "--out", str(out), "--store", "off", "--pairs", "3", "--", "-k", "x"])
+    assert code == 0
+    doc = json.loads((out / "matrix.json").read_text())
+    assert doc["interleaved"] and doc["reference"] == "1.32.0"
+    assert [e["status"] for e in doc["versions"]] == ["ok", "ok", "ok"]
+    assert all((out / e["run_file"]).exists() for e in doc["versions"])
+    ab = json.loads((out / "ab" / "ab.json").read_text())
+    assert {(c["side"], c["reference"]) for c in ab["comparisons"]} == {("1.30.0", "1.32.0"), ("1.31.0", "1.32.0")}
+    assert "version matrix" in (out / "matrix.md").read_text()
