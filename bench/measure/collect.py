@@ -33,7 +33,10 @@ def keyword_matcher(expr: str | None):
 
     def match(names: list[str]) -> bool:
         low = [n.lower() for n in names]
-        return bool(compiled.evaluate(lambda word, **_: any(word.lower() in n for n in low)))
+
+        def has(word: str, /, **_: object) -> bool:
+            return any(word.lower() in n for n in low)
+        return bool(compiled.evaluate(has))
     return match
 
 

@@ -113,14 +113,8 @@ class Proc:
     done: dict | None = None    # done.json: rc, wall_s, error
 
     @property
-    def set_index(self) -> int:
-        return self.index // max(1, self._k)
-
-    _k: int = 1
-
-    @property
     def ok(self) -> bool:
-        return bool(self.done) and self.done.get("rc") == 0 and (self.folder / "records.jsonl").exists()
+        return self.done is not None and self.done.get("rc") == 0 and (self.folder / "records.jsonl").exists()
 
     @property
     def records(self) -> Path:
@@ -144,9 +138,7 @@ def processes(job: Path, k: int) -> list[Proc]:
             done = json.loads((d / "done.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             pass
-        p = Proc(index, side, d, done if isinstance(done, dict) else None)
-        p._k = k
-        out.append(p)
+        out.append(Proc(index, side, d, done if isinstance(done, dict) else None))
     return out
 
 
