@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import statistics
 import textwrap
 
@@ -34,7 +33,10 @@ NOT_ENV = {"datetime", "commit_info", "argv", "suite_wall_s", "wall_s", "calibra
 KEY_FIELDS = ("gpu_name", "sm_count", "driver", "cuda", "cudnn_backend", "cudnn_torch",
               "cudnn_frontend", "torch", "python", "cpu_model", "clock_source", "cudnn_env", "options")
 COLUMNS = ["probe", "variant", "size", "mode", "unit", "base", "new", "change", "p",
-           "n_base", "n_new", "verdict", "note", "base_abs", "new_abs"]
+           "n_base", "n_new", "verdict", "note", "base_abs", "new_abs", "raw_change", "adjusted_by"]
+# `change` is the figure the verdict judged: the new figure against the base's, net of the new run's
+# structure (its machine factor, kernel, block and host terms: docs/history.md "The model") where
+# `adjusted_by` names any; `raw_change` is the printed figures' own change (new / base - 1)
 
 
 def normalized(run: Run, rec: Record) -> list[float] | None:
@@ -122,7 +124,8 @@ def compare(base: Run, new: Run, threshold: float | None = None, alpha: float = 
         row = dict(zip(("probe", "variant", "size", "mode"), key))
         row.update(unit=one.unit, base=float("nan"), new=float("nan"), change=float("nan"),
                    p=float("nan"), n_base=len(ra.samples) if ra else 0,
-                   n_new=len(rb.samples) if rb else 0, note="", base_abs=float("nan"), new_abs=float("nan"))
+                   n_new=len(rb.samples) if rb else 0, note="", base_abs=float("nan"), new_abs=float("nan"),
+                   raw_change=float("nan"), adjusted_by=())
         if ra is None or rb is None:
             r = one
             row["verdict"] = "REMOVED" if rb is None else "ADDED"
@@ -141,11 +144,14 @@ def compare(base: Run, new: Run, threshold: float | None = None, alpha: float = 
         rk = (key[0], key[1], str(key[2]), key[3])
         v, ga, gb = by.get(rk), figs[1].get(rk), figs[2].get(rk)
         if list(ra.samples) == list(rb.samples) and ra.workers == rb.workers:
-            row.update(verdict="SAME", change=0.0, note="identical samples")
+            row.update(verdict="SAME", change=0.0, raw_change=0.0, note="identical samples")
             rows.append(row)
             continue
         if v is None or ga is None or gb is None or v.z is None:
-            row.update(verdict="UNSURE", note=(v.note if v is not None else "") or "not judged")
+            # no MDC to name: the row was not judged, and the note says why
+            why = (NOT_JUDGED if v is not None and v.verdict == "NO HISTORY" else
+                   f"not judged: {v.note}" if v is not None and v.note else "not judged")
+            row.update(verdict="UNSURE", note=why)
             rows.append(row)
             continue
         # a figure is a ratio or µs; shown in the record's own unit (host rows: ms)
@@ -163,12 +169,28 @@ def compare(base: Run, new: Run, threshold: float | None = None, alpha: float = 
             verdict, note = "SAME", ""
         if 0 < min(ga.processes, gb.processes) < MIN_PROCESSES:
             note = "; ".join(x for x in (note, f"{min(ga.processes, gb.processes)} process(es) on a side") if x)
+        if v.adjusted_by:
+            note = "; ".join(x for x in (note, adjusted_note(v.adjusted_by)) if x)
         row.update(base=_times(ga.value, scale), new=_times(gb.value, scale), change=v.change, p=v.p, verdict=verdict, note=note,
-                   z=v.z, mdc=v.mdc, scale=v.scale)
+                   z=v.z, mdc=v.mdc, scale=v.scale, raw_change=gb.value / ga.value - 1 if ga.value else float("nan"),
+                   adjusted_by=tuple(v.adjusted_by))
         rows.append(row)
     df = pd.DataFrame(rows, columns=COLUMNS + ["z", "mdc", "scale"])
     df.attrs.update(where, findings=jd.findings, versions=versions)
     return df
+
+
+def adjusted_note(names) -> str:
+    """A row's note on what its judged change is net of (the change column's *)."""
+    return f"change* net of {decide.adjusted_text(names)}"
+
+
+ADJUSTED_LEGEND = ("* the change the verdict judged, net of the run's structure (the note names the terms); "
+                   "raw: the printed figures' own change")
+
+
+NOT_JUDGED = ("not judged (no MDC): the two runs' figures of this row are not alike (timed in other host states, "
+              "or one a ratio and one µs)")
 
 
 def machine_line(df) -> str:
@@ -260,18 +282,36 @@ def env_lines(diff, width: int = 120, indent: str = "  ") -> list[str]:
     return fit.cut(out, width)
 
 
+def _pct(x) -> str:
+    return "-" if fmt.missing(x) else f"{x * 100:+.1f}%"
+
+
+def change_cell(change, adjusted: bool) -> str:
+    """The judged change, `*` when it is net of the run's structure (a space else: digits line up)."""
+    return "-" if fmt.missing(change) else _pct(change) + ("*" if adjusted else " ")
+
+
+def mdc_cell(x) -> str:
+    """A row's minimum detectable change as a number ('-' where the row has none)."""
+    return "-" if fmt.missing(x) else decide.mdc_text(x, "")
+
+
 def table_rows(df) -> list[list[str]]:
     out = []
     for r in df.itertuples(index=False):
         digits = 3 if r.unit.startswith("x ") else 2
+        adjusted = bool(getattr(r, "adjusted_by", ()))
         out.append([r.probe, str(r.size), r.mode, r.variant, fmt.num(r.base, digits, "-"),
-                    fmt.num(r.new, digits, "-"), fmt.unit_text(r.unit),
-                    "-" if r.change != r.change else f"{r.change * 100:+.1f}%",
+                    fmt.num(r.new, digits, "-"), fmt.unit_text(r.unit), change_cell(r.change, adjusted),
+                    _pct(r.raw_change) if adjusted else "", mdc_cell(getattr(r, "mdc", None)),
                     "-" if r.p != r.p else f"{r.p:.2g}", r.verdict, r.note])
     return out
 
 
-HEADER = ["probe", "size", "mode", "variant", "base", "new", "unit", "change", "p", "verdict", "note"]
+# change: the judged change (* net of the run's structure), raw: the figures' own change where they
+# differ, mdc: the row's minimum detectable change (an UNSURE row's reason, as a number)
+HEADER = ["probe", "size", "mode", "variant", "base", "new", "unit", "change", "raw", "mdc", "p", "verdict", "note"]
+NOTE = HEADER.index("note")
 # what a reader acts on first; the rest after it, as compare() listed them
 ROW_ORDER = ["SLOWER", "KERNEL CHANGED", "FASTER", "FINDING", "UNSURE", "PICK CHANGED", "ADDED", "REMOVED",
              "UNMEASURED", "SAME"]
@@ -304,20 +344,23 @@ def _unit_tag(unit: str) -> str:
 
 
 def _fitted(rows: list[list[str]], width: int) -> tuple[list[str], list[str]]:
-    """(lines, dropped column names): p, then unit, then probe and size, then the variant move out
-    of the columns (the names into heading lines); figures, change and verdict always stay whole."""
-    numeric = {"base", "new", "change", "p"}
-    drops = [(), ("p",), ("p", "unit"), ("p", "unit", "probe", "size"), ("p", "unit", "probe", "size", "variant"),
-             ("p", "unit", "probe", "size", "variant", "note")]
+    """(lines, dropped column names): p, then unit, then probe and size, then the raw change, then the
+    variant move out of the columns (the names into heading lines), then the notes and the MDC onto a
+    line under their row; figures, change and verdict always stay whole."""
+    numeric = {"base", "new", "change", "raw", "mdc", "p"}
+    moved = ("p", "unit", "probe", "size")
+    drops = [(), ("p",), ("p", "unit"), moved, (*moved, "raw"), (*moved, "raw", "variant"),
+             (*moved, "raw", "variant", "note"), (*moved, "raw", "variant", "note", "mdc")]
+    unit, mdc = HEADER.index("unit"), HEADER.index("mdc")
 
     def layout(drop):
         cols = [i for i, h in enumerate(HEADER) if h not in drop]
         named = [i for i in (0, 1, 3) if HEADER[i] in drop]   # names said in heading lines
-        notes_below = "note" in drop                          # the note numbers on a line of their own
+        below = "note" in drop                                # the note numbers (and the MDC) on a line of their own
         body = [list(r) for r in rows]
         if "unit" in drop:
             for r in body:
-                tag = _unit_tag(r[6])
+                tag = _unit_tag(r[unit])
                 r[4], r[5] = (x if x == "-" else x + tag for x in (r[4], r[5]))
         lines = _lines([[HEADER[i] for i in cols]] + [[r[i] for i in cols] for r in body],
                        [HEADER[i] not in numeric for i in cols])
@@ -328,11 +371,13 @@ def _fitted(rows: list[list[str]], width: int) -> tuple[list[str], list[str]]:
                     last = tuple(r[i] for i in named)
                     out += textwrap.wrap(" · ".join(last), width, subsequent_indent="    ", break_long_words=True)
                 out.append("  " + line)
-                if notes_below and r[10]:
-                    out += textwrap.wrap(f"notes {r[10]}", width, initial_indent="      ", subsequent_indent="      ",
-                                         break_long_words=True)
+                under = [f"mdc {r[mdc]}" if "mdc" in drop and r[mdc] != "-" else "",
+                         f"notes {r[NOTE]}" if below and r[NOTE] else ""]
+                if any(under):
+                    out += textwrap.wrap(", ".join(x for x in under if x), width, initial_indent="      ",
+                                         subsequent_indent="      ", break_long_words=True)
             lines = out
-        return lines, [d for d in drop if d not in ("probe", "size", "variant", "note")]
+        return lines, [d for d in drop if d not in ("probe", "size", "variant", "note", "mdc")]
     return fit.first_fit(map(layout, drops), width, key=lambda x: x[0])[1]
 
 
@@ -346,15 +391,20 @@ def text_table(df, width: int | None = None, wide: bool = False) -> str:
     tail = textwrap.wrap(f"({int(both.sum())} row(s) unmeasured in both runs, not listed: --markdown FILE lists "
                          "every row)", 10**6 if wide else width) if both.any() else []
     if wide or not rows:
-        return "\n".join((_lines([HEADER] + rows) if rows else []) + tail)
+        legend = [ADJUSTED_LEGEND] if any(r[HEADER.index("change")].endswith("*") for r in rows) else []
+        return "\n".join((_lines([HEADER] + rows) if rows else []) + legend + tail)
     notes: dict[str, int] = {}
     for r in rows:
         if r[-1]:
             r[-1] = f"[{notes.setdefault(r[-1], len(notes) + 1)}]"
     lines, dropped = _fitted(rows, width)
     lines = fit.cut(lines, width)
+    if any(r[HEADER.index("change")].endswith("*") for r in rows):
+        lines += fit.wrap(ADJUSTED_LEGEND + ("" if "raw" not in dropped else " (left out to fit: --wide shows it)"),
+                          width)
     for note, k in notes.items():
         lines += fit.wrap(f"[{k}] {note}", width)
+    dropped = [d for d in dropped if d != "raw"]   # the legend above says the raw column is left out
     if dropped:
         lines += fit.left_out([" and ".join(dropped) + (" column" if len(dropped) == 1 else " columns")], width,
                               "× marks a ratio to the probe's baseline, other figures µs/call unless named"
@@ -371,12 +421,18 @@ def markdown(df, base: Run, new: Run, diff, threshold: float, alpha: float, norm
              f"Benjamini-Hochberg at a false discovery rate of {alpha:g} over the rows"
              + (f", and at least {threshold * 100:g} %" if threshold is not None else "")
              + (" on figures normalized by the run's baseline variant" if normalize else ""),
-             f"- {summary(df)}", *(f"- finding: {x}" for x in machine_line(df).split("\n")[1:]), ""]
+             f"- {summary(df)}", *(f"- finding: {x}" for x in machine_line(df).split("\n")[1:]),
+             "- change: the figure each verdict judged (`*`: net of the new run's structure, the raw change "
+             "beside it); mdc: the change the row would catch with 80 % probability (UNSURE: past its "
+             "class's practical threshold)", ""]
     vers = version_diff(diff)
     if vers:
         lines += ["## Versions that differ", "", fmt.md_table(["package", "base", "new"],
                                                              [(k, rounded(x), rounded(y)) for k, x, y in vers]), ""]
-    lines += ["## Results", "", fmt.md_table(HEADER, table_rows(sorted_rows(df))), ""]
+    body = [[c.rstrip() for c in r] for r in table_rows(sorted_rows(df))]
+    lines += ["## Results", "", fmt.md_table(HEADER, body), ""]
+    if any(r[HEADER.index("change")].endswith("*") for r in body):
+        lines += [ADJUSTED_LEGEND.replace("* the", "`*` the", 1) + ".", ""]
     rest = [d for d in diff if d not in vers]
     if rest:
         lines += ["## Environment differences", "",
@@ -417,14 +473,20 @@ def regressions(df, kernel_change_fails: bool = True) -> list[str]:
     return out
 
 
-def to_json(df) -> str:
-    """The comparison for CI: where the runs ran, the findings and every row's verdict."""
-    def num(x):
-        return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
-    rows = [{k: num(v) if isinstance(v, float) else v for k, v in r.items()} for r in df.to_dict("records")]
+def to_json(df, kernel_change_fails: bool = True) -> str:
+    """The comparison for CI, in the shape `history check --json` writes (decide.report_json): whether
+    it passes the --fail-on-regression gate, the counts, the findings (only those past the FDR), and
+    every row with its judged change, raw change, what adjusted it, MDC, z, p, scale and verdict;
+    `machines` says where the runs ran."""
+    rows = [{k: _plain(v) for k, v in r.items()} for r in df.to_dict("records")]
     m = {k: v for k, v in df.attrs.items() if k != "findings"}
-    return json.dumps({"machines": m, "counts": {k: int(n) for k, n in df["verdict"].value_counts().items()},
-                       "findings": [{"kind": f.kind, "name": f.name, "change": f.change, "z": f.z, "p": f.p,
-                                     "rows": f.rows, "scale": f.scale, "status": f.status}
-                                    for f in df.attrs.get("findings") or []],
-                       "rows": rows}, indent=1, default=str)
+    return decide.report_json("compare", not regressions(df, kernel_change_fails),
+                              {k: int(n) for k, n in df["verdict"].value_counts().items()},
+                              df.attrs.get("findings") or [], rows, machines=m)
+
+
+def _plain(x):
+    """A cell as JSON has it: NaN is null, a tuple a list."""
+    if isinstance(x, tuple):
+        return list(x)
+    return None if fmt.missing(x) else x

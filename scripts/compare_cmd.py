@@ -7,26 +7,31 @@ from pathlib import Path
 
 from cudnn_hostbench.scripts.args import bad, check_out_file
 
-COMPARE_EPILOG = """verdicts, per (probe, variant, size, mode), on worker-level values (eager rows with a
-baseline: each worker's median paired ratio to it; other rows: each worker's median):
-  SLOWER / FASTER  the median over workers moved past the row's noise floor (at least
-                   --threshold, and 1.5x the between-worker spread of either run) and the
-                   workers agree (complete separation, or Mann-Whitney U p < --alpha)
-  KERNEL CHANGED   it would be SLOWER / FASTER, but the device kernels differ between the runs
-                   under a fixed plan rule
+COMPARE_EPILOG = """the model: the history check's verdict model (docs/history.md#the-model) with a history of
+one run, the new run judged against the base. Per row (probe, variant, size, mode), in logs: the
+new figure (eager rows with a baseline: the paired ratio to it; --absolute: µs) against the base's,
+net of the new run's structure (its machine factor, kernel, block and host terms, each reported as
+a finding when it moved); its variance from the two runs' workers and the store prior (between
+processes, runs and starts, heavy tails: a Student-t); z, a two-sided p, Benjamini-Hochberg at
+--alpha over the rows; each row's MDC, the change caught with 80 % probability.
+  SLOWER / FASTER  a discovery (and at least --threshold where given)
+  KERNEL CHANGED   a discovery, on other device kernels under a fixed plan rule (both named)
   PICK CHANGED     the same, where the plan is an autotune race: information, never a regression
-  UNSURE           past the noise floor but the workers overlap; an eager row of a host-unstable
-                   run, timed in another host state (fast vs slow), or in the slow host state;
-                   a baseline's absolute eager µs (judged only with --absolute); a side of one
-                   worker process
-  SAME             within the noise floor ("noise-limited: detects >= N %" when it is wider)
+  FINDING          moved with its variant's other GPU mode, or (cuDNN or frontend alone differ)
+                   a block's torch baseline that moved with its block: reported once, as that finding
+  SAME             no discovery, and its MDC within its class's practical threshold (graph and
+                   device 4 %, heavy graph 8 %, eager 8 %, host 50 %; --threshold sets one for all)
+  UNSURE           no discovery, and its MDC past that threshold: the mdc column says how far
   ADDED / REMOVED  the row exists in one run only
   UNMEASURED       a side has no samples (unsupported, failed); the note says why
+change: the figure the verdict judged; * marks it net of the new run's structure (the note names
+the terms) and raw gives the printed figures' own change.
 
 exit status: 0 compared (no regression, or no --fail-on-regression); 1 with --fail-on-regression:
-a SLOWER row, or a KERNEL CHANGED row that is slower (unless --allow-kernel-change); 2 bad input
+a SLOWER row, a KERNEL CHANGED row that is slower (unless --allow-kernel-change), or a slower
+finding that is a regression (a change of the versions that differ); 2 bad input
 (an unreadable or empty run file, figures that cannot be measurements, a bad option, a --markdown
-path that cannot be written), runs from different GPUs (unless --allow-other-gpu), or runs with
+or --json path that cannot be written), runs from different GPUs (unless --allow-other-gpu), or runs with
 no measured row in common (unless --allow-disjoint); 130 interrupted. Details: docs/compare.md"""
 
 
@@ -35,7 +40,7 @@ def add_parser(command) -> None:
 
     p = command("compare", run, epilog=COMPARE_EPILOG,
                 description="`hostbench compare BASE NEW`: per-benchmark verdicts between two runs, "
-                            "for people and CI.")
+                            "for people and CI: the history check's verdict model with a history of one run.")
     p.add_argument("base", help="run file (JSON, or partial JSONL) to compare against")
     p.add_argument("new", help="run file to judge")
     p.add_argument("--threshold", default=None,
@@ -51,17 +56,19 @@ def add_parser(command) -> None:
     p.add_argument("--absolute", action="store_true",
                    help="judge eager rows on absolute µs, not on their ratio to the baseline")
     p.add_argument("--fail-on-regression", action="store_true",
-                   help="exit 1 when any row is SLOWER, or KERNEL CHANGED and slower (naming the kernels)")
+                   help="exit 1 when any row is SLOWER, or KERNEL CHANGED and slower (naming the kernels), or a "
+                        "slower finding is a regression")
     p.add_argument("--allow-kernel-change", action="store_true",
                    help="with --fail-on-regression: a slower row on different kernels does not fail")
     p.add_argument("--allow-other-gpu", action="store_true",
                    help="compare runs from different GPUs (refused otherwise: exit 2)")
     p.add_argument("--allow-disjoint", action="store_true",
                    help="accept runs with no measured row in common (refused otherwise: exit 2)")
-    p.add_argument("--json", metavar="OUT", help="also write the verdicts and findings as JSON (for CI); - for stdout")
+    p.add_argument("--json", metavar="OUT", help="also write the verdicts and findings as JSON (for CI; the shape "
+                                                 "of history check --json, with \"pass\"); - for stdout")
     p.add_argument("--markdown", metavar="OUT.md",
                    help="also write the comparison as Markdown to this file (its folder must exist; "
-                        "an old file is replaced)")
+                        "an old file is replaced); - for stdout")
     p.add_argument("--show-same", action="store_true", help="also print the SAME rows (the default prints the rest)")
     p.add_argument("--changes-only", action="store_true", help=argparse.SUPPRESS)   # the default now; kept for scripts
     p.add_argument("--wide", action="store_true",
@@ -104,8 +111,11 @@ def run(a) -> int:
         trust.check_run(new)
     except ValueError as e:   # RunFileError, or figures that cannot be measurements
         return bad(a.prog, str(e))
-    problem = a.markdown and check_out_file(a.markdown)
-    if a.markdown and not problem and any(Path(a.markdown).resolve() == Path(f).resolve() for f in (a.base, a.new)):
+    if a.markdown == "-" and a.json == "-":
+        return bad(a.prog, "--json - and --markdown -: only one of them can go to stdout")
+    to_file = a.markdown if a.markdown != "-" else None
+    problem = to_file and check_out_file(to_file)
+    if to_file and not problem and any(Path(to_file).resolve() == Path(f).resolve() for f in (a.base, a.new)):
         problem = "is one of the run files being compared"
     if problem:
         return bad(a.prog, f"--markdown {a.markdown}: {problem}")
@@ -124,20 +134,25 @@ def run(a) -> int:
     if store.gpu(base) != store.gpu(new):
         print(f"warning: different GPUs ({store.gpu(base)} vs {store.gpu(new)})", file=sys.stderr)
     diff = compare.fingerprint_diff(base, new)
-    if a.markdown:
+    failing = 1 if a.fail_on_regression and compare.regressions(df, not a.allow_kernel_change) else 0
+    md = compare.markdown(df, base, new, diff, threshold, a.alpha, a.normalize) if a.markdown else ""
+    if a.markdown and a.markdown != "-":
         try:
-            write_text_atomic(a.markdown, compare.markdown(df, base, new, diff, threshold, a.alpha, a.normalize))
+            write_text_atomic(a.markdown, md)
         except OSError as e:
             return bad(a.prog, f"--markdown {a.markdown}: cannot write ({e.strerror or e})")
     if a.json:
-        text = compare.to_json(df)
+        text = compare.to_json(df, not a.allow_kernel_change)
         if a.json == "-":
             print(text)
-            return 1 if a.fail_on_regression and compare.regressions(df, not a.allow_kernel_change) else 0
+            return failing
         try:
             write_text_atomic(a.json, text)
         except OSError as e:
             return bad(a.prog, f"--json {a.json}: cannot write ({e.strerror or e})")
+    if a.markdown == "-":   # stdout holds the Markdown alone, as --json - holds the JSON
+        print(md)
+        return failing
     width = fmt.term_width()
     print("\n".join(_counts_lines(compare.summary(df), 10**6 if a.wide else width)))   # the verdict counts first
     for line in compare.machine_line(df).splitlines():   # where the runs ran, then each finding

@@ -8,7 +8,6 @@ held past the retries) ends with one line on stderr and exit 2; nothing stored i
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 DESCRIPTION = __doc__
 
@@ -43,7 +42,9 @@ def add_parser(command) -> None:
     q.add_argument("run", nargs="?", default="latest",
                    help="a run file (ingested first), a run id of the store, or 'latest' (the newest run)")
     q.add_argument("--last", type=int, default=check.DEFAULT_LAST, help="history runs per row")
-    q.add_argument("--json", metavar="OUT", help="also write the verdicts and findings as JSON (for CI); - for stdout")
+    q.add_argument("--json", metavar="OUT", help="also write the verdicts and findings as JSON (for CI; the shape "
+                                                 "of compare --json, with \"pass\"); - for stdout")
+    q.add_argument("--markdown", metavar="OUT.md", help="also write the check as Markdown, every row; - for stdout")
     q.add_argument("--all", action="store_true", help="print every row, not only the changed ones")
     q.add_argument("--wide", action="store_true",
                    help="every column and whole notes, however wide (default: fit $COLUMNS or the terminal)")
@@ -107,10 +108,50 @@ def _pick(store, what: str, prog: str) -> tuple[int, str]:
     return got[0][1], ""
 
 
+def _made_by(url: str | None):
+    """For a SQLite store that is not there yet: (its file, the folders that are not there either,
+    innermost first), what an ingest that stores nothing (interrupted, failed) removes again; else None."""
+    from cudnn_hostbench.reports.history import db
+    try:
+        path = db.sqlite_path(db.as_url(url or db.default_url()))
+        if path is None or path.exists():
+            return None
+        return path, [d for d in path.parents if not d.exists()]
+    except OSError:   # a name the OS refuses: open_store names it
+        return None
+
+
+def _remove_if_empty(made, opened: list) -> None:
+    """Removes a store this ingest made (and the folders it made for it) when it holds no run."""
+    from cudnn_hostbench.reports.history import db
+    if made is None or not made[0].exists():
+        return
+    path, folders = made
+    try:
+        st = opened[-1] if opened else db.open_store(str(path))
+        empty = st.count()[0] == 0
+    except Exception:   # noqa: BLE001  (cut off before its schema was whole: nothing stored in it)
+        empty = True
+    if not empty:
+        return
+    for st in opened:
+        st.close()
+    for p in [path, *(path.with_name(path.name + x) for x in ("-journal", "-wal", "-shm"))]:
+        p.unlink(missing_ok=True)
+    for d in folders:
+        try:
+            d.rmdir()
+        except OSError:
+            break
+
+
 def _ingest(a) -> int:
-    """Opens (makes) the store only at the first readable run: a failed ingest leaves none behind."""
+    """Opens (makes) the store only at the first readable run: a failed ingest leaves none behind,
+    nor does one interrupted (Ctrl-C) before its first run was stored; a store that was there keeps
+    what it had (each run is stored in one transaction)."""
     from cudnn_hostbench.reports.history import db, ingest
     opened = []
+    made = _made_by(a.store)
 
     def store():
         opened.append(db.open_store(a.store, create=True))
@@ -118,11 +159,16 @@ def _ingest(a) -> int:
     try:
         res = ingest.ingest_paths(store, a.paths)
     except db.StoreError as e:
+        _remove_if_empty(made, opened)
         _say(a.prog, str(e))
         return 2
     except OSError as e:
+        _remove_if_empty(made, opened)
         _say(a.prog, f"{getattr(e, 'filename', '') or ''}: {e.strerror or e}")
         return 2
+    except BaseException:   # Ctrl-C (the cli says so, exit 130): no store left behind that holds nothing
+        _remove_if_empty(made, opened)
+        raise
     finally:
         for st in opened:
             st.close()
@@ -189,6 +235,15 @@ def main(a) -> int:
         if a.last < 1:
             _say(prog, "--last must be at least 1")
             return 2
+        from cudnn_hostbench.scripts.args import check_out_file
+        if a.json == "-" and a.markdown == "-":
+            _say(prog, "--json - and --markdown -: only one of them can go to stdout")
+            return 2
+        for opt, path in (("--json", a.json), ("--markdown", a.markdown)):
+            problem = path and path != "-" and check_out_file(path)
+            if problem:   # before any work: a bad path is one line, nothing judged or written
+                _say(prog, f"{opt} {path}: {problem}")
+                return 2
         rid, led = _pick(store, a.run, prog)
         why = _known(store, rid)["excluded"]
         if why:   # judged all the same; it is only left out of the other runs' histories
@@ -196,9 +251,15 @@ def main(a) -> int:
                   f"`hostbench history include {rid}{_store_arg(store)}` takes it back")
         from cudnn_hostbench.bench.measure.progress import step
         target, verdicts = check.check(store, rid, a.last, progress=step)   # lines on a terminal only
-        if a.json and a.json != "-":
-            Path(a.json).write_text(check.to_json(target, verdicts))   # before printing: a bad path is one line
-        print(check.to_json(target, verdicts) if a.json == "-" else check.render(target, verdicts, a.all, wide=a.wide, why=led))
+        from cudnn_hostbench.bench.measure.files import write_text_atomic
+        gate = a.fail_on_regression or "confirmed"
+        outs = {"--json": (a.json, lambda: check.to_json(target, verdicts, gate)),
+                "--markdown": (a.markdown, lambda: check.markdown(target, verdicts, led))}
+        for path, text in outs.values():
+            if path and path != "-":
+                write_text_atomic(path, text())   # before printing: a bad path is one line
+        stdout = [text for path, text in outs.values() if path == "-"]
+        print(stdout[0]() if stdout else check.render(target, verdicts, a.all, wide=a.wide, why=led))
         return 1 if a.fail_on_regression and check.regressions(target, verdicts, a.fail_on_regression) else 0
     except (db.StoreError, LookupError) as e:
         _say(prog, str(e).strip("'\""))

@@ -68,11 +68,12 @@ def test_compare_counts_rows_neither_run_measured_and_prints_each_note_once(caps
 def test_compare_sorts_by_verdict_then_probe():
     df = cmp.compare(load_run(MATRIX[0]), load_run(MATRIX[1]), normalize=True)
     rows = cmp.table_rows(cmp.sorted_rows(df))
-    rank = [cmp.ROW_ORDER.index(r[9]) for r in rows]
-    assert rank == sorted(rank) and rows[0][9] == "SLOWER"
-    assert {r[9] for r in rows[:20]} >= {"SLOWER", "KERNEL CHANGED", "FASTER"}
+    at = cmp.HEADER.index("verdict")
+    rank = [cmp.ROW_ORDER.index(r[at]) for r in rows]
+    assert rank == sorted(rank) and rows[0][at] == "SLOWER"
+    assert {r[at] for r in rows[:20]} >= {"SLOWER", "KERNEL CHANGED", "FASTER"}
     for v in ("SLOWER", "KERNEL CHANGED", "FASTER"):
-        probes = [r[0] for r in rows if r[9] == v]
+        probes = [r[0] for r in rows if r[at] == v]
         assert probes == sorted(probes), v
     text = cmp.text_table(df[df.verdict != "SAME"], 120)
     assert text.index("SLOWER") < text.index("KERNEL CHANGED") < text.index("FASTER")

@@ -86,6 +86,13 @@ def _attr(x: str) -> str:
     return x.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def band_limits(loc: float, rel: float) -> tuple[float, float]:
+    """The band a figure is held to: its location ± its minimum detectable change, on the log scale the
+    verdict judges on (a change of +rel or its mirror 1/(1+rel) - 1): never below zero, as a time or
+    a ratio cannot be (loc × (1 - rel) is, past an MDC of 100 %)."""
+    return loc / (1 + rel), loc * (1 + rel)
+
+
 def trends(facets: list[dict], ticks: list[str], version_marks: list[tuple[int, str]]) -> str:
     """One facet per row: each run's figure (dot) and worker range (bar) at its position among the
     runs shown (evenly spaced, dated ticks), the history band (location ± the verdict's detectable
@@ -104,8 +111,9 @@ def trends(facets: list[dict], ticks: list[str], version_marks: list[tuple[int, 
         colour = COLOURS.get(f["mode"], "#444")
         pts = pd.DataFrame(f["points"], columns=["x", "value", "lo", "hi", "led"])
         if f["band"]:
-            loc, rel = f["band"]
-            ax.axhspan(loc * (1 - rel), loc * (1 + rel), color="#9db4d8", alpha=0.35, lw=0, zorder=0)
+            lo, hi = band_limits(*f["band"])
+            loc = f["band"][0]
+            ax.axhspan(lo, hi, color="#9db4d8", alpha=0.35, lw=0, zorder=0)
             ax.axhline(loc, color="#6a7fa8", lw=0.8, ls=":", zorder=0)
         spread = pts[pts.hi > pts.lo]
         ax.vlines(spread.x, spread.lo, spread.hi, color=colour, alpha=0.45, lw=2.5, zorder=1)

@@ -6,7 +6,6 @@ confirmation) and renders the result for a terminal or as JSON for CI.
 """
 from __future__ import annotations
 
-import json
 import math
 import statistics
 import textwrap
@@ -102,7 +101,31 @@ def finding_lines(target: dict, every: bool = False) -> list[str]:
     `every` its machine factors whatever their z."""
     fs = target.get("findings") or []
     shown = [f for f in fs if f.status or (every and f.kind == "machine")]
-    return [f.line() for f in shown]
+    # a machine factor within its noise is shown for what it is: no finding
+    return [f.line() if f.status else f.line()[:-1] + ": no finding)" for f in shown]
+
+
+def change_text(v: Verdict, sep: str = "") -> str:
+    """The change the verdict judged, `*` when it is net of the run's structure (adjusted_note says by what)."""
+    if math.isnan(v.change):
+        return ""
+    return f"{v.change * 100:+.1f}{sep}%" + ("*" if v.adjusted_by else "")
+
+
+def _padded(cell: str) -> str:
+    """A change cell without the * mark keeps its place, so the digits line up."""
+    return cell if not cell or cell.endswith("*") else cell + " "
+
+
+def adjusted_note(v: Verdict) -> str:
+    """What a row's judged change is net of ('' when nothing adjusted it), with its raw change."""
+    if not v.adjusted_by or math.isnan(v.change):
+        return ""
+    return f"change* net of {decide.adjusted_text(v.adjusted_by)}"
+
+
+def full_note(v: Verdict) -> str:
+    return "; ".join(x for x in (v.note, adjusted_note(v)) if x)
 
 
 def _note_refs(rows: list[Verdict]) -> tuple[list[str], dict[str, int]]:
@@ -111,7 +134,7 @@ def _note_refs(rows: list[Verdict]) -> tuple[list[str], dict[str, int]]:
     refs = []
     for v in rows:
         pieces: list[str] = []
-        for x in v.note.split("; "):   # "kernels: base A; new B" is one part
+        for x in full_note(v).split("; "):   # "kernels: base A; new B" is one part
             if pieces and x.startswith("new "):
                 pieces[-1] += "; " + x
             elif x:
@@ -134,7 +157,7 @@ def _table(rows: list[Verdict], refs: list[str], width: int) -> tuple[list[str],
 
     def layout(level: int) -> list[str]:
         cells = [[v.verdict, v.state, "/".join(v.row) if level == 0 else f"{v.variant}/{v.mode}",
-                  "×" + v.unit[2:] if v.on_ratio else "µs", "" if math.isnan(v.change) else f"{v.change * 100:+.1f}%",
+                  "×" + v.unit[2:] if v.on_ratio else "µs", _padded(change_text(v)),
                   "" if v.z is None else f"{v.z:+.1f}",
                   "" if v.mdc is None else mdc_text(v.mdc, ""), v.scale, str(v.n), r] for v, r in zip(rows, refs)]
         # level 2: the row and its unit into heading lines, the scale too; level 3: the z as well
@@ -196,7 +219,8 @@ def render(target: dict, verdicts: list[Verdict], show_all: bool = False, width:
     if unsure and not show_all:
         biggest = Counter(v.note.split("largest part: ", 1)[-1].split(")")[0] for v in unsure if "largest part" in v.note)
         lines += wrap(f"{len(unsure)} rows UNSURE: too noisy to see their class's practical threshold ("
-                      + ", ".join(f"{k} {x * 100:g} %" for k, x in decide.PRACTICAL.items()) + "); largest part: "
+                      + ", ".join(f"{k} {x * 100:g} %" for k, x in decide.PRACTICAL.items()) + ")"
+                      + unsure_mdc(unsure) + "; largest part: "
                       + ", ".join(f"{k} {n}" for k, n in biggest.most_common()) + " (--all lists them)", "  ")
     rows = sorted((v for v in verdicts if show_all or v.verdict not in hidden),
                   key=lambda v: (ORDER.get(v.verdict, 9), -abs(v.change) if not math.isnan(v.change) else 0))
@@ -208,9 +232,12 @@ def render(target: dict, verdicts: list[Verdict], show_all: bool = False, width:
                                                                "and whole notes)", "  ")))
     refs, parts = _note_refs(rows)
     if wide:
-        refs = [v.note for v in rows]
+        refs = [full_note(v) for v in rows]
     table, dropped = _table(rows, refs, width)
     lines += table
+    if any(v.adjusted_by and not math.isnan(v.change) for v in rows):
+        lines += wrap("* the change the verdict judged, net of the run's structure (the note names the terms; "
+                      "--json gives the raw change too)", "  ")
     if not wide:
         for part, k in parts.items():
             lines += wrap(f"[{k}] {part}", "  ")
@@ -230,18 +257,59 @@ def regressions(target: dict, verdicts: list[Verdict], which: str = "confirmed")
     return out
 
 
-def to_json(target: dict, verdicts: list[Verdict]) -> str:
-    """The check's result for CI: the run, its findings and every row's verdict."""
+def unsure_mdc(unsure: list[Verdict]) -> str:
+    """', their MDC 12.3 % (median; 5.1-80.2 %)': the UNSURE rows' MDCs as numbers."""
+    xs = sorted(v.mdc for v in unsure if v.mdc is not None and not math.isnan(v.mdc))
+    if not xs:
+        return ""
+    med = statistics.median(xs)
+    return (f", their MDC {mdc_text(med)}" if xs[0] == xs[-1] else
+            f", their MDC {mdc_text(med)} (median; {mdc_text(xs[0])} to {mdc_text(xs[-1])})")
+
+
+def row_json(v: Verdict) -> dict:
     def num(x):
         return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
+    return {"probe": v.probe, "variant": v.variant, "size": v.size, "mode": v.mode, "unit": v.unit,
+            "value": num(v.value), "location": num(v.location), "change": num(v.change),
+            "raw_change": num(v.raw_change), "adjusted_by": list(v.adjusted_by), "z": num(v.z), "p": num(v.p),
+            "mdc": num(v.mdc), "runs": v.n, "scale": v.scale, "verdict": v.verdict, "state": v.state,
+            "note": v.note, "processes": v.processes}
+
+
+def to_json(target: dict, verdicts: list[Verdict], which: str = "confirmed") -> str:
+    """The check's result for CI, in the shape compare --json writes (decide.report_json): `pass` under
+    --fail-on-regression `which`, the counts, the findings past the FDR, every row (`verdicts`: the
+    same rows, the key older readers know), and the run."""
     run = {k: target.get(k) for k in ("id", "started_at", "gpu", "frontend", "commit_id", "history_key", "start",
                                        "same_gpu_runs", "history_runs", "history_starts", "partial")}
-    return json.dumps({"run": run, "counts": counts(verdicts),
-                       "findings": [{"kind": f.kind, "name": f.name, "change": f.change, "z": f.z, "p": f.p,
-                                     "rows": f.rows, "scale": f.scale, "status": f.status, "state": f.state}
-                                    for f in target.get("findings") or []],
-                       "verdicts": [{"probe": v.probe, "variant": v.variant, "size": v.size, "mode": v.mode,
-                                     "unit": v.unit, "value": num(v.value), "location": num(v.location),
-                                     "change": num(v.change), "z": num(v.z), "p": num(v.p), "mdc": num(v.mdc),
-                                     "runs": v.n, "scale": v.scale, "verdict": v.verdict, "state": v.state,
-                                     "note": v.note, "processes": v.processes} for v in verdicts]}, indent=1)
+    rows = [row_json(v) for v in verdicts]
+    return decide.report_json("history check", not regressions(target, verdicts, which), counts(verdicts),
+                              target.get("findings") or [], rows, gate=which, run=run, verdicts=rows)
+
+
+def markdown(target: dict, verdicts: list[Verdict], why: str = "") -> str:
+    """The check as Markdown, every row: the run, counts, where it is judged, findings, then the rows."""
+    lines = ["# hostbench history check", "",
+             f"- run {target['id']} ({target['started_at'][:19]}, {target['gpu']}, frontend {target['frontend']}, "
+             f"commit {target['commit_id'][:7]})" + (f": {why}" if why else ""),
+             "- " + ", ".join(f"{n} {k}" for k, n in counts(verdicts).items())]
+    if "history_runs" in target:
+        lines.append("- " + machine_line(target).strip())
+    lines += [f"- finding: {x}" for x in finding_lines(target)]
+    mm = median_mdc(verdicts)
+    if mm:
+        lines.append("- median minimum detectable change (caught with 80 % probability): "
+                     + ", ".join(f"{k} {mdc_text(x)}" for k, x in mm.items()))
+    lines += ["- change: the figure each verdict judged (`*`: net of the run's structure, the raw change "
+              "beside it); mdc: the change the row would catch with 80 % probability (UNSURE: past its "
+              "class's practical threshold)", ""]
+    rows = sorted(verdicts, key=lambda v: (ORDER.get(v.verdict, 9), -abs(v.change) if not math.isnan(v.change) else 0))
+    head = ["verdict", "state", "row", "unit", "value", "change", "raw", "z", "mdc", "on", "runs", "note"]
+    body = [[v.verdict, v.state, "/".join(v.row), "×" + v.unit[2:] if v.on_ratio else "µs",
+             "" if v.value is None else f"{v.value:.4g}", change_text(v, " "),
+             f"{v.raw_change * 100:+.1f} %" if v.adjusted_by and not math.isnan(v.change) else "",
+             "" if v.z is None else f"{v.z:+.1f}", "" if v.mdc is None else mdc_text(v.mdc), v.scale, str(v.n),
+             full_note(v)] for v in rows]
+    from .. import fmt
+    return "\n".join(lines + ["## Rows", "", fmt.md_table(head, body), ""])

@@ -16,6 +16,7 @@ from pathlib import Path
 from cudnn_hostbench.bench.measure import trust
 
 from .. import fmt
+from ..verdict import decide
 from . import charts, check, db, lead, where
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
@@ -67,6 +68,16 @@ def file_state(r: dict, loaded: dict | None = None) -> tuple[str, str]:
         except OSError:
             continue
     return "", "not at hand"
+
+
+def _mdc_range(rows) -> str:
+    """'median 40.8 %, 4.8 % to > 1000 %': rows' minimum detectable changes as numbers."""
+    import statistics
+    xs = sorted(v.mdc for v in rows if v.mdc is not None and not math.isnan(v.mdc))
+    if not xs:
+        return "unknown"
+    mid = check.mdc_text(statistics.median(xs))
+    return mid if xs[0] == xs[-1] else f"median {mid}, {check.mdc_text(xs[0])} to {check.mdc_text(xs[-1])}"
 
 
 def _trend_rows(verdicts: list[check.Verdict], roles: dict) -> list[check.Verdict]:
@@ -195,7 +206,6 @@ def gpu_section(store: db.Store, gpu: str, runs: list[dict], last: int, loaded: 
             break
     say("drawing the round ratios, calibration, power and version view")
     rounds_svg = charts.rounds(round_ratios(rounds_run), "round ratios per probe") if rounds_run else ""
-    from ..verdict import decide
     calibration_svg = charts.calibration(target.get("calibration") or {})
     power_svg = charts.power(target.get("power") or {}, decide.POWER_CHANGES)
     return {
@@ -204,6 +214,9 @@ def gpu_section(store: db.Store, gpu: str, runs: list[dict], last: int, loaded: 
         "newer_partial": [r for r in lead.newer_than(newest, runs)
                           if order != "version" or r["frontend"] == newest["frontend"]],
         "counts": check.counts(verdicts), "judged": sum(1 for v in verdicts if v.verdict not in UNJUDGED),
+        # an all-clear only over rows a verdict decided: SAME; UNSURE rows say nothing either way
+        "same": sum(1 for v in verdicts if v.verdict == "SAME"),
+        "unsure_mdc": _mdc_range(unsure),
         "rows": len(verdicts), "changed": changed, "unsure": unsure, "little": little,
         "findings": check.finding_lines(target),
         "mdc": {k: x for k, x in check.median_mdc(verdicts).items() if k != "other"},
@@ -270,6 +283,7 @@ def render(store: db.Store, title: str, last: int = 100, errors=(), generated: s
     env.filters["fig"] = lambda v: _fig_text(v.value, v.unit)
     env.filters["json"] = lambda x: json.dumps(x)
     env.filters["mdc"] = check.mdc_text        # past 1,000 %: "> 1000 %", as the check prints it
+    env.filters["adjusted"] = decide.adjusted_text
     # a run's file as the page's reader finds it: inside its repository, not this machine's path
     env.filters["shown_path"] = lambda p: where.repo_relative(p) or p
     return env.get_template("dashboard.html.j2").render(

@@ -71,10 +71,20 @@ class Verdict:
     processes: int = 0
     z: float | None = None
     p: float | None = None
+    # what the run's structure took off the figure before it was judged (docs/history.md, "The model"):
+    # the log offset and the terms it came from ('machine factor', then model.LEVELS' names); `change`
+    # is the adjusted figure's, raw_change the figure's own against the same location
+    adjust: float = 0.0
+    adjusted_by: tuple = ()
 
     @property
     def row(self) -> tuple:
         return (self.probe, self.variant, self.size, self.mode)
+
+    @property
+    def raw_change(self) -> float:
+        """The change before the run's structure was taken off (the figure against the same location)."""
+        return (1 + self.change) * math.exp(self.adjust) - 1 if self.adjust else self.change
 
 
 @dataclass
@@ -471,6 +481,45 @@ def _pvalues(zs: list[float], nus: list[float]) -> list[float]:
     return (2 * t_sf(np.abs(np.asarray(zs, dtype=float)), np.asarray(nus, dtype=float))).tolist()
 
 
+ADJUSTED_BY = {"machine factor": "the machine factor", "kernel": "its kernel's other rows",
+               "gpu block": "its block's other rows", "block": "its block's baseline (the other ratios)",
+               "host": "the host's speed"}
+
+
+def adjusted_by(st, row: tuple, f) -> tuple:
+    """The structure terms that adjusted `row` on a run of structure `st` (a machine factor, then
+    model.LEVELS' names in their order): what its judged change is net of."""
+    got = ("machine factor",) if model.is_gpu_row(f) and model.group_of(f) in st.factors else ()
+    names = st.levels.get(row) or ()
+    return got + tuple(n for n, *_ in model.LEVELS if n in names)
+
+
+def adjusted_text(names) -> str:
+    """What a change is adjusted for, in words ('' when nothing adjusted it)."""
+    return ", ".join(ADJUSTED_BY.get(n, n) for n in names)
+
+
+DECIDED = ("SAME", "SLOWER", "FASTER", "KERNEL CHANGED", "PICK CHANGED", "FINDING")   # a verdict that judged the row
+
+
+def finding_json(f: Finding) -> dict:
+    return {"kind": f.kind, "name": f.name, "change": f.change, "z": f.z, "p": f.p, "rows": f.rows,
+            "scale": f.scale, "status": f.status, "state": f.state}
+
+
+def report_json(command: str, passed: bool, counts: dict, findings: list, rows: list[dict], **extra) -> str:
+    """The one JSON shape `compare --json` and `history check --json` write (docs/history.md): `pass`
+    (no regression under the command's --fail-on-regression gate), the verdict counts, how many rows a
+    verdict decided (SAME or a change: not UNSURE, NO HISTORY, UNMEASURED, ...), the findings past the
+    FDR (a term that was not found is no finding), every row (`change`: the figure the verdict judged;
+    `raw_change`: before the run's structure was taken off; `adjusted_by`: the terms between them),
+    then what is the command's own."""
+    return json.dumps({"command": command, "pass": bool(passed), "counts": counts,
+                       "decided": sum(n for k, n in counts.items() if k in DECIDED),
+                       "rows_total": len(rows), "findings": [finding_json(f) for f in findings if f.status],
+                       "rows": rows, **extra}, indent=1, default=str)
+
+
 ZERO_NOTE = "a zero figure (no such time in the step): a change on the log scale is undefined"
 
 
@@ -514,7 +563,8 @@ def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, l
         if loose > pr.var:
             unsettled.add(row)
         raw = figs[target["id"]][row].value
-        out[row] = _verdict(f, raw, raw / math.exp(d), math.exp(d) - 1, pr.n, "SAME", scale=pr.scale)
+        out[row] = _verdict(f, raw, raw / math.exp(d), math.exp(d) - 1, pr.n, "SAME", scale=pr.scale,
+                            adjust=math.log(f.value) - x, adjusted_by=adjusted_by(md.struct[target["id"]], row, f))
     ps = _pvalues([d / sd for _, _, _, d, sd, _ in judged], [nu for *_, nu in judged])
     found = bh(ps, q)
     m = len(judged)
