@@ -4,7 +4,7 @@ between them, and the step's output max logged every step with float() (a host s
 
 Traps: each layer caches its built graph by a key recomputed per call, queries and sets the stream
 per call, executes generically with a new dict pack, and allocates its output per call. Written
-after the audit's model, to test it on a step it had not seen (docs/measurements.md, 2026-12-02);
+after the audit's model, to test it on a step it had not seen (log 2026-12-02-2249);
 examples/scheduler_fixed_integration.py is its hand-fixed version.
 """
 import cudnn

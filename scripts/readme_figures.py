@@ -250,7 +250,7 @@ def versions(base: Path = ROOT) -> str:
              f"Eager µs/call (× torch.mm in the same rounds, min–max over {workers} worker processes) / "
              "device µs. Each version ran in its own worker processes, so compare the ratios across "
              "columns, and only where their worker ranges do not overlap "
-             f"(see [docs/measurements.md]({_link(ROOT / 'docs' / 'measurements.md', base)})).", "",
+             f"(see [log/README.md]({_link(ROOT / 'log' / 'README.md', base)})).", "",
              "| probe/variant | " + " | ".join(f"fe {v}" for v in head) + " |",
              "|---|" + "---|" * len(runs)]
     for probe, variant in VERSION_ROWS + [("wrapper", "naive"), ("wrapper", "fixed"), ("wrapper", "fixed_autotuned")]:

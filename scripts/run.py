@@ -93,7 +93,7 @@ def main(out: str | None = None, reference: bool = False, pytest_args=(), wide: 
     if reference or not ok:
         if not reference:
             print(f"hostbench run: {why}; probes need a CUDA GPU. Showing the committed reference run(s) "
-                  "instead (measured on real hardware; see docs/measurements.md).", file=sys.stderr)
+                  "instead (measured on real hardware; see log/README.md).", file=sys.stderr)
         return render_reference(wide)
     import pytest
 
