@@ -61,7 +61,7 @@ def probe_figure(run, src: audit_rules.Figure, here: float | None = None) -> tup
     fixes = [(m, v) for v in src.fixed if (m := _median(run, src.probe, v, size, src.mode)) is not None] if size else []
     if trap is None or not fixes:
         why = f"no figure in {_rel(run.path)} ({src.probe}/{src.trap} vs {'|'.join(src.fixed)}, {src.mode})"
-        return None, why, False
+        return None, why + _row_status(run, src), False
     fix_us, fix = min(fixes)
     r_trap, r_fix = run.find(src.probe, src.trap, size, src.mode), run.find(src.probe, fix, size, src.mode)
     k, pace = host_pace(here, (r_trap, r_fix))
@@ -70,6 +70,17 @@ def probe_figure(run, src: audit_rules.Figure, here: float | None = None) -> tup
     b_trap, b_fix = trust.badge(r_trap), trust.badge(r_fix)
     return us, (f"{src.probe}/{src.trap} {trap:.2f}{b_trap} − {src.probe}/{fix} {fix_us:.2f}{b_fix} µs "
                 f"@{size} {src.mode}{scale}{pace}"), bool(b_trap or b_fix)
+
+
+def _row_status(run, src) -> str:
+    """': probe/variant <status>' for rows the run has but could not time (an unsupported call, a
+    rejected or wrong plan: the alignment probe's verdict lands here), else ''."""
+    out = []
+    for v in (src.trap, *src.fixed):
+        got = [r for r in run.records if (r.probe, r.variant, r.mode) == (src.probe, v, src.mode) and not r.ok]
+        if got:
+            out.append(f"{src.probe}/{v} {str(got[0].status).splitlines()[0][:160]}")
+    return (": " + "; ".join(out)) if out else ""
 
 
 # the execute probe's variant for each counted call form, warm (a plan built once, run many times)

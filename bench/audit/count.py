@@ -16,6 +16,8 @@ step boundaries included) and `copy_kind` (what a copy materializes, from shape 
 """
 from __future__ import annotations
 
+import bisect
+import dis
 import sys
 import time
 from collections import Counter
@@ -45,6 +47,26 @@ NO_LINES = ("build_us", "execute_us", "pack_tensors", "pack_tensors_dict", "pack
 ALLOC_STAT = "allocation.all.allocated"    # allocator requests, cached blocks included
 MIN_STEPS = 2                              # a step boundary must be seen to count switches across it
 
+# issue 67's counts: execute-time shape overrides, the native CUDA-graph API per step, the
+# frontend's cudnn.Graph wrapper and its SDPA provider per call, the stream pointer read through a
+# Stream object, and executes on pointers the plan was not built for (misaligned)
+NEW_CALL_KEYS = (
+    "override_executes", "cuda_graph_populates", "cuda_graph_updates", "cuda_graph_updates_moved",
+    "fe_wrapper_calls", "fe_wrapper_positional", "fe_wrapper_named", "fe_wrapper_auto_handle",
+    "sdpa_provider_calls", "sdpa_provider_bwd_calls", "fe_op_calls",
+    "stream_ptr_queries", "misaligned_executes", "lib_switches_within",
+)
+# counts the frontend's own paths (cudnn.Graph.__call__, cudnn.torch.sdpa_provider) make inside
+# themselves: the path's row in the probes already holds their cost, so they are kept apart
+# (under "_in_fe_path:<key>") rather than priced a second time by their own rules
+PATH_HIDES = frozenset({
+    "execute", "execute_plan_at_index", "execute_ordered", "new_packs", "pack_tensors", "pack_tensors_dict",
+    "pack_extra_tensors_dict", "set_stream", "set_stream_backend", "set_stream_cached", "stream_queries",
+    "stream_ptr_queries", "cuda_factory_calls", "cuda_allocs_explicit", "custom_op_calls",
+    "custom_op_autograd_calls", "dispatcher_calls", "fe_op_calls", "override_executes", "misaligned_executes",
+    "copies", *(f"copies_{k}" for k in COPY_KINDS), *(f"copy_bytes_{k}" for k in COPY_KINDS),
+})
+
 # every per-step count the pass reports, so absent ones read as 0
 COUNT_KEYS = (
     "graphs_created", *BUILD_STEPS, "graph_builds", "build_us", "execute_us",
@@ -58,8 +80,12 @@ COUNT_KEYS = (
     "pack_tensors", "pack_tensors_dict", "pack_extra_tensors_dict",
     # per-call views and layout reads made by user code (bench.audit.rules: views, metadata)
     "tensor_views", "stride_reads", "shape_reads",
+    # issue 67: the calls integrations make today (bench.audit.rules: override, cuda_graph_update,
+    # fe_wrapper, sdpa_provider, raw_stream, alignment)
+    *NEW_CALL_KEYS,
 )
 EXECUTE_PROBE_PACK = 3    # tensors in the execute probe's pack: what its per-call figures already include
+ALIGN_BYTES = 16          # the frontend's Python API declares every tensor 16-byte aligned
 
 
 # -- plain functions: what the counts mean ---------------------------------------------------------
@@ -98,6 +124,62 @@ def lib_switches(per_step: list) -> float:
         return float(within + (1 if s and s[-1] != s[0] else 0))
     across = sum(1 for a, b in zip(calls, calls[1:]) if a[-1] != b[0])
     return within / steps + across / (steps - 1)
+
+
+def lib_switches_within(per_step: list) -> float:
+    """cuDNN↔cuBLAS switches per step inside the step alone (no step boundary). One library call
+    between two of the other (cuDNN, cuBLAS, cuDNN) makes 2 here and 2 with the boundary, the same
+    as a phased step's cyclic count: only this count tells the sandwich from the phased step (1)."""
+    if not per_step:
+        return 0.0
+    return sum(sum(1 for a, b in zip(s, s[1:]) if a != b) for s in per_step) / len(per_step)
+
+
+def misaligned(pack, align: int = ALIGN_BYTES) -> int:
+    """Tensors (or raw pointers) of a variant pack whose address is not `align`-byte aligned: a
+    plan built on aligned pointers run on an offset view (the frontend declares 16-byte alignment)."""
+    items = pack.values() if isinstance(pack, dict) else pack if isinstance(pack, (list, tuple)) else ()
+    n = 0
+    for v in items:
+        ptr = v if isinstance(v, int) and not isinstance(v, bool) else None
+        if ptr is None and hasattr(v, "data_ptr"):
+            try:
+                ptr = int(v.data_ptr())
+            except Exception:  # noqa: BLE001 - a tensor without storage: no pointer to judge
+                ptr = None
+        if ptr and ptr % align:
+            n += 1
+    return n
+
+
+def pointers(pack) -> tuple:
+    """A variant pack's (key, address) pairs: tensors by data_ptr(), raw pointers as given."""
+    items = pack.items() if isinstance(pack, dict) else enumerate(pack) if isinstance(pack, (list, tuple)) else ()
+    out = []
+    for k, v in items:
+        ptr = v.data_ptr() if hasattr(v, "data_ptr") else v if isinstance(v, int) else id(v)
+        out.append((str(k), ptr))
+    return tuple(sorted(out))
+
+
+_NEXT = {}    # code object -> ([offsets of its instructions], [(opname, argval)]), caches left out
+
+
+def reads_attr_next(frame, attr: str) -> bool:
+    """Whether the caller's next instruction after its current call reads `attr` of the result
+    (`torch.cuda.current_stream().cuda_stream`): the idiom, read from the bytecode."""
+    code = frame.f_code
+    got = _NEXT.get(code)
+    if got is None:
+        ins = [i for i in dis.get_instructions(code) if i.opname not in ("CACHE", "EXTENDED_ARG")]
+        got = _NEXT[code] = ([i.offset for i in ins], [(i.opname, i.argval) for i in ins])
+    offsets, ops = got
+    # f_lasti can point into the call's inline cache (3.11+): the call is the last instruction at or before it
+    k = bisect.bisect_right(offsets, frame.f_lasti)
+    if k <= 0 or k >= len(ops):
+        return False
+    op, arg = ops[k]
+    return op.startswith("LOAD_ATTR") and arg == attr
 
 
 def _dense_order(shape, stride) -> tuple | None:
@@ -165,9 +247,25 @@ class Tally:
         self.copies = Counter()          # (call, where, kind, shape, dtype, stride, transposed, bytes) -> n
         self.counting = False
         self.where = {}                  # count key -> Counter of the user lines it came from
+        self.path_modules = frozenset()  # module names of the frontend's own paths (PATH_HIDES)
+        self.provider_module = ""        # cudnn.torch.sdpa_provider's module name
+        self.graph_ptrs = {}             # (pygraph, CUDA graph) -> the pointers last populated/updated
+
+    def in_fe_path(self, frame) -> bool:
+        """Whether `frame` or a frame above it runs in one of the frontend's own call paths (on any
+        thread: a backward on the autograd thread has its own stack)."""
+        mods = self.path_modules
+        f = frame
+        while f is not None and mods:
+            if f.f_globals.get("__name__") in mods:
+                return True
+            f = f.f_back
+        return False
 
     def add(self, key: str, n: float = 1) -> None:
         if self.counting:
+            if key in PATH_HIDES and self.in_fe_path(sys._getframe(1)):
+                key = "_in_fe_path:" + key
             self.total[key] += n
             if not key.startswith("_") and key not in NO_LINES:
                 line = usercode.innermost_user_line(sys._getframe(1)) or "(no user line)"
@@ -184,6 +282,17 @@ class Tally:
     def step_start(self) -> None:
         if self.counting:
             self.libs.append([])
+
+    def graph_pack(self, args, kwargs) -> bool:
+        """populate/update_cuda_graph(self, handle, pack, workspace, graph): whether the pack's pointers
+        differ from the last ones given for this graph (an update with the same pointers is the trap)."""
+        pack = args[2] if len(args) > 2 else kwargs.get("tensor_dict", kwargs.get("variant_pack"))
+        graph = args[4] if len(args) > 4 else kwargs.get("cuda_graph", kwargs.get("graph"))
+        key = (id(args[0]) if args else 0, graph if isinstance(graph, int) else id(graph))
+        ptrs = pointers(pack)
+        moved = self.graph_ptrs.get(key, ptrs) != ptrs
+        self.graph_ptrs[key] = ptrs
+        return moved
 
     def pack(self, obj) -> None:
         if isinstance(obj, (dict, list, tuple)) and id(obj) not in self.seen_packs:
@@ -299,10 +408,24 @@ def _wrap_cudnn(p: Patcher, tally: Tally, cudnn) -> None:
                 tally.lib("cudnn")
                 tally.add("executes")
                 tally.add("execute_ordered" if kwargs.get("tensor_uids") is not None else name)
+                if kwargs.get("override_uids") or kwargs.get("override_shapes"):
+                    tally.add("override_executes")     # a shape named per call (probe: override)
+                if misaligned(pack):
+                    tally.add("misaligned_executes")   # an aligned plan on an offset view (probe: alignment)
             return before
         for name in EXECUTES:
             p.patch(cls, name, lambda o, n=name: _nested(tally, "execute", "_calls_" + n, o, timed="execute_us",
                                                          before=before_exec(n)))
+        # the native CUDA-graph API: populating a graph is set-up, once; updating it is for new pointers
+        p.patch(cls, "populate_cuda_graph", lambda o: _nested(tally, "graph_api", "cuda_graph_populates", o,
+                                                              before=lambda a, k: tally.graph_pack(a, k)))
+
+        def update_before(args, kwargs):
+            moved = tally.graph_pack(args, kwargs)
+            tally.add("cuda_graph_updates_moved" if moved else "cuda_graph_updates")
+        p.patch(cls, "update_cuda_graph", lambda o: _nested(tally, "graph_api", "_graph_api_calls", o,
+                                                            before=update_before))
+    _wrap_fe_paths(p, tally, cudnn)
     pb = getattr(cudnn, "_pybind_module", None)
     has_raw = pb is not None and hasattr(pb, "_raw_set_stream")
     if has_raw:
@@ -320,6 +443,40 @@ def _wrap_cudnn(p: Patcher, tally: Tally, cudnn) -> None:
             return out
         return wrapper
     p.patch(cudnn, "set_stream", set_stream)
+
+
+def _wrap_fe_paths(p: Patcher, tally: Tally, cudnn) -> None:
+    """The frontend's own torch-facing paths: `cudnn.Graph.__call__` (its wrapper: a new pack, a
+    generic execute, a new output, per call; a handle="auto" graph also re-binds the handle's stream)
+    and `cudnn.torch.sdpa_provider` (seen where it calls torch.ops.cudnn.sdpa_fwd/bwd,
+    bench.audit.dispatch). What they call inside is kept apart (PATH_HIDES): their rows price it."""
+    mods = set()
+    graph = getattr(cudnn, "Graph", None)
+    if isinstance(graph, type) and "__call__" in vars(graph):
+        mods.add(graph.__module__)
+
+        def call(orig):
+            def wrapper(self, *args, **kwargs):
+                outer = tally.depth["fe_wrapper"] == 0
+                tally.depth["fe_wrapper"] += 1
+                try:
+                    return orig(self, *args, **kwargs)
+                finally:
+                    tally.depth["fe_wrapper"] -= 1
+                    if outer:
+                        tally.add("fe_wrapper_calls")
+                        if "handle" not in kwargs and getattr(self, "_Graph__handle", None) == "auto":
+                            tally.add("fe_wrapper_auto_handle")
+                        elif len(args) == 1 and isinstance(args[0], dict):
+                            tally.add("fe_wrapper_named")
+                        else:
+                            tally.add("fe_wrapper_positional")
+            return wrapper
+        p.patch(graph, "__call__", call)
+    provider = f"{getattr(cudnn, '__name__', 'cudnn')}.torch.sdpa_provider"
+    mods.add(provider)
+    tally.provider_module = provider
+    tally.path_modules = frozenset(mods)
 
 
 def _build_wrapper(tally, name, orig):
@@ -466,7 +623,17 @@ def _wrap_torch(p: Patcher, tally: Tally, torch, device_type: str) -> None:
     _wrap_views(p, tally, Tensor, device_type)
 
     cuda = getattr(torch, "cuda", None)
-    p.patch(cuda, "current_stream", lambda o: _nested(tally, "stream", "stream_queries", o))
+
+    def pointer_read(args, kwargs, out):
+        # `torch.cuda.current_stream().cuda_stream`: a Stream object built to read its pointer, where
+        # torch._C._cuda_getCurrentRawStream(device) reads it alone (probe: set_stream/query_raw_stream)
+        try:
+            caller = sys._getframe(2)    # this <- _nested's wrapper <- the caller
+        except ValueError:
+            return
+        if reads_attr_next(caller, "cuda_stream"):
+            tally.add("stream_ptr_queries")
+    p.patch(cuda, "current_stream", lambda o: _nested(tally, "stream", "stream_queries", o, after=pointer_read))
     p.patch(cuda, "synchronize", lambda o: _nested(tally, "sync", "_sync_calls", o,
                                                     before=sync("torch.cuda.synchronize")))
     for cls_name in ("Stream", "Event"):
@@ -490,6 +657,7 @@ def per_step(total: Counter, steps: int) -> dict:
 def _results(tally: Tally, steps: int, stats_before, stats_after) -> dict:
     out = per_step(tally.total, steps)
     out["lib_switches"] = lib_switches(tally.libs)
+    out["lib_switches_within"] = lib_switches_within(tally.libs)
     from_stats = allocs_per_step(stats_before, stats_after, steps)
     explicit = out["cuda_allocs_explicit"]
     # the allocator sees every request; factory calls are the floor when it keeps no statistics

@@ -5,10 +5,16 @@
 Both paths end in `OpOverload.__call__` or `OpOverloadPacket.__call__` (a CustomOpDef calls its
 OpOverload), so those two are wrapped, counting the outermost call only. Torch's own namespaces
 (aten, prims, ...) are left out: user code reaching them through torch.ops is not a registration.
+The frontend's own ops (`torch.ops.cudnn.*`) are not the user's registration either: a call made by
+`cudnn.torch.sdpa_provider` (its forward, registered on aten's cuDNN attention op) counts as a call
+of the provider's path, any other as `fe_op_calls` (unpriced: the provider probe's fix row).
 """
 from __future__ import annotations
 
+import sys
 from collections import Counter
+
+FRONTEND_NS = "cudnn"
 
 # torch's own op namespaces: a call into them is not a user registration
 BUILTIN_NS = frozenset({"aten", "prim", "prims", "quantized", "_quantized", "profiler", "c10d", "_c10d_functional",
@@ -42,6 +48,17 @@ def _opdefs(torch) -> dict:
         return {}
 
 
+def frontend_kind(name: str | None, caller_module: str, provider_module: str) -> str | None:
+    """The count of a call into the frontend's own op namespace: sdpa_provider_calls (its forward)
+    or sdpa_provider_bwd_calls when `cudnn.torch.sdpa_provider` made it, else fe_op_calls; None for
+    another namespace."""
+    if not name or name.split("::", 1)[0] != FRONTEND_NS:
+        return None
+    if provider_module and caller_module == provider_module:
+        return "sdpa_provider_bwd_calls" if "bwd" in name.split("::", 1)[1] else "sdpa_provider_calls"
+    return "fe_op_calls"
+
+
 def wrap_ops(p, tally, torch) -> None:
     """Wraps OpOverload/OpOverloadPacket.__call__ (p: count.Patcher; tally: count.Tally)."""
     ops = getattr(torch, "_ops", None)
@@ -58,7 +75,8 @@ def wrap_ops(p, tally, torch) -> None:
                 tally.depth["op"] -= 1
                 if outer:
                     name = qualname(self)
-                    kind = kind_of(name, opdefs)
+                    caller = sys._getframe(1).f_globals.get("__name__", "")
+                    kind = frontend_kind(name, caller, getattr(tally, "provider_module", "")) or kind_of(name, opdefs)
                     if kind is not None:
                         tally.add(kind)
                         tally.name("op", f"{name} ({kind.removesuffix('_calls').replace('_', ' ')})")

@@ -23,13 +23,18 @@ RULE_KEYS = {
     "layout_copy": ("copies_channels_last",), "copy": ("copies_other",), "interleave": ("executes", "cublas_calls"),
     "custom_op": ("custom_op_calls", "custom_op_autograd_calls"), "dispatcher": ("dispatcher_calls",),
     "pack_size": ("executes",), "sync": ("syncs",), "capture": ("syncs", "graphs_created"),
+    # issue 67
+    "raw_stream": ("stream_ptr_queries",), "override": ("override_executes",),
+    "cuda_graph_update": ("cuda_graph_populates", "cuda_graph_updates"), "fe_wrapper": ("fe_wrapper_calls",),
+    "sdpa_provider": ("sdpa_provider_calls", "sdpa_provider_bwd_calls"), "alignment": ("misaligned_executes",),
 }
 # fixing these removes the call from the step; the others make a needed call cheaper
-REMOVES = frozenset({"rebuild", "new_output", "set_stream", "stream_query", "views", "metadata", "transpose",
+REMOVES = frozenset({"rebuild", "new_output", "set_stream", "stream_query", "raw_stream", "views", "metadata", "transpose",
                      "layout_copy", "copy", "new_pack", "capture"})
 # counts that mark a line as doing work the fixed step still does; a sync stays (a finite check is
 # the user's own), re-priced for the projected host (bench.audit.timeline)
-KEEPS = ("executes", "cublas_calls", "custom_op_calls", "custom_op_autograd_calls", "dispatcher_calls", "syncs")
+KEEPS = ("executes", "cublas_calls", "custom_op_calls", "custom_op_autograd_calls", "dispatcher_calls", "syncs",
+         "fe_wrapper_calls", "sdpa_provider_calls", "sdpa_provider_bwd_calls", "fe_op_calls")
 # a sync's callee on its line, by name: its time is the sync's (fixed + wait), re-priced apart
 SYNC_ATTRS = frozenset({"item", "cpu", "tolist", "synchronize", "__bool__", "__int__", "__float__",
                         "bool", "int", "float"})
@@ -44,6 +49,7 @@ REMOVED_CALLS = {
     "new_output": frozenset(ALLOC_FNS) | frozenset(ALLOC_METHODS), "transpose": frozenset(_COPIES),
     "layout_copy": frozenset(_COPIES), "copy": frozenset(_COPIES), "set_stream": frozenset({"set_stream"}),
     "stream_query": frozenset({"current_stream", "cuda_stream"}),
+    "raw_stream": frozenset({"current_stream", "cuda_stream"}),
     "sync": frozenset({"item", "cpu", "tolist", "synchronize", "bool", "int", "float"}),
 }
 # findings whose per-step objects (a graph and its plans, a tensor) are freed where their last

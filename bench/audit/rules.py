@@ -52,6 +52,49 @@ class Measured:
 
 
 @dataclass(frozen=True)
+class Unpriced:
+    """A part with no probe row to price it: the finding says why (a count, never a cost of 0)."""
+    count: str
+    why: str
+
+    def cite(self) -> str:
+        return f"unpriced: {self.why}"
+
+    def price(self, run, here: float | None = None) -> tuple[float | None, str, bool]:
+        return None, f"unpriced ({self.count}): {self.why}", False
+
+
+@dataclass(frozen=True)
+class Net:
+    """A Figure whose trap row also times something the step does not do per call: (trap −
+    `deduct`) − the cheapest fix (the sdpa_provider probe registers and removes its override once per
+    16 calls; `install_remove` times that alone, per call)."""
+    figure: Figure
+    deduct: str
+
+    @property
+    def count(self) -> str:
+        return self.figure.count
+
+    def cite(self) -> str:
+        return f"{self.figure.cite()} − {self.figure.probe}/{self.deduct}"
+
+    def price(self, run, here: float | None = None) -> tuple[float | None, str, bool]:
+        from cudnn_hostbench.bench.audit import cost
+        from cudnn_hostbench.bench.audit.pace import host_pace
+        us, cite, flagged = cost.probe_figure(run, self.figure, here)
+        if us is None:
+            return us, cite, flagged
+        f = self.figure
+        size = cost._closest_size(run, f.probe, f.trap, f.size, f.mode)
+        d = cost._median(run, f.probe, self.deduct, size, f.mode) if size else None
+        if d is None:
+            return None, f"no figure in {cost._rel(run.path)} ({f.probe}/{self.deduct}, {f.mode}): {cite}", flagged
+        k, pace = host_pace(here, (run.find(f.probe, self.deduct, size, f.mode),))
+        return us - d * f.scale * k, f"{cite} − {f.probe}/{self.deduct} {d:.2f} µs{pace}", flagged
+
+
+@dataclass(frozen=True)
 class Rule:
     id: str
     trap: int | None        # number in the integration guide; None: not one of its 8 traps
@@ -150,6 +193,13 @@ def sync_detail(c: dict) -> str:
 # that uses both libraries.
 _PER_SWITCH = 8 / 6
 MIN_SWITCHES = 2
+# inside one step the floor is 1 (all of one library, then the other): one library's call between two
+# of the other's (cuDNN, torch.mm, cuDNN) makes 2 inside and 2 cyclically, which the cyclic count alone
+# takes for the floor (the trap 7 planted in a training step's backward went unseen: issue 67)
+MIN_WITHIN = 1
+OVERRIDE_SIZE = "m64_128_256_512k1024n1024"     # the override probe's one default size (4 M values per call)
+SDPA_SIZE = "b4h32s2048d128"                    # the sdpa_provider probe's first size (the sdpa probe's)
+ALIGN = 16
 
 _COPY_COST = "device time of this step's copy kernels, this kind's share by bytes"
 
@@ -194,11 +244,21 @@ RULES = (
     ),
     Rule(
         id="stream_query", trap=3, title="torch.cuda.current_stream() queried every step",
-        fires=lambda c: _n(c, "stream_queries") > 0,
-        evidence="{stream_queries:g} torch.cuda.current_stream() per step",
-        parts=((Figure("set_stream", "query_stream", ("set_once",), "stream_queries"),),),
+        fires=lambda c: _n(c, "stream_queries_other") > 0,
+        evidence="{stream_queries_other:g} torch.cuda.current_stream() per step (its pointer not read at once: "
+                 "those are raw_stream)",
+        parts=((Figure("set_stream", "query_stream", ("set_once",), "stream_queries_other"),),),
         fix=("cache the stream pointer, or read it with torch._C._cuda_getCurrentRawStream(device) "
              "instead of building a Stream object"),
+    ),
+    Rule(
+        id="raw_stream", trap=3, title="stream pointer read through torch.cuda.current_stream() every step",
+        fires=lambda c: _n(c, "stream_ptr_queries") > 0,
+        evidence="{stream_ptr_queries:g} torch.cuda.current_stream().cuda_stream per step (a Stream object built "
+                 "to read its pointer)",
+        parts=((Figure("set_stream", "query_stream", ("query_raw_stream",), "stream_ptr_queries"),),),
+        fix=("read the pointer with torch._C._cuda_getCurrentRawStream(device) (private torch API, no Stream "
+             "object), and call set_stream only when it changed"),
     ),
     Rule(
         id="new_pack", trap=4, title="new variant pack built every step",
@@ -266,9 +326,10 @@ RULES = (
     ),
     Rule(
         id="interleave", trap=7, title="cuDNN and cuBLAS calls alternate within the step",
-        fires=lambda c: _n(c, "lib_switches") > MIN_SWITCHES,
+        fires=lambda c: _n(c, "extra_switches") > 0,
         evidence=("{lib_switches:g} cuDNN↔cuBLAS switches per step, the switch into the next step included "
-                  "({executes:g} cuDNN executes, {cublas_calls:g} cuBLAS calls; 2 is the floor)"),
+                  "({lib_switches_within:g} inside the step; {executes:g} cuDNN executes, {cublas_calls:g} cuBLAS "
+                  "calls; 2 is the floor, 1 inside the step)"),
         parts=((Figure("interleave", "alternating", ("phased",), "extra_switches", scale=_PER_SWITCH),),),
         fix="group independent GEMMs by library (all cuDNN, then all torch.mm), or capture the step in a CUDA graph",
     ),
@@ -303,6 +364,70 @@ RULES = (
         fix=("pass the pack as a tuple in a fixed UID order with tensor_uids= (frontend 1.31+), built once and "
              "reused: layout lookups are cached by value, so each extra tensor costs less"),
     ),
+    # issue 67: the calls integrations make today, each priced from its probe's trap and fix rows
+    Rule(
+        id="override", trap=None, guide="extra", title="execute-time shape override on every call",
+        fires=lambda c: _n(c, "override_executes") > 0,
+        evidence=("{override_executes:g} executes per step with override_uids/override_shapes (one graph run at "
+                  "shapes it was not built at)"),
+        parts=((Figure("override", "override", ("per_shape",), "override_executes", size=OVERRIDE_SIZE),),),
+        fix=("for the few shapes a step really runs, build a graph per shape once (keyed by shape, stride, dtype, "
+             "looked up per call) and execute it without overrides; keep the override graph for shapes too many "
+             "to build ahead"),
+    ),
+    Rule(
+        id="cuda_graph_update", trap=None, guide="CUDA-graph ceiling",
+        title="cuDNN's native CUDA graph populated or updated every step",
+        fires=lambda c: _n(c, "cuda_graph_populates", "cuda_graph_updates") > 0,
+        evidence=("{cuda_graph_populates:g} populate_cuda_graph and {cuda_graph_updates:g} update_cuda_graph with "
+                  "unchanged pointers per step ({cuda_graph_updates_moved:g} updates for new pointers: those are "
+                  "the fix, not counted)"),
+        parts=((Figure("cuda_graph_api", "native_update_same", ("native_launch",), "cuda_graph_updates"),),
+               (Figure("cuda_graph_api", "native_update_same", ("native_launch",), "cuda_graph_populates"),)),
+        cost_note=lambda c: ("a populate per step is priced at the update row, a floor: no row times "
+                             "populate_cuda_graph per call (it also instantiates a new executable graph)")
+        if _n(c, "cuda_graph_populates") > 0 else "",
+        fix=("populate and instantiate the graph once; per step only launch it, and call update_cuda_graph "
+             "(+ cudaGraphExecUpdate) only when a pointer changed"),
+    ),
+    Rule(
+        id="fe_wrapper", trap=None, guide="extra", title="cuDNN called through the frontend's cudnn.Graph wrapper",
+        fires=lambda c: _n(c, "fe_wrapper_calls") > 0,
+        evidence=("{fe_wrapper_calls:g} cudnn.Graph calls per step ({fe_wrapper_positional:g} positional, "
+                  "{fe_wrapper_named:g} with a {{name: tensor}} dict, {fe_wrapper_auto_handle:g} on handle='auto'); "
+                  "the pack, output, execute and stream calls inside are the wrapper's, priced here"),
+        parts=((Figure("fe_wrapper", "wrapper_positional", ("pygraph_pinned",), "fe_wrapper_positional"),),
+               (Figure("fe_wrapper", "wrapper_named", ("pygraph_pinned",), "fe_wrapper_named"),),
+               (Figure("fe_wrapper", "wrapper_auto_handle", ("pygraph_pinned",), "fe_wrapper_auto_handle"),)),
+        fix=("on the hot path, build a pygraph yourself (or keep the wrapper for set-up only), pin its plan, "
+             "prebuild the pack and output, set the stream on change, and call execute_plan_at_index with "
+             "tensor_uids"),
+    ),
+    Rule(
+        id="sdpa_provider", trap=None, guide="framework",
+        title="SDPA routed through cudnn.torch.sdpa_provider (aten → Python → custom op)",
+        fires=lambda c: _n(c, "sdpa_provider_calls", "sdpa_provider_bwd_calls") > 0,
+        evidence=("{sdpa_provider_calls:g} forward and {sdpa_provider_bwd_calls:g} backward calls per step of "
+                  "torch.ops.cudnn.sdpa_fwd/bwd made by the provider's override of aten's cuDNN attention"),
+        parts=((Net(Figure("sdpa_provider", "provider", ("provider_op",), "sdpa_provider_calls",
+                           size=SDPA_SIZE), "install_remove"),),
+               (Unpriced("sdpa_provider_bwd_calls", "the sdpa_provider probe times the forward only"),)),
+        fix=("call torch.ops.cudnn.sdpa_fwd (the provider's op) directly where the step runs eagerly, or leave "
+             "F.scaled_dot_product_attention on torch's native cuDNN backend"),
+    ),
+    Rule(
+        id="alignment", trap=None, guide="extra",
+        title="a plan run on misaligned pointers (a cache key without alignment)",
+        fires=lambda c: _n(c, "misaligned_executes") > 0,
+        evidence=(f"{{misaligned_executes:g}} executes per step bind a tensor not {ALIGN}-byte aligned (an offset "
+                  f"view), on a plan the frontend built for {ALIGN}-byte aligned pointers"),
+        parts=((Figure("alignment", "offset_reuse", ("aligned",), "misaligned_executes"),),),
+        cost_note=lambda c: ("whether cuDNN runs such a plan right is the alignment probe's verdict (its "
+                             "offset_reuse note, or the row's status where it was rejected, faulted or ran wrong)"),
+        fix=(f"key the plan cache with each pointer's alignment (data_ptr() % {ALIGN}) as PyTorch's own cuDNN key "
+             f"does, and start views on a {ALIGN}-byte boundary (pad the slice) or copy a misaligned view into an "
+             "aligned buffer before executing"),
+    ),
     Rule(
         id="sync", trap=None, guide="extra", title="device synchronization inside the step",
         fires=lambda c: _n(c, "syncs") > 0,
@@ -325,7 +450,9 @@ def derived(counts: dict) -> dict:
     """Counts the rules read that are computed from others."""
     c = dict(counts)
     c.setdefault("copy_kernels", 0.0)
-    c["extra_switches"] = max(0.0, (c.get("lib_switches") or 0) - MIN_SWITCHES)
+    c["extra_switches"] = max(0.0, (c.get("lib_switches") or 0) - MIN_SWITCHES,
+                              (c.get("lib_switches_within") or 0) - MIN_WITHIN)
+    c["stream_queries_other"] = max(0.0, (c.get("stream_queries") or 0) - (c.get("stream_ptr_queries") or 0))
     c["copy_kernels_unexplained"] = max(0.0, (c.get("copy_kernels") or 0) - (c.get("copies") or 0))
     return c
 

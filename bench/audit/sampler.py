@@ -176,6 +176,21 @@ class _Sampler:
                 self.local_types[site] = _types(f) if usercode.is_user(c.co_filename) else {}
             stack.append((c, site[1], line))
             f = f.f_back
+        if f is None and threading.get_ident() != MAIN_THREAD:
+            # a call on another thread (torch's autograd engine runs a CUDA backward on its own device
+            # thread) while the main thread waits in it (`loss.backward()`): its stack goes on with the
+            # main thread's, up to the step loop; before, its timed calls fell outside the step
+            f = sys._current_frames().get(MAIN_THREAD)
+            while f is not None and f.f_code is not code:
+                c = f.f_code
+                site = (c, f.f_lasti)
+                line = lines.get(site)
+                if line is None:
+                    line = lines[site] = f.f_lineno or 0
+                    self.globals.setdefault(c, f.f_globals)
+                    self.local_types[site] = _types(f) if usercode.is_user(c.co_filename) else {}
+                stack.append((c, site[1], line))
+                f = f.f_back
         if f is None:
             return OUTSIDE
         if not stack:
@@ -211,6 +226,7 @@ class _Sampler:
 
 
 WALK_EVERY = 16          # a timed call site's stack is read on one call in this many
+MAIN_THREAD = threading.main_thread().ident
 
 
 OUTSIDE, IN_LOOP = object(), object()    # a sample outside the step loop, or in the loop between steps
