@@ -6,7 +6,10 @@ Reads each job's pairs.json.gz (or the file itself), resamples its pairs into nu
 drawn with replacement, each pair's sign flipped at random) and plants changes of known size
 (reports/verdict/validate_ab.py). Prints the false-job rate with its 95 % bound, the share caught
 at 1.2 × and 0.5 × the printed MDC, and the median MDC per class. With --check, exits 1 when the
-bound is over 5 %, 1.2 × MDC catches under 80 % or 0.5 × MDC over 10 % (the targets of issue 66).
+bound is over 5 %, 1.2 × MDC catches under 80 % (any planting), or 0.5 × MDC planted into one row
+catches over 10 % (the targets of issue 66). A row's MDC is the change it catches alone; a change
+planted into a whole block or variant is easier to catch (Benjamini-Hochberg's level grows with
+the discoveries), so 0.5 × there is printed, not held to 10 %.
 """
 from __future__ import annotations
 
@@ -47,7 +50,7 @@ def run(a) -> int:
         hi, lo = res.rate(kind, 1.2), res.rate(kind, 0.5)
         if hi is not None and hi < MIN_POWER:
             missed.append(f"{kind} at 1.2× MDC caught under {MIN_POWER:.0%}")
-        if lo is not None and lo > MAX_HALF:
+        if kind == "row" and lo is not None and lo > MAX_HALF:
             missed.append(f"{kind} at 0.5× MDC caught over {MAX_HALF:.0%}")
     if missed:
         print("missed: " + "; ".join(missed))
