@@ -78,7 +78,7 @@ def pair_rows(pairs: list[tuple[Run, Run]], keys: list[tuple], on_ratio: bool) -
     out = []
     for key in keys:
         aligned: list = []
-        dropped, level, ratio = 0, [], False
+        dropped, missing, level, ratio = 0, 0, [], False
         a_recs, b_recs = [], []
         proto = None
         for a, b in pairs:
@@ -95,6 +95,7 @@ def pair_rows(pairs: list[tuple[Run, Run]], keys: list[tuple], on_ratio: bool) -
             fa, ratio_a = figure(ra, a, on_ratio)
             fb, _ = figure(rb, b, on_ratio)
             if fa is None or fb is None:
+                missing += 1
                 continue
             ratio = ratio or ratio_a
             aligned[-1] = fb - fa
@@ -104,7 +105,8 @@ def pair_rows(pairs: list[tuple[Run, Run]], keys: list[tuple], on_ratio: bool) -
             continue
         lvl = stats.median(level) if level else None
         out.append(paired.PairedRow(key, row_class(proto, lvl, ratio), [d for d in aligned if d is not None], lvl,
-                                    ratio, dropped, (_kernels(a_recs), _kernels(b_recs)), proto.race, aligned))
+                                    ratio, dropped, (_kernels(a_recs), _kernels(b_recs)), proto.race, aligned,
+                                    missing))
     _spread_kernel_change(out)
     return out
 

@@ -66,6 +66,8 @@ def add_arguments(ap, sides: bool = True) -> None:
     ap.add_argument("--json", metavar="PATH", help="also write the verdicts as JSON there (- for stdout)")
     ap.add_argument("--markdown", metavar="PATH", help="also write the report as Markdown there (- for stdout)")
     ap.add_argument("--fail-on-regression", action="store_true", help="exit 1 when a row is SLOWER")
+    ap.add_argument("--report-only", action="store_true",
+                    help="with --resume: judge the job's finished pairs and write its reports again; run nothing")
     ap.add_argument("--root", default=str(ROOT), help="where probes/ is (the repository root)")
     ap.add_argument("--no-gpu-check", action="store_true", help=__import__("argparse").SUPPRESS)
 
@@ -78,6 +80,8 @@ def run(a) -> int:
         print(f"{prog}: {e}", file=sys.stderr)
         return 2
     try:
+        if getattr(a, "report_only", False):
+            return report_only(a, job_dir, spec)
         return execute(a, job_dir, spec)
     finally:
         if made and not any((job_dir / "procs").glob("p*")):   # nothing ran: no half-made folder
@@ -125,6 +129,8 @@ def prepare(a) -> tuple[Path, JobSpec, bool]:
         raise ValueError(f"--budget-min {a.budget_min:g}: the job needs some time")
     if a.pairs < 1 or a.first_pairs < 1:
         raise ValueError("--pairs and --first-pairs must be at least 1")
+    if getattr(a, "report_only", False) and not a.resume:
+        raise ValueError("--report-only needs --resume DIR (the job to report)")
     if a.resume:
         job_dir = Path(a.resume)
         spec = JobSpec.load(job_dir)
@@ -132,8 +138,9 @@ def prepare(a) -> tuple[Path, JobSpec, bool]:
         if asked and (selection_text(a) != spec.selection or _labels(a) not in ([], [s.spec for s in spec.sides])):
             raise JobFolderError(f"{job_dir}: --resume of another suite or side set (the job has "
                                  f"{', '.join(s.spec for s in spec.sides)}; {spec.selection})")
-        for s in spec.sides:
-            _ready(s, a)
+        if not getattr(a, "report_only", False):
+            for s in spec.sides:
+                _ready(s, a)
         return job_dir, spec, False
     from cudnn_hostbench.scripts.matrix_part import find_wheels
     wheels = find_wheels(a.wheels)
@@ -238,6 +245,19 @@ def execute(a, job_dir: Path, spec: JobSpec) -> int:
     if crashed:
         print(f"{a.prog}: {crashed}", file=sys.stderr)
         return 2
+    slower = any(r.verdict == "SLOWER" for c in comparisons for r in c.judgement.rows)
+    return 1 if a.fail_on_regression and slower else 0
+
+
+def report_only(a, job_dir: Path, spec: JobSpec) -> int:
+    """The reports of the finished pairs, judged again (after a harness update, or another --gpu-figure)."""
+    from cudnn_hostbench.reports import ab as report
+    procs = interleave.processes(job_dir, len(spec.sides))
+    if not any(p.ok for p in procs):
+        print(f"{a.prog}: {job_dir}: no finished process to judge", file=sys.stderr)
+        return 2
+    comparisons = report.judge_job(job_dir, spec, procs, gpu_figure=a.gpu_figure)
+    finish(a, job_dir, spec, procs, comparisons)
     slower = any(r.verdict == "SLOWER" for c in comparisons for r in c.judgement.rows)
     return 1 if a.fail_on_regression and slower else 0
 

@@ -248,3 +248,17 @@ def test_the_matrix_judges_every_version_against_the_newest_and_keeps_its_table(
     ab = json.loads((out / "ab" / "ab.json").read_text())
     assert {(c["side"], c["reference"]) for c in ab["comparisons"]} == {("1.30.0", "1.32.0"), ("1.31.0", "1.32.0")}
     assert "version matrix" in (out / "matrix.md").read_text()
+
+
+def test_a_row_with_no_figure_to_pair_is_unmeasured_and_asks_for_no_more_pairs():
+    row = paired.PairedRow(("waterfall", "v.gpu_exposed", "256", "host"), "host", [], None, dropped=2, no_figure=3)
+    v = paired.judge([row]).rows[0]
+    assert v.verdict == "UNMEASURED" and v.more_pairs is None and "no figure" in v.note
+
+
+def test_report_only_judges_a_finished_job_again_and_runs_nothing(tmp_path, fake_job):
+    _ab(tmp_path, "--pairs", "3")
+    calls = fake_job["calls"]
+    (tmp_path / "job" / "ab.json").unlink()
+    assert main(["ab", "--no-gpu-check", "--resume", str(tmp_path / "job"), "--report-only"]) == 0
+    assert fake_job["calls"] == calls and (tmp_path / "job" / "ab.json").exists()

@@ -50,13 +50,14 @@ class PairedRow:
     kernels: tuple = ((), ())   # the kernels each side ran most often (device rows)
     race: bool = False          # its plan is a timing race: a kernel difference is a pick, not a change
     aligned: list = field(default_factory=list)   # diffs by the comparison's pair index, None where unusable
+    no_figure: int = 0          # pairs whose processes both timed the row but gave no figure to pair (0 µs)
 
 
 @dataclass
 class RowVerdict:
     key: tuple
     cls: str
-    verdict: str                # SLOWER, FASTER, SAME, UNSURE, KERNEL CHANGED
+    verdict: str                # SLOWER, FASTER, SAME, UNSURE, KERNEL CHANGED, UNMEASURED
     change: float | None        # B over A - 1, the trimmed mean of the pairs
     low: float | None = None    # its INTERVAL interval
     high: float | None = None
@@ -229,6 +230,10 @@ def _verdict(r: PairedRow, test, qv, q: float, alpha: float) -> RowVerdict:
     v = RowVerdict(r.key, r.cls, "UNSURE", None, pairs=len(r.diffs), dropped=r.dropped, on_ratio=r.on_ratio,
                    level_us=r.level_us)
     kernel = _kernel_change(r)
+    if test is None and not r.diffs and r.no_figure:
+        v.verdict = "UNMEASURED"     # more pairs cannot help: its figure is 0 or missing in every process
+        v.note = f"no figure to pair in {r.no_figure} pair(s) (0 or missing)"
+        return v
     if test is None:
         v.note = f"{len(r.diffs)} pair(s): a verdict needs {MIN_PAIRS}"
         v.more_pairs = MIN_PAIRS - len(r.diffs)
