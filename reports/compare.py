@@ -149,9 +149,9 @@ def compare(base: Run, new: Run, threshold: float | None = None, alpha: float = 
             continue
         if v is None or ga is None or gb is None or v.z is None:
             # no MDC to name: the row was not judged, and the note says why
-            why = (NOT_JUDGED if v is not None and v.verdict == "NO HISTORY" else
-                   f"not judged: {v.note}" if v is not None and v.note else "not judged")
-            row.update(verdict="UNSURE", note=why)
+            said = (NOT_JUDGED if v is not None and v.verdict == "NO HISTORY" else
+                    f"not judged: {v.note}" if v is not None and v.note else "not judged")
+            row.update(verdict="UNSURE", note=said)
             rows.append(row)
             continue
         # a figure is a ratio or µs; shown in the record's own unit (host rows: ms)
@@ -172,7 +172,7 @@ def compare(base: Run, new: Run, threshold: float | None = None, alpha: float = 
         if v.adjusted_by:
             note = "; ".join(x for x in (note, adjusted_note(v.adjusted_by)) if x)
         row.update(base=_times(ga.value, scale), new=_times(gb.value, scale), change=v.change, p=v.p, verdict=verdict, note=note,
-                   z=v.z, mdc=v.mdc, scale=v.scale, raw_change=gb.value / ga.value - 1 if ga.value else float("nan"),
+                   z=v.z, mdc=v.mdc, scale=v.scale, raw_change=gb.value / ga.value - 1 if ga.value and gb.value is not None else float("nan"),
                    adjusted_by=tuple(v.adjusted_by))
         rows.append(row)
     df = pd.DataFrame(rows, columns=COLUMNS + ["z", "mdc", "scale"])

@@ -294,7 +294,7 @@ def test_version_matrix_runs_each_wheel_in_its_own_process(tmp_path):
     (wheels / "nvidia_cudnn_frontend-1.0.0-py3-none-any.whl").write_text("not a zip")
     (wheels / "nvtx-0.2-py3-none-any.whl").write_text("ignored: not the frontend")
     url = f"sqlite:///{tmp_path / 'h.db'}"   # never the default store: a test's run is no one's history
-    common = ["--out", str(out), "--root", str(root), "--target-root", str(tmp_path / "t"), "--store", url]
+    common = ["--serial", "--out", str(out), "--root", str(root), "--target-root", str(tmp_path / "t"), "--store", url]
     assert vm.main(["--wheels", str(wheels), *common, "--", "-k", "quick"]) == 0
     assert stored_files(url) == ["run-fe1.10.0.json"]
     status = {e["version"]: e for e in json.loads((out / "matrix.json").read_text())["versions"]}
