@@ -31,8 +31,8 @@ GRAPH_ROWS = ("torch_replay", "native_launch", "native_update_same", "torch_reca
               "native_update")
 # same-dtype contiguous copies are cudaMemcpyAsync (no kernel) in torch today; a copy kernel is allowed
 COPY_IN = (*GEMM, ("copy", (0, 3)))
-# a capture per call also runs torch's elementwise kernels around it (two on an H100, log
-# 2026-12-06-0236), so its kernel list is not the plan's alone: it is not paired by plan
+# a capture per call also runs torch's elementwise kernels around the plan (two on an H100, log
+# 2026-12-06-0236); the plan check compares the plan's kernels alone (runner.AROUND)
 RECAPTURE = (*GEMM, ("pointwise", (0, 3)))
 
 
@@ -217,8 +217,8 @@ PROBE = Probe(
     prepare=prepare,
     # one graph, one plan (the native-API pick) under every cuDNN row
     extra={"plans": dict.fromkeys(("execute", *GRAPH_ROWS), "heuristic"),
-           "pairs": [("native_update_same", "native_launch", True), ("torch_recapture", "native_update", False),
-                     ("torch_recapture", "torch_copy_in", False)]},
+           "pairs": [("native_update_same", "native_launch", True), ("torch_recapture", "native_update", True),
+                     ("torch_recapture", "torch_copy_in", True)]},
 )
 
 
