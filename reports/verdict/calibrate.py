@@ -38,7 +38,7 @@ class Prior:
         """The row's components in its host state; else the same row's in another host state, the
         widest: the prior holds each row in the state its newest full run timed it in, and a row as
         noisy as an autotune sweep (0.3-4 s) judged on its class's components instead reads a
-        no-change A/A pair as SLOWER (the 110-run refit, 2026-12-04: +169 % at p = 2e-6)."""
+        no-change A/A pair as SLOWER (log 2026-12-04-2011)."""
         key = row_key(f)
         got = self.rows.get(key)
         if got is not None:

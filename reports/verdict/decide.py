@@ -123,9 +123,9 @@ class Judged:
 def usable(g, like) -> bool:
     """Whether history figure `g` can predict `like`: the same figure, and for rows timed on the
     host's clock (eager, build times, the waterfall's parts) the same host state. A slow-state row is
-    judged against slow-state history, never against a fast one (H200: a slow-host run's rebuild
-    build times +48 to +66 % against a history of mostly fast runs, on two starts; the waterfall's
-    gpu parts, differences of two host timings, +2.4 to +10.9 % in the slow state over 41 runs)."""
+    judged against slow-state history, never against a fast one: slow-state build times run tens of
+    per cent over fast history, and the waterfall's gpu parts (differences of two host timings) move
+    with the state too (log 2026-12-03-0826)."""
     return (g is not None and g.status == "ok" and g.value is not None and g.value > 0
             and g.on_ratio == like.on_ratio
             and (like.mode not in ("eager", "host") or g.host_state == like.host_state))
@@ -295,7 +295,8 @@ class Model:
         fs = self.figs[run_id] if fs is None else fs
         run = run_layout(fs)
         # a race row that picked another kernel than its history's most common one ran other work
-        # (H200, one start, two runs: autotune best_eager/256 4.47 then 2.44 µs): it sets no term
+        # (a race's pick can change the kernel between two runs of one start: log 2026-12-02-1013);
+        # it sets no term
         apart = {row for row, g in run.races if self.ref_kernels.get(row, g.kernels) != g.kernels}
         return model.structure(run.logs, self.ref, fs, apart, run.rows)
 
@@ -640,7 +641,8 @@ def pair_t(zt, zp, rho):
     """One t of two runs' mean deviation from a prediction, from their t scores and the share `rho`
     of the prediction's variance that is its location's. Both share the location and the variance
     estimate, so their t scores are not independent: two t's summed as if they were (Stouffer)
-    overstate the evidence (H200: pairs of 4.2 and 5.6 on 8 df read p 1e-5, past a run's FDR)."""
+    overstate the evidence: two moderate t's summed as independent read past a run's FDR (log
+    2026-12-03-0826)."""
     import numpy as np
     a, b, r = np.asarray(zt, dtype=float), np.asarray(zp, dtype=float), np.asarray(rho, dtype=float)
     return (a + b) / 2 / np.sqrt((1 - r) / 2 + r)
@@ -660,9 +662,8 @@ def _two_starts(md: Model, out: dict, judged: list[tuple], q: float) -> None:
         return
     if md._two is None or md._two[0] != prev["id"]:
         # the history this run was judged on, less the previous run: one run fewer per row, else each
-        # row's window reaches one run further back (H200, 93-run export: an older run's three
-        # processes on autotune/heuristic/256/device, 7.9 % apart, set that row's process variance
-        # in the two-start model only, its sd 3.6 % against 1.0 % on the run alone)
+        # row's window reaches one run further back, and one older run's spread processes can set a
+        # row's process variance in the two-start model alone
         md._two = (prev["id"], Model(md.target, rest, md.figs, md.last, md.prior, md.min_own,
                                      row_last=max(1, md.row_last - 1)))
     m2 = md._two[1]
@@ -766,8 +767,8 @@ def _term_processes(md: Model, kind: str, name: str, hist: list[dict]) -> float:
     """The variance a term's value carries from its processes, in the target run and in the mean of
     `hist`: rows of one term share a process (its clocks, its memory), so their process offsets are
     taken as one (the median of the member rows' per-process variance). A history measured on three
-    processes a run says little of a run measured on one (H200, own engine: graph and device rows on
-    one process; a 60-row kernel term +0.2 % between two runs of one start, z +6.5 without this)."""
+    processes a run says little of a run measured on one: without this, a kernel term of one-process
+    rows reads a tiny move between two runs of one start as significant."""
     fs, rows = md.figs[md.target["id"]], _term_rows(md, kind, name)
     if md._hist_procs is None or md._hist_procs[0] is not hist:   # the same history for every term
         hist_n = [md.gpu_processes(r["id"]) for r in hist]
@@ -899,8 +900,8 @@ def environment(jd: Judged, figs: dict) -> None:
     is the GPU during that block, not the version, which never reaches torch's kernels: the block is
     a finding of that (past the FDR or not: its baseline alone was past PARTNER_Z) and the baseline's
     verdict is reported once, there. A block whose baseline stayed keeps its status.
-    H200, one start, the five-frontend matrix: set_stream 256 graph +9.1 % from 1.31 to 1.32 and
-    -8 % from 1.28 to 1.31, torch.mm's graph row +8.1 % and -8 % with it."""
+    A GPU-wide move shows on the cuDNN rows and torch.mm's alike between versions (log
+    2026-12-04-1018)."""
     for fd in jd.findings:
         if fd.kind != "gpu block":
             continue

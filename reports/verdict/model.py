@@ -120,9 +120,8 @@ def host_key(f, figs: dict | None = None) -> str:
     """A host term's rows: build times, the waterfall's host parts (µs per call, differences of two
     timings: their own noise) and eager µs each move with the host apart. Eager µs rows move with
     it per host state, and only where the host sets the pace: a row whose device time is most of
-    its eager time (the GPU's queue holds) stays where the GPU puts it. H200, one start, two runs
-    whose fast state ran 30 % apart: host-bound torch.mm rows (device 0.25-0.60 of eager) +22 to
-    +36 %, GPU-bound ones (0.84-0.97) -1 to +9 %, and the slow state's rows +80 to +130 %."""
+    its eager time (the GPU's queue holds) stays where the GPU puts it: host-bound rows move with
+    the host's pace, GPU-bound ones hardly (log 2026-12-03-1219)."""
     if f.mode != "host":
         bound = f"{GPU_PACED} " if gpu_bound_eager(f, figs or {}) else ""
         return f"eager µs {bound}{f.host_state or ''}".rstrip()
@@ -153,14 +152,14 @@ def gpu_block(f) -> str:
 LEVELS = (
     ("kernel", lambda f: is_gpu_row(f) and bool(f.kernels), lambda f, _: f.kernels, KERNEL_ROWS),
     # a block's GPU rows are timed together, one after another: a GPU state (clocks, power) during it moves them all
-    # (in graph replay its baseline apart: torch's launch path is other work than the cuDNN variants';
-    # H200, set_stream 256 graph: cuDNN rows +2 to +6 % on three starts, torch.mm's +1 to +2 %. Device
-    # rows time kernels alone, the baseline's with the rest: execute 256, one run, all +2 %)
+    # (in graph replay its baseline apart: torch's launch path is other work than the cuDNN variants',
+    # and the cuDNN variants' graph rows move more than torch.mm's between starts: log 2026-12-03-0826.
+    # Device rows time kernels alone, the baseline's with the rest)
     ("gpu block", is_gpu_row, lambda f, _: gpu_block(f), KERNEL_ROWS),
     # an eager block's ratios share their baseline's eager time: the host's speed on it moves them all
     ("block", is_eager_ratio, lambda f, _: f"{f.probe} {f.size} {f.host_state}", KERNEL_ROWS),
-    # a VM's vCPU runs a whole run fast or slow: every row in host µs moves with it (H200, a slow-host
-    # start: eight build-time rows of four probes +41 to +77 % together)
+    # a VM's vCPU runs a whole run fast or slow: every row in host µs moves with it (on a slow-host
+    # start the build-time rows move together: log 2026-12-02-1013)
     ("host", is_host_row, host_key, KERNEL_ROWS),
 )
 
@@ -236,9 +235,8 @@ def adjust_excess(row: tuple, now: Structure, history: list[Structure]) -> float
     history's figures already hold their typical adjustment noise): the variance it widens by.
     A row its history's runs were adjusted on, which this run could not adjust (too few rows set
     the term: a partial run), keeps the whole term in its figure: it widens by the mean square of
-    the history's adjustments. H200, a matrix part of 2026-11-30 with 3 eager µs rows (no host
-    term): torch.mm eager 11.35 µs against host-adjusted history, FASTER -13.3 % at z -5.3, where
-    the history's host terms spanned -9.8 to +5.4 %."""
+    the history's adjustments: a partial run with no host term was read FASTER against
+    host-adjusted history without it (log 2026-12-03-1030)."""
     return RowHistory(row, history).excess(now)
 
 
@@ -294,9 +292,8 @@ def paced_var(f, figs: dict, terms: dict) -> float:
     """The variance an eager ratio takes on when the GPU paces its variant and the host its baseline
     (or the other way): the host's speed then moves the ratio by the two host terms' difference, as
     far as each side is paced as classed (near the crossover, partly). The square of that
-    difference widens the row; it never moves it. H200, one start, two runs whose fast state ran
-    30 % apart: engine 1024's plans 8 and 12 (device 11.6 µs, eager 11.6) against torch.mm (device
-    5.3, eager 8.8 then 12.5): ratios 1.32 then 0.93, the other eleven plans within 4 %."""
+    difference widens the row; it never moves it. Near the crossover a ratio's two sides are paced
+    differently, so a change of the host's pace moves it (log 2026-12-03-1219)."""
     if not is_eager_ratio(f) or not f.baseline:
         return 0.0
     b = figs.get((f.probe, f.baseline, f.size, "eager"))
