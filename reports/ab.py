@@ -17,6 +17,7 @@ import csv
 import io
 import json
 import math
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -340,6 +341,6 @@ def write_reports(job_dir: Path, comparisons: list[Comparison], meta: dict, head
     try:
         png = chart(comparisons, job_dir / "ab.png")
     except Exception as e:  # noqa: BLE001 - a chart that cannot be drawn costs the chart, not the verdicts
-        print(f"hostbench ab: no chart ({type(e).__name__}: {e})")
+        print(f"hostbench ab: no chart ({type(e).__name__}: {e})", file=sys.stderr)
         png = None
     return paths + ([png] if png else [])

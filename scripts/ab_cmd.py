@@ -9,9 +9,10 @@ Worker processes alternate between the sides (ABBA BAAB …) on this machine; ea
 selected row in every mode, so graph and device rows are replicated too. A first pass of
 --first-pairs pairs covers every row; later pairs time only the blocks (probe × size) with a row
 still UNSURE, until every row is decided, --pairs is reached or --budget-min runs out. Each row's
-pair differences are judged by reports/verdict/paired.py (docs/compare.md#ab-jobs): SLOWER /
-FASTER at a false discovery rate of 1 %, SAME with its minimum detectable change, UNSURE with the
-pairs that would decide it, KERNEL CHANGED where the sides ran other kernels.
+pair differences are judged by reports/verdict/paired.py (docs/compare.md, "A/B jobs"):
+SLOWER / FASTER at a false discovery rate of 1 %, SAME with its minimum detectable change, UNSURE
+with the pairs that would decide it, KERNEL CHANGED where the sides ran other kernels, UNMEASURED
+where no process gave the row a figure.
 
 The job folder (--out) keeps every process's records as they are written: a killed job keeps its
 finished pairs, and --resume adds pairs to it. Writes ab.md, ab.csv, ab.json and ab.png there,
@@ -125,6 +126,8 @@ def collect_cases(a, opts: dict) -> list:
 def prepare(a) -> tuple[Path, JobSpec, bool]:
     """The job folder and its spec: a new job (sides set up and checked first, so a side that
     cannot run makes no folder) or the one --resume names."""
+    if a.json == "-" and a.markdown == "-":
+        raise ValueError("--json - and --markdown -: only one of them can take stdout")
     if a.budget_min <= 0:
         raise ValueError(f"--budget-min {a.budget_min:g}: the job needs some time")
     if a.pairs < 1 or a.first_pairs < 1:
@@ -215,7 +218,7 @@ def execute(a, job_dir: Path, spec: JobSpec) -> int:
     clock = Clock(a.budget_min * 60)
     crashed = ""
     comparisons: list = []
-    say = lambda m: print(f"ab: {m}", flush=True)  # noqa: E731
+    say = lambda m: print(f"ab: {m}", file=_out(a), flush=True)  # noqa: E731
     labels = " · ".join(f"{'*' if i == spec.reference else ''}{s.label}" for i, s in enumerate(spec.sides))
     say(f"{job_dir}: {len(report.row_keys(spec.cases))} rows in {len(blocks_of(spec.cases))} blocks; sides {labels}")
     try:
@@ -350,14 +353,20 @@ def finish(a, job_dir: Path, spec: JobSpec, procs: list, comparisons: list) -> N
     write_side_runs(job_dir, spec, procs)
     report.write_reports(job_dir, comparisons, meta, header)
     for c in comparisons:
-        print(report.text(c))
+        print(report.text(c), file=_out(a))
     if a.json:
         doc = json.dumps(report.json_doc(comparisons, meta), indent=1)
         print(doc) if a.json == "-" else Path(a.json).write_text(doc, encoding="utf-8")
     if a.markdown:
         md = report.markdown(comparisons, header)
         print(md) if a.markdown == "-" else Path(a.markdown).write_text(md, encoding="utf-8")
-    print(f"wrote {job_dir / 'ab.md'}, ab.csv, ab.json" + (", ab.png" if (job_dir / "ab.png").exists() else ""))
+    print(f"wrote {job_dir / 'ab.md'}, ab.csv, ab.json" + (", ab.png" if (job_dir / "ab.png").exists() else ""),
+          file=_out(a))
+
+
+def _out(a):
+    """Where the job talks: stderr when --json - or --markdown - take stdout."""
+    return sys.stderr if "-" in (getattr(a, "json", None), getattr(a, "markdown", None)) else sys.stdout
 
 
 def write_side_runs(job_dir: Path, spec: JobSpec, procs: list) -> list[Path]:

@@ -262,3 +262,9 @@ def test_report_only_judges_a_finished_job_again_and_runs_nothing(tmp_path, fake
     (tmp_path / "job" / "ab.json").unlink()
     assert main(["ab", "--no-gpu-check", "--resume", str(tmp_path / "job"), "--report-only"]) == 0
     assert fake_job["calls"] == calls and (tmp_path / "job" / "ab.json").exists()
+
+
+def test_json_dash_is_the_only_thing_on_stdout(tmp_path, fake_job, capsys):
+    assert _ab(tmp_path, "--pairs", "3", "--json", "-") == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["kind"] == "hostbench ab" and "pass" in doc
