@@ -69,11 +69,43 @@ def merge(out: Path, entries: list[dict], dashboard: str | None = None):
     text += ["## Verdicts from one version to the next (SLOWER/FASTER only; `hostbench compare` rule)", "",
              fmt.md_table(["versions", "probe", "variant", "mode", "size", "before", "after", "change", "verdict"],
                       changes) if changes else "No significant change between neighbouring versions.", ""]
+    text += calls_section(labels) + paired_section(out)
     (out / "matrix.md").write_text("\n".join(text), encoding="utf-8")
     if dashboard:
         from cudnn_hostbench.reports import dashboard as dash
         dash.build(runs, dashboard, errors, order="version", title="nvidia-cudnn-frontend version matrix")
     return med
+
+
+def calls_section(labels: list[str]) -> list[str]:
+    """Which frontend calls (the probes of bench/cudnn_graphs/calls.py) each version has, by the
+    first version that has it."""
+    from cudnn_hostbench.bench.cudnn_graphs.calls import CALLS
+    if not labels:
+        return []
+    rows = [[c.name, c.since, *("yes" if store.version_key(lb.split("+")[0]) >= store.version_key(c.since) else "no"
+                                for lb in labels)] for c in CALLS.values()]
+    return ["## Calls and the frontend versions that have them", "", fmt.md_table(["call", "since", *labels], rows), ""]
+
+
+def paired_section(out: Path) -> list[str]:
+    """The interleaved job's moved rows against its reference (OUT/ab/ab.json), if the matrix ran one."""
+    try:
+        doc = json.loads((out / "ab" / "ab.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    text = ["## Paired verdicts against the reference (one interleaved job: ab/ab.md)", ""]
+    for c in doc.get("comparisons", []):
+        moved = sorted((r for r in c.get("rows", []) if r.get("verdict") in ("SLOWER", "FASTER", "KERNEL CHANGED")),
+                       key=lambda r: -abs(r.get("change") or 0.0))
+        counts = ", ".join(f"{k} {v}" for k, v in sorted((c.get("counts") or {}).items()))
+        text += [f"{c.get('side')} against {c.get('reference')}: {c.get('pairs')} pair(s); {counts}", ""]
+        if moved:
+            text += [fmt.md_table(["verdict", "probe", "variant", "mode", "size", "change", "MDC"],
+                                  [[r["verdict"], r["probe"], r["variant"], r["mode"], r["size"],
+                                    "–" if r.get("change") is None else f"{r['change'] * 100:+.1f}%",
+                                    "–" if r.get("mdc") is None else f"{r['mdc'] * 100:.1f}%"] for r in moved]), ""]
+    return text
 
 
 def read_matrices(folders) -> dict[Path, dict | None]:

@@ -247,7 +247,9 @@ def test_the_matrix_judges_every_version_against_the_newest_and_keeps_its_table(
     assert all((out / e["run_file"]).exists() for e in doc["versions"])
     ab = json.loads((out / "ab" / "ab.json").read_text())
     assert {(c["side"], c["reference"]) for c in ab["comparisons"]} == {("1.30.0", "1.32.0"), ("1.31.0", "1.32.0")}
-    assert "version matrix" in (out / "matrix.md").read_text()
+    md = (out / "matrix.md").read_text()
+    assert "version matrix" in md and "## Paired verdicts against the reference" in md
+    assert "1.30.0 against 1.32.0" in md and "## Calls and the frontend versions that have them" in md
 
 
 def test_a_row_with_no_figure_to_pair_is_unmeasured_and_asks_for_no_more_pairs():
