@@ -19,14 +19,15 @@ from tests import checkout, store_guard
 # The longest tests, longest first (seconds on one core): moved to the front of the collection so that
 # pytest-xdist hands them out first and the rest fill in around them.
 FIRST = (
-    "tests/test_verdict_check.py",                                                           # ~125
-    "tests/test_nightly_recipe.py",                                                          # ~95 each
-    "tests/test_scannable_output.py::test_long_commands_show_progress_only_on_a_terminal",  # 4-10 each
+    "tests/test_verdict_check.py",                                                           # ~75 (one worker)
     "tests/test_cli_errors.py::test_audit_examples_script_without_a_gpu_says_so_per_example_and_exits_2",  # 11-33
-    "tests/test_narrow_output.py::test_every_width_from_60_fits_and_cuts_nothing",          # 12-15
+    "tests/test_history_store.py::test_export_round_trip",                                 # ~25 each
+    "tests/test_dashboard.py::test_the_whole_committed_history_leads_with_its_newest_run_and_says_how_little_history_it_has",
+    "tests/test_nightly_recipe.py::test_runs_since_the_nightly_recipe_get_no_verdict_from_it",  # ~20
+    "tests/test_narrow_output.py::test_every_width_from_60_fits_and_cuts_nothing",          # ~18
+    "tests/test_scannable_output.py::test_long_commands_show_progress_only_on_a_terminal",  # 5-16 each
     "tests/test_charts.py::test_the_dashboard_judges_the_run_history_check_latest_names",   # 9
     "tests/test_audit.py::test_audit_keeps_going_when_capture_fails",                      # 8
-    "tests/test_history_store.py::test_export_round_trip",                                 # 7 each
     "tests/test_charts.py::test_committed_dashboards_match_the_code",                      # 6
 )
 

@@ -321,7 +321,7 @@ def _tty(monkeypatch, on: bool) -> None:
 @pytest.mark.parametrize("argv,said", [
     (("history", "check", "63", "--store", "URL"), "history check: judging"),
     (("dashboard", "--store", "URL", "--out", "OUT"), "dashboard: NVIDIA H200: judging run"),
-    (("verdict-check", "--runs", "2"), "verdict-check: judging run 2/"),
+    (("verdict-check", "--runs", "2", "--jobs", "1"), "verdict-check: judging run 2/"),
     (("history-bench", "--runs", "3"), "history-bench: one history check")],
     ids=["history-check", "dashboard", "verdict-check", "history-bench"])
 @pytest.mark.slow

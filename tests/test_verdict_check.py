@@ -1,10 +1,19 @@
 """The verdict model validated out of sample (reports/verdict/validate.py, `hostbench verdict-check`):
 nested leave-one-start-out over the committed H200 history and the two GPUs kept in tests/data, with
 injected changes. Properties, not frozen figures: no false verdict on no-change runs, and a printed
-MDC that means what it says."""
+MDC that means what it says.
+
+The whole validation judges every fold (a run against its history) with some forty injections
+each: minutes on two cores. The tests judge a slice of the folds, chosen by a rule and not by their
+outcome (SLICE): evenly spaced over each history key's fleet and same-GPU folds, so every key and
+both scales are in it, with each fold's injections drawn exactly as the whole validation draws
+them (a fold's generator is seeded by its index among all folds). A run added to the export moves
+the slice; no test names runs, starts or counts of the committed data."""
 from __future__ import annotations
 
 import json
+import math
+from collections import defaultdict
 
 import pytest
 
@@ -14,22 +23,57 @@ from cudnn_hostbench.scripts import cli
 # one worker runs the module, so its validation (the suite's longest step) runs once
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("verdict-check")]
 
+SLICE = 9   # about one fold in SLICE of each (history key, scale) group, at least one of each
+
+
+def sliced(todo: list) -> list[int]:
+    """The indices of the slice's folds: ceil(n / SLICE) evenly spaced over each group's n folds."""
+    groups: dict[tuple, list[int]] = defaultdict(list)
+    for i, (t, _, scale) in enumerate(todo):
+        groups[(t["history_key"], scale)].append(i)
+    pick = []
+    for idx in groups.values():
+        k = math.ceil(len(idx) / SLICE)
+        pick += [idx[round(j * (len(idx) - 1) / max(k - 1, 1))] for j in range(k)]
+    return sorted(set(pick))
+
 
 @pytest.fixture(scope="module")
-def result():
-    return validate.run([validate.EXPORT])
+def loaded():
+    """(runs, figures, every fold) of the committed export, as validate.run reads them."""
+    runs, figs = validate.load([validate.EXPORT])
+    return runs, figs, validate.folds(runs)
+
+
+@pytest.fixture(scope="module")
+def result(loaded):
+    """validate.run's Result over the slice's folds, judged in this process (validate.run judges a
+    prefix of the folds; its pool would compete with the other test worker for the same cores)."""
+    runs, figs, todo = loaded
+    state = validate._State(runs, figs, todo)
+    res = validate.Result()
+    for i in sliced(todo):
+        validate._add(res, validate._judge(state, i))
+    return res
+
+
+def test_the_slice_holds_every_history_key_and_scale_the_validation_judges(loaded):
+    todo = loaded[2]
+    pick = sliced(todo)
+    groups = {(t["history_key"], scale) for t, _, scale in todo}
+    assert {(todo[i][0]["history_key"], todo[i][2]) for i in pick} == groups
+    assert len(pick) <= len(todo) // SLICE + len(groups)
 
 
 def test_no_change_runs_from_starts_the_model_never_saw_raise_few_verdicts(result):
     # the design's false-alarm rate is the FDR, 1 % a run; the bound is printed, and logged per run of it
-    assert result.runs >= 55
     assert result.false_runs / result.runs <= 0.05, result.false_rows
     assert all(abs(z) < 10 for *_, z, _ in result.false_rows), result.false_rows
 
 
 def test_the_printed_mdc_is_the_change_caught_four_times_in_five(result):
     (k12, n12), (k05, n05) = result.honesty[1.2], result.honesty[0.5]
-    assert n12 >= 300 and k12 / n12 >= 0.8
+    assert n12 == n05 >= 3 * result.runs and k12 / n12 >= 0.8   # rows tried on every judged run
     assert k05 / n05 <= 0.1
 
 
@@ -43,14 +87,14 @@ def test_no_change_z_scores_are_no_wider_than_their_t_says(result):
 
 def test_structured_changes_are_reported(result):
     for name, (_, found, tried) in result.structured.items():
-        assert tried >= 40 and found > 0, name
+        assert tried >= result.runs / 2 and found > 0, name   # tried on most judged runs
     whole = result.structured["every GPU-bound row +3 %"]
     assert whole[1] / whole[2] >= 0.75      # a machine-wide shift is one finding
 
 
 def test_the_command_writes_its_figures(tmp_path, capsys):
     out = tmp_path / "v.json"
-    assert cli.main(["verdict-check", "--runs", "2", "--json", str(out)]) == 0
+    assert cli.main(["verdict-check", "--runs", "2", "--jobs", "1", "--json", str(out)]) == 0
     doc = json.loads(out.read_text())
     assert doc["runs"] == 2 and "bound" in doc and "honesty" in doc
     assert "false verdicts" in capsys.readouterr().out
@@ -74,15 +118,15 @@ def test_two_starts_see_what_one_new_start_cannot(result):
     for c, (k, n) in result.two.items():
         single = [v for (scale, cls, _), v in result.single.items() if scale == "fleet" and cls == c]
         k1, n1 = sum(x for x, _ in single), sum(y for _, y in single)
-        assert n >= 50 and k / n >= k1 / max(1, n1) - 0.02, (c, k, n, k1, n1)
+        assert n >= result.runs and k / n >= k1 / max(1, n1) - 0.02, (c, k, n, k1, n1)
         caught, tried, caught_one, tried_one = caught + k, tried + n, caught_one + k1, tried_one + n1
     assert caught / tried > caught_one / tried_one, (caught, tried, caught_one, tried_one)
 
 
 def test_the_figures_do_not_depend_on_the_number_of_processes():
     # each fold draws its injections from a generator seeded by its own index
-    one, two = (validate.run([validate.EXPORT], limit=3, jobs=j) for j in (1, 2))
-    assert one.runs == two.runs == 3
+    one, two = (validate.run([validate.EXPORT], limit=2, jobs=j) for j in (1, 2))
+    assert one.runs == two.runs == 2
     assert validate.report(one).split("\n", 1)[1] == validate.report(two).split("\n", 1)[1]
 
 
