@@ -5,6 +5,8 @@ memory, so both read the same way): per GPU, the verdicts of the run reports/his
 picks against its history (reports/history/check.py), trust marks as counts that expand, trends
 with the history band, every variant's round ratios, the frontend version heatmap and the runs
 (reports/history/page.py; figures drawn with seaborn, reports/history/charts.py, inlined as SVG).
+A/B job folders (`hostbench ab`) among the files, or A/B jobs in the store, lead the page: each
+night's paired change per row and the newest job whole (reports/history/abpage.py).
 One HTML file, no scripts, nothing fetched: it opens from file://.
 
 The output folder holds a manifest (MANIFEST) of the files the dashboard wrote; a rebuild only
@@ -27,10 +29,13 @@ class OutError(Exception):
     """The --out folder cannot be used; the message names it and says why."""
 
 
-def memory_store(runs):
-    """A store in memory holding `runs` (loaded Run objects), for a dashboard over files."""
+def memory_store(runs, jobs=()):
+    """A store in memory holding `runs` (loaded Run objects) and A/B `jobs` (history.abjobs.Job:
+    their sides' runs and paired results), for a dashboard over files."""
     from .history import db
     st = db.open_store("sqlite://", create=True)
+    for job in jobs:
+        st.ingest_job(job)
     for r in runs:
         try:
             h = db.file_hash(r.path)
@@ -38,6 +43,11 @@ def memory_store(runs):
             h = f"{r.path}:{r.datetime}"
         st.ingest_run(r, h)
     return st
+
+
+def job_runs(jobs) -> list:
+    """The side runs of A/B jobs, loaded (their rounds are drawn as any run file's)."""
+    return [s.run for job in jobs for s in job.sides.values() if s.run is not None]
 
 
 def render_store(st, folder: Path, errors=(), title: str = "hostbench dashboard", last: int = LAST,
@@ -60,12 +70,13 @@ def progress_line():
     return progress.say if progress.on_terminal() else None
 
 
-def render(runs, folder: Path, errors=(), order: str = "date", title: str = "hostbench dashboard") -> list[str]:
-    """The dashboard of loaded runs (the trends order by date; `order` 'version' leads each GPU
-    with its newest frontend version, the version view is in version order either way)."""
-    st = memory_store(runs)
+def render(runs, folder: Path, errors=(), order: str = "date", title: str = "hostbench dashboard",
+           jobs=()) -> list[str]:
+    """The dashboard of loaded runs and A/B jobs (the trends order by date; `order` 'version' leads
+    each GPU with its newest frontend version, the version view is in version order either way)."""
+    st = memory_store(runs, jobs)
     try:
-        return render_store(st, folder, errors, title, runs=runs, order=order)
+        return render_store(st, folder, errors, title, runs=list(runs) + job_runs(jobs), order=order)
     finally:
         st.close()
 
@@ -128,16 +139,16 @@ def publish(stage: Path, out: Path, written: list[str], old: set[str]) -> None:
 
 
 def build(runs, out: str | Path, errors=(), order: str = "date", title: str = "hostbench dashboard",
-          store=None, last: int = LAST) -> Path:
+          store=None, last: int = LAST, jobs=()) -> Path:
     """Renders into a staging folder beside `out`, then moves the files in: a failure leaves `out`
-    as it was. From `store` when given, else from `runs`. Returns the index path; raises
-    OutError when `out` cannot be used."""
+    as it was. From `store` when given (`jobs` already stored in it), else from `runs` and A/B
+    `jobs`. Returns the index path; raises OutError when `out` cannot be used."""
     out = Path(out)
     old = previous_files(out)
     stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=_existing_ancestor(out.parent)))
     try:
-        written = render_store(store, stage, errors, title, last, runs, order) if store is not None else \
-            render(runs, stage, errors, order, title)
+        written = render_store(store, stage, errors, title, last, list(runs) + job_runs(jobs), order) \
+            if store is not None else render(runs, stage, errors, order, title, jobs)
         out.mkdir(parents=True, exist_ok=True)
         publish(stage, out, written, old)
     finally:

@@ -18,7 +18,8 @@ def add_parser(command) -> None:
                 epilog="Exit status: 0 written; 2 bad input or --out (one line on stderr, nothing written). "
                        "Unreadable run files among readable ones are skipped, one warning line each.")
     p.add_argument("paths", nargs="*", metavar="RUN_OR_DIR",
-                   help="run files (run.json, records.jsonl) or folders scanned recursively for them "
+                   help="run files (run.json, records.jsonl), A/B job folders (hostbench ab: the job's chart "
+                        "and table led by the rows that moved) or folders scanned recursively for them "
                         "(with --store: stored first)")
     p.add_argument("--store", metavar="URL", help="read the runs from this history store (sqlite:///FILE or "
                                                   "postgresql://...; see hostbench history)")
@@ -53,19 +54,28 @@ def run(a) -> int:
     if a.last < 1:
         say(f"--last {a.last}: must be at least 1")
         return 2
-    runs, errors, st = [], [], None
+    runs, errors, st, jobs = [], [], None, []
     if a.paths:   # read first: only a run to store makes a store
-        runs, errors = store.load_runs(a.paths, a.order)
+        from cudnn_hostbench.reports.history import abjobs
+        job_dirs, paths = abjobs.split(a.paths)
+        try:
+            jobs = [abjobs.read(j) for j in job_dirs]
+        except abjobs.JobError as e:
+            say(str(e).replace("; nothing stored", "; nothing written").replace("nothing of the job stored",
+                                                                                  "nothing written"))
+            return 2
+        if paths:
+            runs, errors = store.load_runs(paths, a.order)
     if a.store:
         try:
-            st = db.open_store(a.store, create=bool(runs))
+            st = db.open_store(a.store, create=bool(runs or jobs))
             n = st.count()[0]
         except db.StoreError as e:
             for x in errors if not runs else []:
                 say(f"skipped {x}")
             say(str(e))
             return 2
-        if not n and not runs:
+        if not n and not runs and not jobs:
             st.close()
             for x in errors:
                 say(f"skipped {x}")
@@ -75,7 +85,7 @@ def run(a) -> int:
         for r in runs:
             for w in getattr(r, "warnings", None) or []:
                 say(f"warning: {w}")
-        if not runs and st is None:
+        if not runs and not jobs and st is None:
             if not errors:
                 say(f"{' '.join(a.paths)}: no run files found (*.json, *.jsonl); nothing written")
             for k, e in enumerate(errors):
@@ -85,13 +95,15 @@ def run(a) -> int:
             say(f"skipped {e}")
     try:
         if st is not None:
-            for r in runs:   # files named beside --store are stored first (each once)
+            for job in jobs:   # jobs and files named beside --store are stored first (each once)
+                st.ingest_job(job)
+            for r in runs:
                 st.ingest_run(r)
-            index = dashboard.build([], a.out, errors, a.order, a.title, store=st, last=a.last)
+            index = dashboard.build([], a.out, errors, a.order, a.title, store=st, last=a.last, jobs=jobs)
             n = st.count()[0]
         else:
-            index = dashboard.build(runs, a.out, errors, a.order, a.title, last=a.last)
-            n = len(runs)
+            index = dashboard.build(runs, a.out, errors, a.order, a.title, last=a.last, jobs=jobs)
+            n = len(runs) + len(dashboard.job_runs(jobs))
     except dashboard.OutError as e:
         say(str(e))
         return 2
@@ -104,5 +116,6 @@ def run(a) -> int:
     finally:
         if st is not None:
             st.close()
-    print(f"wrote {index} ({n} runs)")
+    print(f"wrote {index} ({n} runs" + (f", {len(jobs)} A/B job{'s' if len(jobs) != 1 else ''}" if jobs else "")
+          + ")")
     return 0

@@ -3,7 +3,9 @@ from the command line. Only ingest makes a store; the others read an existing on
 
 Bad input (an unreadable run file among others is skipped with one line; a store that cannot be
 opened, a corrupt or foreign database, a newer schema, a server that cannot be reached, a lock
-held past the retries) ends with one line on stderr and exit 2; nothing stored is lost.
+held past the retries) ends with one line on stderr and exit 2; nothing stored is lost. An A/B job
+folder (`hostbench ab`) that cannot be read (a corrupt ab.json, none, a side's run that does not
+load) is one line and exit 2 with nothing stored of anything named (reports/history/abjobs.py).
 """
 from __future__ import annotations
 
@@ -34,8 +36,9 @@ def add_parser(command) -> None:
         q.set_defaults(prog=q.prog)
         return q
 
-    q = action("ingest", "store run files, folders (scanned recursively) or history exports; the same run "
-                         "twice is stored once, each run in one transaction")
+    q = action("ingest", "store run files, folders (scanned recursively), history exports or A/B job folders "
+                         "(hostbench ab: each side's run as a run, and the job's paired results); the same run "
+                         "or job twice is stored once, each run and each job in one transaction")
     q.add_argument("paths", nargs="+", metavar="RUN_OR_DIR")
     q = action("check", "judge a run against the runs on its history key (same GPU, driver, CUDA, cuDNN, "
                         "frontend, torch, measurement version)")
@@ -149,7 +152,7 @@ def _ingest(a) -> int:
     """Opens (makes) the store only at the first readable run: a failed ingest leaves none behind,
     nor does one interrupted (Ctrl-C) before its first run was stored; a store that was there keeps
     what it had (each run is stored in one transaction)."""
-    from cudnn_hostbench.reports.history import db, ingest
+    from cudnn_hostbench.reports.history import abjobs, db, ingest
     opened = []
     made = _made_by(a.store)
 
@@ -158,7 +161,7 @@ def _ingest(a) -> int:
         return opened[-1]
     try:
         res = ingest.ingest_paths(store, a.paths)
-    except db.StoreError as e:
+    except (db.StoreError, abjobs.JobError) as e:
         _remove_if_empty(made, opened)
         _say(a.prog, str(e))
         return 2
@@ -172,7 +175,7 @@ def _ingest(a) -> int:
     finally:
         for st in opened:
             st.close()
-    if not (res.stored or res.already):   # nothing readable: the reasons alone, exit 2
+    if not (res.stored or res.already or res.jobs):   # nothing readable: the reasons alone, exit 2
         for e in res.errors or [f"{' '.join(a.paths)}: no run file or history export in it; nothing stored"]:
             _say(a.prog, e)
         return 2
@@ -180,6 +183,10 @@ def _ingest(a) -> int:
         _say(a.prog, f"skipped {e}")
     for path, rid in res.already:
         print(f"{path}: already stored as run {rid}")
+    for path, got in res.jobs:
+        runs = ", ".join(f"{label} run {rid}" for label, (rid, _) in got["runs"].items()) or "no side's run"
+        print(f"{path}: A/B job " + ("already stored" if got["already"] else f"stored, {got['rows']} paired "
+                                     "result(s)") + f"; its sides: {runs}")
     print(f"{opened[0].shown}: stored {len(res.stored)} run(s), {len(res.already)} already stored"
           + (f", {len(res.errors)} unreadable" if res.errors else ""))
     return 0

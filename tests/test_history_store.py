@@ -259,9 +259,9 @@ def _revision(url: str) -> str | None:
 
 def test_a_new_store_is_at_the_migrations_head(store_url, capsys):
     from cudnn_hostbench.reports.history import migrate
-    assert _revision(store_url) == migrate.head() == "0002"
+    assert _revision(store_url) == migrate.head() == "0003"
     assert hb("upgrade", "--store", store_url) == 0
-    assert "schema revision 0002, nothing to do" in capsys.readouterr().out
+    assert "schema revision 0003, nothing to do" in capsys.readouterr().out
 
 
 # the columns revision 0002 added: a store without them is a store of schema 1
@@ -276,6 +276,7 @@ def make_schema_1(url: str, revision: bool = True) -> None:
         for table, cols in SCHEMA_2.items():
             for col in cols:
                 c.execute(text(f"ALTER TABLE {table} DROP COLUMN {col}"))
+        c.execute(text("DROP TABLE hb_ab_rows"))   # revision 0003's table (schema 3)
         c.execute(text("UPDATE hb_meta SET value = '1' WHERE name = 'schema_version'"))
         if revision:
             c.execute(text("UPDATE hb_alembic_version SET version_num = '0001'"))
@@ -289,10 +290,10 @@ def test_a_store_made_before_migrations_is_stamped_on_open(store_url, tmp_path, 
     assert hb("ingest", str(run), "--store", store_url) == 0
     make_schema_1(store_url, revision=False)
     err = one_line_exit_2(capsys, "check", "--store", store_url)     # stamped 0001, then refused
-    assert "schema version 1 is older than 2" in err
+    assert "schema version 1 is older than 3" in err
     assert hb("upgrade", "--store", store_url) == 0
-    assert "schema revision 0002 (was 0001)" in capsys.readouterr().out
-    assert _revision(store_url) == "0002" and stored(store_url)[0] == 1
+    assert "schema revision 0003 (was 0001)" in capsys.readouterr().out
+    assert _revision(store_url) == "0003" and stored(store_url)[0] == 1
 
 
 def test_a_schema_1_store_is_migrated_and_its_runs_are_unknown_starts(store_url, tmp_path, capsys):
@@ -302,9 +303,9 @@ def test_a_schema_1_store_is_migrated_and_its_runs_are_unknown_starts(store_url,
     before = stored(store_url)
     make_schema_1(store_url)
     err = one_line_exit_2(capsys, "ingest", str(runs[0]), "--store", store_url)
-    assert "schema version 1 is older than 2" in err and "hostbench history upgrade" in err
+    assert "schema version 1 is older than 3" in err and "hostbench history upgrade" in err
     assert hb("upgrade", "--store", store_url) == 0
-    assert "schema revision 0002 (was 0001)" in capsys.readouterr().out
+    assert "schema revision 0003 (was 0001)" in capsys.readouterr().out
     assert stored(store_url) == before
     st = db.open_store(store_url)
     rs = st.runs()
@@ -314,12 +315,12 @@ def test_a_schema_1_store_is_migrated_and_its_runs_are_unknown_starts(store_url,
     st.close()
 
 
-SECOND = '''"""test only: schema 3 adds a column"""
+SECOND = '''"""test only: schema 4 adds a column"""
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0003"
-down_revision = "0002"
+revision = "0004"
+down_revision = "0003"
 
 
 def upgrade():
@@ -329,7 +330,7 @@ def upgrade():
 
 
 def test_an_older_schema_is_refused_then_upgraded_in_place(store_url, tmp_path, monkeypatch, capsys):
-    # a store at schema 2, and a hostbench whose migrations go one revision further
+    # a store at schema 3, and a hostbench whose migrations go one revision further
     import shutil
 
     from cudnn_hostbench.reports.history import migrate
@@ -338,17 +339,17 @@ def test_an_older_schema_is_refused_then_upgraded_in_place(store_url, tmp_path, 
     assert hb("ingest", str(run), "--store", store_url) == 0
     newer = tmp_path / "migrations"
     shutil.copytree(migrate.HERE, newer, ignore=shutil.ignore_patterns("__pycache__"))
-    (newer / "versions" / "0003_test_note.py").write_text(SECOND, encoding="utf-8")
+    (newer / "versions" / "0004_test_note.py").write_text(SECOND, encoding="utf-8")
     monkeypatch.setattr(migrate, "HERE", newer)
-    monkeypatch.setattr(migrate, "SCHEMA_OF_REVISION", {"0001": 1, "0002": 2, "0003": 3})
-    monkeypatch.setattr(S, "SCHEMA_VERSION", 3)
+    monkeypatch.setattr(migrate, "SCHEMA_OF_REVISION", {"0001": 1, "0002": 2, "0003": 3, "0004": 4})
+    monkeypatch.setattr(S, "SCHEMA_VERSION", 4)
     err = one_line_exit_2(capsys, "check", "--store", store_url)
-    assert "schema version 2 is older than 3" in err and "hostbench history upgrade" in err
+    assert "schema version 3 is older than 4" in err and "hostbench history upgrade" in err
     assert hb("upgrade", "--store", store_url) == 0
-    assert "schema revision 0003 (was 0002)" in capsys.readouterr().out
-    st = db.open_store(store_url)             # now opens: schema 3, the run kept, the column there
+    assert "schema revision 0004 (was 0003)" in capsys.readouterr().out
+    st = db.open_store(store_url)             # now opens: schema 4, the run kept, the column there
     with st.engine.connect() as c:
-        assert c.execute(text("SELECT value FROM hb_meta WHERE name = 'schema_version'")).scalar() == "3"
+        assert c.execute(text("SELECT value FROM hb_meta WHERE name = 'schema_version'")).scalar() == "4"
         assert c.execute(text("SELECT count(*) FROM hb_runs WHERE note IS NULL")).scalar() == 1
     st.close()
 

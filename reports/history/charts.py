@@ -279,3 +279,93 @@ def power(curves: dict[str, list[float]], changes: tuple) -> str:
     ax.legend(fontsize=7, ncol=2, frameon=False)
     fig.tight_layout()
     return _svg(fig, "power per row class: chance a slowdown is caught alone", "pow")
+
+
+AB_COLOURS = {"SAME": "#777777", "UNSURE": "#d9a400", "SLOWER": "#b91c1c", "FASTER": "#1f5fa8",
+              "KERNEL CHANGED": "#7d3c98"}
+
+
+def ab_trend(facets: list[dict], ticks: list[str]) -> str:
+    """One panel per row that moved in any A/B job of a series: each job's paired change (dot, in
+    its verdict's colour) with its interval (bar), at the job's place among the jobs shown (evenly
+    spaced, dated ticks); 0 dashed. `facets`: {title, verdict, points: [(x, change %, low %, high %,
+    verdict)]}, a point per job that judged the row."""
+    if not facets:
+        return ""
+    sns = _setup()
+    import pandas as pd
+    from matplotlib import ticker
+    n = len(ticks)
+    step = max(1, (n + 2) // 3)
+    out = []
+    for f in facets:
+        fig, ax = _panel(FACET_W, FACET_H)
+        pts = pd.DataFrame(f["points"], columns=["x", "change", "low", "high", "verdict"])
+        bars = pts.dropna(subset=["low", "high"])
+        ax.axhline(0, color="#888", lw=0.8, ls="--", zorder=0)
+        ax.vlines(bars.x, bars.low, bars.high, color="#999", lw=1.6, zorder=1)
+        ax.set_xlabel(" ")
+        ax.set_ylabel("B over A, %", fontsize=7.5)
+        sns.scatterplot(data=pts, x="x", y="change", hue="verdict", palette=AB_COLOURS, hue_order=list(AB_COLOURS),
+                        s=26, ax=ax, legend=False, zorder=3, linewidth=0)
+        ax.yaxis.set_major_locator(ticker.MaxNLocator(4))
+        ax.set_title(f["title"], fontsize=min(8.5, 8.5 * 40 / max(1, len(f["title"]))), loc="left",
+                     color=AB_COLOURS.get(f["verdict"], "#222"), fontweight="bold")
+        ax.tick_params(labelsize=7.5)
+        ax.set_xlim(-0.6, n - 0.4)
+        ax.set_xticks(range(0, n, step))
+        ax.set_xticklabels([ticks[i] for i in range(0, n, step)], fontsize=7)
+        out.append(_svg(fig, f"paired change per job of {f['title']}", "abt"))
+    return _panels(out)
+
+
+def ab_counts(jobs: list[dict], ticks: list[str]) -> str:
+    """Per job, its rows by verdict as stacked bars (SAME, UNSURE, then the ones that moved): an
+    UNSURE row is its own colour, never counted with SAME. `jobs`: {counts: {verdict: n}}."""
+    if not jobs:
+        return ""
+    _setup()
+    import numpy as np
+    fig, ax = _panel(max(FACET_W, 0.45 * len(jobs) + 1.2), FACET_H + 0.2)
+    bottom = np.zeros(len(jobs))
+    for v in ("SAME", "UNSURE", "SLOWER", "FASTER", "KERNEL CHANGED"):
+        ys = np.array([j["counts"].get(v, 0) for j in jobs], dtype=float)
+        if ys.any():
+            ax.bar(range(len(jobs)), ys, bottom=bottom, color=AB_COLOURS[v], label=v, width=0.7)
+            bottom += ys
+    ax.set_ylabel("rows", fontsize=7.5)
+    step = max(1, (len(jobs) + 5) // 6)
+    ax.set_xticks(range(0, len(jobs), step))
+    ax.set_xticklabels([ticks[i] for i in range(0, len(jobs), step)], fontsize=7)
+    ax.tick_params(labelsize=7.5)
+    ax.legend(fontsize=6.5, frameon=False, ncol=3, loc="lower left", bbox_to_anchor=(0, 1.0))
+    return _svg(fig, "rows per job by verdict", "abc")
+
+
+def ab_job(rows: list[dict]) -> str:
+    """One A/B job's every row (ab.png's chart): a panel per class, rows sorted by change, each row's
+    change (dot, its verdict's colour) with its interval (bar); 0 dashed. `rows`: {class, change %,
+    low %, high %, verdict}, rows with a change."""
+    if not rows:
+        return ""
+    sns = _setup()
+    import pandas as pd
+    df = pd.DataFrame(rows).sort_values(["class", "change"]).reset_index(drop=True)
+    df["rank"] = df.groupby("class").cumcount()
+    out = []
+    for cls in dict.fromkeys(df["class"]):
+        sub = df[df["class"] == cls]
+        fig, ax = _panel(FACET_W, FACET_H)
+        bars = sub.dropna(subset=["low", "high"])
+        ax.vlines(bars["rank"], bars["low"], bars["high"], color="#aaa", lw=0.8, zorder=1)
+        ax.axhline(0, color="#888", lw=0.8, ls="--", zorder=0)
+        ax.set_xlabel(" ")
+        ax.set_ylabel("B over A, %", fontsize=7.5)
+        sns.scatterplot(data=sub, x="rank", y="change", hue="verdict", palette=AB_COLOURS, hue_order=list(AB_COLOURS),
+                        s=12, ax=ax, legend=False, zorder=3, linewidth=0)
+        ax.set_title(f"{cls} ({len(sub)} rows)", fontsize=8.5, loc="left")
+        ax.set_xlabel("")
+        ax.set_xticks([])
+        ax.tick_params(labelsize=7.5)
+        out.append(_svg(fig, f"every row's paired change: {cls}", "abj"))
+    return _panels(out)

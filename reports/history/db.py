@@ -330,20 +330,7 @@ class Store:
         stored again; its id comes back."""
         def go():
             with self.engine.begin() as c:
-                old = c.execute(select(S.runs.c.id).where(S.runs.c.source_hash == meta["source_hash"])).scalar()
-                if old is None:
-                    old = self._same_run(c, meta, figs)
-                if old is not None:
-                    return old, False
-                ids = self._row_ids(c, [f.row for f in figs])
-                rid = c.execute(insert(S.runs).values(**meta, n_figures=len(figs))).inserted_primary_key[0]
-                if figs:
-                    c.execute(insert(S.figures), [dict(
-                        run_id=rid, row_id=ids[f.row], status=f.status[:2000], unit=f.unit, value=f.value,
-                        on_ratio=f.on_ratio, median_us=f.median_us, workers_json=json.dumps(f.workers),
-                        spread=f.spread, flags=f.flags, kernels=f.kernels, host_state=f.host_state,
-                        baseline=f.baseline, role=f.role, plan_rule=f.plan_rule, plan=f.plan) for f in figs])
-                return rid, True
+                return self._ingest_in(c, meta, figs)
         try:
             return self._retry(f"store run {meta.get('source_path')}", go)
         except IntegrityError:   # another writer stored the same run between our check and insert
@@ -352,6 +339,74 @@ class Store:
         except BaseException:
             self._rows = {}
             raise
+
+    def _ingest_in(self, c, meta: dict, figs: list[Figure]) -> tuple[int, bool]:
+        """Stores one run on connection `c`, inside its transaction: (run id, True if new)."""
+        old = c.execute(select(S.runs.c.id).where(S.runs.c.source_hash == meta["source_hash"])).scalar()
+        if old is None:
+            old = self._same_run(c, meta, figs)
+        if old is not None:
+            return old, False
+        ids = self._row_ids(c, [f.row for f in figs])
+        rid = c.execute(insert(S.runs).values(**meta, n_figures=len(figs))).inserted_primary_key[0]
+        if figs:
+            c.execute(insert(S.figures), [dict(
+                run_id=rid, row_id=ids[f.row], status=f.status[:2000], unit=f.unit, value=f.value,
+                on_ratio=f.on_ratio, median_us=f.median_us, workers_json=json.dumps(f.workers),
+                spread=f.spread, flags=f.flags, kernels=f.kernels, host_state=f.host_state,
+                baseline=f.baseline, role=f.role, plan_rule=f.plan_rule, plan=f.plan) for f in figs])
+        return rid, True
+
+    def ingest_job(self, job) -> dict:
+        """Stores an A/B job (reports/history/abjobs.py) in one transaction: each side's run as an
+        ordinary run (each stored once, as `ingest` does), then the job's paired results, one row
+        per comparison and row, unless a job with the same ab.json is stored already. Returns
+        {"runs": {label: (run id, new)}, "rows": rows stored (0: already), "already": bool}."""
+        def go():
+            with self.engine.begin() as c:
+                if not self.sqlite:   # a second writer of the same job waits for the first one's commit
+                    c.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": int(job.job_hash[:15], 16)})
+                runs = {}
+                for label, side in job.sides.items():
+                    if side.run is None:
+                        continue
+                    meta = run_meta(side.run, side.source_hash)
+                    meta["source_path"] = str(Path(side.path).resolve())
+                    runs[label] = self._ingest_in(c, meta, figures_of(side.run))
+                have = c.execute(select(func.count()).select_from(S.ab_rows)
+                                 .where(S.ab_rows.c.job_hash == job.job_hash)).scalar()
+                if have:
+                    return {"runs": runs, "rows": 0, "already": True}
+                rows = job.rows()
+                ids = self._row_ids(c, [r["key"] for r in rows])
+                if rows:
+                    c.execute(insert(S.ab_rows), [
+                        {**{k: v for k, v in r.items() if k != "key"}, "row_id": ids[r["key"]],
+                         "side_run_id": (runs.get(r["side"]) or (None,))[0],
+                         "reference_run_id": (runs.get(r["reference"]) or (None,))[0]} for r in rows])
+                return {"runs": runs, "rows": len(rows), "already": False}
+        try:
+            return self._retry(f"store A/B job {job.path}", go)
+        except IntegrityError:   # another writer stored the same job (or one of its runs) meanwhile
+            self._rows = {}
+            return self._retry(f"store A/B job {job.path}", go)
+        except BaseException:
+            self._rows = {}
+            raise
+
+    def ab_rows(self, job_hash: str | None = None) -> list[dict]:
+        """The stored paired results (every job, or one), oldest job first, each with its row's
+        probe, variant, size and mode."""
+        a, r = S.ab_rows.c, S.rows.c
+        q = (select(S.ab_rows, r.probe, r.variant, r.size, r.mode)
+             .select_from(S.ab_rows.join(S.rows, a.row_id == r.id)).order_by(a.started_at, a.job_hash, a.id))
+        if job_hash is not None:
+            q = q.where(a.job_hash == job_hash)
+
+        def go():
+            with self.engine.connect() as c:
+                return [dict(x._mapping) for x in c.execute(q)]
+        return self._retry("read A/B results", go)
 
     def _same_run(self, c, meta: dict, figs: list[Figure]) -> int | None:
         """The id of a stored run with this run's start time, key, commit and figures, if any."""

@@ -2,6 +2,9 @@
 (`*.hbx.jsonl.gz`: one line per run, its runs-table row and its figures, no raw samples). The
 runs-table row carries the run's machine (start, GPU UUID, identity) and the probes it held.
 The committed reference history is such an export (reports/reference/h200/history.hbx.jsonl.gz).
+An A/B job folder (`hostbench ab`: ab-job.json and ab.json) among the paths, or inside a folder
+named, is read whole first (reports/history/abjobs.py): its sides' runs are stored as runs and its
+paired results beside them; a job that cannot be read stores nothing of anything named.
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ from typing import Callable, Iterable, Iterator
 from cudnn_hostbench.bench.measure.records import RunFileError, load_run
 
 from .. import store as runstore
-from . import db, plans, where
+from . import abjobs, db, plans, where
 
 EXPORT_SUFFIX = ".hbx.jsonl.gz"
 
@@ -27,6 +30,7 @@ class Result:
     stored: list = field(default_factory=list)     # (path, run id)
     already: list = field(default_factory=list)    # (path, run id) stored before
     errors: list = field(default_factory=list)     # one line each
+    jobs: list = field(default_factory=list)       # (job folder, what ingest_job stored)
 
 
 def _export_lines(path: Path) -> Iterable[dict]:
@@ -84,6 +88,16 @@ def ingest_paths(store: db.Store | Callable[[], db.Store], paths: Iterable[str |
     it is called at the first readable run, so nothing is made when there is none."""
     res = Result()
     st = store if isinstance(store, db.Store) else None
+    job_dirs, paths = abjobs.split(paths)
+    jobs = [abjobs.read(j) for j in job_dirs]   # every job whole before anything is stored (JobError)
+    for named, job in zip(job_dirs, jobs):
+        st = st or store()  # type: ignore[operator]  # not a Store: the opener
+        got = st.ingest_job(job)
+        res.jobs.append((str(named), got))
+        for label, (rid, new) in got["runs"].items():
+            (res.stored if new else res.already).append((str(job.sides[label].path), rid))
+    if jobs and not paths:
+        return res
     for label, meta, figs in runs_in(paths, res.errors):
         st = st or store()  # type: ignore[operator]  # not a Store: the opener
         rid, new = st.ingest(meta, figs)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent / "migrations"
 VERSION_TABLE = "hb_alembic_version"
-SCHEMA_OF_REVISION = {"0001": 1, "0002": 2}    # Alembic revision -> the schema version it leaves
+SCHEMA_OF_REVISION = {"0001": 1, "0002": 2, "0003": 3}    # Alembic revision -> the schema version it leaves
 
 
 def _config(connection):

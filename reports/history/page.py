@@ -3,7 +3,8 @@ first (lead.py says which run; regressions and improvements, then counts of unsu
 noise-limited rows), trust marks as counts by kind that expand, then the figures (charts.py):
 trends of the led run's measurement version with the history band and version changes, every
 variant's round ratios from a run file at hand, the version heatmap (each version's newest full
-run), and the runs. No scripts, nothing fetched.
+run), and the runs. Before the GPUs, the A/B jobs the store holds (abpage.py): each night's paired
+change per row and the newest job whole. No scripts, nothing fetched.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from cudnn_hostbench.bench.measure import trust
 
 from .. import fmt
 from ..verdict import decide
-from . import charts, check, db, lead, where
+from . import abpage, charts, check, db, lead, where
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
 ROOT = Path(__file__).resolve().parents[2]
@@ -272,6 +273,9 @@ def render(store: db.Store, title: str, last: int = 100, errors=(), generated: s
     by: dict = {}
     for r in store.runs():
         by.setdefault(r["gpu"], []).append(r)
+    if progress is not None:
+        progress("dashboard: A/B jobs")
+    ab = abpage.view(store)
     sections = []
     for k, (g, rs) in enumerate(sorted(by.items())):
         if progress is not None:
@@ -287,7 +291,7 @@ def render(store: db.Store, title: str, last: int = 100, errors=(), generated: s
     # a run's file as the page's reader finds it: inside its repository, not this machine's path
     env.filters["shown_path"] = lambda p: where.repo_relative(p) or p
     return env.get_template("dashboard.html.j2").render(
-        title=title, sections=sections, errors=list(errors),
+        title=title, sections=sections, errors=list(errors), ab=ab,
         generated=generated or _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         min_history=2, last=last, check_last=check.DEFAULT_LAST,
         rule=VERSION_RULE if order == "version" else lead.RULE)

@@ -22,7 +22,8 @@ from cudnn_hostbench.bench.measure import records as _records
 
 from . import plans
 
-SCHEMA_VERSION = 2   # 2: machine identity, start and probes per run; plan rule and plan per figure
+SCHEMA_VERSION = 3   # 2: machine identity, start and probes per run; plan rule and plan per figure;
+#                      3: the paired results of A/B jobs (hb_ab_rows)
 # The harness's measurement version (bench.measure.records.MEASUREMENT_VERSION) is part of the
 # history key; a run says which it measured with (measurement_version_of).
 MEASUREMENT_VERSION = _records.MEASUREMENT_VERSION
@@ -89,6 +90,45 @@ figures = Table("hb_figures", metadata,
                 Column("plan_rule", String(64), nullable=False, default="", server_default=""),
                 Column("plan", String(255), nullable=False, default="", server_default=""))
 Index("hb_figures_row", figures.c.row_id, figures.c.run_id)
+
+
+def ab_rows_columns() -> list:
+    """hb_ab_rows' columns: here and in revision 0003, which makes the table on an older store."""
+    return [
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column("job_hash", String(64), nullable=False),      # sha256 of the job's ab.json
+        Column("job_path", Text, nullable=False, default=""),   # the folder, as ingested
+        Column("started_at", String(40), nullable=False),    # ISO 8601 UTC: its sides' first process
+        Column("gpu", String(128), nullable=False),
+        Column("side", String(128), nullable=False),
+        Column("side_frontend", String(32), nullable=False, default=""),
+        Column("side_cudnn", String(32), nullable=False, default=""),
+        Column("side_run_id", Integer, ForeignKey("hb_runs.id", ondelete="SET NULL"), nullable=True),
+        Column("reference", String(128), nullable=False),
+        Column("reference_frontend", String(32), nullable=False, default=""),
+        Column("reference_cudnn", String(32), nullable=False, default=""),
+        Column("reference_run_id", Integer, ForeignKey("hb_runs.id", ondelete="SET NULL"), nullable=True),
+        Column("judged_on", String(64), nullable=False, default=""),   # 'us' or the ratio to the block baseline
+        Column("job_pairs", Integer, nullable=False, default=0),       # the comparison's pairs
+        Column("row_id", Integer, ForeignKey("hb_rows.id"), nullable=False),
+        Column("cls", String(64), nullable=False, default=""),
+        Column("verdict", String(32), nullable=False),
+        Column("change", Float),                 # B over A - 1 (a share)
+        Column("low", Float),                    # its interval
+        Column("high", Float),
+        Column("mdc", Float),                    # minimum detectable change (a share)
+        Column("pairs", Integer, nullable=False, default=0),
+        Column("pairs_dropped", Integer, nullable=False, default=0),
+        Column("more_pairs", Integer),           # UNSURE: the pairs that would decide it
+        Column("q", Float),
+        Column("on_ratio", Boolean, nullable=False, default=False),
+        Column("level_us", Float),
+        UniqueConstraint("job_hash", "side", "reference", "row_id", name="hb_ab_rows_ident"),
+    ]
+
+
+ab_rows = Table("hb_ab_rows", metadata, *ab_rows_columns())
+Index("hb_ab_rows_time", ab_rows.c.started_at, ab_rows.c.job_hash)
 
 
 def measurement_version_of(fp: dict) -> int:

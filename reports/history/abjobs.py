@@ -1,0 +1,165 @@
+"""A/B job folders (`hostbench ab`) as the store reads them: a folder holding ab-job.json and
+ab.json is a job; its sides' merged runs (sides/LABEL.json) go into the store as ordinary runs, and
+its paired results (ab.json: per comparison, per row) into hb_ab_rows (schema.py).
+
+A job is read and checked whole before anything is stored: a corrupt ab.json, a folder without
+one, a side's run file that does not load is a JobError (one line), and nothing of it is stored.
+Its identity is the sha256 of its ab.json: the same job ingested twice is stored once (a job
+resumed with more pairs and judged again is another job).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from cudnn_hostbench.bench.measure.records import RunFileError, load_run
+
+JOB_FILE, RESULT_FILE = "ab-job.json", "ab.json"
+VERDICTS = ("SLOWER", "FASTER", "KERNEL CHANGED", "SAME", "UNSURE")
+MOVED = ("SLOWER", "FASTER", "KERNEL CHANGED")
+
+
+class JobError(Exception):
+    """One line: which job folder, what is wrong with it."""
+
+
+@dataclass
+class Side:
+    label: str
+    frontend: str = ""
+    cudnn: str = ""
+    run: object = None          # its sides/LABEL.json, loaded (None: no process of it finished)
+    path: Path | None = None
+    source_hash: str = ""
+
+
+@dataclass
+class Job:
+    path: Path
+    job_hash: str               # sha256 of ab.json
+    started_at: str
+    gpu: str
+    sides: dict = field(default_factory=dict)        # label -> Side
+    comparisons: list = field(default_factory=list)  # ab.json's comparisons
+
+    def rows(self) -> list[dict]:
+        """hb_ab_rows' rows of the job (without row ids and run ids): one per comparison and row."""
+        out = []
+        for c in self.comparisons:
+            side, ref = self.sides.get(c["side"]) or Side(c["side"]), self.sides.get(c["reference"]) or Side(c["reference"])
+            for r in c["rows"]:
+                low, high = (list(r.get("interval") or []) + [None, None])[:2]
+                out.append(dict(
+                    key=(str(r["probe"]), str(r["variant"]), str(r["size"]), str(r["mode"])),
+                    job_hash=self.job_hash, job_path=str(self.path), started_at=self.started_at, gpu=self.gpu,
+                    side=side.label, side_frontend=side.frontend, side_cudnn=side.cudnn,
+                    reference=ref.label, reference_frontend=ref.frontend, reference_cudnn=ref.cudnn,
+                    judged_on=str(c.get("judged_on") or ""), job_pairs=int(c.get("pairs") or 0),
+                    cls=str(r.get("class") or ""), verdict=str(r["verdict"]), change=_num(r.get("change")),
+                    low=_num(low), high=_num(high), mdc=_num(r.get("mdc")), pairs=int(r.get("pairs") or 0),
+                    pairs_dropped=int(r.get("pairs_dropped") or 0),
+                    more_pairs=None if r.get("more_pairs") is None else int(r["more_pairs"]),
+                    q=_num(r.get("q")), on_ratio=bool(r.get("on_ratio")), level_us=_num(r.get("level_us"))))
+        return out
+
+
+def _num(x) -> float | None:
+    if x is None:
+        return None
+    x = float(x)
+    return x if x == x and abs(x) != float("inf") else None
+
+
+def is_job(path: Path) -> bool:
+    """A folder that holds ab-job.json or ab.json: an A/B job (whole or not)."""
+    return path.is_dir() and ((path / JOB_FILE).is_file() or (path / RESULT_FILE).is_file())
+
+
+def split(paths: Iterable[str | Path]) -> tuple[list[Path], list[Path]]:
+    """(the job folders among `paths` and inside the folders named, the other paths to scan for
+    runs). A folder holding a job lower down is opened up: its job folders go to the first list,
+    everything else in it to the second, so no process file of a job is read as a run."""
+    from .. import store as runstore
+    jobs: list[Path] = []
+    rest: list[Path] = []
+
+    def walk(p: Path) -> None:
+        if is_job(p):
+            jobs.append(p)
+            return
+        if not p.is_dir() or not any(is_job(f.parent) for f in p.rglob("ab*.json")):
+            rest.append(p)
+            return
+        files = sorted(f for f in p.iterdir() if f.is_file() and f.suffix in (".json", ".jsonl")
+                       and f.name not in runstore.NOT_RUNS)
+        done = {f.with_suffix("") for f in files if f.suffix == ".json"}
+        rest.extend(f for f in files if f.suffix == ".json" or f.with_suffix("") not in done)
+        for d in sorted(x for x in p.iterdir() if x.is_dir()):
+            walk(d)
+    for p in map(Path, paths):
+        walk(p)
+    return jobs, rest
+
+
+def side_file(job: Path, label: str) -> Path:
+    """sides/LABEL.json, the label's characters as `hostbench ab` writes them into a file name."""
+    return job / "sides" / ("".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in label) + ".json")
+
+
+def read(path: str | Path) -> Job:
+    """The job in folder `path`, read and checked whole; JobError (one line) when it cannot be used."""
+    path = Path(path)
+    shown = str(path)
+    if not (path / RESULT_FILE).is_file():
+        raise JobError(f"{shown}: an A/B job folder without {RESULT_FILE} (not judged yet: `hostbench ab "
+                       f"--resume {shown}` finishes it); nothing stored")
+    if not (path / JOB_FILE).is_file():
+        raise JobError(f"{shown}: {RESULT_FILE} without {JOB_FILE}: not an A/B job folder; nothing stored")
+    try:
+        raw = (path / RESULT_FILE).read_bytes()
+        doc = json.loads(raw.decode("utf-8"))
+        json.loads((path / JOB_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise JobError(f"{shown}: a corrupt A/B job ({type(e).__name__}: {e}); nothing stored") from e
+    try:
+        if not isinstance(doc, dict) or doc.get("kind") != "hostbench ab":
+            raise ValueError(f"{RESULT_FILE} is not a `hostbench ab` result")
+        sides = {}
+        for s in doc["sides"]:
+            sides[str(s["label"])] = Side(str(s["label"]), str(s.get("frontend") or ""), str(s.get("cudnn") or ""))
+        comparisons = list(doc["comparisons"])
+        for c in comparisons:
+            if c["side"] not in sides or c["reference"] not in sides:
+                raise ValueError(f"comparison {c['side']} against {c['reference']}: a side the job does not list")
+            for r in c["rows"]:
+                for k in ("probe", "variant", "size", "mode", "verdict"):
+                    if k not in r:
+                        raise KeyError(k)
+                if r["verdict"] not in VERDICTS:
+                    raise ValueError(f"verdict {r['verdict']!r}")
+                for k in ("change", "mdc", "q", "level_us"):
+                    _num(r.get(k))
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        what = f"missing {e}" if isinstance(e, KeyError) else str(e)
+        raise JobError(f"{shown}: a corrupt {RESULT_FILE} ({what}); nothing stored") from e
+    for s in sides.values():
+        f = side_file(path, s.label)
+        if not f.is_file():
+            continue     # no process of this side finished: its results name no run
+        try:
+            s.run = load_run(f, need_records=True)
+            s.path, s.source_hash = f, hashlib.sha256(f.read_bytes()).hexdigest()
+        except (RunFileError, OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as e:
+            raise JobError(f"{f}: side {s.label}'s run does not load ({type(e).__name__}: {e}); "
+                           "nothing of the job stored") from e
+    runs = [s.run for s in sides.values() if s.run is not None]
+    fps = [r.fingerprint or {} for r in runs]
+    gpu = next((str(fp["gpu_name"]) for fp in fps if fp.get("gpu_name")), "unknown GPU")
+    when = sorted(str(r.datetime or (r.fingerprint or {}).get("datetime") or "") for r in runs)
+    started = next((w for w in when if w), "") or _dt.datetime.fromtimestamp(
+        (path / RESULT_FILE).stat().st_mtime, _dt.timezone.utc).isoformat(timespec="seconds")
+    return Job(path.resolve(), hashlib.sha256(raw).hexdigest(), started, gpu, sides, comparisons)
