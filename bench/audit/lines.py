@@ -80,44 +80,62 @@ def table(sampling: dict | None, eager_us: float | None, base: str = "") -> dict
         return {}
     if sampling.get("error"):
         return {"error": sampling["error"]}
-    rows = {}
-    calls: dict = {}       # line -> the user functions it calls into (the next user frame down)
-    for st in sampling.get("stacks") or ():
-        user = [f for f in st.get("frames") or () if f[3]]
+    calls = _calls_into(sampling.get("stacks") or ())
+    out = []
+    for row in sorted(_rows_of(sampling.get("stacks") or ()).values(), key=lambda r: -r["us"]):
+        row["callees"] = [{"callee": c, "kind": k, "us": u}
+                          for (c, k), u in sorted(row["callees"].items(), key=lambda x: -x[1])]
+        row["share"] = row["us"] / eager_us if eager_us else None
+        row["calls_into"] = sorted(calls.get(row["line"], ()))
+        out.append(row)
+    total = sum(row["us"] for row in out)
+    lines_table = {"rows": out, "sum_us": total, "eager_us": eager_us, **_sampling_fields(sampling),
+                   "coverage": total / eager_us if eager_us else None, **({"base": base} if base else {})}
+    lines_table["note"] = gap_note(lines_table)
+    return lines_table
+
+
+def _calls_into(stacks) -> dict:
+    """line -> the user functions it calls into (the next user frame down)."""
+    calls: dict = {}
+    for stack in stacks:
+        user = [f for f in stack.get("frames") or () if f[3]]
         for outer, inner in zip(user, user[1:]):
             calls.setdefault(f"{outer[0]}:{outer[1]}", set()).add(inner[2])
-    for st in sampling.get("stacks") or ():
-        line, fn = _line_of(st)
-        r = rows.setdefault(line, {"line": line, "function": fn, "us": 0.0, "n": 0, "callees": {}, "spill": []})
-        r["us"] += st["us"]
-        r["n"] += st["n"]
-        if st.get("timed"):
-            r["timed_us"] = r.get("timed_us", 0.0) + st["us"]
-        if _entered_from_dispatcher(st):
-            r["dispatch_entry_us"] = r.get("dispatch_entry_us", 0.0) + st["us"]
-        key = (st["callee"], st["kind"])
-        r["callees"][key] = r["callees"].get(key, 0.0) + st["us"]
-        r["spill"] += [s for s in st.get("spill") or () if s not in r["spill"]]
-    out = []
-    for r in sorted(rows.values(), key=lambda r: -r["us"]):
-        r["callees"] = [{"callee": c, "kind": k, "us": u} for (c, k), u in sorted(r["callees"].items(), key=lambda x: -x[1])]
-        r["share"] = r["us"] / eager_us if eager_us else None
-        r["calls_into"] = sorted(calls.get(r["line"], ()))
-        out.append(r)
-    total = sum(r["us"] for r in out)
-    t = {"rows": out, "sum_us": total, "eager_us": eager_us, "loop_us": sampling.get("loop_us", 0.0),
-         "outside_us": sampling.get("outside_us", 0.0), "overhead": sampling.get("overhead"),
-         "interval_us": sampling.get("interval_us"), "samples": sampling.get("samples"),
-         "step_us_sampled": sampling.get("step_us_sampled"), "step_us_plain": sampling.get("step_us_plain"),
-         "steps": sampling.get("steps"), "verdict": sampling.get("verdict", ""),
-         "rounds": sampling.get("rounds"), "rounds_other_state": sampling.get("rounds_other_state", 0),
-         "rounds_host_off": sampling.get("rounds_host_off", 0), "matched_on": sampling.get("matched_on", ""),
-         "state_note": sampling.get("state_note", ""), "timed_calls": sampling.get("timed_calls") or [],
-         "overhead_not_signal": bool(sampling.get("overhead_not_signal")),
-         "wrap_overhead": sampling.get("wrap_overhead"),
-         "coverage": total / eager_us if eager_us else None, **({"base": base} if base else {})}
-    t["note"] = gap_note(t)
-    return t
+    return calls
+
+
+def _rows_of(stacks) -> dict:
+    """line -> its row: sampled µs and samples, by callee, timed and dispatcher-entry µs, spill."""
+    rows: dict = {}
+    for stack in stacks:
+        line, function = _line_of(stack)
+        row = rows.setdefault(line, {"line": line, "function": function, "us": 0.0, "n": 0, "callees": {},
+                                     "spill": []})
+        row["us"] += stack["us"]
+        row["n"] += stack["n"]
+        if stack.get("timed"):
+            row["timed_us"] = row.get("timed_us", 0.0) + stack["us"]
+        if _entered_from_dispatcher(stack):
+            row["dispatch_entry_us"] = row.get("dispatch_entry_us", 0.0) + stack["us"]
+        key = (stack["callee"], stack["kind"])
+        row["callees"][key] = row["callees"].get(key, 0.0) + stack["us"]
+        row["spill"] += [s for s in stack.get("spill") or () if s not in row["spill"]]
+    return rows
+
+
+def _sampling_fields(sampling: dict) -> dict:
+    """The sampler's own figures, as the line table carries them."""
+    return {"loop_us": sampling.get("loop_us", 0.0),
+            "outside_us": sampling.get("outside_us", 0.0), "overhead": sampling.get("overhead"),
+            "interval_us": sampling.get("interval_us"), "samples": sampling.get("samples"),
+            "step_us_sampled": sampling.get("step_us_sampled"), "step_us_plain": sampling.get("step_us_plain"),
+            "steps": sampling.get("steps"), "verdict": sampling.get("verdict", ""),
+            "rounds": sampling.get("rounds"), "rounds_other_state": sampling.get("rounds_other_state", 0),
+            "rounds_host_off": sampling.get("rounds_host_off", 0), "matched_on": sampling.get("matched_on", ""),
+            "state_note": sampling.get("state_note", ""), "timed_calls": sampling.get("timed_calls") or [],
+            "overhead_not_signal": bool(sampling.get("overhead_not_signal")),
+            "wrap_overhead": sampling.get("wrap_overhead")}
 
 
 ENTRY = 4          # an instruction offset at most this: the function's entry (RESUME, after its cell set-up)
@@ -211,6 +229,198 @@ def _fixed_how(fl: dict) -> str:
     return " (interleaved with the step's rounds)" if not timed else f" ({timed})" if timed.startswith("alternating") else ""
 
 
+def _mode_median(modes: dict, mode: str):
+    return (modes.get(mode) or {}).get("median")
+
+
+def _base_figures(modes: dict, sampled: bool) -> tuple:
+    """(the plain loop's median, or None where the projection stands on the eager rounds; the base µs)."""
+    loop = _mode_median(modes, "loop")
+    eager_state = (modes.get("eager") or {}).get("host_state")
+    loop_state = (modes.get("loop") or {}).get("host_state")
+    # another host state: without lines the eager rounds' figure stands (the findings are priced in
+    # it); the sampled rounds were kept where their plain round matched the loop, and the fixed loop
+    # is held to the loop's state, so lines stay on the loop: scaled to an eager figure of the other
+    # state, the projection lands off the fixed step by the states' ratio
+    if loop is not None and eager_state and loop_state != eager_state and not sampled:
+        loop = None
+    return loop, loop if loop is not None else _mode_median(modes, "eager")
+
+
+def _projection_head(modes: dict, loop, eager) -> dict:
+    """The figures every projection carries: the modes' medians and what the base is."""
+    fixed_loop = modes.get("fixed_loop") or {}
+    return {"eager_us": _mode_median(modes, "eager"), "loop_us": _mode_median(modes, "loop"),
+            "base_us": eager, "loop_state_differs": loop is None and bool(_mode_median(modes, "loop")),
+            "base": "loop" if loop is not None else "eager", "graph_us": _mode_median(modes, "graph"),
+            "device_us": _mode_median(modes, "device"),
+            "graph_error": (modes.get("graph") or {}).get("error"),
+            "fixed_us": fixed_loop.get("median"),
+            "fixed_target": fixed_loop.get("target", ""),
+            "fixed_how": _fixed_how(fixed_loop)}
+
+
+def _project_priced(findings, priced: list, modes: dict, loop, eager, head: dict) -> dict:
+    """Without lines: the base figure − the priced findings."""
+    # the findings are priced in eager rounds' µs; the loop runs the same host code at its own
+    # pace (as the line path scales the sampled lines to it), so their sum is scaled to it too
+    eager_rounds_us = _mode_median(modes, "eager")
+    pace = eager / eager_rounds_us if loop is not None and eager_rounds_us else 1.0
+    projected = max(0.0, eager - pace * sum(f.cost_us for f in priced))
+    return dict(head, projected_us=projected, method="eager − priced findings", err_us=None,
+                unpriced=sorted({f.rule for f in findings if f.cost_us is None} - {"capture"}), dropped=[],
+                reduced=[])
+
+
+def _rules_by_line(tied: dict) -> dict:
+    """line -> the rules tied to it."""
+    rules_on: dict = {}
+    for rule, items in tied.items():
+        for item in items:
+            rules_on.setdefault(item["line"], set()).add(rule)
+    return rules_on
+
+
+def _add_cut(cut: dict, line: str, us: float) -> None:
+    cut[line] = cut.get(line, 0.0) + us
+
+
+def _direct_cuts(findings, tied: dict, rows: list, cut: dict) -> None:
+    """A registered op's lines lose their time inside the dispatcher and the time to enter the impl."""
+    rows_by = {row["line"]: row for row in rows}
+    for finding in findings:
+        if finding.rule in DIRECT:             # measured: the line's time inside the dispatcher
+            for item in tied.get(finding.rule) or ():
+                row = rows_by.get(item["line"])
+                if row is not None:
+                    _add_cut(cut, item["line"], sum(
+                        c["us"] for c in row["callees"] if c["kind"] == callsite.DISPATCHER))
+    if any(finding.rule in DIRECT for finding in findings):    # and the time it took to enter the op's impl
+        for row in rows:
+            if row.get("dispatch_entry_us"):
+                _add_cut(cut, row["line"], row["dispatch_entry_us"])
+
+
+def _priced_cuts(priced: list, tied: dict, rules_on: dict, keeps: set, cut: dict) -> None:
+    """Each priced finding's cost, shared by count over the kept lines it was counted on."""
+    for finding in priced:
+        if finding.rule in DIRECT:
+            continue
+        items = tied.get(finding.rule) or []
+        kept = [item for item in items if not _dropped(item["line"], rules_on, keeps)]
+        count = sum(item["per_step"] or 0 for item in kept)
+        for item in kept:
+            share = (item["per_step"] or 0) / count if count else 1 / len(kept)
+            _add_cut(cut, item["line"], finding.cost_us * share)
+
+
+def _wrapper_overhead(lines_table: dict, rows: list, total: float) -> tuple[float, float]:
+    """(the timed calls' wrappers' sampled µs, the sampled µs of timed calls)."""
+    # an overhead the sampler found in the timed calls' wrappers, not the signal, sits on the lines
+    # that make those calls (an execute, a sync: lines a fix keeps): it comes off them before the
+    # lines are scaled to the loop, not off every line in proportion: taken off every line, the
+    # removed lines' time shrinks by the share the kept ones carried and the projection lands above
+    # the fixed step (log 2026-12-04-1248)
+    # the wrappers' cost is measured where the audit ran a round with them and no timer
+    # (`wrap_overhead`); an audit from before that infers it from an overhead the interval did not move
+    wrap, on_timed = 0.0, sum(row.get("timed_us", 0.0) for row in rows)
+    overhead = lines_table.get("wrap_overhead")
+    if overhead is None and lines_table.get("overhead_not_signal"):
+        overhead = lines_table.get("overhead")
+    if overhead is not None and overhead > 0 and on_timed > 0:
+        wrap = min(total * overhead / (1 + overhead), on_timed)
+    return wrap, on_timed
+
+
+def _cold_execute_us(row: dict) -> float:
+    """A line's sampled µs of cuDNN run calls and Python: what a warm execute replaces."""
+    return sum(c["us"] for c in row["callees"]
+               if (c["kind"] == callsite.CUDNN and _attr(c["callee"]) in RUN_CALLS) or c["kind"] == callsite.PYTHON)
+
+
+def _frees_and_warm(rows: list, ctx: dict, warm_us, scale: float, freed: list) -> list:
+    """Cut the frees of removed objects from their callers' lines and, with the rebuild fixed, an
+    execute line's cold time down to the warm figure; returns the warmed lines."""
+    rules_on, keeps, cut, where = ctx["rules_on"], ctx["keeps"], ctx["cut"], ctx["where"]
+    makers = {row["function"] for row in rows
+              if _dropped(row["line"], rules_on, keeps) and rules_on[row["line"]] & FREES}
+    warmed = []
+    # a signal due while a C call runs (a teardown, a cold execute) is taken at the next bytecode, so
+    # part of that call's time is sampled as the line's own Python just after it (the naive example's
+    # execute line and its rebuilding function's caller carry such "Python", its fixed step next to
+    # none: log 2026-12-02-1013): it goes with the call it followed
+    glue = (callsite.CALL, callsite.PYTHON)
+    for row in rows:
+        if set(row.get("calls_into") or ()) & makers:
+            gone = sum(c["us"] for c in row["callees"] if c["kind"] in glue)
+            if gone > 0:
+                _add_cut(cut, row["line"], gone)
+                freed.append(row["line"])
+        execs = (where.get("executes") or {}).get(row["line"])
+        if warm_us is not None and execs and not _dropped(row["line"], rules_on, keeps):
+            # the probe's warm figure is the whole statement's eager µs/call, its Python glue included
+            cold = _cold_execute_us(row)
+            warm = warm_us * execs / scale      # in sampled time, as the line's
+            if cold > warm:
+                _add_cut(cut, row["line"], cold - warm)
+                warmed.append(row["line"])
+    return warmed
+
+
+def _sync_callee_us(rows: list, sync_lines: set) -> dict:
+    """sync line -> its sync callees' sampled µs."""
+    sync_now = {}
+    for row in rows:
+        if row["line"] in sync_lines:
+            sync_now[row["line"]] = sum(c["us"] for c in row["callees"] if _attr(c["callee"]) in SYNC_ATTRS)
+    return sync_now
+
+
+def _keep_rows(rows: list, ctx: dict, kept: dict, scale: float, per_exec: float) -> None:
+    """What each line keeps once fixed, into `kept` (its µs, variance, and which lines went how)."""
+    rules_on, keeps, cut, where = ctx["rules_on"], ctx["keeps"], ctx["cut"], ctx["where"]
+    sync_now, warmed = ctx["sync_now"], ctx["warmed"]
+    for row in rows:
+        if _dropped(row["line"], rules_on, keeps):
+            left = _left_after_removal(row, rules_on[row["line"]])
+            (kept["reduced"] if left > 0 else kept["dropped"]).append(row["line"])
+            kept["us"] += left
+            kept["var"] += left ** 2 / max(row["n"] * left / row["us"], 1) if row["us"] > 0 else 0.0
+            continue
+        us, samples = row["us"], row["n"]
+        execs = (where.get("executes") or {}).get(row["line"])
+        if samples < SPARSE and execs and per_exec > 0 and row["line"] not in warmed and not row.get("timed_us"):
+            # too few samples on a line that executes (a slow step's one cheap line): its execute
+            # time as the counting pass timed it, in eager units, plus what else the line sampled
+            rest = sum(c["us"] for c in row["callees"] if c["kind"] != callsite.CUDNN)
+            us, samples = per_exec * execs / scale + rest, max(samples, SPARSE)
+            kept["timed"].append(row["line"])
+        left = max(0.0, us - sync_now.get(row["line"], 0.0) - cut.get(row["line"], 0.0))
+        if row["line"] in cut:
+            kept["reduced"].append(row["line"])
+        kept["us"] += left
+        if row["line"] in sync_now:
+            kept["left_of"][row["line"]] = left
+        # a warmed line is the probe's figure; a timed call's own time is measured, not sampled (5 %)
+        timed_us = min(us, row.get("timed_us", 0.0))
+        kept["var"] += ((0.1 * left) ** 2 if row["line"] in warmed
+                        else (us - timed_us) ** 2 / max(samples, 1) + (0.05 * timed_us) ** 2)
+
+
+def _wrapper_share(rows: list, ctx: dict, kept: dict, wrap: float, on_timed: float, scale: float,
+                   lines_table: dict, extra: dict) -> None:
+    """Take the wrappers' share on the lines the fixes keep off the kept µs."""
+    # the share of it on lines the fixes keep (a dropped line took its own with it); a warmed
+    # line's time is the run file's figure, which never ran in the wrappers: charged the wrappers'
+    # share of cold executes, a projection can fall to 0 (log 2026-12-04-1814)
+    kept_timed = sum(row.get("timed_us", 0.0) for row in rows
+                     if not _dropped(row["line"], ctx["rules_on"], ctx["keeps"]) and row["line"] not in ctx["warmed"])
+    kept["us"] = max(0.0, kept["us"] - wrap * kept_timed / on_timed)
+    extra["wrappers_us"] = wrap * scale
+    if lines_table.get("wrap_overhead") is not None:
+        extra["wrappers_measured"] = lines_table["wrap_overhead"]
+
+
 def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict,
             warm_execute: tuple | None = None, timeline: dict | None = None) -> dict:
     """The eager step with every finding fixed, and the CUDA-graph ceiling beside it.
@@ -230,177 +440,97 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict,
     queued when the projected host reaches it; bench.audit.timeline). Lines are in sampled time,
     scaled to the plain loop's µs/step (modes["loop"]; the eager median for audits without one).
     Without sampling: that figure − the priced findings."""
-    loop = (modes.get("loop") or {}).get("median")
-    e_state, l_state = (modes.get("eager") or {}).get("host_state"), (modes.get("loop") or {}).get("host_state")
     sampled = bool(lines_table.get("rows")) and not lines_table.get("verdict")
-    # another host state: without lines the eager rounds' figure stands (the findings are priced in
-    # it); the sampled rounds were kept where their plain round matched the loop, and the fixed loop
-    # is held to the loop's state, so lines stay on the loop: scaled to an eager figure of the other
-    # state, the projection lands off the fixed step by the states' ratio
-    if loop is not None and e_state and l_state != e_state and not sampled:
-        loop = None
-    eager = loop if loop is not None else (modes.get("eager") or {}).get("median")
-    graph = (modes.get("graph") or {}).get("median")
-    device = (modes.get("device") or {}).get("median")
-    out = {"eager_us": (modes.get("eager") or {}).get("median"), "loop_us": (modes.get("loop") or {}).get("median"),
-           "base_us": eager, "loop_state_differs": loop is None and bool((modes.get("loop") or {}).get("median")),
-           "base": "loop" if loop is not None else "eager", "graph_us": graph, "device_us": device,
-           "graph_error": (modes.get("graph") or {}).get("error"),
-           "fixed_us": (modes.get("fixed_loop") or {}).get("median"),
-           "fixed_target": (modes.get("fixed_loop") or {}).get("target", ""),
-           "fixed_how": _fixed_how(modes.get("fixed_loop") or {})}
+    loop, eager = _base_figures(modes, sampled)
+    device = _mode_median(modes, "device")
+    out = _projection_head(modes, loop, eager)
     if eager is None:
         return dict(out, projected_us=None, method="none", note="no eager figure")
     priced = [f for f in findings if f.cost_us is not None]
     rows = [] if lines_table.get("verdict") else lines_table.get("rows") or []   # unresolved: not by line
     if not rows:
-        # the findings are priced in eager rounds' µs; the loop runs the same host code at its own
-        # pace (as the line path scales the sampled lines to it), so their sum is scaled to it too
-        e_us = (modes.get("eager") or {}).get("median")
-        pace = eager / e_us if loop is not None and e_us else 1.0
-        proj = max(0.0, eager - pace * sum(f.cost_us for f in priced))
-        return dict(out, projected_us=proj, method="eager − priced findings", err_us=None,
-                    unpriced=sorted({f.rule for f in findings if f.cost_us is None} - {"capture"}), dropped=[],
-                    reduced=[])
+        return _project_priced(findings, priced, modes, loop, eager, out)
+    return _project_lines(findings, priced, counts, lines_table, tied, rows, (eager, device, out),
+                          warm_execute, timeline)
+
+
+def _project_lines(findings, priced: list, counts: dict, lines_table: dict, tied: dict, rows: list, base: tuple,
+                   warm_execute: tuple | None, timeline: dict | None) -> dict:
+    """The projection from the sampled lines (project's docstring); `base`: (the base µs, the
+    device's µs, the projection's head)."""
+    eager, device, out = base
     where = counts.get("lines") or {}
-    keeps = {ln for k in KEEPS for ln in (where.get(k) or {})}
-    sync_lines = set(where.get("syncs") or {})
-    rules_on = {}
-    for rule, items in tied.items():
-        for x in items:
-            rules_on.setdefault(x["line"], set()).add(rule)
-    # a finding with no price is left in, unless every line it was counted on is dropped
-    unpriced = sorted(f.rule for f in findings if f.cost_us is None
-                      and not (tied.get(f.rule) and all(_dropped(x["line"], rules_on, keeps) for x in tied[f.rule])))
-    cut = {}                                   # line -> µs taken off a kept line
-    rows_by = {r["line"]: r for r in rows}
-    for f in findings:
-        if f.rule in DIRECT:                   # measured: the line's time inside the dispatcher
-            for x in tied.get(f.rule) or ():
-                r = rows_by.get(x["line"])
-                if r is not None:
-                    cut[x["line"]] = cut.get(x["line"], 0.0) + sum(
-                        c["us"] for c in r["callees"] if c["kind"] == callsite.DISPATCHER)
-    if any(f.rule in DIRECT for f in findings):    # and the time it took to enter the op's impl
-        for r in rows:
-            if r.get("dispatch_entry_us"):
-                cut[r["line"]] = cut.get(r["line"], 0.0) + r["dispatch_entry_us"]
-    # capture: the ceiling beside it; sync: kept and priced from the timeline
-    unpriced = [u for u in unpriced if u not in DIRECT and u not in ("capture", "sync")]
-    for f in priced:
-        if f.rule in DIRECT:
-            continue
-        items = tied.get(f.rule) or []
-        kept = [x for x in items if not _dropped(x["line"], rules_on, keeps)]
-        n = sum(x["per_step"] or 0 for x in kept)
-        for x in kept:
-            share = (x["per_step"] or 0) / n if n else 1 / len(kept)
-            cut[x["line"]] = cut.get(x["line"], 0.0) + f.cost_us * share
+    keeps = {line for key in KEEPS for line in (where.get(key) or {})}
+    rules_on = _rules_by_line(tied)
+    unpriced = _unpriced(findings, tied, rules_on, keeps)
+    cut: dict = {}                             # line -> µs taken off a kept line
+    _direct_cuts(findings, tied, rows, cut)
+    _priced_cuts(priced, tied, rules_on, keeps, cut)
     total = lines_table["sum_us"] + lines_table.get("loop_us", 0.0) + lines_table.get("outside_us", 0.0)
-    # an overhead the sampler found in the timed calls' wrappers, not the signal, sits on the lines
-    # that make those calls (an execute, a sync: lines a fix keeps): it comes off them before the
-    # lines are scaled to the loop, not off every line in proportion: taken off every line, the
-    # removed lines' time shrinks by the share the kept ones carried and the projection lands above
-    # the fixed step (log 2026-12-04-1248)
-    # the wrappers' cost is measured where the audit ran a round with them and no timer
-    # (`wrap_overhead`); an audit from before that infers it from an overhead the interval did not move
-    wrap, on_timed = 0.0, sum(r.get("timed_us", 0.0) for r in rows)
-    o = lines_table.get("wrap_overhead")
-    if o is None and lines_table.get("overhead_not_signal"):
-        o = lines_table.get("overhead")
-    if o is not None and o > 0 and on_timed > 0:
-        wrap = min(total * o / (1 + o), on_timed)
-        total -= wrap
+    wrap, on_timed = _wrapper_overhead(lines_table, rows, total)
+    total -= wrap
     scale = eager / total if total > 0 else 1.0
     rules = {f.rule for f in findings}
-    loop_us = lines_table.get("loop_us", 0.0)
+    kept, freed = _kept_start(rules, lines_table.get("loop_us", 0.0))
+    per_exec = (counts.get("execute_us") or 0) / counts["executes"] if counts.get("executes") else 0.0
+    warm_us = warm_execute[0] if warm_execute and "rebuild" in rules else None
+    ctx = {"rules_on": rules_on, "keeps": keeps, "cut": cut, "where": where}
+    ctx["warmed"] = warmed = _frees_and_warm(rows, ctx, warm_us, scale, freed)
+    ctx["sync_now"] = sync_now = _sync_callee_us(rows, set(where.get("syncs") or {}))
+    _keep_rows(rows, ctx, kept, scale, per_exec)
+    extra: dict = {"freed": freed} if freed else {}
+    if wrap > 0:
+        _wrapper_share(rows, ctx, kept, wrap, on_timed, scale, lines_table, extra)
+    extra.update(_warm_notes(rules, warm_us, warm_execute, where, warmed))
+    kept_us = _with_outside(kept["us"], lines_table.get("outside_us", 0.0), total)
+    host_proj, host_now = kept_us * scale, (total - sum(sync_now.values())) * scale
+    lines = {"unpriced": unpriced, "dropped": kept["dropped"], "reduced": kept["reduced"], "timed": kept["timed"],
+             "host_now_us": host_now, "host_proj_us": host_proj}
+    return _with_syncs((out, lines), priced, rows, ctx, kept, (host_now, host_proj, kept_us, scale), device, timeline,
+                       lines_table, extra)
+
+
+def _kept_start(rules: set, loop_us: float) -> tuple[dict, list]:
+    """(what the fixed step keeps before its lines: the loop's time between steps; what is freed)."""
     freed = []
     if "new_output" in rules and loop_us > 0:       # the step's result, allocated per step, dies in the loop
         freed.append("between steps")
         loop_us = 0.0
-    kept_us, var, dropped, reduced, timed = loop_us, 0.0, [], [], []
-    left_of = {}                               # sync line -> what else it keeps (sampled µs)
-    per_exec = (counts.get("execute_us") or 0) / counts["executes"] if counts.get("executes") else 0.0
-    makers = {r["function"] for r in rows if _dropped(r["line"], rules_on, keeps) and rules_on[r["line"]] & FREES}
-    warm_us = warm_execute[0] if warm_execute and "rebuild" in rules else None
-    warmed = []
-    # a signal due while a C call runs (a teardown, a cold execute) is taken at the next bytecode, so
-    # part of that call's time is sampled as the line's own Python just after it (the naive example's
-    # execute line and its rebuilding function's caller carry such "Python", its fixed step next to
-    # none: log 2026-12-02-1013): it goes with the call it followed
-    glue = (callsite.CALL, callsite.PYTHON)
-    for r in rows:
-        if set(r.get("calls_into") or ()) & makers:
-            gone = sum(c["us"] for c in r["callees"] if c["kind"] in glue)
-            if gone > 0:
-                cut[r["line"]] = cut.get(r["line"], 0.0) + gone
-                freed.append(r["line"])
-        execs = (where.get("executes") or {}).get(r["line"])
-        if warm_us is not None and execs and not _dropped(r["line"], rules_on, keeps):
-            # the probe's warm figure is the whole statement's eager µs/call, its Python glue included
-            cold = sum(c["us"] for c in r["callees"] if (c["kind"] == callsite.CUDNN and _attr(c["callee"]) in RUN_CALLS)
-                       or c["kind"] == callsite.PYTHON)
-            warm = warm_us * execs / scale      # in sampled time, as the line's
-            if cold > warm:
-                cut[r["line"]] = cut.get(r["line"], 0.0) + cold - warm
-                warmed.append(r["line"])
-    sync_now = {}                             # sync line -> its sync callees' sampled µs
-    for r in rows:
-        if r["line"] in sync_lines:
-            sync_now[r["line"]] = sum(c["us"] for c in r["callees"] if _attr(c["callee"]) in SYNC_ATTRS)
-    for r in rows:
-        if _dropped(r["line"], rules_on, keeps):
-            left = _left_after_removal(r, rules_on[r["line"]])
-            (reduced if left > 0 else dropped).append(r["line"])
-            kept_us += left
-            var += left ** 2 / max(r["n"] * left / r["us"], 1) if r["us"] > 0 else 0.0
-            continue
-        us, n = r["us"], r["n"]
-        execs = (where.get("executes") or {}).get(r["line"])
-        if n < SPARSE and execs and per_exec > 0 and r["line"] not in warmed and not r.get("timed_us"):
-            # too few samples on a line that executes (a slow step's one cheap line): its execute
-            # time as the counting pass timed it, in eager units, plus what else the line sampled
-            rest = sum(c["us"] for c in r["callees"] if c["kind"] != callsite.CUDNN)
-            us, n = per_exec * execs / scale + rest, max(n, SPARSE)
-            timed.append(r["line"])
-        left = max(0.0, us - sync_now.get(r["line"], 0.0) - cut.get(r["line"], 0.0))
-        if r["line"] in cut:
-            reduced.append(r["line"])
-        kept_us += left
-        if r["line"] in sync_now:
-            left_of[r["line"]] = left
-        # a warmed line is the probe's figure; a timed call's own time is measured, not sampled (5 %)
-        timed_us = min(us, r.get("timed_us", 0.0))
-        var += (0.1 * left) ** 2 if r["line"] in warmed else (us - timed_us) ** 2 / max(n, 1) + (0.05 * timed_us) ** 2
-    extra = {"freed": freed} if freed else {}
-    if wrap > 0:   # the share of it on lines the fixes keep (a dropped line took its own with it);
-        # a warmed line's time is the run file's figure, which never ran in the wrappers: charged
-        # the wrappers' share of cold executes, a projection can fall to 0 (log 2026-12-04-1814)
-        kept_timed = sum(r.get("timed_us", 0.0) for r in rows
-                         if not _dropped(r["line"], rules_on, keeps) and r["line"] not in warmed)
-        kept_us = max(0.0, kept_us - wrap * kept_timed / on_timed)
-        extra["wrappers_us"] = wrap * scale
-        if lines_table.get("wrap_overhead") is not None:
-            extra["wrappers_measured"] = lines_table["wrap_overhead"]
-    if "rebuild" in rules and warm_us is None and where.get("executes"):
-        extra["cold"] = (f"each execute after a rebuild runs cold and stays so priced: no warm figure "
-                         f"({warm_execute[1] if warm_execute else 'no run file'})")
-    if warmed:
-        extra.update(warmed=warmed, warm_from=warm_execute[1])
+    return {"us": loop_us, "var": 0.0, "dropped": [], "reduced": [], "timed": [], "left_of": {}}, freed
+
+
+def _unpriced(findings, tied: dict, rules_on: dict, keeps: set) -> list:
+    """The rules left in the projection unpriced."""
+    # a finding with no price is left in, unless every line it was counted on is dropped
+    unpriced = sorted(f.rule for f in findings if f.cost_us is None
+                      and not (tied.get(f.rule) and all(_dropped(x["line"], rules_on, keeps) for x in tied[f.rule])))
+    # capture: the ceiling beside it; sync: kept and priced from the timeline
+    return [u for u in unpriced if u not in DIRECT and u not in ("capture", "sync")]
+
+
+def _with_outside(kept_us: float, outside: float, total: float) -> float:
+    """The kept µs with the time outside the step, spread as the step shrinks."""
     # time outside the step (the sync after each round) is a per-round cost: a faster step spreads
     # it over proportionally more steps; kept whole per step, a slow step's few samples there put its
     # projection far above the fixed step (log 2026-12-01-1550)
-    outside = lines_table.get("outside_us", 0.0)
     if outside > 0:
         kept_us += outside * min(1.0, kept_us / max(total - outside, 1e-9))
-    host_proj, host_now = kept_us * scale, (total - sum(sync_now.values())) * scale
+    return kept_us
+
+
+def _with_syncs(head: tuple, priced: list, rows: list, ctx: dict, kept: dict, host: tuple, device,
+                timeline: dict | None, lines_table: dict, extra: dict) -> dict:
+    """The projection with the syncs priced again from the timeline, held to the device's time;
+    `head`: (the figures every projection carries, the lines' own)."""
+    host_now, host_proj, kept_us, scale = host
     cut_dev = sum(f.cost_us for f in priced if f.rule in DEVICE_COPIES) if device is not None else 0.0
-    syncs = sync_projection((timeline or {}).get("segments") or [], device, host_now, host_proj, cut_dev,
-                            sync_now, left_of, {r["line"]: r["us"] for r in rows}, scale, (timeline or {}).get("error"),
-                            (timeline or {}).get("launches_error"))
-    syncs["sync_model"] += _fixed_state_note(timeline or {}) if syncs["syncs"] else ""
+    timeline = timeline or {}
+    syncs = sync_projection(timeline.get("segments") or [], device, host_now, host_proj, cut_dev,
+                            ctx["sync_now"], kept["left_of"], {r["line"]: r["us"] for r in rows}, scale,
+                            timeline.get("error"), timeline.get("launches_error"))
+    syncs["sync_model"] += _fixed_state_note(timeline) if syncs["syncs"] else ""
     proj = host_proj + sum(x["cost_proj_us"] for x in syncs["sync_lines"])
-    var_s = sum((0.1 * x["wait_proj_us"]) ** 2 for x in syncs["syncs"])
+    var_syncs = sum((0.1 * x["wait_proj_us"]) ** 2 for x in syncs["syncs"])
     # a loop of steps runs no faster than its device work (one stream): the kernels the fixes keep
     floor = device - cut_dev if device is not None else None
     if floor is not None and proj < floor:
@@ -409,11 +539,20 @@ def project(findings, counts: dict, lines_table: dict, tied: dict, modes: dict,
         proj = floor
     # the sampler's distortion (its overhead; lines scaled back to the loop): the kept lines are
     # known to within that share of themselves
-    var_d = (max(0.0, lines_table.get("overhead") or 0.0) * kept_us * scale) ** 2
-    return dict(out, projected_us=proj, err_us=math.sqrt(var * scale ** 2 + var_s + var_d), method="lines",
-                unpriced=unpriced, dropped=dropped, reduced=reduced, timed=timed, host_now_us=host_now,
-                host_proj_us=host_proj, **syncs, **extra)
+    var_distortion = (max(0.0, lines_table.get("overhead") or 0.0) * kept_us * scale) ** 2
+    out, lines = head
+    return dict(out, projected_us=proj, err_us=math.sqrt(kept["var"] * scale ** 2 + var_syncs + var_distortion),
+                method="lines", **lines, **syncs, **extra)
 
+def _warm_notes(rules: set, warm_us, warm_execute: tuple | None, where: dict, warmed: list) -> dict:
+    """What the projection says of cold executes: priced cold (no warm figure), or warmed from where."""
+    notes: dict = {}
+    if "rebuild" in rules and warm_us is None and where.get("executes"):
+        notes["cold"] = (f"each execute after a rebuild runs cold and stays so priced: no warm figure "
+                         f"({warm_execute[1] if warm_execute else 'no run file'})")
+    if warmed:
+        notes.update(warmed=warmed, warm_from=warm_execute[1] if warm_execute else None)
+    return notes
 
 def _fixed_state_note(tl: dict) -> str:
     """Which host state the drained syncs' fixed costs come from, where it is not the loop's plainly."""
