@@ -79,78 +79,108 @@ def figure_state(states: list[str]) -> str:
 def merge_records(per_worker: list[list[Record]], host_unstable: bool = False) -> list[Record]:
     """One record per (probe, variant, size, mode) over the workers' records (worker i = index i+1)."""
     groups: dict = {}
-    for i, recs in enumerate(per_worker, 1):
-        for r in recs:
-            groups.setdefault(r.key, []).append((i, r))
-    index = [{r.key: r for r in recs} for recs in per_worker]
+    for worker, recs in enumerate(per_worker, 1):
+        for rec in recs:
+            groups.setdefault(rec.key, []).append((worker, rec))
+    index = [{rec.key: rec for rec in recs} for recs in per_worker]
     out = []
     for items in groups.values():
-        ok = [(i, r) for i, r in items if r.ok]
+        ok = [(worker, rec) for worker, rec in items if rec.ok]
         if not ok:
             out.append(copy.deepcopy(items[0][1]))
             continue
-        # workers that kept every cycle (no steady host state) are left out when most workers had
-        # one; when most did not, all stay and the merged figure carries their flag
-        unsteady = [i for i, r in ok if r.mode == "eager" and "host_unstable" in (r.flags or ())]
-        if unsteady and len(unsteady) * 2 >= len(ok):
-            unsteady = []
-        ok = [(i, r) for i, r in ok if i not in unsteady]
-        state = figure_state([r.host_state for _, r in ok if r.host_state])
-        left_out = [i for i, r in ok if r.host_state and r.host_state != state]
-        ok = [(i, r) for i, r in ok if i not in left_out]   # one host state per merged figure
-        m = copy.deepcopy(ok[0][1])
-        m.host_state = state
-        m.samples, m.workers, ratios = [], [], []
-        disc: dict = {}
-        sentinels: list = []
-        clocks: list = []
-        names: dict = {}
-        for i, r in ok:
-            base = index[i - 1].get((r.probe, r.baseline, r.size, r.mode)) if r.baseline else None
-            rv = _ratio_values(r, base) if r.variant != r.baseline else []
-            ratios += rv
-            m.samples += r.samples
-            m.workers.append(WorkerFigure(i, len(r.samples), stats.median(r.samples),
-                                          stats.median(rv) if rv else None, r.sentinel_us))
-            for k, v in (r.rounds_discarded or {}).items():
-                disc[k] = disc.get(k, 0) + v
-            if r.sentinel_us is not None:
-                sentinels.append(r.sentinel_us)
-            if r.clock_mhz:
-                clocks.append(r.clock_mhz)
-            if r.kernel_names:
-                names.setdefault(tuple(r.kernel_names), []).append(i)
-        if left_out:
-            disc["worker_other_host_state"] = len(left_out)
-            m.note = (m.note + " | " if m.note else "") + \
-                f"workers {left_out} measured in the other host state: left out"
-        if unsteady:
-            disc["worker_no_host_state"] = len(unsteady)
-            m.note = (m.note + " | " if m.note else "") + \
-                f"workers {unsteady} found no steady host state: left out"
-        m.rounds_discarded = disc
-        m.sentinel_us = stats.median(sentinels) if sentinels else None
-        if clocks:
-            m.clock_mhz = {"sm_min": min(c["sm_min"] for c in clocks), "sm_max": max(c["sm_max"] for c in clocks),
-                           "top": max(c.get("top") or 0 for c in clocks) or None}
-        if ratios:
-            m.ratio = stats.summarize(ratios).with_median(
-                stats.median([w.ratio for w in m.workers if w.ratio is not None]))
-        if names:  # the kernels most workers ran; say so when workers disagree
-            m.kernel_names = list(max(names.items(), key=lambda kv: len(kv[1]))[0])
-            if len(names) > 1:
-                alt = "; ".join(f"workers {ws}: {', '.join(n[:2])}" for n, ws in names.items())
-                m.note = (m.note + " | " if m.note else "") + f"workers ran different kernels ({alt})"
-        judged = [w.ratio for w in m.workers] if ratios and m.mode == "eager" else [w.median for w in m.workers]
-        m.spread = stats.relative_spread(judged)
-        flags = set(trust.flags_for(m, host_unstable=host_unstable))
-        for f in MAJORITY_FLAGS:
-            if sum(1 for _, r in ok if f in (r.flags or ())) * 2 > len(ok):
-                flags.add(f)
-        m.flags = [f for f in trust.FLAGS if f in flags]
-        out.append(m)
+        out.append(_merge_group(ok, index, host_unstable))
     return out
 
+
+def _append_note(rec: Record, text: str) -> None:
+    rec.note = (rec.note + " | " if rec.note else "") + text
+
+
+def _steady_workers(ok: list) -> tuple[list, list, list, str]:
+    """(the workers kept, those left out for no steady host state, those left out for another host
+    state, the merged figure's host state)."""
+    # workers that kept every cycle (no steady host state) are left out when most workers had
+    # one; when most did not, all stay and the merged figure carries their flag
+    unsteady = [worker for worker, rec in ok if rec.mode == "eager" and "host_unstable" in (rec.flags or ())]
+    if unsteady and len(unsteady) * 2 >= len(ok):
+        unsteady = []
+    ok = [(worker, rec) for worker, rec in ok if worker not in unsteady]
+    state = figure_state([rec.host_state for _, rec in ok if rec.host_state])
+    left_out = [worker for worker, rec in ok if rec.host_state and rec.host_state != state]
+    ok = [(worker, rec) for worker, rec in ok if worker not in left_out]   # one host state per merged figure
+    return ok, unsteady, left_out, state
+
+
+def _merge_group(ok: list, index: list, host_unstable: bool) -> Record:
+    """The merged record of one key's workers that ran it."""
+    ok, unsteady, left_out, state = _steady_workers(ok)
+    merged = copy.deepcopy(ok[0][1])
+    merged.host_state = state
+    merged.samples, merged.workers = [], []
+    folded = _fold_workers(merged, ok, index)
+    disc = folded["discarded"]
+    if left_out:
+        disc["worker_other_host_state"] = len(left_out)
+        _append_note(merged, f"workers {left_out} measured in the other host state: left out")
+    if unsteady:
+        disc["worker_no_host_state"] = len(unsteady)
+        _append_note(merged, f"workers {unsteady} found no steady host state: left out")
+    merged.rounds_discarded = disc
+    merged.sentinel_us = stats.median(folded["sentinels"]) if folded["sentinels"] else None
+    clocks, ratios = folded["clocks"], folded["ratios"]
+    if clocks:
+        merged.clock_mhz = {"sm_min": min(c["sm_min"] for c in clocks), "sm_max": max(c["sm_max"] for c in clocks),
+                            "top": max(c.get("top") or 0 for c in clocks) or None}
+    if ratios:
+        merged.ratio = stats.summarize(ratios).with_median(
+            stats.median([w.ratio for w in merged.workers if w.ratio is not None]))
+    _merge_kernels(merged, folded["names"])
+    judged = ([w.ratio for w in merged.workers] if ratios and merged.mode == "eager"
+              else [w.median for w in merged.workers])
+    merged.spread = stats.relative_spread(judged)
+    _merge_flags(merged, ok, host_unstable)
+    return merged
+
+
+def _fold_workers(merged: Record, ok: list, index: list) -> dict:
+    """Each kept worker's samples and figure into `merged`; returns what is merged after: its
+    ratios, discarded rounds, sentinels, clocks and kernel names (names -> workers)."""
+    folded: dict = {"ratios": [], "discarded": {}, "sentinels": [], "clocks": [], "names": {}}
+    for worker, rec in ok:
+        base = index[worker - 1].get((rec.probe, rec.baseline, rec.size, rec.mode)) if rec.baseline else None
+        ratios = _ratio_values(rec, base) if rec.variant != rec.baseline else []
+        folded["ratios"] += ratios
+        merged.samples += rec.samples
+        merged.workers.append(WorkerFigure(worker, len(rec.samples), stats.median(rec.samples),
+                                           stats.median(ratios) if ratios else None, rec.sentinel_us))
+        for key, count in (rec.rounds_discarded or {}).items():
+            folded["discarded"][key] = folded["discarded"].get(key, 0) + count
+        if rec.sentinel_us is not None:
+            folded["sentinels"].append(rec.sentinel_us)
+        if rec.clock_mhz:
+            folded["clocks"].append(rec.clock_mhz)
+        if rec.kernel_names:
+            folded["names"].setdefault(tuple(rec.kernel_names), []).append(worker)
+    return folded
+
+
+def _merge_kernels(merged: Record, names: dict) -> None:
+    """The kernels most workers ran; say so when workers disagree."""
+    if names:
+        merged.kernel_names = list(max(names.items(), key=lambda kv: len(kv[1]))[0])
+        if len(names) > 1:
+            alt = "; ".join(f"workers {ws}: {', '.join(n[:2])}" for n, ws in names.items())
+            _append_note(merged, f"workers ran different kernels ({alt})")
+
+
+def _merge_flags(merged: Record, ok: list, host_unstable: bool) -> None:
+    """The merged figure's own flags, and those most of its workers carry."""
+    flags = set(trust.flags_for(merged, host_unstable=host_unstable))
+    for flag in MAJORITY_FLAGS:
+        if sum(1 for _, rec in ok if flag in (rec.flags or ())) * 2 > len(ok):
+            flags.add(flag)
+    merged.flags = [f for f in trust.FLAGS if f in flags]
 
 def merge_fingerprints(fps: list[dict], wall_s: float | None = None) -> dict:
     """The first worker's environment, plus the run's host state over all workers."""
