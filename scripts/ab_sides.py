@@ -99,11 +99,12 @@ def unique_labels(sides: list[Side]) -> None:
 
 
 def install(side: Side, python: str = sys.executable) -> None:
-    """Installs the side's wheel into a folder of its own (kept between jobs: one per wheel file)."""
+    """Installs the side's wheel into a folder of its own in the user's cache (kept between jobs:
+    one per wheel file; $HOSTBENCH_FE_CACHE moves it)."""
     if not side.wheel:
         return
     from cudnn_hostbench.scripts.matrix_part import install as pip_install
-    target = Path(tempfile.gettempdir()) / "hostbench-fe" / Path(side.wheel).stem
+    target = fe_cache() / Path(side.wheel).stem
     marker = target / ".installed"
     if not marker.exists():
         ok, log = pip_install(python, Path(side.wheel), target)
@@ -112,6 +113,17 @@ def install(side: Side, python: str = sys.executable) -> None:
                             f"{log.strip().splitlines()[-1] if log.strip() else 'no output'}")
         marker.write_text(side.wheel, encoding="utf-8")
     side.pythonpath = [str(target), *[p for p in side.pythonpath if p != str(target)]]
+
+
+def fe_cache() -> Path:
+    """Where installed frontend wheels are kept: $HOSTBENCH_FE_CACHE, else the user cache folder."""
+    if os.environ.get("HOSTBENCH_FE_CACHE"):
+        return Path(os.environ["HOSTBENCH_FE_CACHE"])
+    try:
+        from platformdirs import user_cache_dir
+        return Path(user_cache_dir("cudnn-hostbench")) / "fe"
+    except ImportError:
+        return Path(tempfile.gettempdir()) / "hostbench-fe"
 
 
 def check(side: Side, python: str = sys.executable, timeout: float = 120) -> dict:

@@ -297,7 +297,7 @@ def test_version_matrix_runs_one_version_per_gpu_in_parallel(tmp_path, monkeypat
     (a0, a1), (b0, b1) = ran["1.10.0"], ran["1.12.0"]
     assert b0 < a1 and a0 < b1
     # the serial matrix now records its wall time too
-    assert vm.main([*common, "--only", "1.10.0", "--out", str(tmp_path / "serial")]) == 0
+    assert vm.main([*common, "--serial", "--only", "1.10.0", "--out", str(tmp_path / "serial")]) == 0
     assert json.loads((tmp_path / "serial" / "matrix.json").read_text())["wall_s"] > 0
 
 
