@@ -347,22 +347,12 @@ def _try(step, sync, steps: int, interval: float, rounds: int, min_s: float,
     wait = by_host and want_state == "fast"
     if wait:
         host.allow_focus_blocks(WAIT_BLOCKS)
+    match = _Match(want_us, host if by_host else None, want_state)
     old = _start(sampler, interval)
-
-    def on_time(d) -> bool:          # its plain round within MATCH_TOL of the eager figure
-        return not want_us or abs(d[0] * 1e6 / want_us - 1) <= MATCH_TOL
-
-    def matches(d) -> bool:
-        return d[3] and on_time(d)
-
-    def in_state() -> bool:
-        return not by_host or host.state(host.read()) == want_state
-
     spent, cut = 0.0, False          # the pairs' own time, fast-state waits aside
     try:
         while len(done) < MAX_ROUNDS_MULT * rounds:
-            good = [d for d in done if matches(d)]
-            if len(good) >= 2 * rounds or (len(good) >= rounds and sum(d[1] for d in good) * steps >= min_s):
+            if _enough(done, match, rounds, steps, min_s):
                 break
             if spent > MAX_TRY_S:
                 cut = True
@@ -370,75 +360,124 @@ def _try(step, sync, steps: int, interval: float, rounds: int, min_s: float,
             if wait:
                 with host.focused():
                     host.await_fast()
-            t0 = time.perf_counter()
-            ok = in_state()
+            started = time.perf_counter()
+            ok = match.in_state()
             plain = _round(step, steps, sync) / steps    # no timer: truly unsampled
-            ok = in_state() and ok
-            patched = _patch_timed(sampler, timed)     # the long calls timed, for these two rounds only
-            try:
-                # the wrappers alone (no timer): what they cost the lines that make the timed calls
-                sampler.on = True
-                try:
-                    wrapped = _round(step, steps, sync) / steps
-                finally:
-                    sampler.on = False
-                wrapped -= sampler.own / steps
-                sampler.take()                         # its bookkeeping only: nothing was sampled
-                sampler.last = sampler.clock()
-                sampler.on = True
-                signal.setitimer(signal.ITIMER_REAL, interval, interval)
-                try:
-                    gross = _round(step, steps, sync)
-                finally:
-                    signal.setitimer(signal.ITIMER_REAL, 0, 0)
-                    sampler.on = False
-            finally:
-                patched.restore()
+            ok = match.in_state() and ok
+            wrapped, gross = _sampled_pair(sampler, step, sync, steps, interval, timed)
             own.append(sampler.own / steps)
-            done.append((plain, gross / steps - own[-1], sampler.take(), in_state() and ok, wrapped))
-            spent += time.perf_counter() - t0
+            done.append((plain, gross / steps - own[-1], sampler.take(), match.in_state() and ok, wrapped))
+            spent += time.perf_counter() - started
     finally:
         _stop(old)
-    good = [d for d in done if matches(d)]
-    matched_on = (f"host sentinel ({want_state} state)" + (" and plain-round time" if want_us else "") if by_host
-                  else "plain-round time" if want_us else "")
-    note = ""
-    if by_host and (len(good) < 2 or sum(d[2][4] for d in good) < MIN_SAMPLES):
-        # a slow-host start leaves too few rounds in the fast state to split the step by line, and
-        # the projection then falls back to eager − priced findings, far off the fixed step
-        # (log 2026-12-03-0530): match on the step's time
-        timed_only = [d for d in done if on_time(d)]
-        if len(timed_only) >= 2:
-            note = (f"too few sampled rounds in the {want_state} state by the host's sentinel "
-                    f"({len(good)} of {len(done)}): matched on the plain round's time only, so a device-bound "
-                    "step's host lines may hold the other state")
-            good, matched_on = timed_only, "plain-round time" if want_us else ""
-    if (want_us or by_host) and len(good) < 2:
-        off = sum(not d[3] for d in done)
-        note = (f"no sampled round matched the eager step's host state (plain rounds "
-                f"{statistics.median(d[0] for d in done) * 1e6:.1f} µs/step against {want_us or 0:.1f}"
-                + (f"; the host's sentinel off its {want_state} state around {off} of {len(done)}" if by_host else "")
-                + "): lines are from another host state, scaled to the step")
-        good, matched_on = done, ""
+    good, matched_on, note = _kept_rounds(done, match)
     if cut:
         note = (note + "; " if note else "") + (
             f"stopped after {len(done)} pair{'' if len(done) == 1 else 's'} of rounds ({spent:.0f} s, "
             f"the cap {MAX_TRY_S:.0f} s a try), "
-            f"{sum(map(matches, done))} of them in the eager step's host state")
+            f"{sum(map(match.matches, done))} of them in the eager step's host state")
     sampler.keep([d[2] for d in good])
-    plain, sampled = [d[0] for d in good], [d[1] for d in good]
+    return _try_figures(done, good, own, (interval, steps, sampler.samples), matched_on, note), sampler
+
+
+class _Match:
+    """Which pairs of rounds match the eager figure: by its plain round's time (`want_us`) and, with
+    `host`, by the host's sentinel reading `want_state` around it."""
+
+    def __init__(self, want_us: float | None, host, want_state: str):
+        self.want_us, self.host, self.want_state = want_us, host, want_state
+        self.by_host = host is not None
+
+    def on_time(self, pair) -> bool:          # its plain round within MATCH_TOL of the eager figure
+        return not self.want_us or abs(pair[0] * 1e6 / self.want_us - 1) <= MATCH_TOL
+
+    def matches(self, pair) -> bool:
+        return pair[3] and self.on_time(pair)
+
+    def in_state(self) -> bool:
+        return not self.by_host or self.host.state(self.host.read()) == self.want_state
+
+
+def _enough(done: list, match: _Match, rounds: int, steps: int, min_s: float) -> bool:
+    """Whether enough matching pairs are in: twice `rounds`, or `rounds` of `min_s` sampled."""
+    good = [pair for pair in done if match.matches(pair)]
+    return len(good) >= 2 * rounds or (len(good) >= rounds and sum(pair[1] for pair in good) * steps >= min_s)
+
+
+def _sampled_pair(sampler: _Sampler, step, sync, steps: int, interval: float, timed) -> tuple[float, float]:
+    """(a round with the timed calls' wrappers alone, s/step net of the sampler's own; a sampled
+    round's seconds, gross)."""
+    patched = _patch_timed(sampler, timed)     # the long calls timed, for these two rounds only
+    try:
+        # the wrappers alone (no timer): what they cost the lines that make the timed calls
+        sampler.on = True
+        try:
+            wrapped = _round(step, steps, sync) / steps
+        finally:
+            sampler.on = False
+        wrapped -= sampler.own / steps
+        sampler.take()                         # its bookkeeping only: nothing was sampled
+        sampler.last = sampler.clock()
+        sampler.on = True
+        signal.setitimer(signal.ITIMER_REAL, interval, interval)
+        try:
+            gross = _round(step, steps, sync)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0, 0)
+            sampler.on = False
+    finally:
+        patched.restore()
+    return wrapped, gross
+
+
+def _kept_rounds(done: list, match: _Match) -> tuple[list, str, str]:
+    """(the pairs whose lines are kept, what they were matched on, a note where the match fell back)."""
+    want_us, want_state, by_host = match.want_us, match.want_state, match.by_host
+    good = [pair for pair in done if match.matches(pair)]
+    matched_on = (f"host sentinel ({want_state} state)" + (" and plain-round time" if want_us else "") if by_host
+                  else "plain-round time" if want_us else "")
+    note = ""
+    if by_host and (len(good) < 2 or sum(pair[2][4] for pair in good) < MIN_SAMPLES):
+        good, matched_on, note = _on_time_only(done, good, match, matched_on)
+    if (want_us or by_host) and len(good) < 2:
+        off = sum(not pair[3] for pair in done)
+        note = (f"no sampled round matched the eager step's host state (plain rounds "
+                f"{statistics.median(pair[0] for pair in done) * 1e6:.1f} µs/step against {want_us or 0:.1f}"
+                + (f"; the host's sentinel off its {want_state} state around {off} of {len(done)}" if by_host else "")
+                + "): lines are from another host state, scaled to the step")
+        good, matched_on = done, ""
+    return good, matched_on, note
+
+
+def _on_time_only(done: list, good: list, match: _Match, matched_on: str) -> tuple[list, str, str]:
+    """Too few pairs in the wanted state: those whose plain round is on time, where two are."""
+    # a slow-host start leaves too few rounds in the fast state to split the step by line, and
+    # the projection then falls back to eager − priced findings, far off the fixed step
+    # (log 2026-12-03-0530): match on the step's time
+    timed_only = [pair for pair in done if match.on_time(pair)]
+    if len(timed_only) < 2:
+        return good, matched_on, ""
+    note = (f"too few sampled rounds in the {match.want_state} state by the host's sentinel "
+            f"({len(good)} of {len(done)}): matched on the plain round's time only, so a device-bound "
+            "step's host lines may hold the other state")
+    return timed_only, "plain-round time" if match.want_us else "", note
+
+
+def _try_figures(done: list, good: list, own: list, setup: tuple, matched_on: str, note: str) -> dict:
+    """A try's figures (see sample_step); `setup`: (the interval, steps a round, samples taken)."""
+    interval, steps, samples = setup
+    plain, sampled = [pair[0] for pair in good], [pair[1] for pair in good]
     # paired: each sampled round against the plain round just before it, so host drift cancels
     ratios = [b / a for a, b in zip(plain, sampled) if a > 0]
-    wraps = [d[4] / d[0] - 1 for d in good if d[0] > 0]
+    wraps = [pair[4] / pair[0] - 1 for pair in good if pair[0] > 0]
     return {"interval_us": interval * 1e6, "steps": steps * len(sampled), "wall_s": sum(sampled) * steps,
             "step_us_plain": statistics.median(plain) * 1e6, "step_us_sampled": statistics.median(sampled) * 1e6,
             "own_us": statistics.median(own) * 1e6 if own else 0.0,
-            "overhead": statistics.median(ratios) - 1 if ratios else None, "samples": sampler.samples,
+            "overhead": statistics.median(ratios) - 1 if ratios else None, "samples": samples,
             "wrap_overhead": statistics.median(wraps) if wraps else None,
             "rounds": len(done), "rounds_other_state": len(done) - len(good),
-            "rounds_host_off": sum(not d[3] for d in done), "matched_on": matched_on,
-            "state_note": note}, sampler
-
+            "rounds_host_off": sum(not pair[3] for pair in done), "matched_on": matched_on,
+            "state_note": note}
 
 def sample_step(step, sync, step_us: float | None, *, interval: float = INTERVAL_S, chunk_s: float = CHUNK_S,
                 rounds: int = ROUNDS, max_interval: float = MAX_INTERVAL_S, min_s: float = MIN_SAMPLED_S,
