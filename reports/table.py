@@ -30,42 +30,54 @@ def build_table(run: rec_mod.Run) -> pd.DataFrame:
 
     `{mode}_badge` holds each figure's trust mark, `flags` the flags by mode (for the CSV).
     """
-    rows = {}
-    order = []
-    for r in run.records:
-        key = (r.probe, r.variant, r.size)
+    rows: dict = {}                 # (probe, variant, size) -> its row, in the run's order
+    for rec in run.records:
+        key = (rec.probe, rec.variant, rec.size)
         if key not in rows:
-            order.append(key)
-            rows[key] = {"probe": r.probe, "variant": r.variant, "size": r.size, "role": r.role,
-                         "unit": r.unit, "status": "ok", "label": r.label, "baseline": "", "flags": ""}
-        row = rows[key]
-        # a record that says ok but lost its samples has no figure, so no ratio either
-        status = "no samples" if r.status == "ok" and not r.samples else r.status
-        measured = status == "ok"
-        ratio = r.ratio if measured and r.ratio else stats.Summary()
-        if r.flags:
-            row["flags"] = "; ".join(x for x in (row["flags"], f"{r.mode}: {','.join(r.flags)}") if x)
-        if r.mode == "host":  # build-time probes: host milliseconds
-            row["host"] = r.summary().median if measured else None
-            row["host_badge"] = trust.badge(r)
-            row["unit"] = r.unit
-        elif r.mode in MODES:
-            s = r.summary() if measured else stats.Summary()
-            row[r.mode] = s.median
-            row[f"{r.mode}_badge"] = trust.badge(r)
-            row[f"{r.mode}_iqr"] = s.iqr
-            if ratio and r.baseline:  # the baseline of a shown ratio
-                row["baseline"] = r.baseline
-            for k in ("median", "q1", "q3", "min", "max"):
-                row[f"{r.mode}_ratio" + ("" if k == "median" else f"_{k}")] = getattr(ratio, k)
-            meds = [w["median"] for w in r.workers if w.get("median") is not None] if measured else []
-            row[f"{r.mode}_wmin"], row[f"{r.mode}_wmax"] = (min(meds), max(meds)) if len(meds) > 1 else (None, None)
-            if r.mode == "device":
-                row["kernels_per_call"] = r.kernels_per_call
-                row["kernels"] = "; ".join(r.kernel_names[:4])
-        if not measured and row["status"] == "ok":
-            row["status"] = f"{r.mode}: {status}"
-    df = pd.DataFrame([rows[k] for k in order])
+            rows[key] = {"probe": rec.probe, "variant": rec.variant, "size": rec.size, "role": rec.role,
+                         "unit": rec.unit, "status": "ok", "label": rec.label, "baseline": "", "flags": ""}
+        _add_record(rows[key], rec)
+    return _with_columns(pd.DataFrame(list(rows.values())))
+
+
+def _add_record(row: dict, rec) -> None:
+    """One record's figure, badge, ratio and status into its row."""
+    # a record that says ok but lost its samples has no figure, so no ratio either
+    status = "no samples" if rec.status == "ok" and not rec.samples else rec.status
+    measured = status == "ok"
+    if rec.flags:
+        row["flags"] = "; ".join(x for x in (row["flags"], f"{rec.mode}: {','.join(rec.flags)}") if x)
+    if rec.mode == "host":  # build-time probes: host milliseconds
+        row["host"] = rec.summary().median if measured else None
+        row["host_badge"] = trust.badge(rec)
+        row["unit"] = rec.unit
+    elif rec.mode in MODES:
+        _add_mode(row, rec, measured)
+    if not measured and row["status"] == "ok":
+        row["status"] = f"{rec.mode}: {status}"
+
+
+def _add_mode(row: dict, rec, measured: bool) -> None:
+    """A timed mode's median, badge, spread, ratio and worker range into its row."""
+    mode = rec.mode
+    ratio = rec.ratio if measured and rec.ratio else stats.Summary()
+    summary = rec.summary() if measured else stats.Summary()
+    row[mode] = summary.median
+    row[f"{mode}_badge"] = trust.badge(rec)
+    row[f"{mode}_iqr"] = summary.iqr
+    if ratio and rec.baseline:  # the baseline of a shown ratio
+        row["baseline"] = rec.baseline
+    for k in ("median", "q1", "q3", "min", "max"):
+        row[f"{mode}_ratio" + ("" if k == "median" else f"_{k}")] = getattr(ratio, k)
+    meds = [w["median"] for w in rec.workers if w.get("median") is not None] if measured else []
+    row[f"{mode}_wmin"], row[f"{mode}_wmax"] = (min(meds), max(meds)) if len(meds) > 1 else (None, None)
+    if mode == "device":
+        row["kernels_per_call"] = rec.kernels_per_call
+        row["kernels"] = "; ".join(rec.kernel_names[:4])
+
+
+def _with_columns(df: pd.DataFrame) -> pd.DataFrame:
+    """Every column the renderers read, empty where no record filled it; host overhead = eager − device."""
     for col in ROW_FIELDS:
         if col not in df:
             df[col] = pd.Series(dtype=object)
@@ -76,7 +88,6 @@ def build_table(run: rec_mod.Run) -> pd.DataFrame:
         df[col] = df[col].fillna("") if col in df else ""
     df["host_overhead"] = df["eager"] - df["device"]
     return df
-
 
 def baselines(df: pd.DataFrame) -> dict[str, str]:
     """probe -> the baseline variant(s) its ratios are taken against, in table order."""
@@ -204,56 +215,76 @@ def _narrow(df: pd.DataFrame, level: int, width: int | None = None) -> tuple[lis
     leaves room for stands on a line of its own and a ratio sits one space after its figure.
     Level 2 drops the ratio IQRs and the worker range, 3 also kern/call and host ovh
     (display_frame)."""
-    d = display_frame(df, max(level - 1, 0)).reset_index(drop=True)
-    notes: list[str] = []
-    for i, s in enumerate(d["status"]):
-        if s:
-            notes.append(f"[{len(notes) + 1}] {d['probe'].iloc[i]}/{d['variant'].iloc[i]}/{d['size'].iloc[i]}: {s}")
-            d.iat[i, d.columns.get_loc("status")] = f"[{len(notes)}]"
-    d = d.rename(columns={"status": "note"}) if notes else d.drop(columns=["status"])
-    d["unit"] = ["" if u in (fmt.unit_text("us/call"), "ms") else u for u in d["unit"]]   # said in the key
-    units = d.pop("unit") if level >= 1 or not d["unit"].astype(bool).any() else pd.Series([""] * len(d))
-    # a unit column that went: a probe · size whose rows share one other unit says it in its
-    # heading, any other row after its name
-    group_unit = {}
-    for key, us in units.groupby([d["probe"], d["size"]]):
-        group_unit[key] = us.iloc[0] if us.nunique() == 1 else None
-    d["variant"] = [v if not u or group_unit[(p, z)] else f"{v} [{u}]"
-                    for v, u, p, z in zip(d["variant"], units, d["probe"], d["size"])]
-    host = d.pop("host") if level >= 1 and "host" in d else None
+    shown = display_frame(df, max(level - 1, 0)).reset_index(drop=True)
+    shown, notes = _numbered_notes(shown)
+    shown, group_unit = _units_said(shown, level)
+    host = shown.pop("host") if level >= 1 and "host" in shown else None
 
     def grid_of(x):
         return _grid(x.drop(columns=["probe", "size"]), tight=level >= 1)
-    cap = _name_cap(d, width, grid_of) if level >= 1 else float("inf")
-    long = [len(v) > cap for v in d["variant"]]
-    shown = d.assign(variant=["" if cut else v for v, cut in zip(d["variant"], long)])
-    grid = grid_of(shown)
+    cap = _name_cap(shown, width, grid_of) if level >= 1 else float("inf")
+    long = [len(v) > cap for v in shown["variant"]]
+    named = shown.assign(variant=["" if cut else v for v, cut in zip(shown["variant"], long)])
+    grid = grid_of(named)
     lines, last = grid[:2], None
     name_w = len(grid[1].split(" ", 1)[0])
-    for k, (probe, size) in enumerate(zip(d["probe"], d["size"])):
+    for k, (probe, size) in enumerate(zip(shown["probe"], shown["size"])):
         if (probe, size) != last:
             lines.append(f"{probe} · {size}" + (f" · {group_unit[(probe, size)]}" if group_unit[(probe, size)] else ""))
             last = (probe, size)
         if long[k]:
-            lines.append(d["variant"].iloc[k])
-        line = grid[2 + k]
-        if host is not None and host.iloc[k] != fmt.DASH and all(d[m].iloc[k] == fmt.DASH for m in MODES):
-            note = d["note"].iloc[k] if "note" in d else ""
-            line = f"{shown['variant'].iloc[k].ljust(name_w)}  host {host.iloc[k]}" + (f"  {note}" if note else "")
-        lines.append(line)
+            lines.append(shown["variant"].iloc[k])
+        lines.append(_narrow_line(shown, named, k, grid[2 + k], host, name_w))
     return lines, notes
 
+
+def _numbered_notes(shown: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """(the frame with each status replaced by its note's number in a `note` column, or without the
+    column when no row has one; the numbered notes)."""
+    notes: list[str] = []
+    for i, status in enumerate(shown["status"]):
+        if status:
+            notes.append(f"[{len(notes) + 1}] {shown['probe'].iloc[i]}/{shown['variant'].iloc[i]}/"
+                         f"{shown['size'].iloc[i]}: {status}")
+            shown.iat[i, shown.columns.get_loc("status")] = f"[{len(notes)}]"
+    shown = shown.rename(columns={"status": "note"}) if notes else shown.drop(columns=["status"])
+    return shown, notes
+
+
+def _units_said(shown: pd.DataFrame, level: int) -> tuple[pd.DataFrame, dict]:
+    """(the frame without its unit column where it goes, each unit said after its variant's name
+    unless its probe · size shares one; (probe, size) -> the unit its heading says, or None)."""
+    shown["unit"] = ["" if u in (fmt.unit_text("us/call"), "ms") else u for u in shown["unit"]]   # said in the key
+    units = (shown.pop("unit") if level >= 1 or not shown["unit"].astype(bool).any()
+             else pd.Series([""] * len(shown)))
+    # a unit column that went: a probe · size whose rows share one other unit says it in its
+    # heading, any other row after its name
+    group_unit = {}
+    for key, group in units.groupby([shown["probe"], shown["size"]]):
+        group_unit[key] = group.iloc[0] if group.nunique() == 1 else None
+    shown["variant"] = [v if not u or group_unit[(p, z)] else f"{v} [{u}]"
+                        for v, u, p, z in zip(shown["variant"], units, shown["probe"], shown["size"])]
+    return shown, group_unit
+
+
+def _narrow_line(shown: pd.DataFrame, named: pd.DataFrame, k: int, line: str, host, name_w: int) -> str:
+    """Row k's grid line, or for a build-time row (host figure only) its name and `host <figure>`."""
+    if host is not None and host.iloc[k] != fmt.DASH and all(shown[m].iloc[k] == fmt.DASH for m in MODES):
+        note = shown["note"].iloc[k] if "note" in shown else ""
+        line = f"{named['variant'].iloc[k].ljust(name_w)}  host {host.iloc[k]}" + (f"  {note}" if note else "")
+    return line
 
 def _long(df: pd.DataFrame, width: int | None = None) -> tuple[list[str], list[str]]:
     """The narrowest layout: one line per (variant, mode) with its figure and ratio, the variant
     named on its first line, under probe · size headings. Nothing is cut or dropped."""
-    d = display_frame(df, 2).reset_index(drop=True)
+    shown = display_frame(df, 2).reset_index(drop=True)
     notes: list[str] = []
     body: list = []
     heads: list = []
     last = None
-    for i in range(len(d)):
-        probe, size, variant, status = d["probe"].iloc[i], d["size"].iloc[i], d["variant"].iloc[i], d["status"].iloc[i]
+    for i in range(len(shown)):
+        probe, size, variant, status = (shown["probe"].iloc[i], shown["size"].iloc[i], shown["variant"].iloc[i],
+                                        shown["status"].iloc[i])
         mark = ""
         if status:
             notes.append(f"[{len(notes) + 1}] {probe}/{variant}/{size}: {status}")
@@ -261,16 +292,28 @@ def _long(df: pd.DataFrame, width: int | None = None) -> tuple[list[str], list[s
         if (probe, size) != last:
             heads.append((len(body), f"{probe} · {size}"))
             last = (probe, size)
-        unit = d["unit"].iloc[i]
-        unit = "" if unit in (fmt.unit_text("us/call"), "ms") else unit
-        cells = [(m, d[m].iloc[i], d[f"{m} ×base"].iloc[i]) for m in MODES if d[m].iloc[i] != fmt.DASH]
-        if "host" in d and d["host"].iloc[i] != fmt.DASH:
-            cells.append(("host", d["host"].iloc[i], ""))
-        cells = cells or [("", fmt.DASH, "")]
-        for k, (m, fig, ratio) in enumerate(cells):
-            num, badge = fit.split_mark(fig)
-            body.append([variant if k == 0 else "", m, (f"{num} {unit}".strip() if m != "host" else num)
-                         + (f" {badge}" if badge else ""), "" if ratio == fmt.DASH else ratio, mark if k == 0 else ""])
+        body += _long_rows(shown, i, variant, mark)
+    return _long_lines(body, heads, width), notes
+
+
+def _long_rows(shown: pd.DataFrame, i: int, variant: str, mark: str) -> list:
+    """Row i's lines of the long layout: [variant (first only), mode, figure, ×base, note (first only)]."""
+    unit = shown["unit"].iloc[i]
+    unit = "" if unit in (fmt.unit_text("us/call"), "ms") else unit
+    cells = [(m, shown[m].iloc[i], shown[f"{m} ×base"].iloc[i]) for m in MODES if shown[m].iloc[i] != fmt.DASH]
+    if "host" in shown and shown["host"].iloc[i] != fmt.DASH:
+        cells.append(("host", shown["host"].iloc[i], ""))
+    cells = cells or [("", fmt.DASH, "")]
+    rows = []
+    for k, (mode, figure, ratio) in enumerate(cells):
+        num, badge = fit.split_mark(figure)
+        rows.append([variant if k == 0 else "", mode, (f"{num} {unit}".strip() if mode != "host" else num)
+                     + (f" {badge}" if badge else ""), "" if ratio == fmt.DASH else ratio, mark if k == 0 else ""])
+    return rows
+
+
+def _long_lines(body: list, heads: list, width: int | None) -> list[str]:
+    """The long layout's grid with its headings (index in body, text) and long names on lines of their own."""
     frame = pd.DataFrame(body, columns=["variant", "mode", "figure", "×base", "note"])
 
     def grid_of(x):
@@ -289,8 +332,7 @@ def _long(df: pd.DataFrame, width: int | None = None) -> tuple[list[str], list[s
     for k, line in enumerate(grid[2:]):
         lines += starts.get(k, [])
         lines.append(line)
-    return lines, notes
-
+    return lines
 
 def render_text(df: pd.DataFrame, width: int | None = None, wide: bool = False) -> str:
     """The terminal table: the legend of trust marks on top when any figure has one, what ×base
