@@ -219,6 +219,7 @@ def execute(a, job_dir: Path, spec: JobSpec) -> int:
     crashed = ""
     comparisons: list = []
     say = lambda m: print(f"ab: {m}", file=_out(a), flush=True)  # noqa: E731
+    ahead = interleave.Ahead()
     labels = " · ".join(f"{'*' if i == spec.reference else ''}{s.label}" for i, s in enumerate(spec.sides))
     say(f"{job_dir}: {len(report.row_keys(spec.cases))} rows in {len(blocks_of(spec.cases))} blocks; sides {labels}")
     try:
@@ -237,10 +238,11 @@ def execute(a, job_dir: Path, spec: JobSpec) -> int:
                 say(f"budget: {clock.left() / 60:.1f} min left, a set of {len(todo)} block(s) needs about "
                     f"{cost / 60:.1f}: stopping (--resume {job_dir} adds pairs)")
                 break
-            crashed = run_set(job_dir, spec, procs, cases, len(todo), clock, a, say)
+            crashed = run_set(job_dir, spec, procs, cases, len(todo), clock, a, say, ahead)
             if crashed:
                 break
     finally:
+        ahead.close()
         procs = interleave.processes(job_dir, k)
         if any(p.ok for p in procs):
             comparisons = report.judge_job(job_dir, spec, procs, gpu_figure=a.gpu_figure)
@@ -289,29 +291,48 @@ def next_blocks(spec: JobSpec, comparisons: list, done_pairs: int, a) -> tuple[l
                 f"{hopeless} UNSURE row(s) need more pairs than --pairs {a.pairs} allows; the rest are decided")
 
 
-def run_set(job_dir: Path, spec: JobSpec, procs: list, cases: list, blocks: int, clock: Clock, a, say) -> str:
-    """One set: a process per side in the set's Williams order. Returns a crash's line, or ''."""
+def run_set(job_dir: Path, spec: JobSpec, procs: list, cases: list, blocks: int, clock: Clock, a, say,
+            ahead: interleave.Ahead | None = None) -> str:
+    """One set: a process per side in the set's Williams order, each next one started ahead during
+    the one before (interleave.Ahead; the next set's first during this set's last). Returns a
+    crash's line, or ''."""
     k = len(spec.sides)
     first = interleave.next_index(procs, k)
     set_index = first // k
     worker = interleave.worker_of(set_index, k)
     floor = _floor(procs)
-    for pos, side_i in enumerate(interleave.set_order(k, set_index)):
+    order = interleave.set_order(k, set_index)
+    for pos, side_i in enumerate(order):
         side = spec.sides[side_i]
-        env = side.environ(dict(os.environ))
-        from cudnn_hostbench.bench.measure.worker import package_root
-        env["PYTHONPATH"] = os.pathsep.join([*side.pythonpath, package_root(),
-                                             *filter(None, [os.environ.get("PYTHONPATH")])])
-        env["PYTHONUNBUFFERED"] = "1"
-        env.setdefault("PYTHONHASHSEED", interleave.hash_seed(set_index))
         folder = interleave.proc_folder(job_dir, first + pos, side_i)
+        following = _following(job_dir, spec, first + pos + 1)
+        then = (lambda nf=following: ahead.start(*nf)) if ahead is not None else None
         timeout = min(a.proc_timeout, max(60.0, clock.left() + 120))
-        done = interleave.run_process(folder, env, cases, spec.options, worker, floor, timeout)
+        done = interleave.run_process(folder, side_env(side, set_index), cases, spec.options, worker, floor, timeout,
+                                      ahead=ahead, then=then)
         clock.add(done["wall_s"], blocks)
         say(f"{folder.name} {side.label}: {done['wall_s']:.0f} s, {blocks} block(s)")
         if done["rc"] != 0:
             return f"side {side.label} crashed in process {folder.name}: {done['error']} (log {folder / 'worker.log'})"
     return ""
+
+
+def _following(job_dir: Path, spec: JobSpec, index: int) -> tuple[Path, dict]:
+    """The folder and environment of process `index` (the next one, maybe of the next set)."""
+    k = len(spec.sides)
+    side_i = interleave.set_order(k, index // k)[index % k]
+    return interleave.proc_folder(job_dir, index, side_i), side_env(spec.sides[side_i], index // k)
+
+
+def side_env(side, set_index: int) -> dict:
+    """A process's environment: the side's, the harness importable, the set's hash seed."""
+    from cudnn_hostbench.bench.measure.worker import package_root
+    env = side.environ(dict(os.environ))
+    env["PYTHONPATH"] = os.pathsep.join([*side.pythonpath, package_root(),
+                                         *filter(None, [os.environ.get("PYTHONPATH")])])
+    env["PYTHONUNBUFFERED"] = "1"
+    env.setdefault("PYTHONHASHSEED", interleave.hash_seed(set_index))
+    return env
 
 
 def _floor(procs: list) -> float | None:

@@ -41,6 +41,7 @@ def write_proc(folder: Path, cases_: list, seed: int, shift: dict | None = None,
         lines.append(json.dumps({"kind": "record", "record": rec}))
     lines.append(json.dumps({"kind": "fingerprint", "fingerprint": {"host_state": {"floor_us": 0.8}, "gpu": "fake"}}))
     (folder / "records.jsonl").write_text("\n".join(lines) + "\n")
+    (folder / "job.json").write_text(json.dumps({"worker": "1/3", "out": str(folder), "cases": cases_}))
     done = {"rc": 0, "wall_s": 1.0, "error": "", "worker": "1/3"}
     (folder / "done.json").write_text(json.dumps(done))
     return done

@@ -118,7 +118,7 @@ def fake_job(monkeypatch):
     state = {"slow": False, "crash_at": None, "kernels": None, "calls": 0, "blocks": []}
     monkeypatch.setattr(ab_cmd, "collect_cases", lambda a, opts: ab_fakes.cases())
 
-    def run_process(folder, env, cases, options, worker, floor, timeout_s):
+    def run_process(folder, env, cases, options, worker, floor, timeout_s, ahead=None, then=None):
         index, side = (int(x) for x in folder.name[1:].split("-"))
         state["calls"] += 1
         state["blocks"].append(sorted({(c[1], c[2]) for c in cases}))
@@ -270,3 +270,36 @@ def test_json_dash_is_the_only_thing_on_stdout(tmp_path, fake_job, capsys):
     assert _ab(tmp_path, "--pairs", "3", "--json", "-") == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["kind"] == "hostbench ab" and "pass" in doc
+
+
+TOY = '''"""A toy probe for the A/B job's process test: plain Python, no GPU."""
+from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant
+
+
+def build(ctx, size):
+    return {n: Case(fn=lambda: 1.0, check=lambda out: 0.0) for n in ("base", "trap")}
+
+
+PROBE = Probe("toy", "doc", [Variant("base", "baseline", "b"), Variant("trap", "trap", "t")], build=build,
+              sizes=lambda options: ["8"], baseline="base")
+'''
+
+
+@pytest.mark.slow
+def test_real_worker_processes_run_in_turn_each_next_started_ahead_and_none_left_over(tmp_path, monkeypatch):
+    """On CPU a worker records why it measured nothing (no GPU) and exits 0: the job runs its
+    processes for real, the next one started ahead and given its job when its turn comes."""
+    (tmp_path / "probes").mkdir()
+    (tmp_path / "probes" / "probe_toy.py").write_text(TOY)
+    monkeypatch.setattr(interleave, "AHEAD_AFTER_S", 0.0)
+    job = tmp_path / "job"
+    code = main(["ab", "--no-gpu-check", "--root", str(tmp_path), "--out", str(job), "--hb-modes", "eager",
+                 "--first-pairs", "2", "--pairs", "2", "--budget-min", "3"])
+    assert code == 0
+    folders = sorted(p.name for p in (job / "procs").iterdir())
+    assert folders == ["p0000-0", "p0001-1", "p0002-1", "p0003-0"]      # AB BA, nothing left from ahead
+    for name in folders:
+        done = json.loads((job / "procs" / name / "done.json").read_text())
+        assert done["rc"] == 0 and (job / "procs" / name / "job.json").exists()
+    rows = json.loads((job / "ab.json").read_text())["comparisons"][0]["rows"]
+    assert {r["verdict"] for r in rows} == {"UNMEASURED"}                # no GPU: nothing to pair

@@ -133,6 +133,8 @@ def processes(job: Path, k: int) -> list[Proc]:
             index, side = (int(x) for x in d.name[1:].split("-"))
         except ValueError:
             continue
+        if not (d / "job.json").exists():
+            continue      # started ahead, no turn came (a killed job): it measured nothing
         done = None
         try:
             done = json.loads((d / "done.json").read_text(encoding="utf-8"))
@@ -166,36 +168,108 @@ def next_index(procs: list[Proc], k: int) -> int:
     return (max(p.index for p in procs) // k + 1) * k
 
 
+AHEAD_AFTER_S = 10.0   # the next process starts this long into the one before (its imports, 4.5-6.5 s, then it
+#                        waits for its job): past the worker's warm-up, as the suite's own engine does
+#                        (workers.OVERLAP_AFTER_S); a process shorter than this gets no overlap
+
+
+class Ahead:
+    """At most one process started before its turn: it imports what measuring needs, then waits for
+    its job (worker.wait_for), which run_process writes when the turn comes."""
+
+    def __init__(self) -> None:
+        self.folder: Path | None = None
+        self.proc: subprocess.Popen | None = None
+        self.log = None
+
+    def start(self, folder: Path, env: dict) -> None:
+        from cudnn_hostbench.bench.measure.worker import COMMAND
+        self.close()
+        folder.mkdir(parents=True, exist_ok=True)
+        self.log = open(folder / "worker.log", "w", encoding="utf-8")  # noqa: SIM115 - closed by take/close
+        self.proc = subprocess.Popen([*COMMAND, str(folder / "job.json")], env=env, stdout=self.log,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        self.folder = folder
+
+    def take(self, folder: Path):
+        """(process, log) started for `folder`, or None; the caller owns them from here."""
+        if self.folder != folder or self.proc is None:
+            return None
+        got = (self.proc, self.log)
+        self.folder, self.proc, self.log = None, None, None
+        return got
+
+    def close(self) -> None:
+        """Ends a process no turn came for and removes its folder (a log of imports, no job)."""
+        if self.proc is not None:
+            _kill(self.proc)
+            if self.log is not None:
+                self.log.close()
+            if self.folder is not None and not (self.folder / "job.json").exists():
+                import shutil
+                shutil.rmtree(self.folder, ignore_errors=True)
+        self.folder, self.proc, self.log = None, None, None
+
+
+def _kill(p: subprocess.Popen) -> None:
+    try:
+        os.killpg(p.pid, 9)
+    except ProcessLookupError:
+        pass
+    p.wait()
+
+
 def run_process(folder: Path, env: dict, cases: list, options: dict, worker: str, floor: float | None,
-                timeout_s: float) -> dict:
-    """Runs one worker process on `cases` ([file, probe, size, variant, mode]) in `env`; writes and
-    returns done.json: {rc, wall_s, error}. A worker that outlives `timeout_s` is killed."""
+                timeout_s: float, ahead: Ahead | None = None, then=None) -> dict:
+    """Runs one worker process on `cases` ([file, probe, size, variant, mode]) in `env` (the one
+    `ahead` started for `folder`, if any); writes and returns done.json: {rc, wall_s, error}. A
+    worker that outlives `timeout_s` is killed. `then()` is called once, AHEAD_AFTER_S into it (to
+    start the next process ahead)."""
     from cudnn_hostbench.bench.measure.worker import COMMAND, job_for
     folder.mkdir(parents=True, exist_ok=True)
     args = [k if k == "--hb-heavy" else f"{k}={v}" for k, v in options.items()]   # a flag, as pytest takes it
     job = job_for(args, cases, worker, folder)
     job.floor_us = floor
-    write_text_atomic(folder / "job.json", job.to_json())
-    t0 = time.perf_counter()
-    error = ""
-    with open(folder / "worker.log", "w", encoding="utf-8") as log:
+    started = ahead.take(folder) if ahead is not None else None
+    if started is None:
+        log = open(folder / "worker.log", "w", encoding="utf-8")  # noqa: SIM115 - closed below
         p = subprocess.Popen([*COMMAND, str(folder / "job.json")], env=env, stdout=log, stderr=subprocess.STDOUT,
                              start_new_session=True)
-        try:
-            rc = p.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, 9)
-            p.wait()
+    else:
+        p, log = started
+    write_text_atomic(folder / "job.json", job.to_json())      # the waiting worker starts on it
+    t0 = time.perf_counter()
+    error, rc = "", None
+    try:
+        rc = _wait(p, t0, timeout_s, then)
+        if rc is None:
+            _kill(p)
             rc, error = -9, f"killed after {timeout_s:.0f} s"
-        except BaseException:     # Ctrl-C: the worker goes with the job, its folder stays unfinished
-            os.killpg(p.pid, 9)
-            p.wait()
-            raise
+    except BaseException:     # Ctrl-C: the worker goes with the job, its folder stays unfinished
+        _kill(p)
+        raise
+    finally:
+        log.close()
     if rc != 0 and not error:
         error = last_line(folder / "worker.log") or f"exit {rc}"
     done = {"rc": rc, "wall_s": round(time.perf_counter() - t0, 2), "error": error, "worker": worker}
     write_text_atomic(folder / "done.json", json.dumps(done))
     return done
+
+
+def _wait(p: subprocess.Popen, t0: float, timeout_s: float, then) -> int | None:
+    """The process's exit code, or None once it outlived `timeout_s`; `then()` once, AHEAD_AFTER_S in."""
+    while True:
+        left = timeout_s - (time.perf_counter() - t0)
+        if left <= 0:
+            return None
+        step = min(left, 0.2 if then is not None else left)
+        try:
+            return p.wait(timeout=step)
+        except subprocess.TimeoutExpired:
+            if then is not None and time.perf_counter() - t0 >= AHEAD_AFTER_S:
+                then()
+                then = None
 
 
 def last_line(path: Path) -> str:
