@@ -160,42 +160,68 @@ def _floor_text(hs: dict) -> str:
 def summary_line(run) -> str:
     """One line per run: workers, host floor, rounds kept and discarded (and why), flagged rows."""
     fp = run.fingerprint or {}
-    hs = fp.get("host_state") or {}
+    host_state = fp.get("host_state") or {}
     kept = sum(len(r.samples) for r in run.records if r.ok and r.mode != "host")
-    why: dict = {}
-    for r in run.records:
-        for k, n in (r.rounds_discarded or {}).items():
-            why[k] = why.get(k, 0) + n
-    tops, focus, block_set, fast_set = _top_ups(fp)
-    blocks, fast = sorted(block_set), sorted(fast_set)
-    parts = [f"{fp.get('workers', 1) - focus - len(tops)} worker(s)"
-             + (f" + {focus} focus-only worker(s)" if focus else "")
-             + ((" + a catch-up worker" if len(tops) == 1 else f" + {len(tops)} top-up workers")
-                + f" for {', '.join(blocks)} (timed fast: "
-                + _fast_text(blocks, fast) + ")" if tops else "")]
+    parts = [_workers_text(fp)]
     few = fp.get("few_processes") or []
     if few:
         parts.append(f"eager rows on fewer than {MIN_PROCESSES} processes (⚑p) in {len(few)} block(s)")
     cut = fp.get("budget_cut") or {}
     if cut:
-        what = ([f"{cut['focus_workers_dropped']} focus-only worker(s) dropped"] if cut.get("focus_workers_dropped") else []) \
-            + ([f"no top-up worker for {', '.join(cut['catch_up_skipped'])}"] if cut.get("catch_up_skipped") else [])
-        parts.append(f"cut to fit --hb-budget-s {cut.get('budget_s', 0):g}: {', '.join(what)}")
-    if hs.get("floor_us"):
-        parts.append(_floor_text(hs))
-    parts.append(_host_text(run, hs, "eager figures in the host's fast state"))
-    waits = [w for w in hs.get("per_worker") or [hs] if isinstance(w, dict)]
-    waited = sum((w.get("gate_s") or 0) + (w.get("focus_s") or 0) for w in waits)
+        parts.append(_cut_text(cut))
+    if host_state.get("floor_us"):
+        parts.append(_floor_text(host_state))
+    parts.append(_host_text(run, host_state, "eager figures in the host's fast state"))
+    waited = _waited_text(host_state)
     if waited:
-        gave = sum(1 for w in waits if w.get("gave_up"))
-        parts.append(f"{waited:.0f} s waited for the fast state before eager rounds"
-                     + (f" ({gave} worker(s) stopped waiting: their waits found none)" if gave else ""))
-    disc = sum(why.values())
-    parts.append(f"{kept} rounds kept, {disc} discarded"
-                 + (" (" + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in sorted(why.items())) + ")" if disc else ""))
+        parts.append(waited)
+    parts.append(_rounds_text(kept, _discarded_by_reason(run)))
     parts.append(_flagged_text(run))
     return "; ".join(parts)
 
+
+def _workers_text(fp: dict) -> str:
+    """The run's workers, its focus-only ones, and its top-ups with the blocks they ran."""
+    tops, focus, block_set, fast_set = _top_ups(fp)
+    blocks, fast = sorted(block_set), sorted(fast_set)
+    return (f"{fp.get('workers', 1) - focus - len(tops)} worker(s)"
+            + (f" + {focus} focus-only worker(s)" if focus else "")
+            + ((" + a catch-up worker" if len(tops) == 1 else f" + {len(tops)} top-up workers")
+               + f" for {', '.join(blocks)} (timed fast: "
+               + _fast_text(blocks, fast) + ")" if tops else ""))
+
+
+def _cut_text(cut: dict) -> str:
+    """What the budget cut from the run."""
+    what = ([f"{cut['focus_workers_dropped']} focus-only worker(s) dropped"] if cut.get("focus_workers_dropped") else []) \
+        + ([f"no top-up worker for {', '.join(cut['catch_up_skipped'])}"] if cut.get("catch_up_skipped") else [])
+    return f"cut to fit --hb-budget-s {cut.get('budget_s', 0):g}: {', '.join(what)}"
+
+
+def _waited_text(host_state: dict) -> str:
+    """How long the workers waited for the fast state before eager rounds ('' when they did not)."""
+    waits = [w for w in host_state.get("per_worker") or [host_state] if isinstance(w, dict)]
+    waited = sum((w.get("gate_s") or 0) + (w.get("focus_s") or 0) for w in waits)
+    if not waited:
+        return ""
+    gave = sum(1 for w in waits if w.get("gave_up"))
+    return (f"{waited:.0f} s waited for the fast state before eager rounds"
+            + (f" ({gave} worker(s) stopped waiting: their waits found none)" if gave else ""))
+
+
+def _discarded_by_reason(run) -> dict:
+    """reason -> rounds discarded for it, over the run's records."""
+    why: dict = {}
+    for rec in run.records:
+        for reason, count in (rec.rounds_discarded or {}).items():
+            why[reason] = why.get(reason, 0) + count
+    return why
+
+
+def _rounds_text(kept: int, why: dict) -> str:
+    disc = sum(why.values())
+    return (f"{kept} rounds kept, {disc} discarded"
+            + (" (" + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in sorted(why.items())) + ")" if disc else ""))
 
 BUILD_TOP = 5          # blocks named in the building line (the largest)
 TIME_NAMES = {"startup": "start-up", "warm": "warm-up", "build": "building", "eager": "eager rounds",
@@ -213,30 +239,37 @@ def time_text(run) -> str:
     if not any(per):
         return ""
     roles = [w.role for w in table]
-
-    def parts(t: dict) -> str:
-        return ", ".join(f"{TIME_NAMES.get(k, k)} {v:.1f}" for k, v in t.items() if v >= 0.05)
-
     total: dict = {}
-    for t in per:
-        for k, v in t.items():
-            total[k] = total.get(k, 0.0) + v
-    out = [f"time (s): all workers {sum(total.values()):.1f} = {parts(total)}"]
-    for i, t in enumerate(per):
+    for times in per:
+        for key, secs in times.items():
+            total[key] = total.get(key, 0.0) + secs
+    out = [f"time (s): all workers {sum(total.values()):.1f} = {_time_parts(total)}"]
+    for i, times in enumerate(per):
         role = roles[i] if i < len(roles) else ""
-        out.append(f"worker {i + 1}{' ' + role if role else ''} {sum(t.values()):.1f} = {parts(t)}")
+        out.append(f"worker {i + 1}{' ' + role if role else ''} {sum(times.values()):.1f} = {_time_parts(times)}")
     wall = fp.get("suite_wall_s")
     if wall and len(per) > 1:
         out.append(f"the run {wall:.1f} (the parent's own {max(0.0, wall - sum(total.values())):.1f})")
-    builds = {k: v for k, v in (fp.get("build_s") or {}).items() if isinstance(v, (int, float))}
-    if builds:
-        top = sorted(builds.items(), key=lambda kv: -kv[1])[:BUILD_TOP]
-        plans = [v for v in (fp.get("plans_s") or {}).values() if isinstance(v, (int, float))]
-        out.append("building by block, all workers: " + ", ".join(f"{k} {v:.1f}" for k, v in top)
-                   + (f" (of {sum(builds.values()):.1f} over {len(builds)} blocks)" if len(builds) > BUILD_TOP else "")
-                   + (f"; in cuDNN's build steps {sum(plans):.1f} of {sum(builds.values()):.1f}" if plans else ""))
+    building = _building_text(fp)
+    if building:
+        out.append(building)
     return "; ".join(out)
 
+
+def _time_parts(times: dict) -> str:
+    return ", ".join(f"{TIME_NAMES.get(k, k)} {v:.1f}" for k, v in times.items() if v >= 0.05)
+
+
+def _building_text(fp: dict) -> str:
+    """The largest blocks' building time, all workers ('' where the run has none)."""
+    builds = {k: v for k, v in (fp.get("build_s") or {}).items() if isinstance(v, (int, float))}
+    if not builds:
+        return ""
+    top = sorted(builds.items(), key=lambda kv: -kv[1])[:BUILD_TOP]
+    plans = [v for v in (fp.get("plans_s") or {}).values() if isinstance(v, (int, float))]
+    return ("building by block, all workers: " + ", ".join(f"{k} {v:.1f}" for k, v in top)
+            + (f" (of {sum(builds.values()):.1f} over {len(builds)} blocks)" if len(builds) > BUILD_TOP else "")
+            + (f"; in cuDNN's build steps {sum(plans):.1f} of {sum(builds.values()):.1f}" if plans else ""))
 
 def summary_parts(run) -> list[str]:
     """The run summary in short parts, most telling first (summary_lines packs them): workers,
@@ -317,38 +350,45 @@ def impossible_figures(run) -> list[str]:
     baseline that is not positive and finite or disagrees with the two medians by more than
     RATIO_AGREE times."""
     out = []
-    for r in run.records:
-        if not r.ok:
+    for rec in run.records:
+        if not rec.ok:
             continue
-        name = f"{r.probe}/{r.variant}/{r.size} {r.mode}"
-        med = r.summary().median
-        if is_part(r):
-            if any(_bad_part(x) for x in r.samples):
-                out.append(f"{name}: a part that is not a finite number")
-            continue
-        bad = [x for x in r.samples if _bad_number(x)]
-        if bad or _bad_number(med):
-            shown = statistics.median(r.samples) if bad and len(bad) * 2 >= len(r.samples) else med
-            out.append(f"{name}: median {shown:g}" if isinstance(shown, float) else f"{name}: median {shown}")
-            if bad and not _bad_number(shown):
-                out[-1] += f", {len(bad)} sample(s) not positive and finite ({bad[0]:g})"
-            continue
-        if any(_bad_number(w.get("median")) for w in r.workers if "median" in w):
-            out.append(f"{name}: a worker's median is not a positive number")
-            continue
-        if not r.ratio or r.mode == "host":
-            continue
-        ratio = r.ratio.median
-        if _bad_number(ratio):
-            out.append(f"{name}: ratio {ratio}")
-            continue
-        b = run.find(r.probe, r.baseline, r.size, r.mode) if r.baseline else None
-        if b is not None and b.ok and b is not r:
-            bm = b.summary().median
-            if not _bad_number(bm) and not 1 / RATIO_AGREE <= ratio / (med / bm) <= RATIO_AGREE:
-                out.append(f"{name}: stored ratio {ratio:.3g} but medians give {med / bm:.3g}")
+        problem = _impossible(run, rec, f"{rec.probe}/{rec.variant}/{rec.size} {rec.mode}")
+        if problem:
+            out.append(problem)
     return out
 
+
+def _impossible(run, rec, name: str) -> str:
+    """'name: why' where the record's figure cannot be a measurement, else ''."""
+    med = rec.summary().median
+    if is_part(rec):
+        return f"{name}: a part that is not a finite number" if any(_bad_part(x) for x in rec.samples) else ""
+    bad = [x for x in rec.samples if _bad_number(x)]
+    if bad or _bad_number(med):
+        shown = statistics.median(rec.samples) if bad and len(bad) * 2 >= len(rec.samples) else med
+        problem = f"{name}: median {shown:g}" if isinstance(shown, float) else f"{name}: median {shown}"
+        if bad and not _bad_number(shown):
+            problem += f", {len(bad)} sample(s) not positive and finite ({bad[0]:g})"
+        return problem
+    if any(_bad_number(w.get("median")) for w in rec.workers if "median" in w):
+        return f"{name}: a worker's median is not a positive number"
+    if not rec.ratio or rec.mode == "host":
+        return ""
+    return _ratio_problem(run, rec, name, med)
+
+
+def _ratio_problem(run, rec, name: str, med: float) -> str:
+    """'name: why' where the stored ratio is not a number or disagrees with the two medians, else ''."""
+    ratio = rec.ratio.median
+    if _bad_number(ratio):
+        return f"{name}: ratio {ratio}"
+    base = run.find(rec.probe, rec.baseline, rec.size, rec.mode) if rec.baseline else None
+    if base is not None and base.ok and base is not rec:
+        base_med = base.summary().median
+        if not _bad_number(base_med) and not 1 / RATIO_AGREE <= ratio / (med / base_med) <= RATIO_AGREE:
+            return f"{name}: stored ratio {ratio:.3g} but medians give {med / base_med:.3g}"
+    return ""
 
 def check_run(run, path=None) -> None:
     """Raises ValueError with one line naming the file and its impossible figures, if any."""
