@@ -52,32 +52,55 @@ def from_events(events, syncs_per_step: int) -> dict:
     src = _pairs([h for h in host if is_launch(h[0])], sorted((e for e in events if e[1]), key=lambda e: e[2]))
     if not src:
         return {"error": "no launch paired with its device work"}
-    segs: list[list] = [[] for _ in range(syncs_per_step)]
-    lags = []
-    last_end = None
-    for h, d in sorted(src.values(), key=lambda p: p[1][2]):    # device idle before a kernel: its start lag
-        if last_end is not None and d[2] - last_end > IDLE_GAP_US:
-            lags.append(d[2] - h[2])
-        last_end = d[3] if last_end is None else max(last_end, d[3])
-    by_start = sorted(src.values(), key=lambda p: p[0][2])
-    for k, (prev, sync) in enumerate(zip(syncs, syncs[1:]), start=1):
-        t0, t1 = prev[3], sync[2]
-        got = [[h[2] - t0, d[3] - d[2], d[0], False] for h, d in by_start if t0 <= h[2] < t1]
-        if got and "Memcpy" in got[-1][2] and ("DtoH" in got[-1][2] or "Device -> P" in got[-1][2]):
-            got[-1][3] = True       # the sync's own copy (.item(), .cpu()): in its fixed cost
-        segs[k % syncs_per_step].append({"host_us": t1 - t0, "launches": got})
+    lags = _start_lags(src)
+    segs = _segments(syncs, src, syncs_per_step)
     out = []
     for pos in segs:
         if not pos:
             return {"error": "a sync of the step was never profiled with a segment before it"}
-        usual = Counter(len(s["launches"]) for s in pos).most_common(1)[0][0]
-        alike = sorted((s for s in pos if len(s["launches"]) == usual), key=lambda s: s["host_us"])
-        out.append(alike[len(alike) // 2])
+        out.append(_typical(pos))
     lat = statistics.median(lags) if lags else None
     if lat is None or not 0 <= lat < 1000:
         return {"error": f"no launch latency to read (device idle {len(lags)} times)"}
     return {"segments": out, "lat_us": lat, "steps": len(syncs) // syncs_per_step}
 
+
+def _start_lags(pairs: dict) -> list:
+    """The start lag of each kernel that found the device idle: its start − its launch's."""
+    lags = []
+    last_end = None
+    for launch, work in sorted(pairs.values(), key=lambda p: p[1][2]):    # device idle before a kernel: its start lag
+        if last_end is not None and work[2] - last_end > IDLE_GAP_US:
+            lags.append(work[2] - launch[2])
+        last_end = work[3] if last_end is None else max(last_end, work[3])
+    return lags
+
+
+def _segments(syncs: list, pairs: dict, syncs_per_step: int) -> list[list]:
+    """Per sync of the step, the segments before it: the host µs since the sync before and the
+    launches made in it."""
+    segs: list[list] = [[] for _ in range(syncs_per_step)]
+    by_start = sorted(pairs.values(), key=lambda p: p[0][2])
+    for k, (prev, sync) in enumerate(zip(syncs, syncs[1:]), start=1):
+        start, end = prev[3], sync[2]
+        got = [[launch[2] - start, work[3] - work[2], work[0], False]
+               for launch, work in by_start if start <= launch[2] < end]
+        if got and _is_own_copy(got[-1][2]):
+            got[-1][3] = True       # the sync's own copy (.item(), .cpu()): in its fixed cost
+        segs[k % syncs_per_step].append({"host_us": end - start, "launches": got})
+    return segs
+
+
+def _is_own_copy(kernel: str) -> bool:
+    """A device-to-host copy: the last one before a sync is the sync's own."""
+    return "Memcpy" in kernel and ("DtoH" in kernel or "Device -> P" in kernel)
+
+
+def _typical(segments: list) -> dict:
+    """The median segment by host time among those with the commonest count of launches."""
+    usual = Counter(len(s["launches"]) for s in segments).most_common(1)[0][0]
+    alike = sorted((s for s in segments if len(s["launches"]) == usual), key=lambda s: s["host_us"])
+    return alike[len(alike) // 2]
 
 def _pairs(launches: list, device: list) -> dict:
     """{id: (launch, its device work)}: by correlation id, else (fewer than half paired that way) in
