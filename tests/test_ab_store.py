@@ -30,7 +30,7 @@ def make_job(folder: Path, pairs: int = 4, slow: float = 0.0, seed: int = 0) -> 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(ab_cmd, "collect_cases", lambda a, opts: ab_fakes.cases())
 
-        def run_process(folder, env, cases, options, worker, floor, timeout_s):
+        def run_process(folder, env, cases, options, worker, floor, timeout_s, ahead=None, then=None):
             index, side = (int(x) for x in folder.name[1:].split("-"))
             shift = {SLOW_KEY: math.log1p(slow)} if slow and side == 1 else None
             return ab_fakes.write_proc(folder, cases, seed=index * 7919 + 1 + seed * 104729, shift=shift)

@@ -19,6 +19,7 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import IO
 
 from cudnn_hostbench.bench.measure.files import write_text_atomic
 
@@ -180,7 +181,7 @@ class Ahead:
     def __init__(self) -> None:
         self.folder: Path | None = None
         self.proc: subprocess.Popen | None = None
-        self.log = None
+        self.log: IO[str] | None = None
 
     def start(self, folder: Path, env: dict) -> None:
         from cudnn_hostbench.bench.measure.worker import COMMAND

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from cudnn_hostbench.bench.measure.records import RunFileError, load_run
+from cudnn_hostbench.bench.measure.records import Run, RunFileError, load_run
 
 JOB_FILE, RESULT_FILE = "ab-job.json", "ab.json"
 VERDICTS = ("SLOWER", "FASTER", "KERNEL CHANGED", "SAME", "UNSURE")
@@ -32,7 +32,7 @@ class Side:
     label: str
     frontend: str = ""
     cudnn: str = ""
-    run: object = None          # its sides/LABEL.json, loaded (None: no process of it finished)
+    run: Run | None = None      # its sides/LABEL.json, loaded (None: no process of it finished)
     path: Path | None = None
     source_hash: str = ""
 

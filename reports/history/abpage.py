@@ -73,11 +73,12 @@ def series(rows: list[dict]) -> list[dict]:
         for k in sorted(moved_keys, key=lambda k: -moved_keys[k])[:MAX_TRENDS]:
             pts, last = [], ""
             for j in js:
-                r = next((x for x in j["all_rows"] if (x["probe"], x["variant"], x["size"], x["mode"]) == k), None)
-                if r is None or r["change"] is None:
+                got: dict | None = next((x for x in j["all_rows"]
+                                         if (x["probe"], x["variant"], x["size"], x["mode"]) == k), None)
+                if got is None or got["change"] is None:
                     continue
-                pts.append((index[j["hash"]], _pct(r["change"]), _pct(r["low"]), _pct(r["high"]), r["verdict"]))
-                last = r["verdict"]
+                pts.append((index[j["hash"]], _pct(got["change"]), _pct(got["low"]), _pct(got["high"]), got["verdict"]))
+                last = got["verdict"]
             facets.append({"key": k, "title": f"{k[0]}/{k[1]}/{k[2]} · {k[3]}", "verdict": last, "points": pts})
         ticks = [j["started_at"][5:16].replace("T", " ") for j in js]
         newest = js[-1]
