@@ -139,37 +139,56 @@ def measure(step, step_us: float | None, *, torch=None, device_type: str = "cuda
     if not any(natural):
         return {}
     drained, fixed_held = _drained(step, max(MIN_STEPS, steps // 4), calls, drain, device_type, clock, held)
-    shape = Counter(tuple((ln, n) for ln, n, _, _ in s) for s in natural).most_common(1)[0][0]
-    keep = [i for i, s in enumerate(natural) if tuple((ln, n) for ln, n, _, _ in s) == shape]
-    host, own = [[] for _ in shape], [[] for _ in shape]
+    shape = Counter(_shape(syncs) for syncs in natural).most_common(1)[0][0]
+    keep = [i for i, syncs in enumerate(natural) if _shape(syncs) == shape]
+    host, own = _natural_times(natural, keep, len(shape))
+    fixed = _drained_times(drained, shape)
+    if not shape or not all(host) or not all(fixed) or len(keep) < SAME * len(natural):
+        return {"error": "the step's syncs differ from step to step: no timeline", "steps": steps}
+    segs = [{"line": line, "sync": name, "host_us": statistics.median(host[k]),
+             "sync_us": statistics.median(own[k]),
+             "fixed_us": min(statistics.median(fixed[k]), statistics.median(own[k])), "noise_us": _iqr(fixed[k])}
+            for k, (line, name) in enumerate(shape)]
+    return {"segments": segs, "steps": len(keep), "syncs_per_step": len(shape),
+            "step_us": sum(seg["host_us"] + seg["sync_us"] for seg in segs),
+            **({} if fixed_held is None else {"fixed_held": fixed_held, "drained_steps": len(drained)})}
+
+
+def _shape(syncs: list) -> tuple:
+    """A step's sync sequence: (line, sync) of each."""
+    return tuple((line, name) for line, name, _, _ in syncs)
+
+
+def _drained_times(drained: list, shape: tuple) -> list[list]:
+    """Per sync of the step, its own µs in the drained steps of the usual sequence."""
+    fixed: list[list] = [[] for _ in shape]
+    for syncs in drained:
+        if _shape(syncs) == shape:
+            for k, (_, _, start, end) in enumerate(syncs):
+                fixed[k].append((end - start) * 1e6)
+    return fixed
+
+
+def _natural_times(natural: list, keep: list, per_step: int) -> tuple[list, list]:
+    """Per sync of the step, over the kept steps: the host µs before it (since the previous sync
+    returned, whichever step made it) and its own µs."""
+    host: list[list] = [[] for _ in range(per_step)]
+    own: list[list] = [[] for _ in range(per_step)]
     last = None                                  # the previous sync's return, whichever step made it
     prev_out = []
-    for s in natural:
+    for syncs in natural:
         prev_out.append(last)
-        if s:
-            last = s[-1][3]
+        if syncs:
+            last = syncs[-1][3]
     for i in keep:
         if prev_out[i] is None:
             continue
         last_out = prev_out[i]
-        for k, (_, _, t0, t1) in enumerate(natural[i]):
-            host[k].append((t0 - last_out) * 1e6)
-            own[k].append((t1 - t0) * 1e6)
-            last_out = t1
-    fixed = [[] for _ in shape]
-    for s in drained:
-        if tuple((ln, n) for ln, n, _, _ in s) == shape:
-            for k, (_, _, t0, t1) in enumerate(s):
-                fixed[k].append((t1 - t0) * 1e6)
-    if not shape or not all(host) or not all(fixed) or len(keep) < SAME * len(natural):
-        return {"error": "the step's syncs differ from step to step: no timeline", "steps": steps}
-    segs = [{"line": ln, "sync": n, "host_us": statistics.median(host[k]), "sync_us": statistics.median(own[k]),
-             "fixed_us": min(statistics.median(fixed[k]), statistics.median(own[k])), "noise_us": _iqr(fixed[k])}
-            for k, (ln, n) in enumerate(shape)]
-    return {"segments": segs, "steps": len(keep), "syncs_per_step": len(shape),
-            "step_us": sum(s["host_us"] + s["sync_us"] for s in segs),
-            **({} if fixed_held is None else {"fixed_held": fixed_held, "drained_steps": len(drained)})}
-
+        for k, (_, _, start, end) in enumerate(natural[i]):
+            host[k].append((start - last_out) * 1e6)
+            own[k].append((end - start) * 1e6)
+            last_out = end
+    return host, own
 
 def _iqr(xs: list) -> float:
     """The IQR the tables print (bench.measure.stats); 0 for fewer than 4 readings: too few to say."""
@@ -206,23 +225,26 @@ def project_syncs(segments, device_us: float | None, host_now_us: float, host_pr
     dev = [min(w + spare * (h / total_h if total_h > 0 else 1 / len(segments)), h + w + s["fixed_us"])
            for s, w, h in zip(segments, waits, hosts)]
     total_d = sum(dev)
-    out = []
-    for s, w, h, d, (b, b2) in zip(segments, waits, hosts, dev, tails):
-        c = min(h, max(-s["fixed_us"], w + h - d)) if w > 0 else 0.0
-        d2 = max(0.0, d - device_cut_us * d / total_d) if total_d > 0 else d
-        at = functools.partial(_at, rest=h - b, r_rest=r_rest, r_tail=b2 / b if b > 0 else 1.0)
-        h2 = at(h)
-        w2 = max(0.0, d2 + at(c) - h2)
-        placed = _placed(s.get("launch"), h, w, at, device_cut_us > 0)
-        if placed is not None:
-            w2 = placed
-        out.append({"line": s["line"], "sync": s["sync"], "fixed_us": s["fixed_us"], "wait_us": w,
-                    "cost_us": s["fixed_us"] + w, "host_us": h, "device_us": d, "device_proj_us": d2,
-                    "host_proj_us": h2, "wait_proj_us": w2, "cost_proj_us": s["fixed_us"] + w2,
-                    **({"tail_us": b, "tail_proj_us": b2} if b > 0 else {}),
-                    **({"from_launches": True} if placed is not None else {})})
-    return out
+    return [_project_sync(seg, (wait, host, dev_us, tail), r_rest, total_d, device_cut_us)
+            for seg, wait, host, dev_us, tail in zip(segments, waits, hosts, dev, tails)]
 
+
+def _project_sync(seg: dict, now: tuple, r_rest: float, total_d: float, device_cut_us: float) -> dict:
+    """One sync projected; `now`: its (wait, host µs, device µs, (tail now, tail projected))."""
+    w, h, d, (b, b2) = now
+    c = min(h, max(-seg["fixed_us"], w + h - d)) if w > 0 else 0.0
+    d2 = max(0.0, d - device_cut_us * d / total_d) if total_d > 0 else d
+    at = functools.partial(_at, rest=h - b, r_rest=r_rest, r_tail=b2 / b if b > 0 else 1.0)
+    h2 = at(h)
+    w2 = max(0.0, d2 + at(c) - h2)
+    placed = _placed(seg.get("launch"), h, w, at, device_cut_us > 0)
+    if placed is not None:
+        w2 = placed
+    return {"line": seg["line"], "sync": seg["sync"], "fixed_us": seg["fixed_us"], "wait_us": w,
+            "cost_us": seg["fixed_us"] + w, "host_us": h, "device_us": d, "device_proj_us": d2,
+            "host_proj_us": h2, "wait_proj_us": w2, "cost_proj_us": seg["fixed_us"] + w2,
+            **({"tail_us": b, "tail_proj_us": b2} if b > 0 else {}),
+            **({"from_launches": True} if placed is not None else {})}
 
 def _at(t: float, rest: float, r_rest: float, r_tail: float) -> float:
     """A point `t` µs into a segment, projected: its first `rest` µs by `r_rest`, the sync line's tail after them by `r_tail`."""
