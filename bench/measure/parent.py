@@ -102,20 +102,34 @@ class Parent:
         recs, self.fingerprint = merge_runs(runs, wall_s=time.perf_counter() - self.t0)
         self.run_floor = self._floor()   # the full workers' floor: every later merge judges each worker's own against it
         extra: dict = {}
-        focus = sorted(self.focus)
-        wanted = self.focus_workers
-        eager = "eager" in self.modes
         cut: dict = {}
-        # replication first: every eager row on at least MIN_PROCESSES processes of one host state
+        runs, recs, tops = self._top_ups(runs, recs, say, cut)
+        if tops:
+            extra["catch_up"], extra["top_ups"] = tops[0], tops
+        runs, recs = self._focus_workers(runs, recs, say, cut, extra)
+        few = thin_blocks(recs)
+        if few:
+            extra["few_processes"] = [f"{p}/{s}" for p, s in few]
+        if cut:
+            extra["budget_cut"] = {"budget_s": self.budget_s, **cut}
+        self.fingerprint.update(extra)
+        for row, role in zip(self.fingerprint.get("worker_table") or [], self.roles):
+            row["role"] = role
+        self.records = {r.key: r for r in recs}
+        self._write_records(recs)
+
+    def _top_ups(self, runs: list, recs: list, say, cut: dict) -> tuple[list, list, list]:
+        """Replication first: every eager row on at least MIN_PROCESSES processes of one host state.
+        Returns the runs and merged records after the top-up workers, and their fingerprints."""
         tops: list = []
-        while eager and runs and len(tops) < MAX_TOP_UPS:
+        while "eager" in self.modes and runs and len(tops) < MAX_TOP_UPS:
             # a host stuck in its slow state: replication only (headline blocks timed fast wait for it)
             slow = self._host_mostly_slow()
             missing = sorted((set() if slow else set(self._thin_focus(runs))) | set(thin_blocks(recs)))
             if not missing:
                 break
-            k, per_block = self._fit(1, len(missing), 2.0, TOP_UP_MIN_S, share=0.0 if slow else TOP_UP_SHARE)
-            if not k:
+            workers, per_block = self._fit(1, len(missing), 2.0, TOP_UP_MIN_S, share=0.0 if slow else TOP_UP_SHARE)
+            if not workers:
                 cut["catch_up_skipped"] = [f"{p}/{s}" for p, s in missing]
                 say(f"--hb-budget-s: no time left for a top-up worker ({', '.join(cut['catch_up_skipped'])})")
                 break
@@ -128,36 +142,38 @@ class Parent:
             recs, runs = got
             self.roles.append("top-up")
             tops.append(self.fingerprint.get("catch_up"))
-        if tops:
-            extra["catch_up"], extra["top_ups"] = tops[0], tops
-        if wanted > 0 and focus and runs and eager:
-            n, per_block = self._fit(wanted, len(focus), 1.0)
-            if n < wanted:
-                cut["focus_workers_dropped"] = wanted - n
-                say(f"--hb-budget-s: time for {n} focus-only worker(s) only")
-            if n:
-                say(f"{n} focus-only worker(s): eager rows of {', '.join(f'{p}/{s}' for p, s in focus)} "
-                    "(--hb-focus-workers)")
-                more = self._load(self._workers(n, self._eager_args(focus, per_block), say=say,
-                                              start=len(runs) + 1, floor=self._floor()), say)
-                runs = runs + more
-                self.roles += ["focus"] * len(more)
-                recs, self.fingerprint = merge_runs(runs, wall_s=time.perf_counter() - self.t0, floor=self.run_floor)
-                extra["focus_workers"] = {"workers": len(more), "blocks": [f"{p}/{s}" for p, s in focus]}
-        few = thin_blocks(recs)
-        if few:
-            extra["few_processes"] = [f"{p}/{s}" for p, s in few]
-        if cut:
-            extra["budget_cut"] = {"budget_s": self.budget_s, **cut}
-        self.fingerprint.update(extra)
-        for row, role in zip(self.fingerprint.get("worker_table") or [], self.roles):
-            row["role"] = role
-        self.records = {r.key: r for r in recs}
-        w = records.JsonlWriter(self.out / "records.jsonl")
-        w.write({"kind": "fingerprint", "fingerprint": self.fingerprint})
-        for r in recs:
-            w.write({"kind": "record", "record": r.to_dict()})
-        w.close()
+        return runs, recs, tops
+
+    def _focus_workers(self, runs: list, recs: list, say, cut: dict, extra: dict) -> tuple[list, list]:
+        """The focus-only workers (--hb-focus-workers) the budget has time for; the runs and merged
+        records after them."""
+        from cudnn_hostbench.bench.measure.workers import merge_runs
+        focus = sorted(self.focus)
+        wanted = self.focus_workers
+        if not (wanted > 0 and focus and runs and "eager" in self.modes):
+            return runs, recs
+        count, per_block = self._fit(wanted, len(focus), 1.0)
+        if count < wanted:
+            cut["focus_workers_dropped"] = wanted - count
+            say(f"--hb-budget-s: time for {count} focus-only worker(s) only")
+        if count:
+            say(f"{count} focus-only worker(s): eager rows of {', '.join(f'{p}/{s}' for p, s in focus)} "
+                "(--hb-focus-workers)")
+            more = self._load(self._workers(count, self._eager_args(focus, per_block), say=say,
+                                          start=len(runs) + 1, floor=self._floor()), say)
+            runs = runs + more
+            self.roles += ["focus"] * len(more)
+            recs, self.fingerprint = merge_runs(runs, wall_s=time.perf_counter() - self.t0, floor=self.run_floor)
+            extra["focus_workers"] = {"workers": len(more), "blocks": [f"{p}/{s}" for p, s in focus]}
+        return runs, recs
+
+    def _write_records(self, recs: list) -> None:
+        """The merged run's records.jsonl: the fingerprint, then each record."""
+        writer = records.JsonlWriter(self.out / "records.jsonl")
+        writer.write({"kind": "fingerprint", "fingerprint": self.fingerprint})
+        for rec in recs:
+            writer.write({"kind": "record", "record": rec.to_dict()})
+        writer.close()
 
     def _full_then_eager(self, say) -> list:
         """The first self.full workers run every mode; the rest of the k time eager rows only (graph
