@@ -25,7 +25,7 @@ import statistics
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from cudnn_hostbench.bench.measure.kernels import families as kernel_families
 from cudnn_hostbench.bench.measure.stats import relative_spread
@@ -238,51 +238,75 @@ def _cycles(names: list, opt: Options, run_cycle: Callable[[list], dict], judge,
     every: dict[str, list] = {n: [] for n in names}
     if watch is not None and fresh:   # not fresh: more cycles of the same figures, counted with them
         watch.begin()
-    r, limit = 0, opt.warmup_rounds + rounds * max(1, opt.max_round_factor)
-
-    def precise(b: list) -> bool:   # every variant's median known well enough, after min_rounds
-        return (target_se > 0 and len(b) >= min(rounds, opt.min_rounds)
-                and all(median_se([v[n] for v, _ in b]) <= target_se for n in names))
-
-    def full() -> bool:  # while the host gate lasts, only a full fast bucket ends the cycles
-        if watch is not None and watch.want_fast():
-            b = buckets.get("fast", [])
-            return len(b) >= rounds or precise(b)
-        return any(len(b) >= rounds or precise(b) for b in buckets.values())
-
-    while r < limit and not full():
-        vals = run_cycle(rotated(names, r + opt.rotation))
+    done, limit = 0, opt.warmup_rounds + rounds * max(1, opt.max_round_factor)
+    goal = _Goal(names, rounds, opt.min_rounds, target_se)
+    while done < limit and not _full(buckets, watch, goal):
+        vals = run_cycle(rotated(names, done + opt.rotation))
         bucket, sentinel = judge() if watch is not None else (None, None)
-        r += 1
-        if r <= opt.warmup_rounds:
+        done += 1
+        if done <= opt.warmup_rounds:
             continue
-        for n in names:
-            every[n].append(vals[n])
+        for name in names:
+            every[name].append(vals[name])
         if bucket not in (None, *LEVELS):
             watch.discarded[bucket] += 1   # type: ignore[union-attr]  # a bucket comes from a watch
             continue
         buckets.setdefault(bucket, []).append((vals, sentinel))
     need = watch.min_kept if watch is not None else 1
-    if None in buckets or not buckets:   # cycles not sorted by host state: keep them all
-        chosen = None
-    elif len(buckets.get("fast", ())) >= max(need, min(rounds, (rounds + 1) // 2)) or precise(buckets.get("fast", [])):
-        chosen = "fast"
-    else:
-        chosen = max(buckets, key=lambda k: len(buckets[k]))
+    chosen = _chosen(buckets, need, goal)
     kept = buckets.get(chosen, [])
-    if watch is not None:
-        for k, b in buckets.items():
-            if k != chosen:
-                watch.discarded[f"host_{k}"] += len(b)
-        watch.level = chosen or ""
-        watch.state = "slow" if chosen == "mid" else (chosen or "")   # not fast: a slow-state figure
-        watch.sentinel += [s for _, s in kept if s is not None]
-        if len(kept) < min(rounds, need):
-            watch.fell_back = True   # too few clean cycles: keep them all, and say so
-            watch.state = watch.level = ""   # ... which mix host states: the figure has none
-            return every
-    return {n: [v[n] for v, _ in kept] for n in names}
+    if watch is not None and _settle_watch(watch, buckets, chosen, kept, min(rounds, need)):
+        return every
+    return {name: [v[name] for v, _ in kept] for name in names}
 
+
+class _Goal(NamedTuple):
+    """What ends the cycles: `rounds` kept, or (target_se > 0) every median known to it after min_rounds."""
+    names: list
+    rounds: int
+    min_rounds: int
+    target_se: float
+
+
+def _precise(bucket: list, goal: _Goal) -> bool:
+    """Every variant's median known well enough, after min_rounds."""
+    return (goal.target_se > 0 and len(bucket) >= min(goal.rounds, goal.min_rounds)
+            and all(median_se([v[name] for v, _ in bucket]) <= goal.target_se for name in goal.names))
+
+
+def _full(buckets: dict, watch: "Watch | None", goal: _Goal) -> bool:
+    """Whether a bucket is done; while the host gate lasts, only a full fast bucket ends the cycles."""
+    if watch is not None and watch.want_fast():
+        fast = buckets.get("fast", [])
+        return len(fast) >= goal.rounds or _precise(fast, goal)
+    return any(len(bucket) >= goal.rounds or _precise(bucket, goal) for bucket in buckets.values())
+
+
+def _chosen(buckets: dict, need: int, goal: _Goal):
+    """The bucket kept: none when the cycles were not sorted by host state, the fast one when it
+    holds at least half the rounds (or `need`) or is precise, else the fullest."""
+    if None in buckets or not buckets:   # cycles not sorted by host state: keep them all
+        return None
+    rounds = goal.rounds
+    if len(buckets.get("fast", ())) >= max(need, min(rounds, (rounds + 1) // 2)) or _precise(buckets.get("fast", []), goal):
+        return "fast"
+    return max(buckets, key=lambda k: len(buckets[k]))
+
+
+def _settle_watch(watch: "Watch", buckets: dict, chosen, kept: list, least: int) -> bool:
+    """The watch's discards, host level and state, and sentinels from the chosen bucket; True when
+    it kept fewer than `least` cycles (every cycle is kept then, and the figure has no host state)."""
+    for level, bucket in buckets.items():
+        if level != chosen:
+            watch.discarded[f"host_{level}"] += len(bucket)
+    watch.level = chosen or ""
+    watch.state = "slow" if chosen == "mid" else (chosen or "")   # not fast: a slow-state figure
+    watch.sentinel += [s for _, s in kept if s is not None]
+    if len(kept) < least:
+        watch.fell_back = True   # too few clean cycles: keep them all, and say so
+        watch.state = watch.level = ""   # ... which mix host states: the figure has none
+        return True
+    return False
 
 def measure_eager(fns: dict, sync: Callable[[], None], opt: Options, ranges=_no_range,
                   watch: Watch | None = None) -> dict:
