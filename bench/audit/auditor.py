@@ -177,17 +177,10 @@ def audit(step, *, run_file=None, rounds: int | None = None, count_steps: int = 
     import torch
 
     from cudnn_hostbench.bench.measure.context import GpuContext
-    if timing.profiler_has_run():
-        raise timing.ContaminatedError("a torch.profiler session already ran in this process: audit in a fresh process")
-    why = audit_sampler.cannot_start()
-    if why:   # before anything is measured, so nothing measured is lost
-        raise AuditInputError(why)
+    _can_audit()
     ctx = ctx or GpuContext()
     env = _env(ctx)
-    run, run_path, run_note = load_costs(run_file, env.get("gpu_name"), root)
-    fe = (run.fingerprint.get("cudnn_frontend") if run else None)
-    if run is not None and fe and fe != env.get("cudnn_frontend"):
-        run_note += f"; measured with frontend {fe}, this process runs {env.get('cudnn_frontend')}"
+    run, run_path, run_note = _costs(run_file, env, root)
     opt = timing.Options(rounds=rounds or timing.Options.rounds)
     sync = torch.cuda.synchronize   # device-wide: the step may use streams of its own
     modes, notes = {}, list(NOTES)
@@ -201,29 +194,16 @@ def audit(step, *, run_file=None, rounds: int | None = None, count_steps: int = 
         samples, calls = res["step"]
         modes["eager"] = dict(_summary(samples), calls=calls, **_host_of(watch), **_sentinel(watch))
         ph.done("eager rounds")
-        if fixed is None:
-            modes["loop"] = _plain_loop({"step": step}, sync, watch, modes["eager"].get("host_state") or "")["step"]
-        else:
-            loops = _paired_loops({"step": step, "fixed": fixed}, sync, watch, modes["eager"].get("host_state") or "")
-            modes["loop"] = loops["step"]
-            modes["fixed_loop"] = dict(loops["fixed"], target=fixed_target, timed=PAIRED)
+        modes.update(_loops(step, fixed, fixed_target, sync, watch, modes["eager"].get("host_state") or ""))
         ph.done("plain loops")
-        capture_failed = None
-        try:
-            cap = timing.capture(step, calls, ctx.stream)
-            modes["graph"] = _summary(timing.measure_graph({"step": cap}, ctx.stream, opt)["step"])
-            del cap
-        except Exception as e:  # noqa: BLE001 - CaptureError, or a failure cleaning up after one
-            capture_failed = audit_rules.error_messages(e)
+        capture_failed = _graph_mode(modes, step, calls, ctx.stream, opt)
         sync()
         ph.done("graph replay")
         counts = audit_count.count_step(step, count_steps, memory_stats=torch.cuda.memory_stats)
         sync()
         ph.done("counting pass")
         step_us = _step_us(modes)     # the sampler's rounds are plain loops: held to the loop's figure
-        # matched on the host state the figure it is held to ran in: the loop's, else the eager rounds'
-        state = (modes["loop"].get("host_state") if modes["loop"].get("median") else None) \
-            or modes["eager"].get("host_state") or ""
+        state = _held_state(modes)
         sampling = _sample(step, sync, step_us, watch.host, state)
         sync()
         ph.done("line sampling")
@@ -247,6 +227,49 @@ def audit(step, *, run_file=None, rounds: int | None = None, count_steps: int = 
         counts=counts, findings=[], avoidable_us=0.0, run_file=run_path, run_note=run_note, notes=notes,
         sampling=sampling, timeline=timeline, phases_s=ph.s)
     return price(report, run)
+
+
+def _can_audit() -> None:
+    """Raises before anything is measured (so nothing measured is lost) where the audit cannot run."""
+    if timing.profiler_has_run():
+        raise timing.ContaminatedError("a torch.profiler session already ran in this process: audit in a fresh process")
+    why = audit_sampler.cannot_start()
+    if why:
+        raise AuditInputError(why)
+
+
+def _costs(run_file, env: dict, root) -> tuple:
+    """(the run file's figures, its path, a note on it): load_costs, saying where its frontend differs."""
+    run, run_path, run_note = load_costs(run_file, env.get("gpu_name"), root)
+    fe = (run.fingerprint.get("cudnn_frontend") if run else None)
+    if run is not None and fe and fe != env.get("cudnn_frontend"):
+        run_note += f"; measured with frontend {fe}, this process runs {env.get('cudnn_frontend')}"
+    return run, run_path, run_note
+
+
+def _loops(step, fixed, fixed_target: str, sync, watch, want: str) -> dict:
+    """modes["loop"], and with `fixed` modes["fixed_loop"] timed in blocks alternating with it."""
+    if fixed is None:
+        return {"loop": _plain_loop({"step": step}, sync, watch, want)["step"]}
+    loops = _paired_loops({"step": step, "fixed": fixed}, sync, watch, want)
+    return {"loop": loops["step"], "fixed_loop": dict(loops["fixed"], target=fixed_target, timed=PAIRED)}
+
+
+def _graph_mode(modes: dict, step, calls: int, stream, opt) -> list | None:
+    """modes["graph"] from the captured step's replays; the capture's error messages where it failed."""
+    try:
+        cap = timing.capture(step, calls, stream)
+        modes["graph"] = _summary(timing.measure_graph({"step": cap}, stream, opt)["step"])
+        del cap
+    except Exception as e:  # noqa: BLE001 - CaptureError, or a failure cleaning up after one
+        return audit_rules.error_messages(e)
+    return None
+
+
+def _held_state(modes: dict) -> str:
+    """The host state the figure the projection is held to ran in: the loop's, else the eager rounds'."""
+    return (modes["loop"].get("host_state") if modes["loop"].get("median") else None) \
+        or modes["eager"].get("host_state") or ""
 
 
 def _step_us(modes: dict) -> float | None:
@@ -324,37 +347,38 @@ def _paired_loops(steps: dict, sync, watch, want: str = "") -> dict:
     run, up to twice LOOP_BLOCKS pairs; with no pair in `want`, every pair is kept and the figures
     say their states."""
     host = watch.host if watch is not None else None
-    per = {n: [] for n in steps}   # name -> [(samples, calls, state, sentinel µs)] per block
+    per: dict = {name: [] for name in steps}   # name -> [(samples, calls, state, sentinel µs)] per block
     kept = 0
     if host is not None:
         host.allow_focus_blocks(2 * LOOP_BLOCKS * len(steps))
-    for b in range(2 * LOOP_BLOCKS):
-        for n, fn in steps.items():
-            opt = _loop_options(LOOP_ROUNDS // LOOP_BLOCKS, LOOP_WARMUP if b == 0 else 1)
+    for block in range(2 * LOOP_BLOCKS):
+        for name, fn in steps.items():
+            opt = _loop_options(LOOP_ROUNDS // LOOP_BLOCKS, LOOP_WARMUP if block == 0 else 1)
             gc.collect()
             try:
                 with host.focused() if host is not None else contextlib.nullcontext():
-                    samples, calls = timing.measure_eager({n: fn}, sync, opt, watch=watch)[n]
+                    samples, calls = timing.measure_eager({name: fn}, sync, opt, watch=watch)[name]
             except Exception as e:  # noqa: BLE001 - the eager figure stands without it
                 return _loop_failed(steps, e)
-            per[n].append((samples, calls, getattr(watch, "state", ""), _sentinel(watch).get("sentinel_us")))
+            per[name].append((samples, calls, getattr(watch, "state", ""), _sentinel(watch).get("sentinel_us")))
         kept += not want or all(blocks[-1][2] == want for blocks in per.values())
         if kept >= LOOP_BLOCKS:
             break
     pairs = range(len(next(iter(per.values()))))
-    good = [i for i in pairs if not want or all(per[n][i][2] == want for n in steps)] or list(pairs)
-    out = {}
-    for n, blocks in per.items():
-        mine = [blocks[i] for i in good]
-        samples = [x for b in mine for x in b[0]]
-        states = {b[2] for b in mine}
-        sent = [b[3] for b in mine if b[3] is not None]
-        out[n] = dict(_summary(samples), calls=round(statistics.median(b[1] for b in mine)),
-                      host_state=states.pop() if len(states) == 1 else "mixed", tries=len(blocks),
-                      blocks=len(mine), **({"sentinel_us": statistics.median(sent)} if sent else {}),
-                      rounds_us=[round(x, 3) for x in samples])
-    return out
+    good = [i for i in pairs if not want or all(per[name][i][2] == want for name in steps)] or list(pairs)
+    return {name: _loop_figure(blocks, good) for name, blocks in per.items()}
 
+
+def _loop_figure(blocks: list, good: list) -> dict:
+    """A loop's figure over its blocks in the kept pairs `good`."""
+    mine = [blocks[i] for i in good]
+    samples = [x for b in mine for x in b[0]]
+    states = {b[2] for b in mine}
+    sent = [b[3] for b in mine if b[3] is not None]
+    return dict(_summary(samples), calls=round(statistics.median(b[1] for b in mine)),
+                host_state=states.pop() if len(states) == 1 else "mixed", tries=len(blocks),
+                blocks=len(mine), **({"sentinel_us": statistics.median(sent)} if sent else {}),
+                rounds_us=[round(x, 3) for x in samples])
 
 def _sentinel(watch) -> dict:
     """The host sentinel's median next to the kept rounds (µs): the host's pace while they ran."""
@@ -436,23 +460,28 @@ def loop_note(modes: dict) -> str:
     if "host_state" in e and lp.get("host_state") != e.get("host_state"):
         return head + (f": the loop ran in the host's {lp.get('host_state') or 'mixed'} state, the eager rounds "
                        f"in its {e.get('host_state') or 'mixed'} state")
-    dev = (modes.get("device") or {}).get("median")
-    se, sl = e.get("sentinel_us"), lp.get("sentinel_us")
+    return head + _loop_why(e, lp, (modes.get("device") or {}).get("median"))
+
+
+def _loop_why(eager_mode: dict, loop_mode: dict, dev: float | None) -> str:
+    """Why the plain loop and the eager rounds differ in the same host state: the host's pace, the
+    eager rounds' syncs and cold steps, the GPU, or nothing found."""
+    eager, loop = eager_mode["median"], loop_mode["median"]
+    se, sl = eager_mode.get("sentinel_us"), loop_mode.get("sentinel_us")
     pace = sl / se - 1 if se and sl else None
     if pace is not None and abs(pace) >= PACE_GAP and (pace > 0) == (loop > eager):
-        return head + (f": the host ran {abs(pace):.0%} {'slower' if pace > 0 else 'faster'} during the loop by "
-                       f"its sentinel ({sl:.3f} against {se:.3f} µs), in the same "
-                       f"{e.get('host_state') or 'mixed'} state")
+        return (f": the host ran {abs(pace):.0%} {'slower' if pace > 0 else 'faster'} during the loop by "
+                f"its sentinel ({sl:.3f} against {se:.3f} µs), in the same "
+                f"{eager_mode.get('host_state') or 'mixed'} state")
     if eager > loop:
-        return head + (f": each eager round ({e.get('calls') or '?'} steps between two syncs and two host readings) "
-                       f"pays its sync and a cold first step, {(eager - loop) * (e.get('calls') or 0):.0f} µs per "
-                       "round that a long loop spreads thin" + (f" (device {dev:.1f} µs/step)" if dev is not None else ""))
+        return (f": each eager round ({eager_mode.get('calls') or '?'} steps between two syncs and two host readings) "
+                f"pays its sync and a cold first step, {(eager - loop) * (eager_mode.get('calls') or 0):.0f} µs per "
+                "round that a long loop spreads thin" + (f" (device {dev:.1f} µs/step)" if dev is not None else ""))
     if dev is not None and dev >= DEVICE_BOUND * loop:
-        return head + f": back to back, the steps queue behind the GPU (device {dev:.1f} µs/step)"
-    return head + (": not explained by the host state" + (f" (sentinel {pace:+.0%})" if pace is not None else "")
-                   + (f" or the GPU (device {dev:.1f} µs/step)" if dev is not None else "")
-                   + ": the loop ran after the eager rounds, and the host's pace drifts within a state")
-
+        return f": back to back, the steps queue behind the GPU (device {dev:.1f} µs/step)"
+    return (": not explained by the host state" + (f" (sentinel {pace:+.0%})" if pace is not None else "")
+            + (f" or the GPU (device {dev:.1f} µs/step)" if dev is not None else "")
+            + ": the loop ran after the eager rounds, and the host's pace drifts within a state")
 
 def _sample(step, sync, eager_us, host=None, state: str = "") -> dict:
     """The line sampler's result, or {"error": why} (the rest of the audit stands without it)."""
@@ -475,6 +504,33 @@ def host_sentinel(modes: dict) -> float | None:
     return (loop.get("sentinel_us") if loop.get("median") else None) or (modes.get("eager") or {}).get("sentinel_us")
 
 
+def _priced_notes(report: AuditReport, run, avoidable: float) -> list:
+    """The report's notes with those pricing writes replaced: the loop's, the packs', the
+    avoidable sum over the host overhead, the plan choice."""
+    notes = [n for n in report.notes if n != OVER_NOTE and not n.startswith(audit_packs.NOTE_PREFIX)
+             and not n.startswith(PLAN_NOTE) and not n.startswith(LOOP_NOTE)]
+    if loop_note(report.modes):
+        notes.append(loop_note(report.modes))
+    pack = audit_packs.pack_note(report.counts, run)    # each pack's size and what its tensors cost
+    if pack:
+        notes.append(pack)
+    if report.host_overhead_us is not None and avoidable > report.host_overhead_us:
+        notes.append(OVER_NOTE)
+    plan = recommend_plan(run, report.counts)
+    if plan:
+        notes.append(plan)
+    return notes
+
+
+def _run_note(report: AuditReport, run) -> str:
+    """The report's run note, saying where the run's frontend differs from the audit's."""
+    run_note = report.run_note
+    fe_run, fe_audit = (run.fingerprint.get("cudnn_frontend") if run else None), report.env.get("cudnn_frontend")
+    if fe_run and fe_audit and fe_run != fe_audit and "measured with frontend" not in run_note:
+        run_note += f"; the run measured frontend {fe_run}, the audit ran {fe_audit}: figures may not carry over"
+    return run_note
+
+
 def price(report: AuditReport, run) -> AuditReport:
     """The report's findings priced with `run`'s figures (and the copy-kernel time the audit
     measured itself): a pure function of what the audit measured, so an audit can be priced
@@ -494,21 +550,7 @@ def price(report: AuditReport, run) -> AuditReport:
     projection = audit_lines.project(findings, report.counts, table, tied, report.modes,
                                      warm_execute(run, report.counts, here=here), report.timeline)
     avoidable = sum(f.cost_us for f in findings if f.cost_us is not None)
-    notes = [n for n in report.notes if n != OVER_NOTE and not n.startswith(audit_packs.NOTE_PREFIX)
-             and not n.startswith(PLAN_NOTE) and not n.startswith(LOOP_NOTE)]
-    if loop_note(report.modes):
-        notes.append(loop_note(report.modes))
-    pack = audit_packs.pack_note(report.counts, run)    # each pack's size and what its tensors cost
-    if pack:
-        notes.append(pack)
-    if report.host_overhead_us is not None and avoidable > report.host_overhead_us:
-        notes.append(OVER_NOTE)
-    plan = recommend_plan(run, report.counts)
-    if plan:
-        notes.append(plan)
-    run_note = report.run_note
-    fe_run, fe_audit = (run.fingerprint.get("cudnn_frontend") if run else None), report.env.get("cudnn_frontend")
-    if fe_run and fe_audit and fe_run != fe_audit and "measured with frontend" not in run_note:
-        run_note += f"; the run measured frontend {fe_run}, the audit ran {fe_audit}: figures may not carry over"
+    notes = _priced_notes(report, run, avoidable)
+    run_note = _run_note(report, run)
     return dataclasses.replace(report, findings=findings, avoidable_us=avoidable, notes=notes, lines=table,
                                projection=projection, run_note=run_note)
