@@ -529,14 +529,21 @@ def capture_summary(messages, counts: dict | None = None) -> str:
     if not lines:
         return "not capturable — the capture failed without a message"
     primary = next((x for x in lines if not any(s in x.lower() for s in SECONDARY)), lines[0])
-    low, c = primary.lower(), counts or {}
-    why = next((text for key, text in CAPTURE_CAUSES if key in low), None)
-    generic = FORBIDDEN in low or any(s in low for s in SECONDARY)
-    if why is None and _n(c, "syncs") > 0:    # a host sync can never be captured, whatever CUDA said
-        names = " / ".join((c.get("sync_calls") or {}).keys()) or "torch.cuda.synchronize / .item() / .cpu()"
-        why = f"the step synchronizes ({names})"
-    elif why is None and generic and _n(c, "graph_builds") > 0:
-        why = "the step builds or plans a cuDNN graph"
-    elif why is None and generic:
-        why = "the step calls something capture forbids (a host sync, a blocking copy, cudaMalloc outside torch)"
+    why = _capture_cause(primary.lower(), counts or {})
     return f"not capturable — {why} during capture: {primary}" if why else f"not capturable — {primary}"
+
+
+def _capture_cause(low: str, counts: dict) -> str | None:
+    """What the step did that the capture failed on, from CUDA's words (lower case) and the counts."""
+    why = next((text for key, text in CAPTURE_CAUSES if key in low), None)
+    if why is not None:
+        return why
+    generic = FORBIDDEN in low or any(s in low for s in SECONDARY)
+    if _n(counts, "syncs") > 0:    # a host sync can never be captured, whatever CUDA said
+        names = " / ".join((counts.get("sync_calls") or {}).keys()) or "torch.cuda.synchronize / .item() / .cpu()"
+        return f"the step synchronizes ({names})"
+    if generic and _n(counts, "graph_builds") > 0:
+        return "the step builds or plans a cuDNN graph"
+    if generic:
+        return "the step calls something capture forbids (a host sync, a blocking copy, cudaMalloc outside torch)"
+    return None
