@@ -74,20 +74,14 @@ def fit(run, variant: str, mode: str = "eager", probe: str = PROBE) -> Fit | Non
     (a run measured p3-p7 in the slow state and p11-p15 in the fast one, and its µs slope came
     out negative), while the round-by-round ratio cancels it."""
     base = _baseline_us(run, probe, mode) if mode == "eager" else None
-    pts, per_worker = [], {}
-    for r in run.records:
-        if (r.probe, r.variant, r.mode) != (probe, variant, mode) or not r.ok:
+    pts: list = []
+    per_worker: dict = {}
+    for rec in run.records:
+        if (rec.probe, rec.variant, rec.mode) != (probe, variant, mode) or not rec.ok:
             continue
-        n = tensors_of(r.size)
-        if n is None:
-            continue
-        if base is not None and r.ratio is not None and r.ratio.median:
-            pts.append((n, r.ratio.median * base))
-            for w in r.workers or ():
-                if w.get("ratio"):
-                    per_worker.setdefault(w.get("worker"), []).append((n, w["ratio"] * base))
-        else:
-            pts.append((n, r.summary().median))
+        tensors = tensors_of(rec.size)
+        if tensors is not None:
+            _add_points(rec, tensors, base, pts, per_worker)
     pts.sort()
     line = least_squares([x for x, _ in pts], [y for _, y in pts])
     if line is None:
@@ -96,6 +90,18 @@ def fit(run, variant: str, mode: str = "eager", probe: str = PROBE) -> Fit | Non
     ws = tuple(fw[0] for wp in per_worker.values()        # only workers that timed every size
                if {x for x, _ in wp} == sizes and (fw := least_squares(*zip(*sorted(wp)))) is not None)
     return Fit(variant, mode, line[0], line[1], tuple(pts), ws)
+
+
+def _add_points(rec, tensors: int, base: float | None, pts: list, per_worker: dict) -> None:
+    """A record's point (tensors, µs) and each worker's: its ratio times the baseline µs where it has
+    one, else its median."""
+    if base is not None and rec.ratio is not None and rec.ratio.median:
+        pts.append((tensors, rec.ratio.median * base))
+        for worker in rec.workers or ():
+            if worker.get("ratio"):
+                per_worker.setdefault(worker.get("worker"), []).append((tensors, worker["ratio"] * base))
+    else:
+        pts.append((tensors, rec.summary().median))
 
 
 def fits(run, mode: str = "eager") -> dict:
