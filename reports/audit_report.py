@@ -85,42 +85,59 @@ def _phases(r: AuditReport) -> str:
     return " · ".join(f"{k} {v:.1f} s" for k, v in r.phases_s.items()) + f" ({sum(r.phases_s.values()):.1f} s in all)"
 
 
-def render_markdown(r: AuditReport) -> str:
-    e = r.env
-    modes = [[m, num(d.get("median")), num(d.get("iqr")), d.get("error", "") or _mode_note(m, d)]
-             for m in _modes(r) for d in [r.modes.get(m, {})]]
-    md = [f"# hostbench audit: `{r.target}`", "",
-          f"{e.get('gpu_name', '?')} · cuDNN {e.get('cudnn_backend', '?')} · frontend {e.get('cudnn_frontend', '?')} "
-          f"· torch {e.get('torch', '?')} (CUDA {e.get('cuda', '?')})", "",
-          md_table(["mode", "µs/step (median)", "IQR", "note"], modes),
-          "", f"Kernels per step: {num(r.kernels_per_step)}. Host overhead (eager − device): "
-          f"**{num(r.host_overhead_us)} µs/step**; avoidable (sum of findings): **{r.avoidable_us:.2f} µs/step**.",
-          "", f"Costs from `{r.run_file or 'no run file'}`{' — ' + r.run_note if r.run_note else ''}.", "",
-          "## Findings, biggest cost first", ""]
-    if not r.findings:
-        md.append("No traps found.")
-    else:
-        md.append(md_table(["#", "trap", "finding", "seen per step", "at lines", "µs/step", "cost from", "fix"],
-                           [[i, f.label, f.title, f.evidence, audit_lines.finding_lines(f) or "–", num(f.cost_us) + _share(f),
-                             "; ".join(f.cost_from) or "–", f.fix] for i, f in enumerate(r.findings, 1)]))
-        if _marks(r):
-            md += ["", f"Trust marks (⚑ on a cited figure): {_marks(r)}."]
-    md += audit_lines.markdown(r.lines, r.projection, _remainder(r))
-    if (r.sampling or {}).get("stacks"):
-        md += ["", f"The sampled stacks as an icicle chart: [{FLAME}]({FLAME}) (open it in a browser; click a box to zoom)."]
-    md += ["", f"## Counts per step (steady state, {r.counts.get('steps', 0)} steps)", "",
-           md_table(["count", "per step"], [[k, f"{v:g}"] for k, v in r.counts.items()
-                                            if k != "steps" and isinstance(v, (int, float))])]
-    if r.kernels:
-        md += ["", "## Kernels (device mode)", "",
-               md_table(["kernel", "per step", "µs/step"], [[f"`{n[:100]}`", f"{c:g}", f"{u:.2f}"]
-                                                          for n, c, u in r.kernels[:12]])]
-    if r.notes:
-        md += ["", "## Notes", ""] + [f"- {n}" for n in r.notes]
-    if r.phases_s:
-        md += ["", f"The audit's own time: {_phases(r)}."]
+def render_markdown(report: AuditReport) -> str:
+    md = _md_head(report) + _md_findings(report)
+    md += audit_lines.markdown(report.lines, report.projection, _remainder(report))
+    md += _md_tail(report)
     return "\n".join(md) + "\n"
 
+
+def _md_head(report: AuditReport) -> list[str]:
+    """The title, the environment, the modes' table, the host overhead and where the costs came from."""
+    env = report.env
+    modes = [[m, num(d.get("median")), num(d.get("iqr")), d.get("error", "") or _mode_note(m, d)]
+             for m in _modes(report) for d in [report.modes.get(m, {})]]
+    return [f"# hostbench audit: `{report.target}`", "",
+            f"{env.get('gpu_name', '?')} · cuDNN {env.get('cudnn_backend', '?')} · frontend "
+            f"{env.get('cudnn_frontend', '?')} · torch {env.get('torch', '?')} (CUDA {env.get('cuda', '?')})", "",
+            md_table(["mode", "µs/step (median)", "IQR", "note"], modes),
+            "", f"Kernels per step: {num(report.kernels_per_step)}. Host overhead (eager − device): "
+            f"**{num(report.host_overhead_us)} µs/step**; avoidable (sum of findings): "
+            f"**{report.avoidable_us:.2f} µs/step**.",
+            "", f"Costs from `{report.run_file or 'no run file'}`"
+            f"{' — ' + report.run_note if report.run_note else ''}.", "",
+            "## Findings, biggest cost first", ""]
+
+
+def _md_findings(report: AuditReport) -> list[str]:
+    """The findings' table and the trust marks it cites."""
+    if not report.findings:
+        return ["No traps found."]
+    md = [md_table(["#", "trap", "finding", "seen per step", "at lines", "µs/step", "cost from", "fix"],
+                   [[i, f.label, f.title, f.evidence, audit_lines.finding_lines(f) or "–", num(f.cost_us) + _share(f),
+                     "; ".join(f.cost_from) or "–", f.fix] for i, f in enumerate(report.findings, 1)])]
+    if _marks(report):
+        md += ["", f"Trust marks (⚑ on a cited figure): {_marks(report)}."]
+    return md
+
+
+def _md_tail(report: AuditReport) -> list[str]:
+    """The flame chart's link, the counts, the kernels, the notes and the audit's own time."""
+    md: list[str] = []
+    if (report.sampling or {}).get("stacks"):
+        md += ["", f"The sampled stacks as an icicle chart: [{FLAME}]({FLAME}) (open it in a browser; click a box to zoom)."]
+    md += ["", f"## Counts per step (steady state, {report.counts.get('steps', 0)} steps)", "",
+           md_table(["count", "per step"], [[k, f"{v:g}"] for k, v in report.counts.items()
+                                            if k != "steps" and isinstance(v, (int, float))])]
+    if report.kernels:
+        md += ["", "## Kernels (device mode)", "",
+               md_table(["kernel", "per step", "µs/step"], [[f"`{n[:100]}`", f"{c:g}", f"{u:.2f}"]
+                                                          for n, c, u in report.kernels[:12]])]
+    if report.notes:
+        md += ["", "## Notes", ""] + [f"- {n}" for n in report.notes]
+    if report.phases_s:
+        md += ["", f"The audit's own time: {_phases(report)}."]
+    return md
 
 FLAME = "flame.html"
 
