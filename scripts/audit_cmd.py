@@ -35,62 +35,72 @@ def add_parser(command) -> None:
                    help=f"steps in the counting pass, at least {count.MIN_STEPS}")
 
 
-def run(a) -> int:
-    from cudnn_hostbench.bench.audit import audit, count, rules, target
-    from cudnn_hostbench.bench.measure import records
+def run(args) -> int:
+    from cudnn_hostbench.bench.audit import audit, rules, target
     from cudnn_hostbench.reports import audit_report
 
-    if a.rounds < 1 or a.count_steps < count.MIN_STEPS:
-        return bad(a.prog, f"--rounds must be at least 1 and --count-steps at least {count.MIN_STEPS}")
-    if a.out and name_problem(a.out):
-        return bad(a.prog, f"--out {a.out}: {name_problem(a.out)}")
-    if a.out and Path(a.out).exists() and not Path(a.out).is_dir():
-        return bad(a.prog, f"--out {a.out} exists and is not a folder")
-    try:  # the user's own mistakes first: they hold on any machine
-        target.parse_target(a.target)
-        if a.fixed:
-            target.parse_target(a.fixed)
-        if a.run_file:
-            records.load_run(a.run_file, need_records=True)
-    except (target.AuditInputError, records.RunFileError) as e:
-        return bad(a.prog, str(e))
-    problem = target.environment_problem()
-    if problem:
-        return bad(a.prog, f"{target.NEEDS}; here: {problem}")
+    problem = _input_problem(args)
+    if problem is not None:
+        return bad(args.prog, problem)
     try:
-        factory = target.load_factory(a.target)
-        fixed_factory = target.load_factory(a.fixed) if a.fixed else None
+        factory = target.load_factory(args.target)
+        fixed_factory = target.load_factory(args.fixed) if args.fixed else None
     except target.AuditInputError as e:
-        return bad(a.prog, str(e))
+        return bad(args.prog, str(e))
     try:
         ctx = _gpu_context()
     except Exception as e:  # noqa: BLE001 - NoGpuError, or a CUDA start-up failure
-        return bad(a.prog, f"{target.NEEDS}; here: {rules.error_line(f'{type(e).__name__}: {e}')}")
+        return bad(args.prog, f"{target.NEEDS}; here: {rules.error_line(f'{type(e).__name__}: {e}')}")
     try:
         with _on_stream(ctx):   # set-up sees the audit's stream as current
-            step = target.make_step(factory, a.target.rpartition(":")[2])
+            step = target.make_step(factory, args.target.rpartition(":")[2])
             target.first_call(step)
             fixed = None
             if fixed_factory is not None:
                 try:
-                    fixed = target.make_step(fixed_factory, a.fixed.rpartition(":")[2])
+                    fixed = target.make_step(fixed_factory, args.fixed.rpartition(":")[2])
                     target.first_call(fixed)
                 except target.AuditInputError as e:
-                    return bad(a.prog, f"--fixed {a.fixed}: {e}")
-        report = audit(step, run_file=a.run_file, rounds=a.rounds, count_steps=a.count_steps, ctx=ctx,
-                       target=a.target, checked=True, root=ROOT, fixed=fixed, fixed_target=a.fixed or "")
+                    return bad(args.prog, f"--fixed {args.fixed}: {e}")
+        report = audit(step, run_file=args.run_file, rounds=args.rounds, count_steps=args.count_steps, ctx=ctx,
+                       target=args.target, checked=True, root=ROOT, fixed=fixed, fixed_target=args.fixed or "")
     except target.AuditInputError as e:
-        return bad(a.prog, f"{a.target}: {e}")
+        return bad(args.prog, f"{args.target}: {e}")
     except Exception as e:  # noqa: BLE001 - e.g. the step failing later: say so, write nothing
-        bad(a.prog, f"{a.target}: audit failed: {rules.error_line(f'{type(e).__name__}: {e}')}")
+        bad(args.prog, f"{args.target}: audit failed: {rules.error_line(f'{type(e).__name__}: {e}')}")
         return 1
     print(audit_report.render_text(report), end="")
-    if a.out:
-        for p in audit_report.write_outputs(report, a.out):
+    if args.out:
+        for p in audit_report.write_outputs(report, args.out):
             print(f"wrote {p}")
     _end_after_user_code(0)
     return 0
 
+
+def _input_problem(args) -> str | None:
+    """What is wrong with the command line, the targets or the run file (None when nothing): the
+    user's own mistakes first, as they hold on any machine, then what this machine lacks."""
+    from cudnn_hostbench.bench.audit import count, target
+    from cudnn_hostbench.bench.measure import records
+
+    if args.rounds < 1 or args.count_steps < count.MIN_STEPS:
+        return f"--rounds must be at least 1 and --count-steps at least {count.MIN_STEPS}"
+    if args.out and name_problem(args.out):
+        return f"--out {args.out}: {name_problem(args.out)}"
+    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
+        return f"--out {args.out} exists and is not a folder"
+    try:
+        target.parse_target(args.target)
+        if args.fixed:
+            target.parse_target(args.fixed)
+        if args.run_file:
+            records.load_run(args.run_file, need_records=True)
+    except (target.AuditInputError, records.RunFileError) as e:
+        return str(e)
+    problem = target.environment_problem()
+    if problem:
+        return f"{target.NEEDS}; here: {problem}"
+    return None
 
 def _end_after_user_code(code: int) -> None:
     """Ends the process once everything is written. The audited step's objects (its module's
