@@ -62,22 +62,15 @@ def jobs_for(args, wheels: dict, slots: list, check_gpu: int, out: Path) -> dict
 
 
 def run(args) -> int:
-    from cudnn_hostbench.bench.measure.records import RunFileError, load_run
     from cudnn_hostbench.reports import node_safety
     from cudnn_hostbench.scripts.matrix_part import find_wheels
 
-    pytest_args = args.rest
     wheels = find_wheels(args.wheels)
     if args.version not in wheels:
         print(f"{args.prog}: --version {args.version}: no wheel for it in {' '.join(args.wheels)}", file=sys.stderr)
         return 2
     try:
-        plan = node.node_plan(args.gpus)
-        check_gpu = plan.slots[0].gpu.index if args.gpu is None else args.gpu
-        if check_gpu not in [s.gpu.index for s in plan.slots]:
-            raise node.NodeError(f"GPU {check_gpu}: not among --gpus {args.gpus}")
-        if len(plan.slots) < 2:
-            raise node.NodeError(f"{plan.slots[0].label}: the only GPU; alongside needs two or more")
+        plan, check_gpu = _plan(args)
     except node.NodeError as e:
         print(f"{args.prog}: {e}", file=sys.stderr)
         return 2
@@ -86,32 +79,10 @@ def run(args) -> int:
         print(line, flush=True)
     phases = jobs_for(args, wheels, plan.slots, check_gpu, out)
     node_matrix.install_all(args, [j for js in phases.values() for j in js])
-    failed, coverage = [], ""
-    args.deadline, args.store = 0, "off"
-    for phase, jobs in phases.items():
-        (out / phase).mkdir(parents=True, exist_ok=True)
-        for j in jobs:
-            Path(j.data["out"]).mkdir(parents=True, exist_ok=True)
-        slots = node.subset(plan.slots, [s.gpu for s in plan.slots if s.gpu.index in {j.gpu for j in jobs}])
-        print(f"{phase}: {len(jobs)} job(s) on GPU(s) {', '.join(str(s.gpu.index) for s in slots)}", flush=True)
-        doc = {"pytest_args": pytest_args, "phase": phase, "versions": [],
-               "node": {"basis": plan.basis, "gpus": [node_matrix.slot_info(s) for s in slots]}}
-        results = node_matrix.run_parallel(args, jobs, slots, pytest_args, doc, out / phase,
-                                           say=lambda m: print(m, flush=True), store=False)
-        failed += node_matrix.failures(results)
-        if phase == "alongside":
-            coverage = node_safety.load_coverage(results, jobs[0].name)
+    failed, coverage = _run_phases(args, phases, plan, out)
     for line in failed:
         print(f"{args.prog}: {line}", file=sys.stderr)
-    runs = {}
-    for phase in phases:
-        path = out / phase / f"run-fe{args.version}.json"
-        try:
-            runs[phase] = load_run(path, need_records=True)
-        except RunFileError as e:
-            if not failed:
-                failed.append(str(e))
-                print(f"{args.prog}: {e}", file=sys.stderr)
+    runs = _load_runs(args, phases, out, failed)
     pairs = [("alone", "alongside"), ("alone2", "alongside"), ("alone", "alone2")]
     checks = [node_safety.check(runs[a], runs[b], f"{b} vs {a}") for a, b in pairs if a in runs and b in runs]
     text = "# Alone against alongside: the parallel matrix's safety check\n\n" + node_safety.render(checks) + coverage + "\n"
@@ -123,6 +94,56 @@ def run(args) -> int:
     judged = [c for c in checks if "alongside" in c.label]
     return 0 if judged and all(c.safe for c in judged) else 1
 
+
+def _plan(args) -> tuple:
+    """(the node's plan, the GPU checked); raises NodeError where the check cannot run on them."""
+    plan = node.node_plan(args.gpus)
+    check_gpu = plan.slots[0].gpu.index if args.gpu is None else args.gpu
+    if check_gpu not in [s.gpu.index for s in plan.slots]:
+        raise node.NodeError(f"GPU {check_gpu}: not among --gpus {args.gpus}")
+    if len(plan.slots) < 2:
+        raise node.NodeError(f"{plan.slots[0].label}: the only GPU; alongside needs two or more")
+    return plan, check_gpu
+
+
+def _run_phases(args, phases: dict, plan, out: Path) -> tuple[list, str]:
+    """Runs each phase's jobs in parallel on their GPUs; (the failures, the load's coverage text)."""
+    from cudnn_hostbench.reports import node_safety
+
+    pytest_args = args.rest
+    failed: list = []
+    coverage = ""
+    args.deadline, args.store = 0, "off"
+    for phase, jobs in phases.items():
+        (out / phase).mkdir(parents=True, exist_ok=True)
+        for job in jobs:
+            Path(job.data["out"]).mkdir(parents=True, exist_ok=True)
+        slots = node.subset(plan.slots, [s.gpu for s in plan.slots if s.gpu.index in {job.gpu for job in jobs}])
+        print(f"{phase}: {len(jobs)} job(s) on GPU(s) {', '.join(str(s.gpu.index) for s in slots)}", flush=True)
+        doc = {"pytest_args": pytest_args, "phase": phase, "versions": [],
+               "node": {"basis": plan.basis, "gpus": [node_matrix.slot_info(s) for s in slots]}}
+        results = node_matrix.run_parallel(args, jobs, slots, pytest_args, doc, out / phase,
+                                           say=lambda m: print(m, flush=True), store=False)
+        failed += node_matrix.failures(results)
+        if phase == "alongside":
+            coverage = node_safety.load_coverage(results, jobs[0].name)
+    return failed, coverage
+
+
+def _load_runs(args, phases: dict, out: Path, failed: list) -> dict:
+    """phase -> its run file; the first one that does not load is a failure (when none failed before)."""
+    from cudnn_hostbench.bench.measure.records import RunFileError, load_run
+
+    runs = {}
+    for phase in phases:
+        path = out / phase / f"run-fe{args.version}.json"
+        try:
+            runs[phase] = load_run(path, need_records=True)
+        except RunFileError as e:
+            if not failed:
+                failed.append(str(e))
+                print(f"{args.prog}: {e}", file=sys.stderr)
+    return runs
 
 main = alias("node-check")   # python -m cudnn_hostbench.scripts.node_check: `hostbench node-check`
 
