@@ -136,25 +136,14 @@ def store_runs(runs: dict, out: Path, say) -> None:
 
 def run(args) -> int:
     """`hostbench run --all-gpus [--gpus ...] [--out DIR] [pytest args]`."""
-    from cudnn_hostbench.bench.measure.records import RunFileError, load_run
     from cudnn_hostbench.reports import node as report
 
     prog = getattr(args, "prog", "hostbench run")
     pytest_args = list(getattr(args, "pytest_args", None) or [])
-    if not args.all_gpus:
-        print(f"{prog}: --gpus {args.gpus}: only with --all-gpus", file=sys.stderr)
-        return 2
-    if getattr(args, "reference", False):
-        print(f"{prog}: --reference: not with --all-gpus (it measures; --reference only renders)", file=sys.stderr)
-        return 2
     try:
-        plan = node.node_plan(args.gpus)
-    except node.NodeError as e:
-        print(f"{prog}: --all-gpus: {e}", file=sys.stderr)
-        return 2
-    out = Path(args.out or ROOT / "results" / f"node-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}")
-    if out.exists() and not out.is_dir():
-        print(f"{prog}: --out {out}: exists and is not a folder", file=sys.stderr)
+        plan, out = _plan_and_out(args)
+    except _BadOption as e:
+        print(f"{prog}: {e}", file=sys.stderr)
         return 2
     out.mkdir(parents=True, exist_ok=True)
     for line in plan.lines():
@@ -168,14 +157,7 @@ def run(args) -> int:
 
     results = run_jobs(jobs, plan.slots, runner(pytest_args, args.job_timeout, ROOT), done)
     failed = [failure_line(r) for r in results if r.get("status") != "ok"]
-    runs = {}
-    for r in results:
-        if r.get("status") == "ok":
-            try:
-                runs[r["gpu_label"]] = load_run(r["run_file"], need_records=True)
-            except RunFileError as e:
-                r["status"] = "failed"
-                failed.append(failure_line({**r, "status": "failed", "detail": str(e)}))
+    runs = _load_runs(results, failed)
     store_runs(runs, out, lambda m: print(m, flush=True))
     fs = report.factors(runs)
     (out / "node.md").write_text(report.markdown(fs, failed, runs), encoding="utf-8")
@@ -187,3 +169,38 @@ def run(args) -> int:
     if failed:
         return 2
     return 1 if args.fail_on_slow and any(f.slow for f in fs) else 0
+
+
+class _BadOption(Exception):
+    """An option run cannot go on with; its message says which and why."""
+
+
+def _plan_and_out(args) -> tuple:
+    """(the node's plan, the output folder); raises _BadOption saying which option is wrong."""
+    if not args.all_gpus:
+        raise _BadOption(f"--gpus {args.gpus}: only with --all-gpus")
+    if getattr(args, "reference", False):
+        raise _BadOption("--reference: not with --all-gpus (it measures; --reference only renders)")
+    try:
+        plan = node.node_plan(args.gpus)
+    except node.NodeError as e:
+        raise _BadOption(f"--all-gpus: {e}") from e
+    out = Path(args.out or ROOT / "results" / f"node-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}")
+    if out.exists() and not out.is_dir():
+        raise _BadOption(f"--out {out}: exists and is not a folder")
+    return plan, out
+
+
+def _load_runs(results: list, failed: list) -> dict:
+    """gpu label -> its run file, for each job that ran; one that does not load is a failure."""
+    from cudnn_hostbench.bench.measure.records import RunFileError, load_run
+
+    runs = {}
+    for res in results:
+        if res.get("status") == "ok":
+            try:
+                runs[res["gpu_label"]] = load_run(res["run_file"], need_records=True)
+            except RunFileError as e:
+                res["status"] = "failed"
+                failed.append(failure_line({**res, "status": "failed", "detail": str(e)}))
+    return runs
