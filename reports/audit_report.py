@@ -13,23 +13,23 @@ from . import audit_lines, flame
 from .fmt import md_table, median_iqr, num
 
 
-def _marks(r: AuditReport) -> str:
+def _marks(report: AuditReport) -> str:
     """The legend of the trust marks its cited figures carry ('' when none lowers trust)."""
     kinds = set()
-    for f in r.findings:
+    for f in report.findings:
         kinds |= trust.kinds_in(" ".join(f.cost_from))
     return "; ".join(f"{trust.MARKS[k].letter}: {trust.MARKS[k].meaning}" for k in trust.SHOWN if k in kinds)
 
 
-def _counts_line(c: dict) -> str:
-    return ", ".join(f"{k} {v:g}" for k, v in c.items() if k != "steps" and isinstance(v, (int, float)) and v)
+def _counts_line(counts: dict) -> str:
+    return ", ".join(f"{k} {v:g}" for k, v in counts.items() if k != "steps" and isinstance(v, (int, float)) and v)
 
 
-def _state_note(d: dict) -> str:
+def _state_note(mode: dict) -> str:
     """The host state an eager figure was timed in ('' for audits from before it was recorded)."""
-    if "host_state" not in d:
+    if "host_state" not in mode:
         return ""
-    st = d["host_state"]
+    st = mode["host_state"]
     if st == "fast":
         return "host in its fast state"
     if st == "slow":
@@ -37,52 +37,52 @@ def _state_note(d: dict) -> str:
     return "host state unknown (rounds of both states kept)"
 
 
-def _modes(r: AuditReport) -> tuple:
+def _modes(report: AuditReport) -> tuple:
     """The timing modes shown: eager, graph, device, and the plain loop where the audit ran one."""
-    return (*MODES, "loop") if "loop" in r.modes else MODES
+    return (*MODES, "loop") if "loop" in report.modes else MODES
 
 
-def _mode_note(m: str, d: dict) -> str:
-    if m == "loop":
-        return f"plain loop: {d.get('calls', '?')} steps between two syncs" + (
-            f"; {_state_note(d)}" if _state_note(d) else "")
-    return _state_note(d)
+def _mode_note(mode: str, figure: dict) -> str:
+    if mode == "loop":
+        return f"plain loop: {figure.get('calls', '?')} steps between two syncs" + (
+            f"; {_state_note(figure)}" if _state_note(figure) else "")
+    return _state_note(figure)
 
 
-def render_text(r: AuditReport) -> str:
-    e = r.env
-    state = _state_note(r.modes.get("eager", {}))
-    lines = [f"hostbench audit: {r.target}",
+def render_text(report: AuditReport) -> str:
+    e = report.env
+    state = _state_note(report.modes.get("eager", {}))
+    lines = [f"hostbench audit: {report.target}",
              f"{e.get('gpu_name', '?')} · cuDNN {e.get('cudnn_backend', '?')} · frontend {e.get('cudnn_frontend', '?')} "
              f"· torch {e.get('torch', '?')}",
-             "µs per step: " + " · ".join(f"{m} {median_iqr(r.modes.get(m, {}))}" for m in _modes(r)),
-             *(f"{m}: {r.modes[m]['error']}" for m in MODES if r.modes.get(m, {}).get("error")),
+             "µs per step: " + " · ".join(f"{m} {median_iqr(report.modes.get(m, {}))}" for m in _modes(report)),
+             *(f"{m}: {report.modes[m]['error']}" for m in MODES if report.modes.get(m, {}).get("error")),
              *([f"eager: {state}"] if state else []),
-             f"kernels per step: {num(r.kernels_per_step)}",
-             f"host overhead (eager − device): {num(r.host_overhead_us)} µs/step; "
-             f"avoidable (sum of findings): {r.avoidable_us:.2f} µs/step",
-             f"costs from: {r.run_file or 'no run file'}{' (' + r.run_note + ')' if r.run_note else ''}", ""]
-    lines.append("findings, biggest cost first:" if r.findings else "no traps found.")
-    for i, f in enumerate(r.findings, 1):
+             f"kernels per step: {num(report.kernels_per_step)}",
+             f"host overhead (eager − device): {num(report.host_overhead_us)} µs/step; "
+             f"avoidable (sum of findings): {report.avoidable_us:.2f} µs/step",
+             f"costs from: {report.run_file or 'no run file'}{' (' + report.run_note + ')' if report.run_note else ''}", ""]
+    lines.append("findings, biggest cost first:" if report.findings else "no traps found.")
+    for i, f in enumerate(report.findings, 1):
         lines.append(f"{i:2d}. [{f.label}] {f.title}: {num(f.cost_us)} µs/step{_share(f)}")
         lines.append(f"    seen: {f.evidence}")
         if audit_lines.finding_lines(f):
             lines.append(f"    at:   {audit_lines.finding_lines(f)}")
         lines += [f"    cost: {c}" for c in f.cost_from]
         lines.append(f"    fix:  {f.fix}")
-    if _marks(r):
-        lines.append(f"trust marks (⚑ on a cited figure): {_marks(r)}")
-    lines += audit_lines.text(r.lines, r.projection, _remainder(r))
-    lines += ["", f"counts per step (steady state, {r.counts.get('steps', 0)} steps): " + _counts_line(r.counts)]
-    lines += [f"note: {n}" for n in r.notes]
-    if r.phases_s:
-        lines.append(f"the audit's own time: {_phases(r)}")
+    if _marks(report):
+        lines.append(f"trust marks (⚑ on a cited figure): {_marks(report)}")
+    lines += audit_lines.text(report.lines, report.projection, _remainder(report))
+    lines += ["", f"counts per step (steady state, {report.counts.get('steps', 0)} steps): " + _counts_line(report.counts)]
+    lines += [f"note: {n}" for n in report.notes]
+    if report.phases_s:
+        lines.append(f"the audit's own time: {_phases(report)}")
     return "\n".join(lines) + "\n"
 
 
-def _phases(r: AuditReport) -> str:
+def _phases(report: AuditReport) -> str:
     """'eager rounds 3.1 s · plain loops 9.8 s · … (42.0 s in all)': where the audit's wall time went."""
-    return " · ".join(f"{k} {v:.1f} s" for k, v in r.phases_s.items()) + f" ({sum(r.phases_s.values()):.1f} s in all)"
+    return " · ".join(f"{k} {v:.1f} s" for k, v in report.phases_s.items()) + f" ({sum(report.phases_s.values()):.1f} s in all)"
 
 
 def render_markdown(report: AuditReport) -> str:
@@ -142,23 +142,23 @@ def _md_tail(report: AuditReport) -> list[str]:
 FLAME = "flame.html"
 
 
-def _remainder(r: AuditReport) -> list:
-    names = set((r.lines or {}).get("remainder") or ())
-    return [x for x in (r.lines or {}).get("rows") or () if x["line"] in names]
+def _remainder(report: AuditReport) -> list:
+    names = set((report.lines or {}).get("remainder") or ())
+    return [x for x in (report.lines or {}).get("rows") or () if x["line"] in names]
 
 
-def write_outputs(r: AuditReport, out_dir) -> list[Path]:
+def write_outputs(report: AuditReport, out_dir) -> list[Path]:
     """audit.md, audit.json and (when the step was sampled) flame.html, all rendered before any
     is written, each written whole."""
-    texts = {"audit.md": render_markdown(r), "audit.json": json.dumps(r.to_dict(), indent=1, default=str)}
-    if (r.sampling or {}).get("stacks"):
-        texts[FLAME] = flame.render_html(flame.tree(r.sampling), f"hostbench audit: {r.target}")
+    texts = {"audit.md": render_markdown(report), "audit.json": json.dumps(report.to_dict(), indent=1, default=str)}
+    if (report.sampling or {}).get("stacks"):
+        texts[FLAME] = flame.render_html(flame.tree(report.sampling), f"hostbench audit: {report.target}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     return [write_text_atomic(out / name, text) for name, text in texts.items()]
 
 
-def _share(f) -> str:
+def _share(finding) -> str:
     """' (12 % of the step)' when the audit knows the user's own step time."""
-    share = getattr(f, "share", None)
+    share = getattr(finding, "share", None)
     return "" if share is None else f" ({share * 100:.0f} % of the step)"
