@@ -122,19 +122,19 @@ def _legend(df: pd.DataFrame) -> list[str]:
     return trust.legend(_shown_kinds(df))
 
 
-def _figure(x, badge: str) -> str:
-    text = fmt.num(x)
+def _figure(median, badge: str) -> str:
+    text = fmt.num(median)
     return f"{text} {badge}" if badge and text != "–" else text
 
 
-def _workers_cell(lo, hi) -> str:
-    return fmt.DASH if fmt.missing(lo) or fmt.missing(hi) else f"{fmt.num(lo)}–{fmt.num(hi)}"
+def _workers_cell(lowest, highest) -> str:
+    return fmt.DASH if fmt.missing(lowest) or fmt.missing(highest) else f"{fmt.num(lowest)}–{fmt.num(highest)}"
 
 
-def _ratio_cell(r, q1, q3, spread: bool) -> str:
-    if fmt.missing(r):
+def _ratio_cell(ratio, lower, upper, spread: bool) -> str:
+    if fmt.missing(ratio):
         return fmt.DASH
-    return fmt.ratio_range(stats.Summary(n=1, median=r, q1=q1, q3=q3)) if spread else f"{r:.2f}"
+    return fmt.ratio_range(stats.Summary(n=1, median=ratio, q1=lower, q3=upper)) if spread else f"{ratio:.2f}"
 
 
 def display_frame(df: pd.DataFrame, level: int = 0) -> pd.DataFrame:
@@ -168,28 +168,28 @@ def display_frame(df: pd.DataFrame, level: int = 0) -> pd.DataFrame:
 FIGURES = (*MODES, "host", "figure")   # columns whose cells may carry a ⚑ mark
 
 
-def _head(c: str, cells) -> str:
+def _head(column: str, cells) -> str:
     """A ratio column is headed `×base` after its mode's figure column, `×base [q1–q3]` where its
     cells carry the spread: a bracket is only ever q1–q3 over rounds."""
-    if not c.endswith(" ×base"):
-        return c
+    if not column.endswith(" ×base"):
+        return column
     return "×base" + (f" {SPREAD}" if any("[" in str(x) for x in cells) else "")
 
 
-def headers(d: pd.DataFrame, short: bool = True) -> list[str]:
+def headers(shown: pd.DataFrame, short: bool = True) -> list[str]:
     """The column heads of a display frame (`short`: a ratio's mode said by the column before it)."""
-    heads = [_head(c, d[c]) for c in d.columns]
+    heads = [_head(c, shown[c]) for c in shown.columns]
     return heads if short else [f"{c.split(' ', 1)[0]} {h}" if c.endswith(" ×base") else h
-                                for c, h in zip(d.columns, heads)]
+                                for c, h in zip(shown.columns, heads)]
 
 
-def _grid(d: pd.DataFrame, left=("variant", "note", "unit"), tight: bool = False) -> list[str]:
+def _grid(shown: pd.DataFrame, left=("variant", "note", "unit"), tight: bool = False) -> list[str]:
     """Columns two spaces apart (`tight`: a ratio one space after its figure's mark), names
     left-aligned and figures right-aligned with their marks in a column of their own (fit.grid),
     a rule under the header."""
-    cols = list(d.columns)
+    cols = list(shown.columns)
     gaps = ["" if i == 0 else " " if tight and " ×base" in c else "  " for i, c in enumerate(cols)]
-    return fit.grid(headers(d), d.itertuples(index=False),
+    return fit.grid(headers(shown), shown.itertuples(index=False),
                     right=[i for i, c in enumerate(cols) if c not in left],
                     marked=[i for i, c in enumerate(cols) if c in FIGURES], gaps=gaps)
 
@@ -267,11 +267,11 @@ def _units_said(shown: pd.DataFrame, level: int) -> tuple[pd.DataFrame, dict]:
     return shown, group_unit
 
 
-def _narrow_line(shown: pd.DataFrame, named: pd.DataFrame, k: int, line: str, host, name_w: int) -> str:
+def _narrow_line(shown: pd.DataFrame, named: pd.DataFrame, row: int, line: str, host, name_w: int) -> str:
     """Row k's grid line, or for a build-time row (host figure only) its name and `host <figure>`."""
-    if host is not None and host.iloc[k] != fmt.DASH and all(shown[m].iloc[k] == fmt.DASH for m in MODES):
-        note = shown["note"].iloc[k] if "note" in shown else ""
-        line = f"{named['variant'].iloc[k].ljust(name_w)}  host {host.iloc[k]}" + (f"  {note}" if note else "")
+    if host is not None and host.iloc[row] != fmt.DASH and all(shown[m].iloc[row] == fmt.DASH for m in MODES):
+        note = shown["note"].iloc[row] if "note" in shown else ""
+        line = f"{named['variant'].iloc[row].ljust(name_w)}  host {host.iloc[row]}" + (f"  {note}" if note else "")
     return line
 
 def _long(df: pd.DataFrame, width: int | None = None) -> tuple[list[str], list[str]]:
@@ -296,13 +296,13 @@ def _long(df: pd.DataFrame, width: int | None = None) -> tuple[list[str], list[s
     return _long_lines(body, heads, width), notes
 
 
-def _long_rows(shown: pd.DataFrame, i: int, variant: str, mark: str) -> list:
+def _long_rows(shown: pd.DataFrame, row: int, variant: str, mark: str) -> list:
     """Row i's lines of the long layout: [variant (first only), mode, figure, ×base, note (first only)]."""
-    unit = shown["unit"].iloc[i]
+    unit = shown["unit"].iloc[row]
     unit = "" if unit in (fmt.unit_text("us/call"), "ms") else unit
-    cells = [(m, shown[m].iloc[i], shown[f"{m} ×base"].iloc[i]) for m in MODES if shown[m].iloc[i] != fmt.DASH]
-    if "host" in shown and shown["host"].iloc[i] != fmt.DASH:
-        cells.append(("host", shown["host"].iloc[i], ""))
+    cells = [(m, shown[m].iloc[row], shown[f"{m} ×base"].iloc[row]) for m in MODES if shown[m].iloc[row] != fmt.DASH]
+    if "host" in shown and shown["host"].iloc[row] != fmt.DASH:
+        cells.append(("host", shown["host"].iloc[row], ""))
     cells = cells or [("", fmt.DASH, "")]
     rows = []
     for k, (mode, figure, ratio) in enumerate(cells):
