@@ -122,8 +122,8 @@ def is_copy_kernel(name: str) -> bool:
     return any(p in n for p in COPY_KERNELS) and not any(x in n for x in COPY_KERNELS_EXCLUDE)
 
 
-def _n(c: dict, *keys) -> float:
-    return sum(c.get(k, 0) or 0 for k in keys)
+def _n(counts: dict, *keys) -> float:
+    return sum(counts.get(k, 0) or 0 for k in keys)
 
 
 def _times(named: dict | None) -> str:
@@ -131,12 +131,12 @@ def _times(named: dict | None) -> str:
     return ", ".join(f"{k} ×{v:g}" for k, v in (named or {}).items())
 
 
-def alloc_detail(c: dict) -> str:
+def alloc_detail(counts: dict) -> str:
     """'(2 explicit: torch.empty ×2; the rest inside ops)' and what the count rests on."""
-    total, explicit = _n(c, "cuda_allocs"), _n(c, "cuda_allocs_explicit")
-    named = {k: v for k, v in (c.get("alloc_calls") or {}).items() if not k.endswith("(0 bytes)")}
-    zero = {k: v for k, v in (c.get("alloc_calls") or {}).items() if k.endswith("(0 bytes)")}
-    if c.get("alloc_counted_by") == "factory calls":
+    total, explicit = _n(counts, "cuda_allocs"), _n(counts, "cuda_allocs_explicit")
+    named = {k: v for k, v in (counts.get("alloc_calls") or {}).items() if not k.endswith("(0 bytes)")}
+    zero = {k: v for k, v in (counts.get("alloc_calls") or {}).items() if k.endswith("(0 bytes)")}
+    if counts.get("alloc_counted_by") == "factory calls":
         text = (f" (factory calls only: {_times(named) or 'none'}; the allocator kept no statistics, "
                 "so allocations inside ops are not seen)")
     elif explicit <= 0:
@@ -150,8 +150,8 @@ def alloc_detail(c: dict) -> str:
     return text
 
 
-def alloc_cost_note(c: dict) -> str:
-    inside = _n(c, "cuda_allocs") - _n(c, "cuda_allocs_explicit")
+def alloc_cost_note(counts: dict) -> str:
+    inside = _n(counts, "cuda_allocs") - _n(counts, "cuda_allocs_explicit")
     return (f"allocations inside ops ({inside:g} per step) not priced: their cost is part of the op that "
             f"makes them (the churn probe times an explicit torch.empty)") if inside > 0 else ""
 
@@ -169,22 +169,22 @@ def copy_detail(kind: str) -> Callable[[dict], str]:
     return detail
 
 
-def unexplained_detail(c: dict) -> str:
-    n = _n(c, "copy_kernels_unexplained")
+def unexplained_detail(counts: dict) -> str:
+    n = _n(counts, "copy_kernels_unexplained")
     return (f"; {n:g} copy kernels per step from no counted call (a dtype cast, a copy inside an op, "
             f"or a call bound before the audit)") if n > 0 else ""
 
 
-def op_detail(c: dict) -> str:
-    return f" ({_times(c.get('op_calls'))})" if c.get("op_calls") else ""
+def op_detail(counts: dict) -> str:
+    return f" ({_times(counts.get('op_calls'))})" if counts.get("op_calls") else ""
 
 
-def pack_detail(c: dict) -> str:
-    return f"; packs per step: {_times(c.get('pack_sizes'))}" if c.get("pack_sizes") else ""
+def pack_detail(counts: dict) -> str:
+    return f"; packs per step: {_times(counts.get('pack_sizes'))}" if counts.get("pack_sizes") else ""
 
 
-def sync_detail(c: dict) -> str:
-    return f" ({_times(c.get('sync_calls'))})" if c.get("sync_calls") else ""
+def sync_detail(counts: dict) -> str:
+    return f" ({_times(counts.get('sync_calls'))})" if counts.get("sync_calls") else ""
 
 
 # the interleave probe runs 4 cuDNN + 4 torch.mm GEMMs per call, back to back (figures per op):
