@@ -141,12 +141,12 @@ def _sampling_fields(sampling: dict) -> dict:
 ENTRY = 4          # an instruction offset at most this: the function's entry (RESUME, after its cell set-up)
 
 
-def _entered_from_dispatcher(st: dict) -> bool:
+def _entered_from_dispatcher(stack: dict) -> bool:
     """A sample at the entry of a user function that the dispatcher called (a registered op's
     impl): the time the dispatcher took to reach it lands there, at its first signal point."""
-    frames = st.get("frames") or []
+    frames = stack.get("frames") or []
     user = [i for i, f in enumerate(frames) if f[3]]
-    if not user or st.get("kind") != callsite.PYTHON:
+    if not user or stack.get("kind") != callsite.PYTHON:
         return False
     inner = frames[user[-1]]
     if len(inner) < 5 or inner[4] is None or inner[4] > ENTRY:
@@ -160,32 +160,33 @@ def sampler_file_kind(name: str) -> bool:
     return "torch/_ops.py" in n or "torch/_library/" in n or n.endswith("torch/library.py")
 
 
-def _base(t: dict) -> str:
-    return t.get("base") or "eager step"
+def _base(lines_table: dict) -> str:
+    return lines_table.get("base") or "eager step"
 
 
-def gap_note(t: dict) -> str:
+def gap_note(lines_table: dict) -> str:
     """'' when the lines sum to the eager step within MAX_GAP, else by how much and where the rest went."""
-    eager, total = t.get("eager_us"), t.get("sum_us") or 0.0
+    eager, total = lines_table.get("eager_us"), lines_table.get("sum_us") or 0.0
     if not eager:
         return "no eager figure to compare the lines with"
     gap = total / eager - 1
     if abs(gap) <= MAX_GAP:
         return ""
     why = []
-    if t.get("outside_us", 0) > MAX_GAP * eager / 2:
-        why.append(f"{t['outside_us']:.1f} µs/step waited outside the step (the sync after each sampled round: "
+    if lines_table.get("outside_us", 0) > MAX_GAP * eager / 2:
+        why.append(f"{lines_table['outside_us']:.1f} µs/step waited outside the step (the sync after each sampled round: "
                    "the GPU ran behind the host, so this step is device-bound there)")
-    if t.get("loop_us", 0) > MAX_GAP * eager / 2:
-        why.append(f"{t['loop_us']:.1f} µs/step landed between steps (operators at the end of the step, whose "
+    if lines_table.get("loop_us", 0) > MAX_GAP * eager / 2:
+        why.append(f"{lines_table['loop_us']:.1f} µs/step landed between steps (operators at the end of the step, whose "
                    "time goes to the next call: the loop's)")
-    if t.get("overhead") is not None and abs(t["overhead"]) > MAX_GAP / 2:
-        why.append(f"sampling changed the step by {t['overhead'] * 100:+.0f} %")
-    plain = t.get("step_us_plain")
+    if lines_table.get("overhead") is not None and abs(lines_table["overhead"]) > MAX_GAP / 2:
+        why.append(f"sampling changed the step by {lines_table['overhead'] * 100:+.0f} %")
+    plain = lines_table.get("step_us_plain")
     if plain and abs(plain / eager - 1) > MAX_GAP / 2:
-        why.append(f"the sampler's own plain rounds ran at {plain:.1f} µs/step against the {t.get('base') or 'eager mode'}'s "
+        why.append(f"the sampler's own plain rounds ran at {plain:.1f} µs/step against the "
+                   f"{lines_table.get('base') or 'eager mode'}'s "
                    f"{eager:.1f} (another host state, or rounds without a sync per call)")
-    return (f"the lines sum to {total:.1f} µs/step, {total / eager * 100:.0f} % of the {_base(t)} ({eager:.1f} µs)"
+    return (f"the lines sum to {total:.1f} µs/step, {total / eager * 100:.0f} % of the {_base(lines_table)} ({eager:.1f} µs)"
             + (": " + "; ".join(why) if why else ""))
 
 
@@ -220,12 +221,12 @@ def remainder(lines_table: dict, tied: dict) -> list:
     return [r for r in lines_table.get("rows") or () if r["line"] not in covered]
 
 
-def _fixed_how(fl: dict) -> str:
+def _fixed_how(fixed_loop: dict) -> str:
     """How the fixed step's loop was timed, for the report: interleaved round by round (audits
     without `timed`), in blocks alternating with the step's loop, or (said nowhere) after it."""
-    if not fl.get("median"):
+    if not fixed_loop.get("median"):
         return ""
-    timed = fl.get("timed") or ""
+    timed = fixed_loop.get("timed") or ""
     return " (interleaved with the step's rounds)" if not timed else f" ({timed})" if timed.startswith("alternating") else ""
 
 
@@ -554,19 +555,19 @@ def _warm_notes(rules: set, warm_us, warm_execute: tuple | None, where: dict, wa
         notes.update(warmed=warmed, warm_from=warm_execute[1] if warm_execute else None)
     return notes
 
-def _fixed_state_note(tl: dict) -> str:
+def _fixed_state_note(timeline: dict) -> str:
     """Which host state the drained syncs' fixed costs come from, where it is not the loop's plainly."""
-    want = tl.get("want_state")
+    want = timeline.get("want_state")
     if not want:
         return ""
-    if tl.get("fixed_held"):
-        return f"; fixed costs from {tl.get('drained_steps')} drained steps held to the host's {want} state"
-    if tl.get("fixed_held") is False:
-        return (f"; the drained syncs could not be held to the host's {want} state ({tl.get('tries')} tries): "
+    if timeline.get("fixed_held"):
+        return f"; fixed costs from {timeline.get('drained_steps')} drained steps held to the host's {want} state"
+    if timeline.get("fixed_held") is False:
+        return (f"; the drained syncs could not be held to the host's {want} state ({timeline.get('tries')} tries): "
                 "their fixed costs are of whichever state the host was in")
-    if tl.get("host_state") != want:
-        return (f"; the timeline pass ran in the host's {tl.get('host_state')} state, not the {want} state of the "
-                f"loop ({tl.get('tries')} tries): its fixed costs are that state's")
+    if timeline.get("host_state") != want:
+        return (f"; the timeline pass ran in the host's {timeline.get('host_state')} state, not the {want} state of the "
+                f"loop ({timeline.get('tries')} tries): its fixed costs are that state's")
     return ""
 
 
