@@ -195,12 +195,12 @@ def _iqr(xs: list) -> float:
     return (stats.summarize(xs).iqr or 0.0) if len(xs) >= 4 else 0.0
 
 
-def waited(s: dict) -> float:
+def waited(segment: dict) -> float:
     """A sync's wait now: its own time past its fixed cost, counted only beyond the drained syncs'
     own spread (IQR, `noise_us`). A wait inside it is noise: read as a device that ran busy right up
     to the sync, it projected a wait the fixed step never paid (log 2026-12-02-2249). Older audits carry no spread: as before."""
-    w = s["sync_us"] - s["fixed_us"]
-    return w if w > (s.get("noise_us") or 0.0) else 0.0
+    w = segment["sync_us"] - segment["fixed_us"]
+    return w if w > (segment.get("noise_us") or 0.0) else 0.0
 
 
 def project_syncs(segments, device_us: float | None, host_now_us: float, host_proj_us: float,
@@ -246,19 +246,20 @@ def _project_sync(seg: dict, now: tuple, r_rest: float, total_d: float, device_c
             **({"tail_us": b, "tail_proj_us": b2} if b > 0 else {}),
             **({"from_launches": True} if placed is not None else {})}
 
-def _at(t: float, rest: float, r_rest: float, r_tail: float) -> float:
+def _at(point: float, rest: float, r_rest: float, r_tail: float) -> float:
     """A point `t` µs into a segment, projected: its first `rest` µs by `r_rest`, the sync line's tail after them by `r_tail`."""
-    return t * r_rest if t <= rest else rest * r_rest + (t - rest) * r_tail
+    return point * r_rest if point <= rest else rest * r_rest + (point - rest) * r_tail
 
 
-def _placed(launch: dict | None, h: float, w: float, at, copies_cut: bool) -> float | None:
+def _placed(launch: dict | None, host_us: float, wait_us: float, projected, copies_cut: bool) -> float | None:
     """The projected wait from the segment's launches (bench.audit.launches), anchored on the wait
     measured now: the replay's change in when the device finishes against when the host arrives,
     added to it (a wait of 0 now: the replay's own slack). None without launches."""
     if not launch or not launch.get("launches") or not launch.get("host_us") or launch.get("lat_us") is None:
         return None
-    k = h / launch["host_us"]            # the profiled segment in this segment's µs (the profiler slows the host)
+    k = host_us / launch["host_us"]            # the profiled segment in this segment's µs (the profiler slows the host)
     placed = [[off * k, dur, name, own] for off, dur, name, own in launch["launches"]]
-    now = audit_launches.simulate(placed, h, launch["lat_us"])
-    proj = audit_launches.simulate(placed, h, launch["lat_us"], at, is_copy_kernel if copies_cut else lambda n: False)
-    return max(0.0, w + proj - now) if w > 0 else max(0.0, proj - max(now, 0.0))
+    now = audit_launches.simulate(placed, host_us, launch["lat_us"])
+    proj = audit_launches.simulate(placed, host_us, launch["lat_us"], projected,
+                                   is_copy_kernel if copies_cut else lambda n: False)
+    return max(0.0, wait_us + proj - now) if wait_us > 0 else max(0.0, proj - max(now, 0.0))
