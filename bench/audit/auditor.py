@@ -297,8 +297,8 @@ def _loop_options(rounds: int, warmup: int) -> timing.Options:
                           min_calls=LOOP_MIN_STEPS, max_calls=1_000_000)
 
 
-def _loop_failed(steps: dict, e: Exception) -> dict:
-    return dict.fromkeys(steps, {"error": f"plain loop failed: {audit_rules.error_line(f'{type(e).__name__}: {e}')}"})
+def _loop_failed(steps: dict, error: Exception) -> dict:
+    return dict.fromkeys(steps, {"error": f"plain loop failed: {audit_rules.error_line(f'{type(error).__name__}: {error}')}"})
 
 
 def _plain_loop(steps: dict, sync, watch, want: str = "") -> dict:
