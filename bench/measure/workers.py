@@ -51,12 +51,12 @@ def stale_host(per_worker: list[list[Record]], floor: float | None, tol: float =
     return out
 
 
-def truly_fast(r: Record, floor: float | None, tol: float = TOL) -> bool:
+def truly_fast(rec: Record, floor: float | None, tol: float = TOL) -> bool:
     """An eager record timed in the fast state by `floor`, its worker's floor as that worker
     ended (judging_floor), not only by the floor it knew when it timed it: a worker can learn a floor
     in the slow state before it sees the fast one."""
-    return (r.mode == "eager" and r.host_state == "fast" and floor is not None and floor > 0
-            and r.sentinel_us is not None and r.sentinel_us <= floor * (1 + tol))
+    return (rec.mode == "eager" and rec.host_state == "fast" and floor is not None and floor > 0
+            and rec.sentinel_us is not None and rec.sentinel_us <= floor * (1 + tol))
 
 
 def figure_state(states: list[str]) -> str:
@@ -209,9 +209,9 @@ def merge_fingerprints(fps: list[dict], wall_s: float | None = None) -> dict:
     return fp
 
 
-def floor_of(fp: dict) -> float | None:
+def floor_of(fingerprint: dict) -> float | None:
     """The host floor a fingerprint records: a worker's as it ended, or a merged run's."""
-    return (fp.get("host_state") or {}).get("floor_us")
+    return (fingerprint.get("host_state") or {}).get("floor_us")
 
 
 def judging_floor(run: Run, floor: float | None) -> float | None:
@@ -233,18 +233,18 @@ def merge_runs(runs: list[Run], wall_s: float | None = None, floor: float | None
     return merge_records(per, bool(hs.get("unstable"))), fp
 
 
-def _relay(p, log, relay, on_line=None) -> int:
+def _relay(process, log, relay, on_line=None) -> int:
     """Relays a started worker's stderr: all of it to `log`, its progress lines also to `relay`
     (the rest, such as the cuDNN frontend's nanobind 'leaked' objects at exit, stays out of the
     user's terminal); `on_line()` after each line. Returns its exit code."""
-    for line in p.stderr:
+    for line in process.stderr:
         log.write(line)
         log.flush()   # the child writes its stdout to the same file description
         if line.startswith(PROGRESS_PREFIXES):
             relay(line.rstrip("\n"))
         if on_line is not None:
             on_line()
-    return p.wait()
+    return process.wait()
 
 
 def _run_relaying(cmd: list[str], env: dict, log, relay) -> int:
@@ -259,13 +259,13 @@ OVERLAP_AFTER_S = 10.0   # the own engine starts the next worker's process this 
 #                          first worker's host warm-up
 
 
-def _seed_env(env: dict, i: int, hash_seed_set: bool) -> dict:
+def _seed_env(env: dict, worker: int, hash_seed_set: bool) -> dict:
     env = dict(env)
     if not hash_seed_set:
         # worker i hashes strings with seed i in every run: the workers still differ (as
         # pyperf's do), but two runs' worker i share dict layouts, so run-to-run comparisons
         # are paired instead of drawing fresh layouts each time
-        env["PYTHONHASHSEED"] = str(i)
+        env["PYTHONHASHSEED"] = str(worker)
     return env
 
 
