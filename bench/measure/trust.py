@@ -114,22 +114,22 @@ def flags_for(rec, host_unstable: bool = False) -> list[str]:
     return out
 
 
-def _top_ups(fp: dict) -> tuple[list, int, set, set]:
+def _top_ups(fingerprint: dict) -> tuple[list, int, set, set]:
     """The run's top-up workers (a catch-up worker in older runs), focus-only workers, and the
     blocks the top-ups ran and timed fast."""
-    tops, focus = run_format.extra_workers(fp)
+    tops, focus = run_format.extra_workers(fingerprint)
     return (tops, focus, {b for t in tops for b in t.get("blocks", [])},
             {b for t in tops for b in t.get("timed_fast", [])})
 
 
-def _host_text(run, hs: dict, fast_state: str) -> str:
+def _host_text(run, host_state: dict, fast_state: str) -> str:
     """The eager figures' host states, or why there are none; `fast_state` names the fast one."""
     states = [r.host_state for r in run.records if r.mode == "eager" and r.ok and getattr(r, "host_state", "")]
-    if hs.get("unstable"):
+    if host_state.get("unstable"):
         return "host UNSTABLE (eager figures not comparable)"
     if states:
         return f"{fast_state} {states.count('fast')}, slow {states.count('slow')}"
-    return "host stable" if hs else "host state not recorded"
+    return "host stable" if host_state else "host state not recorded"
 
 
 def _flagged_text(run) -> str:
@@ -148,13 +148,13 @@ def _fast_text(blocks: list, fast: list) -> str:
     return f"all but {', '.join(slow)}" if len(slow) < len(fast) else ", ".join(fast)
 
 
-def _floor_text(hs: dict) -> str:
+def _floor_text(host_state: dict) -> str:
     """The host floor; its range over the workers where they differ (each judges by its own:
     hoststate.process_floor)."""
-    own = [w["floor_us"] for w in hs.get("per_worker") or [] if isinstance(w, dict) and w.get("floor_us")]
+    own = [w["floor_us"] for w in host_state.get("per_worker") or [] if isinstance(w, dict) and w.get("floor_us")]
     if own and max(own) > min(own) * 1.01:
         return f"host floor {min(own):.2f}-{max(own):.2f} µs (per worker)"
-    return f"host floor {hs['floor_us']:.2f} µs"
+    return f"host floor {host_state['floor_us']:.2f} µs"
 
 
 def summary_line(run) -> str:
@@ -180,11 +180,11 @@ def summary_line(run) -> str:
     return "; ".join(parts)
 
 
-def _workers_text(fp: dict) -> str:
+def _workers_text(fingerprint: dict) -> str:
     """The run's workers, its focus-only ones, and its top-ups with the blocks they ran."""
-    tops, focus, block_set, fast_set = _top_ups(fp)
+    tops, focus, block_set, fast_set = _top_ups(fingerprint)
     blocks, fast = sorted(block_set), sorted(fast_set)
-    return (f"{fp.get('workers', 1) - focus - len(tops)} worker(s)"
+    return (f"{fingerprint.get('workers', 1) - focus - len(tops)} worker(s)"
             + (f" + {focus} focus-only worker(s)" if focus else "")
             + ((" + a catch-up worker" if len(tops) == 1 else f" + {len(tops)} top-up workers")
                + f" for {', '.join(blocks)} (timed fast: "
@@ -260,13 +260,13 @@ def _time_parts(times: dict) -> str:
     return ", ".join(f"{TIME_NAMES.get(k, k)} {v:.1f}" for k, v in times.items() if v >= 0.05)
 
 
-def _building_text(fp: dict) -> str:
+def _building_text(fingerprint: dict) -> str:
     """The largest blocks' building time, all workers ('' where the run has none)."""
-    builds = {k: v for k, v in (fp.get("build_s") or {}).items() if isinstance(v, (int, float))}
+    builds = {k: v for k, v in (fingerprint.get("build_s") or {}).items() if isinstance(v, (int, float))}
     if not builds:
         return ""
     top = sorted(builds.items(), key=lambda kv: -kv[1])[:BUILD_TOP]
-    plans = [v for v in (fp.get("plans_s") or {}).values() if isinstance(v, (int, float))]
+    plans = [v for v in (fingerprint.get("plans_s") or {}).values() if isinstance(v, (int, float))]
     return ("building by block, all workers: " + ", ".join(f"{k} {v:.1f}" for k, v in top)
             + (f" (of {sum(builds.values()):.1f} over {len(builds)} blocks)" if len(builds) > BUILD_TOP else "")
             + (f"; in cuDNN's build steps {sum(plans):.1f} of {sum(builds.values()):.1f}" if plans else ""))
@@ -329,19 +329,19 @@ def summary_lines(run, width: int = 100) -> list[str]:
 RATIO_AGREE = 1.5
 
 
-def _bad_number(x) -> bool:
-    return x is None or not math.isfinite(x) or x <= 0
+def _bad_number(value) -> bool:
+    return value is None or not math.isfinite(value) or value <= 0
 
 
-def _bad_part(x) -> bool:
-    return x is None or not math.isfinite(x)
+def _bad_part(value) -> bool:
+    return value is None or not math.isfinite(value)
 
 
-def is_part(r) -> bool:
+def is_part(rec) -> bool:
     """A waterfall part ('path.part'): a difference of two timings, or a part the path does not
     have (torch.mm has no integration layer), so zero or a noisy negative is a real reading."""
     from cudnn_hostbench.bench.measure.waterfall import PARTS
-    return r.probe == "waterfall" and r.variant.rsplit(".", 1)[-1] in PARTS
+    return rec.probe == "waterfall" and rec.variant.rsplit(".", 1)[-1] in PARTS
 
 
 def impossible_figures(run) -> list[str]:
