@@ -87,19 +87,19 @@ LONG_ROUND_S = 8e-3   # heavy calls: fewer than min_calls once a round would las
 FEWEST_CALLS = 2
 
 
-def calls_for(per_call_s: float, target_round_s: float, lo: int, hi: int, long_round_s: float = LONG_ROUND_S) -> int:
+def calls_for(per_call_s: float, target_round_s: float, least: int, most: int, long_round_s: float = LONG_ROUND_S) -> int:
     """Calls per round so a round lasts about target_round_s, within [lo, hi]; a call so slow
     that lo calls would last past long_round_s gets just enough calls to pass it (at least
     FEWEST_CALLS): its figure is GPU- or build-bound and gains nothing from 16 calls a round, while
     a 1-8 ms call at 16 calls made the heavy probes most of the suite's time."""
     if per_call_s <= 0:
-        return hi
-    lo = min(lo, max(FEWEST_CALLS, math.ceil(long_round_s / per_call_s)))
-    return int(max(lo, min(hi, round(target_round_s / per_call_s))))
+        return most
+    least = min(least, max(FEWEST_CALLS, math.ceil(long_round_s / per_call_s)))
+    return int(max(least, min(most, round(target_round_s / per_call_s))))
 
 
-def rotated(names: list, r: int) -> list:
-    k = r % len(names) if names else 0
+def rotated(names: list, start: int) -> list:
+    k = start % len(names) if names else 0
     return names[k:] + names[:k]
 
 
