@@ -168,9 +168,9 @@ class Record:
         return rec
 
 
-def benchmark_name(r: Record) -> str:
+def benchmark_name(rec: Record) -> str:
     """pytest id of a record; free of versions so runs compare across versions."""
-    return f"test_{r.probe}[{r.size}-{r.variant}-{r.mode}]"
+    return f"test_{rec.probe}[{rec.size}-{rec.variant}-{rec.mode}]"
 
 
 class JsonlWriter:
@@ -190,18 +190,18 @@ class JsonlWriter:
         self._fh.close()
 
 
-def benchmark_entry(r: Record) -> dict:
+def benchmark_entry(rec: Record) -> dict:
     """The pytest-benchmark `benchmarks[]` entry for a measured record (stats in seconds)."""
-    scale = UNIT_SECONDS.get(r.unit, 1e-6)
-    data = [x * scale for x in r.samples]
+    scale = UNIT_SECONDS.get(rec.unit, 1e-6)
+    data = [x * scale for x in rec.samples]
     s = stats.summarize(data)
-    extra = {k: v for k, v in r.to_dict().items() if k != "samples"}
+    extra = {k: v for k, v in rec.to_dict().items() if k != "samples"}
     return {
-        "group": f"{r.probe}[{r.size}]",
-        "name": benchmark_name(r),
-        "fullname": f"probes/probe_{r.probe}.py::{benchmark_name(r)}",
-        "params": {"size": r.size, "variant": r.variant, "mode": r.mode},
-        "param": f"{r.size}-{r.variant}-{r.mode}",
+        "group": f"{rec.probe}[{rec.size}]",
+        "name": benchmark_name(rec),
+        "fullname": f"probes/probe_{rec.probe}.py::{benchmark_name(rec)}",
+        "params": {"size": rec.size, "variant": rec.variant, "mode": rec.mode},
+        "param": f"{rec.size}-{rec.variant}-{rec.mode}",
         "extra_info": extra,
         "options": {"timer": "hostbench", "min_rounds": len(data), "warmup": False},
         "stats": {
@@ -268,8 +268,8 @@ _NUMBER_FIELDS = ("spread", "kernels_per_call", "sentinel_us")   # a number or n
 _LIST_FIELDS = ("kernel_names", "flags", "workers")
 
 
-def _is_number(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _bad_field(rec: Record) -> str | None:
@@ -292,35 +292,35 @@ def _bad_field(rec: Record) -> str | None:
     return None
 
 
-def _named(rec_or_entry, i: int) -> str:
+def _named(rec_or_entry, index: int) -> str:
     """A benchmark as a person finds it: probe/variant/size mode, else its pytest name, else its place."""
     d: dict = rec_or_entry if isinstance(rec_or_entry, dict) else {}
     x: dict = d["extra_info"] if isinstance(d.get("extra_info"), dict) else d
     if all(x.get(k) is not None for k in ("probe", "variant", "size", "mode")):
         return f"{x['probe']}/{x['variant']}/{x['size']} {x['mode']}"
-    return str(d.get("name") or f"#{i + 1}")
+    return str(d.get("name") or f"#{index + 1}")
 
 
-def _record_from_entry(b: dict) -> Record:
-    if not isinstance(b.get("extra_info") or {}, dict):
+def _record_from_entry(bench: dict) -> Record:
+    if not isinstance(bench.get("extra_info") or {}, dict):
         raise TypeError("field extra_info is not an object")
-    extra = dict(b.get("extra_info") or {})
-    params = b.get("params") or {}
+    extra = dict(bench.get("extra_info") or {})
+    params = bench.get("params") or {}
     for k in ("size", "variant", "mode"):
         extra.setdefault(k, params.get(k))
     if not extra.get("probe"):
         # a plain pytest-benchmark entry (not ours): probe from the test name, its param as the
         # variant, and pytest-benchmark's own wall time as an eager figure
-        name = b.get("name", "?")
+        name = bench.get("name", "?")
         extra["probe"] = name.split("[")[0].removeprefix("test_")
-        extra["variant"] = extra.get("variant") or b.get("param") or "-"
+        extra["variant"] = extra.get("variant") or bench.get("param") or "-"
         extra["size"] = extra.get("size") or "-"
         extra["mode"] = extra.get("mode") or "eager"
     try:
         rec = Record.from_dict(extra)
     except (TypeError, AttributeError) as e:
         raise TypeError(f"field ratio is not a summary ({e})") from e
-    data = (b.get("stats") or {}).get("data")
+    data = (bench.get("stats") or {}).get("data")
     if data:
         if not isinstance(data, list) or not all(map(_is_number, data)):
             raise TypeError("field stats.data holds something that is not a number")
