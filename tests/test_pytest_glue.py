@@ -200,7 +200,7 @@ def test_the_engine_measures_only_what_k_and_m_select(tmp_path):
         line = next(x for x in out.stdout.splitlines() if x.startswith("PEEK"))
         _, items, cases, probes = line.split(" ", 3)
         return int(items), int(cases), probes
-    items, cases, probes = peek("-k", "execute or set_stream")
+    items, cases, probes = peek("-k", "probe_execute or probe_set_stream")
     assert items == cases and probes == "['execute', 'set_stream']"
     all_items, all_cases, _ = peek("-m", "hostbench")
     assert all_items == all_cases > items
