@@ -352,8 +352,8 @@ class Patcher:
                 delattr(owner, name)
 
 
-def _on_device(x, device_type: str) -> bool:
-    dev = getattr(x, "device", None)
+def _on_device(value, device_type: str) -> bool:
+    dev = getattr(value, "device", None)
     return getattr(dev, "type", None) == device_type
 
 
@@ -392,13 +392,13 @@ def _nested(tally, family, key, orig, before=None, after=None, timed=None):
     return wrapper
 
 
-def _wrap_cudnn(p: Patcher, tally: Tally, cudnn) -> None:
+def _wrap_cudnn(patcher: Patcher, tally: Tally, cudnn) -> None:
     cls = getattr(cudnn, "pygraph", None)
     if isinstance(cls, type):
-        p.patch(cls, "__init__", lambda o: _nested(tally, "init", "graphs_created", o))
+        patcher.patch(cls, "__init__", lambda o: _nested(tally, "init", "graphs_created", o))
         for name in BUILD_STEPS:
             # every build step counts; the outermost build call carries the time
-            p.patch(cls, name, lambda o, n=name: _build_wrapper(tally, n, o))
+            patcher.patch(cls, name, lambda o, n=name: _build_wrapper(tally, n, o))
 
         def before_exec(name):
             def before(args, kwargs):
@@ -414,22 +414,22 @@ def _wrap_cudnn(p: Patcher, tally: Tally, cudnn) -> None:
                     tally.add("misaligned_executes")   # an aligned plan on an offset view (probe: alignment)
             return before
         for name in EXECUTES:
-            p.patch(cls, name, lambda o, n=name: _nested(tally, "execute", "_calls_" + n, o, timed="execute_us",
+            patcher.patch(cls, name, lambda o, n=name: _nested(tally, "execute", "_calls_" + n, o, timed="execute_us",
                                                          before=before_exec(n)))
         # the native CUDA-graph API: populating a graph is set-up, once; updating it is for new pointers
-        p.patch(cls, "populate_cuda_graph", lambda o: _nested(tally, "graph_api", "cuda_graph_populates", o,
+        patcher.patch(cls, "populate_cuda_graph", lambda o: _nested(tally, "graph_api", "cuda_graph_populates", o,
                                                               before=lambda a, k: tally.graph_pack(a, k)))
 
         def update_before(args, kwargs):
             moved = tally.graph_pack(args, kwargs)
             tally.add("cuda_graph_updates_moved" if moved else "cuda_graph_updates")
-        p.patch(cls, "update_cuda_graph", lambda o: _nested(tally, "graph_api", "_graph_api_calls", o,
+        patcher.patch(cls, "update_cuda_graph", lambda o: _nested(tally, "graph_api", "_graph_api_calls", o,
                                                             before=update_before))
-    _wrap_fe_paths(p, tally, cudnn)
+    _wrap_fe_paths(patcher, tally, cudnn)
     pb = getattr(cudnn, "_pybind_module", None)
     has_raw = pb is not None and hasattr(pb, "_raw_set_stream")
     if has_raw:
-        p.patch(pb, "_raw_set_stream", lambda o: _nested(tally, "raw", "set_stream_backend", o))
+        patcher.patch(pb, "_raw_set_stream", lambda o: _nested(tally, "raw", "set_stream_backend", o))
 
     def set_stream(orig):
         def wrapper(*args, **kwargs):
@@ -442,10 +442,10 @@ def _wrap_cudnn(p: Patcher, tally: Tally, cudnn) -> None:
                 tally.add("set_stream_cached")
             return out
         return wrapper
-    p.patch(cudnn, "set_stream", set_stream)
+    patcher.patch(cudnn, "set_stream", set_stream)
 
 
-def _wrap_fe_paths(p: Patcher, tally: Tally, cudnn) -> None:
+def _wrap_fe_paths(patcher: Patcher, tally: Tally, cudnn) -> None:
     """The frontend's own torch-facing paths: `cudnn.Graph.__call__` (its wrapper: a new pack, a
     generic execute, a new output, per call; a handle="auto" graph also re-binds the handle's stream)
     and `cudnn.torch.sdpa_provider` (seen where it calls torch.ops.cudnn.sdpa_fwd/bwd,
@@ -472,7 +472,7 @@ def _wrap_fe_paths(p: Patcher, tally: Tally, cudnn) -> None:
                         else:
                             tally.add("fe_wrapper_positional")
             return wrapper
-        p.patch(graph, "__call__", call)
+        patcher.patch(graph, "__call__", call)
     provider = f"{getattr(cudnn, '__name__', 'cudnn')}.torch.sdpa_provider"
     mods.add(provider)
     tally.provider_module = provider
@@ -518,7 +518,7 @@ def _fmt_kw(kwargs, name="memory_format") -> str:
     return f"{name}={mf}" if mf is not None else ""
 
 
-def _wrap_copies(p: Patcher, tally: Tally, Tensor, device_type: str) -> None:
+def _wrap_copies(patcher: Patcher, tally: Tally, Tensor, device_type: str) -> None:
     def new_tensor(args, kwargs, out):   # .contiguous/.to/.clone: a copy when a new tensor comes back
         src = args[0]
         if out is src or getattr(out, "stride", None) is None:
@@ -535,13 +535,13 @@ def _wrap_copies(p: Patcher, tally: Tally, Tensor, device_type: str) -> None:
     def to_layout(args, kwargs, out):    # .to(...) counts only as a layout conversion
         return new_tensor(args, kwargs, out) if kwargs.get("memory_format") is not None else None
 
-    p.patch(Tensor, "contiguous", lambda o: _copy_wrapper(
+    patcher.patch(Tensor, "contiguous", lambda o: _copy_wrapper(
         tally, lambda a, k: f".contiguous({_fmt_kw(k)})", o, device_type, new_tensor))
-    p.patch(Tensor, "to", lambda o: _copy_wrapper(
+    patcher.patch(Tensor, "to", lambda o: _copy_wrapper(
         tally, lambda a, k: f".to({_fmt_kw(k)})", o, device_type, to_layout))
-    p.patch(Tensor, "clone", lambda o: _copy_wrapper(
+    patcher.patch(Tensor, "clone", lambda o: _copy_wrapper(
         tally, lambda a, k: f".clone({_fmt_kw(k)})", o, device_type, new_tensor))
-    p.patch(Tensor, "copy_", lambda o: _copy_wrapper(tally, lambda a, k: ".copy_()", o, device_type, into))
+    patcher.patch(Tensor, "copy_", lambda o: _copy_wrapper(tally, lambda a, k: ".copy_()", o, device_type, into))
 
 
 def _from_user(depth: int = 2) -> bool:
@@ -553,7 +553,7 @@ def _from_user(depth: int = 2) -> bool:
         return False
 
 
-def _wrap_views(p: Patcher, tally: Tally, Tensor, device_type: str) -> None:
+def _wrap_views(patcher: Patcher, tally: Tally, Tensor, device_type: str) -> None:
     def counted(key, orig):
         def wrapper(self, *args, **kwargs):
             if tally.counting and _on_device(self, device_type) and _from_user():
@@ -561,9 +561,9 @@ def _wrap_views(p: Patcher, tally: Tally, Tensor, device_type: str) -> None:
             return orig(self, *args, **kwargs)
         return wrapper
     for name in VIEW_METHODS:
-        p.patch(Tensor, name, lambda o: counted("tensor_views", o))
+        patcher.patch(Tensor, name, lambda o: counted("tensor_views", o))
     for name in META_METHODS:
-        p.patch(Tensor, name, lambda o, n=name: counted("stride_reads" if n == "stride" else "shape_reads", o))
+        patcher.patch(Tensor, name, lambda o, n=name: counted("stride_reads" if n == "stride" else "shape_reads", o))
     shape = getattr(Tensor, "shape", None)
     if shape is not None and hasattr(shape, "__get__"):
         def make(orig):
@@ -572,10 +572,10 @@ def _wrap_views(p: Patcher, tally: Tally, Tensor, device_type: str) -> None:
                     tally.add("shape_reads")
                 return orig.__get__(self, type(self))
             return property(get)
-        p.patch(Tensor, "shape", make)
+        patcher.patch(Tensor, "shape", make)
 
 
-def _wrap_torch(p: Patcher, tally: Tally, torch, device_type: str) -> None:
+def _wrap_torch(patcher: Patcher, tally: Tally, torch, device_type: str) -> None:
     def alloc(name):
         def after(args, kwargs, out):
             if _on_device(out, device_type):
@@ -606,21 +606,21 @@ def _wrap_torch(p: Patcher, tally: Tally, torch, device_type: str) -> None:
         return before
 
     for name in ALLOC_FNS:
-        p.patch(torch, name, lambda o, n=name: _nested(tally, "alloc", "_alloc_calls", o, after=alloc(f"torch.{n}")))
+        patcher.patch(torch, name, lambda o, n=name: _nested(tally, "alloc", "_alloc_calls", o, after=alloc(f"torch.{n}")))
     Tensor = getattr(torch, "Tensor", None)
     for name in ALLOC_METHODS:
-        p.patch(Tensor, name, lambda o, n=name: _nested(tally, "alloc", "_alloc_calls", o, after=alloc(f"Tensor.{n}")))
+        patcher.patch(Tensor, name, lambda o, n=name: _nested(tally, "alloc", "_alloc_calls", o, after=alloc(f"Tensor.{n}")))
     for name in CUBLAS_FNS:
-        p.patch(torch, name, lambda o: _nested(tally, "blas", "_blas_calls", o, after=blas))
+        patcher.patch(torch, name, lambda o: _nested(tally, "blas", "_blas_calls", o, after=blas))
     for name in CUBLAS_METHODS:
-        p.patch(Tensor, name, lambda o: _nested(tally, "blas", "_blas_calls", o, after=blas))
+        patcher.patch(Tensor, name, lambda o: _nested(tally, "blas", "_blas_calls", o, after=blas))
     nn = getattr(torch, "nn", None)
-    p.patch(getattr(nn, "functional", None), "linear",
+    patcher.patch(getattr(nn, "functional", None), "linear",
             lambda o: _nested(tally, "blas", "_blas_calls", o, after=blas))
     for name, shown in SYNC_METHODS.items():
-        p.patch(Tensor, name, lambda o, s=shown: _nested(tally, "sync", "_sync_calls", o, before=sync_on_self(s)))
-    _wrap_copies(p, tally, Tensor, device_type)
-    _wrap_views(p, tally, Tensor, device_type)
+        patcher.patch(Tensor, name, lambda o, s=shown: _nested(tally, "sync", "_sync_calls", o, before=sync_on_self(s)))
+    _wrap_copies(patcher, tally, Tensor, device_type)
+    _wrap_views(patcher, tally, Tensor, device_type)
 
     cuda = getattr(torch, "cuda", None)
 
@@ -633,11 +633,11 @@ def _wrap_torch(p: Patcher, tally: Tally, torch, device_type: str) -> None:
             return
         if reads_attr_next(caller, "cuda_stream"):
             tally.add("stream_ptr_queries")
-    p.patch(cuda, "current_stream", lambda o: _nested(tally, "stream", "stream_queries", o, after=pointer_read))
-    p.patch(cuda, "synchronize", lambda o: _nested(tally, "sync", "_sync_calls", o,
+    patcher.patch(cuda, "current_stream", lambda o: _nested(tally, "stream", "stream_queries", o, after=pointer_read))
+    patcher.patch(cuda, "synchronize", lambda o: _nested(tally, "sync", "_sync_calls", o,
                                                     before=sync("torch.cuda.synchronize")))
     for cls_name in ("Stream", "Event"):
-        p.patch(getattr(cuda, cls_name, None), "synchronize",
+        patcher.patch(getattr(cuda, cls_name, None), "synchronize",
                 lambda o, c=cls_name: _nested(tally, "sync", "_sync_calls", o, before=sync(f"{c}.synchronize")))
 
 
