@@ -59,7 +59,7 @@ def frontend_kind(name: str | None, caller_module: str, provider_module: str) ->
     return "fe_op_calls"
 
 
-def wrap_ops(p, tally, torch) -> None:
+def wrap_ops(patcher, tally, torch) -> None:
     """Wraps OpOverload/OpOverloadPacket.__call__ (p: count.Patcher; tally: count.Tally)."""
     ops = getattr(torch, "_ops", None)
     opdefs = _opdefs(torch)
@@ -82,4 +82,4 @@ def wrap_ops(p, tally, torch) -> None:
                         tally.name("op", f"{name} ({kind.removesuffix('_calls').replace('_', ' ')})")
         return wrapper
     for cls in ("OpOverload", "OpOverloadPacket"):
-        p.patch(getattr(ops, cls, None), "__call__", make)
+        patcher.patch(getattr(ops, cls, None), "__call__", make)
