@@ -77,9 +77,9 @@ class SamplerError(RuntimeError):
     """The sampler could not start (not the main thread, no interval timer, SIGALRM in use)."""
 
 
-def _loop(step, n):
+def _loop(step, steps):
     """Runs the step n times; every sampled stack is cut at this frame."""
-    for _ in range(n):
+    for _ in range(steps):
         step()
 
 
@@ -148,18 +148,18 @@ class _Sampler:
             self.samples += 1
             self._charge(frame, dt)
 
-    def _charge(self, frame, dt: float, n: int = 1, callee: tuple | None = None) -> None:
+    def _charge(self, frame, seconds: float, n: int = 1, callee: tuple | None = None) -> None:
         """Charges dt seconds to the stack from `frame` up to the step loop (`callee`: a timed
         call's (label, kind), which names the stack's callee instead of its instruction)."""
-        self._add(self._key(frame, callee), dt, n)
+        self._add(self._key(frame, callee), seconds, n)
 
-    def _add(self, key, dt: float, n: int) -> None:
+    def _add(self, key, seconds: float, n: int) -> None:
         if key is OUTSIDE:
-            self.outside += dt       # the sync after the loop, the round's own code
+            self.outside += seconds       # the sync after the loop, the round's own code
         elif key is IN_LOOP:
-            self.in_loop += dt
+            self.in_loop += seconds
         else:
-            self.stacks[key] += dt
+            self.stacks[key] += seconds
             self.counts[key] += n
 
     def _key(self, frame, callee: tuple | None = None):
@@ -197,20 +197,20 @@ class _Sampler:
             return IN_LOOP
         return tuple(stack) if callee is None else (callee, *stack)
 
-    def timed(self, frame, label: str, kind: str, dt: float) -> None:
+    def timed(self, frame, label: str, kind: str, seconds: float) -> None:
         """A timed long call's own time, charged to its caller's stack (`frame`) under its name.
         Its time is summed per call site (the caller's code and instruction); the stack above the
         site is read on the first call and one in WALK_EVERY after, and the site's time is shared
         by the stacks read. Reading the whole stack on every call cost 5 µs of bookkeeping plus
         2-3 µs in the step (each frame read is made an object that its return must then fill)."""
-        self.excluded += dt
+        self.excluded += seconds
         n, self.dropped = self.dropped, 0
         self.samples += n
         site = (frame.f_code, frame.f_lasti, label)
         acc = self.pending.get(site)
         if acc is None:
             acc = self.pending[site] = [0.0, 0, 0, Counter()]
-        acc[0] += dt
+        acc[0] += seconds
         acc[1] += n
         if acc[2] % WALK_EVERY == 0:
             acc[3][self._key(frame, (label, kind))] += 1
@@ -316,10 +316,10 @@ def _stop(old) -> None:
     signal.signal(signal.SIGALRM, old if old is not None else signal.SIG_DFL)
 
 
-def _round(step, n, sync, clock=time.perf_counter) -> float:
+def _round(step, steps, sync, clock=time.perf_counter) -> float:
     sync()
     t0 = clock()
-    _loop(step, n)
+    _loop(step, steps)
     sync()
     return clock() - t0
 
@@ -520,9 +520,9 @@ def sample_step(step, sync, step_us: float | None, *, interval: float = INTERVAL
     return out
 
 
-def verdict(s: dict, step_us: float | None) -> str:
+def verdict(sampling: dict, step_us: float | None) -> str:
     """'' when the samples resolve the step by line, else why not."""
-    in_step = sum(x["n"] for x in s["stacks"])
+    in_step = sum(x["n"] for x in sampling["stacks"])
     if step_us is None:
         return "no eager figure to compare the lines with"
     if step_us is not None and step_us < MIN_STEP_US:
@@ -530,10 +530,10 @@ def verdict(s: dict, step_us: float | None) -> str:
                 f"catch it (it needs {MIN_STEP_US:g} µs or more)")
     if in_step < MIN_SAMPLES:
         return f"too few samples to split by line: {in_step} in the step (needs {MIN_SAMPLES})"
-    cap = s.get("max_overhead", MAX_OVERHEAD) * (NOT_SIGNAL_CAP if s.get("overhead_not_signal") else 1)
-    if s.get("overhead") is not None and s["overhead"] > cap:
-        return (f"sampling slowed the step by {s['overhead'] * 100:.0f} % even at a "
-                f"{s['interval_us'] / 1e3:g} ms interval: per-line figures are distorted")
+    cap = sampling.get("max_overhead", MAX_OVERHEAD) * (NOT_SIGNAL_CAP if sampling.get("overhead_not_signal") else 1)
+    if sampling.get("overhead") is not None and sampling["overhead"] > cap:
+        return (f"sampling slowed the step by {sampling['overhead'] * 100:.0f} % even at a "
+                f"{sampling['interval_us'] / 1e3:g} ms interval: per-line figures are distorted")
     return ""
 
 
