@@ -202,8 +202,8 @@ def _cudnn_attrs() -> frozenset:
         return CUDNN_NAMES
 
 
-def _kind_of_type(t) -> str | None:
-    mod = getattr(t, "__module__", "") or ""
+def _kind_of_type(callee_type) -> str | None:
+    mod = getattr(callee_type, "__module__", "") or ""
     if mod.startswith("torch") and not mod.startswith(("torch._ops", "torch._library")):
         return TORCH
     if mod.startswith("cudnn"):
