@@ -21,9 +21,9 @@ def _plans(run, size: str) -> dict:
     return {k: v for k, v in out.items() if "eager" in v and "graph" in v}
 
 
-def _name(v, d) -> str:
-    m = _ID.search(d["note"])
-    return f"plan {m.group(1)} '{m.group(2)}'" if m else v.replace("_", " ")
+def _name(variant, figure) -> str:
+    m = _ID.search(figure["note"])
+    return f"plan {m.group(1)} '{m.group(2)}'" if m else variant.replace("_", " ")
 
 
 def recommend(run, counts: dict | None = None, want: str = "256") -> str | None:
