@@ -227,9 +227,9 @@ def load_costs(run_file, gpu_name, root: str | Path = ".") -> tuple[object, str 
     return rec_mod.load_run(path), _rel(path), "latest run on this GPU" if "results" in path.parts else "reference run"
 
 
-def _rel(p: Path) -> str:
+def _rel(path: Path) -> str:
     """The file's path from the working folder when it is inside, else its absolute path."""
     try:
-        return str(Path(p).resolve().relative_to(Path.cwd()))
+        return str(Path(path).resolve().relative_to(Path.cwd()))
     except ValueError:
-        return str(Path(p).resolve())
+        return str(Path(path).resolve())
