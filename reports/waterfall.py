@@ -41,10 +41,10 @@ def rows(runs: list) -> list[dict]:
     return out
 
 
-def markdown(rs: list[dict]) -> str:
+def markdown(rows: list[dict]) -> str:
     head = ["run", "path", "eager", *[PART_LABELS[p] for p in PARTS], "sum of parts", "sum / eager", "GPU (replay)"]
     body = []
-    for r in rs:
+    for r in rows:
         ok = abs(r["share"] - 1) <= TOLERANCE
         body.append([r["run"] or f"frontend {r['fe_version']}", r["path"], fmt.num(r["eager"]), *[fmt.num(r[p]) for p in PARTS],
                      fmt.num(r["sum"]), f"{r['share'] * 100:.1f} %" + ("" if ok else " ⚑ outside 10 %"),
@@ -53,15 +53,15 @@ def markdown(rs: list[dict]) -> str:
             "(bench/measure/waterfall.py).\n\n" + fmt.md_table(head, body) + "\n")
 
 
-def chart(rs: list[dict], path: Path) -> Path:
+def chart(rows: list[dict], path: Path) -> Path:
     import matplotlib.pyplot as plt
-    fig = figure(rs)
+    fig = figure(rows)
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path
 
 
-def figure(rs: list[dict]):
+def figure(rows: list[dict]):
     """Stacked bars of the parts (seaborn.objects), the measured eager figure as a black tick;
     the legend sits right of the plot, where it covers no bar."""
     import matplotlib
@@ -71,10 +71,10 @@ def figure(rs: list[dict]):
     import seaborn as sns
     import seaborn.objects as so
     sns.set_theme(style="whitegrid", context="paper")
-    names = [f"{r['path']}" + (f" [{r['run']}]" if r["run"] else "") for r in rs]
+    names = [f"{r['path']}" + (f" [{r['run']}]" if r["run"] else "") for r in rows]
     long = pd.DataFrame([{"path": n, "part": PART_LABELS[p], "µs": max(0.0, r[p])}
-                         for n, r in zip(names, rs) for p in PARTS])
-    fig = plt.figure(figsize=(10, 0.42 * len(rs) + 1.6))
+                         for n, r in zip(names, rows) for p in PARTS])
+    fig = plt.figure(figsize=(10, 0.42 * len(rows) + 1.6))
     (so.Plot(long, x="µs", y="path", color="part")
      .add(so.Bar(width=0.7, edgewidth=0), so.Stack())
      .scale(color=so.Nominal({PART_LABELS[p]: COLORS[p] for p in PARTS}, order=[PART_LABELS[p] for p in PARTS]),
@@ -83,7 +83,7 @@ def figure(rs: list[dict]):
             title="Where one eager call's µs go (256³ bf16 matmul)")
      .on(fig).plot())
     ax = fig.axes[0]
-    ax.scatter([r["eager"] for r in rs], range(len(rs)), marker="|", s=300, color="black", zorder=3)
+    ax.scatter([r["eager"] for r in rows], range(len(rows)), marker="|", s=300, color="black", zorder=3)
     return fig
 
 
@@ -93,25 +93,25 @@ def add_parser(command) -> None:
     p.add_argument("--out", help="output folder (default: the first run's folder)")
 
 
-def render(a) -> int:
-    runs, errors = store.load_runs(a.runs, order="version")
+def render(args) -> int:
+    runs, errors = store.load_runs(args.runs, order="version")
     if not runs:   # one line: what was wrong with the input
-        why = "; ".join(map(str, errors)) or f"no run in {' '.join(a.runs)}"
-        print(f"{a.prog}: {why}; nothing written", file=sys.stderr)
+        why = "; ".join(map(str, errors)) or f"no run in {' '.join(args.runs)}"
+        print(f"{args.prog}: {why}; nothing written", file=sys.stderr)
         return 2
     for e in errors:   # some inputs read: name the ones skipped
-        print(f"{a.prog}: skipped {e}", file=sys.stderr)
+        print(f"{args.prog}: skipped {e}", file=sys.stderr)
     rs = rows(runs)
     if not rs:
-        print(f"{a.prog}: no measured waterfall records in {' '.join(a.runs)} (run -k waterfall)", file=sys.stderr)
+        print(f"{args.prog}: no measured waterfall records in {' '.join(args.runs)} (run -k waterfall)", file=sys.stderr)
         return 2
-    out = Path(a.out) if a.out else Path(runs[0].path).parent
+    out = Path(args.out) if args.out else Path(runs[0].path).parent
     try:
         out.mkdir(parents=True, exist_ok=True)
         (out / "waterfall.md").write_text(markdown(rs), encoding="utf-8")
         chart(rs, out / "waterfall.png")
     except OSError as e:
-        print(f"{a.prog}: cannot write to {out}: {e}", file=sys.stderr)
+        print(f"{args.prog}: cannot write to {out}: {e}", file=sys.stderr)
         return 2
     print(markdown(rs))
     print(f"wrote {out / 'waterfall.md'} and {out / 'waterfall.png'}")
