@@ -99,26 +99,26 @@ def add_parser(command) -> None:
     p.add_argument("--out", help="folder for engines.md (default: print only)")
 
 
-def render(a) -> int:
+def render(args) -> int:
     try:
-        run = records.load_run(a.run)
+        run = records.load_run(args.run)
     except records.RunFileError as e:
-        print(f"{a.prog}: {e}", file=sys.stderr)
+        print(f"{args.prog}: {e}", file=sys.stderr)
         return 2
     if not plans(run):
-        print(f"{a.prog}: no engine probe rows in {a.run} (run -k engine)", file=sys.stderr)
+        print(f"{args.prog}: no engine probe rows in {args.run} (run -k engine)", file=sys.stderr)
         return 2
-    problem = a.out and ready_dir(a.out, ["engines.md"])   # before the report: a bad --out prints nothing
+    problem = args.out and ready_dir(args.out, ["engines.md"])   # before the report: a bad --out prints nothing
     if problem:
-        print(f"{a.prog}: --out {a.out}: {problem}", file=sys.stderr)
+        print(f"{args.prog}: --out {args.out}: {problem}", file=sys.stderr)
         return 2
     md = markdown(run)
     print(md)
-    if a.out:
+    if args.out:
         try:
-            (Path(a.out) / "engines.md").write_text(md, encoding="utf-8")
+            (Path(args.out) / "engines.md").write_text(md, encoding="utf-8")
         except OSError as e:
-            print(f"{a.prog}: cannot write to {a.out}: {e}", file=sys.stderr)
+            print(f"{args.prog}: cannot write to {args.out}: {e}", file=sys.stderr)
             return 2
     return 0
 
