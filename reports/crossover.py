@@ -92,19 +92,19 @@ def add_parser(command) -> None:
     p.add_argument("--out", help="folder for the plots (default: beside each file)")
 
 
-def render(a) -> int:
-    for f in a.files:
+def render(args) -> int:
+    for f in args.files:
         try:
             doc = load(Path(f))
-            out = Path(a.out) if a.out else Path(f).parent
+            out = Path(args.out) if args.out else Path(f).parent
             out.mkdir(parents=True, exist_ok=True)
             print(summary(doc))
             print(f"wrote {plot(doc, out)}")
         except ValueError as e:
-            print(f"{a.prog}: {e}", file=sys.stderr)
+            print(f"{args.prog}: {e}", file=sys.stderr)
             return 2
         except OSError as e:
-            print(f"{a.prog}: cannot write the plot for {f}: {e}", file=sys.stderr)
+            print(f"{args.prog}: cannot write the plot for {f}: {e}", file=sys.stderr)
             return 2
     return 0
 
