@@ -114,17 +114,17 @@ def add_parser(command) -> None:
     p.add_argument("--traps", default=",".join(TRAPS), help=f"comma-separated, of {','.join(TRAPS)}")
 
 
-def run(a) -> int:
-    traps = [t for t in a.traps.split(",") if t]
+def run(args) -> int:
+    traps = [t for t in args.traps.split(",") if t]
     unknown = [t for t in traps if t not in TRAPS]
-    if unknown or not 0 < a.threshold < 1 or a.rounds < 1 or a.time_box <= 0:
+    if unknown or not 0 < args.threshold < 1 or args.rounds < 1 or args.time_box <= 0:
         why = f"unknown trap(s) {','.join(unknown)}" if unknown else "--threshold in (0,1), --rounds >= 1, --time-box > 0"
-        print(f"{a.prog}: bad option: {why}", file=sys.stderr)
+        print(f"{args.prog}: bad option: {why}", file=sys.stderr)
         return 2
-    out = Path(a.out)
-    bad = check_out_dir(a.out, ["crossover.json"])   # checked, not made: a failed start leaves no folder
+    out = Path(args.out)
+    bad = check_out_dir(args.out, ["crossover.json"])   # checked, not made: a failed start leaves no folder
     if bad:
-        print(f"{a.prog}: --out {out}: {bad}", file=sys.stderr)
+        print(f"{args.prog}: --out {out}: {bad}", file=sys.stderr)
         return 2
     from cudnn_hostbench.bench.cudnn_graphs import context as _cudnn_hooks  # noqa: F401 - registers cuDNN's hooks
     from cudnn_hostbench.bench.measure import fingerprint as fpmod
@@ -132,15 +132,15 @@ def run(a) -> int:
     try:
         ctx = GpuContext()
     except (NoGpuError, ImportError) as e:
-        print(f"{a.prog}: {e}", file=sys.stderr)
+        print(f"{args.prog}: {e}", file=sys.stderr)
         return 2
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        print(f"{a.prog}: cannot write to {out}: {e}", file=sys.stderr)
+        print(f"{args.prog}: cannot write to {out}: {e}", file=sys.stderr)
         return 2
     from cudnn_hostbench.bench.measure.files import write_text_atomic
-    doc = {"kind": "crossover", "threshold": a.threshold, "rounds": a.rounds,
+    doc = {"kind": "crossover", "threshold": args.threshold, "rounds": args.rounds,
            "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
            "fingerprint": fpmod.fingerprint(ctx, root=Path(__file__).resolve().parent.parent), "traps": {}}
     path = out / "crossover.json"
@@ -148,19 +148,19 @@ def run(a) -> int:
     for n, trap in enumerate(traps):
         mod, tv, fv, sizes, unit = TRAPS[trap]
         t_trap = time.perf_counter()
-        budget = (a.time_box - (t_trap - t0)) / (len(traps) - n)   # what is left, shared by the traps left
+        budget = (args.time_box - (t_trap - t0)) / (len(traps) - n)   # what is left, shared by the traps left
         entry = doc["traps"][trap] = {"probe": mod.removeprefix("probe_"), "trap": tv, "fix": fv, "size_means": unit,
                                       "points": [], "crossover": None}
         for size in sizes:
             if time.perf_counter() - t_trap > budget:
                 entry["truncated"] = f"this trap's share of the time box ({budget:.0f} s) spent before size {size}"
                 break
-            p = measure_point(ctx, trap, size, a.rounds)
+            p = measure_point(ctx, trap, size, args.rounds)
             entry["points"].append(p)
             print(f"crossover: {trap} {size}: " + (f"extra {p['extra_us']:.2f} us, GPU {p['gpu_us']:.2f} us, "
                                                    f"share {p['share'] * 100:.1f} %" if p["status"] == "ok" else p["status"]),
                   file=sys.stderr)
-            entry["crossover"] = crossover(entry["points"], a.threshold)
+            entry["crossover"] = crossover(entry["points"], args.threshold)
             write_text_atomic(path, json.dumps(doc, indent=1, default=_json))   # keep what is measured
     doc["wall_s"] = round(time.perf_counter() - t0, 1)
     write_text_atomic(path, json.dumps(doc, indent=1, default=_json))
@@ -171,8 +171,8 @@ def run(a) -> int:
     return 0
 
 
-def _json(x):
-    return None if isinstance(x, float) and math.isnan(x) else str(x)
+def _json(value):
+    return None if isinstance(value, float) and math.isnan(value) else str(value)
 
 
 main = alias("crossover")   # python -m cudnn_hostbench.scripts.crossover: `hostbench crossover`
