@@ -81,12 +81,12 @@ def _first_size(run, probe: str) -> str | None:
     return None
 
 
-def _fig(r, used: set) -> str:
+def _fig(rec, used: set) -> str:
     """A figure of the traps table with its marks ('–' when not measured); notes the marks in `used`."""
-    if r is None or not r.ok:
+    if rec is None or not rec.ok:
         return "–"
-    used.update(trust.shown_flags(r))
-    return f"{r.summary().median:.2f}{trust.badge(r)}"
+    used.update(trust.shown_flags(rec))
+    return f"{rec.summary().median:.2f}{trust.badge(rec)}"
 
 
 def traps(run, base: Path = ROOT) -> str:
@@ -129,14 +129,14 @@ def _cell(run, probe, variant, size, mode) -> str:
     return f"{r.summary().median:.2f}{_ratio(r)}{trust.badge(r)}"
 
 
-def _ratio(r) -> str:
+def _ratio(rec) -> str:
     """' (1.16×)', or with workers ' (1.16×, workers 1.14–1.18)': the min–max of the workers' ratios
     (brackets are kept for the rounds' q1–q3, as `hostbench table` prints them)."""
-    if not r.ratio:
+    if not rec.ratio:
         return ""
-    ws = sorted(w["ratio"] for w in r.workers if w.get("ratio") is not None)
+    ws = sorted(w["ratio"] for w in rec.workers if w.get("ratio") is not None)
     span = f", workers {ws[0]:.2f}–{ws[-1]:.2f}" if len(ws) > 1 else ""
-    return f" ({r.ratio.median:.2f}×{span})"
+    return f" ({rec.ratio.median:.2f}×{span})"
 
 
 def headline(run) -> str:
@@ -301,9 +301,9 @@ def _lines_and_projection(text: str, top: int = 5) -> list[str]:
     return out + [""]
 
 
-def _section(md: str, title: str) -> str:
+def _section(document: str, title: str) -> str:
     """The body of a `## title` section of a Markdown document, up to the next `## `."""
-    return md.split(f"\n## {title}", 1)[1].split("\n## ", 1)[0].strip()
+    return document.split(f"\n## {title}", 1)[1].split("\n## ", 1)[0].strip()
 
 
 def _projection_against_fixed() -> list[str]:
@@ -364,21 +364,21 @@ def add_parser(command) -> None:
                    help="exit 1 if README.md or docs/results/h200.md is out of date; write nothing")
 
 
-def run(a) -> int:
+def run(args) -> int:
     docs = documents()
     missing = [d for d in docs if not d.is_file()]
     if missing:   # an installed copy: the README, the results page and their sources live in a checkout
-        print(f"{a.prog}: no {missing[0]} here: a maintainer's command, run it in a checkout", file=sys.stderr)
+        print(f"{args.prog}: no {missing[0]} here: a maintainer's command, run it in a checkout", file=sys.stderr)
         return 2
     stale = []
     for doc in docs:
         old, new = rendered(doc)
         if new != old:
             stale.append(doc)
-            if not a.check:
+            if not args.check:
                 doc.write_text(new, encoding="utf-8")
-    if a.check and stale:
-        print(f"{a.prog}: out of date: {', '.join(str(d.relative_to(ROOT)) for d in stale)}", file=sys.stderr)
+    if args.check and stale:
+        print(f"{args.prog}: out of date: {', '.join(str(d.relative_to(ROOT)) for d in stale)}", file=sys.stderr)
         return 1
     return 0
 
