@@ -59,49 +59,49 @@ def _write(prog: str, path: str | None, text: str) -> int | None:
     return None
 
 
-def label_of(path: str, i: int) -> str:
+def label_of(path: str, index: int) -> str:
     """'GPU 3' for .../gpu3/run.json (hostbench run --all-gpus), else the file's name."""
     m = re.fullmatch(r"gpu(\d+)", Path(path).parent.name)
-    return f"GPU {m.group(1)}" if m else f"{i}: {path}"
+    return f"GPU {m.group(1)}" if m else f"{index}: {path}"
 
 
-def plan(a) -> int:
+def plan(args) -> int:
     from cudnn_hostbench.bench.measure import node
     try:
-        p = node.node_plan(a.gpus)
+        p = node.node_plan(args.gpus)
     except node.NodeError as e:
-        return _bad(a.prog, str(e))
+        return _bad(args.prog, str(e))
     print("\n".join(p.lines()))
     return 0
 
 
-def report(a) -> int:
+def report(args) -> int:
     from cudnn_hostbench.bench.measure.records import RunFileError, load_run
     from cudnn_hostbench.reports import node as rep
     try:
-        runs = {label_of(p, i): load_run(p, need_records=True) for i, p in enumerate(a.runs, 1)}
+        runs = {label_of(p, i): load_run(p, need_records=True) for i, p in enumerate(args.runs, 1)}
     except RunFileError as e:
-        return _bad(a.prog, str(e))
+        return _bad(args.prog, str(e))
     fs = rep.factors(runs)
     print(rep.render_text(fs), end="")
-    return _write(a.prog, a.markdown, rep.markdown(fs, runs=runs)) or 0
+    return _write(args.prog, args.markdown, rep.markdown(fs, runs=runs)) or 0
 
 
-def check(a) -> int:
+def check(args) -> int:
     from cudnn_hostbench.bench.measure.records import RunFileError, load_run
     from cudnn_hostbench.reports import node_safety
     try:
-        alone, along = load_run(a.alone, need_records=True), load_run(a.alongside, need_records=True)
-        alone2 = load_run(a.alone2, need_records=True) if a.alone2 else None
+        alone, along = load_run(args.alone, need_records=True), load_run(args.alongside, need_records=True)
+        alone2 = load_run(args.alone2, need_records=True) if args.alone2 else None
     except RunFileError as e:
-        return _bad(a.prog, str(e))
+        return _bad(args.prog, str(e))
     checks = [node_safety.check(alone, along, "alongside vs alone")]
     if alone2 is not None:
         checks += [node_safety.check(alone2, along, "alongside vs alone2"),
                    node_safety.check(alone, alone2, "alone2 vs alone (control)")]
     text = node_safety.render(checks)
     print(text, end="")
-    bad = _write(a.prog, a.markdown, "# Alone against alongside\n\n" + text)
+    bad = _write(args.prog, args.markdown, "# Alone against alongside\n\n" + text)
     if bad:
         return bad
     return 0 if all(c.safe for c in checks if "alongside" in c.label) else 1
@@ -121,15 +121,15 @@ def _matrix(path: str) -> dict:
     return doc
 
 
-def walltime(a) -> int:
+def walltime(args) -> int:
     from cudnn_hostbench.reports import node_safety
     try:
-        serial, parallel = _matrix(a.serial), _matrix(a.parallel)
+        serial, parallel = _matrix(args.serial), _matrix(args.parallel)
     except ValueError as e:
-        return _bad(a.prog, str(e))
+        return _bad(args.prog, str(e))
     text, _ = node_safety.walltime(serial, parallel)
     print(text, end="")
-    return _write(a.prog, a.markdown, text) or 0
+    return _write(args.prog, args.markdown, text) or 0
 
 
 ACTIONS = {"plan": plan, "report": report, "check": check, "walltime": walltime}
