@@ -29,17 +29,17 @@ class WorkerInfo:
     fast_fraction: float | None = None  # its host's share of fast-state readings
 
     @classmethod
-    def of(cls, d: dict) -> "WorkerInfo":
+    def of(cls, data: dict) -> "WorkerInfo":
         names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
+        return cls(**{k: v for k, v in data.items() if k in names})
 
 
-def extra_workers(fp: dict) -> tuple[list, int]:
+def extra_workers(fingerprint: dict) -> tuple[list, int]:
     """The top-up workers' records (a catch-up worker in older runs) and the focus-only workers'
     count, as the parent kept them: they come after the full workers."""
-    catch = fp.get("catch_up") or {}
-    tops = [t for t in fp.get("top_ups") or ([catch] if catch else []) if t]
-    return tops, int((fp.get("focus_workers") or {}).get("workers") or 0)
+    catch = fingerprint.get("catch_up") or {}
+    tops = [t for t in fingerprint.get("top_ups") or ([catch] if catch else []) if t]
+    return tops, int((fingerprint.get("focus_workers") or {}).get("workers") or 0)
 
 
 def row_of(worker: int, own: dict, role: str = "full") -> dict:
@@ -52,15 +52,15 @@ def row_of(worker: int, own: dict, role: str = "full") -> dict:
         time_s=own.get("time_s") or {}, floor_us=h.get("floor_us"), fast_fraction=h.get("fast_fraction")))
 
 
-def worker_table(fp: dict) -> list[dict]:
+def worker_table(fingerprint: dict) -> list[dict]:
     """Format 1's per-worker lists (worker_wall_s, worker_startup_s, host_state.per_worker) as one
     row per worker; roles from the top-up and focus counts. A run of one process: its own row."""
-    walls, starts = fp.get("worker_wall_s") or [], fp.get("worker_startup_s") or []
-    n = max(int(fp.get("workers") or 1), len(walls))
+    walls, starts = fingerprint.get("worker_wall_s") or [], fingerprint.get("worker_startup_s") or []
+    n = max(int(fingerprint.get("workers") or 1), len(walls))
     if n == 1 and not walls:
-        return [row_of(1, fp)]
-    hosts = (fp.get("host_state") or {}).get("per_worker") or []
-    tops, focus = extra_workers(fp)
+        return [row_of(1, fingerprint)]
+    hosts = (fingerprint.get("host_state") or {}).get("per_worker") or []
+    tops, focus = extra_workers(fingerprint)
     full = max(0, n - len(tops) - focus)
     roles = ["full"] * full + ["top-up"] * len(tops) + ["focus"] * focus
 
@@ -75,24 +75,24 @@ def worker_table(fp: dict) -> list[dict]:
     return rows
 
 
-def migrate(fp: dict, schema) -> dict:
+def migrate(fingerprint: dict, schema) -> dict:
     """The fingerprint of a file of format `schema` (None: a file from before versions) in the
     current format. Returns a new dict; the file is not touched."""
-    fp = dict(fp)
+    fingerprint = dict(fingerprint)
     version = schema if isinstance(schema, int) and not isinstance(schema, bool) else 1
-    if version < 2 and fp:
-        fp["worker_table"] = worker_table(fp)
+    if version < 2 and fingerprint:
+        fingerprint["worker_table"] = worker_table(fingerprint)
         for k in ("worker_wall_s", "worker_startup_s"):   # moved into the table
-            fp.pop(k, None)
-    if fp:
-        fp["schema"] = VERSION
-    return fp
+            fingerprint.pop(k, None)
+    if fingerprint:
+        fingerprint["schema"] = VERSION
+    return fingerprint
 
 
-def workers_of(fp: dict) -> list[WorkerInfo]:
+def workers_of(fingerprint: dict) -> list[WorkerInfo]:
     """The run's workers, typed (a fingerprint read through migrate() has its table; one made in
     memory in format 1's layout gets it from its lists)."""
-    rows = fp.get("worker_table")
+    rows = fingerprint.get("worker_table")
     if not isinstance(rows, list):
-        rows = worker_table(fp)
+        rows = worker_table(fingerprint)
     return [WorkerInfo.of(r) for r in rows if isinstance(r, dict)]
