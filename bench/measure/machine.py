@@ -21,8 +21,8 @@ def boot_id(path: str = "/proc/sys/kernel/random/boot_id") -> str:
         return ""
 
 
-def _text(v) -> str:
-    return v.decode() if isinstance(v, bytes) else str(v)
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def _nvml_handle(nv, device: int):
@@ -72,16 +72,16 @@ def identity(device: int = 0) -> dict:
     return {**gpu_identity(device), "boot_id": boot_id(), "hostname": socket.gethostname()}
 
 
-def start_of(fp: dict) -> str:
+def start_of(fingerprint: dict) -> str:
     """'<boot id>/<GPU UUID>' of a fingerprint, or '' when either is unknown (an old run, or a
     start recorded by hand as fp['machine']['start'])."""
-    m = fp.get("machine") or {}
+    m = fingerprint.get("machine") or {}
     if m.get("start"):
         return str(m["start"])
     b, u = m.get("boot_id"), m.get("gpu_uuid")
     return f"{b}/{u}" if b and u else ""
 
 
-def gpu_of(fp: dict) -> str:
+def gpu_of(fingerprint: dict) -> str:
     """The physical GPU's UUID, or ''."""
-    return str((fp.get("machine") or {}).get("gpu_uuid") or "")
+    return str((fingerprint.get("machine") or {}).get("gpu_uuid") or "")
