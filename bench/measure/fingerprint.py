@@ -162,7 +162,7 @@ def fingerprint(ctx=None, root: str | os.PathLike = ".") -> dict:
     return fp
 
 
-def gpu_slug(fp: dict) -> str:
+def gpu_slug(fingerprint: dict) -> str:
     """Folder name for a GPU's runs, e.g. 'NVIDIA H200' -> 'h200'."""
-    name = (fp.get("gpu_name") or "cpu").lower().replace("nvidia", "").strip()
+    name = (fingerprint.get("gpu_name") or "cpu").lower().replace("nvidia", "").strip()
     return "-".join(name.split()) or "gpu"
