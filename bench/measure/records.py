@@ -390,12 +390,12 @@ _FP_TYPES = {"workers": int, "host_state": dict, "focus_workers": dict, "focus_w
 _TYPE_NAMES = {int: "an integer", dict: "an object", list: "a list"}
 
 
-def _check_fingerprint(path: Path, fp: dict) -> None:
+def _check_fingerprint(path: Path, fingerprint: dict) -> None:
     """A fingerprint field the reports compute with, of the wrong type, is a malformed file: one
     line naming it, not a traceback in whatever report reads it first."""
     for k, t in _FP_TYPES.items():
         head, _, tail = k.partition(".")
-        v = fp.get(head)
+        v = fingerprint.get(head)
         if tail:
             v = v.get(tail) if isinstance(v, dict) else None
         if v is not None and (not isinstance(v, t) or isinstance(v, bool)):
