@@ -42,11 +42,11 @@ class Status:
         return cls("error", text)
 
     @classmethod
-    def of(cls, e: BaseException) -> "Status":
+    def of(cls, error: BaseException) -> "Status":
         """The status of a failure: Unsupported says what is missing; anything else is an error."""
-        if isinstance(e, Unsupported):
-            return cls("unsupported", str(e))
-        return cls("error", f"{type(e).__name__}: {e}")
+        if isinstance(error, Unsupported):
+            return cls("unsupported", str(error))
+        return cls("error", f"{type(error).__name__}: {error}")
 
 
 OK = Status("ok")
