@@ -42,15 +42,15 @@ def select(items: Iterable[T], block: Callable[[T], str], mode: Callable[[T], st
     return [it for it in items if mode(it) in want]
 
 
-def fit(n: int, blocks: int, per_block: float, left_s: float | None, fixed_s: float, focus_block_s: float,
+def fit(wanted: int, blocks: int, per_block: float, left_s: float | None, fixed_s: float, focus_block_s: float,
         share: float = 1.0) -> tuple[int, float]:
-    """How many extra workers (of n) fit in `left_s` seconds (None: no budget), each costing
+    """How many extra workers (of `wanted`) fit in `left_s` seconds (None: no budget), each costing
     `fixed_s` besides waiting, and the focus allowances per block each may wait (at most
     `per_block`, each `focus_block_s` long) within `share` of what is left."""
     if left_s is None:
-        return n, per_block
-    n = min(n, max(0, int(left_s // fixed_s)))
-    if not n:
+        return wanted, per_block
+    wanted = min(wanted, max(0, int(left_s // fixed_s)))
+    if not wanted:
         return 0, 0.0
-    wait = left_s * share / n - fixed_s
-    return n, max(0.0, min(per_block, wait / (focus_block_s * blocks)))
+    wait = left_s * share / wanted - fixed_s
+    return wanted, max(0.0, min(per_block, wait / (focus_block_s * blocks)))
