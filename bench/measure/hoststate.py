@@ -189,10 +189,10 @@ class HostState:
                 next_note = now + 5.0
             self.sleep(every_s)
 
-    def allow_focus_blocks(self, n: int) -> None:
-        """Lets `n` more focus blocks wait their full FOCUS_BLOCK_S each from now on, whatever the
+    def allow_focus_blocks(self, blocks: int) -> None:
+        """Lets `blocks` more focus blocks wait their full FOCUS_BLOCK_S each from now on, whatever the
         focus blocks before them spent (an audit's loop tries, its timeline tries)."""
-        self.focus_budget_s = self.focus_s + n * FOCUS_BLOCK_S
+        self.focus_budget_s = self.focus_s + blocks * FOCUS_BLOCK_S
 
     @contextlib.contextmanager
     def focused(self):
