@@ -83,8 +83,8 @@ def observed_text(fams: dict) -> str:
     return ", ".join(f"{_num(c)} {f}" for f, c in sorted(fams.items(), key=lambda x: (-x[1], x[0]))) or "none"
 
 
-def _num(x: float) -> str:
-    return f"{x:g}" if abs(x - round(x)) > 1e-9 else str(int(round(x)))
+def _num(value: float) -> str:
+    return f"{value:g}" if abs(value - round(value)) > 1e-9 else str(int(round(value)))
 
 
 def mismatch(kernels, fams: dict) -> str | None:
@@ -118,6 +118,6 @@ def mismatch(kernels, fams: dict) -> str | None:
 GEMM = (("gemm", 1), ("reduce", (0, 1)))
 
 
-def gemms(n: int) -> tuple:
-    """n GEMMs per call, each possibly split-K."""
-    return (("gemm", n), ("reduce", (0, n)))
+def gemms(count: int) -> tuple:
+    """`count` GEMMs per call, each possibly split-K."""
+    return (("gemm", count), ("reduce", (0, count)))
