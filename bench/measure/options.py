@@ -21,9 +21,9 @@ class OptionError(ValueError):
 _SIZE = re.compile(r"[1-9][0-9]*(x[1-9][0-9]*){0,2}")
 
 
-def _list(name: str, text, accepted: str, ok) -> tuple[str, ...]:
+def _list(name: str, text, accepted: str, accepts) -> tuple[str, ...]:
     items = split(text)
-    bad = [x for x in items if not ok(x)]
+    bad = [x for x in items if not accepts(x)]
     if not items or bad or any(not s.strip() for s in str(text).split(",")):
         what = f"{bad[0]!r} is not" if bad else f"{text!r} is not"
         raise OptionError(f"{name}: {what} valid; accepted: {accepted}")
