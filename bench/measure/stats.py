@@ -35,11 +35,11 @@ class Summary:
         return dataclasses.asdict(self) if self.n else {"n": 0}
 
     @classmethod
-    def from_dict(cls, d: "dict | Summary | None") -> "Summary | None":
-        if d is None or isinstance(d, Summary):
-            return d
+    def from_dict(cls, data: "dict | Summary | None") -> "Summary | None":
+        if data is None or isinstance(data, Summary):
+            return data
         names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
+        return cls(**{k: v for k, v in data.items() if k in names})
 
 
 def quartiles(xs: Sequence[float]) -> tuple[float, float]:
