@@ -186,7 +186,7 @@ def _dense_order(shape, stride) -> tuple | None:
     """Dims of size > 1, outermost first, if the tensor is a permutation of a contiguous one;
     None if it is not dense (a slice, a broadcast)."""
     dims = [d for d, n in enumerate(shape) if n > 1]
-    order = sorted(dims, key=lambda d: -stride[d])
+    order = sorted(dims, key=lambda dim: -stride[dim])
     expect = 1
     for d in reversed(order):
         if stride[d] != expect:
@@ -395,10 +395,10 @@ def _nested(tally, family, key, orig, before=None, after=None, timed=None):
 def _wrap_cudnn(patcher: Patcher, tally: Tally, cudnn) -> None:
     cls = getattr(cudnn, "pygraph", None)
     if isinstance(cls, type):
-        patcher.patch(cls, "__init__", lambda o: _nested(tally, "init", "graphs_created", o))
+        patcher.patch(cls, "__init__", lambda orig: _nested(tally, "init", "graphs_created", orig))
         for name in BUILD_STEPS:
             # every build step counts; the outermost build call carries the time
-            patcher.patch(cls, name, lambda o, n=name: _build_wrapper(tally, n, o))
+            patcher.patch(cls, name, lambda orig, attr=name: _build_wrapper(tally, attr, orig))
 
         def before_exec(name):
             def before(args, kwargs):
@@ -414,22 +414,22 @@ def _wrap_cudnn(patcher: Patcher, tally: Tally, cudnn) -> None:
                     tally.add("misaligned_executes")   # an aligned plan on an offset view (probe: alignment)
             return before
         for name in EXECUTES:
-            patcher.patch(cls, name, lambda o, n=name: _nested(tally, "execute", "_calls_" + n, o, timed="execute_us",
-                                                         before=before_exec(n)))
+            patcher.patch(cls, name, lambda orig, attr=name: _nested(tally, "execute", "_calls_" + attr, orig, timed="execute_us",
+                                                         before=before_exec(attr)))
         # the native CUDA-graph API: populating a graph is set-up, once; updating it is for new pointers
-        patcher.patch(cls, "populate_cuda_graph", lambda o: _nested(tally, "graph_api", "cuda_graph_populates", o,
-                                                              before=lambda a, k: tally.graph_pack(a, k)))
+        patcher.patch(cls, "populate_cuda_graph", lambda orig: _nested(tally, "graph_api", "cuda_graph_populates", orig,
+                                                              before=lambda args, kwargs: tally.graph_pack(args, kwargs)))
 
         def update_before(args, kwargs):
             moved = tally.graph_pack(args, kwargs)
             tally.add("cuda_graph_updates_moved" if moved else "cuda_graph_updates")
-        patcher.patch(cls, "update_cuda_graph", lambda o: _nested(tally, "graph_api", "_graph_api_calls", o,
+        patcher.patch(cls, "update_cuda_graph", lambda orig: _nested(tally, "graph_api", "_graph_api_calls", orig,
                                                             before=update_before))
     _wrap_fe_paths(patcher, tally, cudnn)
     pb = getattr(cudnn, "_pybind_module", None)
     has_raw = pb is not None and hasattr(pb, "_raw_set_stream")
     if has_raw:
-        patcher.patch(pb, "_raw_set_stream", lambda o: _nested(tally, "raw", "set_stream_backend", o))
+        patcher.patch(pb, "_raw_set_stream", lambda orig: _nested(tally, "raw", "set_stream_backend", orig))
 
     def set_stream(orig):
         def wrapper(*args, **kwargs):
@@ -535,13 +535,13 @@ def _wrap_copies(patcher: Patcher, tally: Tally, Tensor, device_type: str) -> No
     def to_layout(args, kwargs, out):    # .to(...) counts only as a layout conversion
         return new_tensor(args, kwargs, out) if kwargs.get("memory_format") is not None else None
 
-    patcher.patch(Tensor, "contiguous", lambda o: _copy_wrapper(
-        tally, lambda a, k: f".contiguous({_fmt_kw(k)})", o, device_type, new_tensor))
-    patcher.patch(Tensor, "to", lambda o: _copy_wrapper(
-        tally, lambda a, k: f".to({_fmt_kw(k)})", o, device_type, to_layout))
-    patcher.patch(Tensor, "clone", lambda o: _copy_wrapper(
-        tally, lambda a, k: f".clone({_fmt_kw(k)})", o, device_type, new_tensor))
-    patcher.patch(Tensor, "copy_", lambda o: _copy_wrapper(tally, lambda a, k: ".copy_()", o, device_type, into))
+    patcher.patch(Tensor, "contiguous", lambda orig: _copy_wrapper(
+        tally, lambda args, kwargs: f".contiguous({_fmt_kw(kwargs)})", orig, device_type, new_tensor))
+    patcher.patch(Tensor, "to", lambda orig: _copy_wrapper(
+        tally, lambda args, kwargs: f".to({_fmt_kw(kwargs)})", orig, device_type, to_layout))
+    patcher.patch(Tensor, "clone", lambda orig: _copy_wrapper(
+        tally, lambda args, kwargs: f".clone({_fmt_kw(kwargs)})", orig, device_type, new_tensor))
+    patcher.patch(Tensor, "copy_", lambda orig: _copy_wrapper(tally, lambda args, kwargs: ".copy_()", orig, device_type, into))
 
 
 def _from_user(depth: int = 2) -> bool:
@@ -561,9 +561,9 @@ def _wrap_views(patcher: Patcher, tally: Tally, Tensor, device_type: str) -> Non
             return orig(self, *args, **kwargs)
         return wrapper
     for name in VIEW_METHODS:
-        patcher.patch(Tensor, name, lambda o: counted("tensor_views", o))
+        patcher.patch(Tensor, name, lambda orig: counted("tensor_views", orig))
     for name in META_METHODS:
-        patcher.patch(Tensor, name, lambda o, n=name: counted("stride_reads" if n == "stride" else "shape_reads", o))
+        patcher.patch(Tensor, name, lambda orig, attr=name: counted("stride_reads" if attr == "stride" else "shape_reads", orig))
     shape = getattr(Tensor, "shape", None)
     if shape is not None and hasattr(shape, "__get__"):
         def make(orig):
@@ -606,19 +606,22 @@ def _wrap_torch(patcher: Patcher, tally: Tally, torch, device_type: str) -> None
         return before
 
     for name in ALLOC_FNS:
-        patcher.patch(torch, name, lambda o, n=name: _nested(tally, "alloc", "_alloc_calls", o, after=alloc(f"torch.{n}")))
+        patcher.patch(torch, name, lambda orig, attr=name: _nested(tally, "alloc", "_alloc_calls", orig,
+                                                                 after=alloc(f"torch.{attr}")))
     Tensor = getattr(torch, "Tensor", None)
     for name in ALLOC_METHODS:
-        patcher.patch(Tensor, name, lambda o, n=name: _nested(tally, "alloc", "_alloc_calls", o, after=alloc(f"Tensor.{n}")))
+        patcher.patch(Tensor, name, lambda orig, attr=name: _nested(tally, "alloc", "_alloc_calls", orig,
+                                                                  after=alloc(f"Tensor.{attr}")))
     for name in CUBLAS_FNS:
-        patcher.patch(torch, name, lambda o: _nested(tally, "blas", "_blas_calls", o, after=blas))
+        patcher.patch(torch, name, lambda orig: _nested(tally, "blas", "_blas_calls", orig, after=blas))
     for name in CUBLAS_METHODS:
-        patcher.patch(Tensor, name, lambda o: _nested(tally, "blas", "_blas_calls", o, after=blas))
+        patcher.patch(Tensor, name, lambda orig: _nested(tally, "blas", "_blas_calls", orig, after=blas))
     nn = getattr(torch, "nn", None)
     patcher.patch(getattr(nn, "functional", None), "linear",
-            lambda o: _nested(tally, "blas", "_blas_calls", o, after=blas))
+            lambda orig: _nested(tally, "blas", "_blas_calls", orig, after=blas))
     for name, shown in SYNC_METHODS.items():
-        patcher.patch(Tensor, name, lambda o, s=shown: _nested(tally, "sync", "_sync_calls", o, before=sync_on_self(s)))
+        patcher.patch(Tensor, name, lambda orig, text=shown: _nested(tally, "sync", "_sync_calls", orig,
+                                                                   before=sync_on_self(text)))
     _wrap_copies(patcher, tally, Tensor, device_type)
     _wrap_views(patcher, tally, Tensor, device_type)
 
@@ -633,12 +636,12 @@ def _wrap_torch(patcher: Patcher, tally: Tally, torch, device_type: str) -> None
             return
         if reads_attr_next(caller, "cuda_stream"):
             tally.add("stream_ptr_queries")
-    patcher.patch(cuda, "current_stream", lambda o: _nested(tally, "stream", "stream_queries", o, after=pointer_read))
-    patcher.patch(cuda, "synchronize", lambda o: _nested(tally, "sync", "_sync_calls", o,
+    patcher.patch(cuda, "current_stream", lambda orig: _nested(tally, "stream", "stream_queries", orig, after=pointer_read))
+    patcher.patch(cuda, "synchronize", lambda orig: _nested(tally, "sync", "_sync_calls", orig,
                                                     before=sync("torch.cuda.synchronize")))
     for cls_name in ("Stream", "Event"):
         patcher.patch(getattr(cuda, cls_name, None), "synchronize",
-                lambda o, c=cls_name: _nested(tally, "sync", "_sync_calls", o, before=sync(f"{c}.synchronize")))
+                lambda orig, owner=cls_name: _nested(tally, "sync", "_sync_calls", orig, before=sync(f"{owner}.synchronize")))
 
 
 # -- per-step results ----------------------------------------------------------------------------------
