@@ -206,7 +206,7 @@ _COPY_COST = "device time of this step's copy kernels, this kind's share by byte
 RULES = (
     Rule(
         id="rebuild", trap=1, title="graph built or planned inside the step",
-        fires=lambda c: _n(c, "graph_builds", "validate", "build_operation_graph", "create_execution_plans",
+        fires=lambda counts: _n(counts, "graph_builds", "validate", "build_operation_graph", "create_execution_plans",
                            "check_support", "build_plans", "build_plan_at_index", "build", "deserialize") > 0,
         evidence=("{graph_builds:g} graph builds per step (pygraph() {graphs_created:g}, validate {validate:g}, "
                   "create_execution_plans {create_execution_plans:g}, build_plans {build_plans:g}, "
@@ -219,7 +219,7 @@ RULES = (
     ),
     Rule(
         id="generic_execute", trap=2, title="generic graph.execute with a variant-pack dict",
-        fires=lambda c: _n(c, "execute") > 0,
+        fires=lambda counts: _n(counts, "execute") > 0,
         evidence=("{execute:g} execute(dict) per step (execute_plan_at_index {execute_plan_at_index:g}, "
                   "ordered {execute_ordered:g})"),
         # the execute probe runs trap and fixes on one plan (issue 20), except autotuned_ordered: the
@@ -234,7 +234,7 @@ RULES = (
     ),
     Rule(
         id="set_stream", trap=3, title="cudnn.set_stream on every step",
-        fires=lambda c: _n(c, "set_stream", "set_stream_backend") > 0,
+        fires=lambda counts: _n(counts, "set_stream", "set_stream_backend") > 0,
         evidence=("{set_stream:g} set_stream per step ({set_stream_backend:g} reached cudnnSetStream, "
                   "{set_stream_cached:g} returned from the frontend cache)"),
         parts=((Figure("set_stream", "raw_set_stream", ("set_once",), "set_stream_backend"),),
@@ -244,7 +244,7 @@ RULES = (
     ),
     Rule(
         id="stream_query", trap=3, title="torch.cuda.current_stream() queried every step",
-        fires=lambda c: _n(c, "stream_queries_other") > 0,
+        fires=lambda counts: _n(counts, "stream_queries_other") > 0,
         evidence="{stream_queries_other:g} torch.cuda.current_stream() per step (its pointer not read at once: "
                  "those are raw_stream)",
         parts=((Figure("set_stream", "query_stream", ("set_once",), "stream_queries_other"),),),
@@ -253,7 +253,7 @@ RULES = (
     ),
     Rule(
         id="raw_stream", trap=3, title="stream pointer read through torch.cuda.current_stream() every step",
-        fires=lambda c: _n(c, "stream_ptr_queries") > 0,
+        fires=lambda counts: _n(counts, "stream_ptr_queries") > 0,
         evidence="{stream_ptr_queries:g} torch.cuda.current_stream().cuda_stream per step (a Stream object built "
                  "to read its pointer)",
         parts=((Figure("set_stream", "query_stream", ("query_raw_stream",), "stream_ptr_queries"),),),
@@ -262,14 +262,14 @@ RULES = (
     ),
     Rule(
         id="new_pack", trap=4, title="new variant pack built every step",
-        fires=lambda c: _n(c, "new_packs") > 0,
+        fires=lambda counts: _n(counts, "new_packs") > 0,
         evidence="{new_packs:g} new pack objects (dict/tuple) passed to execute per step",
         parts=((Figure("churn", "new_dict", ("reuse",), "new_packs"),),),
         fix="build the pack (dict, or tuple for tensor_uids) once and reuse the same object every step",
     ),
     Rule(
         id="new_output", trap=4, title="CUDA tensors allocated every step",
-        fires=lambda c: _n(c, "cuda_allocs", "cuda_factory_calls") > 0,
+        fires=lambda counts: _n(counts, "cuda_allocs", "cuda_factory_calls") > 0,
         evidence="{cuda_allocs:g} CUDA allocations per step",
         detail=alloc_detail,
         # priced per explicit factory call: that is what the churn probe's trap variant does
@@ -280,7 +280,7 @@ RULES = (
     ),
     Rule(
         id="views", trap=4, title="tensor views made every step",
-        fires=lambda c: _n(c, "tensor_views") > 0,
+        fires=lambda counts: _n(counts, "tensor_views") > 0,
         evidence="{tensor_views:g} views, reshapes or index expressions per step made by the step's own code",
         parts=((Figure("churn", "new_view", ("reuse",), "tensor_views"),),),
         fix=("make views once at set-up (bind W.t().unsqueeze(0), x[0], x.view(...) once and keep them) and reuse "
@@ -288,7 +288,7 @@ RULES = (
     ),
     Rule(
         id="metadata", trap=4, title="cache key or graph description rebuilt from shapes and strides every step",
-        fires=lambda c: _n(c, "stride_reads") > 0,
+        fires=lambda counts: _n(counts, "stride_reads") > 0,
         evidence=("{stride_reads:g} stride() and {shape_reads:g} shape/size reads per step by the step's own code "
                   "(a (shape, stride, dtype) key, or a graph described again)"),
         # the churn probe's key reads shape and stride of 2 tensors: half its cost per stride read
@@ -298,7 +298,7 @@ RULES = (
     ),
     Rule(
         id="transpose", trap=5, title="transposed view materialized every step (a W.t() weight made contiguous)",
-        fires=lambda c: _n(c, "copies_transposed") > 0,
+        fires=lambda counts: _n(counts, "copies_transposed") > 0,
         evidence="{copies_transposed:g} copies of a transposed view into a contiguous tensor per step",
         detail=copy_detail("transposed"),
         parts=((Measured("copy_us_transposed", _COPY_COST),
@@ -308,7 +308,7 @@ RULES = (
     ),
     Rule(
         id="layout_copy", trap=None, guide="extra", title="tensor converted to or from channels_last every step",
-        fires=lambda c: _n(c, "copies_channels_last") > 0,
+        fires=lambda counts: _n(counts, "copies_channels_last") > 0,
         evidence="{copies_channels_last:g} layout conversions (NCHW ↔ NHWC) per step",
         detail=copy_detail("channels_last"),
         parts=((Measured("copy_us_channels_last", _COPY_COST),),),
@@ -317,16 +317,16 @@ RULES = (
     ),
     Rule(
         id="copy", trap=None, guide="extra", title="tensor copied every step",
-        fires=lambda c: _n(c, "copies_other", "copy_kernels_unexplained") > 0,
+        fires=lambda counts: _n(counts, "copies_other", "copy_kernels_unexplained") > 0,
         evidence="{copies_other:g} other copies per step (.contiguous/.to/.clone/.copy_)",
-        detail=lambda c: copy_detail("other")(c) + unexplained_detail(c),
+        detail=lambda counts: copy_detail("other")(counts) + unexplained_detail(counts),
         parts=((Measured("copy_us_other", _COPY_COST),),),
         fix=("allocate the output in the layout its consumer wants, or have the producer write into the "
              "buffer directly (out=, or bind that buffer in the graph: cuDNN takes strided tensors), so nothing is copied"),
     ),
     Rule(
         id="interleave", trap=7, title="cuDNN and cuBLAS calls alternate within the step",
-        fires=lambda c: _n(c, "extra_switches") > 0,
+        fires=lambda counts: _n(counts, "extra_switches") > 0,
         evidence=("{lib_switches:g} cuDNN↔cuBLAS switches per step, the switch into the next step included "
                   "({lib_switches_within:g} inside the step; {executes:g} cuDNN executes, {cublas_calls:g} cuBLAS "
                   "calls; 2 is the floor, 1 inside the step)"),
@@ -335,7 +335,7 @@ RULES = (
     ),
     Rule(
         id="custom_op", trap=None, guide="framework", title="cuDNN call registered with @torch.library.custom_op",
-        fires=lambda c: _n(c, "custom_op_calls", "custom_op_autograd_calls") > 0,
+        fires=lambda counts: _n(counts, "custom_op_calls", "custom_op_autograd_calls") > 0,
         evidence=("{custom_op_calls:g} calls per step of ops made by @torch.library.custom_op "
                   "({custom_op_autograd_calls:g} more with register_autograd)"),
         detail=op_detail,
@@ -347,7 +347,7 @@ RULES = (
     ),
     Rule(
         id="dispatcher", trap=None, guide="framework", title="cuDNN call reached through the torch.ops dispatcher",
-        fires=lambda c: _n(c, "dispatcher_calls") > 0,
+        fires=lambda counts: _n(counts, "dispatcher_calls") > 0,
         evidence="{dispatcher_calls:g} calls per step of user-registered ops through torch.ops",
         detail=op_detail,
         parts=((Figure("registration", "library", ("python_fn",), "dispatcher_calls"),),),
@@ -356,7 +356,7 @@ RULES = (
     ),
     Rule(
         id="pack_size", trap=None, guide="extra", title="large variant packs passed as dicts",
-        fires=lambda c: _n(c, "pack_extra_tensors_dict") > 0,
+        fires=lambda counts: _n(counts, "pack_extra_tensors_dict") > 0,
         evidence=("{pack_tensors:g} tensors bound per step ({pack_tensors_dict:g} in dict packs, "
                   "{pack_extra_tensors_dict:g} beyond the execute probe's 3-tensor pack)"),
         detail=pack_detail,
@@ -367,7 +367,7 @@ RULES = (
     # issue 67: the calls integrations make today, each priced from its probe's trap and fix rows
     Rule(
         id="override", trap=None, guide="extra", title="execute-time shape override on every call",
-        fires=lambda c: _n(c, "override_executes") > 0,
+        fires=lambda counts: _n(counts, "override_executes") > 0,
         evidence=("{override_executes:g} executes per step with override_uids/override_shapes (one graph run at "
                   "shapes it was not built at)"),
         parts=((Figure("override", "override", ("per_shape",), "override_executes", size=OVERRIDE_SIZE),),),
@@ -378,21 +378,21 @@ RULES = (
     Rule(
         id="cuda_graph_update", trap=None, guide="CUDA-graph ceiling",
         title="cuDNN's native CUDA graph populated or updated every step",
-        fires=lambda c: _n(c, "cuda_graph_populates", "cuda_graph_updates") > 0,
+        fires=lambda counts: _n(counts, "cuda_graph_populates", "cuda_graph_updates") > 0,
         evidence=("{cuda_graph_populates:g} populate_cuda_graph and {cuda_graph_updates:g} update_cuda_graph with "
                   "unchanged pointers per step ({cuda_graph_updates_moved:g} updates for new pointers: those are "
                   "the fix, not counted)"),
         parts=((Figure("cuda_graph_api", "native_update_same", ("native_launch",), "cuda_graph_updates"),),
                (Figure("cuda_graph_api", "native_update_same", ("native_launch",), "cuda_graph_populates"),)),
-        cost_note=lambda c: ("a populate per step is priced at the update row, a floor: no row times "
+        cost_note=lambda counts: ("a populate per step is priced at the update row, a floor: no row times "
                              "populate_cuda_graph per call (it also instantiates a new executable graph)")
-        if _n(c, "cuda_graph_populates") > 0 else "",
+        if _n(counts, "cuda_graph_populates") > 0 else "",
         fix=("populate and instantiate the graph once; per step only launch it, and call update_cuda_graph "
              "(+ cudaGraphExecUpdate) only when a pointer changed"),
     ),
     Rule(
         id="fe_wrapper", trap=None, guide="extra", title="cuDNN called through the frontend's cudnn.Graph wrapper",
-        fires=lambda c: _n(c, "fe_wrapper_calls") > 0,
+        fires=lambda counts: _n(counts, "fe_wrapper_calls") > 0,
         evidence=("{fe_wrapper_calls:g} cudnn.Graph calls per step ({fe_wrapper_positional:g} positional, "
                   "{fe_wrapper_named:g} with a {{name: tensor}} dict, {fe_wrapper_auto_handle:g} on handle='auto'); "
                   "the pack, output, execute and stream calls inside are the wrapper's, priced here"),
@@ -406,7 +406,7 @@ RULES = (
     Rule(
         id="sdpa_provider", trap=None, guide="framework",
         title="SDPA routed through cudnn.torch.sdpa_provider (aten → Python → custom op)",
-        fires=lambda c: _n(c, "sdpa_provider_calls", "sdpa_provider_bwd_calls") > 0,
+        fires=lambda counts: _n(counts, "sdpa_provider_calls", "sdpa_provider_bwd_calls") > 0,
         evidence=("{sdpa_provider_calls:g} forward and {sdpa_provider_bwd_calls:g} backward calls per step of "
                   "torch.ops.cudnn.sdpa_fwd/bwd made by the provider's override of aten's cuDNN attention"),
         parts=((Net(Figure("sdpa_provider", "provider", ("provider_op",), "sdpa_provider_calls",
@@ -418,11 +418,11 @@ RULES = (
     Rule(
         id="alignment", trap=None, guide="extra",
         title="a plan run on misaligned pointers (a cache key without alignment)",
-        fires=lambda c: _n(c, "misaligned_executes") > 0,
+        fires=lambda counts: _n(counts, "misaligned_executes") > 0,
         evidence=(f"{{misaligned_executes:g}} executes per step bind a tensor not {ALIGN}-byte aligned (an offset "
                   f"view), on a plan the frontend built for {ALIGN}-byte aligned pointers"),
         parts=((Figure("alignment", "offset_reuse", ("aligned",), "misaligned_executes"),),),
-        cost_note=lambda c: ("whether cuDNN runs such a plan right is the alignment probe's verdict (its "
+        cost_note=lambda counts: ("whether cuDNN runs such a plan right is the alignment probe's verdict (its "
                              "offset_reuse note, or the row's status where it was rejected, faulted or ran wrong)"),
         fix=(f"key the plan cache with each pointer's alignment (data_ptr() % {ALIGN}) as PyTorch's own cuDNN key "
              f"does, and start views on a {ALIGN}-byte boundary (pad the slice) or copy a misaligned view into an "
@@ -430,7 +430,7 @@ RULES = (
     ),
     Rule(
         id="sync", trap=None, guide="extra", title="device synchronization inside the step",
-        fires=lambda c: _n(c, "syncs") > 0,
+        fires=lambda counts: _n(counts, "syncs") > 0,
         evidence="{syncs:g} host waits for the device per step",
         detail=sync_detail,
         fix="keep results on the device; a sync stalls the host every step and cannot be captured in a CUDA graph",
@@ -440,7 +440,7 @@ RULES = (
 # not a count rule: raised by the audit when capture fails
 CAPTURE = Rule(
     id="capture", trap=None, guide="CUDA-graph ceiling", title="step cannot be captured in a CUDA graph",
-    fires=lambda c: False, evidence="{capture_error}",
+    fires=lambda counts: False, evidence="{capture_error}",
     fix=("move building, planning and allocation out of the step, put the handle on the capture stream, "
          "and avoid host syncs; then capture the steady-state step once and replay it"),
 )
