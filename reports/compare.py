@@ -172,7 +172,8 @@ def compare(base: Run, new: Run, threshold: float | None = None, alpha: float = 
         if v.adjusted_by:
             note = "; ".join(x for x in (note, adjusted_note(v.adjusted_by)) if x)
         row.update(base=_times(ga.value, scale), new=_times(gb.value, scale), change=v.change, p=v.p, verdict=verdict, note=note,
-                   z=v.z, mdc=v.mdc, scale=v.scale, raw_change=gb.value / ga.value - 1 if ga.value and gb.value is not None else float("nan"),
+                   z=v.z, mdc=v.mdc, scale=v.scale,
+                   raw_change=gb.value / ga.value - 1 if ga.value and gb.value is not None else float("nan"),
                    adjusted_by=tuple(v.adjusted_by))
         rows.append(row)
     df = pd.DataFrame(rows, columns=COLUMNS + ["z", "mdc", "scale"])

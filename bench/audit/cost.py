@@ -72,6 +72,21 @@ def probe_figure(run, src: audit_rules.Figure, here: float | None = None) -> tup
                 f"@{size} {src.mode}{scale}{pace}"), bool(b_trap or b_fix)
 
 
+def net_price(run, net: audit_rules.Net, here: float | None = None) -> tuple[float | None, str, bool]:
+    """A Net's price: its figure less the per-call share of what its trap row also times."""
+    from cudnn_hostbench.bench.audit.pace import host_pace
+    us, cite, flagged = probe_figure(run, net.figure, here)
+    if us is None:
+        return us, cite, flagged
+    f = net.figure
+    size = _closest_size(run, f.probe, f.trap, f.size, f.mode)
+    d = _median(run, f.probe, net.deduct, size, f.mode) if size else None
+    if d is None:
+        return None, f"no figure in {_rel(run.path)} ({f.probe}/{net.deduct}, {f.mode}): {cite}", flagged
+    k, pace = host_pace(here, (run.find(f.probe, net.deduct, size, f.mode),))
+    return us - d * f.scale * k, f"{cite} − {f.probe}/{net.deduct} {d:.2f} µs{pace}", flagged
+
+
 def _row_status(run, src) -> str:
     """': probe/variant <status>' for rows the run has but could not time (an unsupported call, a
     rejected or wrong plan: the alignment probe's verdict lands here), else ''."""
@@ -153,7 +168,8 @@ def _part_cost(part, counts, run, measured, here=None) -> tuple[float | None, st
             zero = True
             continue
         # a source with its own pricing (bench.audit.packs.Slope), else a probe figure
-        us, cite, flagged = src.price(run, here) if hasattr(src, "price") else probe_figure(run, src, here)
+        us, cite, flagged = (net_price(run, src, here) if isinstance(src, audit_rules.Net) else
+                             src.price(run, here) if hasattr(src, "price") else probe_figure(run, src, here))
         if us is None:
             misses.append(cite)
             continue

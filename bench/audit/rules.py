@@ -77,21 +77,8 @@ class Net:
         return self.figure.count
 
     def cite(self) -> str:
-        return f"{self.figure.cite()} − {self.figure.probe}/{self.deduct}"
+        return f"{self.figure.cite()} − {self.figure.probe}/{self.deduct}"   # priced by cost.net_price
 
-    def price(self, run, here: float | None = None) -> tuple[float | None, str, bool]:
-        from cudnn_hostbench.bench.audit import cost
-        from cudnn_hostbench.bench.audit.pace import host_pace
-        us, cite, flagged = cost.probe_figure(run, self.figure, here)
-        if us is None:
-            return us, cite, flagged
-        f = self.figure
-        size = cost._closest_size(run, f.probe, f.trap, f.size, f.mode)
-        d = cost._median(run, f.probe, self.deduct, size, f.mode) if size else None
-        if d is None:
-            return None, f"no figure in {cost._rel(run.path)} ({f.probe}/{self.deduct}, {f.mode}): {cite}", flagged
-        k, pace = host_pace(here, (run.find(f.probe, self.deduct, size, f.mode),))
-        return us - d * f.scale * k, f"{cite} − {f.probe}/{self.deduct} {d:.2f} µs{pace}", flagged
 
 
 @dataclass(frozen=True)
