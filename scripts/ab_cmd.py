@@ -126,6 +126,20 @@ def collect_cases(a, opts: dict) -> list:
 def prepare(a) -> tuple[Path, JobSpec, bool]:
     """The job folder and its spec: a new job (sides set up and checked first, so a side that
     cannot run makes no folder) or the one --resume names."""
+    check_options(a)
+    if a.resume:
+        return resumed(a)
+    sides = new_sides(a)
+    ref = reference_index(a, sides)
+    opts = options_of(a)
+    cases = collect_cases(a, opts)
+    for s in sides:
+        _ready(s, a)
+    return new_job_folder(a, JobSpec(sides=sides, cases=cases, options=opts, reference=ref,
+                                     selection=selection_text(a)))
+
+
+def check_options(a) -> None:
     if a.json == "-" and a.markdown == "-":
         raise ValueError("--json - and --markdown -: only one of them can take stdout")
     if a.budget_min <= 0:
@@ -134,34 +148,43 @@ def prepare(a) -> tuple[Path, JobSpec, bool]:
         raise ValueError("--pairs and --first-pairs must be at least 1")
     if getattr(a, "report_only", False) and not a.resume:
         raise ValueError("--report-only needs --resume DIR (the job to report)")
-    if a.resume:
-        job_dir = Path(a.resume)
-        spec = JobSpec.load(job_dir)
-        asked = bool(a.sides) or any(getattr(a, n) for n in ("keyword", "sizes", "tokens", "heavy", "rounds"))
-        if asked and (selection_text(a) != spec.selection or _labels(a) not in ([], [s.spec for s in spec.sides])):
-            raise JobFolderError(f"{job_dir}: --resume of another suite or side set (the job has "
-                                 f"{', '.join(s.spec for s in spec.sides)}; {spec.selection})")
-        if not getattr(a, "report_only", False):
-            for s in spec.sides:
-                _ready(s, a)
-        return job_dir, spec, False
+
+
+def resumed(a) -> tuple[Path, JobSpec, bool]:
+    """The job --resume names; a selection or side set given with it must be the job's own."""
+    job_dir = Path(a.resume)
+    spec = JobSpec.load(job_dir)
+    asked = bool(a.sides) or any(getattr(a, n) for n in ("keyword", "sizes", "tokens", "heavy", "rounds"))
+    if asked and (selection_text(a) != spec.selection or _labels(a) not in ([], [s.spec for s in spec.sides])):
+        raise JobFolderError(f"{job_dir}: --resume of another suite or side set (the job has "
+                             f"{', '.join(s.spec for s in spec.sides)}; {spec.selection})")
+    if not getattr(a, "report_only", False):
+        for s in spec.sides:
+            _ready(s, a)
+    return job_dir, spec, False
+
+
+def new_sides(a) -> list:
     from cudnn_hostbench.scripts.matrix_part import find_wheels
-    wheels = find_wheels(a.wheels)
     specs = a.sides or ["current", "current"]
     if len(specs) < 2:
         raise ValueError(f"one side ({specs[0]}): a job compares two or more (add `current` for this environment)")
-    sides = [ab_sides.parse(s, wheels) for s in specs]
+    sides = [ab_sides.parse(s, find_wheels(a.wheels)) for s in specs]
     ab_sides.unique_labels(sides)
-    ref = 0
-    if a.reference:
-        labels = [s.label for s in sides]
-        if a.reference not in labels:
-            raise ValueError(f"--reference {a.reference}: not a side ({', '.join(labels)})")
-        ref = labels.index(a.reference)
-    opts = options_of(a)
-    cases = collect_cases(a, opts)
-    for s in sides:
-        _ready(s, a)
+    return sides
+
+
+def reference_index(a, sides: list) -> int:
+    if not a.reference:
+        return 0
+    labels = [s.label for s in sides]
+    if a.reference not in labels:
+        raise ValueError(f"--reference {a.reference}: not a side ({', '.join(labels)})")
+    return labels.index(a.reference)
+
+
+def new_job_folder(a, spec: JobSpec) -> tuple[Path, JobSpec, bool]:
+    """--out made (or refused: already a job, or not writable) with the spec written in it."""
     job_dir = Path(a.out or f"results/ab-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}")
     if (job_dir / interleave.JOB_FILE).exists():
         raise JobFolderError(f"{job_dir}: already an A/B job (add pairs with --resume {job_dir})")
@@ -170,7 +193,6 @@ def prepare(a) -> tuple[Path, JobSpec, bool]:
         (job_dir / "procs").mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise JobFolderError(f"--out {job_dir}: cannot make the folder ({e.strerror or e})") from e
-    spec = JobSpec(sides=sides, cases=cases, options=opts, reference=ref, selection=selection_text(a))
     (job_dir / interleave.JOB_FILE).write_text(spec.to_json(), encoding="utf-8")
     return job_dir, spec, made
 

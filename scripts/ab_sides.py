@@ -53,38 +53,52 @@ def parse(spec: str, wheels: dict) -> Side:
         key = key.strip()
         if not eq or not value:
             raise SideError(f"side {spec!r}: {part!r} is not KEY=VALUE (fe=, cudnn=, path=, env.NAME=, name=)")
-        if key == "fe":
-            wheel = Path(value) if value.endswith(".whl") else wheels.get(value)
-            if wheel is None:
-                raise SideError(f"side {spec!r}: no nvidia_cudnn_frontend-{value}-*.whl in --wheels "
-                                f"({', '.join(wheels) or 'none found'})")
-            if not wheel.is_file():
-                raise SideError(f"side {spec!r}: {wheel}: no such wheel")
-            side.wheel = str(wheel.resolve())
-            labels.append(f"fe{value if not value.endswith('.whl') else wheel.name.split('-')[1]}")
-        elif key == "cudnn":
-            d = Path(value).expanduser()
-            if not d.is_dir() or not any(d.glob("libcudnn*.so*")):
-                raise SideError(f"side {spec!r}: {d}: not a folder holding libcudnn*.so")
-            side.ld_library_path.append(str(d.resolve()))
-            labels.append(f"cudnn:{d.name}")
-        elif key == "path":
-            d = Path(value).expanduser()
-            if not d.exists():
-                raise SideError(f"side {spec!r}: {d}: no such file or folder")
-            side.pythonpath.append(str(d.resolve()))
-            side.cudnn_only = False
-            labels.append(f"path:{d.name}")
-        elif key.startswith("env.") and len(key) > 4:
-            side.env[key[4:]] = value
-            side.cudnn_only = False
-            labels.append(f"{key[4:]}={value}")
-        elif key == "name":
+        if key == "name":
             side.label = value
-        else:
+            continue
+        part_of = PARTS.get("env" if key.startswith("env.") and len(key) > 4 else key)
+        if part_of is None:
             raise SideError(f"side {spec!r}: unknown part {key!r} (fe=, cudnn=, path=, env.NAME=, name=)")
+        labels.append(part_of(side, key, value, wheels))
     side.label = side.label or "+".join(labels)
     return side
+
+
+def _fe(side: Side, key: str, value: str, wheels: dict) -> str:
+    wheel = Path(value) if value.endswith(".whl") else wheels.get(value)
+    if wheel is None:
+        raise SideError(f"side {side.spec!r}: no nvidia_cudnn_frontend-{value}-*.whl in --wheels "
+                        f"({', '.join(wheels) or 'none found'})")
+    if not wheel.is_file():
+        raise SideError(f"side {side.spec!r}: {wheel}: no such wheel")
+    side.wheel = str(wheel.resolve())
+    return f"fe{value if not value.endswith('.whl') else wheel.name.split('-')[1]}"
+
+
+def _cudnn(side: Side, key: str, value: str, wheels: dict) -> str:
+    folder = Path(value).expanduser()
+    if not folder.is_dir() or not any(folder.glob("libcudnn*.so*")):
+        raise SideError(f"side {side.spec!r}: {folder}: not a folder holding libcudnn*.so")
+    side.ld_library_path.append(str(folder.resolve()))
+    return f"cudnn:{folder.name}"
+
+
+def _path(side: Side, key: str, value: str, wheels: dict) -> str:
+    where = Path(value).expanduser()
+    if not where.exists():
+        raise SideError(f"side {side.spec!r}: {where}: no such file or folder")
+    side.pythonpath.append(str(where.resolve()))
+    side.cudnn_only = False
+    return f"path:{where.name}"
+
+
+def _env(side: Side, key: str, value: str, wheels: dict) -> str:
+    side.env[key[4:]] = value
+    side.cudnn_only = False
+    return f"{key[4:]}={value}"
+
+
+PARTS = {"fe": _fe, "cudnn": _cudnn, "path": _path, "env": _env}   # a spec's parts: how each sets up its side
 
 
 def unique_labels(sides: list[Side]) -> None:

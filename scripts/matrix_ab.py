@@ -68,15 +68,41 @@ def job_args(args, specs: list[str], reference: str, sel: dict, out: Path) -> ar
 
 def run(args, wheels: dict, pytest_args: list[str], out: Path) -> int:
     """The interleaved matrix; returns the exit status (matrix.json and matrix.md as the serial one writes)."""
-    from cudnn_hostbench.bench.measure.interleave import JobSpec
-    from cudnn_hostbench.scripts import ab_cmd, ab_sides
+    from cudnn_hostbench.scripts import ab_cmd
     from cudnn_hostbench.scripts.matrix_merge import merge
-    from cudnn_hostbench.scripts.matrix_part import store_part
     try:
         sel = selection(pytest_args)
     except (MatrixArgsError, ValueError) as e:
         print(f"{args.prog}: {e}", file=sys.stderr)
         return 2
+    entries, good = ready_sides(args, wheels)
+    labels = [label for label, _ in good]
+    if len(good) < 2:
+        print(f"{args.prog}: {len(good)} version(s) import here; an interleaved matrix needs two "
+              f"({'; '.join(e['detail'] for e in entries if e['detail'])[:300]})", file=sys.stderr)
+        return 2
+    reference = args.reference or labels[-1]
+    if reference not in labels:
+        print(f"{args.prog}: --reference {reference}: not a version that imports here ({', '.join(labels)})",
+              file=sys.stderr)
+        return 2
+    t0 = time.monotonic()
+    code = ab_cmd.run(job_args(args, [s for _, s in good], reference, sel, out))
+    parts(args, entries, out, code, t0)
+    doc = {"pytest_args": pytest_args, "python": sys.version.split()[0], "interleaved": True, "reference": reference,
+           "ab_job": "ab", "wall_s": round(time.monotonic() - t0, 1), "versions": entries}
+    (out / "matrix.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    med = merge(out, entries, args.dashboard)
+    if med is not None:
+        print(med.to_string(float_format=lambda v: f"{v:.2f}"))
+    print(f"wrote {out / 'matrix.md'} and the A/B report {out / 'ab' / 'ab.md'}")
+    return code if code else (0 if any(e["status"] == "ok" for e in entries) else 1)
+
+
+def ready_sides(args, wheels: dict) -> tuple[list, list]:
+    """matrix.json's entry per version (status '' when ready, else why not) and the (label, spec)
+    of every version that installs and imports here."""
+    from cudnn_hostbench.scripts import ab_sides
     entries, good = [], []
     for label, spec, lib, wheel in side_specs(wheels, args.cudnn_lib):
         entry = {"version": label.split("+")[0], "label": label, "cudnn_lib": lib, "wheel": wheel.name,
@@ -92,18 +118,13 @@ def run(args, wheels: dict, pytest_args: list[str], out: Path) -> int:
         entries.append(entry)
         print(f"fe {label}: {'ready' if not entry['status'] else entry['status'] + ' ' + entry['detail'][-200:]}",
               flush=True)
-    labels = [label for label, _ in good]
-    if len(good) < 2:
-        print(f"{args.prog}: {len(good)} version(s) import here; an interleaved matrix needs two "
-              f"({'; '.join(e['detail'] for e in entries if e['detail'])[:300]})", file=sys.stderr)
-        return 2
-    reference = args.reference or labels[-1]
-    if reference not in labels:
-        print(f"{args.prog}: --reference {reference}: not a version that imports here ({', '.join(labels)})",
-              file=sys.stderr)
-        return 2
-    t0 = time.monotonic()
-    code = ab_cmd.run(job_args(args, [s for _, s in good], reference, sel, out))
+    return entries, good
+
+
+def parts(args, entries: list, out: Path, code: int, t0: float) -> None:
+    """Each version's merged processes as its run-fe<ver>.json part, stored like a serial part."""
+    from cudnn_hostbench.bench.measure.interleave import JobSpec
+    from cudnn_hostbench.scripts.matrix_part import store_part
     spec = JobSpec.load(out / "ab") if (out / "ab" / "ab-job.json").exists() else None
     for e in entries:
         if e["status"]:
@@ -118,14 +139,6 @@ def run(args, wheels: dict, pytest_args: list[str], out: Path) -> int:
         line = store_part(args.store, out / e["run_file"])
         if line:
             print(line, flush=True)
-    doc = {"pytest_args": pytest_args, "python": sys.version.split()[0], "interleaved": True, "reference": reference,
-           "ab_job": "ab", "wall_s": round(time.monotonic() - t0, 1), "versions": entries}
-    (out / "matrix.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
-    med = merge(out, entries, args.dashboard)
-    if med is not None:
-        print(med.to_string(float_format=lambda v: f"{v:.2f}"))
-    print(f"wrote {out / 'matrix.md'} and the A/B report {out / 'ab' / 'ab.md'}")
-    return code if code else (0 if any(e["status"] == "ok" for e in entries) else 1)
 
 
 def _file_name(label: str) -> str:

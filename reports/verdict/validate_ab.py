@@ -121,6 +121,7 @@ def run(comparisons: list[list], resamples: int = 60, seed: int = SEED) -> Resul
 
 
 def _power(null: list, j: paired.Judgement, rng: random.Random, res: Result) -> None:
+    """Plants changes into a null job (module docstring) and counts what it catches."""
     verdicts = {v.key: v for v in j.rows}
     judged = [r for r in null if verdicts[r.key].mdc is not None and verdicts[r.key].verdict == "SAME"]
     if not judged:
@@ -131,15 +132,19 @@ def _power(null: list, j: paired.Judgement, rng: random.Random, res: Result) -> 
     for kind, targets in (("row", {row.key}), ("block", block), ("kernel", kernel)):
         for factor in FACTORS:
             by = {k: math.log1p(factor * verdicts[k].mdc) for k in targets}
-            got = {v.key: v.verdict for v in paired.judge(_planted(null, targets, by)).rows}
             hit = res.caught.setdefault((kind, factor), [0, 0])
-            hit[0] += sum(got[k] == "SLOWER" for k in targets)
+            hit[0] += _caught(null, targets, by)
             hit[1] += len(targets)
     gpu = {r.key for r in null if r.key[3] in ("graph", "device")}
     if gpu:
-        got = {v.key: v.verdict for v in paired.judge(_planted(null, gpu, {k: math.log(1.02) for k in gpu})).rows}
-        res.gpu_2pct[0] += sum(got[k] == "SLOWER" for k in gpu)
+        res.gpu_2pct[0] += _caught(null, gpu, {k: math.log(1.02) for k in gpu})
         res.gpu_2pct[1] += len(gpu)
+
+
+def _caught(null: list, targets: set, by: dict) -> int:
+    """How many of `targets` a job with `by` planted into them calls SLOWER."""
+    got = {v.key: v.verdict for v in paired.judge(_planted(null, targets, by)).rows}
+    return sum(got[k] == "SLOWER" for k in targets)
 
 
 def bound(k: int, n: int, level: float = 0.95) -> float:
