@@ -34,7 +34,6 @@ from cudnn_hostbench.bench.measure.interleave import JobFolderError, JobSpec
 from cudnn_hostbench.scripts import ab_sides
 
 ROOT = Path(__file__).resolve().parents[1]
-SELECTION = ("-k", "--hb-sizes", "--hb-tokens", "--hb-modes", "--hb-heavy", "--hb-rounds")
 
 
 def add_parser(command) -> None:
@@ -42,21 +41,20 @@ def add_parser(command) -> None:
     add_arguments(ap)
 
 
-def add_arguments(ap, sides: bool = True) -> None:
-    if sides:
-        ap.add_argument("sides", nargs="*", metavar="SIDE",
-                        help="two or more side specs: current, fe=VER|WHEEL, cudnn=DIR, path=DIR, env.NAME=VALUE, "
-                             "name=LABEL, comma-separated (none: current against current, an A/A job)")
-        ap.add_argument("--wheels", nargs="+", default=[".whlm", ".whl"], help="folders of frontend wheels for fe=VER")
-        ap.add_argument("-k", dest="keyword", metavar="EXPR", help="pytest's -k: which probes and variants")
-        ap.add_argument("--hb-sizes", dest="sizes", help="cube sizes of the matmul probes (default: the suite's)")
-        ap.add_argument("--hb-tokens", dest="tokens", help="token counts of the transpose probe")
-        ap.add_argument("--hb-modes", dest="modes", default="eager,graph,device", help="timing modes")
-        ap.add_argument("--hb-heavy", dest="heavy", action="store_true", help="every plan, every size")
-        ap.add_argument("--hb-rounds", dest="rounds", type=int, help="rounds per row in each process (default 24)")
-        ap.add_argument("--reference", metavar="LABEL", help="the side every other is judged against (default: the first)")
-        ap.add_argument("--out", help="the job folder (default results/ab-<stamp>)")
-        ap.add_argument("--resume", metavar="DIR", help="add pairs to this job folder")
+def add_arguments(ap) -> None:
+    ap.add_argument("sides", nargs="*", metavar="SIDE",
+                    help="two or more side specs: current, fe=VER|WHEEL, cudnn=DIR, path=DIR, env.NAME=VALUE, "
+                         "name=LABEL, comma-separated (none: current against current, an A/A job)")
+    ap.add_argument("--wheels", nargs="+", default=[".whlm", ".whl"], help="folders of frontend wheels for fe=VER")
+    ap.add_argument("-k", dest="keyword", metavar="EXPR", help="pytest's -k: which probes and variants")
+    ap.add_argument("--hb-sizes", dest="sizes", help="cube sizes of the matmul probes (default: the suite's)")
+    ap.add_argument("--hb-tokens", dest="tokens", help="token counts of the transpose probe")
+    ap.add_argument("--hb-modes", dest="modes", default="eager,graph,device", help="timing modes")
+    ap.add_argument("--hb-heavy", dest="heavy", action="store_true", help="every plan, every size")
+    ap.add_argument("--hb-rounds", dest="rounds", type=int, help="rounds per row in each process (default 24)")
+    ap.add_argument("--reference", metavar="LABEL", help="the side every other is judged against (default: the first)")
+    ap.add_argument("--out", help="the job folder (default results/ab-<stamp>)")
+    ap.add_argument("--resume", metavar="DIR", help="add pairs to this job folder")
     ap.add_argument("--budget-min", type=float, default=20.0, help="minutes for this invocation's processes")
     ap.add_argument("--pairs", type=int, default=40, help="at most this many pairs per side in the job")
     ap.add_argument("--first-pairs", type=int, default=3, help="pairs over every row before any row is judged")
@@ -254,7 +252,8 @@ def execute(a, job_dir: Path, spec: JobSpec) -> int:
             if not todo:
                 say(why)
                 break
-            cases = [c for c in spec.cases if (c[0], c[2]) in set(todo)]
+            wanted = set(todo)
+            cases = [c for c in spec.cases if (c[0], c[2]) in wanted]
             cost = clock.set_cost(k, len(todo))
             if clock.left() < max(cost, 1.0):
                 say(f"budget: {clock.left() / 60:.1f} min left, a set of {len(todo)} block(s) needs about "
