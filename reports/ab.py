@@ -76,6 +76,7 @@ def _kernels(recs: list[Record]) -> tuple:
 
 def pair_rows(pairs: list[tuple[Run, Run]], keys: list[tuple], on_ratio: bool) -> list[paired.PairedRow]:
     """Per row key (probe, variant, size, mode), its pair differences over `pairs` of (A, B) runs."""
+    index = {id(run): {r.key: r for r in run.records} for pair in pairs for run in pair}
     out = []
     for key in keys:
         aligned: list = []
@@ -84,7 +85,7 @@ def pair_rows(pairs: list[tuple[Run, Run]], keys: list[tuple], on_ratio: bool) -
         proto = None
         for a, b in pairs:
             aligned.append(None)
-            ra, rb = a.find(*key), b.find(*key)
+            ra, rb = index[id(a)].get(key), index[id(b)].get(key)
             if ra is None or rb is None:
                 continue
             proto = proto or ra
@@ -293,11 +294,18 @@ def chart(comparisons: list[Comparison], path: Path) -> Path | None:
     return path
 
 
+_LOADED: dict = {}     # (path, size, mtime) -> Run: a job judges after every set, over the same files
+
+
 def load_proc(path: Path) -> Run | None:
     """A finished process's records, or None when they cannot be read (the job says so)."""
     try:
-        return load_run(path)
-    except Exception:  # noqa: BLE001 - RunFileError or a truncated line: that process is not used
+        st = path.stat()
+        stamp = (str(path), st.st_size, st.st_mtime_ns)
+        if stamp not in _LOADED:
+            _LOADED[stamp] = load_run(path)
+        return _LOADED[stamp]
+    except Exception:  # noqa: BLE001 - RunFileError, a truncated line, a missing file: not used
         return None
 
 
