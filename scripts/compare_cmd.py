@@ -88,22 +88,97 @@ def _counts_lines(summary: str, width: int) -> list[str]:
     return lines
 
 
+def _threshold(args) -> float | None:
+    """--threshold as a fraction (None: each class's own); a bad value exits through the parser."""
+    try:
+        threshold = None if args.threshold is None else float(str(args.threshold).rstrip("%")) / 100
+    except ValueError:
+        args.parser.error(f"--threshold: not a percentage: {args.threshold!r}")
+    if threshold is not None and not threshold >= 0:
+        args.parser.error(f"--threshold: must be 0 or more: {args.threshold!r}")
+    if not 0 < args.alpha < 1:
+        args.parser.error(f"--alpha: must be between 0 and 1: {args.alpha!r}")
+    if args.min_samples < 1:
+        args.parser.error(f"--min-samples: must be 1 or more: {args.min_samples!r}")
+    return threshold
+
+
+def _out_problem(args) -> str | None:
+    """Why --markdown or --json cannot be written (the line for bad()), or None."""
+    if args.markdown == "-" and args.json == "-":
+        return "--json - and --markdown -: only one of them can go to stdout"
+    to_file = args.markdown if args.markdown != "-" else None
+    problem = to_file and check_out_file(to_file)
+    if to_file and not problem and any(Path(to_file).resolve() == Path(f).resolve() for f in (args.base, args.new)):
+        problem = "is one of the run files being compared"
+    if problem:
+        return f"--markdown {args.markdown}: {problem}"
+    problem = args.json and args.json != "-" and check_out_file(args.json)
+    if problem:
+        return f"--json {args.json}: {problem}"
+    return None
+
+
+def _write_outputs(args, df, md: str) -> str | None:
+    """Write --markdown and --json to their files; why one could not be written, or None."""
+    from cudnn_hostbench.bench.measure.files import write_text_atomic
+    from cudnn_hostbench.reports import compare
+
+    if args.markdown and args.markdown != "-":
+        try:
+            write_text_atomic(args.markdown, md)
+        except OSError as e:
+            return f"--markdown {args.markdown}: cannot write ({e.strerror or e})"
+    if args.json and args.json != "-":
+        try:
+            write_text_atomic(args.json, compare.to_json(df, not args.allow_kernel_change))
+        except OSError as e:
+            return f"--json {args.json}: cannot write ({e.strerror or e})"
+    return None
+
+
+def _print_report(args, df, diff: list) -> None:
+    """The comparison for people: counts, machines and findings, versions, the table, environment."""
+    from cudnn_hostbench.reports import compare, fmt
+
+    width = fmt.term_width()
+    wrap_width = 10**6 if args.wide else width
+    print("\n".join(_counts_lines(compare.summary(df), wrap_width)))   # the verdict counts first
+    for line in compare.machine_line(df).splitlines():   # where the runs ran, then each finding
+        print("\n".join(textwrap.wrap(line, wrap_width, subsequent_indent="  ")))
+    vers = compare.version_diff(diff)
+    if vers:
+        print("versions differ:")
+        print("\n".join(compare.env_lines(vers, width)))
+    shown = df if args.show_same else df[df["verdict"] != "SAME"]
+    if len(shown):
+        print(compare.text_table(shown, width, wide=args.wide))
+    if not args.show_same and (df["verdict"] == "SAME").any():
+        print(f"({(df['verdict'] == 'SAME').sum()} SAME row(s) not shown: --show-same lists them)")
+    rest = [d for d in diff if d not in vers]
+    if rest:
+        print("environment differs:")
+        print("\n".join(compare.env_lines(rest, width)))
+
+
+def _print_regressions(args, df) -> int:
+    """Each regression, wrapped; 1 when there is one."""
+    from cudnn_hostbench.reports import compare, fmt
+
+    width = fmt.term_width()
+    failed = compare.regressions(df, kernel_change_fails=not args.allow_kernel_change)
+    for line in failed:   # wrapped, never cut: the kernel names are the point
+        print("\n".join(textwrap.wrap(f"regression: {line}", 10**6 if args.wide else width,
+                                       subsequent_indent="    ", break_long_words=True)))
+    return 1 if failed else 0
+
+
 def run(a) -> int:
     from cudnn_hostbench.bench.measure import trust
-    from cudnn_hostbench.bench.measure.files import write_text_atomic
     from cudnn_hostbench.bench.measure.records import load_run
-    from cudnn_hostbench.reports import compare, fmt, store
+    from cudnn_hostbench.reports import compare, store
 
-    try:
-        threshold = None if a.threshold is None else float(str(a.threshold).rstrip("%")) / 100
-    except ValueError:
-        a.parser.error(f"--threshold: not a percentage: {a.threshold!r}")
-    if threshold is not None and not threshold >= 0:
-        a.parser.error(f"--threshold: must be 0 or more: {a.threshold!r}")
-    if not 0 < a.alpha < 1:
-        a.parser.error(f"--alpha: must be between 0 and 1: {a.alpha!r}")
-    if a.min_samples < 1:
-        a.parser.error(f"--min-samples: must be 1 or more: {a.min_samples!r}")
+    threshold = _threshold(a)
     # every check before any work or output: bad input exits 2, never 1 (1 means a regression)
     try:
         base, new = load_run(a.base, need_records=True), load_run(a.new, need_records=True)
@@ -111,17 +186,9 @@ def run(a) -> int:
         trust.check_run(new)
     except ValueError as e:   # RunFileError, or figures that cannot be measurements
         return bad(a.prog, str(e))
-    if a.markdown == "-" and a.json == "-":
-        return bad(a.prog, "--json - and --markdown -: only one of them can go to stdout")
-    to_file = a.markdown if a.markdown != "-" else None
-    problem = to_file and check_out_file(to_file)
-    if to_file and not problem and any(Path(to_file).resolve() == Path(f).resolve() for f in (a.base, a.new)):
-        problem = "is one of the run files being compared"
+    problem = _out_problem(a)
     if problem:
-        return bad(a.prog, f"--markdown {a.markdown}: {problem}")
-    problem = a.json and a.json != "-" and check_out_file(a.json)
-    if problem:
-        return bad(a.prog, f"--json {a.json}: {problem}")
+        return bad(a.prog, problem)
     if store.gpu(base) != store.gpu(new) and not a.allow_other_gpu:
         return bad(a.prog, f"{a.base} is from {store.gpu(base)}, {a.new} from {store.gpu(new)}: not compared "
                             "(--allow-other-gpu compares them anyway)")
@@ -136,44 +203,16 @@ def run(a) -> int:
     diff = compare.fingerprint_diff(base, new)
     failing = 1 if a.fail_on_regression and compare.regressions(df, not a.allow_kernel_change) else 0
     md = compare.markdown(df, base, new, diff, threshold, a.alpha, a.normalize) if a.markdown else ""
-    if a.markdown and a.markdown != "-":
-        try:
-            write_text_atomic(a.markdown, md)
-        except OSError as e:
-            return bad(a.prog, f"--markdown {a.markdown}: cannot write ({e.strerror or e})")
-    if a.json:
-        text = compare.to_json(df, not a.allow_kernel_change)
-        if a.json == "-":
-            print(text)
-            return failing
-        try:
-            write_text_atomic(a.json, text)
-        except OSError as e:
-            return bad(a.prog, f"--json {a.json}: cannot write ({e.strerror or e})")
+    problem = _write_outputs(a, df, md)
+    if problem:
+        return bad(a.prog, problem)
+    if a.json == "-":
+        print(compare.to_json(df, not a.allow_kernel_change))
+        return failing
     if a.markdown == "-":   # stdout holds the Markdown alone, as --json - holds the JSON
         print(md)
         return failing
-    width = fmt.term_width()
-    print("\n".join(_counts_lines(compare.summary(df), 10**6 if a.wide else width)))   # the verdict counts first
-    for line in compare.machine_line(df).splitlines():   # where the runs ran, then each finding
-        print("\n".join(textwrap.wrap(line, 10**6 if a.wide else width, subsequent_indent="  ")))
-    vers = compare.version_diff(diff)
-    if vers:
-        print("versions differ:")
-        print("\n".join(compare.env_lines(vers, width)))
-    shown = df if a.show_same else df[df["verdict"] != "SAME"]
-    if len(shown):
-        print(compare.text_table(shown, width, wide=a.wide))
-    if not a.show_same and (df["verdict"] == "SAME").any():
-        print(f"({(df['verdict'] == 'SAME').sum()} SAME row(s) not shown: --show-same lists them)")
-    rest = [d for d in diff if d not in vers]
-    if rest:
-        print("environment differs:")
-        print("\n".join(compare.env_lines(rest, width)))
+    _print_report(a, df, diff)
     if not a.fail_on_regression:
         return 0
-    failed = compare.regressions(df, kernel_change_fails=not a.allow_kernel_change)
-    for line in failed:   # wrapped, never cut: the kernel names are the point
-        print("\n".join(textwrap.wrap(f"regression: {line}", 10**6 if a.wide else width,
-                                       subsequent_indent="    ", break_long_words=True)))
-    return 1 if failed else 0
+    return _print_regressions(a, df)
