@@ -80,6 +80,109 @@ def _times(x: float | None, k: float) -> float:
     return float("nan") if x is None else x * k
 
 
+def _judged_run(base: Run, new: Run, alpha: float, normalize: bool, absolute: bool):
+    """The verdict model's judgement of `new` against `base`: (its judgement, the figures by run
+    (1: base, 2: new), the key versions that differ)."""
+    where = machines(base, new)
+    base_figs, new_figs = db.figures_of(base), db.figures_of(new)
+    if absolute:
+        base_figs, new_figs = _absolute(base, base_figs), _absolute(new, new_figs)
+    figs = {1: {f.row: f for f in base_figs}, 2: {f.row: f for f in new_figs}}
+    if normalize:
+        figs = paired.paired(figs)
+    base_meta, new_meta = dict(db.run_meta(base, ""), id=1), dict(db.run_meta(new, ""), id=2)
+    if not where["same_start"]:    # one run is no start of the other's: a GPU new to it
+        base_meta["start"], new_meta["start"], base_meta["gpu_uuid"], new_meta["gpu_uuid"] = "base", "new", "", ""
+    judgement = decide.judge_run(new_meta, [base_meta], [], figs, prior=calibrate.load(base_meta["gpu"]), q=alpha,
+                                 min_own=1)
+    versions = [k for k in KEY_VERSIONS if base_meta.get(k) != new_meta.get(k)]
+    for finding in judgement.findings:
+        if finding.status and versions:
+            finding.status = (f"a change of {', '.join(versions)}"
+                              + (" (a regression)" if finding.change > 0 else ""))
+    if versions and set(versions) <= CUDNN_ONLY:     # torch's own rows are then the GPU's control
+        decide.environment(judgement, figs[2])
+    return judgement, figs, versions
+
+
+def _row_keys(base_recs: dict, new_recs: dict) -> list:
+    """Every row key of either run, each probe/size/mode kept together (unmeasured records come
+    last in a run file)."""
+    keys = list(base_recs) + [k for k in new_recs if k not in base_recs]
+    first: dict = {}
+    for k in keys:
+        first.setdefault((k[0], k[2], k[3]), len(first))
+    keys.sort(key=lambda k: first[(k[0], k[2], k[3])])
+    return keys
+
+
+def _blank_row(key, one: Record, base_rec: Record | None, new_rec: Record | None) -> dict:
+    """A row with its key and sample counts, every figure NaN."""
+    row = dict(zip(("probe", "variant", "size", "mode"), key))
+    row.update(unit=one.unit, base=float("nan"), new=float("nan"), change=float("nan"),
+               p=float("nan"), n_base=len(base_rec.samples) if base_rec else 0,
+               n_new=len(new_rec.samples) if new_rec else 0, note="", base_abs=float("nan"), new_abs=float("nan"),
+               raw_change=float("nan"), adjusted_by=())
+    return row
+
+
+def _one_side(row: dict, rec: Record, removed: bool) -> None:
+    """A row in one run only: REMOVED or ADDED, with its figure where measured."""
+    row["verdict"] = "REMOVED" if removed else "ADDED"
+    if rec.ok:
+        row["base" if removed else "new"] = rec.summary().median
+    row["note"] = "" if rec.ok else rec.status
+
+
+def _unmeasured_note(base_rec: Record, new_rec: Record) -> str:
+    """Why a row both runs hold has no samples on a side."""
+    why = lambda r: r.status if r.status != "ok" else "no samples"  # noqa: E731
+    return f"both: {why(base_rec)}" if why(base_rec) == why(new_rec) else \
+        f"base: {why(base_rec)}; new: {why(new_rec)}"
+
+
+def _not_judged_note(verdict) -> str:
+    """Why a row was not judged (no MDC to name)."""
+    return (NOT_JUDGED if verdict is not None and verdict.verdict == "NO HISTORY" else
+            f"not judged: {verdict.note}" if verdict is not None and verdict.note else "not judged")
+
+
+def _overridden(verdict, base_fig, base_rec: Record, new_rec: Record, normalize: bool, min_samples: int,
+                threshold: float | None) -> tuple[str, str]:
+    """The row's verdict and note after the command's own rules (the divisor, --min-samples,
+    --threshold)."""
+    label, note = verdict.verdict, verdict.note
+    if normalize and base_fig.baseline == base_fig.variant:
+        label, note = "SAME", "the baseline itself (the divisor)"
+    elif min(len(base_rec.samples), len(new_rec.samples)) < min_samples:
+        label, note = "UNSURE", f"too few samples (fewer than {min_samples} on a side)"
+    elif threshold is not None and label in ("SLOWER", "FASTER") and abs(verdict.change) < threshold:
+        label, note = "SAME", f"under --threshold {threshold * 100:g} %"
+    elif threshold is not None and label == "UNSURE" and verdict.mdc is not None and verdict.mdc <= threshold:
+        label, note = "SAME", ""
+    return label, note
+
+
+def _judged_row(row: dict, verdict, base_fig, new_fig, base_rec: Record, new_rec: Record, normalize: bool,
+                min_samples: int, threshold: float | None) -> None:
+    """Fill a row the model judged: its figures in the record's unit, verdict, change and notes."""
+    # a figure is a ratio or µs; shown in the record's own unit (host rows: ms)
+    scale = 1.0 if base_fig.on_ratio else 1e-6 / UNIT_SECONDS.get(base_rec.unit, 1e-6)
+    if base_fig.on_ratio:
+        row["unit"] = f"x {base_fig.baseline}"
+    label, note = _overridden(verdict, base_fig, base_rec, new_rec, normalize, min_samples, threshold)
+    processes = min(base_fig.processes, new_fig.processes)
+    if 0 < processes < MIN_PROCESSES:
+        note = "; ".join(x for x in (note, f"{processes} process(es) on a side") if x)
+    if verdict.adjusted_by:
+        note = "; ".join(x for x in (note, adjusted_note(verdict.adjusted_by)) if x)
+    raw = (new_fig.value / base_fig.value - 1 if base_fig.value and new_fig.value is not None
+           else float("nan"))
+    row.update(base=_times(base_fig.value, scale), new=_times(new_fig.value, scale), change=verdict.change,
+               p=verdict.p, verdict=label, note=note, z=verdict.z, mdc=verdict.mdc, scale=verdict.scale,
+               raw_change=raw, adjusted_by=tuple(verdict.adjusted_by))
+
+
 def compare(base: Run, new: Run, threshold: float | None = None, alpha: float = decide.Q,
             normalize: bool = False, min_samples: int = 1, absolute: bool = False):
     """A DataFrame with one row per (probe, variant, size, mode) in either run (see COLUMNS);
@@ -90,94 +193,34 @@ def compare(base: Run, new: Run, threshold: float | None = None, alpha: float = 
     """
     import pandas as pd
 
-    a = {r.key: r for r in base.records}
-    b = {r.key: r for r in new.records}
-    where = machines(base, new)
-    fa, fb = db.figures_of(base), db.figures_of(new)
-    if absolute:
-        fa, fb = _absolute(base, fa), _absolute(new, fb)
-    figs = {1: {f.row: f for f in fa}, 2: {f.row: f for f in fb}}
-    if normalize:
-        figs = paired.paired(figs)
-    ma, mb = dict(db.run_meta(base, ""), id=1), dict(db.run_meta(new, ""), id=2)
-    if not where["same_start"]:    # one run is no start of the other's: a GPU new to it
-        ma["start"], mb["start"], ma["gpu_uuid"], mb["gpu_uuid"] = "base", "new", "", ""
-    jd = decide.judge_run(mb, [ma], [], figs, prior=calibrate.load(ma["gpu"]), q=alpha, min_own=1)
-    versions = [k for k in KEY_VERSIONS if ma.get(k) != mb.get(k)]
-    for fd in jd.findings:
-        if fd.status and versions:
-            fd.status = f"a change of {', '.join(versions)}" + (" (a regression)" if fd.change > 0 else "")
-    if versions and set(versions) <= CUDNN_ONLY:     # torch's own rows are then the GPU's control
-        decide.environment(jd, figs[2])
-    by = {v.row: v for v in jd.verdicts}
-    keys = list(a) + [k for k in b if k not in a]
-    # keep each probe/size/mode together (unmeasured records come last in a run file)
-    first: dict = {}
-    for k in keys:
-        first.setdefault((k[0], k[2], k[3]), len(first))
-    keys.sort(key=lambda k: first[(k[0], k[2], k[3])])
+    base_recs = {r.key: r for r in base.records}
+    new_recs = {r.key: r for r in new.records}
+    judgement, figs, versions = _judged_run(base, new, alpha, normalize, absolute)
+    by = {v.row: v for v in judgement.verdicts}
     rows = []
-    for key in keys:
-        ra, rb = a.get(key), b.get(key)
-        one = ra or rb
-        assert one is not None   # every key comes from a or b
-        row = dict(zip(("probe", "variant", "size", "mode"), key))
-        row.update(unit=one.unit, base=float("nan"), new=float("nan"), change=float("nan"),
-                   p=float("nan"), n_base=len(ra.samples) if ra else 0,
-                   n_new=len(rb.samples) if rb else 0, note="", base_abs=float("nan"), new_abs=float("nan"),
-                   raw_change=float("nan"), adjusted_by=())
-        if ra is None or rb is None:
-            r = one
-            row["verdict"] = "REMOVED" if rb is None else "ADDED"
-            if r.ok:
-                row["base" if rb is None else "new"] = r.summary().median
-            row["note"] = "" if r.ok else r.status
-            rows.append(row)
-            continue
-        if not (ra.ok and rb.ok):
-            row["verdict"] = "UNMEASURED"
-            why = lambda r: r.status if r.status != "ok" else "no samples"  # noqa: E731
-            row["note"] = f"both: {why(ra)}" if why(ra) == why(rb) else f"base: {why(ra)}; new: {why(rb)}"
-            rows.append(row)
-            continue
-        row.update(base_abs=ra.summary().median, new_abs=rb.summary().median)
-        rk = (key[0], key[1], str(key[2]), key[3])
-        v, ga, gb = by.get(rk), figs[1].get(rk), figs[2].get(rk)
-        if list(ra.samples) == list(rb.samples) and ra.workers == rb.workers:
-            row.update(verdict="SAME", change=0.0, raw_change=0.0, note="identical samples")
-            rows.append(row)
-            continue
-        if v is None or ga is None or gb is None or v.z is None:
-            # no MDC to name: the row was not judged, and the note says why
-            said = (NOT_JUDGED if v is not None and v.verdict == "NO HISTORY" else
-                    f"not judged: {v.note}" if v is not None and v.note else "not judged")
-            row.update(verdict="UNSURE", note=said)
-            rows.append(row)
-            continue
-        # a figure is a ratio or µs; shown in the record's own unit (host rows: ms)
-        scale = 1.0 if ga.on_ratio else 1e-6 / UNIT_SECONDS.get(one.unit, 1e-6)
-        if ga.on_ratio:
-            row["unit"] = f"x {ga.baseline}"
-        verdict, note = v.verdict, v.note
-        if normalize and ga.baseline == ga.variant:
-            verdict, note = "SAME", "the baseline itself (the divisor)"
-        elif min(len(ra.samples), len(rb.samples)) < min_samples:
-            verdict, note = "UNSURE", f"too few samples (fewer than {min_samples} on a side)"
-        elif threshold is not None and verdict in ("SLOWER", "FASTER") and abs(v.change) < threshold:
-            verdict, note = "SAME", f"under --threshold {threshold * 100:g} %"
-        elif threshold is not None and verdict == "UNSURE" and v.mdc is not None and v.mdc <= threshold:
-            verdict, note = "SAME", ""
-        if 0 < min(ga.processes, gb.processes) < MIN_PROCESSES:
-            note = "; ".join(x for x in (note, f"{min(ga.processes, gb.processes)} process(es) on a side") if x)
-        if v.adjusted_by:
-            note = "; ".join(x for x in (note, adjusted_note(v.adjusted_by)) if x)
-        row.update(base=_times(ga.value, scale), new=_times(gb.value, scale), change=v.change, p=v.p, verdict=verdict, note=note,
-                   z=v.z, mdc=v.mdc, scale=v.scale,
-                   raw_change=gb.value / ga.value - 1 if ga.value and gb.value is not None else float("nan"),
-                   adjusted_by=tuple(v.adjusted_by))
+    for key in _row_keys(base_recs, new_recs):
+        base_rec, new_rec = base_recs.get(key), new_recs.get(key)
+        one = base_rec or new_rec
+        assert one is not None   # every key comes from one run or the other
+        row = _blank_row(key, one, base_rec, new_rec)
         rows.append(row)
+        if base_rec is None or new_rec is None:
+            _one_side(row, one, removed=new_rec is None)
+            continue
+        if not (base_rec.ok and new_rec.ok):
+            row.update(verdict="UNMEASURED", note=_unmeasured_note(base_rec, new_rec))
+            continue
+        row.update(base_abs=base_rec.summary().median, new_abs=new_rec.summary().median)
+        row_key = (key[0], key[1], str(key[2]), key[3])
+        verdict, base_fig, new_fig = by.get(row_key), figs[1].get(row_key), figs[2].get(row_key)
+        if list(base_rec.samples) == list(new_rec.samples) and base_rec.workers == new_rec.workers:
+            row.update(verdict="SAME", change=0.0, raw_change=0.0, note="identical samples")
+        elif verdict is None or base_fig is None or new_fig is None or verdict.z is None:
+            row.update(verdict="UNSURE", note=_not_judged_note(verdict))
+        else:
+            _judged_row(row, verdict, base_fig, new_fig, base_rec, new_rec, normalize, min_samples, threshold)
     df = pd.DataFrame(rows, columns=COLUMNS + ["z", "mdc", "scale"])
-    df.attrs.update(where, findings=jd.findings, versions=versions)
+    df.attrs.update(machines(base, new), findings=judgement.findings, versions=versions)
     return df
 
 
@@ -394,23 +437,35 @@ def text_table(df, width: int | None = None, wide: bool = False) -> str:
     if wide or not rows:
         legend = [ADJUSTED_LEGEND] if any(r[HEADER.index("change")].endswith("*") for r in rows) else []
         return "\n".join((_lines([HEADER] + rows) if rows else []) + legend + tail)
-    notes: dict[str, int] = {}
-    for r in rows:
-        if r[-1]:
-            r[-1] = f"[{notes.setdefault(r[-1], len(notes) + 1)}]"
+    notes = _numbered_notes(rows)
     lines, dropped = _fitted(rows, width)
     lines = fit.cut(lines, width)
+    return "\n".join(lines + _under_table(rows, notes, dropped, width) + tail)
+
+
+def _numbered_notes(rows: list) -> dict[str, int]:
+    """Each row's note replaced by its number ([1], ...); the notes by number, each once."""
+    notes: dict[str, int] = {}
+    for row in rows:
+        if row[-1]:
+            row[-1] = f"[{notes.setdefault(row[-1], len(notes) + 1)}]"
+    return notes
+
+
+def _under_table(rows: list, notes: dict[str, int], dropped: list, width: int) -> list[str]:
+    """The lines under a fitted table: the change* legend, the numbered notes, the columns left out."""
+    lines: list[str] = []
     if any(r[HEADER.index("change")].endswith("*") for r in rows):
         lines += fit.wrap(ADJUSTED_LEGEND + ("" if "raw" not in dropped else " (left out to fit: --wide shows it)"),
                           width)
-    for note, k in notes.items():
-        lines += fit.wrap(f"[{k}] {note}", width)
+    for note, number in notes.items():
+        lines += fit.wrap(f"[{number}] {note}", width)
     dropped = [d for d in dropped if d != "raw"]   # the legend above says the raw column is left out
     if dropped:
         lines += fit.left_out([" and ".join(dropped) + (" column" if len(dropped) == 1 else " columns")], width,
                               "× marks a ratio to the probe's baseline, other figures µs/call unless named"
                               if "unit" in dropped else "")
-    return "\n".join(lines + tail)
+    return lines
 
 
 def markdown(df, base: Run, new: Run, diff, threshold: float, alpha: float, normalize: bool) -> str:
