@@ -524,6 +524,99 @@ def report_json(command: str, passed: bool, counts: dict, findings: list, rows: 
 ZERO_NOTE = "a zero figure (no such time in the step): a change on the log scale is undefined"
 
 
+def _row_verdict(md: Model, target: dict, figs: dict, row: tuple, fig, judged: list, widened: set,
+                 unsettled: set) -> Verdict:
+    """One row's first verdict: UNMEASURED, NO HISTORY, UNSURE (noise unknown), or SAME with its
+    deviation appended to `judged` (row, figure, prediction, d, sd, nu) for the tests over the rows."""
+    if fig.status != "ok" or not fig.value or fig.value <= 0:
+        zero = fig.status == "ok" and fig.value is not None and fig.value == 0
+        return _verdict(fig, None, None, float("nan"), 0, "UNMEASURED", note=ZERO_NOTE if zero else fig.status[:120])
+    pred = md.predict(row, fig)
+    if pred is None:
+        return _verdict(fig, fig.value, None, float("nan"), 0, "NO HISTORY",
+                        note="no earlier run on this key measured this row")
+    if pred.var <= 0:      # nothing known of its noise: no spread in its history, its workers or a prior
+        return _verdict(fig, fig.value, None, float("nan"), pred.n, "UNSURE",
+                        note="its noise is unknown (no history spread, worker spread or prior for its class)")
+    struct = md.struct[target["id"]]
+    x = math.log(fig.value) - struct.adjust.get(row, 0.0)
+    paced = model.paced_var(fig, figs[target["id"]], struct.terms)
+    loose = md.adjust_excess(row)
+    d, sd = x - pred.location, math.sqrt(pred.var + paced + loose)
+    judged.append((row, fig, pred, d, sd, pred.df))
+    if paced:
+        widened.add(row)
+    if loose > pred.var:
+        unsettled.add(row)
+    raw = figs[target["id"]][row].value
+    return _verdict(fig, raw, raw / math.exp(d), math.exp(d) - 1, pred.n, "SAME", scale=pred.scale,
+                    adjust=math.log(fig.value) - x, adjusted_by=adjusted_by(struct, row, fig))
+
+
+def _label(md: Model, row: tuple, verdict: Verdict, fig, pred, d: float, hit: bool, row_mdc: float,
+           notes: list) -> None:
+    """Name a judged row's verdict from its discovery, kernels and MDC; add its notes."""
+    kern = md.kernels_of(row)
+    other_kernels = bool(kern and fig.kernels and kern != fig.kernels)
+    if hit:
+        if other_kernels and model.race(fig):
+            verdict.verdict = "PICK CHANGED"
+            notes.append(f"autotune pick changed (information): history {kern}; this run {fig.kernels}")
+        elif other_kernels:
+            verdict.verdict = "KERNEL CHANGED"
+            notes.append(f"kernels: history {kern}; this run {fig.kernels}")
+        else:
+            verdict.verdict = "SLOWER" if d > 0 else "FASTER"
+    elif row_mdc > practical(fig):
+        verdict.verdict = "UNSURE"
+        big = max(pred.parts, key=pred.parts.get)
+        notes.append(f"too noisy to see {practical(fig) * 100:g} % (its mdc is past it, largest part: {big})")
+    elif other_kernels:
+        notes.append(f"kernels: history {kern}; this run {fig.kernels}")
+
+
+def _unsettled_note(md: Model, row: tuple) -> str:
+    """Why a row whose adjusting rows disagree on this run was widened."""
+    lost = md.lost_levels(row)
+    return (f"its history's {', '.join(sorted(lost))} term{'s' if len(lost) > 1 else ''} could not be set "
+            "on this run (too few of its rows): widened by the history's adjustments" if lost else
+            "the rows it is adjusted by (its kernel, its block) disagree on this run: widened by that")
+
+
+def _test_rows(md: Model, target: dict, out: dict, judged: list, widened: set, unsettled: set, q: float) -> None:
+    """Each judged row's z, p and MDC, Benjamini-Hochberg over the rows at `q`, its verdict and notes."""
+    pvalues = _pvalues([d / sd for _, _, _, d, sd, _ in judged], [nu for *_, nu in judged])
+    found = bh(pvalues, q)
+    tests = len(judged)
+    partial = md.partial(target)
+    for (row, fig, pred, d, sd, nu), pvalue, hit in zip(judged, pvalues, found):
+        verdict = out[row]
+        row_mdc = mdc(sd, nu, tests, q)
+        verdict.z, verdict.p, verdict.mdc = d / sd, pvalue, row_mdc
+        notes = []
+        if fig.processes < 3:
+            notes.append(f"{fig.processes} process{'es' if fig.processes > 1 else ''}: "
+                         "widened by the process component")
+        if pred.scale == "fleet" and partial:
+            notes.append("a partial run")
+        _label(md, row, verdict, fig, pred, d, hit, row_mdc, notes)
+        if row in widened:
+            notes.append("variant and baseline paced apart (GPU, host): widened by the host's speed")
+        if row in unsettled:
+            notes.append(_unsettled_note(md, row))
+        verdict.note = "; ".join(notes)
+
+
+def _history_facts(md: Model, target: dict) -> None:
+    """What the judgement stood on, into `target`: its history's runs, starts, factors and pools."""
+    own = [r for r in md.before if model.same_gpu(r, target)]
+    target.update(same_gpu_runs=len(own), history_runs=len(md.before),
+                  history_starts=len({model.start_of(r) for r in md.before}), partial=md.partial(target),
+                  partial_runs=[r["id"] for r in md.before if md.partial(r)],
+                  machine_factors={g: f[0] for g, f in md.struct[target["id"]].factors.items()},
+                  pools={c: p for c, p in md.pools.items()})
+
+
 def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, last: int = DEFAULT_LAST,
               prior: Any = None, q: float = Q, md: Model | None = None, min_own: int = MIN_OWN,
               curves: bool = False) -> Judged:
@@ -538,71 +631,9 @@ def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, l
     judged: list[tuple] = []   # (row, f, prediction, d, sd, nu)
     widened: set = set()       # eager ratios whose variant and baseline keep different paces
     unsettled: set = set()     # rows whose structure's other rows disagree on this run (model.adjust_excess)
-    out: dict[tuple, Verdict] = {}
-    for row, f in fs.items():
-        if f.status != "ok" or not f.value or f.value <= 0:
-            zero = f.status == "ok" and f.value is not None and f.value == 0
-            out[row] = _verdict(f, None, None, float("nan"), 0, "UNMEASURED",
-                                note=ZERO_NOTE if zero else f.status[:120])
-            continue
-        pr = md.predict(row, f)
-        if pr is None:
-            out[row] = _verdict(f, f.value, None, float("nan"), 0, "NO HISTORY",
-                                note="no earlier run on this key measured this row")
-            continue
-        if pr.var <= 0:      # nothing known of its noise: no spread in its history, its workers or a prior
-            out[row] = _verdict(f, f.value, None, float("nan"), pr.n, "UNSURE",
-                                note="its noise is unknown (no history spread, worker spread or prior for its class)")
-            continue
-        x = math.log(f.value) - md.struct[target["id"]].adjust.get(row, 0.0)
-        paced = model.paced_var(f, fs, md.struct[target["id"]].terms)
-        loose = md.adjust_excess(row)
-        d, sd = x - pr.location, math.sqrt(pr.var + paced + loose)
-        judged.append((row, f, pr, d, sd, pr.df))
-        if paced:
-            widened.add(row)
-        if loose > pr.var:
-            unsettled.add(row)
-        raw = figs[target["id"]][row].value
-        out[row] = _verdict(f, raw, raw / math.exp(d), math.exp(d) - 1, pr.n, "SAME", scale=pr.scale,
-                            adjust=math.log(f.value) - x, adjusted_by=adjusted_by(md.struct[target["id"]], row, f))
-    ps = _pvalues([d / sd for _, _, _, d, sd, _ in judged], [nu for *_, nu in judged])
-    found = bh(ps, q)
-    m = len(judged)
-    partial = md.partial(target)
-    for (row, f, pr, d, sd, nu), p, hit in zip(judged, ps, found):
-        v = out[row]
-        v.z, v.p, v.mdc = d / sd, p, mdc(sd, nu, m, q)
-        kern = md.kernels_of(row)
-        other_kernels = bool(kern and f.kernels and kern != f.kernels)
-        notes = []
-        if f.processes < 3:
-            notes.append(f"{f.processes} process{'es' if f.processes > 1 else ''}: widened by the process component")
-        if pr.scale == "fleet" and partial:
-            notes.append("a partial run")
-        if hit:
-            if other_kernels and model.race(f):
-                v.verdict = "PICK CHANGED"
-                notes.append(f"autotune pick changed (information): history {kern}; this run {f.kernels}")
-            elif other_kernels:
-                v.verdict = "KERNEL CHANGED"
-                notes.append(f"kernels: history {kern}; this run {f.kernels}")
-            else:
-                v.verdict = "SLOWER" if d > 0 else "FASTER"
-        elif v.mdc > practical(f):
-            v.verdict = "UNSURE"
-            big = max(pr.parts, key=pr.parts.get)
-            notes.append(f"too noisy to see {practical(f) * 100:g} % (its mdc is past it, largest part: {big})")
-        elif other_kernels:
-            notes.append(f"kernels: history {kern}; this run {f.kernels}")
-        if row in widened:
-            notes.append("variant and baseline paced apart (GPU, host): widened by the host's speed")
-        if row in unsettled:
-            lost = md.lost_levels(row)
-            notes.append(f"its history's {', '.join(sorted(lost))} term{'s' if len(lost) > 1 else ''} could not be set "
-                         "on this run (too few of its rows): widened by the history's adjustments" if lost else
-                         "the rows it is adjusted by (its kernel, its block) disagree on this run: widened by that")
-        v.note = "; ".join(notes)
+    out: dict[tuple, Verdict] = {row: _row_verdict(md, target, figs, row, fig, judged, widened, unsettled)
+                                 for row, fig in fs.items()}
+    _test_rows(md, target, out, judged, widened, unsettled, q)
     _two_starts(md, out, judged, q)
     findings = _findings(md, q) + _variants(md, out)
     for v in out.values():
@@ -611,15 +642,10 @@ def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, l
     for fd in findings:
         if fd.status:
             _finding_state(md, after, fd)
-    own = [r for r in md.before if model.same_gpu(r, target)]
-    target.update(same_gpu_runs=len(own), history_runs=len(md.before),
-                  history_starts=len({model.start_of(r) for r in md.before}), partial=md.partial(target),
-                  partial_runs=[r["id"] for r in md.before if md.partial(r)],
-                  machine_factors={g: f[0] for g, f in md.struct[target["id"]].factors.items()},
-                  pools={c: p for c, p in md.pools.items()})
+    _history_facts(md, target)
     if curves:
         target.update(calibration={c: (md.z_fleet.get(c, []), md.pools[c].nu) for c in md.pools},
-                      power=power(judged, m, q))
+                      power=power(judged, len(judged), q))
     return Judged(target, list(out.values()), findings)
 
 
