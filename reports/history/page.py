@@ -175,6 +175,48 @@ def round_ratios(run) -> "object":
     return pd.DataFrame(rows)
 
 
+def _trust_flags(mine: dict) -> list:
+    """The judged run's trust marks that lower trust (trust.SHOWN), most common first: (mark, its
+    text, count, rows)."""
+    # only marks that lower trust (trust.SHOWN): discarded-and-redone rounds are the harness at work
+    flags = Counter(fl for f in mine.values() for fl in (f.flags.split(",") if f.flags else []) if fl in trust.SHOWN)
+    flagged = {k: sorted("/".join(row) for row, f in mine.items() if k in (f.flags or "").split(","))
+               for k in flags}
+    return [(k, trust.FLAGS.get(k, ("?", k)), n, flagged[k]) for k, n in flags.most_common()]
+
+
+def _rounds_source(newest: dict, shown: list[dict], loaded: dict | None) -> tuple:
+    """(run file, its run) for the round ratios: the judged run's file, else the newest full run of
+    its version whose file is at hand; (None, None) if none is."""
+    for run in [newest] + [r for r in reversed(shown) if r["id"] != newest["id"]]:
+        rounds_run = _run_file(run, loaded or {})
+        if rounds_run is not None:
+            return rounds_run, run
+    return None, None
+
+
+def _verdict_fields(verdicts: list) -> dict:
+    """The section's verdict figures: counts, the changed, unsure and new rows, MDCs."""
+    changed = sorted((v for v in verdicts if v.verdict in ("SLOWER", "KERNEL CHANGED", "FASTER")),
+                     key=lambda v: (check.ORDER[v.verdict], -abs(v.change)))
+    unsure = [v for v in verdicts if v.verdict == "UNSURE"]
+    little = [v for v in verdicts if v.verdict == "NO HISTORY"]
+    return {
+        "counts": check.counts(verdicts), "judged": sum(1 for v in verdicts if v.verdict not in UNJUDGED),
+        # an all-clear only over rows a verdict decided: SAME; UNSURE rows say nothing either way
+        "same": sum(1 for v in verdicts if v.verdict == "SAME"),
+        "unsure_mdc": _mdc_range(unsure),
+        "rows": len(verdicts), "changed": changed, "unsure": unsure, "little": little,
+    }
+
+
+def _trend_fields(facets: list, shown: list[dict], other_mv) -> dict:
+    """The trend charts' counts: charts, bands, full bands, runs shown."""
+    return {"n_charts": len(facets), "bands": sum(1 for f in facets if f["band"]),
+            "full_band": sum(1 for f in facets if f["band"] and f["history_n"] >= 2),
+            "shown_runs": len(shown), "other_mv": other_mv}
+
+
 def gpu_section(store: db.Store, gpu: str, runs: list[dict], last: int, loaded: dict | None = None,
                 order: str = "date", progress=None) -> dict:
     def say(text: str) -> None:
@@ -188,23 +230,10 @@ def gpu_section(store: db.Store, gpu: str, runs: list[dict], last: int, loaded: 
     figs = store.figures([r["id"] for r in shown] + ([newest["id"]] if newest not in shown else []))
     mine = figs[newest["id"]]
     roles = {row: f.role for row, f in mine.items()}
-    changed = sorted((v for v in verdicts if v.verdict in ("SLOWER", "KERNEL CHANGED", "FASTER")),
-                     key=lambda v: (check.ORDER[v.verdict], -abs(v.change)))
-    unsure = [v for v in verdicts if v.verdict == "UNSURE"]
-    little = [v for v in verdicts if v.verdict == "NO HISTORY"]
-    # only marks that lower trust (trust.SHOWN): discarded-and-redone rounds are the harness at work
-    flags = Counter(fl for f in mine.values() for fl in (f.flags.split(",") if f.flags else []) if fl in trust.SHOWN)
-    flagged = {k: sorted("/".join(row) for row, f in mine.items() if k in (f.flags or "").split(","))
-               for k in flags}
+    flags = _trust_flags(mine)
     facets = trend_facets(_trend_rows(verdicts, roles), shown, figs, newest["id"])
     trends_svg = charts.trends(facets, _ticks(shown), _version_marks(shown))
-    # rounds: the judged run's file, else the newest full run of its version whose file is at hand
-    rounds_run, rounds_of = None, None
-    for r in [newest] + [r for r in reversed(shown) if r["id"] != newest["id"]]:
-        rounds_run = _run_file(r, loaded or {})
-        if rounds_run is not None:
-            rounds_of = r
-            break
+    rounds_run, rounds_of = _rounds_source(newest, shown, loaded)
     say("drawing the round ratios, calibration, power and version view")
     rounds_svg = charts.rounds(round_ratios(rounds_run), "round ratios per probe") if rounds_run else ""
     calibration_svg = charts.calibration(target.get("calibration") or {})
@@ -214,22 +243,45 @@ def gpu_section(store: db.Store, gpu: str, runs: list[dict], last: int, loaded: 
         "lead_rule": VERSION_RULE if order == "version" else lead.RULE,
         "newer_partial": [r for r in lead.newer_than(newest, runs)
                           if order != "version" or r["frontend"] == newest["frontend"]],
-        "counts": check.counts(verdicts), "judged": sum(1 for v in verdicts if v.verdict not in UNJUDGED),
-        # an all-clear only over rows a verdict decided: SAME; UNSURE rows say nothing either way
-        "same": sum(1 for v in verdicts if v.verdict == "SAME"),
-        "unsure_mdc": _mdc_range(unsure),
-        "rows": len(verdicts), "changed": changed, "unsure": unsure, "little": little,
+        **_verdict_fields(verdicts),
         "findings": check.finding_lines(target),
         "mdc": {k: x for k, x in check.median_mdc(verdicts).items() if k != "other"},
-        "flags": [(k, trust.FLAGS.get(k, ("?", k)), n, flagged[k]) for k, n in flags.most_common()],
-        "history_n": max((v.n for v in verdicts), default=0), "trends_svg": trends_svg, "n_charts": len(facets),
-        "bands": sum(1 for f in facets if f["band"]), "full_band": sum(1 for f in facets if f["band"] and
-                                                                        f["history_n"] >= 2),
-        "shown_runs": len(shown), "other_mv": other_mv, "rounds_svg": rounds_svg, "rounds_of": rounds_of,
+        "flags": flags,
+        "history_n": max((v.n for v in verdicts), default=0), "trends_svg": trends_svg,
+        **_trend_fields(facets, shown, other_mv),
+        "rounds_svg": rounds_svg, "rounds_of": rounds_of,
         "calibration_svg": calibration_svg, "power_svg": power_svg,
         "versions": version_view(store, runs, newest), "runs": runs[::-1],
         "files": {r["id"]: file_state(r, loaded) for r in runs},
     }
+
+
+def _version_cells(store: db.Store, vers: list, newest: dict) -> dict:
+    """Per row, its figure under each version (None where that version's run has none)."""
+    figs = store.figures([newest[v]["id"] for v in vers])
+    rows: dict = {}
+    for index, version in enumerate(vers):
+        for row, fig in figs[newest[version]["id"]].items():
+            if fig.value is not None:
+                rows.setdefault(row, [None] * len(vers))[index] = fig
+    return rows
+
+
+def _version_row(row: tuple, cells: list) -> dict:
+    """One row of the version view: each version's figure as text and its change against the
+    newest version's figure."""
+    ref = next(c for c in reversed(cells) if c is not None)
+    return {"name": "/".join(row), "unit": f"× {ref.baseline}" if ref.on_ratio else "µs",
+            "cells": [None if c is None else (_fig_text(c.value, "x" if c.on_ratio else "us"),
+                                              c.value / ref.value - 1 if ref.value else 0.0) for c in cells]}
+
+
+def _version_rows(store: db.Store, vers: list, newest: dict) -> list[dict]:
+    """The version view's rows: those two or more versions measured, by name."""
+    out = [_version_row(row, cells) for row, cells in _version_cells(store, vers, newest).items()
+           if sum(c is not None for c in cells) >= 2]
+    out.sort(key=lambda x: x["name"])
+    return out
 
 
 def version_view(store: db.Store, runs: list[dict], newest: dict | None = None) -> dict:
@@ -242,21 +294,7 @@ def version_view(store: db.Store, runs: list[dict], newest: dict | None = None) 
     newest = {v: picked[v] for v in vers}
     if len(vers) < 2:
         return {"versions": vers, "rows": [], "runs": newest, "svg": ""}
-    figs = store.figures([newest[v]["id"] for v in vers])
-    rows: dict = {}
-    for i, v in enumerate(vers):
-        for row, f in figs[newest[v]["id"]].items():
-            if f.value is not None:
-                rows.setdefault(row, [None] * len(vers))[i] = f
-    out = []
-    for row, cells in rows.items():
-        if sum(c is not None for c in cells) < 2:
-            continue
-        ref = next(c for c in reversed(cells) if c is not None)
-        out.append({"name": "/".join(row), "unit": f"× {ref.baseline}" if ref.on_ratio else "µs",
-                    "cells": [None if c is None else (_fig_text(c.value, "x" if c.on_ratio else "us"),
-                                                      c.value / ref.value - 1 if ref.value else 0.0) for c in cells]})
-    out.sort(key=lambda x: x["name"])
+    out = _version_rows(store, vers, newest)
     ratios = [r for r in out if str(r["unit"]).startswith("×")]   # the heatmap: the ratios; µs rows in the table
     svg = charts.heatmap([f"{r['name']} ({r['unit']})" for r in ratios], vers,
                          [[float("nan") if c is None else c[1] for c in r["cells"]] for r in ratios],
