@@ -33,77 +33,130 @@ def add_parser(command) -> None:
     p.add_argument("--title", default="hostbench dashboard", help="page title")
 
 
-def run(a) -> int:
-    from cudnn_hostbench.reports import dashboard, store
-    from cudnn_hostbench.reports.history import db
+def _sayer(args):
+    """The function that prints one line on stderr, led by the command's name."""
+    from cudnn_hostbench.reports import store
 
     def say(msg: str) -> None:
-        print(f"{a.prog}: {store.one_line(msg)}", file=sys.stderr)
+        print(f"{args.prog}: {store.one_line(msg)}", file=sys.stderr)
+    return say
 
-    if name_problem(a.out):
-        say(f"--out: {name_problem(a.out)}: {a.out}")   # the reason first: one_line cuts long lines
+
+def _option_problem(args, say) -> int | None:
+    """2 (with its line said) for a bad --out, no input or a bad --last; None when they are good."""
+    from cudnn_hostbench.reports import dashboard
+
+    if name_problem(args.out):
+        say(f"--out: {name_problem(args.out)}: {args.out}")   # the reason first: one_line cuts long lines
         return 2
     try:
-        dashboard.previous_files(Path(a.out))  # before loading anything: a bad --out is the one message
+        dashboard.previous_files(Path(args.out))  # before loading anything: a bad --out is the one message
     except dashboard.OutError as e:
         say(str(e))
         return 2
-    if not a.paths and not a.store:
+    if not args.paths and not args.store:
         say("name run files or folders, or a store with --store URL")
         return 2
-    if a.last < 1:
-        say(f"--last {a.last}: must be at least 1")
+    if args.last < 1:
+        say(f"--last {args.last}: must be at least 1")
         return 2
-    runs, errors, st, jobs = [], [], None, []
-    if a.paths:   # read first: only a run to store makes a store
-        from cudnn_hostbench.reports.history import abjobs
-        job_dirs, paths = abjobs.split(a.paths)
-        try:
-            jobs = [abjobs.read(j) for j in job_dirs]
-        except abjobs.JobError as e:
-            say(str(e).replace("; nothing stored", "; nothing written").replace("nothing of the job stored",
-                                                                                  "nothing written"))
-            return 2
-        if paths:
-            runs, errors = store.load_runs(paths, a.order)
-    if a.store:
-        try:
-            st = db.open_store(a.store, create=bool(runs or jobs))
-            n = st.count()[0]
-        except db.StoreError as e:
-            for x in errors if not runs else []:
-                say(f"skipped {x}")
-            say(str(e))
-            return 2
-        if not n and not runs and not jobs:
-            st.close()
-            for x in errors:
-                say(f"skipped {x}")
-            say(f"{st.shown}: the store holds no runs; nothing written")
-            return 2
-    if a.paths:
-        for r in runs:
-            for w in getattr(r, "warnings", None) or []:
-                say(f"warning: {w}")
-        if not runs and not jobs and st is None:
-            if not errors:
-                say(f"{' '.join(a.paths)}: no run files found (*.json, *.jsonl); nothing written")
-            for k, e in enumerate(errors):
-                say(f"{e}{'; no run left to show, nothing written' if k == len(errors) - 1 else ''}")
-            return 2
-        for e in errors:
-            say(f"skipped {e}")
+    return None
+
+
+def _read_paths(args, say):
+    """(runs, unreadable files, A/B jobs) named on the command line, or 2 for a job that cannot be read."""
+    from cudnn_hostbench.reports import store
+    from cudnn_hostbench.reports.history import abjobs
+
+    runs: list = []
+    errors: list = []
+    job_dirs, paths = abjobs.split(args.paths)
     try:
-        if st is not None:
-            for job in jobs:   # jobs and files named beside --store are stored first (each once)
-                st.ingest_job(job)
-            for r in runs:
-                st.ingest_run(r)
-            index = dashboard.build([], a.out, errors, a.order, a.title, store=st, last=a.last, jobs=jobs)
-            n = st.count()[0]
-        else:
-            index = dashboard.build(runs, a.out, errors, a.order, a.title, last=a.last, jobs=jobs)
-            n = len(runs) + len(dashboard.job_runs(jobs))
+        jobs = [abjobs.read(j) for j in job_dirs]
+    except abjobs.JobError as e:
+        say(str(e).replace("; nothing stored", "; nothing written").replace("nothing of the job stored",
+                                                                              "nothing written"))
+        return 2
+    if paths:
+        runs, errors = store.load_runs(paths, args.order)
+    return runs, errors, jobs
+
+
+def _open_store(args, say, runs: list, errors: list, jobs: list):
+    """The --store opened (made only when there is something to store into it), or 2 (said) when it
+    cannot be opened or holds nothing to show."""
+    from cudnn_hostbench.reports.history import db
+
+    try:
+        st = db.open_store(args.store, create=bool(runs or jobs))
+        n = st.count()[0]
+    except db.StoreError as e:
+        for x in errors if not runs else []:
+            say(f"skipped {x}")
+        say(str(e))
+        return 2
+    if not n and not runs and not jobs:
+        st.close()
+        for x in errors:
+            say(f"skipped {x}")
+        say(f"{st.shown}: the store holds no runs; nothing written")
+        return 2
+    return st
+
+
+def _say_loaded(args, say, runs: list, errors: list, jobs: list, st) -> int | None:
+    """The runs' warnings and the files skipped; 2 (said) when nothing is left to show."""
+    for r in runs:
+        for w in getattr(r, "warnings", None) or []:
+            say(f"warning: {w}")
+    if not runs and not jobs and st is None:
+        if not errors:
+            say(f"{' '.join(args.paths)}: no run files found (*.json, *.jsonl); nothing written")
+        for k, e in enumerate(errors):
+            say(f"{e}{'; no run left to show, nothing written' if k == len(errors) - 1 else ''}")
+        return 2
+    for e in errors:
+        say(f"skipped {e}")
+    return None
+
+
+def _build(args, runs: list, errors: list, jobs: list, st) -> tuple:
+    """Write the dashboard (storing the runs and jobs named beside --store first): (its index, runs shown)."""
+    from cudnn_hostbench.reports import dashboard
+
+    if st is None:
+        index = dashboard.build(runs, args.out, errors, args.order, args.title, last=args.last, jobs=jobs)
+        return index, len(runs) + len(dashboard.job_runs(jobs))
+    for job in jobs:   # jobs and files named beside --store are stored first (each once)
+        st.ingest_job(job)
+    for r in runs:
+        st.ingest_run(r)
+    index = dashboard.build([], args.out, errors, args.order, args.title, store=st, last=args.last, jobs=jobs)
+    return index, st.count()[0]
+
+
+def run(args) -> int:
+    from cudnn_hostbench.reports import dashboard
+    from cudnn_hostbench.reports.history import db
+
+    say = _sayer(args)
+    code = _option_problem(args, say)
+    if code is not None:
+        return code
+    runs, errors, st, jobs = [], [], None, []
+    if args.paths:   # read first: only a run to store makes a store
+        read = _read_paths(args, say)
+        if isinstance(read, int):
+            return 2
+        runs, errors, jobs = read
+    if args.store:
+        st = _open_store(args, say, runs, errors, jobs)
+        if isinstance(st, int):
+            return 2
+    if args.paths and _say_loaded(args, say, runs, errors, jobs, st) is not None:
+        return 2
+    try:
+        index, n = _build(args, runs, errors, jobs, st)
     except dashboard.OutError as e:
         say(str(e))
         return 2
@@ -111,7 +164,7 @@ def run(a) -> int:
         say(str(e))
         return 2
     except OSError as e:
-        say(f"{a.out}: cannot write the dashboard ({e.strerror or e})")
+        say(f"{args.out}: cannot write the dashboard ({e.strerror or e})")
         return 2
     finally:
         if st is not None:
