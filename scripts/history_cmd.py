@@ -192,82 +192,129 @@ def _ingest(a) -> int:
     return 0
 
 
-def main(a) -> int:
-    from cudnn_hostbench.reports.history import check, db, ingest, listing
-    prog = a.prog
-    if a.action == "ingest":
-        return _ingest(a)
+def _upgrade(store) -> int:
+    """`history upgrade`: the store's schema revision, before and after."""
+    before, after = store.upgraded or (None, None)
+    print(f"{store.shown}: schema revision {after}" + (" (was " + str(before) + ")" if before != after
+                                                        else ", nothing to do"))
+    store.close()
+    return 0
+
+
+def _export(args, store) -> int:
+    """`history export`: the store (or one GPU of it) as an export file."""
+    from cudnn_hostbench.reports.history import ingest
+
+    if args.gpu and not store.runs(gpu=args.gpu):   # an empty export would look like a result
+        gpus = sorted({r["gpu"] for r in store.runs()})
+        raise LookupError(f"{store.shown}: no run of GPU {args.gpu!r}; its runs' GPUs: "
+                          f"{', '.join(gpus) or 'none (the store is empty)'}")
+    n = ingest.export(store, args.out, args.gpu)
+    print(f"wrote {args.out} ({n} runs)")
+    return 0
+
+
+def _show(args, store) -> int:
+    """`history show`: one stored run in full (and its figures with --figures)."""
+    from cudnn_hostbench.reports.history import listing
+
+    shown = _known(store, args.run_id)
+    print(listing.show_text(store, shown))
+    if args.figures:
+        print(listing.figures_text(store, shown, wide=args.wide))
+    return 0
+
+
+def _exclude(args, store) -> int:
+    """`history exclude`: leave a run out of every history."""
+    _known(store, args.run_id)
+    store.exclude(args.run_id, args.why)
+    print(f"run {args.run_id} is left out of every history ({args.why}); "
+          f"`hostbench history include {args.run_id}{_store_arg(store)}` takes it back")
+    return 0
+
+
+def _include(args, store) -> int:
+    """`history include`: take an excluded run back into every history."""
+    if not _known(store, args.run_id)["excluded"]:
+        print(f"run {args.run_id} was not excluded; nothing to do")
+        return 0
+    store.include(args.run_id)
+    print(f"run {args.run_id} is back in every history")
+    return 0
+
+
+def _check_problem(args, prog: str) -> int | None:
+    """2 (said) for a bad --last, --json or --markdown of `history check`; None when they are good."""
+    from cudnn_hostbench.scripts.args import check_out_file
+
+    if args.last < 1:
+        _say(prog, "--last must be at least 1")
+        return 2
+    if args.json == "-" and args.markdown == "-":
+        _say(prog, "--json - and --markdown -: only one of them can go to stdout")
+        return 2
+    for opt, path in (("--json", args.json), ("--markdown", args.markdown)):
+        problem = path and path != "-" and check_out_file(path)
+        if problem:   # before any work: a bad path is one line, nothing judged or written
+            _say(prog, f"{opt} {path}: {problem}")
+            return 2
+    return None
+
+
+def _check(args, store, prog: str) -> int:
+    """`history check`: judge a run against its history; 1 on a regression with --fail-on-regression."""
+    from cudnn_hostbench.bench.measure.files import write_text_atomic
+    from cudnn_hostbench.bench.measure.progress import step
+    from cudnn_hostbench.reports.history import check
+
+    code = _check_problem(args, prog)
+    if code is not None:
+        return code
+    rid, led = _pick(store, args.run, prog)
+    why = _known(store, rid)["excluded"]
+    if why:   # judged all the same; it is only left out of the other runs' histories
+        print(f"note: run {rid} is excluded ({why}): it is in no other run's history; "
+              f"`hostbench history include {rid}{_store_arg(store)}` takes it back")
+    target, verdicts = check.check(store, rid, args.last, progress=step)   # lines on a terminal only
+    gate = args.fail_on_regression or "confirmed"
+    outs = {"--json": (args.json, lambda: check.to_json(target, verdicts, gate)),
+            "--markdown": (args.markdown, lambda: check.markdown(target, verdicts, led))}
+    for path, text in outs.values():
+        if path and path != "-":
+            write_text_atomic(path, text())   # before printing: a bad path is one line
+    stdout = [text for path, text in outs.values() if path == "-"]
+    print(stdout[0]() if stdout else check.render(target, verdicts, args.all, wide=args.wide, why=led))
+    return 1 if args.fail_on_regression and check.regressions(target, verdicts, args.fail_on_regression) else 0
+
+
+def _act(args, store, prog: str) -> int:
+    """Run the action on the open store."""
+    from cudnn_hostbench.reports.history import listing
+
+    if args.action == "list":
+        print(listing.list_text(store, args.gpu))
+        return 0
+    actions = {"show": _show, "export": _export, "exclude": _exclude, "include": _include}
+    if args.action in actions:
+        return actions[args.action](args, store)
+    return _check(args, store, prog)
+
+
+def main(args) -> int:
+    from cudnn_hostbench.reports.history import db
+    prog = args.prog
+    if args.action == "ingest":
+        return _ingest(args)
     try:
-        store = db.open_store(a.store, upgrade=a.action == "upgrade")
+        store = db.open_store(args.store, upgrade=args.action == "upgrade")
     except db.StoreError as e:
         _say(prog, str(e))
         return 2
-    if a.action == "upgrade":
-        before, after = store.upgraded or (None, None)
-        print(f"{store.shown}: schema revision {after}" + (" (was " + str(before) + ")" if before != after
-                                                            else ", nothing to do"))
-        store.close()
-        return 0
+    if args.action == "upgrade":
+        return _upgrade(store)
     try:
-        if a.action == "list":
-            print(listing.list_text(store, a.gpu))
-            return 0
-        if a.action == "show":
-            shown = _known(store, a.run_id)
-            print(listing.show_text(store, shown))
-            if a.figures:
-                print(listing.figures_text(store, shown, wide=a.wide))
-            return 0
-        if a.action == "export":
-            if a.gpu and not store.runs(gpu=a.gpu):   # an empty export would look like a result
-                gpus = sorted({r["gpu"] for r in store.runs()})
-                raise LookupError(f"{store.shown}: no run of GPU {a.gpu!r}; its runs' GPUs: "
-                                  f"{', '.join(gpus) or 'none (the store is empty)'}")
-            n = ingest.export(store, a.out, a.gpu)
-            print(f"wrote {a.out} ({n} runs)")
-            return 0
-        if a.action == "exclude":
-            _known(store, a.run_id)
-            store.exclude(a.run_id, a.why)
-            print(f"run {a.run_id} is left out of every history ({a.why}); "
-                  f"`hostbench history include {a.run_id}{_store_arg(store)}` takes it back")
-            return 0
-        if a.action == "include":
-            if not _known(store, a.run_id)["excluded"]:
-                print(f"run {a.run_id} was not excluded; nothing to do")
-                return 0
-            store.include(a.run_id)
-            print(f"run {a.run_id} is back in every history")
-            return 0
-        if a.last < 1:
-            _say(prog, "--last must be at least 1")
-            return 2
-        from cudnn_hostbench.scripts.args import check_out_file
-        if a.json == "-" and a.markdown == "-":
-            _say(prog, "--json - and --markdown -: only one of them can go to stdout")
-            return 2
-        for opt, path in (("--json", a.json), ("--markdown", a.markdown)):
-            problem = path and path != "-" and check_out_file(path)
-            if problem:   # before any work: a bad path is one line, nothing judged or written
-                _say(prog, f"{opt} {path}: {problem}")
-                return 2
-        rid, led = _pick(store, a.run, prog)
-        why = _known(store, rid)["excluded"]
-        if why:   # judged all the same; it is only left out of the other runs' histories
-            print(f"note: run {rid} is excluded ({why}): it is in no other run's history; "
-                  f"`hostbench history include {rid}{_store_arg(store)}` takes it back")
-        from cudnn_hostbench.bench.measure.progress import step
-        target, verdicts = check.check(store, rid, a.last, progress=step)   # lines on a terminal only
-        from cudnn_hostbench.bench.measure.files import write_text_atomic
-        gate = a.fail_on_regression or "confirmed"
-        outs = {"--json": (a.json, lambda: check.to_json(target, verdicts, gate)),
-                "--markdown": (a.markdown, lambda: check.markdown(target, verdicts, led))}
-        for path, text in outs.values():
-            if path and path != "-":
-                write_text_atomic(path, text())   # before printing: a bad path is one line
-        stdout = [text for path, text in outs.values() if path == "-"]
-        print(stdout[0]() if stdout else check.render(target, verdicts, a.all, wide=a.wide, why=led))
-        return 1 if a.fail_on_regression and check.regressions(target, verdicts, a.fail_on_regression) else 0
+        return _act(args, store, prog)
     except (db.StoreError, LookupError) as e:
         _say(prog, str(e).strip("'\""))
         return 2
