@@ -185,63 +185,84 @@ def _table(rows: list[Verdict], refs: list[str], width: int) -> tuple[list[str],
     return out, level >= 2
 
 
+def _wrap(text: str, width: int, indent: str = "") -> list[str]:
+    return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + "  ", break_long_words=True)
+
+
+def _history_lines(target: dict, width: int) -> list[str]:
+    """Where the run was judged, its findings, and what partial runs did to its history."""
+    lines = _wrap(machine_line(target).strip(), width, "  ")
+    for x in finding_lines(target, every=True):
+        lines += _wrap(x, width, "  ")
+    if target.get("partial"):
+        lines += _wrap(f"a partial run (probes {target.get('probes', '')}): its GPU state may differ from "
+                       "a full run's; judged against partial runs where two measured the row, and a change "
+                       "against full runs is UNSURE at most", width, "  ")
+    elif target.get("partial_runs"):
+        lines += _wrap(f"{len(target['partial_runs'])} partial run(s) in the history left out where two full "
+                       "runs measured the row (a few probes: the GPU state may differ)", width, "  ")
+    return lines
+
+
+def _unsure_lines(unsure: list[Verdict], width: int) -> list[str]:
+    """One line for the UNSURE rows: how many, their MDCs, their largest parts."""
+    biggest = Counter(v.note.split("largest part: ", 1)[-1].split(")")[0] for v in unsure if "largest part" in v.note)
+    return _wrap(f"{len(unsure)} rows UNSURE: too noisy to see their class's practical threshold ("
+                 + ", ".join(f"{k} {x * 100:g} %" for k, x in decide.PRACTICAL.items()) + ")"
+                 + unsure_mdc(unsure) + "; largest part: "
+                 + ", ".join(f"{k} {n}" for k, n in biggest.most_common()) + " (--all lists them)", width, "  ")
+
+
+def _head_lines(target: dict, verdicts: list[Verdict], show_all: bool, width: int, why: str) -> list[str]:
+    """The lines above the table: the run, counts, history, median MDCs, the UNSURE rows."""
+    lines = _wrap(f"run {target['id']} ({target['started_at'][:19]}, {target['gpu']}, frontend {target['frontend']}, "
+                  f"commit {target['commit_id'][:7]}) against its history" + (f": {why}" if why else ""), width)
+    lines += _wrap(", ".join(f"{n} {k}" for k, n in counts(verdicts).items()), width, "  ")
+    if "history_runs" in target:
+        lines += _history_lines(target, width)
+    median = median_mdc(verdicts)
+    if median:
+        lines += _wrap("median minimum detectable change (caught with 80 % probability): "
+                       + ", ".join(f"{k} {mdc_text(x)}" for k, x in median.items()), width, "  ")
+    unsure = [v for v in verdicts if v.verdict == "UNSURE"]
+    if unsure and not show_all:
+        lines += _unsure_lines(unsure, width)
+    return lines
+
+
+def _table_lines(rows: list[Verdict], width: int, wide: bool) -> tuple[list[str], bool]:
+    """(the table of `rows` with its legend and numbered notes, whether the unit column was dropped)."""
+    refs, parts = _note_refs(rows)
+    if wide:
+        refs = [full_note(v) for v in rows]
+    lines, dropped = _table(rows, refs, width)
+    if any(v.adjusted_by and not math.isnan(v.change) for v in rows):
+        lines += _wrap("* the change the verdict judged, net of the run's structure (the note names the terms; "
+                       "--json gives the raw change too)", width, "  ")
+    if not wide:
+        for part, k in parts.items():
+            lines += _wrap(f"[{k}] {part}", width, "  ")
+    return lines, dropped
+
+
 def render(target: dict, verdicts: list[Verdict], show_all: bool = False, width: int | None = None,
            wide: bool = False, why: str = "") -> str:
     """Text for a terminal: the run (and `why` it is the one judged), counts, the changed rows
     first, each with its MDC. Rows without history, SAME and UNMEASURED rows are counted, listed
     only with `show_all`. Every line fits `width` (default $COLUMNS or the terminal) unless `wide`."""
     width = fit.WIDE if wide else fit.term_width() if width is None else width
-
-    def wrap(text: str, indent: str = "") -> list[str]:
-        return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + "  ",
-                             break_long_words=True)
-    lines = wrap(f"run {target['id']} ({target['started_at'][:19]}, {target['gpu']}, frontend {target['frontend']}, "
-                 f"commit {target['commit_id'][:7]}) against its history" + (f": {why}" if why else ""))
-    c = counts(verdicts)
-    lines += wrap(", ".join(f"{n} {k}" for k, n in c.items()), "  ")
-    if "history_runs" in target:
-        lines += wrap(machine_line(target).strip(), "  ")
-        for x in finding_lines(target, every=True):
-            lines += wrap(x, "  ")
-        if target.get("partial"):
-            lines += wrap(f"a partial run (probes {target.get('probes', '')}): its GPU state may differ from "
-                          "a full run's; judged against partial runs where two measured the row, and a change "
-                          "against full runs is UNSURE at most", "  ")
-        elif target.get("partial_runs"):
-            lines += wrap(f"{len(target['partial_runs'])} partial run(s) in the history left out where two full "
-                          "runs measured the row (a few probes: the GPU state may differ)", "  ")
-    mm = median_mdc(verdicts)
-    if mm:
-        lines += wrap("median minimum detectable change (caught with 80 % probability): "
-                      + ", ".join(f"{k} {mdc_text(x)}" for k, x in mm.items()), "  ")
+    lines = _head_lines(target, verdicts, show_all, width, why)
     hidden = ("SAME", "UNMEASURED", "NO HISTORY", "UNSURE")
-    unsure = [v for v in verdicts if v.verdict == "UNSURE"]
-    if unsure and not show_all:
-        biggest = Counter(v.note.split("largest part: ", 1)[-1].split(")")[0] for v in unsure if "largest part" in v.note)
-        lines += wrap(f"{len(unsure)} rows UNSURE: too noisy to see their class's practical threshold ("
-                      + ", ".join(f"{k} {x * 100:g} %" for k, x in decide.PRACTICAL.items()) + ")"
-                      + unsure_mdc(unsure) + "; largest part: "
-                      + ", ".join(f"{k} {n}" for k, n in biggest.most_common()) + " (--all lists them)", "  ")
     rows = sorted((v for v in verdicts if show_all or v.verdict not in hidden),
                   key=lambda v: (ORDER.get(v.verdict, 9), -abs(v.change) if not math.isnan(v.change) else 0))
-    no_history = c.get("NO HISTORY", 0)
-    tail = wrap(f"({no_history} row(s) with no history on this key, not listed: no earlier run measured them; "
-                "--all lists them)", "  ") if no_history and not show_all else []
+    no_history = counts(verdicts).get("NO HISTORY", 0)
+    tail = _wrap(f"({no_history} row(s) with no history on this key, not listed: no earlier run measured them; "
+                 "--all lists them)", width, "  ") if no_history and not show_all else []
     if not rows:
-        return "\n".join(lines + tail + ([] if wide else wrap("(--all lists every row; --wide shows every column "
-                                                               "and whole notes)", "  ")))
-    refs, parts = _note_refs(rows)
-    if wide:
-        refs = [full_note(v) for v in rows]
-    table, dropped = _table(rows, refs, width)
-    lines += table
-    if any(v.adjusted_by and not math.isnan(v.change) for v in rows):
-        lines += wrap("* the change the verdict judged, net of the run's structure (the note names the terms; "
-                      "--json gives the raw change too)", "  ")
-    if not wide:
-        for part, k in parts.items():
-            lines += wrap(f"[{k}] {part}", "  ")
-    lines += tail
+        return "\n".join(lines + tail + ([] if wide else _wrap("(--all lists every row; --wide shows every column "
+                                                                "and whole notes)", width, "  ")))
+    table, dropped = _table_lines(rows, width, wide)
+    lines += table + tail
     if dropped:
         lines += fit.left_out(["the row and unit columns (in the heading lines)"], width, indent="  ")
     return "\n".join(lines)
