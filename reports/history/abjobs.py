@@ -110,10 +110,9 @@ def side_file(job: Path, label: str) -> Path:
     return job / "sides" / ("".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in label) + ".json")
 
 
-def read(path: str | Path) -> Job:
-    """The job in folder `path`, read and checked whole; JobError (one line) when it cannot be used."""
-    path = Path(path)
-    shown = str(path)
+def _read_files(path: Path, shown: str) -> tuple[bytes, object]:
+    """The result file's bytes and document, the job file read as JSON too; JobError when either
+    is missing or corrupt."""
     if not (path / RESULT_FILE).is_file():
         raise JobError(f"{shown}: an A/B job folder without {RESULT_FILE} (not judged yet: `hostbench ab "
                        f"--resume {shown}` finishes it); nothing stored")
@@ -125,37 +124,64 @@ def read(path: str | Path) -> Job:
         json.loads((path / JOB_FILE).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise JobError(f"{shown}: a corrupt A/B job ({type(e).__name__}: {e}); nothing stored") from e
+    return raw, doc
+
+
+def _check_rows(comparison: dict) -> None:
+    """Every row of a comparison names its row and a known verdict, its figures numbers or none."""
+    for row in comparison["rows"]:
+        for k in ("probe", "variant", "size", "mode", "verdict"):
+            if k not in row:
+                raise KeyError(k)
+        if row["verdict"] not in VERDICTS:
+            raise ValueError(f"verdict {row['verdict']!r}")
+        for k in ("change", "mdc", "q", "level_us"):
+            _num(row.get(k))
+
+
+def _parse(doc) -> tuple[dict, list]:
+    """(sides by label, comparisons) of a result document; KeyError, TypeError, ValueError or
+    AttributeError where it is not one."""
+    if not isinstance(doc, dict) or doc.get("kind") != "hostbench ab":
+        raise ValueError(f"{RESULT_FILE} is not a `hostbench ab` result")
+    sides = {}
+    for side in doc["sides"]:
+        sides[str(side["label"])] = Side(str(side["label"]), str(side.get("frontend") or ""),
+                                         str(side.get("cudnn") or ""))
+    comparisons = list(doc["comparisons"])
+    for comparison in comparisons:
+        if comparison["side"] not in sides or comparison["reference"] not in sides:
+            raise ValueError(f"comparison {comparison['side']} against {comparison['reference']}: "
+                             "a side the job does not list")
+        _check_rows(comparison)
+    return sides, comparisons
+
+
+def _load_sides(path: Path, sides: dict) -> None:
+    """Each side's run, from its file where one finished; JobError when one does not load."""
+    for side in sides.values():
+        file = side_file(path, side.label)
+        if not file.is_file():
+            continue     # no process of this side finished: its results name no run
+        try:
+            side.run = load_run(file, need_records=True)
+            side.path, side.source_hash = file, hashlib.sha256(file.read_bytes()).hexdigest()
+        except (RunFileError, OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as e:
+            raise JobError(f"{file}: side {side.label}'s run does not load ({type(e).__name__}: {e}); "
+                           "nothing of the job stored") from e
+
+
+def read(path: str | Path) -> Job:
+    """The job in folder `path`, read and checked whole; JobError (one line) when it cannot be used."""
+    path = Path(path)
+    shown = str(path)
+    raw, doc = _read_files(path, shown)
     try:
-        if not isinstance(doc, dict) or doc.get("kind") != "hostbench ab":
-            raise ValueError(f"{RESULT_FILE} is not a `hostbench ab` result")
-        sides = {}
-        for s in doc["sides"]:
-            sides[str(s["label"])] = Side(str(s["label"]), str(s.get("frontend") or ""), str(s.get("cudnn") or ""))
-        comparisons = list(doc["comparisons"])
-        for c in comparisons:
-            if c["side"] not in sides or c["reference"] not in sides:
-                raise ValueError(f"comparison {c['side']} against {c['reference']}: a side the job does not list")
-            for r in c["rows"]:
-                for k in ("probe", "variant", "size", "mode", "verdict"):
-                    if k not in r:
-                        raise KeyError(k)
-                if r["verdict"] not in VERDICTS:
-                    raise ValueError(f"verdict {r['verdict']!r}")
-                for k in ("change", "mdc", "q", "level_us"):
-                    _num(r.get(k))
+        sides, comparisons = _parse(doc)
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         what = f"missing {e}" if isinstance(e, KeyError) else str(e)
         raise JobError(f"{shown}: a corrupt {RESULT_FILE} ({what}); nothing stored") from e
-    for s in sides.values():
-        f = side_file(path, s.label)
-        if not f.is_file():
-            continue     # no process of this side finished: its results name no run
-        try:
-            s.run = load_run(f, need_records=True)
-            s.path, s.source_hash = f, hashlib.sha256(f.read_bytes()).hexdigest()
-        except (RunFileError, OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as e:
-            raise JobError(f"{f}: side {s.label}'s run does not load ({type(e).__name__}: {e}); "
-                           "nothing of the job stored") from e
+    _load_sides(path, sides)
     runs = [s.run for s in sides.values() if s.run is not None]
     fps = [r.fingerprint or {} for r in runs]
     gpu = next((str(fp["gpu_name"]) for fp in fps if fp.get("gpu_name")), "unknown GPU")
