@@ -159,37 +159,55 @@ def figures_frame(figs):
     each row's unit, the eager ratio to the baseline where the figure was judged on it (the store
     keeps no round-by-round ratios of the other modes, nor kernels per call), the marks, the
     range over worker processes."""
-    import pandas as pd
+    rows: dict[tuple, dict] = {}
+    for fig in figs:
+        _add_figure(rows, fig)
+    return _frame_of(list(rows.values()))
 
+
+def _add_figure(rows: dict, fig) -> None:
+    """One stored figure into its (probe, variant, size) row: its marks, its mode's median, ratio,
+    badge and worker range, the first status that is not ok."""
     from cudnn_hostbench.bench.measure import trust
     from cudnn_hostbench.bench.measure.records import CALL_MODES, UNIT_SECONDS, Record
+
+    key = (fig.probe, fig.variant, fig.size)
+    row = rows.setdefault(key, {"probe": fig.probe, "variant": fig.variant, "size": fig.size, "role": fig.role,
+                                "unit": fig.unit, "status": "ok", "label": "", "baseline": "", "flags": ""})
+    flags = [x for x in (fig.flags or "").split(",") if x]
+    if flags:
+        row["flags"] = "; ".join(x for x in (row["flags"], f"{fig.mode}: {','.join(flags)}") if x)
+    scale = 1e-6 / UNIT_SECONDS.get(fig.unit, 1e-6)   # µs back to the row's unit
+    ok = fig.status == "ok" and fig.median_us is not None
+    mode = fig.mode if fig.mode in (*CALL_MODES, "host") else None
+    if mode is None:
+        return
+    row[mode] = fig.median_us * scale if ok else None
+    row[f"{mode}_badge"] = trust.badge(Record(fig.probe, fig.variant, fig.size, fig.mode, flags=flags))
+    if mode == "host":
+        row["unit"] = fig.unit
+    else:
+        _add_call_mode(row, fig, mode, ok, scale)
+    if not ok and row["status"] == "ok":
+        row["status"] = f"{fig.mode}: {fig.status}"
+
+
+def _add_call_mode(row: dict, fig, mode: str, ok: bool, scale: float) -> None:
+    """A call mode's ratio, baseline and range over worker processes."""
+    row[f"{mode}_ratio"] = fig.value if ok and fig.on_ratio else float("nan")
+    if fig.baseline and fig.on_ratio:
+        row["baseline"] = fig.baseline
+    meds = [w * scale for w in fig.workers] if ok and not fig.on_ratio else []
+    row[f"{mode}_wmin"], row[f"{mode}_wmax"] = (min(meds), max(meds)) if len(meds) > 1 else (None, None)
+
+
+def _frame_of(rows: list[dict]):
+    """The rows as the table's frame, every column it reads present."""
+    import pandas as pd
+
+    from cudnn_hostbench.bench.measure.records import CALL_MODES
     nan = float("nan")
-    rows: dict[tuple, dict] = {}
-    for f in figs:
-        key = (f.probe, f.variant, f.size)
-        row = rows.setdefault(key, {"probe": f.probe, "variant": f.variant, "size": f.size, "role": f.role,
-                                    "unit": f.unit, "status": "ok", "label": "", "baseline": "", "flags": ""})
-        flags = [x for x in (f.flags or "").split(",") if x]
-        if flags:
-            row["flags"] = "; ".join(x for x in (row["flags"], f"{f.mode}: {','.join(flags)}") if x)
-        scale = 1e-6 / UNIT_SECONDS.get(f.unit, 1e-6)   # µs back to the row's unit
-        ok = f.status == "ok" and f.median_us is not None
-        mode = f.mode if f.mode in (*CALL_MODES, "host") else None
-        if mode is None:
-            continue
-        row[mode] = f.median_us * scale if ok else None
-        row[f"{mode}_badge"] = trust.badge(Record(f.probe, f.variant, f.size, f.mode, flags=flags))
-        if mode == "host":
-            row["unit"] = f.unit
-        else:
-            row[f"{mode}_ratio"] = f.value if ok and f.on_ratio else nan
-            if f.baseline and f.on_ratio:
-                row["baseline"] = f.baseline
-            meds = [w * scale for w in f.workers] if ok and not f.on_ratio else []
-            row[f"{mode}_wmin"], row[f"{mode}_wmax"] = (min(meds), max(meds)) if len(meds) > 1 else (None, None)
-        if not ok and row["status"] == "ok":
-            row["status"] = f"{f.mode}: {f.status}"
-    df = pd.DataFrame(list(rows.values()))
+    df = pd.DataFrame(rows)
     for col in [*CALL_MODES, *(f"{m}_ratio" for m in CALL_MODES), "kernels_per_call", "host"]:
         if col not in df:
             df[col] = nan
