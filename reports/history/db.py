@@ -110,39 +110,55 @@ def _us(x: float, unit: str) -> float:
     return x * UNIT_SECONDS.get(unit, 1e-6) / 1e-6
 
 
+def _kernels_of(run: Run, rec) -> str:
+    """The device kernels of a record's row (its device record's), named without their counts."""
+    device = rec if rec.mode == "device" else run.find(rec.probe, rec.variant, rec.size, "device")
+    if device is None:
+        return ""
+    return ";".join(sorted({n.rsplit(" x", 1)[0] for n in device.kernel_names}))
+
+
+def _judged_figure(run: Run, rec, baseline, median_us: float) -> tuple[bool, float, list]:
+    """(on its ratio to the baseline, the judged value, its per-worker values): eager rows with a
+    baseline on their paired ratio, the rest on µs."""
+    ratios = [w["ratio"] for w in rec.workers if w.get("ratio") is not None]
+    on_ratio = (rec.mode == "eager" and baseline is not None and baseline is not rec
+                and (bool(ratios) or bool(rec.ratio)))
+    if on_ratio:
+        return True, statistics.median(ratios) if ratios else rec.ratio.median, ratios
+    return False, median_us, [_us(w["median"], rec.unit) for w in rec.workers if w.get("median") is not None]
+
+
+def _figure_flags(rec, baseline) -> str:
+    """A record's marks, with paired.UNPAIRED where its workers are not its baseline's."""
+    flags = list(rec.flags or ())
+    if (rec.mode in paired.MODES and baseline is not None and baseline is not rec
+            and _worker_ids(rec) != _worker_ids(baseline)):
+        flags.append(paired.UNPAIRED)   # its workers are not its baseline's: no paired ratio
+    return ",".join(flags)
+
+
+def _figure(run: Run, rec, version) -> Figure:
+    """One record as a store figure."""
+    rule = plans.rule_of(getattr(rec, "plan_rule", "") or "", version, rec.probe, rec.variant)
+    kern = _kernels_of(run, rec)
+    plan = str(getattr(rec, "plan", "") or "")
+    if not rec.ok:
+        return Figure(rec.probe, rec.variant, str(rec.size), rec.mode, rec.status or "no samples",
+                      rec.unit, None, False, None, kernels=kern, role=rec.role, plan_rule=rule, plan=plan)
+    med = _us(rec.summary().median, rec.unit)
+    baseline = run.baseline_of(rec)
+    on_ratio, value, workers = _judged_figure(run, rec, baseline, med)
+    return Figure(rec.probe, rec.variant, str(rec.size), rec.mode, "ok", rec.unit, value, on_ratio, med,
+                  workers, rec.spread, _figure_flags(rec, baseline), kern, rec.host_state or "",
+                  baseline.variant if baseline is not None else "", rec.role, rule, plan)
+
+
 def figures_of(run: Run) -> list[Figure]:
     """A run's records as store figures: eager rows with a baseline are judged on their paired
     ratio to it (as compare does), the rest on µs; per-worker values of the judged figure."""
-    out = []
     version = S.measurement_version_of(run.fingerprint or {})
-    for rec in run.records:
-        rule = plans.rule_of(getattr(rec, "plan_rule", "") or "", version, rec.probe, rec.variant)
-        kern = ""
-        d = rec if rec.mode == "device" else run.find(rec.probe, rec.variant, rec.size, "device")
-        if d is not None:
-            kern = ";".join(sorted({n.rsplit(" x", 1)[0] for n in d.kernel_names}))
-        if not rec.ok:
-            out.append(Figure(rec.probe, rec.variant, str(rec.size), rec.mode, rec.status or "no samples",
-                              rec.unit, None, False, None, kernels=kern, role=rec.role, plan_rule=rule,
-                              plan=str(getattr(rec, "plan", "") or "")))
-            continue
-        med = _us(rec.summary().median, rec.unit)
-        bl = run.baseline_of(rec)
-        ratios = [w["ratio"] for w in rec.workers if w.get("ratio") is not None]
-        on_ratio = rec.mode == "eager" and bl is not None and bl is not rec and (bool(ratios) or bool(rec.ratio))
-        if on_ratio:
-            workers = ratios
-            value = statistics.median(ratios) if ratios else rec.ratio.median
-        else:
-            workers = [_us(w["median"], rec.unit) for w in rec.workers if w.get("median") is not None]
-            value = med
-        flags = list(rec.flags or ())
-        if rec.mode in paired.MODES and bl is not None and bl is not rec and _worker_ids(rec) != _worker_ids(bl):
-            flags.append(paired.UNPAIRED)   # its workers are not its baseline's: no paired ratio
-        out.append(Figure(rec.probe, rec.variant, str(rec.size), rec.mode, "ok", rec.unit, value, on_ratio, med,
-                          workers, rec.spread, ",".join(flags), kern, rec.host_state or "",
-                          bl.variant if bl is not None else "", rec.role, rule, str(getattr(rec, "plan", "") or "")))
-    return out
+    return [_figure(run, rec, version) for rec in run.records]
 
 
 def _worker_ids(rec) -> list:
@@ -182,6 +198,22 @@ def file_hash(path: str | Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+def _room_for_store(shown: str, path: Path, create: bool) -> None:
+    """A missing SQLite file: StoreError unless `create` may make it, its folder made."""
+    if not create or path.exists():
+        raise StoreError(f"{shown}: no store there" + (
+            " (not a file)" if path.exists() else "; is the path right? Only `hostbench history "
+            "ingest` makes a store"))
+    blocker = next((d for d in path.parents if d.exists()), None)
+    if blocker is not None and not blocker.is_dir():
+        raise StoreError(f"{shown}: {where.shown(blocker)} is a file, not a folder")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:   # a folder we may not write
+        raise StoreError(f"{shown}: cannot make its folder {where.shown(path.parent)} "
+                         f"({e.strerror or e})") from e
+
+
 class Store:
     """An open store. Use `open_store(url)`."""
 
@@ -198,18 +230,7 @@ class Store:
         if self.sqlite:
             path = sqlite_path(url)
             if path is not None and not path.is_file():
-                if not create or path.exists():
-                    raise StoreError(f"{self.shown}: no store there" + (
-                        " (not a file)" if path.exists() else "; is the path right? Only `hostbench history "
-                        "ingest` makes a store"))
-                blocker = next((d for d in path.parents if d.exists()), None)
-                if blocker is not None and not blocker.is_dir():
-                    raise StoreError(f"{self.shown}: {where.shown(blocker)} is a file, not a folder")
-                try:
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                except OSError as e:   # a folder we may not write
-                    raise StoreError(f"{self.shown}: cannot make its folder {where.shown(path.parent)} "
-                                     f"({e.strerror or e})") from e
+                _room_for_store(self.shown, path, create)
             kw["connect_args"] = {"timeout": self.lock_wait_s}
         elif url.startswith("postgresql://") or url.startswith("postgres://"):
             url = "postgresql+psycopg://" + url.split("://", 1)[1]
