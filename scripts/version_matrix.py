@@ -90,74 +90,112 @@ def run(args) -> int:
             gone = gone.parent
 
 
+def _say(prog: str, text: str) -> int:
+    print(f"{prog}: {text}", file=sys.stderr)
+    return 2
+
+
+def _merge_sources(args, out: Path):
+    """--merge-only: (the matrices read, their entries), or 2 (said) for a bad source or store;
+    checked before --out is made, so a bad source writes nothing."""
+    try:
+        docs = read_matrices(args.sources or ([out] if out.is_dir() else []))
+    except ValueError as e:
+        return _say(args.prog, str(e))
+    entries = entries_for_merge(docs)
+    # a store that cannot take the parts: said before anything is written (made only with a part to store)
+    problem = store_problem(args.store) if any(e["status"] == "ok" for e in entries) else ""
+    if problem:
+        return _say(args.prog, problem)
+    return docs, entries
+
+
+def _wheels(args):
+    """The wheels to run (--only picks some), or 2 (said) when there is none; checked before --out
+    is made: no wheel writes nothing."""
+    wheels = find_wheels(args.wheels)
+    if args.only:
+        wheels = {v: w for v, w in wheels.items() if v in args.only.split(",")}
+    if not wheels:
+        return _say(args.prog, f"no nvidia_cudnn_frontend-*.whl in {' '.join(args.wheels)}"
+                    + (f" for --only {args.only}" if args.only else ""))
+    return wheels
+
+
+def _store_ok_part(args, part: Path) -> None:
+    line = store_part(args.store, part)
+    if line:
+        print(line, flush=True)
+
+
+def _merge_only(args, out: Path, docs, entries: list) -> None:
+    """Store the parts merged from elsewhere (each run once) and write the combined status."""
+    for e in entries:   # parts merged from elsewhere are stored too (each run once)
+        if e["status"] == "ok":
+            _store_ok_part(args, Path(e.get("path") or out / e["run_file"]))
+    if args.sources:  # the combined status, beside the combined matrix.md
+        doc = {"merged_from": args.sources, **shared_settings(docs), "versions": entries}
+        (out / "matrix.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
+
+
+def _entry(args, ver: str, wheel: Path, lib, target: Path, installed: tuple, pytest_args, start: float) -> dict:
+    """One version (and cuDNN library) of the serial matrix: run, or why not."""
+    ok, log = installed
+    left = args.deadline - (time.monotonic() - start) if args.deadline else float("inf")
+    base = {"version": ver, "label": ver if lib is None else f"{ver}+cudnn{lib_label(lib)}",
+            "cudnn_lib": lib, "wheel": wheel.name, "run_file": "", "detail": ""}
+    if not ok:
+        return {**base, "status": "install failed", "detail": log}
+    if left < min(30, args.timeout):
+        return {**base, "status": "skipped", "detail": "out of time (--deadline)"}
+    return {"wheel": wheel.name, **run_one(args, ver, lib, target, pytest_args, min(args.timeout, left))}
+
+
+def _serial(args, wheels: dict, pytest_args, out: Path) -> list:
+    """The serial matrix: each version in turn, matrix.json rewritten after each; its entries."""
+    entries: list = []
+    start = time.monotonic()
+    doc = {"pytest_args": pytest_args, "python": sys.version.split()[0], "versions": entries}
+    for ver, wheel in wheels.items():
+        target = Path(args.target_root) / f"fe-{ver}"
+        installed = install(args.python, wheel, target)
+        for lib in args.cudnn_lib or [None]:
+            e = _entry(args, ver, wheel, lib, target, installed, pytest_args, start)
+            entries.append(e)
+            print(f"fe {e['label']}: {e['status']} {e.get('detail', '')[-200:]}".rstrip(), flush=True)
+            if e["status"] == "ok":
+                _store_ok_part(args, out / e["run_file"])
+            # rewritten after every version, so a killed matrix keeps what it finished
+            doc["wall_s"] = round(time.monotonic() - start, 1)
+            (out / "matrix.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    return entries
+
+
 def _run(args, out: Path) -> int:
-    pytest_args, prog = args.rest, args.prog
-    if args.merge_only:  # checked before --out is made: a bad source writes nothing
-        try:
-            docs = read_matrices(args.sources or ([out] if out.is_dir() else []))
-        except ValueError as e:
-            print(f"{prog}: {e}", file=sys.stderr)
-            return 2
-        entries = entries_for_merge(docs)
-        # a store that cannot take the parts: said before anything is written (made only with a part to store)
-        problem = store_problem(args.store) if any(e["status"] == "ok" for e in entries) else ""
-        if problem:
-            print(f"{prog}: {problem}", file=sys.stderr)
-            return 2
-    else:   # checked before --out is made: no wheel writes nothing
-        wheels = find_wheels(args.wheels)
-        if args.only:
-            wheels = {v: w for v, w in wheels.items() if v in args.only.split(",")}
-        if not wheels:
-            print(f"{prog}: no nvidia_cudnn_frontend-*.whl in {' '.join(args.wheels)}"
-                  + (f" for --only {args.only}" if args.only else ""), file=sys.stderr)
-            return 2
+    pytest_args = args.rest
+    if args.merge_only:
+        sources = _merge_sources(args, out)
+        if isinstance(sources, int):
+            return sources
+        docs, entries = sources
+    else:
+        wheels = _wheels(args)
+        if isinstance(wheels, int):
+            return wheels
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        print(f"{prog}: --out {out}: cannot make the folder ({e.strerror or e})", file=sys.stderr)
-        return 2
+        return _say(args.prog, f"--out {out}: cannot make the folder ({e.strerror or e})")
     args.out = str(out)
     if args.merge_only:
-        for e in entries:   # parts merged from elsewhere are stored too (each run once)
-            if e["status"] == "ok":
-                line = store_part(args.store, Path(e.get("path") or out / e["run_file"]))
-                if line:
-                    print(line, flush=True)
-        if args.sources:  # the combined status, beside the combined matrix.md
-            doc = {"merged_from": args.sources, **shared_settings(docs), "versions": entries}
-            (out / "matrix.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
+        _merge_only(args, out, docs, entries)
+    elif args.gpus:   # one version per GPU, in parallel
+        return node_matrix.main(args, wheels, pytest_args, out)
+    elif not args.serial:   # one interleaved A/B job over the versions
+        from cudnn_hostbench.scripts import matrix_ab
+        return matrix_ab.run(args, wheels, pytest_args, out)
     else:
-        if args.gpus:   # one version per GPU, in parallel
-            return node_matrix.main(args, wheels, pytest_args, out)
-        if not args.serial:   # one interleaved A/B job over the versions
-            from cudnn_hostbench.scripts import matrix_ab
-            return matrix_ab.run(args, wheels, pytest_args, out)
-        entries, start = [], time.monotonic()
-        doc = {"pytest_args": pytest_args, "python": sys.version.split()[0], "versions": entries}
-        for ver, wheel in wheels.items():
-            target = Path(args.target_root) / f"fe-{ver}"
-            ok, log = install(args.python, wheel, target)
-            for lib in args.cudnn_lib or [None]:
-                left = args.deadline - (time.monotonic() - start) if args.deadline else float("inf")
-                base = {"version": ver, "label": ver if lib is None else f"{ver}+cudnn{lib_label(lib)}",
-                        "cudnn_lib": lib, "wheel": wheel.name, "run_file": "", "detail": ""}
-                if not ok:
-                    e = {**base, "status": "install failed", "detail": log}
-                elif left < min(30, args.timeout):
-                    e = {**base, "status": "skipped", "detail": "out of time (--deadline)"}
-                else:
-                    e = {"wheel": wheel.name, **run_one(args, ver, lib, target, pytest_args,
-                                                        min(args.timeout, left))}
-                entries.append(e)
-                print(f"fe {e['label']}: {e['status']} {e.get('detail', '')[-200:]}".rstrip(), flush=True)
-                if e["status"] == "ok":
-                    line = store_part(args.store, out / e["run_file"])
-                    if line:
-                        print(line, flush=True)
-                # rewritten after every version, so a killed matrix keeps what it finished
-                doc["wall_s"] = round(time.monotonic() - start, 1)
-                (out / "matrix.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
+        entries = _serial(args, wheels, pytest_args, out)
     med = merge(out, entries, args.dashboard)
     if med is not None:
         print(med.to_string(float_format=lambda v: f"{v:.2f}"))
