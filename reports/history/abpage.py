@@ -20,13 +20,8 @@ def _pct(x):
     return None if x is None else x * 100
 
 
-def _job(rows: list[dict]) -> dict:
-    """One job of a series: its facts and its rows counted by verdict and class."""
-    first = rows[0]
-    counts = Counter(r["verdict"] for r in rows)
-    unsure = [r for r in rows if r["verdict"] == "UNSURE"]
-    same = [r for r in rows if r["verdict"] == "SAME"]
-    mdcs = sorted(r["mdc"] for r in unsure if r["mdc"] is not None)
+def _classes(rows: list[dict]) -> list[dict]:
+    """A job's rows counted per class (SAME, UNSURE, moved), each class's median MDC of its SAME rows."""
     by_class: dict = {}
     for r in rows:
         c = by_class.setdefault(r["cls"], {"class": r["cls"], "rows": 0, "same": 0, "unsure": 0, "moved": 0,
@@ -37,8 +32,18 @@ def _job(rows: list[dict]) -> dict:
         c["moved"] += r["verdict"] in MOVED
         if r["verdict"] == "SAME" and r["mdc"] is not None:
             c["mdcs"].append(r["mdc"])
-    classes = [{**c, "median_mdc": statistics.median(c["mdcs"]) if c["mdcs"] else None}
-               for c in sorted(by_class.values(), key=lambda c: c["class"])]
+    return [{**c, "median_mdc": statistics.median(c["mdcs"]) if c["mdcs"] else None}
+            for c in sorted(by_class.values(), key=lambda c: c["class"])]
+
+
+def _job(rows: list[dict]) -> dict:
+    """One job of a series: its facts and its rows counted by verdict and class."""
+    first = rows[0]
+    counts = Counter(r["verdict"] for r in rows)
+    unsure = [r for r in rows if r["verdict"] == "UNSURE"]
+    same = [r for r in rows if r["verdict"] == "SAME"]
+    mdcs = sorted(r["mdc"] for r in unsure if r["mdc"] is not None)
+    classes = _classes(rows)
     moved = sorted((r for r in rows if r["verdict"] in MOVED),
                    key=lambda r: (-abs(r["change"] or 0.0), ORDER.get(r["verdict"], 9)))
     return {"hash": first["job_hash"], "started_at": first["started_at"], "gpu": first["gpu"],
@@ -54,6 +59,29 @@ def _job(rows: list[dict]) -> dict:
             "classes": classes, "all_rows": rows}
 
 
+def _moved_keys(jobs: list[dict]) -> dict:
+    """Each row that moved in any job, with its largest change (absolute)."""
+    moved_keys: dict = {}
+    for job in jobs:
+        for r in job["moved"]:
+            k = (r["probe"], r["variant"], r["size"], r["mode"])
+            moved_keys[k] = max(moved_keys.get(k, 0.0), abs(r["change"] or 0.0))
+    return moved_keys
+
+
+def _facet(key: tuple, jobs: list[dict], index: dict) -> dict:
+    """One moved row's trend: a point per job that judged it, and its newest verdict."""
+    pts, last = [], ""
+    for job in jobs:
+        got: dict | None = next((x for x in job["all_rows"]
+                                 if (x["probe"], x["variant"], x["size"], x["mode"]) == key), None)
+        if got is None or got["change"] is None:
+            continue
+        pts.append((index[job["hash"]], _pct(got["change"]), _pct(got["low"]), _pct(got["high"]), got["verdict"]))
+        last = got["verdict"]
+    return {"key": key, "title": f"{key[0]}/{key[1]}/{key[2]} · {key[3]}", "verdict": last, "points": pts}
+
+
 def series(rows: list[dict]) -> list[dict]:
     """Per (reference, side): its jobs oldest first, the trend facets of the rows that moved in any
     of them (a point per job that judged the row), and the newest job whole."""
@@ -64,22 +92,8 @@ def series(rows: list[dict]) -> list[dict]:
     for (ref, side), jobs in sorted(by.items()):
         js = sorted((_job(rs) for rs in jobs.values()), key=lambda j: (j["started_at"], j["hash"]))
         index = {j["hash"]: i for i, j in enumerate(js)}
-        moved_keys: dict = {}
-        for j in js:
-            for r in j["moved"]:
-                k = (r["probe"], r["variant"], r["size"], r["mode"])
-                moved_keys[k] = max(moved_keys.get(k, 0.0), abs(r["change"] or 0.0))
-        facets = []
-        for k in sorted(moved_keys, key=lambda k: -moved_keys[k])[:MAX_TRENDS]:
-            pts, last = [], ""
-            for j in js:
-                got: dict | None = next((x for x in j["all_rows"]
-                                         if (x["probe"], x["variant"], x["size"], x["mode"]) == k), None)
-                if got is None or got["change"] is None:
-                    continue
-                pts.append((index[j["hash"]], _pct(got["change"]), _pct(got["low"]), _pct(got["high"]), got["verdict"]))
-                last = got["verdict"]
-            facets.append({"key": k, "title": f"{k[0]}/{k[1]}/{k[2]} · {k[3]}", "verdict": last, "points": pts})
+        moved_keys = _moved_keys(js)
+        facets = [_facet(k, js, index) for k in sorted(moved_keys, key=lambda k: -moved_keys[k])[:MAX_TRENDS]]
         ticks = [j["started_at"][5:16].replace("T", " ") for j in js]
         newest = js[-1]
         out.append({"reference": ref, "side": side, "slug": "ab-" + "".join(c if c.isalnum() else "-" for c in
