@@ -208,16 +208,7 @@ class Model:
         self.most = max(len((r.get("probes") or "").split(",")) for r in [*self.before, target])
         self.rounds = {r["id"]: rounds_of(r) for r in [*self.before, target]}
         self._partials: dict[int, bool] = {}
-        ref_logs: dict[tuple, list[float]] = {}
-        for r in self.before:
-            for row, x in run_layout(figs[r["id"]]).logs.items():
-                ref_logs.setdefault(row, []).append(x)
-        self.ref = {row: statistics.median(xs) for row, xs in ref_logs.items()}
-        picks: dict[tuple, Counter] = {}        # a race row's kernels over the history
-        for r in self.before:
-            for row, g in run_layout(figs[r["id"]]).races:
-                picks.setdefault(row, Counter())[g.kernels] += 1
-        self.ref_kernels = {row: c.most_common(1)[0][0] for row, c in picks.items()}
+        self.ref, self.ref_kernels = self._references(figs)
         self.struct = {r["id"]: self._structure(r["id"]) for r in self.before}
         self.rows: dict[tuple, tuple] = {}       # row -> (values, groups, workers, rounds, hist runs)
         self._pred: dict[tuple, model.Prediction | None] = {}
@@ -232,19 +223,44 @@ class Model:
         self._hist_procs: tuple | None = None  # (that history, its processes' median variance, _term_processes')
         self._groups: tuple | None = None      # (the target's figures, their GPU rows per machine group)
         self.parts: dict[tuple, model.Parts] = {}
+        by_class = self._row_parts(figs[target["id"]])
+        self.pools: dict[str, pools.Pool] = {}
+        self._fit_pools(by_class)
+
+    def _references(self, figs: dict) -> tuple[dict, dict]:
+        """(each row's median log figure over the history, each race row's most common kernels there)."""
+        ref_logs: dict[tuple, list[float]] = {}
+        for r in self.before:
+            for row, x in run_layout(figs[r["id"]]).logs.items():
+                ref_logs.setdefault(row, []).append(x)
+        picks: dict[tuple, Counter] = {}        # a race row's kernels over the history
+        for r in self.before:
+            for row, g in run_layout(figs[r["id"]]).races:
+                picks.setdefault(row, Counter())[g.kernels] += 1
+        return ({row: statistics.median(xs) for row, xs in ref_logs.items()},
+                {row: c.most_common(1)[0][0] for row, c in picks.items()})
+
+    def _row_parts(self, target_figs: dict) -> dict[str, list]:
+        """Each measured target row's history and variance parts (with the prior's row, where it has
+        one) into self.rows and self.parts; the rows with a history, by class."""
         by_class: dict[str, list] = {}
-        for row, f in figs[target["id"]].items():
+        for row, f in target_figs.items():
             if f.status != "ok" or not f.value or f.value <= 0:
                 continue
             got = self.history(row, f)
             if got[0]:
                 self.rows[row] = got
-                p = model.parts(*got[:4])
+                row_parts = model.parts(*got[:4])
                 prior_row = self.prior.row(f) if hasattr(self.prior, "row") else None
-                self.parts[row] = model.pooled(p, prior_row, ROW_PRIOR_DF) if prior_row is not None else p
+                self.parts[row] = (model.pooled(row_parts, prior_row, ROW_PRIOR_DF) if prior_row is not None
+                                   else row_parts)
                 by_class.setdefault(model.row_class(f), []).append(row)
+        return by_class
+
+    def _fit_pools(self, by_class: dict[str, list]) -> None:
+        """Each class's pool (its rows' parts, their out-of-sample z scores, the prior) into
+        self.pools; the z scores into z_fleet and z_same."""
         starts = len({model.start_of(r) for r in self.before})
-        self.pools: dict[str, pools.Pool] = {}
         zs: dict[tuple, dict[str, float]] = {}
         zw: dict[str, list[float]] = {}
         for cls, rows in by_class.items():
