@@ -198,26 +198,59 @@ def _add(res: Result, part: dict) -> None:
                 acc[j] += x
 
 
-def _judge(state: _State, i: int) -> dict:
+def _no_change(res: Result, figs: dict, target: dict, jd) -> list:
+    """The fold's run judged as it is (no change): its false verdicts and findings, each judged
+    row's MDC and z; the judged rows."""
+    from . import decide, model
+    bad = [v for v in jd.verdicts if v.verdict in decide.CHANGED]
+    res.false_runs += bool(bad)
+    res.false_rows += [(target["label"], "/".join(v.row), v.verdict, round(v.change * 100, 1), round(v.z or 0.0, 1),
+                        v.scale) for v in bad]
+    res.findings += [(target["label"], fd.line()) for fd in jd.findings if fd.status]
+    judged = [v for v in jd.verdicts if v.z is not None]
+    for v in judged:
+        f = figs[target["id"]][v.row]
+        res.mdc[(v.scale, model.row_class(f))].append(v.mdc)
+        res.z[model.row_class(f)].append(v.z)
+    return judged
+
+
+def _single(res: Result, figs: dict, target: dict, before: list, md, cls: str, verdict) -> None:
+    """One row's injections: its class's change alone, on two starts (fleet rows with a previous
+    start), and 1.2 and 0.5 times its MDC (honesty)."""
+    from . import decide
+    t = target
+    got = decide.judge_run(dict(t), before, [], _scaled(figs, t["id"], {verdict.row}, 1 + SINGLE[cls]), md=md)
+    k = res.single[(verdict.scale, cls, min(verdict.processes, 3))]
+    k[0] += _changed(got, {verdict.row})
+    k[1] += 1
+    prev = decide.previous_start(md)
+    if verdict.scale == "fleet" and prev is not None and verdict.row in figs[prev["id"]]:
+        both = _scaled(_scaled(figs, t["id"], {verdict.row}, 1 + SINGLE[cls]), prev["id"], {verdict.row},
+                       1 + SINGLE[cls])
+        got = decide.judge_run(dict(t), before, [], both, md=md)
+        k = res.two[cls]
+        k[0] += _changed(got, {verdict.row})
+        k[1] += 1
+    for mult in (1.2, 0.5):
+        got = decide.judge_run(dict(t), before, [], _scaled(figs, t["id"], {verdict.row}, 1 + mult * verdict.mdc),
+                               md=md)
+        h = res.honesty[mult]
+        h[0] += _changed(got, {verdict.row})
+        h[1] += 1
+
+
+def _judge(state: _State, index: int) -> dict:
     """One fold's figures, as plain lists (they cross a process boundary): its no-change verdicts,
     then its injections, drawn from a generator seeded by the fold's index."""
-    from . import decide, model
+    from . import decide
     runs, figs = state.runs, state.figs
-    t, before, _ = state.todo[i]
-    rng = random.Random(f"{SEED}:{i}")
+    t, before, _ = state.todo[index]
+    rng = random.Random(f"{SEED}:{index}")
     res = Result()
     md = decide.Model(dict(t), before, figs, prior=_prior(runs, figs, t, state.priors))
     jd = decide.judge_run(dict(t), before, [], figs, md=md)
-    bad = [v for v in jd.verdicts if v.verdict in decide.CHANGED]
-    res.false_runs += bool(bad)
-    res.false_rows += [(t["label"], "/".join(v.row), v.verdict, round(v.change * 100, 1), round(v.z or 0.0, 1), v.scale)
-                       for v in bad]
-    res.findings += [(t["label"], fd.line()) for fd in jd.findings if fd.status]
-    judged = [v for v in jd.verdicts if v.z is not None]
-    for v in judged:
-        f = figs[t["id"]][v.row]
-        res.mdc[(v.scale, model.row_class(f))].append(v.mdc)
-        res.z[model.row_class(f)].append(v.z)
+    judged = _no_change(res, figs, t, jd)
     by_cls: dict[str, list] = defaultdict(list)
     for v in judged:
         c = cls_of(figs[t["id"]][v.row])
@@ -225,22 +258,7 @@ def _judge(state: _State, i: int) -> dict:
             by_cls[c].append(v)
     for c, vs in sorted(by_cls.items()):
         for v in rng.sample(vs, min(ROWS_PER_CLASS, len(vs))):
-            got = decide.judge_run(dict(t), before, [], _scaled(figs, t["id"], {v.row}, 1 + SINGLE[c]), md=md)
-            k = res.single[(v.scale, c, min(v.processes, 3))]
-            k[0] += _changed(got, {v.row})
-            k[1] += 1
-            prev = decide.previous_start(md)
-            if v.scale == "fleet" and prev is not None and v.row in figs[prev["id"]]:
-                both = _scaled(_scaled(figs, t["id"], {v.row}, 1 + SINGLE[c]), prev["id"], {v.row}, 1 + SINGLE[c])
-                got = decide.judge_run(dict(t), before, [], both, md=md)
-                k = res.two[c]
-                k[0] += _changed(got, {v.row})
-                k[1] += 1
-            for mult in (1.2, 0.5):
-                got = decide.judge_run(dict(t), before, [], _scaled(figs, t["id"], {v.row}, 1 + mult * v.mdc), md=md)
-                h = res.honesty[mult]
-                h[0] += _changed(got, {v.row})
-                h[1] += 1
+            _single(res, figs, t, before, md, c, v)
     for name, rows, factor, kinds in _structured(figs[t["id"]], jd, rng):
         got = decide.judge_run(dict(t), before, [], _scaled(figs, t["id"], rows, factor), md=md)
         k = res.structured[name]
