@@ -26,32 +26,56 @@ def add_parser(command) -> None:
     p.add_argument("--check-prior", action="store_true", help="exit 1 if the shipped prior differs from the export's")
 
 
-def run(a) -> int:
-    from cudnn_hostbench.reports.verdict import calibrate, model, validate
-    for opt, v in (("--runs", a.runs), ("--jobs", a.jobs)):
-        if v is not None and v < 1:
+def _bad_input(args, paths: list) -> bool:
+    """Say (one line) and True for a --runs or --jobs under 1, or an export that is missing."""
+    for opt, value in (("--runs", args.runs), ("--jobs", args.jobs)):
+        if value is not None and value < 1:
             print(f"hostbench verdict-check: {opt} must be at least 1", file=sys.stderr)
-            return 2
-    paths = a.exports or [validate.EXPORT]
-    for p in paths:
-        if not p.is_file():
-            print(f"hostbench verdict-check: {p}: no such export", file=sys.stderr)
-            return 2
-    if a.write_prior or a.check_prior:
-        try:
-            runs, figs = validate.load(paths)
-        except (OSError, ValueError) as e:
-            print(f"hostbench verdict-check: {e}", file=sys.stderr)
-            return 2
-        text = calibrate.to_json(calibrate.fit(runs, figs), runs[-1]["gpu"], len(runs),
-                                 len({model.start_of(r) for r in runs}))
-        if a.check_prior:
-            same = calibrate.PRIOR.is_file() and calibrate.PRIOR.read_text() == text
-            print(f"{calibrate.PRIOR}: {'matches' if same else 'differs from'} the export")
-            return 0 if same else 1
-        calibrate.PRIOR.write_text(text)
-        print(f"wrote {calibrate.PRIOR}")
-        return 0
+            return True
+    for path in paths:
+        if not path.is_file():
+            print(f"hostbench verdict-check: {path}: no such export", file=sys.stderr)
+            return True
+    return False
+
+
+def _prior(args, paths: list) -> int:
+    """--write-prior / --check-prior: the store prior fitted from the exports, written or compared."""
+    from cudnn_hostbench.reports.verdict import calibrate, model, validate
+    try:
+        runs, figs = validate.load(paths)
+    except (OSError, ValueError) as e:
+        print(f"hostbench verdict-check: {e}", file=sys.stderr)
+        return 2
+    text = calibrate.to_json(calibrate.fit(runs, figs), runs[-1]["gpu"], len(runs),
+                             len({model.start_of(r) for r in runs}))
+    if args.check_prior:
+        same = calibrate.PRIOR.is_file() and calibrate.PRIOR.read_text() == text
+        print(f"{calibrate.PRIOR}: {'matches' if same else 'differs from'} the export")
+        return 0 if same else 1
+    calibrate.PRIOR.write_text(text)
+    print(f"wrote {calibrate.PRIOR}")
+    return 0
+
+
+def _write_json(path, res) -> None:
+    """--json: the validation's figures."""
+    from cudnn_hostbench.reports.verdict import validate
+    path.write_text(json.dumps({"runs": res.runs, "false_runs": res.false_runs, "false_rows": res.false_rows,
+                                "bound": validate.bound(res.false_runs, res.runs),
+                                "single": {" ".join(map(str, k)): v for k, v in res.single.items()},
+                                "honesty": {str(k): v for k, v in res.honesty.items()},
+                                "structured": dict(res.structured), "two_starts": dict(res.two),
+                                "mdc": {" ".join(k): statistics.median(v) for k, v in res.mdc.items()}}, indent=1))
+
+
+def run(args) -> int:
+    from cudnn_hostbench.reports.verdict import validate
+    paths = args.exports or [validate.EXPORT]
+    if _bad_input(args, paths):
+        return 2
+    if args.write_prior or args.check_prior:
+        return _prior(args, paths)
     from cudnn_hostbench.bench.measure.progress import Counter
     counter: list = []
 
@@ -60,7 +84,7 @@ def run(a) -> int:
             counter.append(Counter("verdict-check: judging run", n))
         counter[0](i + 1)
     try:
-        res = validate.run(paths, a.runs, progress, jobs=a.jobs)
+        res = validate.run(paths, args.runs, progress, jobs=args.jobs)
     except (OSError, ValueError) as e:
         if counter:
             counter[0].done()
@@ -69,13 +93,8 @@ def run(a) -> int:
     if counter:
         counter[0].done()
     print(validate.report(res))
-    if a.json:
-        a.json.write_text(json.dumps({"runs": res.runs, "false_runs": res.false_runs, "false_rows": res.false_rows,
-                                      "bound": validate.bound(res.false_runs, res.runs),
-                                      "single": {" ".join(map(str, k)): v for k, v in res.single.items()},
-                                      "honesty": {str(k): v for k, v in res.honesty.items()},
-                                      "structured": dict(res.structured), "two_starts": dict(res.two),
-                                      "mdc": {" ".join(k): statistics.median(v) for k, v in res.mdc.items()}}, indent=1))
+    if args.json:
+        _write_json(args.json, res)
     return 0
 
 
