@@ -39,6 +39,13 @@ def grid(head: Sequence[str], body: Iterable[Sequence], right: Iterable[int] = (
     rows = [[str(c) for c in r] for r in body]
     right, marked = set(right), set(marked)
     gaps = list(gaps) if gaps is not None else ["" if i == 0 else GAP for i in range(len(head))]
+    cols, marks = _grid_columns(head, rows, right, marked, gaps)
+    return _grid_lines(cols, marks, len(rows), rule)
+
+
+def _grid_columns(head: list[str], rows: list[list[str]], right: set, marked: set,
+                  gaps: list[str]) -> tuple[list[tuple[str, bool, list[str]]], set[int]]:
+    """(the grid's columns: (gap, right-aligned, cells with the header first), the mark columns)."""
     cols: list[tuple[str, bool, list[str]]] = []   # (gap, right-aligned, cells with the header first)
     marks: set[int] = set()                         # the mark columns: no rule under them
     for i, h in enumerate(head):
@@ -51,9 +58,14 @@ def grid(head: Sequence[str], body: Iterable[Sequence], right: Iterable[int] = (
                 cols.append((" ", False, ["", *(m for _, m in parts)]))
                 continue
         cols.append((gaps[i], i in right, [h, *cells]))
+    return cols, marks
+
+
+def _grid_lines(cols: list[tuple[str, bool, list[str]]], marks: set[int], n_rows: int, rule: bool) -> list[str]:
+    """The grid's lines: the header, the rule under it (none under mark columns), the rows."""
     widths = [max(map(len, c)) for _, _, c in cols]
     out = []
-    for k in range(len(rows) + 1):
+    for k in range(n_rows + 1):
         out.append("".join(g + (c[k].rjust(w) if r else c[k].ljust(w))
                            for (g, r, c), w in zip(cols, widths)).rstrip())
     if rule:
