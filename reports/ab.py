@@ -79,38 +79,53 @@ def pair_rows(pairs: list[tuple[Run, Run]], keys: list[tuple], on_ratio: bool) -
     index = {id(run): {r.key: r for r in run.records} for pair in pairs for run in pair}
     out = []
     for key in keys:
-        aligned: list = []
-        dropped, missing, level, ratio = 0, 0, [], False
-        a_recs, b_recs = [], []
-        proto = None
+        row = _RowPairs()
         for a, b in pairs:
-            aligned.append(None)
-            ra, rb = index[id(a)].get(key), index[id(b)].get(key)
-            if ra is None or rb is None:
-                continue
-            proto = proto or ra
-            a_recs.append(ra)
-            b_recs.append(rb)
-            if ra.mode in HOST_TIMED and ra.host_state and rb.host_state and ra.host_state != rb.host_state:
-                dropped += 1
-                continue
-            fa, ratio_a = figure(ra, a, on_ratio)
-            fb, _ = figure(rb, b, on_ratio)
-            if fa is None or fb is None:
-                missing += 1
-                continue
-            ratio = ratio or ratio_a
-            aligned[-1] = fb - fa
-            if ra.samples and ra.unit.startswith("us"):
-                level.append(stats.median(ra.samples))
-        if proto is None:
-            continue
-        lvl = stats.median(level) if level else None
-        out.append(paired.PairedRow(key, row_class(proto, lvl, ratio), [d for d in aligned if d is not None], lvl,
-                                    ratio, dropped, (_kernels(a_recs), _kernels(b_recs)), proto.race, aligned,
-                                    missing))
+            row.add(index[id(a)].get(key), index[id(b)].get(key), a, b, on_ratio)
+        if row.proto is not None:
+            out.append(row.paired(key))
     _spread_kernel_change(out)
     return out
+
+
+class _RowPairs:
+    """One row's pairs as they are read: the difference of each (None where unusable), why not."""
+
+    def __init__(self) -> None:
+        self.aligned: list = []
+        self.dropped = self.missing = 0
+        self.level: list = []
+        self.ratio = False
+        self.a_recs: list = []
+        self.b_recs: list = []
+        self.proto: Record | None = None
+
+    def add(self, ra: Record | None, rb: Record | None, a: Run, b: Run, on_ratio: bool) -> None:
+        self.aligned.append(None)
+        if ra is None or rb is None:
+            return
+        self.proto = self.proto or ra
+        self.a_recs.append(ra)
+        self.b_recs.append(rb)
+        if ra.mode in HOST_TIMED and ra.host_state and rb.host_state and ra.host_state != rb.host_state:
+            self.dropped += 1
+            return
+        fa, ratio_a = figure(ra, a, on_ratio)
+        fb, _ = figure(rb, b, on_ratio)
+        if fa is None or fb is None:
+            self.missing += 1
+            return
+        self.ratio = self.ratio or ratio_a
+        self.aligned[-1] = fb - fa
+        if ra.samples and ra.unit.startswith("us"):
+            self.level.append(stats.median(ra.samples))
+
+    def paired(self, key: tuple) -> paired.PairedRow:
+        assert self.proto is not None
+        lvl = stats.median(self.level) if self.level else None
+        return paired.PairedRow(key, row_class(self.proto, lvl, self.ratio), [d for d in self.aligned if d is not None],
+                                lvl, self.ratio, self.dropped, (_kernels(self.a_recs), _kernels(self.b_recs)),
+                                self.proto.race, self.aligned, self.missing)
 
 
 def _spread_kernel_change(rows: list[paired.PairedRow]) -> None:
