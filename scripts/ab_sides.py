@@ -56,7 +56,7 @@ def parse(spec: str, wheels: dict) -> Side:
         if key == "name":
             side.label = value
             continue
-        part_of = PARTS.get("env" if key.startswith("env.") and len(key) > 4 else key)
+        part_of = PARTS.get("env" if key.startswith("env.") and len(key) > 4 else key) if key != "env" else None
         if part_of is None:
             raise SideError(f"side {spec!r}: unknown part {key!r} (fe=, cudnn=, path=, env.NAME=, name=)")
         labels.append(part_of(side, key, value, wheels))

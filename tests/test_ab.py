@@ -201,6 +201,7 @@ def test_a_kernel_change_is_a_row_of_its_own_in_every_mode_of_its_variant(tmp_pa
     (["fe=9.9.9", "fe=1.32.0", "--wheels", "/nonexistent"], "no nvidia_cudnn_frontend-9.9.9"),
     (["current", "cudnn=/nonexistent"], "not a folder holding libcudnn"),
     (["current", "bogus=1"], "unknown part 'bogus'"),
+    (["current", "env=1"], "unknown part 'env'"),
     (["current"], "one side"),
     (["--budget-min", "0"], "--budget-min 0"),
     (["--resume", "/nonexistent/job"], "not an A/B job folder"),
