@@ -27,6 +27,7 @@ import math
 from dataclasses import dataclass, field
 
 from . import decide
+from . import pool as pools
 
 TRIM = 0.2           # trimmed share at each end: pair differences are heavy-tailed (t with 3-7 df)
 MIN_PAIRS = 3        # fewer pairs give a row no verdict (2 df is the least a t test can stand on)
@@ -127,36 +128,14 @@ def trimmed(xs: list, trim: float = TRIM) -> tuple[float, float, int]:
 
 
 def fit_prior(s2s: list, dfs: list) -> Prior:
-    """limma's fitFDist: the scaled inverse-chi² prior of the rows' variances, by moments of log s²."""
-    from scipy import special
+    """limma's fitFDist (pool.fit_prior) over the rows with degrees of freedom: the scaled
+    inverse-chi² prior of their variances; no moderation under 3 rows, no cap below MAX_DF."""
     pts = [(s, d) for s, d in zip(s2s, dfs) if d > 0]
     if len(pts) < 3:
         return Prior(rows=len(pts))
     floor = max(1e-12, 1e-6 * sorted(s for s, _ in pts)[len(pts) // 2])   # an exact 0 would be -inf
-    e = [math.log(max(s, floor)) - special.digamma(d / 2) + math.log(d / 2) for s, d in pts]
-    emean = sum(e) / len(e)
-    evar = sum((x - emean) ** 2 for x in e) / (len(e) - 1) - sum(special.polygamma(1, d / 2) for _, d in pts) / len(pts)
-    if evar <= 0:
-        return Prior(s2=math.exp(emean), df=MAX_DF, rows=len(pts))
-    d0 = 2 * trigamma_inverse(evar)
-    return Prior(s2=math.exp(emean + special.digamma(d0 / 2) - math.log(d0 / 2)), df=d0, rows=len(pts))
-
-
-def trigamma_inverse(x: float) -> float:
-    """y with trigamma(y) = x, by Newton's method on 1/trigamma (as limma's trigammaInverse)."""
-    from scipy import special
-    if x > 1e7:
-        return 1 / math.sqrt(x)
-    if x < 1e-6:
-        return 1 / x
-    y = 0.5 + 1 / x
-    for _ in range(50):
-        tri = float(special.polygamma(1, y))
-        dif = tri * (1 - tri / x) / float(special.polygamma(2, y))
-        y += dif
-        if -dif / y < 1e-8:
-            break
-    return y
+    s0, d0 = pools.fit_prior([(max(s, floor), d) for s, d in pts], max_df=MAX_DF)
+    return Prior(s2=s0, df=d0, rows=len(pts))
 
 
 def practical(cls: str) -> float:

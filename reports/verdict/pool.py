@@ -75,13 +75,13 @@ class Pool:
         return max(0.0, vb - sw2 / hm) if dfb else self.sb2
 
 
-def fit_prior(own: list[tuple[float, float]]) -> tuple[float, float]:
+def fit_prior(own: list[tuple[float, float]], max_df: float = MAX_PRIOR_DF) -> tuple[float, float]:
     """(s0², d0) of the scaled inverse-chi-square prior of rows' variances (s², df), by the moments
-    of their logs (Smyth 2004, limma's fitFDist)."""
+    of their logs (Smyth 2004, limma's fitFDist); d0 at most `max_df`."""
     from scipy.special import digamma
     e = [math.log(s2) - _digamma(d / 2) + math.log(d / 2) for s2, d in own]
     excess = statistics.variance(e) - statistics.fmean(_trigamma(d / 2) for _, d in own)
-    d0 = MAX_PRIOR_DF if excess <= 0 else min(MAX_PRIOR_DF, 2 * _trigamma_inverse(excess))
+    d0 = max_df if excess <= 0 else min(max_df, 2 * _trigamma_inverse(excess))
     return math.exp(statistics.fmean(e) + digamma(d0 / 2) - math.log(d0 / 2)), d0
 
 
