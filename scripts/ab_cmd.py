@@ -423,6 +423,5 @@ def write_side_runs(job_dir: Path, spec: JobSpec, procs: list) -> list[Path]:
             continue
         recs, fp = merge_runs(runs)
         fp["ab_job"] = {"side": side.label, "spec": side.spec, "job": str(job_dir)}
-        name = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in side.label)
-        out.append(write_run(job_dir / "sides" / f"{name}.json", run_document(recs, fp)))
+        out.append(write_run(interleave.side_file(job_dir, side.label), run_document(recs, fp)))
     return out

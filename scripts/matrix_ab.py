@@ -123,13 +123,13 @@ def ready_sides(args, wheels: dict) -> tuple[list, list]:
 
 def parts(args, entries: list, out: Path, code: int, t0: float) -> None:
     """Each version's merged processes as its run-fe<ver>.json part, stored like a serial part."""
-    from cudnn_hostbench.bench.measure.interleave import JobSpec
+    from cudnn_hostbench.bench.measure.interleave import JobSpec, side_file
     from cudnn_hostbench.scripts.matrix_part import store_part
     spec = JobSpec.load(out / "ab") if (out / "ab" / "ab-job.json").exists() else None
     for e in entries:
         if e["status"]:
             continue
-        src = out / "ab" / "sides" / f"{_file_name(e['label'])}.json"
+        src = side_file(out / "ab", e["label"])
         if spec is None or not src.exists():
             e.update(status="failed", detail=f"no finished process (A/B job exit {code})")
             continue
@@ -139,7 +139,3 @@ def parts(args, entries: list, out: Path, code: int, t0: float) -> None:
         line = store_part(args.store, out / e["run_file"])
         if line:
             print(line, flush=True)
-
-
-def _file_name(label: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in label)

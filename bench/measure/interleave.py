@@ -122,6 +122,11 @@ class Proc:
         return self.folder / "records.jsonl"
 
 
+def side_file(job: Path, label: str) -> Path:
+    """sides/LABEL.json: a side's processes merged as one run, its label made a file name."""
+    return job / "sides" / ("".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in label) + ".json")
+
+
 def proc_folder(job: Path, index: int, side: int) -> Path:
     return job / "procs" / f"p{index:04d}-{side}"
 

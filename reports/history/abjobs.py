@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+from cudnn_hostbench.bench.measure.interleave import side_file
 from cudnn_hostbench.bench.measure.records import Run, RunFileError, load_run
 
 JOB_FILE, RESULT_FILE = "ab-job.json", "ab.json"
@@ -103,11 +104,6 @@ def split(paths: Iterable[str | Path]) -> tuple[list[Path], list[Path]]:
     for p in map(Path, paths):
         walk(p)
     return jobs, rest
-
-
-def side_file(job: Path, label: str) -> Path:
-    """sides/LABEL.json, the label's characters as `hostbench ab` writes them into a file name."""
-    return job / "sides" / ("".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in label) + ".json")
 
 
 def _read_files(path: Path, shown: str) -> tuple[bytes, object]:
