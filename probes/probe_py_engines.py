@@ -12,7 +12,6 @@ name each plan and which one the graph's own heuristics put first. Where no pyth
 a plan (the FROST families need nvidia-cutlass-dsl; a --no-deps install has none) the python row
 says so."""
 import importlib.util
-import math
 
 from cudnn_hostbench.bench.cudnn_graphs import calls
 from cudnn_hostbench.bench.cudnn_graphs.build import (
@@ -27,7 +26,7 @@ from cudnn_hostbench.bench.cudnn_graphs.build import (
     workspace_for,
 )
 from cudnn_hostbench.bench.cudnn_graphs.context import prepare
-from cudnn_hostbench.bench.cudnn_graphs.problems import nan_fill, parse_dims
+from cudnn_hostbench.bench.cudnn_graphs.problems import nan_fill, sdpa_operands
 from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant, rel_err
 from cudnn_hostbench.bench.measure.status import Unsupported
 
@@ -70,12 +69,8 @@ def _no_python_reason(found: list) -> str:
 def build(ctx, size):
     torch = ctx.torch
     F = torch.nn.functional
-    dd = parse_dims(size)
-    b, h, s, d = dd["b"], dd["h"], dd["s"], dd["d"]
-    q, k, v = (ctx.randn(b, s, h, d).transpose(1, 2) for _ in range(3))
-    o = torch.empty(b, s, h, d, dtype=torch.bfloat16, device=ctx.device).transpose(1, 2)
-    scale = 1.0 / math.sqrt(d)
-    ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True, scale=scale)
+    ops = sdpa_operands(ctx, size)
+    q, k, v, o, scale, ref = ops.q, ops.k, ops.v, ops.o, ops.scale, ops.ref
     poison = nan_fill(o)
 
     def check(out):

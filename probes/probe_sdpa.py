@@ -3,11 +3,10 @@ torch.nn.functional.scaled_dot_product_attention at an LLM prefill shape (B=4, H
 D=128) and a short decode-like one (B=32, S=128; Sq = Skv, so top-left and bottom-right causal
 agree). Q/K/V/O live in [B, S, H, D] memory (what projections produce) viewed as [B, H, S, D].
 Notes record which backend torch dispatched to and which engine cuDNN ran (backend vs python)."""
-import math
 
 from cudnn_hostbench.bench.cudnn_graphs.build import as_output, build_graph, guard, new_graph, sdpa_inference, tensor_of
 from cudnn_hostbench.bench.cudnn_graphs.context import prepare
-from cudnn_hostbench.bench.cudnn_graphs.problems import nan_fill, parse_dims
+from cudnn_hostbench.bench.cudnn_graphs.problems import nan_fill, sdpa_operands
 from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant, rel_err
 from cudnn_hostbench.bench.measure.status import Unsupported
 
@@ -17,11 +16,6 @@ def _sizes(options):
     if options.heavy:
         sizes += ["b1h32s8192d128", "b8h32s1024d64"]
     return sizes
-
-
-def _bhsd(ctx, b, h, s, d, scale=1.0):
-    """A [B, H, S, D] view of [B, S, H, D] memory."""
-    return ctx.randn(b, s, h, d, scale=scale).transpose(1, 2)
 
 
 def torch_backend(torch, q, k, v) -> str:
@@ -40,12 +34,8 @@ def torch_backend(torch, q, k, v) -> str:
 def build(ctx, size):
     torch = ctx.torch
     F = torch.nn.functional
-    dd = parse_dims(size)
-    b, h, s, d = dd["b"], dd["h"], dd["s"], dd["d"]
-    q, k, v = (_bhsd(ctx, b, h, s, d) for _ in range(3))
-    o = torch.empty(b, s, h, d, dtype=torch.bfloat16, device=ctx.device).transpose(1, 2)
-    scale = 1.0 / math.sqrt(d)
-    ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True, scale=scale)
+    ops = sdpa_operands(ctx, size)
+    q, k, v, o, scale, ref = ops.q, ops.k, ops.v, ops.o, ops.scale, ops.ref
     poison = nan_fill(o)
 
     def check(out):

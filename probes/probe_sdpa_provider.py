@@ -12,12 +12,11 @@ registration alone per 16 (subtract it from `provider` for the provider's own co
 row or probe ever runs with the override in place. `provider_op`, the fix, calls
 torch.ops.cudnn.sdpa_fwd directly (the provider's path without the aten hop and its Python
 forward). Frontend >= 1.30 (cudnn/torch/)."""
-import math
 
 from cudnn_hostbench.bench.cudnn_graphs import calls
 from cudnn_hostbench.bench.cudnn_graphs.build import guard
 from cudnn_hostbench.bench.cudnn_graphs.context import prepare
-from cudnn_hostbench.bench.cudnn_graphs.problems import nan_fill, parse_dims
+from cudnn_hostbench.bench.cudnn_graphs.problems import nan_fill, sdpa_operands
 from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant, rel_err
 from cudnn_hostbench.bench.measure.status import Unsupported
 
@@ -58,12 +57,8 @@ class Scoped:
 def build(ctx, size):
     torch = ctx.torch
     F = torch.nn.functional
-    dd = parse_dims(size)
-    b, h, s, d = dd["b"], dd["h"], dd["s"], dd["d"]
-    q, k, v = (ctx.randn(b, s, h, d).transpose(1, 2) for _ in range(3))
-    scale = 1.0 / math.sqrt(d)
-    ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True, scale=scale)
-    out = torch.empty(b, s, h, d, dtype=torch.bfloat16, device=ctx.device).transpose(1, 2)
+    ops = sdpa_operands(ctx, size)
+    q, k, v, out, scale, ref = ops.q, ops.k, ops.v, ops.o, ops.scale, ops.ref
     poison = nan_fill(out)      # the rows return their own outputs: nothing of ours to poison but this
 
     def check(o):

@@ -1,4 +1,5 @@
-"""The problems the cuDNN probes share: a (batched) bf16 matmul and the tutorial's conv-bias-ReLU.
+"""The problems the cuDNN probes share: a (batched) bf16 matmul, the tutorial's conv-bias-ReLU and
+the causal SDPA's operands.
 
 Each holds its torch operands, an fp32 reference, `check`/`poison`/`case` for the runner, the
 graph description and build, and the call forms probes combine into variants.
@@ -43,6 +44,31 @@ def nan_fill(*ts):
         for t in ts:
             t.fill_(float("nan"))
     return poison
+
+
+@dataclass
+class SdpaOperands:
+    """A causal SDPA problem `b4h32s2048d128`: Q, K, V and an output O, bf16 [B, H, S, D] views of
+    [B, S, H, D] memory (the layout frameworks hand cuDNN), its softmax scale and an fp32 reference."""
+    q: object
+    k: object
+    v: object
+    o: object
+    scale: float
+    ref: object
+
+
+def sdpa_operands(ctx, size: str) -> SdpaOperands:
+    import math
+    torch = ctx.torch
+    dims = parse_dims(size)
+    b, h, s, d = dims["b"], dims["h"], dims["s"], dims["d"]
+    q, k, v = (ctx.randn(b, s, h, d).transpose(1, 2) for _ in range(3))
+    o = torch.empty(b, s, h, d, dtype=torch.bfloat16, device=ctx.device).transpose(1, 2)
+    scale = 1.0 / math.sqrt(d)
+    ref = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True,
+                                                           scale=scale)
+    return SdpaOperands(q, k, v, o, scale, ref)
 
 
 class Checked:
