@@ -40,6 +40,10 @@ def run(a) -> int:
         print(f"{a.prog}: {e}", file=sys.stderr)
         return 2
     res = v.run(comparisons, a.resamples, v.SEED if a.seed is None else a.seed)
+    if not res.jobs:
+        print(f"{a.prog}: {' '.join(a.jobs)}: no comparison with a row of {v.paired.MIN_PAIRS} pairs to resample",
+              file=sys.stderr)
+        return 2
     print(v.report(res))
     if not a.check:
         return 0

@@ -304,3 +304,13 @@ def test_real_worker_processes_run_in_turn_each_next_started_ahead_and_none_left
         assert done["rc"] == 0 and (job / "procs" / name / "job.json").exists()
     rows = json.loads((job / "ab.json").read_text())["comparisons"][0]["rows"]
     assert {r["verdict"] for r in rows} == {"UNMEASURED"}                # no GPU: nothing to pair
+
+
+def test_ab_check_on_pairs_with_nothing_to_resample_is_bad_input(tmp_path, capsys):
+    import gzip
+    empty = tmp_path / "pairs.json.gz"
+    with gzip.open(empty, "wt") as fh:
+        json.dump({"kind": "hostbench ab pairs", "comparisons": []}, fh)
+    assert main(["ab-check", str(empty)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no comparison" in err[0]
