@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Audits the thirteen examples one after another (timing must not overlap), each in its own process:
+# Audits the fourteen examples one after another (timing must not overlap), each in its own process:
 #   scripts/audit_examples.sh [OUT_DIR] [RUN_FILE]
 # writes OUT_DIR/audit-<name>/{audit.json,audit.md,flame.html} and OUT_DIR/audit-<name>.log; each
 # audit is capped (2-3 min: up to 10 s learning the host, 20 s waiting for its fast state, the rest
@@ -10,7 +10,7 @@
 #   scripts/audit_examples.sh reports/reference/h200 reports/reference/h200/run.json
 # (each trap example is followed by its fixed version: naive/fixed, custom-op/direct-op,
 # sync-check/sync-check-fixed, library-op/library-op-fixed, scheduler/scheduler-fixed,
-# attn-proj/attn-proj-fixed; mixed has none).
+# attn-proj/attn-proj-fixed; mixed and autograd-backward have none).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-results/audits}
@@ -22,7 +22,8 @@ for p in naive:naive:300:fixed fixed:fixed:120 mixed:mixed:120 custom_op:custom-
          direct_op:direct-op:120 sync_check:sync-check:180:sync_check_fixed sync_check_fixed:sync-check-fixed:180 \
          library_op:library-op:180:library_op_fixed library_op_fixed:library-op-fixed:150 \
          scheduler:scheduler:180:scheduler_fixed scheduler_fixed:scheduler-fixed:150 \
-         attn_proj:attn-proj:180:attn_proj_fixed attn_proj_fixed:attn-proj-fixed:150; do
+         attn_proj:attn-proj:180:attn_proj_fixed attn_proj_fixed:attn-proj-fixed:150 \
+         autograd_backward:autograd-backward:180; do
   IFS=: read -r f d t fx <<< "$p"
   PYTHONUNBUFFERED=1 timeout "$t" python3 -m cudnn_hostbench.scripts.cli audit "examples/${f}_integration.py:make_step" \
     ${fx:+--fixed "examples/${fx}_integration.py:make_step"} \
