@@ -1,6 +1,7 @@
 """Run store: load many run files from files or folders, group them by GPU, order them.
 
-A folder is scanned recursively for `*.json` run files and `*.jsonl` partial runs. A file
+A folder is scanned recursively for `*.json` run files (`run.json.gz` compressed) and `*.jsonl`
+partial runs. A file
 that cannot be read (damaged, not UTF-8, not a run, a run with no records, or one holding figures
 that cannot be measurements) becomes a one-line error naming it; the other runs still load. Files
 with the same bytes are one run: the first one found is loaded, its copies are skipped.
@@ -18,8 +19,21 @@ from cudnn_hostbench.bench.measure import trust
 from cudnn_hostbench.bench.measure.records import UNIT_SECONDS, Run, RunFileError, load_run
 
 # JSON files that live beside runs but are not runs (matrix status, audit reports, tuned plans,
-# sentinel traces: write them as host_trace.json)
-NOT_RUNS = {"matrix.json", "audit.json", "autotune_winners.json", "host_trace.json"}
+# sentinel traces: write them as host_trace.json, crossover sweeps, the history's machine starts)
+NOT_RUNS = {"matrix.json", "audit.json", "autotune_winners.json", "host_trace.json", "crossover.json", "starts.json"}
+
+
+def is_run_name(f: Path) -> bool:
+    """Whether a file's name is a run file's: *.json, *.json.gz (compressed) or *.jsonl (partial)."""
+    return (f.suffix in (".json", ".jsonl") or f.name.endswith("run.json.gz")) and f.name not in NOT_RUNS
+
+
+def runs_among(files: Iterable[Path]) -> list[Path]:
+    """The run files among `files`: a finished run supersedes the partial JSON-lines file it was
+    written from (run.jsonl beside run.json)."""
+    found = sorted(f for f in files if is_run_name(f) and f.is_file())
+    done = {f.with_suffix("") for f in found if f.suffix == ".json"}
+    return [f for f in found if f.suffix != ".jsonl" or f.with_suffix("") not in done]
 
 
 def run_files(paths: Iterable[str | Path]) -> tuple[list[Path], list[RunFileError]]:
@@ -27,11 +41,7 @@ def run_files(paths: Iterable[str | Path]) -> tuple[list[Path], list[RunFileErro
     files, errors = [], []
     for p in map(Path, paths):
         if p.is_dir():
-            found = sorted(f for f in p.rglob("*") if f.suffix in (".json", ".jsonl") and f.is_file()
-                           and f.name not in NOT_RUNS)
-            # a finished run supersedes the partial JSON-lines file it was written from
-            done = {f.with_suffix("") for f in found if f.suffix == ".json"}
-            files += [f for f in found if f.suffix == ".json" or f.with_suffix("") not in done]
+            files += runs_among(p.rglob("*"))
         elif p.is_file():
             files.append(p)
         else:

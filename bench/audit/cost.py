@@ -25,8 +25,7 @@ def find_run_file(gpu_name: str | None, root: str | Path = ".") -> Path | None:
                 return p
         except rec_mod.RunFileError:
             continue
-    ref = root / "reports" / "reference" / gpu_slug({"gpu_name": gpu_name}) / "run.json"
-    return ref if ref.is_file() else None
+    return rec_mod.run_file_in(root / "reports" / "reference" / gpu_slug({"gpu_name": gpu_name}))
 
 
 def _size_value(size: str) -> float:

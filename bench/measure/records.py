@@ -343,7 +343,9 @@ def load_run(path: str | os.PathLike, need_records: bool = False) -> Run:
         raw = path.read_bytes()
     except OSError as e:
         raise RunFileError(f"{path}: cannot read run file ({e.strerror or e})") from e
-    if raw[:2] == b"\x1f\x8b" or path.name.endswith((".hbx.jsonl", ".hbx.jsonl.gz")):   # gzip: an export's
+    if raw[:2] == b"\x1f\x8b" and path.name.endswith(".json.gz"):   # a run file stored compressed
+        raw = _gunzip(path, raw)
+    elif raw[:2] == b"\x1f\x8b" or path.name.endswith((".hbx.jsonl", ".hbx.jsonl.gz")):   # gzip: an export's
         raise RunFileError(f"{path}: this is a history export, not a run file; use `hostbench history ingest "
                            f"{path}`, then `hostbench history list|check` or `hostbench dashboard --store URL`")
     try:
@@ -354,6 +356,27 @@ def load_run(path: str | os.PathLike, need_records: bool = False) -> Run:
     if need_records and not run.records:
         raise NoRecordsError(f"no records in {path} (a run that stops before its first figure leaves none)")
     return run
+
+
+def _gunzip(path: Path, raw: bytes) -> bytes:
+    """A compressed run file's bytes (a committed reference run is stored as run.json.gz)."""
+    import gzip
+    import zlib
+    try:
+        return gzip.decompress(raw)
+    except (OSError, EOFError, zlib.error) as e:
+        raise RunFileError(f"{path}: not a readable gzip file (truncated or corrupt?): {e}") from e
+
+
+RUN_FILE_NAMES = ("run.json", "run.json.gz")   # a run folder's run file, plain or compressed
+
+
+def run_file_in(folder: str | os.PathLike) -> Path | None:
+    """The run file of a run folder (run.json, else run.json.gz), or None."""
+    for name in RUN_FILE_NAMES:
+        if (Path(folder) / name).is_file():
+            return Path(folder) / name
+    return None
 
 
 def _load_json(path: Path, text: str) -> Run:

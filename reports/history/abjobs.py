@@ -95,10 +95,7 @@ def split(paths: Iterable[str | Path]) -> tuple[list[Path], list[Path]]:
         if not p.is_dir() or not any(is_job(f.parent) for f in p.rglob("ab*.json")):
             rest.append(p)
             return
-        files = sorted(f for f in p.iterdir() if f.is_file() and f.suffix in (".json", ".jsonl")
-                       and f.name not in runstore.NOT_RUNS)
-        done = {f.with_suffix("") for f in files if f.suffix == ".json"}
-        rest.extend(f for f in files if f.suffix == ".json" or f.with_suffix("") not in done)
+        rest.extend(runstore.runs_among(p.iterdir()))
         for d in sorted(x for x in p.iterdir() if x.is_dir()):
             walk(d)
     for p in map(Path, paths):
