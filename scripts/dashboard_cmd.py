@@ -21,6 +21,9 @@ def add_parser(command) -> None:
                    help="run files (run.json, records.jsonl), A/B job folders (hostbench ab: the job's chart "
                         "and table led by the rows that moved) or folders scanned recursively for them "
                         "(with --store: stored first)")
+    p.add_argument("--gpu", metavar="NAME",
+                   help="the committed reference runs and A/B jobs of this GPU (reports/reference/NAME), as "
+                        "if its folder were named")
     p.add_argument("--store", metavar="URL", help="read the runs from this history store (sqlite:///FILE or "
                                                   "postgresql://...; see hostbench history)")
     p.add_argument("--last", type=int, default=100, help="newest runs per GPU in the trends")
@@ -42,6 +45,22 @@ def _sayer(args):
     return say
 
 
+def _reference_paths(folder: Path, say) -> list[str]:
+    """A GPU's committed folder as dashboard inputs: its run files and whole A/B jobs. A committed
+    job that keeps only its report (ab.json, ab.md; its processes' files stay where it ran) is
+    left out with one line naming its table."""
+    from cudnn_hostbench.reports import store
+    from cudnn_hostbench.reports.history import abjobs
+
+    reports = [p.parent for p in folder.rglob(abjobs.RESULT_FILE) if not (p.parent / abjobs.JOB_FILE).is_file()]
+    for r in sorted(reports):
+        say(f"skipped {r}: an A/B job's report without its processes; its table is {r / 'ab.md'}")
+    inside = tuple(reports)
+    files = [f for f in store.runs_among(folder.rglob("*")) if not any(d in f.parents for d in inside)]
+    jobs = sorted({p.parent for p in folder.rglob(abjobs.JOB_FILE)})
+    return [str(p) for p in (*files, *jobs) if not any(j in p.parents for j in jobs)]
+
+
 def _option_problem(args, say) -> int | None:
     """2 (with its line said) for a bad --out, no input or a bad --last; None when they are good."""
     from cudnn_hostbench.reports import dashboard
@@ -54,6 +73,13 @@ def _option_problem(args, say) -> int | None:
     except dashboard.OutError as e:
         say(str(e))
         return 2
+    if args.gpu is not None:
+        from cudnn_hostbench.scripts.run import REFERENCE, reference_runs
+        if "/" in args.gpu or args.gpu in ("", ".", "..") or not reference_runs(args.gpu):
+            have = ", ".join(p.parent.name for p in reference_runs()) or "none"
+            say(f"--gpu {args.gpu}: no committed reference run for that GPU (there are: {have})")
+            return 2
+        args.paths = [*args.paths, *_reference_paths(REFERENCE / args.gpu, say)]
     if not args.paths and not args.store:
         say("name run files or folders, or a store with --store URL")
         return 2

@@ -1,12 +1,15 @@
-"""Renders the figure sections of README.md and docs/results/h200.md from the committed runs, so no
-figure is typed in by hand.
+"""Renders the figure sections of README.md and of each GPU's results page (docs/results/<gpu>.md)
+from the committed runs (reports/reference/<gpu>/), so no figure is typed in by hand.
 
-    hostbench readme-figures          # rewrite the sections between the markers in both files
-    hostbench readme-figures --check  # exit 1 if either file is out of date; write nothing
+    hostbench readme-figures              # rewrite the sections between the markers in every file
+    hostbench readme-figures --gpu h100   # only that GPU's results page
+    hostbench readme-figures --check      # exit 1 if a file is out of date; write nothing
 
 A section is the text between `<!-- BEGIN:name -->` and `<!-- END:name -->`; each file gets the
-sections whose markers it has, with links relative to its own folder. The README has the short
-`traps` table; the results page has the rest (headline, engines, framework, versions, audit).
+sections whose markers it has, with links relative to its own folder. The README has the GPUs side
+by side (`gpus`: the headline calls with the guide's B200 figures; `traps`: each trap against its
+fix), as ratios to each run's own baseline; a results page has one GPU's figures (headline,
+clocks, engines, framework, versions, audit).
 """
 from __future__ import annotations
 
@@ -22,10 +25,34 @@ from cudnn_hostbench.scripts.cli import alias, exit_with
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
-RESULTS = ROOT / "docs" / "results" / "h200.md"   # the full figures of the committed H200 runs
-REFERENCE = ROOT / "reports" / "reference" / "h200" / "run.json"
-MATRIX = REFERENCE.parent / "matrix"
-AUDITS = {"naive": REFERENCE.parent / "audit-naive" / "audit.md", "fixed": REFERENCE.parent / "audit-fixed" / "audit.md"}
+REFERENCES = ROOT / "reports" / "reference"   # one folder per GPU: run.json(.gz), matrix/, audit-*/ …
+PAGES = ROOT / "docs" / "results"             # one results page per GPU: <gpu>.md
+
+
+class Reference:
+    """One GPU's committed runs (reports/reference/<gpu>/) and its results page."""
+
+    def __init__(self, gpu: str):
+        self.gpu = gpu
+        self.folder = REFERENCES / gpu
+        self.page = PAGES / f"{gpu}.md"
+        self.run_file = records.run_file_in(self.folder) or self.folder / "run.json"
+        self.matrix = self.folder / "matrix"
+        self.audits = {k: self.folder / f"audit-{k}" / "audit.md" for k in ("naive", "fixed")}
+        self.waterfall = self.folder / "waterfall"
+        self.crossover = self.folder / "crossover" / "crossover.json"
+
+    def load(self):
+        return records.load_run(self.run_file)
+
+
+def references() -> list[Reference]:
+    """Every GPU with a committed reference run, by folder name."""
+    if not REFERENCES.is_dir():
+        return []
+    return [Reference(p.name) for p in sorted(REFERENCES.iterdir()) if records.run_file_in(p)]
+
+
 VERSION_ROWS = [("set_stream", "set_stream_same"), ("set_stream", "raw_set_stream"), ("set_stream", "set_once"),
                 ("execute", "generic"), ("execute", "pinned"), ("execute", "ordered"), ("execute", "autotuned"),
                 ("execute", "torch_mm")]
@@ -61,10 +88,6 @@ TRAPS = [
     ("–", "wrapper", "naive", "fixed"),
     ("–", "registration", "custom_op", "library"),
 ]
-WATERFALL = REFERENCE.parent / "waterfall"
-CROSSOVER = REFERENCE.parent / "crossover" / "crossover.json"
-
-
 def _link(path: Path, base: Path) -> str:
     """`path` as a Markdown link target from a document in folder `base`."""
     return Path(os.path.relpath(path, base)).as_posix()
@@ -81,42 +104,77 @@ def _first_size(run, probe: str) -> str | None:
     return None
 
 
-def _fig(rec, used: set) -> str:
-    """A figure of the traps table with its marks ('–' when not measured); notes the marks in `used`."""
+def _ratio_fig(rec, used: set) -> str:
+    """A trap or fix's eager ratio to its baseline with its marks ('1.00×' for the baseline itself,
+    '–' when not measured); notes the marks in `used`."""
     if rec is None or not rec.ok:
         return "–"
     used.update(trust.shown_flags(rec))
-    return f"{rec.summary().median:.2f}{trust.badge(rec)}"
+    return f"{rec.ratio.median:.2f}×{trust.badge(rec)}" if rec.ratio else "1.00×"
 
 
-def traps(run, base: Path = ROOT) -> str:
-    """The README's short table: each trap against its fix, eager and graph, at the probe's first size."""
+def _measured_on(ref: Reference, run, base: Path) -> str:
+    fp = run.fingerprint
+    return (f"{ref.gpu.upper()}: {fp.get('gpu_name', '?')}, cuDNN {fp.get('cudnn_backend', '?')}, frontend "
+            f"{fp.get('cudnn_frontend', '?')}, torch {fp.get('torch', '?')}, {run.datetime[:10]}, "
+            f"[{_link(ref.run_file, ROOT)}]({_link(ref.run_file, base)})")
+
+
+def _marks_line(used: set) -> list[str]:
+    if not used:
+        return []
+    marks = "; ".join(f"⚑{trust.MARKS[k].letter}: {trust.MARKS[k].short}" for k in trust.SHOWN if k in used)
+    return _wrap(f"Marks on these figures: {marks}.")
+
+
+def traps(gpus: list, base: Path = ROOT) -> str:
+    """The README's trap table: each trap against its fix at the probe's first size, eager, as the
+    ratio to the probe's baseline in each GPU's own run. `gpus`: (Reference, run) pairs."""
     rows: list[str] = []
     used: set = set()
     for num, probe, trap, fix in TRAPS:
-        size = _first_size(run, probe)
-        eager = [run.find(probe, v, size, "eager") for v in (trap, fix)]
-        graph = [run.find(probe, v, size, "graph") for v in (trap, fix)]
-        if size is None or not all(r is not None and r.ok for r in eager):
+        cells = []
+        for _, run in gpus:
+            size = _first_size(run, probe)
+            eager = [run.find(probe, v, size, "eager") for v in (trap, fix)]
+            ok = size is not None and all(r is not None and r.ok for r in eager)
+            cells.append(f"{_ratio_fig(eager[0], used)} → {_ratio_fig(eager[1], used)}" if ok else "–")
+        if all(c == "–" for c in cells):
             continue
-        ratios = [f"{r.ratio.median:.2f}×" if r.ratio else "1.00×" for r in eager]   # no ratio: the baseline
-        e, g = [_fig(r, used) for r in eager], [_fig(r, used) for r in graph]
-        rows.append(f"| {num} | {probe} {size} | {trap} → {fix} | {e[0]} → {e[1]} | {ratios[0]} → {ratios[1]} "
-                    f"| {g[0]} → {g[1]} |")
+        size = _first_size(gpus[0][1], probe) or _first_size(gpus[-1][1], probe)
+        rows.append(f"| {num} | {probe} {size} | {trap} → {fix} | " + " | ".join(cells) + " |")
     if not rows:
         return ""
-    fp = run.fingerprint
-    measured = (f"Measured on {fp.get('gpu_name', '?')}, cuDNN {fp.get('cudnn_backend', '?')}, frontend "
-                f"{fp.get('cudnn_frontend', '?')}, torch {fp.get('torch', '?')}, {run.datetime[:10]}, from "
-                f"[{_link(REFERENCE, ROOT)}]({_link(REFERENCE, base)}). µs per call, median over the worker "
-                "processes; × baseline is the median round-by-round ratio to the probe's baseline (torch.mm; "
-                "for fusion and conv torch's unfused ops, which are the trap there). Trap: its number in the "
-                "guide; – for the guide's composite rows.")
-    lines = ["| trap | probe, size | trap → fix | eager µs/call | × baseline | graph µs/call |",
-             "|---|---|---|---|---|---|", *rows, "", *_wrap(measured)]
-    if used:
-        marks = "; ".join(f"⚑{trust.MARKS[k].letter}: {trust.MARKS[k].short}" for k in trust.SHOWN if k in used)
-        lines += _wrap(f"Marks on these figures: {marks}.")
+    head = " | ".join(f"{ref.gpu.upper()} × baseline" for ref, _ in gpus)
+    runs = ", ".join(f"[{ref.gpu.upper()}]({_link(ref.run_file, base)}) ({run.fingerprint.get('gpu_name', '?')}, "
+                     f"frontend {run.fingerprint.get('cudnn_frontend', '?')}, {run.datetime[:10]})" for ref, run in gpus)
+    lines = [f"| trap | probe, size | trap → fix | {head} |", "|---|---|---|" + "---|" * len(gpus), *rows, "",
+             *_wrap("Eager; × baseline: the median round-by-round ratio to the probe's baseline in the same run "
+                    "(torch.mm; for fusion and conv torch's unfused ops). Trap: its number in the guide (– for "
+                    f"composite rows). Runs: {runs}."), *_marks_line(used)]
+    return "\n".join(lines)
+
+
+def gpus_headline(gpus: list, base: Path = ROOT) -> str:
+    """The README's headline: the guide's four call paths at 256³ bf16 on each GPU of ours, eager
+    µs/call with the ratio to the same run's torch.mm, beside the guide's own B200 figures."""
+    used: set = set()
+    guide_mm = GUIDE_B200[("execute", "torch_mm")]
+    head = " | ".join(f"{ref.gpu.upper()}" for ref, _ in gpus)
+    lines = [f"| 256³ bf16, eager µs/call (× torch.mm) | {head} | guide's B200 figures |",
+             "|---|" + "---|" * len(gpus) + "---|"]
+    for (probe, variant), guide in GUIDE_B200.items():
+        cells = []
+        for _, run in gpus:
+            r = run.find(probe, variant, "256", "eager")
+            cells.append("–" if r is None or not r.ok else f"{r.summary().median:.2f} ({_ratio_fig(r, used)})")
+        label = next((lab for lab, p, v in HEADLINE if (p, v) == (probe, variant)), variant)
+        lines.append(f"| {label} (`{probe}/{variant}`) | " + " | ".join(cells)
+                     + f" | {guide} ({guide / guide_mm:.2f}×) |")
+    lines += ["", *_wrap("Ours: one reference run per GPU, median over its worker processes; × is the median "
+                         "round-by-round ratio to torch.mm. The last column quotes the guide (B200, cuDNN 9.26), "
+                         "not measured here; its × is to the guide's torch.mm. Compare GPUs by ×, not µs."),
+              *_marks_line(used)]
     return "\n".join(lines)
 
 
@@ -170,6 +228,33 @@ def headline(run) -> str:
     return "\n".join(lines)
 
 
+HEAVY_US = 100.0   # a heavy row: graph or device µs/call at least this (the verdict's heavy classes)
+
+
+def clocks(run) -> str:
+    """At what SM clock the heavy graph and device rows ran: over each row's kept rounds (NVML, read
+    only; clocks are never set), the lowest and highest reading, against the GPU's top clock."""
+    lines = []
+    for mode in ("graph", "device"):
+        rs = [r for r in run.records if r.mode == mode and r.ok and r.clock_mhz and r.summary().median >= HEAVY_US]
+        if not rs:
+            continue
+        lo, hi = sorted(r.clock_mhz.get("sm_min", 0) for r in rs), [r.clock_mhz.get("sm_max", 0) for r in rs]
+        top = max(r.clock_mhz.get("top", 0) for r in rs)
+        dropped = sum("clock_drop" in (r.flags or []) for r in rs)
+        lines.append(f"| {mode} | {len(rs)} | {dropped} | {top} | {lo[len(lo) // 2]} ({lo[0]}–{lo[-1]}) | {max(hi)} |")
+    if not lines:
+        return ""
+    return "\n".join([
+        f"### Clocks of the heavy rows (graph and device, ≥ {HEAVY_US:.0f} µs/call)", "",
+        "| mode | rows | ⚑c rows | top SM clock, MHz | lowest kept reading, MHz: median (min–max) | highest |",
+        "|---|---|---|---|---|---|", *lines, "",
+        *_wrap("SM clock readings over each row's kept rounds (NVML, read only: the harness never sets, locks or "
+               "resets a clock). ⚑c: a kept round ran below 95 % of the usual clock. A heavy row's µs/call moves "
+               "with the clock, and its baseline moves with it, so read the × columns: ratios taken round by "
+               "round against torch.mm at the same clock.")])
+
+
 def probe_headlines(run) -> list[str]:
     df = table.build_table(run)
     out = ["| probe | size | variant (role) | eager | graph | device | kern/call |", "|---|---|---|---|---|---|---|"]
@@ -211,7 +296,7 @@ def framework(run) -> str:
     return "\n".join(lines)
 
 
-def engines(run, base: Path = ROOT) -> str:
+def engines(ref: Reference, run, base: Path = ROOT) -> str:
     """Where the microseconds go (issue 20): the engine apart from the call form, the per-call
     waterfall, and the size from which each trap stops mattering."""
     from cudnn_hostbench.reports import crossover, waterfall
@@ -223,15 +308,15 @@ def engines(run, base: Path = ROOT) -> str:
              eng.markdown(run).split("\n", 2)[-1].strip(), ""]
     rs = waterfall.rows([run])
     if rs:
-        png = WATERFALL / "waterfall.png"
+        png = ref.waterfall / "waterfall.png"
         lines += ["**The waterfall.** One eager call split into measured parts, all from the same interleaved "
                   "rounds (`probes/probe_waterfall.py`); the parts add up to within 10 % of the eager figure:", "",
                   waterfall.markdown(rs).split("\n", 2)[-1].strip(), ""]
         if png.exists():
             lines += [f"![waterfall]({_link(png, base)})", ""]
-    if CROSSOVER.exists():
-        doc = crossover.load(CROSSOVER)
-        png = CROSSOVER.parent / f"crossover-{crossover.gpu(doc).replace(' ', '-')}.png"
+    if ref.crossover.exists():
+        doc = crossover.load(ref.crossover)
+        png = ref.crossover.parent / f"crossover-{crossover.gpu(doc).replace(' ', '-')}.png"
         lines += ["**Where each trap stops mattering** (`hostbench crossover`): ",
                   crossover.summary(doc).strip(), ""]
         if png.exists():
@@ -239,14 +324,15 @@ def engines(run, base: Path = ROOT) -> str:
     return "\n".join(lines).rstrip()
 
 
-def versions(base: Path = ROOT) -> str:
-    runs = sorted((records.load_run(p) for p in MATRIX.glob("run-fe*.json")),
+def versions(ref: Reference, base: Path = ROOT) -> str:
+    runs = sorted((records.load_run(p) for p in ref.matrix.glob("run-fe*.json")),
                   key=lambda r: store.version_key(store.frontend_version(r)))
     if not runs:
         return ""
     head = [r.fingerprint.get("cudnn_frontend", "?") for r in runs]
     workers = max((r.fingerprint.get("workers", 1) for r in runs), default=1)
-    lines = ["### Frontend versions at 256³ (H200, cuDNN 9.19)", "",
+    fp = runs[-1].fingerprint
+    lines = [f"### Frontend versions at 256³ ({ref.gpu.upper()}, cuDNN {fp.get('cudnn_backend', '?')})", "",
              f"Eager µs/call (× torch.mm in the same rounds, min–max over {workers} worker processes) / "
              "device µs. Each version ran in its own worker processes, so compare the ratios across "
              "columns, and only where their worker ranges do not overlap "
@@ -269,22 +355,22 @@ def versions(base: Path = ROOT) -> str:
     return "\n".join(lines).rstrip()
 
 
-def audit_example(base: Path = ROOT) -> str:
-    path = AUDITS["naive"]
+def audit_example(ref: Reference, base: Path = ROOT) -> str:
+    path = ref.audits["naive"]
     if not path.exists():
         return ""
     text = path.read_text(encoding="utf-8")
     head = text.split("## Findings", 1)[0].strip().splitlines()
     body = text.split("## Findings", 1)[1].split("\n## ", 1)[0]
-    fixed = AUDITS["fixed"].read_text(encoding="utf-8").split("\n## ", 1)[0].strip().splitlines() \
-        if AUDITS["fixed"].exists() else []
-    return "\n".join(["#### `hostbench audit examples/naive_integration.py:make_step` on the H200", "",
+    fixed = ref.audits["fixed"].read_text(encoding="utf-8").split("\n## ", 1)[0].strip().splitlines() \
+        if ref.audits["fixed"].exists() else []
+    return "\n".join([f"#### `hostbench audit examples/naive_integration.py:make_step` on the {ref.gpu.upper()}", "",
                       *head[2:], "", "Findings" + body.rstrip(), "",
                       *_lines_and_projection(text),
                       "The fixed example (`examples/fixed_integration.py`), same run file:", "",
-                      *fixed[2:], *_projection_against_fixed(),
+                      *fixed[2:], *_projection_against_fixed(ref),
                       "", f"Full reports: [{path.parent.name}]({_link(path, base)}), "
-                      f"[audit-fixed]({_link(AUDITS['fixed'], base)})."])
+                      f"[audit-fixed]({_link(ref.audits['fixed'], base)})."])
 
 
 def _lines_and_projection(text: str, top: int = 5) -> list[str]:
@@ -306,12 +392,12 @@ def _section(document: str, title: str) -> str:
     return document.split(f"\n## {title}", 1)[1].split("\n## ", 1)[0].strip()
 
 
-def _projection_against_fixed() -> list[str]:
+def _projection_against_fixed(ref: Reference) -> list[str]:
     """The naive projection against the fixed example's measured step (both from audit.json)."""
     import json
     try:
-        naive = json.loads(AUDITS["naive"].with_name("audit.json").read_text(encoding="utf-8"))
-        fixed = json.loads(AUDITS["fixed"].with_name("audit.json").read_text(encoding="utf-8"))
+        naive = json.loads(ref.audits["naive"].with_name("audit.json").read_text(encoding="utf-8"))
+        fixed = json.loads(ref.audits["fixed"].with_name("audit.json").read_text(encoding="utf-8"))
         # the fixed step as a user's loop pays it (audits from before the plain loop: its eager median)
         p, m = naive["projection"]["projected_us"], (fixed["modes"].get("loop") or {}).get("median") or \
             fixed["modes"]["eager"]["median"]
@@ -321,30 +407,78 @@ def _projection_against_fixed() -> list[str]:
                 f"{m:.2f}: {(p / m - 1) * 100:+.0f} %."]
 
 
-def sections(doc: Path = RESULTS) -> dict:
-    """Every section, its links relative to the folder of `doc` (the file it is rendered into)."""
-    base = doc.parent
+MDC_CLASSES = ("eager ratio", "graph light ratio", "device light ratio")   # the A/B classes the page names
+MOVED_SHOWN = 8   # moved rows listed per version job, the largest changes first
+
+
+def ab_jobs(ref: Reference, base: Path) -> str:
+    """The GPU's committed A/B jobs (reports/reference/<gpu>/ab/*/ab.json): per comparison its pairs,
+    verdicts and median MDCs, then the eager rows that moved most."""
+    import json
+    rows, moved = [], []
+    for path in sorted(ref.folder.glob("ab/*/ab.json")):
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        for c in doc["comparisons"]:
+            counts = ", ".join(f"{k} {v}" for k, v in sorted(c["counts"].items(), key=lambda kv: -kv[1]))
+            mdc = {k["class"]: k["median_mdc"] for k in c["classes"]}
+            shown = " / ".join(f"{mdc[k] * 100:.1f} %" if k in mdc else "–" for k in MDC_CLASSES)
+            rows.append(f"| [{path.parent.name}]({_link(path.with_name('ab.md'), base)}) | {c['reference']} → "
+                        f"{c['side']} | {c['pairs']} | {counts} | {shown} |")
+            moved += [(path.parent.name, r) for r in c["rows"] if r["verdict"] in ("FASTER", "SLOWER")
+                      and r["mode"] == "eager"]
+    if not rows:
+        return ""
+    lines = ["| job | sides | pairs | verdicts | median MDC: eager / graph / device ratio |",
+             "|---|---|---|---|---|", *rows]
+    if moved:
+        moved.sort(key=lambda jr: jr[1]["change"])
+        lines += ["", "The eager rows that moved most (change of the ratio to the block's baseline, 95 % interval):",
+                  "", "| job | row | change | interval |", "|---|---|---|---|"]
+        for job, r in moved[:MOVED_SHOWN]:
+            lo, hi = r["interval"]
+            what = "" if r.get("on_ratio") else " (µs, not a ratio)"
+            lines.append(f"| {job} | {r['probe']} {r['size']}, {r['variant']}{what} | {r['change'] * 100:+.1f} % | "
+                         f"{lo * 100:+.1f} .. {hi * 100:+.1f} % |")
+    return "\n".join(lines)
+
+
+def sections(ref: Reference) -> dict:
+    """Every section of one GPU's results page, its links relative to the page's folder."""
+    base = ref.page.parent
     out = {}
-    if REFERENCE.exists():
-        run = records.load_run(REFERENCE)   # read once: every section below renders from it
-        out["traps"] = traps(run, base)
+    if ref.run_file.exists():
+        run = ref.load()   # read once: every section below renders from it
         out["headline"] = headline(run)
+        out["clocks"] = clocks(run)
         out["framework"] = framework(run)
-        out["engines"] = engines(run, base)
-    out["versions"] = versions(base)
-    out["audit"] = audit_example(base)
+        out["engines"] = engines(ref, run, base)
+    out["versions"] = versions(ref, base)
+    out["ab"] = ab_jobs(ref, base)
+    out["audit"] = audit_example(ref, base)
     return {k: v for k, v in out.items() if v}
 
 
-def documents() -> list[Path]:
-    """The files whose figure sections this renders: the README and the results page."""
-    return [README, RESULTS]
+def readme_sections(refs: list[Reference]) -> dict:
+    """The README's sections: every GPU side by side."""
+    gpus = [(ref, ref.load()) for ref in refs]
+    if not gpus:
+        return {}
+    return {"gpus": gpus_headline(gpus, README.parent), "traps": traps(gpus, README.parent)}
+
+
+def documents(gpu: str | None = None) -> list[Path]:
+    """The files whose figure sections this renders: the README and each GPU's results page (only
+    `gpu`'s page when it is given)."""
+    pages = [ref.page for ref in references() if gpu in (None, ref.gpu)]
+    return pages if gpu else [README, *pages]
 
 
 def rendered(doc: Path) -> tuple[str, str]:
     """(the file's text, the text with its sections rendered from the committed runs)."""
     old = doc.read_text(encoding="utf-8")
-    return old, render(old, sections(doc))
+    if doc == README:
+        return old, render(old, readme_sections(references()))
+    return old, render(old, sections(Reference(doc.stem)))
 
 
 def render(text: str, secs: dict) -> str:
@@ -360,15 +494,26 @@ def render(text: str, secs: dict) -> str:
 
 def add_parser(command) -> None:
     p = command("readme-figures", run, description=__doc__)
+    p.add_argument("--gpu", metavar="NAME", help="only this GPU's results page (docs/results/NAME.md, from "
+                                                 "reports/reference/NAME/)")
     p.add_argument("--check", action="store_true",
-                   help="exit 1 if README.md or docs/results/h200.md is out of date; write nothing")
+                   help="exit 1 if README.md or a results page is out of date; write nothing")
 
 
 def run(args) -> int:
-    docs = documents()
+    if not README.is_file():   # an installed copy: the README, the results pages and their sources live in a checkout
+        print(f"{args.prog}: no {README} here: a maintainer's command, run it in a checkout", file=sys.stderr)
+        return 2
+    docs = documents(args.gpu)
     missing = [d for d in docs if not d.is_file()]
-    if missing:   # an installed copy: the README, the results page and their sources live in a checkout
-        print(f"{args.prog}: no {missing[0]} here: a maintainer's command, run it in a checkout", file=sys.stderr)
+    if args.gpu and not docs:
+        have = ", ".join(ref.gpu for ref in references()) or "none"
+        print(f"{args.prog}: --gpu {args.gpu}: no committed reference run for that GPU (there are: {have})",
+              file=sys.stderr)
+        return 2
+    if missing:
+        print(f"{args.prog}: no {missing[0]}: a results page needs its file (with its BEGIN/END markers)",
+              file=sys.stderr)
         return 2
     stale = []
     for doc in docs:

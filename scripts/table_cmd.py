@@ -13,7 +13,11 @@ def add_parser(command) -> None:
                 description="The table: µs per call by mode, kernels per call, ratio to the probe's baseline "
                             "with its spread, host overhead. Rows are probe / variant / size; built from a "
                             "run's records only.")
-    p.add_argument("run", help="run file (run.json, a --benchmark-json file, or a partial records.jsonl)")
+    p.add_argument("run", nargs="?",
+                   help="run file (run.json, run.json.gz, a --benchmark-json file, or a partial records.jsonl)")
+    p.add_argument("--gpu", metavar="NAME",
+                   help="instead of RUN, the committed reference run of this GPU (a folder of reports/reference: "
+                        f"{', '.join(reference_gpus()) or 'none in this copy'})")
     p.add_argument("--out", metavar="DIR",
                    help="also write table.csv and table.md (whole run) into this folder; made if missing, "
                         "files of those names replaced")
@@ -25,11 +29,35 @@ def add_parser(command) -> None:
                         "the summary in three lines)")
 
 
+def reference_gpus() -> list[str]:
+    """The GPUs with a committed reference run (folder names under reports/reference)."""
+    from cudnn_hostbench.scripts.run import reference_runs
+    return [p.parent.name for p in reference_runs()]
+
+
+def _which_run(a) -> str | None:
+    """Sets a.run from --gpu; the one-line problem when RUN and --gpu are both given, or neither, or
+    the GPU has no reference run."""
+    if (a.run is None) == (a.gpu is None):
+        return "name a run file, or a GPU's reference run with --gpu NAME (not both)"
+    if a.gpu is not None:
+        from cudnn_hostbench.scripts.run import reference_runs
+        found = reference_runs(a.gpu) if a.gpu and "/" not in a.gpu and a.gpu not in (".", "..") else []
+        if not found:
+            return (f"--gpu {a.gpu}: no committed reference run for that GPU "
+                    f"(there are: {', '.join(reference_gpus()) or 'none'})")
+        a.run = str(found[0])
+    return None
+
+
 def run(a) -> int:
     from cudnn_hostbench.bench.measure import records, trust
     from cudnn_hostbench.reports import fmt, table
 
     # every check before the first line of output, so bad input never leaves half a result
+    problem = _which_run(a)
+    if problem:
+        return bad(a.prog, problem)
     try:
         run = records.load_run(a.run, need_records=True)
         trust.check_run(run)

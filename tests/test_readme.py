@@ -9,10 +9,11 @@ from cudnn_hostbench.scripts import cli, readme_figures
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
-RESULTS = ROOT / "docs" / "results" / "h200.md"
+RESULTS = ROOT / "docs" / "results" / "h200.md"   # the page with the version matrix's reading
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
 # the pages written for a newcomer: their links are checked below
-PAGES = [README, RESULTS, ARCHITECTURE, ROOT / "docs" / "glossary.md", ROOT / "docs" / "install.md",
+PAGES = [README, RESULTS, ROOT / "docs" / "results" / "h100.md", ARCHITECTURE, ROOT / "docs" / "glossary.md",
+         ROOT / "docs" / "install.md",
          ROOT / "log" / "README.md"]   # the engineering log's index: every entry it lists exists
 
 
@@ -32,14 +33,34 @@ def test_figures_match_committed_runs(doc):
 
 
 def test_each_document_has_its_sections():
-    """The README carries the short trap table; the results page every other section."""
-    secs = readme_figures.sections()
-    readme, results = _text(README), _text(RESULTS)
-    assert "<!-- BEGIN:traps -->" in readme and "traps" in secs
-    for name in secs:
-        if name != "traps":
-            assert f"<!-- BEGIN:{name} -->" in results, name
+    """The README carries the GPUs side by side; each results page its own GPU's sections."""
+    readme = _text(README)
+    assert set(readme_figures.readme_sections(readme_figures.references())) == {"gpus", "traps"}
+    for name in ("gpus", "traps"):
+        assert f"<!-- BEGIN:{name} -->" in readme
+    for ref in readme_figures.references():
+        page = _text(ref.page)
+        for name in readme_figures.sections(ref):
+            assert f"<!-- BEGIN:{name} -->" in page, (ref.gpu, name)
             assert f"<!-- BEGIN:{name} -->" not in readme, name
+
+
+def test_every_reference_gpu_has_a_results_page_and_is_in_the_readme_tables():
+    refs = readme_figures.references()
+    assert len(refs) >= 2, "the README's tables set at least two GPUs side by side"
+    secs = readme_figures.readme_sections(refs)
+    for ref in refs:
+        assert ref.page.is_file(), ref.page
+        assert f"{ref.gpu.upper()} × baseline" in secs["traps"] and f"| {ref.gpu.upper()} |" in secs["gpus"]
+
+
+def test_the_guides_figures_are_labelled_and_kept_apart_from_ours():
+    gpus = readme_figures.readme_sections(readme_figures.references())["gpus"]
+    head = gpus.splitlines()[0]
+    assert head.rstrip(" |").endswith("guide's B200 figures"), head   # its own column, last, named as the guide's
+    for value in readme_figures.GUIDE_B200.values():
+        assert f"| {value} (" in gpus
+    assert "not measured here" in gpus
 
 
 def test_readme_names_its_two_commands_and_ci_runs_the_test_one():
@@ -56,13 +77,13 @@ def test_readme_is_short_and_its_own_lines_readable():
     assert not long, f"README lines over 130 characters outside the generated sections: {long}"
 
 
-def test_headline_rows_are_in_the_reference_run():
-    from cudnn_hostbench.bench.measure import records
-    run = records.load_run(readme_figures.REFERENCE)
-    for _, probe, variant in readme_figures.HEADLINE:
-        rec = run.find(probe, variant, "256", "eager")
-        assert rec is not None and rec.ok, (probe, variant)
-    shown = readme_figures.traps(run)
+def test_headline_rows_are_in_every_reference_run():
+    for ref in readme_figures.references():
+        run = ref.load()
+        for _, probe, variant in readme_figures.HEADLINE:
+            rec = run.find(probe, variant, "256", "eager")
+            assert rec is not None and rec.ok, (ref.gpu, probe, variant)
+    shown = readme_figures.traps([(ref, ref.load()) for ref in readme_figures.references()])
     for _, probe, trap, fix in readme_figures.TRAPS:
         assert f"| {probe} " in shown and f"{trap} → {fix}" in shown, (probe, trap, fix)
 
