@@ -197,7 +197,7 @@ def _ratio(rec) -> str:
     return f" ({rec.ratio.median:.2f}×{span})"
 
 
-def headline(run) -> str:
+def headline(ref: Reference, run, base: Path) -> str:
     lines = [
         "### Headline: 256³ bf16 matmul, µs/call (× the same round's torch.mm, workers min–max)",
         "",
@@ -212,8 +212,9 @@ def headline(run) -> str:
         cells = [_cell(run, probe, variant, "256", m) for m in CALL_MODES]
         lines.append(f"| {label} (`{probe}/{variant}`) | " + " | ".join(cells)
                      + f" | {GUIDE_B200.get((probe, variant), '–')} |")
-    lines += ["", "Each probe's trap against its fix, first size, eager mode (median µs, × baseline):", ""]
-    lines += probe_headlines(run)
+    table_md = ref.folder / "table.md"
+    lines += ["", f"Every probe's rows (each size and mode, kernels per call, host overhead): "
+                  f"[table.md]({_link(table_md, base)}), or `hostbench table --gpu {ref.gpu}`."]
     cal = run.fingerprint.get("calibration_us", {})
     floor = run.find("noop", "noop", "-", "eager")
     wall = run.fingerprint.get("wall_s", {})
@@ -253,29 +254,6 @@ def clocks(run) -> str:
                "resets a clock). ⚑c: a kept round ran below 95 % of the usual clock. A heavy row's µs/call moves "
                "with the clock, and its baseline moves with it, so read the × columns: ratios taken round by "
                "round against torch.mm at the same clock.")])
-
-
-def probe_headlines(run) -> list[str]:
-    df = table.build_table(run)
-    out = ["| probe | size | variant (role) | eager | graph | device | kern/call |", "|---|---|---|---|---|---|---|"]
-    for probe, g in df.groupby("probe", sort=False):
-        size = g["size"].iloc[0]
-        for _, row in g[g["size"] == size].iterrows():
-            if row["role"] not in ("trap", "fixed", "baseline", "floor", "private"):
-                continue
-            def c(m, row=row):
-                v = row.get(m)
-                if v != v or v is None:
-                    return row["status"].split(":")[1].strip() if ":" in row["status"] else "–"
-                r = row.get(f"{m}_ratio")
-                return f"{v:.2f}" + (f" ({r:.2f}×)" if r == r and r is not None else "")
-            host = row.get("host")
-            unit = "ms" if row["unit"] == "ms" else row["unit"]
-            eager = f"{host:.2f} {unit}" if host == host and host is not None else c("eager")
-            kpc = row.get("kernels_per_call")
-            out.append(f"| {probe} | {size} | {row['variant']} ({row['role']}) | {eager} | {c('graph')} | "
-                       f"{c('device')} | {'' if kpc != kpc or kpc is None else f'{kpc:g}'} |")
-    return out
 
 
 def framework(run) -> str:
@@ -362,29 +340,34 @@ def audit_example(ref: Reference, base: Path = ROOT) -> str:
     text = path.read_text(encoding="utf-8")
     head = text.split("## Findings", 1)[0].strip().splitlines()
     body = text.split("## Findings", 1)[1].split("\n## ", 1)[0]
-    fixed = ref.audits["fixed"].read_text(encoding="utf-8").split("\n## ", 1)[0].strip().splitlines() \
-        if ref.audits["fixed"].exists() else []
     return "\n".join([f"#### `hostbench audit examples/naive_integration.py:make_step` on the {ref.gpu.upper()}", "",
-                      *head[2:], "", "Findings" + body.rstrip(), "",
-                      *_lines_and_projection(text),
-                      "The fixed example (`examples/fixed_integration.py`), same run file:", "",
-                      *fixed[2:], *_projection_against_fixed(ref),
+                      *head[2:], "", *_top_findings(body), "",
+                      *_projection(text), *_projection_against_fixed(ref),
                       "", f"Full reports: [{path.parent.name}]({_link(path, base)}), "
                       f"[audit-fixed]({_link(ref.audits['fixed'], base)})."])
 
 
-def _lines_and_projection(text: str, top: int = 5) -> list[str]:
-    """The naive audit's line table (its `top` costliest lines) and its projection, from audit.md."""
-    if "\n## Host time by source line" not in text:
+FINDINGS_SHOWN = 4   # the costliest findings a results page quotes; the full report has every one
+
+
+def _top_findings(body: str) -> list[str]:
+    """The findings section's first FINDINGS_SHOWN rows (biggest cost first), and how many more."""
+    lines = ("Findings" + body.rstrip()).splitlines()
+    rows = [x for x in lines if x.startswith("| ") and x[2:3].isdigit()]
+    keep = [x for x in lines if x not in rows[FINDINGS_SHOWN:] and not x.startswith("Trust marks")]
+    while keep and not keep[-1].strip():
+        keep.pop()
+    more = len(rows) - FINDINGS_SHOWN
+    return keep + (["", f"{more} more finding(s) in the full report."] if more > 0 else [])
+
+
+def _projection(text: str) -> list[str]:
+    """The naive audit's projection with every finding fixed, from audit.md (its line table is in
+    the full report)."""
+    if "\n## Projected with every finding fixed" not in text:
         return []
-    sec = _section(text, "Host time by source line").splitlines()
-    table = [x for x in sec if x.startswith("|")]
-    intro = [x for x in sec[:sec.index(table[0])] if x.strip()] if table else []
-    out = ["Host time by source line: " + "; ".join(intro), "", *table[:2 + top]]
-    if "\n## Projected with every finding fixed" in text:
-        proj = _section(text, "Projected with every finding fixed")
-        out += ["", "Projected with every finding fixed: " + proj.split("\n\n", 1)[0]]
-    return out + [""]
+    proj = _section(text, "Projected with every finding fixed")
+    return ["Projected with every finding fixed: " + proj.split("\n\n", 1)[0]]
 
 
 def _section(document: str, title: str) -> str:
@@ -448,7 +431,7 @@ def sections(ref: Reference) -> dict:
     out = {}
     if ref.run_file.exists():
         run = ref.load()   # read once: every section below renders from it
-        out["headline"] = headline(run)
+        out["headline"] = headline(ref, run, base)
         out["clocks"] = clocks(run)
         out["framework"] = framework(run)
         out["engines"] = engines(ref, run, base)
