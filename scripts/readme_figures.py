@@ -390,6 +390,64 @@ def _projection_against_fixed(ref: Reference) -> list[str]:
                 f"{m:.2f}: {(p / m - 1) * 100:+.0f} %."]
 
 
+# The issue-67 probes' designed comparisons: (probe, trap or costlier path, its fix). Eager, at the
+# sizes where the host cost matters; a pair that a GPU's cuDNN cannot run is left out with its reason.
+NEW_CALLS = [("fe_wrapper", "wrapper_positional", "pygraph_pinned"), ("fe_wrapper", "wrapper_named", "pygraph_pinned"),
+             ("fe_wrapper", "wrapper_auto_handle", "pygraph_pinned"), ("set_stream", "query_stream", "query_raw_stream"),
+             ("set_stream", "query_and_set", "query_raw_and_set"),
+             ("cuda_graph_api", "native_update_same", "native_launch"),
+             ("cuda_graph_api", "torch_recapture", "native_update"), ("cuda_graph_api", "torch_recapture", "torch_copy_in"),
+             ("sdpa_provider", "provider", "provider_op"), ("alignment", "offset_copied", "aligned"),
+             ("override", "override", "per_shape"), ("py_engines", "python_engine", "backend_plan")]
+AGREE = 0.05   # issue 67's bar: two machine starts agree on a trap/fix ratio within 5 %
+
+
+def _trap_over_fix(run, probe, trap, fix, size) -> float | None:
+    """trap ÷ fix, eager, as the ratio of their round-by-round ratios to the same baseline."""
+    t, f = run.find(probe, trap, size, "eager"), run.find(probe, fix, size, "eager")
+    if t is None or f is None or not (t.ok and f.ok):
+        return None
+    return (t.ratio.median if t.ratio else 1.0) / (f.ratio.median if f.ratio else 1.0)
+
+
+def starts(ref: Reference, run, base: Path) -> str:
+    """The issue-67 probes' trap/fix ratios in the reference run and in each run of another machine
+    start (reports/reference/<gpu>/starts/<start>/run.json.gz), with their spread."""
+    others = [(p.parent.name, records.load_run(p)) for p in sorted(ref.folder.glob("starts/*/run.json*"))]
+    if not others:
+        return ""
+    runs = [("reference", run), *others]
+    rows, agree, pairs, missing = [], 0, 0, []
+    for probe, trap, fix in NEW_CALLS:
+        sizes = [s for s in dict.fromkeys(r.size for r in run.records if r.probe == probe) if s not in ("4096",)]
+        for size in sizes:
+            vals = [_trap_over_fix(r, probe, trap, fix, size) for _, r in runs]
+            got = [v for v in vals if v is not None]
+            if len(got) < 2:
+                if vals[0] is None and (probe, trap) not in [(m[0], m[1]) for m in missing]:
+                    missing.append((probe, trap, _status(run, probe, trap, size)))
+                continue
+            spread = max(got) / min(got) - 1
+            pairs += 1
+            agree += spread <= AGREE
+            cells = " | ".join("–" if v is None else f"{v:.3f}" for v in vals)
+            rows.append(f"| {probe} {size} | {trap} / {fix} | {cells} | {spread * 100:.1f} %"
+                        f"{'' if spread <= AGREE else ' ✗'} |")
+    head = " | ".join(name for name, _ in runs)
+    lines = [f"| probe, size | trap / fix | {head} | spread |", "|---|---|" + "---|" * len(runs) + "---|", *rows, "",
+             *_wrap(f"Eager trap ÷ fix, each the ratio of two round-by-round ratios to the probe's baseline in "
+                    f"one run; spread: largest ÷ smallest − 1 over the runs of different machine starts. "
+                    f"{agree} of {pairs} pairs agree within {AGREE * 100:.0f} % (✗: not).")]
+    for probe, trap, why in missing:
+        lines += _wrap(f"{probe}/{trap}: not on this GPU: {why}.")
+    return "\n".join(lines)
+
+
+def _status(run, probe, variant, size) -> str:
+    r = run.find(probe, variant, size, "eager")
+    return "not measured" if r is None else r.status.split(":", 1)[-1].strip()
+
+
 MDC_CLASSES = ("eager ratio", "graph light ratio", "device light ratio")   # the A/B classes the page names
 MOVED_SHOWN = 8   # moved rows listed per version job, the largest changes first
 
@@ -433,6 +491,7 @@ def sections(ref: Reference) -> dict:
         run = ref.load()   # read once: every section below renders from it
         out["headline"] = headline(ref, run, base)
         out["clocks"] = clocks(run)
+        out["starts"] = starts(ref, run, base)
         out["framework"] = framework(run)
         out["engines"] = engines(ref, run, base)
     out["versions"] = versions(ref, base)
