@@ -314,3 +314,36 @@ def test_ab_check_on_pairs_with_nothing_to_resample_is_bad_input(tmp_path, capsy
     assert main(["ab-check", str(empty)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no comparison" in err[0]
+
+
+def _row(cls: str, verdict: str, mdc: float | None, key=("probe_x.py", "v", "256", "eager")):
+    return paired.RowVerdict(key=key, cls=cls, verdict=verdict, change=0.0, mdc=mdc, pairs=5)
+
+
+def test_sharpen_pairs_only_same_rows_past_their_goal_once_every_row_is_decided():
+    from types import SimpleNamespace as NS
+    spec = NS(cases=[("probes/probe_x.py", "probe_x.py", "256", "v", "eager"),
+                     ("probes/probe_y.py", "probe_y.py", "256", "v", "eager")])
+    blunt = _row("eager ratio", "SAME", paired.goal("eager ratio") * 1.2)
+    sharp = _row("graph light ratio", "SAME", paired.goal("graph light ratio") * 0.8, key=("probe_y.py", "v", "256", "graph"))
+    job = [NS(judgement=paired.Judgement(rows=[blunt, sharp]))]
+    a = NS(first_pairs=3, pairs=40, sharpen=False)
+    assert ab_cmd.next_blocks(spec, job, 5, a) == ([], "every row decided")
+    a.sharpen = True
+    todo, why = ab_cmd.next_blocks(spec, job, 5, a)
+    assert todo == [("probes/probe_x.py", "256")] and why == ""
+    blunt.mdc = paired.goal("eager ratio") * 0.9
+    assert ab_cmd.next_blocks(spec, job, 5, a)[0] == []
+
+
+def test_every_class_has_a_goal_within_its_practical_threshold():
+    for cls in ("eager ratio", "eager us", "graph light", "graph light ratio", "graph gpu-bound ratio",
+                "graph heavy ratio", "device light", "device heavy ratio", "device gpu-bound", "host"):
+        assert 0 < paired.goal(cls) <= paired.practical(cls), cls
+
+
+def test_a_cold_first_process_does_not_set_the_pace_of_the_next_set():
+    clock = ab_cmd.Clock(600)
+    for wall in (160.0, 112.0):    # the first process of a fresh machine builds every graph cold
+        clock.add(wall, 62)
+    assert clock.set_cost(2, 62) == pytest.approx(2 * 112.0)

@@ -138,6 +138,27 @@ def fit_prior(s2s: list, dfs: list) -> Prior:
     return Prior(s2=s0, df=d0, rows=len(pts))
 
 
+# The precision `hostbench ab --sharpen` pairs a SAME row toward, by mode and size class: issue 66's
+# targets for a job over the default suite (what a version question needs to see). SAME keeps its
+# meaning (the MDC within the practical threshold); a goal only spends budget left after the
+# decisions. Rows between 20 and 100 µs ("gpu-bound") take the goal of the light rows of their mode
+# for device and of the heavy rows for graph, the looser neighbour of what they are closest to.
+GOALS = {"eager": 0.05, "graph light": 0.015, "graph gpu-bound": 0.04, "graph heavy": 0.04,
+         "device light": 0.015, "device gpu-bound": 0.015, "device heavy": 0.005, "host": 0.25}
+
+
+def goal(cls: str) -> float:
+    """The MDC `--sharpen` aims at for a row of this class (GOALS; the eager goal where none is set)."""
+    mode, _, size = cls.partition(" ")
+    size = size.removesuffix(" ratio").removesuffix("ratio").strip()
+    return GOALS.get(f"{mode} {size}".strip(), GOALS.get(mode, GOALS["eager"]))
+
+
+def blunt(rows: list) -> list:
+    """The SAME rows whose MDC is past their class's goal: what `--sharpen` pairs further."""
+    return [r for r in rows if r.verdict == "SAME" and r.mdc is not None and r.mdc > goal(r.cls)]
+
+
 def practical(cls: str) -> float:
     """The class's practical threshold: decide.PRACTICAL, read by mode and size class."""
     mode, _, size = cls.partition(" ")
