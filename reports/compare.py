@@ -183,13 +183,18 @@ def _judged_row(row: dict, verdict, base_fig, new_fig, base_rec: Record, new_rec
                raw_change=raw, adjusted_by=tuple(verdict.adjusted_by))
 
 
+ACROSS_MODELS = ("not compared across GPU models: only ratios to each run's own baseline are "
+                 "(this row's figure is µs: a baseline, or a row without one)")
+
+
 def compare(base: Run, new: Run, threshold: float | None = None, alpha: float = decide.Q,
-            normalize: bool = False, min_samples: int = 1, absolute: bool = False):
+            normalize: bool = False, min_samples: int = 1, absolute: bool = False, ratios_only: bool = False):
     """A DataFrame with one row per (probe, variant, size, mode) in either run (see COLUMNS);
     the verdict model's findings in df.attrs['findings'].
 
     `threshold`: the least change worth a verdict for every row (default: each class's practical
-    threshold, decide.PRACTICAL); `alpha`: the false discovery rate over the rows.
+    threshold, decide.PRACTICAL); `alpha`: the false discovery rate over the rows; `ratios_only`
+    (runs of two GPU models): judge ratios to a baseline alone, every figure in µs UNMEASURED.
     """
     import pandas as pd
 
@@ -215,6 +220,8 @@ def compare(base: Run, new: Run, threshold: float | None = None, alpha: float = 
         verdict, base_fig, new_fig = by.get(row_key), figs[1].get(row_key), figs[2].get(row_key)
         if list(base_rec.samples) == list(new_rec.samples) and base_rec.workers == new_rec.workers:
             row.update(verdict="SAME", change=0.0, raw_change=0.0, note="identical samples")
+        elif ratios_only and not (base_fig is not None and base_fig.on_ratio and base_fig.baseline != base_fig.variant):
+            row.update(verdict="UNMEASURED", note=ACROSS_MODELS)
         elif verdict is None or base_fig is None or new_fig is None or verdict.z is None:
             row.update(verdict="UNSURE", note=_not_judged_note(verdict))
         else:

@@ -61,7 +61,8 @@ def add_parser(command) -> None:
     p.add_argument("--allow-kernel-change", action="store_true",
                    help="with --fail-on-regression: a slower row on different kernels does not fail")
     p.add_argument("--allow-other-gpu", action="store_true",
-                   help="compare runs from different GPUs (refused otherwise: exit 2)")
+                   help="compare runs from different GPUs (refused otherwise: exit 2); two GPU models are "
+                        "compared on ratios to each run's own baseline alone, never on µs")
     p.add_argument("--allow-disjoint", action="store_true",
                    help="accept runs with no measured row in common (refused otherwise: exit 2)")
     p.add_argument("--json", metavar="OUT", help="also write the verdicts and findings as JSON (for CI; the shape "
@@ -192,14 +193,21 @@ def run(a) -> int:
     if store.gpu(base) != store.gpu(new) and not a.allow_other_gpu:
         return bad(a.prog, f"{a.base} is from {store.gpu(base)}, {a.new} from {store.gpu(new)}: not compared "
                             "(--allow-other-gpu compares them anyway)")
-    df = compare.compare(base, new, threshold, a.alpha, a.normalize, a.min_samples, a.absolute)
+    models = store.gpu(base) != store.gpu(new)
+    if models and a.absolute:
+        return bad(a.prog, f"--absolute: {a.base} and {a.new} are from two GPU models, whose µs are not "
+                            "compared; without it every row is judged on its ratio to its run's own baseline")
+    if models:   # two GPU models: ratios to each run's own baseline, graph and device rows too, never µs
+        a.normalize = True
+    df = compare.compare(base, new, threshold, a.alpha, a.normalize, a.min_samples, a.absolute, ratios_only=models)
     if not compare.judged(df) and not a.allow_disjoint:
         return bad(a.prog, f"{a.base} and {a.new} have no measured row in common ({compare.summary(df)}): "
                             "nothing compared (--allow-disjoint accepts that)")
     for w in base.warnings + new.warnings:
         print(f"warning: {w}", file=sys.stderr)
-    if store.gpu(base) != store.gpu(new):
-        print(f"warning: different GPUs ({store.gpu(base)} vs {store.gpu(new)})", file=sys.stderr)
+    if models:
+        print(f"warning: different GPU models ({store.gpu(base)} vs {store.gpu(new)}): every row judged on its ratio "
+              "to its run's own baseline (--normalize); µs figures are not compared (UNMEASURED)", file=sys.stderr)
     diff = compare.fingerprint_diff(base, new)
     failing = 1 if a.fail_on_regression and compare.regressions(df, not a.allow_kernel_change) else 0
     md = compare.markdown(df, base, new, diff, threshold, a.alpha, a.normalize) if a.markdown else ""

@@ -65,3 +65,15 @@ def test_the_dashboard_of_a_gpu_shows_its_runs_and_names_what_it_left_out(tmp_pa
     for line in err.splitlines():   # every job kept as a report alone is named, with its table
         assert line.endswith("ab.md") and "an A/B job's report without its processes" in line
     assert "NVIDIA H100" in (tmp_path / "d" / "index.html").read_text(encoding="utf-8")
+
+
+def test_two_gpu_models_are_compared_on_ratios_to_their_own_baselines_never_on_us(capsys):
+    from cudnn_hostbench.reports import compare
+    h200, h100 = (records.load_run(reference_runs(g)[0]) for g in ("h200", "h100"))
+    df = compare.compare(h200, h100, normalize=True, ratios_only=True)
+    judged = df[df["mdc"].notna() & df["verdict"].isin(["SLOWER", "FASTER", "SAME", "UNSURE", "KERNEL CHANGED"])]
+    assert len(judged) and all(str(u).startswith("x ") for u in judged["unit"])   # every judged figure a ratio
+    assert (df[df["note"] == compare.ACROSS_MODELS]["verdict"] == "UNMEASURED").all()
+    assert cli.main(["compare", str(reference_runs("h200")[0]), str(reference_runs("h100")[0]),
+                     "--allow-other-gpu", "--absolute"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
