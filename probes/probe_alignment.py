@@ -16,9 +16,9 @@ from cudnn_hostbench.bench.cudnn_graphs import alignment
 from cudnn_hostbench.bench.cudnn_graphs.build import guard
 from cudnn_hostbench.bench.cudnn_graphs.context import prepare
 from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul, cube_sizes, mnk
-from cudnn_hostbench.bench.measure.kernels import GEMM
+from cudnn_hostbench.bench.measure.core.kernels import GEMM
 from cudnn_hostbench.bench.measure.probe import Probe, Variant
-from cudnn_hostbench.bench.measure.status import Unsupported
+from cudnn_hostbench.bench.measure.runfile.status import Unsupported
 
 COPIED = (*GEMM, ("copy", (0, 3)))   # same-dtype contiguous copies are memcpys (no kernel) in torch today
 

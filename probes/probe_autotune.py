@@ -14,7 +14,7 @@ from cudnn_hostbench.bench.cudnn_graphs.load import last_error
 from cudnn_hostbench.bench.cudnn_graphs.problems import ConvProblem, ConvShape, Matmul, require_conv
 from cudnn_hostbench.bench.cudnn_graphs.winners import WinnerStore, default_path, env_of
 from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant
-from cudnn_hostbench.bench.measure.status import Unsupported
+from cudnn_hostbench.bench.measure.runfile.status import Unsupported
 
 ONE_PLAN = (("any", 1),)  # one plan runs one kernel: the GEMM or the fused conv
 EAGER_SUFFIX = "|by=eager"   # the eager-mode winner's key: the problem key + this

@@ -8,7 +8,7 @@ replayed. One call = one step, so µs/call is µs per step."""
 from cudnn_hostbench.bench.cudnn_graphs.build import Built, guard, guard_each, plan_name
 from cudnn_hostbench.bench.cudnn_graphs.context import prepare
 from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul, nan_fill, parse_dims
-from cudnn_hostbench.bench.measure import timing
+from cudnn_hostbench.bench.measure.core import timing
 from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant, rel_err
 
 STEP = (("gemm", 7), ("reduce", (0, 7)), ("pointwise", 2))   # 7 GEMMs (split-K adds a reduce) + SiLU, mul

@@ -4,7 +4,7 @@ call (`a.view(shape)` bound into the pack), the price of one per-call view/resha
 from cudnn_hostbench.bench.cudnn_graphs.cache_keys import GraphCache
 from cudnn_hostbench.bench.cudnn_graphs.context import prepare
 from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul, cube_sizes
-from cudnn_hostbench.bench.measure.kernels import GEMM
+from cudnn_hostbench.bench.measure.core.kernels import GEMM
 from cudnn_hostbench.bench.measure.probe import Probe, Variant
 
 

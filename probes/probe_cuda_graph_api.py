@@ -22,10 +22,10 @@ from cudnn_hostbench.bench.cudnn_graphs.build import (
 )
 from cudnn_hostbench.bench.cudnn_graphs.context import prepare
 from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul, cube_sizes, mnk
-from cudnn_hostbench.bench.measure import timing
-from cudnn_hostbench.bench.measure.kernels import GEMM
+from cudnn_hostbench.bench.measure.core import timing
+from cudnn_hostbench.bench.measure.core.kernels import GEMM
 from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant, rel_err
-from cudnn_hostbench.bench.measure.status import Unsupported
+from cudnn_hostbench.bench.measure.runfile.status import Unsupported
 
 GRAPH_ROWS = ("torch_replay", "native_launch", "native_update_same", "torch_recapture", "torch_copy_in",
               "native_update")

@@ -8,9 +8,9 @@ the call-path traps."""
 from cudnn_hostbench.bench.cudnn_graphs.build import Built, guard
 from cudnn_hostbench.bench.cudnn_graphs.context import prepare
 from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul
-from cudnn_hostbench.bench.measure.kernels import GEMM
+from cudnn_hostbench.bench.measure.core.kernels import GEMM
 from cudnn_hostbench.bench.measure.probe import Probe, Variant
-from cudnn_hostbench.bench.measure.status import Unsupported
+from cudnn_hostbench.bench.measure.runfile.status import Unsupported
 
 MAX_PLANS = 16   # rows are declared up front; a graph with more plans says so in the last row's note
 

@@ -13,9 +13,9 @@ from cudnn_hostbench.bench.cudnn_graphs import calls
 from cudnn_hostbench.bench.cudnn_graphs.build import as_output, guard, plan_name, selected_index
 from cudnn_hostbench.bench.cudnn_graphs.context import prepare
 from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul, cube_sizes
-from cudnn_hostbench.bench.measure.kernels import GEMM
+from cudnn_hostbench.bench.measure.core.kernels import GEMM
 from cudnn_hostbench.bench.measure.probe import Probe, Variant
-from cudnn_hostbench.bench.measure.status import Unsupported
+from cudnn_hostbench.bench.measure.runfile.status import Unsupported
 
 TRAPS = ("wrapper_positional", "wrapper_named", "wrapper_auto_handle")
 

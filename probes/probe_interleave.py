@@ -2,7 +2,7 @@
 Figures are per op (a call runs 8 GEMMs)."""
 from cudnn_hostbench.bench.cudnn_graphs.context import prepare
 from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul, cube_sizes
-from cudnn_hostbench.bench.measure.kernels import gemms
+from cudnn_hostbench.bench.measure.core.kernels import gemms
 from cudnn_hostbench.bench.measure.probe import Probe, Variant
 
 PAIRS = 4  # a call = PAIRS cuDNN GEMMs + PAIRS torch GEMMs

@@ -14,7 +14,7 @@ from cudnn_hostbench.bench.cudnn_graphs.context import prepare
 from cudnn_hostbench.bench.cudnn_graphs.host import fmt_ms, host_record, median, safe_measure, stats_ratio, time_ms
 from cudnn_hostbench.bench.cudnn_graphs.problems import ConvProblem, ConvShape, require_conv
 from cudnn_hostbench.bench.measure.probe import Probe, Variant
-from cudnn_hostbench.bench.measure.status import OK, Status, Unsupported, failed
+from cudnn_hostbench.bench.measure.runfile.status import OK, Status, Unsupported, failed
 
 BATCHES = (8, 16, 24, 32)
 BASE = "c128hw56k256"

@@ -8,9 +8,9 @@ on the kernel time."""
 from cudnn_hostbench.bench.cudnn_graphs.context import prepare
 from cudnn_hostbench.bench.cudnn_graphs.host import host_placeholders, host_record, median, safe_measure
 from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul
-from cudnn_hostbench.bench.measure.kernels import GEMM
+from cudnn_hostbench.bench.measure.core.kernels import GEMM
 from cudnn_hostbench.bench.measure.probe import Probe, Variant
-from cudnn_hostbench.bench.measure.status import failed
+from cudnn_hostbench.bench.measure.runfile.status import failed
 
 N_PER_ROUND = 16
 

@@ -13,7 +13,7 @@ from cudnn_hostbench.bench.cudnn_graphs.context import prepare
 from cudnn_hostbench.bench.cudnn_graphs.override import UIDS, Dynamic
 from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul
 from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant, rel_err
-from cudnn_hostbench.bench.measure.status import Unsupported
+from cudnn_hostbench.bench.measure.runfile.status import Unsupported
 
 SHAPES = 4      # M values per size label: one call runs each once
 GEMMS = (("gemm", SHAPES), ("reduce", (0, SHAPES)))

@@ -10,7 +10,7 @@ from cudnn_hostbench.bench.cudnn_graphs.build import guard, guard_each, plan_nam
 from cudnn_hostbench.bench.cudnn_graphs.chain import MatmulAddChain
 from cudnn_hostbench.bench.cudnn_graphs.context import prepare
 from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant, rel_err
-from cudnn_hostbench.bench.measure.status import Unsupported
+from cudnn_hostbench.bench.measure.runfile.status import Unsupported
 
 FUSED = (("any", 1),)       # one fused matmul-pointwise kernel; its name depends on the engine
 LIGHT = (3, 5, 7, 11, 15)

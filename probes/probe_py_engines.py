@@ -28,7 +28,7 @@ from cudnn_hostbench.bench.cudnn_graphs.build import (
 from cudnn_hostbench.bench.cudnn_graphs.context import prepare
 from cudnn_hostbench.bench.cudnn_graphs.problems import nan_fill, sdpa_operands
 from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant, rel_err
-from cudnn_hostbench.bench.measure.status import Unsupported
+from cudnn_hostbench.bench.measure.runfile.status import Unsupported
 
 ROWS = ("python_engine", "backend_plan")
 

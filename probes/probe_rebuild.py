@@ -8,9 +8,9 @@ from cudnn_hostbench.bench.cudnn_graphs.cache_keys import GraphCache
 from cudnn_hostbench.bench.cudnn_graphs.context import prepare
 from cudnn_hostbench.bench.cudnn_graphs.host import host_placeholders, host_record, safe_measure, stats_ratio, time_ms
 from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul
-from cudnn_hostbench.bench.measure.kernels import GEMM
+from cudnn_hostbench.bench.measure.core.kernels import GEMM
 from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant
-from cudnn_hostbench.bench.measure.status import Unsupported
+from cudnn_hostbench.bench.measure.runfile.status import Unsupported
 
 STEPS = ("describe", "validate", "build_operation_graph", "create_execution_plans", "check_support", "build_plans")
 CALL_MODES = ("eager", "device")      # per-call builds allocate and compile: never CUDA-graph captured

@@ -12,9 +12,9 @@ from cudnn_hostbench.bench.cudnn_graphs import registration
 from cudnn_hostbench.bench.cudnn_graphs.build import guard
 from cudnn_hostbench.bench.cudnn_graphs.context import prepare
 from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul, cube_sizes, nan_fill
-from cudnn_hostbench.bench.measure import timing
+from cudnn_hostbench.bench.measure.core import timing
 from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant
-from cudnn_hostbench.bench.measure.status import Unsupported
+from cudnn_hostbench.bench.measure.runfile.status import Unsupported
 
 GEMM = (("gemm", 1),)
 REGISTERED = ("custom_op", "custom_op_torch_ops", "custom_op_autograd", "library")

@@ -18,7 +18,7 @@ from cudnn_hostbench.bench.cudnn_graphs.build import guard
 from cudnn_hostbench.bench.cudnn_graphs.context import prepare
 from cudnn_hostbench.bench.cudnn_graphs.problems import nan_fill, sdpa_operands
 from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant, rel_err
-from cudnn_hostbench.bench.measure.status import Unsupported
+from cudnn_hostbench.bench.measure.runfile.status import Unsupported
 
 PER_INSTALL = 16     # SDPA calls per registration of the override
 OP = "_scaled_dot_product_cudnn_attention"

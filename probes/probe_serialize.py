@@ -15,9 +15,9 @@ from cudnn_hostbench.bench.cudnn_graphs.host import host_placeholders, host_reco
 from cudnn_hostbench.bench.cudnn_graphs.load import last_error
 from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul, parse_dims
 from cudnn_hostbench.bench.cudnn_graphs.winners import Env, env_of
-from cudnn_hostbench.bench.measure.kernels import GEMM
+from cudnn_hostbench.bench.measure.core.kernels import GEMM
 from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant
-from cudnn_hostbench.bench.measure.status import OK, Status, Unsupported, failed
+from cudnn_hostbench.bench.measure.runfile.status import OK, Status, Unsupported, failed
 
 
 def _sizes(options):

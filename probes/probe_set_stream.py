@@ -6,9 +6,9 @@ from cudnn_hostbench.bench.cudnn_graphs.build import guard
 from cudnn_hostbench.bench.cudnn_graphs.context import prepare
 from cudnn_hostbench.bench.cudnn_graphs.load import raw_set_stream
 from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul, cube_sizes
-from cudnn_hostbench.bench.measure.kernels import GEMM
+from cudnn_hostbench.bench.measure.core.kernels import GEMM
 from cudnn_hostbench.bench.measure.probe import Probe, Variant
-from cudnn_hostbench.bench.measure.status import Unsupported
+from cudnn_hostbench.bench.measure.runfile.status import Unsupported
 
 
 def raw_stream_getter(torch):

@@ -4,7 +4,7 @@ Y[M,5120] = X[M,17408] @ W.t(); torch baseline torch.mm(X, W.t())."""
 from cudnn_hostbench.bench.cudnn_graphs.build import plan_name
 from cudnn_hostbench.bench.cudnn_graphs.context import prepare
 from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul
-from cudnn_hostbench.bench.measure.kernels import GEMM
+from cudnn_hostbench.bench.measure.core.kernels import GEMM
 from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant, rel_err
 
 OUT_F, IN_F = 5120, 17408

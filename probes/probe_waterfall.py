@@ -3,7 +3,7 @@ execute_plan_at_index(dict), the ordered tensor_uids form, the naive wrapper and
 every cuDNN path on the same plan (the one generic execute runs). Each path's eager µs/call is split
 into the integration's Python, the frontend's Python, the engine's host cost (the PRIVATE
 raw-pointer execute floor on that plan) and the GPU time the host does not hide, all from the same
-interleaved rounds (bench/measure/waterfall.py says how). The eager row's note says whether the
+interleaved rounds (bench/measure/core/waterfall.py says how). The eager row's note says whether the
 parts sum to within 10 % of it. `hostbench waterfall RUN` draws the chart."""
 import math
 
@@ -11,9 +11,9 @@ from cudnn_hostbench.bench.cudnn_graphs.build import guard
 from cudnn_hostbench.bench.cudnn_graphs.context import prepare
 from cudnn_hostbench.bench.cudnn_graphs.host import host_placeholders, host_record, safe_measure
 from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul
-from cudnn_hostbench.bench.measure import timing, waterfall
+from cudnn_hostbench.bench.measure.core import timing, waterfall
 from cudnn_hostbench.bench.measure.probe import Probe, Variant
-from cudnn_hostbench.bench.measure.status import Status, Unsupported, failed
+from cudnn_hostbench.bench.measure.runfile.status import Status, Unsupported, failed
 
 PATHS = ("torch_mm", "generic", "pinned", "ordered", "naive_wrapper", "fixed_wrapper")
 LABELS = {"torch_mm": "torch.mm", "generic": "generic execute", "pinned": "execute_plan_at_index(dict)",

@@ -6,7 +6,7 @@ the engine effect as its own row."""
 from cudnn_hostbench.bench.cudnn_graphs.build import guard
 from cudnn_hostbench.bench.cudnn_graphs.context import prepare
 from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul, cube_sizes
-from cudnn_hostbench.bench.measure.kernels import GEMM
+from cudnn_hostbench.bench.measure.core.kernels import GEMM
 from cudnn_hostbench.bench.measure.probe import Probe, Variant
 
 

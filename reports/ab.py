@@ -22,8 +22,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cudnn_hostbench.bench.measure import stats
-from cudnn_hostbench.bench.measure.records import Record, Run, load_run
+from cudnn_hostbench.bench.measure.runfile import stats
+from cudnn_hostbench.bench.measure.runfile.records import Record, Run, load_run
 from cudnn_hostbench.reports.fmt import DASH
 from cudnn_hostbench.reports.verdict import model, paired
 
@@ -326,7 +326,7 @@ def load_proc(path: Path) -> Run | None:
 
 def judge_job(job_dir: Path, spec, procs, q: float = paired.Q, gpu_figure: str = "auto") -> list[Comparison]:
     """Every side against the reference, from the job's finished processes."""
-    from cudnn_hostbench.bench.measure import interleave
+    from cudnn_hostbench.bench.measure.workers import interleave
     k = len(spec.sides)
     on_ratio = gpu_figure == "ratio" or (gpu_figure == "auto" and all(s.cudnn_only for s in spec.sides))
     keys = row_keys(spec.cases)
@@ -352,7 +352,7 @@ def judge_job(job_dir: Path, spec, procs, q: float = paired.Q, gpu_figure: str =
 def write_reports(job_dir: Path, comparisons: list[Comparison], meta: dict, header: str) -> list[Path]:
     import gzip
 
-    from cudnn_hostbench.bench.measure.files import write_text_atomic
+    from cudnn_hostbench.bench.measure.runfile.files import write_text_atomic
     from cudnn_hostbench.reports.verdict.validate_ab import pairs_doc
     tmp = job_dir / "pairs.json.gz.tmp"
     with gzip.open(tmp, "wt", encoding="utf-8") as fh:     # the pairs, for `hostbench ab-check`

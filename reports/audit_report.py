@@ -5,9 +5,9 @@ import json
 from pathlib import Path
 
 from cudnn_hostbench.bench.audit.auditor import AuditReport
-from cudnn_hostbench.bench.measure import trust
-from cudnn_hostbench.bench.measure.files import write_text_atomic
-from cudnn_hostbench.bench.measure.records import CALL_MODES as MODES
+from cudnn_hostbench.bench.measure.runfile import trust
+from cudnn_hostbench.bench.measure.runfile.files import write_text_atomic
+from cudnn_hostbench.bench.measure.runfile.records import CALL_MODES as MODES
 
 from . import audit_lines, flame
 from .fmt import md_table, median_iqr, num

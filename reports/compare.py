@@ -20,8 +20,8 @@ import json
 import statistics
 import textwrap
 
-from cudnn_hostbench.bench.measure import machine
-from cudnn_hostbench.bench.measure.records import MIN_PROCESSES, UNIT_SECONDS, Record, Run
+from cudnn_hostbench.bench.measure.runfile import machine
+from cudnn_hostbench.bench.measure.runfile.records import MIN_PROCESSES, UNIT_SECONDS, Record, Run
 
 from . import fit, fmt
 from .history import db, paired

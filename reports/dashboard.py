@@ -19,7 +19,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from cudnn_hostbench.bench.measure.files import write_text_atomic
+from cudnn_hostbench.bench.measure.runfile.files import write_text_atomic
 
 MANIFEST = ".hostbench-dashboard"
 LAST = 100    # runs per GPU in the trends
@@ -65,8 +65,8 @@ def render_store(st, folder: Path, errors=(), title: str = "hostbench dashboard"
 
 
 def progress_line():
-    """say(text) for a terminal (bench/measure/progress.py), or None when stderr is not one."""
-    from cudnn_hostbench.bench.measure import progress
+    """say(text) for a terminal (bench/measure/core/progress.py), or None when stderr is not one."""
+    from cudnn_hostbench.bench.measure.core import progress
     return progress.say if progress.on_terminal() else None
 
 

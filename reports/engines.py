@@ -10,8 +10,8 @@ import re
 import sys
 from pathlib import Path
 
-from cudnn_hostbench.bench.measure import records, trust
-from cudnn_hostbench.bench.measure.files import ready_dir
+from cudnn_hostbench.bench.measure.runfile import records, trust
+from cudnn_hostbench.bench.measure.runfile.files import ready_dir
 from cudnn_hostbench.reports import fmt
 
 _ID = re.compile(r"plan (\d+) '([^']*)'")

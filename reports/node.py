@@ -6,7 +6,7 @@ Per GPU: the factor is the median over rows of (its figure / the node's median f
 over the rows every GPU measured. It is flagged SLOW when the factor exceeds 1 by more than its
 noise, the larger of:
   - the between-start scale: GPU-bound rows of one GPU model move together by about 1.5 % from one
-    machine start to the next (bench/measure/machine.py), and two GPUs of one node are two
+    machine start to the next (bench/measure/runfile/machine.py), and two GPUs of one node are two
     physical GPUs, so that much is how far two healthy GPUs may differ;
   - SPREAD_MULT x the GPU's own spread: the median over its rows of the between-worker spread
     ((max - min) / median of its worker processes), or with one worker, of the rounds' IQR over
@@ -21,8 +21,8 @@ import json
 import statistics
 from dataclasses import asdict, dataclass
 
-from cudnn_hostbench.bench.measure import machine
-from cudnn_hostbench.bench.measure.records import Run
+from cudnn_hostbench.bench.measure.runfile import machine
+from cudnn_hostbench.bench.measure.runfile.records import Run
 from cudnn_hostbench.reports import fmt
 
 GPU_BOUND = ("graph", "device")

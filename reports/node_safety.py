@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cudnn_hostbench.bench.measure import machine
-from cudnn_hostbench.bench.measure.records import Run
+from cudnn_hostbench.bench.measure.runfile import machine
+from cudnn_hostbench.bench.measure.runfile.records import Run
 from cudnn_hostbench.reports import fmt
 from cudnn_hostbench.reports.verdict import decide
 

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from cudnn_hostbench.bench.measure import records, trust
+from cudnn_hostbench.bench.measure.runfile import records, trust
 from cudnn_hostbench.reports import fit
 
 

@@ -15,8 +15,8 @@ from typing import Iterable
 
 from packaging.version import InvalidVersion, Version
 
-from cudnn_hostbench.bench.measure import trust
-from cudnn_hostbench.bench.measure.records import UNIT_SECONDS, Run, RunFileError, load_run
+from cudnn_hostbench.bench.measure.runfile import trust
+from cudnn_hostbench.bench.measure.runfile.records import UNIT_SECONDS, Run, RunFileError, load_run
 
 # JSON files that live beside runs but are not runs (matrix status, audit reports, tuned plans,
 # sentinel traces: write them as host_trace.json, crossover sweeps, the history's machine starts)

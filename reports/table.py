@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from cudnn_hostbench.bench.measure import records as rec_mod
-from cudnn_hostbench.bench.measure import stats, trust
-from cudnn_hostbench.bench.measure.files import write_text_atomic
-from cudnn_hostbench.bench.measure.records import CALL_MODES as MODES
+from cudnn_hostbench.bench.measure.runfile import records as rec_mod
+from cudnn_hostbench.bench.measure.runfile import stats, trust
+from cudnn_hostbench.bench.measure.runfile.files import write_text_atomic
+from cudnn_hostbench.bench.measure.runfile.records import CALL_MODES as MODES
 
 from . import fit, fmt
 

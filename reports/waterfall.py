@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from cudnn_hostbench.bench.measure.waterfall import PARTS, TOLERANCE
+from cudnn_hostbench.bench.measure.core.waterfall import PARTS, TOLERANCE
 from cudnn_hostbench.reports import fmt, store
 
 PROBE = "waterfall"
@@ -50,7 +50,7 @@ def markdown(rows: list[dict]) -> str:
                      fmt.num(r["sum"]), f"{r['share'] * 100:.1f} %" + ("" if ok else " ⚑ outside 10 %"),
                      fmt.num(r["gpu"])])
     return ("µs per call at 256³ bf16 matmul; parts from the same interleaved rounds "
-            "(bench/measure/waterfall.py).\n\n" + fmt.md_table(head, body) + "\n")
+            "(bench/measure/core/waterfall.py).\n\n" + fmt.md_table(head, body) + "\n")
 
 
 def chart(rows: list[dict], path: Path) -> Path:

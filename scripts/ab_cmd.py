@@ -29,8 +29,8 @@ import sys
 import time
 from pathlib import Path
 
-from cudnn_hostbench.bench.measure import interleave
-from cudnn_hostbench.bench.measure.interleave import JobFolderError, JobSpec
+from cudnn_hostbench.bench.measure.workers import interleave
+from cudnn_hostbench.bench.measure.workers.interleave import JobFolderError, JobSpec
 from cudnn_hostbench.scripts import ab_sides
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,7 +94,7 @@ def run(a) -> int:
 # ---- setting up ------------------------------------------------------------------------------
 
 def options_of(a) -> dict:
-    from cudnn_hostbench.bench.measure.options import DEFAULT_SIZES, DEFAULT_TOKENS
+    from cudnn_hostbench.bench.measure.core.options import DEFAULT_SIZES, DEFAULT_TOKENS
     opts = {"--hb-modes": a.modes, "--hb-sizes": a.sizes or ",".join(DEFAULT_SIZES),
             "--hb-tokens": a.tokens or ",".join(DEFAULT_TOKENS), "--rootdir": str(Path(a.root).resolve())}
     if a.rounds:
@@ -112,8 +112,8 @@ def selection_text(a) -> str:
 
 
 def collect_cases(a, opts: dict) -> list:
-    from cudnn_hostbench.bench.measure.collect import SelectionError, collect
-    from cudnn_hostbench.bench.measure.options import SuiteOptions, split
+    from cudnn_hostbench.bench.measure.core.options import SuiteOptions, split
+    from cudnn_hostbench.bench.measure.workers.collect import SelectionError, collect
     suite = SuiteOptions(sizes=split(opts["--hb-sizes"]), tokens=split(opts["--hb-tokens"]),
                          heavy=bool(a.heavy), modes=split(a.modes), root=opts["--rootdir"])
     try:
@@ -359,7 +359,7 @@ def _following(job_dir: Path, spec: JobSpec, index: int) -> tuple[Path, dict]:
 
 def side_env(side, set_index: int) -> dict:
     """A process's environment: the side's, the harness importable, the set's hash seed."""
-    from cudnn_hostbench.bench.measure.worker import package_root
+    from cudnn_hostbench.bench.measure.workers.worker import package_root
     env = side.environ(dict(os.environ))
     env["PYTHONPATH"] = os.pathsep.join([*side.pythonpath, package_root(),
                                          *filter(None, [os.environ.get("PYTHONPATH")])])
@@ -370,7 +370,7 @@ def side_env(side, set_index: int) -> dict:
 
 def _floor(procs: list) -> float | None:
     """The lowest host floor the job's processes learned, for the next ones to start from."""
-    from cudnn_hostbench.bench.measure.workers import floor_of
+    from cudnn_hostbench.bench.measure.workers.replicas import floor_of
     from cudnn_hostbench.reports.ab import load_proc
     floors = []
     for p in procs[-6:]:
@@ -425,8 +425,8 @@ def _out(a):
 
 def write_side_runs(job_dir: Path, spec: JobSpec, procs: list) -> list[Path]:
     """sides/LABEL.json: each side's processes merged as one run (every process a worker)."""
-    from cudnn_hostbench.bench.measure.records import run_document, write_run
-    from cudnn_hostbench.bench.measure.workers import merge_runs
+    from cudnn_hostbench.bench.measure.runfile.records import run_document, write_run
+    from cudnn_hostbench.bench.measure.workers.replicas import merge_runs
     from cudnn_hostbench.reports.ab import load_proc
     out = []
     for i, side in enumerate(spec.sides):

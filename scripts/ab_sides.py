@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from cudnn_hostbench.bench.measure.interleave import Side
+from cudnn_hostbench.bench.measure.workers.interleave import Side
 
 CHECK = (
     "import sys\n"

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent   # where results/ and reports/ref
 def add_parser(command) -> None:
     from cudnn_hostbench.bench.audit import count, target
     from cudnn_hostbench.bench.audit.auditor import COUNT_STEPS
-    from cudnn_hostbench.bench.measure import timing
+    from cudnn_hostbench.bench.measure.core import timing
 
     p = command("audit", run,
                 description=("Which integration traps your own step hits, and what each costs on this GPU: times "
@@ -81,7 +81,7 @@ def _input_problem(args) -> str | None:
     """What is wrong with the command line, the targets or the run file (None when nothing): the
     user's own mistakes first, as they hold on any machine, then what this machine lacks."""
     from cudnn_hostbench.bench.audit import count, target
-    from cudnn_hostbench.bench.measure import records
+    from cudnn_hostbench.bench.measure.runfile import records
 
     if args.rounds < 1 or args.count_steps < count.MIN_STEPS:
         return f"--rounds must be at least 1 and --count-steps at least {count.MIN_STEPS}"
@@ -114,7 +114,7 @@ def _end_after_user_code(code: int) -> None:
 
 
 def _gpu_context():
-    from cudnn_hostbench.bench.measure.context import GpuContext
+    from cudnn_hostbench.bench.measure.core.gpu_context import GpuContext
     return GpuContext()
 
 

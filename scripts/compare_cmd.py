@@ -122,7 +122,7 @@ def _out_problem(args) -> str | None:
 
 def _write_outputs(args, df, md: str) -> str | None:
     """Write --markdown and --json to their files; why one could not be written, or None."""
-    from cudnn_hostbench.bench.measure.files import write_text_atomic
+    from cudnn_hostbench.bench.measure.runfile.files import write_text_atomic
     from cudnn_hostbench.reports import compare
 
     if args.markdown and args.markdown != "-":
@@ -175,8 +175,8 @@ def _print_regressions(args, df) -> int:
 
 
 def run(a) -> int:
-    from cudnn_hostbench.bench.measure import trust
-    from cudnn_hostbench.bench.measure.records import load_run
+    from cudnn_hostbench.bench.measure.runfile import trust
+    from cudnn_hostbench.bench.measure.runfile.records import load_run
     from cudnn_hostbench.reports import compare, store
 
     threshold = _threshold(a)

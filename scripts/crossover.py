@@ -38,14 +38,14 @@ TRAPS = {
 
 def _check(case, ctx) -> str:
     """'' when the case matches its torch reference, else why not (the suite's own check)."""
-    from cudnn_hostbench.bench.measure.runner import Session
+    from cudnn_hostbench.bench.measure.core.runner import Session
     status = Session._check(case, ctx)
     return "" if status.ok else str(status)
 
 
 def _gpu_us(ctx, fn) -> float:
     """GPU µs per call: graph replay of 10 calls (median of 5 replays)."""
-    from cudnn_hostbench.bench.measure import timing
+    from cudnn_hostbench.bench.measure.core import timing
     cap = timing.capture(fn, 10, ctx.stream)
     xs = [timing.replay_us(cap, ctx.stream) for _ in range(5)]
     return statistics.median(xs)
@@ -53,7 +53,7 @@ def _gpu_us(ctx, fn) -> float:
 
 def _eager(ctx, trap, fix, rounds: int) -> tuple[list, list]:
     """Interleaved eager rounds of trap and fix: µs per call, round by round."""
-    from cudnn_hostbench.bench.measure import timing
+    from cudnn_hostbench.bench.measure.core import timing
     torch = ctx.torch
     out = {"trap": [], "fix": []}
     fns = {"trap": trap, "fix": fix}
@@ -127,8 +127,8 @@ def run(args) -> int:
         print(f"{args.prog}: --out {out}: {bad}", file=sys.stderr)
         return 2
     from cudnn_hostbench.bench.cudnn_graphs import context as _cudnn_hooks  # noqa: F401 - registers cuDNN's hooks
-    from cudnn_hostbench.bench.measure import fingerprint as fpmod
-    from cudnn_hostbench.bench.measure.context import GpuContext, NoGpuError
+    from cudnn_hostbench.bench.measure.core.gpu_context import GpuContext, NoGpuError
+    from cudnn_hostbench.bench.measure.runfile import fingerprint as fpmod
     try:
         ctx = GpuContext()
     except (NoGpuError, ImportError) as e:
@@ -139,7 +139,7 @@ def run(args) -> int:
     except OSError as e:
         print(f"{args.prog}: cannot write to {out}: {e}", file=sys.stderr)
         return 2
-    from cudnn_hostbench.bench.measure.files import write_text_atomic
+    from cudnn_hostbench.bench.measure.runfile.files import write_text_atomic
     doc = {"kind": "crossover", "threshold": args.threshold, "rounds": args.rounds,
            "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
            "fingerprint": fpmod.fingerprint(ctx, root=Path(__file__).resolve().parent.parent), "traps": {}}

@@ -64,7 +64,7 @@ def synthetic(n: int, seed: int = 0):
 
 
 def bench(url: str, n: int, out: Path) -> dict:
-    from cudnn_hostbench.bench.measure.progress import Counter, step
+    from cudnn_hostbench.bench.measure.core.progress import Counter, step
     st = db.open_store(url, create=True)
     try:
         t0 = time.perf_counter()

@@ -264,8 +264,8 @@ def _check_problem(args, prog: str) -> int | None:
 
 def _check(args, store, prog: str) -> int:
     """`history check`: judge a run against its history; 1 on a regression with --fail-on-regression."""
-    from cudnn_hostbench.bench.measure.files import write_text_atomic
-    from cudnn_hostbench.bench.measure.progress import step
+    from cudnn_hostbench.bench.measure.core.progress import step
+    from cudnn_hostbench.bench.measure.runfile.files import write_text_atomic
     from cudnn_hostbench.reports.history import check
 
     code = _check_problem(args, prog)

@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from cudnn_hostbench.bench.measure.files import write_text_atomic
+from cudnn_hostbench.bench.measure.runfile.files import write_text_atomic
 from cudnn_hostbench.scripts.cli import alias, exit_with
 
 
@@ -45,7 +45,7 @@ def _time_share(flags: list[bool], times: list[float]) -> float:
 
 
 def summarize(readings: list[tuple[float, float]], tol: float = 0.10) -> dict:
-    from cudnn_hostbench.bench.measure.hoststate import SLOW_AT, robust_floor
+    from cudnn_hostbench.bench.measure.core.hoststate import SLOW_AT, robust_floor
     times = [t for t, _ in readings]
     xs = [x for _, x in readings]
     floor = robust_floor(sorted(xs))   # the floor the harness would learn from these readings
@@ -92,7 +92,7 @@ def worker_summary(doc: dict) -> dict:
     it was given, and the one its readings alone give), its fast level (the median reading outside
     the slow state), and the shares of its readings and of its eager cycles in each level, as it
     judged them ('switch': the readings around the cycle disagreed)."""
-    from cudnn_hostbench.bench.measure.hoststate import SLOW_AT, HostState, robust_floor
+    from cudnn_hostbench.bench.measure.core.hoststate import SLOW_AT, HostState, robust_floor
     floor = float(doc["floor_us"]) if doc.get("floor_us") else None   # none: the worker read too little
     judged = HostState(floor=floor, tol=float(doc.get("tol") or 0.10))   # levels as the worker read them
     xs = [float(us) for _, us in doc["readings"]]
@@ -192,8 +192,8 @@ def run(a) -> int:
     if a.out and (Path(a.out).is_dir() or not Path(a.out).parent.is_dir()):
         print(f"{a.prog}: --out {a.out}: not a file in an existing folder", file=sys.stderr)
         return 2
-    from cudnn_hostbench.bench.measure.context import pin_main_thread
-    from cudnn_hostbench.bench.measure.hoststate import sentinel_us
+    from cudnn_hostbench.bench.measure.core.gpu_context import pin_main_thread
+    from cudnn_hostbench.bench.measure.core.hoststate import sentinel_us
     pin_main_thread()
     t0 = time.perf_counter()
     readings = []

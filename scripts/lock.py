@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from cudnn_hostbench.bench.measure.records import RunFileError, load_run
+from cudnn_hostbench.bench.measure.runfile.records import RunFileError, load_run
 from cudnn_hostbench.scripts.cli import alias, exit_with
 
 

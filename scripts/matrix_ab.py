@@ -123,7 +123,7 @@ def ready_sides(args, wheels: dict) -> tuple[list, list]:
 
 def parts(args, entries: list, out: Path, code: int, t0: float) -> None:
     """Each version's merged processes as its run-fe<ver>.json part, stored like a serial part."""
-    from cudnn_hostbench.bench.measure.interleave import JobSpec, side_file
+    from cudnn_hostbench.bench.measure.workers.interleave import JobSpec, side_file
     from cudnn_hostbench.scripts.matrix_part import store_part
     spec = JobSpec.load(out / "ab") if (out / "ab" / "ab-job.json").exists() else None
     for e in entries:

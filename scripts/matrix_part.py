@@ -136,7 +136,7 @@ def store_part(url: str | None, path: Path) -> str:
     if url and url.lower() == "off":
         return ""
     try:
-        from cudnn_hostbench.bench.measure.records import RunFileError, load_run
+        from cudnn_hostbench.bench.measure.runfile.records import RunFileError, load_run
         from cudnn_hostbench.reports.history import db
     except ImportError as e:
         return f"  not stored in the history store ({e})"

@@ -132,7 +132,7 @@ def _run_phases(args, phases: dict, plan, out: Path) -> tuple[list, str]:
 
 def _load_runs(args, phases: dict, out: Path, failed: list) -> dict:
     """phase -> its run file; the first one that does not load is a failure (when none failed before)."""
-    from cudnn_hostbench.bench.measure.records import RunFileError, load_run
+    from cudnn_hostbench.bench.measure.runfile.records import RunFileError, load_run
 
     runs = {}
     for phase in phases:

@@ -46,7 +46,7 @@ def _bad(prog: str, msg: str) -> int:
 def _write(prog: str, path: str | None, text: str) -> int | None:
     if not path:
         return None
-    from cudnn_hostbench.bench.measure.files import write_text_atomic
+    from cudnn_hostbench.bench.measure.runfile.files import write_text_atomic
     from cudnn_hostbench.scripts.args import check_out_file
     problem = check_out_file(path)
     if problem:
@@ -76,7 +76,7 @@ def plan(args) -> int:
 
 
 def report(args) -> int:
-    from cudnn_hostbench.bench.measure.records import RunFileError, load_run
+    from cudnn_hostbench.bench.measure.runfile.records import RunFileError, load_run
     from cudnn_hostbench.reports import node as rep
     try:
         runs = {label_of(p, i): load_run(p, need_records=True) for i, p in enumerate(args.runs, 1)}
@@ -88,7 +88,7 @@ def report(args) -> int:
 
 
 def check(args) -> int:
-    from cudnn_hostbench.bench.measure.records import RunFileError, load_run
+    from cudnn_hostbench.bench.measure.runfile.records import RunFileError, load_run
     from cudnn_hostbench.reports import node_safety
     try:
         alone, along = load_run(args.alone, need_records=True), load_run(args.alongside, need_records=True)

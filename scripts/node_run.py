@@ -193,7 +193,7 @@ def _plan_and_out(args) -> tuple:
 
 def _load_runs(results: list, failed: list) -> dict:
     """gpu label -> its run file, for each job that ran; one that does not load is a failure."""
-    from cudnn_hostbench.bench.measure.records import RunFileError, load_run
+    from cudnn_hostbench.bench.measure.runfile.records import RunFileError, load_run
 
     runs = {}
     for res in results:

@@ -18,8 +18,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-from cudnn_hostbench.bench.measure import records, trust
-from cudnn_hostbench.bench.measure.records import CALL_MODES
+from cudnn_hostbench.bench.measure.runfile import records, trust
+from cudnn_hostbench.bench.measure.runfile.records import CALL_MODES
 from cudnn_hostbench.reports import pack_cost, store, table
 from cudnn_hostbench.scripts.cli import alias, exit_with
 

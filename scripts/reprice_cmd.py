@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from cudnn_hostbench.bench.measure.files import ready_dir
+from cudnn_hostbench.bench.measure.runfile.files import ready_dir
 from cudnn_hostbench.scripts.args import bad, name_problem
 
 
@@ -26,7 +26,7 @@ def run(a) -> int:
 
     from cudnn_hostbench.bench.audit.auditor import AuditReport, price
     from cudnn_hostbench.bench.audit.cost import _rel
-    from cudnn_hostbench.bench.measure import records
+    from cudnn_hostbench.bench.measure.runfile import records
     from cudnn_hostbench.reports import audit_report
 
     src = Path(a.audit)

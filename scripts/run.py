@@ -35,7 +35,7 @@ def cuda_available() -> tuple[bool, str]:
 
 
 def render_reference(wide: bool = False) -> int:
-    from cudnn_hostbench.bench.measure import records, trust
+    from cudnn_hostbench.bench.measure.runfile import records, trust
     from cudnn_hostbench.reports import fit, table
     from cudnn_hostbench.reports.history import where
     runs = reference_runs()

@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 import textwrap
 
-from cudnn_hostbench.bench.measure.files import ready_dir
+from cudnn_hostbench.bench.measure.runfile.files import ready_dir
 from cudnn_hostbench.scripts.args import bad, check_out_dir
 
 
@@ -51,7 +51,7 @@ def _which_run(a) -> str | None:
 
 
 def run(a) -> int:
-    from cudnn_hostbench.bench.measure import records, trust
+    from cudnn_hostbench.bench.measure.runfile import records, trust
     from cudnn_hostbench.reports import fmt, table
 
     # every check before the first line of output, so bad input never leaves half a result

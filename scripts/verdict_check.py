@@ -76,7 +76,7 @@ def run(args) -> int:
         return 2
     if args.write_prior or args.check_prior:
         return _prior(args, paths)
-    from cudnn_hostbench.bench.measure.progress import Counter
+    from cudnn_hostbench.bench.measure.core.progress import Counter
     counter: list = []
 
     def progress(i, n, t):   # one line on a terminal, rewritten as the folds are judged

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import random
 
-from cudnn_hostbench.bench.measure import records, stats
-from cudnn_hostbench.bench.measure.records import Record
+from cudnn_hostbench.bench.measure.runfile import records, stats
+from cudnn_hostbench.bench.measure.runfile.records import Record
 
 
 def synthetic_records(seed: int = 0, rounds: int = 20, slow: dict | None = None) -> list[Record]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cudnn_hostbench.bench.measure import interleave
+from cudnn_hostbench.bench.measure.workers import interleave
 from cudnn_hostbench.reports.verdict import paired
 from cudnn_hostbench.scripts import ab_cmd
 from cudnn_hostbench.scripts.cli import main

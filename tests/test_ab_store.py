@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from cudnn_hostbench.bench.measure import interleave
+from cudnn_hostbench.bench.measure.workers import interleave
 from cudnn_hostbench.reports.history import abjobs, db, migrate
 from cudnn_hostbench.scripts import ab_cmd, cli
 from tests import ab_fakes

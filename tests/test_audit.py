@@ -14,7 +14,7 @@ from cudnn_hostbench.bench.audit import auditor as audit
 from cudnn_hostbench.bench.audit import cost, target
 from cudnn_hostbench.bench.audit import count as audit_count
 from cudnn_hostbench.bench.audit import rules as audit_rules
-from cudnn_hostbench.bench.measure.records import Record, run_document, write_run
+from cudnn_hostbench.bench.measure.runfile.records import Record, run_document, write_run
 from cudnn_hostbench.reports import audit_report
 from cudnn_hostbench.scripts import audit_cmd, cli
 
@@ -51,7 +51,7 @@ def run(tmp_path):
         Record("execute", "ordered", "256", "eager", status="unsupported: old frontend"),
     ]
     path = write_run(tmp_path / "run.json", run_document(recs, {"gpu_name": "Fake GPU"}))
-    from cudnn_hostbench.bench.measure.records import load_run
+    from cudnn_hostbench.bench.measure.runfile.records import load_run
     return load_run(path)
 
 
@@ -103,7 +103,7 @@ def test_run_figures_are_carried_to_this_hosts_pace(tmp_path):
     hosts' ratio (log 2026-12-03-1505). No sentinel on either side: as measured."""
     from cudnn_hostbench.bench.audit import auditor
     from cudnn_hostbench.bench.audit.pace import host_pace
-    from cudnn_hostbench.bench.measure.records import load_run
+    from cudnn_hostbench.bench.measure.runfile.records import load_run
 
     def rec(variant, us, sentinel):
         return Record("execute", variant, "256", "eager", samples=[us] * 5, sentinel_us=sentinel)
@@ -126,7 +126,7 @@ def test_run_figures_are_carried_to_this_hosts_pace(tmp_path):
 
 
 def test_rebuild_probe_figure_preferred(tmp_path):
-    from cudnn_hostbench.bench.measure.records import load_run
+    from cudnn_hostbench.bench.measure.runfile.records import load_run
     recs = [_rec("rebuild", "rebuild", "256", 2000.0), _rec("rebuild", "cache_hit", "256", 12.0),
             _rec("rebuild", "prebuilt", "256", 11.0)]
     r = load_run(write_run(tmp_path / "r.json", run_document(recs, {})))
@@ -150,7 +150,7 @@ def test_interleave_sync_and_no_run_file(run):
 
 def test_negative_delta_costs_nothing(tmp_path):
     recs = [_rec("execute", "generic", "256", 10.0), _rec("execute", "pinned", "256", 10.4)]
-    from cudnn_hostbench.bench.measure.records import load_run
+    from cudnn_hostbench.bench.measure.runfile.records import load_run
     r = load_run(write_run(tmp_path / "r.json", run_document(recs, {})))
     f = by_rule(cost.evaluate(dict(FIXED, execute=1), r))["generic_execute"]
     assert f.cost_us == 0.0 and "no cost measured" in f.cost_from[0]
@@ -618,8 +618,8 @@ def test_audit_keeps_going_when_capture_fails(run, monkeypatch, cpu_stream):
 # -- trust marks and the run file named -----------------------------------------------------------------
 
 def test_flagged_probe_figure_is_marked(tmp_path):
-    from cudnn_hostbench.bench.measure import trust
-    from cudnn_hostbench.bench.measure.records import load_run
+    from cudnn_hostbench.bench.measure.runfile import trust
+    from cudnn_hostbench.bench.measure.runfile.records import load_run
     gen = _rec("execute", "generic", "256", 14.0)
     gen.flags = ["discarded", "wide_spread"]
     recs = [gen, _rec("execute", "pinned", "256", 11.0), _rec("churn", "reuse", "256", 10.0),
@@ -840,7 +840,7 @@ def test_reprice_keeps_the_measured_step_and_cites_the_new_run(tmp_path):
     from pathlib import Path
 
     from cudnn_hostbench.bench.audit.auditor import AuditReport, price
-    from cudnn_hostbench.bench.measure.records import load_run
+    from cudnn_hostbench.bench.measure.runfile.records import load_run
     root = Path(__file__).resolve().parents[1]
     src = root / "reports/reference/h200/audit-naive/audit.json"
     old = AuditReport.from_dict(json.loads(src.read_text(encoding="utf-8")))

@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 
 from cudnn_hostbench.bench.audit import cost, dispatch, sampler
 from cudnn_hostbench.bench.audit import count as audit_count
-from cudnn_hostbench.bench.measure.records import Record, load_run, run_document, write_run
+from cudnn_hostbench.bench.measure.runfile.records import Record, load_run, run_document, write_run
 from tests.test_audit import fake_cudnn
 
 

@@ -520,7 +520,7 @@ def test_projection_on_cpu_lands_on_the_fixed_step(tmp_path):
     import statistics
 
     from cudnn_hostbench.bench.audit import count as audit_count
-    from cudnn_hostbench.bench.measure.records import Record, load_run, run_document, write_run
+    from cudnn_hostbench.bench.measure.runfile.records import Record, load_run, run_document, write_run
 
     def view():
         return steps.A.view(96, 96)
@@ -746,7 +746,7 @@ def test_audit_refuses_before_measuring_when_the_sampler_cannot_start(monkeypatc
 
 
 def test_reprice_rerenders_lines_and_names_a_frontend_mismatch(tmp_path):
-    from cudnn_hostbench.bench.measure.records import Record, run_document, write_run
+    from cudnn_hostbench.bench.measure.runfile.records import Record, run_document, write_run
     r = audit.price(_report(), None)
     src = tmp_path / "audit"
     audit_report.write_outputs(r, src)
@@ -792,7 +792,7 @@ def test_projection_against_the_fixed_example_on_the_h200(trap, fixed):
     before that, the fixed audit's own loop (another process), else its eager figure."""
     if not ((REF / trap).is_dir() and (REF / fixed).is_dir() and _load(trap).sampling.get("stacks")):
         pytest.skip(PENDING)
-    from cudnn_hostbench.bench.measure.records import load_run
+    from cudnn_hostbench.bench.measure.runfile.records import load_run
     r = audit.price(_load(trap), load_run(REF / "run.json"))
     same = (_load(trap).modes.get("fixed_loop") or {}).get("median")
     if same is None:
@@ -970,7 +970,7 @@ def test_the_timeline_pass_is_measured_again_until_it_lands_in_the_loops_host_st
     """Its drained syncs' fixed cost is host-paced: a pass with a slow sentinel on either side is
     measured again, and one that never lands says which state it ran in."""
     from cudnn_hostbench.bench.audit import timeline
-    from cudnn_hostbench.bench.measure.hoststate import HostState
+    from cudnn_hostbench.bench.measure.core.hoststate import HostState
     passes = []
     held_by = {"pass": None}              # what the pass says of its drained chunks (None: not held)
     monkeypatch.setattr(timeline, "measure", lambda step, step_us, **kw: passes.append(kw.get("held")) or
@@ -998,7 +998,7 @@ def test_the_timeline_pass_is_measured_again_until_it_lands_in_the_loops_host_st
     got = audit._timeline(None, 100.0, host_reading(1.0, 2.0, *[1.0] * 10), "fast")
     assert (got["host_state"], got["tries"], got["fixed_held"], len(passes)) == ("mixed", 1, True, 1)
     # the projection's sync model says so (the committed sync-check audit, its timeline marked)
-    from cudnn_hostbench.bench.measure.records import load_run
+    from cudnn_hostbench.bench.measure.runfile.records import load_run
     d = json.loads((ROOT / "reports" / "reference" / "h200" / "audit-sync-check" / "audit.json").read_text())
     run = load_run(ROOT / "reports" / "reference" / "h200" / "run.json")
     assert "not the fast state" not in audit.price(audit.AuditReport.from_dict(d), run).projection["sync_model"]
@@ -1102,7 +1102,7 @@ def _median_steady(attempt, want=3, tries=6):
 
 
 def _steady(*series) -> bool:
-    from cudnn_hostbench.bench.measure.stats import relative_spread
+    from cudnn_hostbench.bench.measure.runfile.stats import relative_spread
     return all((relative_spread(xs) or 0.0) <= 0.10 for xs in series)
 
 
@@ -1139,7 +1139,7 @@ def test_projection_of_a_synced_step_on_cpu_lands_on_the_fixed_step(tmp_path):
 
     from cudnn_hostbench.bench.audit import count as audit_count
     from cudnn_hostbench.bench.audit import timeline
-    from cudnn_hostbench.bench.measure.records import Record, load_run, run_document, write_run
+    from cudnn_hostbench.bench.measure.runfile.records import Record, load_run, run_document, write_run
 
     def view():
         return steps.A.view(96, 96)
@@ -1196,7 +1196,7 @@ def test_projection_of_a_library_op_step_on_cpu_lands_on_the_direct_call(tmp_pat
     import statistics
 
     from cudnn_hostbench.bench.audit import count as audit_count
-    from cudnn_hostbench.bench.measure.records import Record, run_document, write_run
+    from cudnn_hostbench.bench.measure.runfile.records import Record, run_document, write_run
 
     for fn in (steps.op_step, steps.op_step_fixed):
         each_us(fn, 100)
@@ -1477,7 +1477,7 @@ def test_the_timeline_holds_its_drained_chunks_with_the_audits_host_watch(monkey
     """The `held` the audit gives the pass: a reading between chunks, and before a chunk a wait for
     the fast state (from the timeline's allowance) only when the host is not in it."""
     from cudnn_hostbench.bench.audit import timeline
-    from cudnn_hostbench.bench.measure.hoststate import HostState
+    from cudnn_hostbench.bench.measure.core.hoststate import HostState
     asked = []
 
     def measure(step, step_us, held=None):

@@ -5,11 +5,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from cudnn_hostbench.bench.measure import parent, records, workers
-from cudnn_hostbench.bench.measure.options import SuiteOptions
-from cudnn_hostbench.bench.measure.parent import Parent
+from cudnn_hostbench.bench.measure.core.options import SuiteOptions
 from cudnn_hostbench.bench.measure.pytest_plugin import HostbenchSession, pytest_collection_modifyitems
-from cudnn_hostbench.bench.measure.records import Record
+from cudnn_hostbench.bench.measure.runfile import records
+from cudnn_hostbench.bench.measure.runfile.records import Record
+from cudnn_hostbench.bench.measure.workers import parent
+from cudnn_hostbench.bench.measure.workers import replicas as workers
+from cudnn_hostbench.bench.measure.workers.parent import Parent
 
 FLOOR = 0.76
 
@@ -111,8 +113,8 @@ def test_a_block_slow_in_every_worker_becomes_fast_through_the_catch_up(tmp_path
         assert r.host_state == "fast" and [w["worker"] for w in r.workers] == [4, 5, 6]
         assert r.ratio.median == pytest.approx(1.1, rel=0.02)
     assert p.fingerprint["catch_up"]["timed_fast"] == ["churn/256", "wrapper/256"]
-    from cudnn_hostbench.bench.measure import trust
-    from cudnn_hostbench.bench.measure.records import Run
+    from cudnn_hostbench.bench.measure.runfile import trust
+    from cudnn_hostbench.bench.measure.runfile.records import Run
     line = trust.summary_line(Run("r", p.fingerprint, list(p.records.values())))
     assert line.startswith("3 worker(s) + 3 top-up workers for churn/256, wrapper/256 (timed fast: all)")
 
@@ -200,8 +202,8 @@ def test_workers_get_their_number_floor_and_a_hash_seed_per_worker(tmp_path, mon
 
 
 def test_focus_only_workers_add_replicates_to_the_headline_rows_only(tmp_path, monkeypatch):
-    from cudnn_hostbench.bench.measure import trust
-    from cudnn_hostbench.bench.measure.records import Run
+    from cudnn_hostbench.bench.measure.runfile import trust
+    from cudnn_hostbench.bench.measure.runfile.records import Run
     calls = []
 
     def fake_run_workers(k, args, out, say=print, env=None, start=1, floor=None):
@@ -265,10 +267,10 @@ F = 14.0   # EXTRA_FIXED_S: an extra worker's cost besides waiting
 def test_top_up_workers_fit_the_budget_and_come_before_focus_workers(tmp_path, monkeypatch, left_s, top_ups):
     """The budget is the whole run's wall time (the first worker's wait included) less the
     parent's own end work; replication (top-ups) is served before focus-only workers."""
-    from cudnn_hostbench.bench.measure.parent import END_RESERVE_S, EXTRA_FIXED_S, MAX_TOP_UPS
+    from cudnn_hostbench.bench.measure.workers.parent import END_RESERVE_S, EXTRA_FIXED_S, MAX_TOP_UPS
     assert EXTRA_FIXED_S == F and MAX_TOP_UPS == 3
-    from cudnn_hostbench.bench.measure import trust
-    from cudnn_hostbench.bench.measure.records import Run
+    from cudnn_hostbench.bench.measure.runfile import trust
+    from cudnn_hostbench.bench.measure.runfile.records import Run
     calls = []
 
     def fake_run_workers(k, args, out, say=print, env=None, start=1, floor=None):
@@ -283,7 +285,7 @@ def test_top_up_workers_fit_the_budget_and_come_before_focus_workers(tmp_path, m
     p = _parent(tmp_path, focus_workers=2, budget_s=300.0)
     p.t0 = 1000.0   # a round start: sums of whole seconds stay exact in floating point
     clock = {"t": p.t0 + 300.0 - END_RESERVE_S - left_s}
-    monkeypatch.setattr("cudnn_hostbench.bench.measure.parent.time.perf_counter", lambda: clock["t"])
+    monkeypatch.setattr("cudnn_hostbench.bench.measure.workers.parent.time.perf_counter", lambda: clock["t"])
     p._run()
     tops = [c for c in calls[1:] if c["k"] == 1]
     assert [c["start"] for c in tops] == list(range(4, 4 + top_ups))
@@ -363,7 +365,7 @@ def test_a_top_up_worker_gets_a_deadline_and_measures_nothing_past_it(tmp_path):
     recorded as not measured without building anything, and the merge keeps the other workers'."""
     import time
 
-    from cudnn_hostbench.bench.measure.runner import Session
+    from cudnn_hostbench.bench.measure.core.runner import Session
     p = _parent(tmp_path, budget_s=300.0)
     p.t0 = time.perf_counter()   # the budget counts from the parent process's start: here, now
     args = p._eager_args([("churn", "256")], 1.0)
@@ -419,8 +421,8 @@ def test_a_top_up_waits_within_half_of_what_is_left(tmp_path):
     processes; each top-up now waits within half of what is left, so the next one has time."""
     import time
 
-    from cudnn_hostbench.bench.measure.hoststate import FOCUS_BLOCK_S
-    from cudnn_hostbench.bench.measure.parent import END_RESERVE_S, TOP_UP_MIN_S, TOP_UP_SHARE
+    from cudnn_hostbench.bench.measure.core.hoststate import FOCUS_BLOCK_S
+    from cudnn_hostbench.bench.measure.workers.parent import END_RESERVE_S, TOP_UP_MIN_S, TOP_UP_SHARE
     p = _parent(tmp_path, budget_s=300.0)
     p.t0 = time.perf_counter() - (300.0 - END_RESERVE_S - 45.0)     # 45 s left
     k, per_block = p._fit(1, 30, 2.0, TOP_UP_MIN_S, share=TOP_UP_SHARE)

@@ -127,7 +127,7 @@ def test_round_ratios_come_from_the_judged_runs_file_or_say_whose_they_are(refer
 
 
 def test_round_ratios_are_each_rounds_ratio_to_its_baseline():
-    from cudnn_hostbench.bench.measure.records import load_run
+    from cudnn_hostbench.bench.measure.runfile.records import load_run
     r = load_run(REFERENCE / "run.json")
     df = page.round_ratios(r)
     rec = r.find("wrapper", "naive", "256", "eager")
@@ -178,7 +178,7 @@ def test_the_waterfall_legend_covers_no_bar():
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
-    from cudnn_hostbench.bench.measure.records import load_run
+    from cudnn_hostbench.bench.measure.runfile.records import load_run
     from cudnn_hostbench.reports import waterfall
     rs = waterfall.rows([load_run(REFERENCE / "run.json")])
     fig = waterfall.figure(rs)

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from cudnn_hostbench.bench.measure import records
-from cudnn_hostbench.bench.measure.records import Record
+from cudnn_hostbench.bench.measure.runfile import records
+from cudnn_hostbench.bench.measure.runfile.records import Record
 from tests.helpers import FINGERPRINT, synthetic_records, write_synthetic_run
 
 ROOT = Path(__file__).resolve().parents[1]

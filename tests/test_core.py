@@ -5,8 +5,9 @@ import time
 
 import pytest
 
-from cudnn_hostbench.bench.measure import fingerprint, records, stats, timing
+from cudnn_hostbench.bench.measure.core import timing
 from cudnn_hostbench.bench.measure.probe import Probe, Variant
+from cudnn_hostbench.bench.measure.runfile import fingerprint, records, stats
 from cudnn_hostbench.reports import table
 from cudnn_hostbench.scripts import cli
 from tests.helpers import FINGERPRINT, synthetic_records, write_synthetic_run
@@ -278,7 +279,7 @@ def test_table_figure_without_samples_has_no_ratio(tmp_path):
 
 
 def test_table_shows_trust_marks(tmp_path, capsys):
-    from cudnn_hostbench.bench.measure import trust
+    from cudnn_hostbench.bench.measure.runfile import trust
     recs = synthetic_records(6)
     for r in recs:
         if (r.variant, r.size, r.mode) == ("pinned", "256", "eager"):

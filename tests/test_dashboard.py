@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from cudnn_hostbench.bench.measure.records import Record, run_document, write_run
+from cudnn_hostbench.bench.measure.runfile.records import Record, run_document, write_run
 from cudnn_hostbench.reports import dashboard
 from cudnn_hostbench.scripts import cli
 from tests.helpers import FINGERPRINT, synthetic_records

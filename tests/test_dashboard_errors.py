@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cudnn_hostbench.bench.measure.records import JsonlWriter, run_document, write_run
+from cudnn_hostbench.bench.measure.runfile.records import JsonlWriter, run_document, write_run
 from cudnn_hostbench.reports import dashboard
 from tests.helpers import FINGERPRINT, synthetic_records
 

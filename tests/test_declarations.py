@@ -10,7 +10,7 @@ import pytest
 
 from cudnn_hostbench import probes
 from cudnn_hostbench.bench.audit import rules
-from cudnn_hostbench.bench.measure.options import SuiteOptions
+from cudnn_hostbench.bench.measure.core.options import SuiteOptions
 from cudnn_hostbench.bench.measure.probe import Probe
 
 MODULES = sorted(m.name for m in pkgutil.iter_modules(probes.__path__) if m.name.startswith("probe_"))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cudnn_hostbench.bench.measure.records import Record, run_document, write_run
+from cudnn_hostbench.bench.measure.runfile.records import Record, run_document, write_run
 from cudnn_hostbench.reports.history import db
 from cudnn_hostbench.scripts import cli, run
 from cudnn_hostbench.scripts.scratch import scratch

@@ -3,7 +3,7 @@ texts held to the code's own constants and modules."""
 import re
 from pathlib import Path
 
-from cudnn_hostbench.bench.measure import trust
+from cudnn_hostbench.bench.measure.runfile import trust
 from cudnn_hostbench.reports import table
 from cudnn_hostbench.reports.verdict import decide
 from cudnn_hostbench.scripts import cli

@@ -1,5 +1,5 @@
 """The engine table from records: marks, spread sentence, and one line + exit 2 on bad input."""
-from cudnn_hostbench.bench.measure.records import Record, run_document, write_run
+from cudnn_hostbench.bench.measure.runfile.records import Record, run_document, write_run
 from cudnn_hostbench.scripts import cli
 
 

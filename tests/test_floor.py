@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cudnn_hostbench.bench.measure.hoststate import FLOOR_ENV, HostState, process_floor, robust_floor
+from cudnn_hostbench.bench.measure.core.hoststate import FLOOR_ENV, HostState, process_floor, robust_floor
 
 TRACE = Path(__file__).resolve().parent.parent / "reports" / "reference" / "h200" / "host" / "host_trace.json"
 
@@ -113,8 +113,8 @@ def test_host_trace_refuses_bad_input_before_tracing(argv, says, capsys, tmp_pat
 
 
 def test_the_run_summary_gives_the_workers_floors_as_a_range_where_they_differ():
-    from cudnn_hostbench.bench.measure import trust
-    from cudnn_hostbench.bench.measure.records import Run
+    from cudnn_hostbench.bench.measure.runfile import trust
+    from cudnn_hostbench.bench.measure.runfile.records import Run
 
     def parts(floors):
         hs = {"floor_us": min(floors), "per_worker": [{"floor_us": f} for f in floors]}

@@ -10,8 +10,8 @@ torch = pytest.importorskip("torch")
 from cudnn_hostbench.bench.audit import cost, dispatch, packs
 from cudnn_hostbench.bench.audit import count as audit_count
 from cudnn_hostbench.bench.cudnn_graphs import registration
-from cudnn_hostbench.bench.measure.options import SuiteOptions
-from cudnn_hostbench.bench.measure.records import Record, load_run, run_document, write_run
+from cudnn_hostbench.bench.measure.core.options import SuiteOptions
+from cudnn_hostbench.bench.measure.runfile.records import Record, load_run, run_document, write_run
 from cudnn_hostbench.probes import probe_pack_size, probe_registration, probe_sdpa_decode
 from cudnn_hostbench.reports import pack_cost
 
@@ -183,7 +183,7 @@ def test_slope_fits_skip_unmeasured_rows(tmp_path):
 def test_eager_slopes_come_from_paired_ratios_so_a_host_state_change_between_sizes_cancels(tmp_path):
     # p3-p7 timed in a slow host state (every µs x 1.6), p11-p15 fast: the absolute µs line falls,
     # the ratio line (in the baseline's fast µs) keeps the true 0.5 µs per tensor
-    from cudnn_hostbench.bench.measure import stats
+    from cudnn_hostbench.bench.measure.runfile import stats
     recs = []
     for n in (3, 5, 7, 11, 15):
         slow = 1.6 if n <= 7 else 1.0

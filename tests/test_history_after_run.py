@@ -2,7 +2,7 @@
 cannot take it is one line and the run file stays."""
 from __future__ import annotations
 
-from cudnn_hostbench.bench.measure.records import load_run
+from cudnn_hostbench.bench.measure.runfile.records import load_run
 from cudnn_hostbench.reports import pytest_report
 from cudnn_hostbench.reports.history import db
 from tests.helpers import write_synthetic_run
@@ -39,7 +39,7 @@ def test_a_bad_store_is_one_line_and_the_run_file_stays(tmp_path, monkeypatch):
 
 
 def test_version_matrix_parts_go_into_the_store(tmp_path):
-    from cudnn_hostbench.bench.measure.records import run_document, write_run
+    from cudnn_hostbench.bench.measure.runfile.records import run_document, write_run
     from cudnn_hostbench.reports.history import page
     from cudnn_hostbench.scripts import version_matrix as vm
     from tests.helpers import FINGERPRINT, synthetic_records

@@ -2,7 +2,7 @@
 check of an excluded run (issue 28)."""
 from __future__ import annotations
 
-from cudnn_hostbench.bench.measure import records
+from cudnn_hostbench.bench.measure.runfile import records
 from cudnn_hostbench.scripts import cli
 from tests.helpers import FINGERPRINT, synthetic_records, write_synthetic_run
 

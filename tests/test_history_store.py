@@ -378,7 +378,7 @@ def test_a_rewritten_copy_of_a_stored_run_is_that_run(store_url, tmp_path, capsy
     # through an export and back, and as the partial records.jsonl of the same run (µs, not seconds)
     exp = tmp_path / "e.hbx.jsonl.gz"
     assert hb("export", str(exp), "--store", store_url) == 0
-    from cudnn_hostbench.bench.measure.records import JsonlWriter, load_run
+    from cudnn_hostbench.bench.measure.runfile.records import JsonlWriter, load_run
     r = load_run(run)
     w = JsonlWriter(tmp_path / "c" / "records.jsonl")
     w.write({"kind": "fingerprint", "fingerprint": r.fingerprint})

@@ -1,7 +1,7 @@
 """A bench worker stops waiting for the host's fast state once its waits keep finding none (the
 give-up rule), waits again once the state is back, and never gives up on a host that switches
 often. Audits keep waiting (the rule is off unless a worker turns it on)."""
-from cudnn_hostbench.bench.measure.hoststate import FOCUS_BLOCK_S, GIVE_UP_S, RECENT_N, RESUME_SHARE, SLOW_SHARE, HostState
+from cudnn_hostbench.bench.measure.core.hoststate import FOCUS_BLOCK_S, GIVE_UP_S, RECENT_N, RESUME_SHARE, SLOW_SHARE, HostState
 
 CYCLE_S = 0.005   # an eager cycle between two gate checks
 
@@ -91,8 +91,8 @@ def test_without_the_rule_an_audits_host_keeps_waiting():
 
 
 def test_the_run_summary_says_which_workers_stopped_waiting():
-    from cudnn_hostbench.bench.measure import trust
-    from cudnn_hostbench.bench.measure.records import Run
+    from cudnn_hostbench.bench.measure.runfile import trust
+    from cudnn_hostbench.bench.measure.runfile.records import Run
     slow, _, _ = _host(lambda t: 2.0)
     clock = slow.clock
     _cycles(slow, clock, 30.0)

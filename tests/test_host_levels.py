@@ -8,8 +8,8 @@ the first reading after a cycle often sits a level up for a moment: a second rea
 """
 import itertools
 
-from cudnn_hostbench.bench.measure import timing
-from cudnn_hostbench.bench.measure.hoststate import HostState
+from cudnn_hostbench.bench.measure.core import timing
+from cudnn_hostbench.bench.measure.core.hoststate import HostState
 
 OPT = timing.Options(rounds=8, warmup_rounds=1, target_round_s=1e-6, min_calls=1, max_calls=2, max_round_factor=3)
 
@@ -101,7 +101,7 @@ def test_on_a_real_top_up_workers_trace_its_own_floor_finds_its_fast_state(monke
     import json
     from pathlib import Path
 
-    from cudnn_hostbench.bench.measure.hoststate import FLOOR_ENV
+    from cudnn_hostbench.bench.measure.core.hoststate import FLOOR_ENV
 
     path = Path(__file__).resolve().parents[1] / "reports/reference/h200/host/top_up_trace.json.gz"
     with gzip.open(path, "rt") as fh:

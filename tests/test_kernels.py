@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from cudnn_hostbench import probes
-from cudnn_hostbench.bench.measure import kernels
+from cudnn_hostbench.bench.measure.core import kernels
+from cudnn_hostbench.bench.measure.core.timing import summarize_device_events
 from cudnn_hostbench.bench.measure.probe import Variant
-from cudnn_hostbench.bench.measure.timing import summarize_device_events
 
 REF = Path(__file__).resolve().parents[1] / "reports" / "reference" / "h200" / "run.json"
 

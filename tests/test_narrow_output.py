@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cudnn_hostbench.bench.measure.records import load_run
+from cudnn_hostbench.bench.measure.runfile.records import load_run
 from cudnn_hostbench.reports import compare as cmp
 from cudnn_hostbench.reports import table
 from cudnn_hostbench.scripts import cli

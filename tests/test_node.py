@@ -178,7 +178,7 @@ def test_a_pinned_command_and_its_children_run_on_its_cores_only():
 
 
 def test_the_fingerprint_says_a_run_was_one_job_of_a_node(monkeypatch):
-    from cudnn_hostbench.bench.measure import fingerprint
+    from cudnn_hostbench.bench.measure.runfile import fingerprint
     assert "node_job" not in fingerprint.host_fingerprint()
     monkeypatch.setenv(node.NODE_ENV, "1/2;GPU-b;1;nvidia-smi topo -m")
     assert fingerprint.host_fingerprint()["node_job"] == {"slot": 1, "jobs": 2, "gpu": "GPU-b", "cpus": "1",
@@ -259,7 +259,7 @@ def two_gpus(monkeypatch):
 
 @pytest.mark.slow
 def test_version_matrix_runs_one_version_per_gpu_in_parallel(tmp_path, monkeypatch, capsys):
-    from cudnn_hostbench.bench.measure.records import load_run
+    from cudnn_hostbench.bench.measure.runfile.records import load_run
     from cudnn_hostbench.scripts import version_matrix as vm
     from tests.test_compare import fake_wheel
     gpus = two_gpus(monkeypatch)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cudnn_hostbench.bench.measure import node, node_jobs
-from cudnn_hostbench.bench.measure.records import run_document, write_run
+from cudnn_hostbench.bench.measure.runfile.records import run_document, write_run
 from cudnn_hostbench.scripts import matrix_part, node_check
 from tests.helpers import FINGERPRINT
 from tests.test_compare import fake_wheel

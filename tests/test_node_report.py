@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cudnn_hostbench.bench.measure import node, node_topo
-from cudnn_hostbench.bench.measure.records import Record, Run, load_run, run_document, write_run
+from cudnn_hostbench.bench.measure.runfile.records import Record, Run, load_run, run_document, write_run
 from cudnn_hostbench.reports import node as rep
 from cudnn_hostbench.reports import node_safety
 from cudnn_hostbench.scripts import cli, node_run
@@ -184,7 +184,8 @@ def test_node_plan_and_run_all_gpus_without_a_gpu_are_one_line(monkeypatch, caps
 # the real run's fingerprint does (machine.identity reads NVML by the visible GPU's UUID).
 CHILD = '''
 import os, sys
-from cudnn_hostbench.bench.measure import node, records
+from cudnn_hostbench.bench.measure import node
+from cudnn_hostbench.bench.measure.runfile import records
 from tests.helpers import FINGERPRINT
 from tests.test_node_report import tight_records
 out, gpu = sys.argv[sys.argv.index("--out") + 1], os.environ["CUDA_VISIBLE_DEVICES"]

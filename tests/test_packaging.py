@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from cudnn_hostbench.bench.measure import records
+from cudnn_hostbench.bench.measure.runfile import records
 from tests import checkout
 
 ROOT = Path(__file__).resolve().parent.parent

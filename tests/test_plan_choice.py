@@ -5,7 +5,7 @@ from pathlib import Path
 
 from cudnn_hostbench.bench.audit.auditor import AuditReport, price
 from cudnn_hostbench.bench.audit.plan_choice import recommend
-from cudnn_hostbench.bench.measure.records import Record, Run, load_run
+from cudnn_hostbench.bench.measure.runfile.records import Record, Run, load_run
 
 
 def _rec(variant, mode, us, note=""):
@@ -58,7 +58,7 @@ def test_rows_that_share_generics_plan_are_refused_where_its_index_is_not_expose
     import pytest
 
     from cudnn_hostbench.bench.cudnn_graphs.problems import Matmul
-    from cudnn_hostbench.bench.measure.status import Unsupported
+    from cudnn_hostbench.bench.measure.runfile.status import Unsupported
     old = types.SimpleNamespace(built=types.SimpleNamespace(index=None, plans={0: 0, 2: 0}))
     with pytest.raises(Unsupported, match="frontend >= 1.27"):
         Matmul.generic_plan(old)

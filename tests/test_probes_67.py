@@ -9,9 +9,9 @@ import torch
 
 from cudnn_hostbench.bench.cudnn_graphs import alignment, calls, cudart, override
 from cudnn_hostbench.bench.cudnn_graphs.load import Capabilities
-from cudnn_hostbench.bench.measure.options import SuiteOptions
+from cudnn_hostbench.bench.measure.core.options import SuiteOptions
 from cudnn_hostbench.bench.measure.probe import Case
-from cudnn_hostbench.bench.measure.status import Status, Unsupported
+from cudnn_hostbench.bench.measure.runfile.status import Status, Unsupported
 
 NEW = ("override", "cuda_graph_api", "fe_wrapper", "sdpa_provider", "py_engines", "alignment")
 

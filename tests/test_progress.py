@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from cudnn_hostbench.bench.measure import progress
+from cudnn_hostbench.bench.measure.core import progress
 
 
 def test_say_runs_inside_the_lifting_context(capsys):
@@ -39,7 +39,7 @@ def test_a_passing_test_still_shows_the_line_and_a_childs(tmp_path):
     process's stderr reach the terminal although the test passes."""
     (tmp_path / "test_inner.py").write_text(textwrap.dedent("""
         import subprocess, sys
-        from cudnn_hostbench.bench.measure import progress
+        from cudnn_hostbench.bench.measure.core import progress
 
         def test_it(request):
             progress.install(request.config.pluginmanager.getplugin("capturemanager").global_and_fixture_disabled)

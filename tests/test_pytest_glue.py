@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from cudnn_hostbench.bench.measure import pytest_plugin as plugin
-from cudnn_hostbench.bench.measure.records import Record
+from cudnn_hostbench.bench.measure.runfile.records import Record
 
 ROOT = Path(__file__).resolve().parent.parent
 

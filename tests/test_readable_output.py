@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from cudnn_hostbench.bench.measure import options, trust
-from cudnn_hostbench.bench.measure.records import Record, load_run, run_document, write_run
+from cudnn_hostbench.bench.measure.core import options
+from cudnn_hostbench.bench.measure.runfile import trust
+from cudnn_hostbench.bench.measure.runfile.records import Record, load_run, run_document, write_run
 from cudnn_hostbench.reports import compare as cmp
 from cudnn_hostbench.reports import table
 from cudnn_hostbench.scripts import cli

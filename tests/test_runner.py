@@ -5,10 +5,12 @@ import json
 
 import pytest
 
-from cudnn_hostbench.bench.measure import plan_clock, records, timing, workers
+from cudnn_hostbench.bench.measure.core import plan_clock, timing
+from cudnn_hostbench.bench.measure.core.runner import Session
 from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant
-from cudnn_hostbench.bench.measure.runner import Session
-from cudnn_hostbench.bench.measure.status import Unsupported
+from cudnn_hostbench.bench.measure.runfile import records
+from cudnn_hostbench.bench.measure.runfile.status import Unsupported
+from cudnn_hostbench.bench.measure.workers import replicas as workers
 
 
 class _Cuda:
@@ -107,14 +109,14 @@ def test_profiler_failure_keeps_host_figures(session, monkeypatch):
 
 
 def test_nvtx_range_is_a_harmless_context_on_cpu():
-    from cudnn_hostbench.bench.measure.nvtx_ranges import backend, nvtx_range
+    from cudnn_hostbench.bench.measure.core.nvtx_ranges import backend, nvtx_range
     with nvtx_range("toy/8/base/eager"):
         pass
     assert backend() in ("nvtx", "torch.cuda.nvtx")
 
 
 def test_only_a_focus_probes_first_size_is_a_focus_block(session):
-    from cudnn_hostbench.bench.measure.hoststate import HostState
+    from cudnn_hostbench.bench.measure.core.hoststate import HostState
     host = HostState(read=lambda: 1.0, floor=1.0)
     host.focus_budget_s = 12.0
     session.watch = timing.Watch(host=host)
@@ -133,7 +135,7 @@ def test_only_a_focus_probes_first_size_is_a_focus_block(session):
 
 
 def test_a_focus_block_timed_slow_is_retried_before_the_profiler_phase(session, tmp_path):
-    from cudnn_hostbench.bench.measure.hoststate import HostState
+    from cudnn_hostbench.bench.measure.core.hoststate import HostState
     state = {"us": 2.0}                      # the host sits in its slow state ...
     host = HostState(read=lambda: state["us"], floor=1.0, sleep=lambda s: None)
     host.focus_budget_s = 0.0001             # (no real waiting in a test)
@@ -155,7 +157,7 @@ def test_a_focus_block_timed_slow_is_retried_before_the_profiler_phase(session, 
 
 
 def test_no_retry_in_a_single_process_run_or_once_the_row_is_fast(session):
-    from cudnn_hostbench.bench.measure.hoststate import HostState
+    from cudnn_hostbench.bench.measure.core.hoststate import HostState
     host = HostState(read=lambda: 1.0, floor=1.0)
     host.focus_budget_s = 1.0
     session.watch = timing.Watch(host=host)
@@ -174,7 +176,7 @@ def test_no_retry_in_a_single_process_run_or_once_the_row_is_fast(session):
 def _sample(names: dict):
     from collections import Counter
 
-    from cudnn_hostbench.bench.measure.kernels import families
+    from cudnn_hostbench.bench.measure.core.kernels import families
     c = Counter({k: 2 * v for k, v in names.items()})          # device_calls=2 in the fixture
     return timing.DeviceSample(1.5, float(sum(names.values())), c, Counter(), families(c, 2))
 
@@ -222,9 +224,9 @@ def test_a_pair_declared_to_share_the_plan_must_run_the_same_kernels(session, mo
 def test_build_time_rows_say_which_host_state_timed_them(tmp_path):
     """Host-mode rows (build, deserialize, tuning sweeps) are host-bound: the runner waits for
     the fast state before them and stamps the state the sentinel saw around them."""
-    from cudnn_hostbench.bench.measure.hoststate import HostState
-    from cudnn_hostbench.bench.measure.records import Record
-    from cudnn_hostbench.bench.measure.runner import host_state_of
+    from cudnn_hostbench.bench.measure.core.hoststate import HostState
+    from cudnn_hostbench.bench.measure.core.runner import host_state_of
+    from cudnn_hostbench.bench.measure.runfile.records import Record
 
     readings = iter([1.0, 1.05, 2.1, 1.0])   # fast, fast | slow after, fast before
     hs = HostState(read=lambda: next(readings), floor=1.0)
@@ -250,7 +252,8 @@ def test_a_worker_records_where_its_time_went(session, monkeypatch):
     device, build-time rows and the rest, per worker, in its fingerprint; the run prints them."""
     import time as _time
 
-    from cudnn_hostbench.bench.measure import run_format, runner, trust
+    from cudnn_hostbench.bench.measure.core import runner
+    from cudnn_hostbench.bench.measure.runfile import run_format, trust
     slow = {"graph": 0.06, "device": 0.06}
     real_graph, real_device = timing.measure_graph, timing.measure_device
     monkeypatch.setattr(timing, "measure_graph", lambda *a, **k: (_time.sleep(slow["graph"]), real_graph(*a, **k))[1])
@@ -300,7 +303,7 @@ def test_cudnn_build_steps_feed_the_plan_clock():
     from types import SimpleNamespace
 
     from cudnn_hostbench.bench.cudnn_graphs import build
-    from cudnn_hostbench.bench.measure.status import Unsupported
+    from cudnn_hostbench.bench.measure.runfile.status import Unsupported
 
     class Refused(Exception):
         pass
@@ -330,7 +333,7 @@ def test_a_worker_writes_its_host_trace(session, tmp_path, monkeypatch):
     offline; a second reading after each cycle only when asked (HB_TRACE_REREAD=1)."""
     import json
 
-    from cudnn_hostbench.bench.measure.hoststate import HostState
+    from cudnn_hostbench.bench.measure.core.hoststate import HostState
     session.watch = timing.Watch(host=HostState(read=lambda: 1.0, floor=1.0))
     session.record(_probe(), "8", "trap", "eager")
     monkeypatch.setenv(timing.REREAD_ENV, "1")

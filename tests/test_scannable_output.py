@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cudnn_hostbench.bench.measure import records, trust
-from cudnn_hostbench.bench.measure.records import load_run
+from cudnn_hostbench.bench.measure.runfile import records, trust
+from cudnn_hostbench.bench.measure.runfile.records import load_run
 from cudnn_hostbench.reports import compare, fit, table
 from cudnn_hostbench.reports.history import check, listing
 from cudnn_hostbench.scripts import cli
@@ -314,7 +314,7 @@ def test_host_trace_of_a_run_shows_each_workers_floor_and_levels(tmp_path, capsy
 
 # -- 9: long commands show progress on a terminal, nothing in a pipe ----------------------------------
 def _tty(monkeypatch, on: bool) -> None:
-    from cudnn_hostbench.bench.measure import progress
+    from cudnn_hostbench.bench.measure.core import progress
     monkeypatch.setattr(progress, "on_terminal", lambda: on)
 
 

@@ -1,8 +1,8 @@
 """Status: kind + reason, serialised as the text run files hold; the committed runs read back unchanged."""
 from pathlib import Path
 
-from cudnn_hostbench.bench.measure import records
-from cudnn_hostbench.bench.measure.status import Status, Unsupported
+from cudnn_hostbench.bench.measure.runfile import records
+from cudnn_hostbench.bench.measure.runfile.status import Status, Unsupported
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from cudnn_hostbench.bench.measure.records import JsonlWriter, Record, run_document, write_run
+from cudnn_hostbench.bench.measure.runfile.records import JsonlWriter, Record, run_document, write_run
 from cudnn_hostbench.reports import store
 from tests.helpers import FINGERPRINT, synthetic_records
 
@@ -114,7 +114,7 @@ def test_records_frame_in_us_with_baseline_difference(tmp_path):
 @pytest.mark.parametrize("field, bad", [("stats.data", [1e-6, "x"]), ("ratio", "fast"), ("workers", [5]),
                                         ("spread", "wide"), ("kernels_per_call", "one")])
 def test_a_malformed_figure_names_its_benchmark_and_field(tmp_path, field, bad):
-    from cudnn_hostbench.bench.measure.records import RunFileError, load_run
+    from cudnn_hostbench.bench.measure.runfile.records import RunFileError, load_run
     path = write(tmp_path / "run.json")
     doc = json.loads(path.read_text())
     entry = next(b for b in doc["benchmarks"] if (b["extra_info"]["variant"], b["extra_info"]["mode"]) == ("generic", "eager")

@@ -2,7 +2,7 @@
 add up to the eager figure when the host is the bottleneck; a GPU-bound path shows its GPU time."""
 import pytest
 
-from cudnn_hostbench.bench.measure import waterfall
+from cudnn_hostbench.bench.measure.core import waterfall
 from cudnn_hostbench.scripts import cli
 
 
@@ -64,8 +64,8 @@ def test_check_flags_parts_that_do_not_sum():
 
 
 def _run(tmp_path, parts, name="run.json"):
-    from cudnn_hostbench.bench.measure import records
-    from cudnn_hostbench.bench.measure.records import Record
+    from cudnn_hostbench.bench.measure.runfile import records
+    from cudnn_hostbench.bench.measure.runfile.records import Record
     recs = []
     for path, figs in parts.items():
         for fig, v in figs.items():

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from cudnn_hostbench.bench.measure import records, schedule
-from cudnn_hostbench.bench.measure.parent import Parent
-from cudnn_hostbench.bench.measure.worker import COMMAND, Job, JobError, job_for
+from cudnn_hostbench.bench.measure.runfile import records
+from cudnn_hostbench.bench.measure.workers import schedule
+from cudnn_hostbench.bench.measure.workers.parent import Parent
+from cudnn_hostbench.bench.measure.workers.worker import COMMAND, Job, JobError, job_for
 
 ROOT = Path(__file__).resolve().parent.parent
 TOY = '''"""A toy probe for the worker tests: plain Python, no GPU."""
@@ -92,7 +93,7 @@ def test_a_worker_process_runs_its_job_without_pytest_and_writes_its_records(tmp
     job = job_for(["--hb-rounds=3", f"--rootdir={tmp_path}"], cases, "1/1", tmp_path / "w1")
     (tmp_path / "job.json").write_text(job.to_json())
     check = (f"import runpy, sys; sys.argv = ['worker', {str(tmp_path / 'job.json')!r}]; "
-             "code = __import__('cudnn_hostbench.bench.measure.worker', fromlist=['main']).main(); "
+             "code = __import__('cudnn_hostbench.bench.measure.workers.worker', fromlist=['main']).main(); "
              "assert 'pytest' not in sys.modules, 'the worker imported pytest'; sys.exit(code)")
     p = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
@@ -102,7 +103,7 @@ def test_a_worker_process_runs_its_job_without_pytest_and_writes_its_records(tmp
 
 
 def test_the_parent_hands_the_collected_cases_to_the_own_engine(tmp_path, monkeypatch):
-    from cudnn_hostbench.bench.measure import workers
+    from cudnn_hostbench.bench.measure.workers import replicas as workers
     seen = []
 
     def fake(k, args, out, say=print, env=None, start=1, floor=None, cases=None, ahead=None, lookahead=False):
@@ -128,7 +129,7 @@ def test_the_own_engine_starts_the_next_worker_during_the_one_before(tmp_path, m
     writes whole (with the floor learned so far) once the worker before has ended."""
     import time
 
-    from cudnn_hostbench.bench.measure import workers
+    from cudnn_hostbench.bench.measure.workers import replicas as workers
     probe = tmp_path / "probe_toy.py"
     probe.write_text(TOY.replace("{name}", "toy"))
     cases = [[str(probe), "toy", "8", v, m] for m in ("eager", "device") for v in ("base", "trap")]
@@ -157,7 +158,7 @@ def test_the_own_engine_starts_the_next_call_s_first_worker_during_this_call_s_l
     ahead against 2.7-3.6 s in the others). A process no call came for is ended, its folder gone."""
     import time
 
-    from cudnn_hostbench.bench.measure import workers
+    from cudnn_hostbench.bench.measure.workers import replicas as workers
     probe = tmp_path / "probe_toy.py"
     probe.write_text(TOY.replace("{name}", "toy"))
     cases = [[str(probe), "toy", "8", "base", "eager"], [str(probe), "toy", "8", "trap", "eager"]]
@@ -206,9 +207,9 @@ def test_every_committed_run_file_reads_typed_and_round_trips_through_the_one_wr
 
 @pytest.mark.parametrize("path", RUN_FILES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_committed_run_file_migrates_to_the_current_format(path):
-    """Format 1 → 2 (bench/measure/run_format.py): the per-worker lists become one table, a row per
+    """Format 1 → 2 (bench/measure/runfile/run_format.py): the per-worker lists become one table, a row per
     worker process with its role, wall, start-up and host floor; the file itself is untouched."""
-    from cudnn_hostbench.bench.measure import run_format
+    from cudnn_hostbench.bench.measure.runfile import run_format
     raw = json.loads(path.read_text())
     fp = records.load_run(path).fingerprint
     assert fp["schema"] == run_format.VERSION == records.SCHEMA

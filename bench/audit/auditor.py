@@ -35,7 +35,8 @@ from cudnn_hostbench.bench.audit.cost import Finding, evaluate, load_costs, warm
 from cudnn_hostbench.bench.audit.plan_choice import PREFIX as PLAN_NOTE
 from cudnn_hostbench.bench.audit.plan_choice import recommend as recommend_plan
 from cudnn_hostbench.bench.audit.target import AuditInputError, first_call
-from cudnn_hostbench.bench.measure import stats, timing
+from cudnn_hostbench.bench.measure.core import timing
+from cudnn_hostbench.bench.measure.runfile import stats
 
 COUNT_STEPS = 10
 
@@ -101,8 +102,8 @@ def _host_watch():
     between a fast and a slow state, an audit timed in the slow one is not comparable with the
     probes' figures or with another audit: a step's µs/step nearly doubles in the slow state
     (log 2026-12-01-1402)."""
-    from cudnn_hostbench.bench.measure import progress
-    from cudnn_hostbench.bench.measure.hoststate import HostState
+    from cudnn_hostbench.bench.measure.core import progress
+    from cudnn_hostbench.bench.measure.core.hoststate import HostState
     host = HostState()
     host.warm(learn_s=1.0, max_s=HOST_WARM_S, say=lambda m: progress.say(f"hostbench audit: {m}"))
     host.gate_budget_s = HOST_GATE_S
@@ -119,7 +120,7 @@ class _Phases:
         self.s: dict[str, float] = {}
 
     def done(self, phase: str) -> None:
-        from cudnn_hostbench.bench.measure import progress
+        from cudnn_hostbench.bench.measure.core import progress
         now = time.perf_counter()
         self.s[phase] = round(now - self.last, 2)
         self.last = now
@@ -136,7 +137,7 @@ def _host_of(watch) -> dict:
 
 def _env(ctx) -> dict:
     from cudnn_hostbench.bench.cudnn_graphs.context import Cudnn
-    from cudnn_hostbench.bench.measure import fingerprint
+    from cudnn_hostbench.bench.measure.runfile import fingerprint
     fp = fingerprint.gpu_fingerprint()
     fp.update(Cudnn.of(ctx).fingerprint())   # frontend/backend versions and capabilities
     return fp
@@ -176,7 +177,7 @@ def audit(step, *, run_file=None, rounds: int | None = None, count_steps: int = 
     """
     import torch
 
-    from cudnn_hostbench.bench.measure.context import GpuContext
+    from cudnn_hostbench.bench.measure.core.gpu_context import GpuContext
     _can_audit()
     ctx = ctx or GpuContext()
     env = _env(ctx)

@@ -9,14 +9,14 @@ from pathlib import Path
 
 from cudnn_hostbench.bench.audit import rules as audit_rules
 from cudnn_hostbench.bench.audit.pace import host_pace
-from cudnn_hostbench.bench.measure import records as rec_mod
-from cudnn_hostbench.bench.measure import trust
+from cudnn_hostbench.bench.measure.runfile import records as rec_mod
+from cudnn_hostbench.bench.measure.runfile import trust
 
 # -- run file ------------------------------------------------------------------------------------
 
 def find_run_file(gpu_name: str | None, root: str | Path = ".") -> Path | None:
     """The newest `root`/results/*/run.json measured on this GPU, else the committed reference run."""
-    from cudnn_hostbench.bench.measure.fingerprint import gpu_slug
+    from cudnn_hostbench.bench.measure.runfile.fingerprint import gpu_slug
     root = Path(root)
     runs = sorted(root.glob("results/*/run.json"), key=lambda p: p.stat().st_mtime, reverse=True)
     for p in runs:
@@ -52,7 +52,7 @@ def _closest_size(run, probe, variant, want, mode) -> str | None:
 def probe_figure(run, src: audit_rules.Figure, here: float | None = None) -> tuple[float | None, str, bool]:
     """(µs per occurrence, citation, whether a cited record is flagged) of a probe figure, or
     (None, why not, False), at this host's pace (`here`: the audit's sentinel µs; host_pace).
-    Each cited figure carries its record's trust badge (bench.measure.trust)."""
+    Each cited figure carries its record's trust badge (bench.measure.runfile.trust)."""
     if run is None:
         return None, f"no run file ({src.probe}/{src.trap})", False
     size = _closest_size(run, src.probe, src.trap, src.size, src.mode)

@@ -40,7 +40,7 @@ from cudnn_hostbench.bench.audit import launches as audit_launches
 from cudnn_hostbench.bench.audit import usercode
 from cudnn_hostbench.bench.audit.count import SYNC_METHODS, Patcher, _on_device
 from cudnn_hostbench.bench.audit.rules import is_copy_kernel
-from cudnn_hostbench.bench.measure import stats
+from cudnn_hostbench.bench.measure.runfile import stats
 
 MIN_STEPS = 20
 TARGET_S = 0.2            # each pass runs about this long (MIN_STEPS..MAX_STEPS steps)
@@ -191,7 +191,7 @@ def _natural_times(natural: list, keep: list, per_step: int) -> tuple[list, list
     return host, own
 
 def _iqr(xs: list) -> float:
-    """The IQR the tables print (bench.measure.stats); 0 for fewer than 4 readings: too few to say."""
+    """The IQR the tables print (bench.measure.runfile.stats); 0 for fewer than 4 readings: too few to say."""
     return (stats.summarize(xs).iqr or 0.0) if len(xs) >= 4 else 0.0
 
 

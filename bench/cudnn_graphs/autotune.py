@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from cudnn_hostbench.bench.cudnn_graphs.build import plan_name, workspace_for
-from cudnn_hostbench.bench.measure import timing
+from cudnn_hostbench.bench.measure.core import timing
 
 BY = ("graph", "eager")   # what a winner minimises: GPU time by graph replay, or eager µs/call
 

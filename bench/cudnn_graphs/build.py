@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from cudnn_hostbench.bench.cudnn_graphs.load import last_error
-from cudnn_hostbench.bench.measure import plan_clock
-from cudnn_hostbench.bench.measure.status import Unsupported
+from cudnn_hostbench.bench.measure.core import plan_clock
+from cudnn_hostbench.bench.measure.runfile.status import Unsupported
 
 STEPS = ("validate", "build_operation_graph", "create_execution_plans", "check_support", "build_plans")
 

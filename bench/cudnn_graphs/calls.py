@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 
 from cudnn_hostbench.bench.cudnn_graphs.load import has_kw
-from cudnn_hostbench.bench.measure.status import Unsupported
+from cudnn_hostbench.bench.measure.runfile.status import Unsupported
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ from __future__ import annotations
 import dataclasses
 
 from cudnn_hostbench.bench.cudnn_graphs.load import Capabilities, CudnnUnavailable, create_handle, load_cudnn
-from cudnn_hostbench.bench.measure import context as core
-from cudnn_hostbench.bench.measure import fingerprint
-from cudnn_hostbench.bench.measure.status import Unsupported
+from cudnn_hostbench.bench.measure.core import gpu_context as core
+from cudnn_hostbench.bench.measure.runfile import fingerprint
+from cudnn_hostbench.bench.measure.runfile.status import Unsupported
 
 
 class Cudnn:

@@ -6,14 +6,15 @@ import time
 from typing import Any, Callable
 
 from cudnn_hostbench.bench.cudnn_graphs.build import as_unsupported
-from cudnn_hostbench.bench.measure import stats, timing
+from cudnn_hostbench.bench.measure.core import timing
 from cudnn_hostbench.bench.measure.probe import Case
-from cudnn_hostbench.bench.measure.records import Record
-from cudnn_hostbench.bench.measure.status import OK, Status, error
+from cudnn_hostbench.bench.measure.runfile import stats
+from cudnn_hostbench.bench.measure.runfile.records import Record
+from cudnn_hostbench.bench.measure.runfile.status import OK, Status, error
 
 
 def ensure_clean_host() -> None:
-    """Build-time probes time the host too: refuse after a profiler session (see bench.measure.timing)."""
+    """Build-time probes time the host too: refuse after a profiler session (see bench.measure.core.timing)."""
     if timing.profiler_has_run():
         raise timing.ContaminatedError(
             "host-mode timing after a torch.profiler session in this process would read slow; "

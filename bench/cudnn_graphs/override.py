@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from cudnn_hostbench.bench.measure.status import Unsupported
+from cudnn_hostbench.bench.measure.runfile.status import Unsupported
 
 NEEDS_BACKEND = 92100          # the operation graph with overrides
 NEEDS_BACKEND_WS_QUERY = 92300  # get_workspace_size(handle, override_uids, ...)

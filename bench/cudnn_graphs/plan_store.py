@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from cudnn_hostbench.bench.cudnn_graphs.winners import Env
-from cudnn_hostbench.bench.measure.files import write_bytes_atomic
+from cudnn_hostbench.bench.measure.runfile.files import write_bytes_atomic
 
 MAGIC = b"HBPLAN 1\n"
 FORMAT = 1

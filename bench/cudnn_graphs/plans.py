@@ -4,7 +4,7 @@ back-to-back calls: host + GPU, what an op-by-op integration pays). `b.pinned_by
 from __future__ import annotations
 
 from cudnn_hostbench.bench.cudnn_graphs.build import Built
-from cudnn_hostbench.bench.measure.status import Unsupported
+from cudnn_hostbench.bench.measure.runfile.status import Unsupported
 
 SPIN_CYCLES = 2_000_000
 

@@ -13,7 +13,7 @@ from cudnn_hostbench.bench.cudnn_graphs.build import Built, as_output, build_gra
 from cudnn_hostbench.bench.cudnn_graphs.cache_keys import GraphCache, problem_key
 from cudnn_hostbench.bench.cudnn_graphs.plans import pin_plan
 from cudnn_hostbench.bench.measure.probe import Case, rel_err
-from cudnn_hostbench.bench.measure.status import Unsupported
+from cudnn_hostbench.bench.measure.runfile.status import Unsupported
 
 _DIM = re.compile(r"([a-z]+)(\d+)")
 

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from cudnn_hostbench.bench.measure.files import write_text_atomic
+from cudnn_hostbench.bench.measure.runfile.files import write_text_atomic
 
 SCHEMA = 1
 ENV_VAR = "HOSTBENCH_WINNERS"

@@ -4,8 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from cudnn_hostbench.bench.measure.kernels import validate as validate_kernels
-from cudnn_hostbench.bench.measure.records import CALL_MODES
+from cudnn_hostbench.bench.measure.core.kernels import validate as validate_kernels
+from cudnn_hostbench.bench.measure.runfile.records import CALL_MODES
 
 ROLES = ("baseline", "trap", "fixed", "floor", "private", "info")
 

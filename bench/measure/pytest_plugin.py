@@ -1,13 +1,13 @@
 """The pytest plugin that turns probes into pytest-benchmark benchmarks whose stats are GPU-measured µs.
 
-Each (probe, size, variant, mode) is one benchmark. The measurement happens in bench.measure.runner,
+Each (probe, size, variant, mode) is one benchmark. The measurement happens in bench.measure.core.runner,
 interleaved across the probe's variants; the test then hands its samples to pytest-benchmark
 through `pedantic` with an injected clock, so the run file stores the measured per-call figures
 (not pytest-benchmark's wall time around them).
 
 The plugin is one object per run, HostbenchSession (config._hostbench); the hooks delegate to it.
 With --hb-workers K > 1 (the default) this process is the parent: at the first probe it runs the
-suite in K fresh worker processes one after another (bench.measure.parent, bench.measure.workers),
+suite in K fresh worker processes one after another (bench.measure.workers.parent, bench.measure.workers.replicas),
 merges their records, and its own tests report the merged figures. The one run file is pytest-benchmark's own JSON
 (`--benchmark-json`, default <out>/run.json), so its stats come from pytest-benchmark's Stats.
 """
@@ -20,9 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from cudnn_hostbench.bench.measure import progress, records, schedule, timing
-from cudnn_hostbench.bench.measure.options import OptionError, SuiteOptions, check_config
-from cudnn_hostbench.bench.measure.status import Status
+from cudnn_hostbench.bench.measure.core import progress, timing
+from cudnn_hostbench.bench.measure.core.options import OptionError, SuiteOptions, check_config
+from cudnn_hostbench.bench.measure.runfile import records
+from cudnn_hostbench.bench.measure.runfile.status import Status
+from cudnn_hostbench.bench.measure.workers import schedule
 
 DEFAULT_WORKERS = 3
 DEFAULT_FULL_WORKERS = 1   # workers that run graph and device too; the others, eager rows only
@@ -62,7 +64,7 @@ def pytest_addoption(parser):
                      "(default %(default)s)")
     g.addoption("--hb-engine", choices=("pytest", "own"), default="own",
                 help="how workers run: child pytest sessions, or the harness's own worker processes, which "
-                     "import no pytest and collect nothing (bench/measure/worker.py) (default %(default)s)")
+                     "import no pytest and collect nothing (bench/measure/workers/worker.py) (default %(default)s)")
     g.addoption("--hb-target-se", type=float, default=1.0,
                 help="eager rounds stop once every variant's median is known to this relative standard error, "
                      "in %% (after 8 rounds; at most --hb-rounds): 1 is half the process-to-process spread of an "
@@ -159,7 +161,7 @@ def user_json_path(value) -> Path | None:
 class HostbenchSession:
     """The plugin's one object per pytest run (config._hostbench); the hooks below delegate to it.
 
-    Roles: the parent of K workers (the default: it orchestrates, bench.measure.parent), a worker
+    Roles: the parent of K workers (the default: it orchestrates, bench.measure.workers.parent), a worker
     (--hb-worker, writes records.jsonl only), or a single process (--hb-workers 1).
     """
 
@@ -199,7 +201,7 @@ class HostbenchSession:
             self._target = RunFileTarget(self.out / "run.json.tmp")
             config.option.benchmark_json = self._target
         if self.gpu_ok and not self.worker and self.k > 1:
-            from cudnn_hostbench.bench.measure.parent import Parent
+            from cudnn_hostbench.bench.measure.workers.parent import Parent
             self.measure = Parent(self.out, self.k, self.worker_args(), focus_workers=config.getoption("--hb-focus-workers"),
                                   budget_s=config.getoption("--hb-budget-s"), modes=self.suite.modes,
                                   full_workers=self.full, engine=config.getoption("--hb-engine") or "pytest")
@@ -238,7 +240,7 @@ class HostbenchSession:
     # -- measuring ---------------------------------------------------------------------------
     def runner(self):
         if self.measure is None:
-            from cudnn_hostbench.bench.measure.runner import Session
+            from cudnn_hostbench.bench.measure.core.runner import Session
             c = self.config
             modes = self.suite.modes + ("host",)
             w = self.worker or ""

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from cudnn_hostbench.bench.measure.interleave import side_file
-from cudnn_hostbench.bench.measure.records import Run, RunFileError, load_run
+from cudnn_hostbench.bench.measure.runfile.records import Run, RunFileError, load_run
+from cudnn_hostbench.bench.measure.workers.interleave import side_file
 
 JOB_FILE, RESULT_FILE = "ab-job.json", "ab.json"
 VERDICTS = ("SLOWER", "FASTER", "KERNEL CHANGED", "SAME", "UNSURE")

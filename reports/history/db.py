@@ -19,8 +19,8 @@ from pathlib import Path
 from sqlalchemy import create_engine, event, func, insert, select, text
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
 
-from cudnn_hostbench.bench.measure import machine
-from cudnn_hostbench.bench.measure.records import UNIT_SECONDS, Run
+from cudnn_hostbench.bench.measure.runfile import machine
+from cudnn_hostbench.bench.measure.runfile.records import UNIT_SECONDS, Run
 
 from . import identity, migrate, paired, plans, where
 from . import schema as S

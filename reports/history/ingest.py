@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from cudnn_hostbench.bench.measure.records import RunFileError, load_run
+from cudnn_hostbench.bench.measure.runfile.records import RunFileError, load_run
 
 from .. import store as runstore
 from . import abjobs, db, plans, where

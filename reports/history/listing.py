@@ -1,7 +1,7 @@
 """What a store holds, for a person: `hostbench history list` (one line per run) and
 `hostbench history show RUN_ID` (one run in full).
 
-A run's start (boot id/GPU UUID) and physical GPU come from bench/measure/machine.py's fields in
+A run's start (boot id/GPU UUID) and physical GPU come from bench/measure/runfile/machine.py's fields in
 the run's fingerprint. Read from the runs table where it has them, else from the stored info,
 else from the run's own file when it is still there with the bytes that were stored; else
 'unknown' (runs measured before machine identity was recorded).
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cudnn_hostbench.bench.measure import machine
+from cudnn_hostbench.bench.measure.runfile import machine
 
 from .. import fit
 from . import db, where
@@ -168,8 +168,8 @@ def figures_frame(figs):
 def _add_figure(rows: dict, fig) -> None:
     """One stored figure into its (probe, variant, size) row: its marks, its mode's median, ratio,
     badge and worker range, the first status that is not ok."""
-    from cudnn_hostbench.bench.measure import trust
-    from cudnn_hostbench.bench.measure.records import CALL_MODES, UNIT_SECONDS, Record
+    from cudnn_hostbench.bench.measure.runfile import trust
+    from cudnn_hostbench.bench.measure.runfile.records import CALL_MODES, UNIT_SECONDS, Record
 
     key = (fig.probe, fig.variant, fig.size)
     row = rows.setdefault(key, {"probe": fig.probe, "variant": fig.variant, "size": fig.size, "role": fig.role,
@@ -205,7 +205,7 @@ def _frame_of(rows: list[dict]):
     """The rows as the table's frame, every column it reads present."""
     import pandas as pd
 
-    from cudnn_hostbench.bench.measure.records import CALL_MODES
+    from cudnn_hostbench.bench.measure.runfile.records import CALL_MODES
     nan = float("nan")
     df = pd.DataFrame(rows)
     for col in [*CALL_MODES, *(f"{m}_ratio" for m in CALL_MODES), "kernels_per_call", "host"]:

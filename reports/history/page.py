@@ -14,7 +14,7 @@ import math
 from collections import Counter
 from pathlib import Path
 
-from cudnn_hostbench.bench.measure import trust
+from cudnn_hostbench.bench.measure.runfile import trust
 
 from .. import fmt
 from ..verdict import decide
@@ -145,7 +145,7 @@ def _run_file(r: dict, loaded: dict):
     the file at its stored path when its bytes still match."""
     if r["source_path"] in loaded:
         return loaded[r["source_path"]]
-    from cudnn_hostbench.bench.measure import records
+    from cudnn_hostbench.bench.measure.runfile import records
     for p in (Path(r["source_path"]), ROOT / r["source_path"]):
         try:
             if p.is_file() and db.file_hash(p) == r["source_hash"]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import statistics
 
-from cudnn_hostbench.bench.measure.stats import relative_spread
+from cudnn_hostbench.bench.measure.runfile.stats import relative_spread
 
 UNPAIRED = "unpaired"
 MODES = ("graph", "device")

@@ -8,7 +8,7 @@ keeps '' (unknown), and is judged as before.
 """
 from __future__ import annotations
 
-from cudnn_hostbench.bench.measure.records import RACE_RULES
+from cudnn_hostbench.bench.measure.runfile.records import RACE_RULES
 
 _PINNED = "autotuned"   # mm.pin(): every plan built, the fastest by GPU time kept
 # probe -> variant -> rule, the same in measurement versions 1 and 2

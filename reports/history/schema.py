@@ -18,13 +18,13 @@ import json
 
 from sqlalchemy import Boolean, Column, Float, ForeignKey, Index, Integer, MetaData, String, Table, Text, UniqueConstraint
 
-from cudnn_hostbench.bench.measure import records as _records
+from cudnn_hostbench.bench.measure.runfile import records as _records
 
 from . import plans
 
 SCHEMA_VERSION = 3   # 2: machine identity, start and probes per run; plan rule and plan per figure;
 #                      3: the paired results of A/B jobs (hb_ab_rows)
-# The harness's measurement version (bench.measure.records.MEASUREMENT_VERSION) is part of the
+# The harness's measurement version (bench.measure.runfile.records.MEASUREMENT_VERSION) is part of the
 # history key; a run says which it measured with (measurement_version_of).
 MEASUREMENT_VERSION = _records.MEASUREMENT_VERSION
 # fingerprint fields that must match for two runs to share a history (conbench's "context")

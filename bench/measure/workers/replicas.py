@@ -14,9 +14,10 @@ import sys
 import time
 from pathlib import Path
 
-from cudnn_hostbench.bench.measure import progress, run_format, stats, trust
-from cudnn_hostbench.bench.measure.hoststate import FLOOR_ENV, TOL, process_floor
-from cudnn_hostbench.bench.measure.records import MIN_PROCESSES, Record, Run, WorkerFigure, load_run
+from cudnn_hostbench.bench.measure.core import progress
+from cudnn_hostbench.bench.measure.core.hoststate import FLOOR_ENV, TOL, process_floor
+from cudnn_hostbench.bench.measure.runfile import run_format, stats, trust
+from cudnn_hostbench.bench.measure.runfile.records import MIN_PROCESSES, Record, Run, WorkerFigure, load_run
 
 PROGRESS_PREFIXES = ("hostbench", "host:")   # a worker's progress lines (runner.Session.say, hoststate)
 
@@ -274,7 +275,7 @@ def run_workers(k: int, pytest_args: list[str], out: Path, say=print, env=None, 
                 lookahead: bool = False) -> list[Path]:
     """Runs the suite in k fresh processes, one after another (numbered from `start`); returns
     their records.jsonl files. Each is a child pytest session with `pytest_args`, or with `cases`
-    (the own engine, --hb-engine own) a bench.measure.worker process running the job those args
+    (the own engine, --hb-engine own) a bench.measure.workers.worker process running the job those args
     and cases make (worker.job_for), with no pytest in it; the own engine starts each next
     worker's process during the one before (it imports, then waits for its job).
 
@@ -290,7 +291,7 @@ def run_workers(k: int, pytest_args: list[str], out: Path, say=print, env=None, 
     env["PYTHONUNBUFFERED"] = "1"
     hash_seed_set = "PYTHONHASHSEED" in env   # the user's own choice stands
     if cases is not None:
-        from cudnn_hostbench.bench.measure.worker import package_root
+        from cudnn_hostbench.bench.measure.workers.worker import package_root
         env["PYTHONPATH"] = os.pathsep.join([package_root(), *filter(None, [env.get("PYTHONPATH")])])
     paths = []
     last = start + k - 1
@@ -352,7 +353,7 @@ def end_ahead(ahead: dict, keep: int | None = None) -> None:
 
 def _start_own(wdir: Path, env: dict):
     """An own-engine worker process for `wdir`: it imports, then waits for wdir/job.json."""
-    from cudnn_hostbench.bench.measure.worker import COMMAND
+    from cudnn_hostbench.bench.measure.workers.worker import COMMAND
     log = open(wdir / "worker.log", "w", encoding="utf-8")  # noqa: SIM115 - closed once its worker ends
     p = subprocess.Popen([*COMMAND, str(wdir / "job.json")], env=env, stdout=log, stderr=subprocess.PIPE, text=True,
                          encoding="utf-8", errors="replace")
@@ -361,8 +362,8 @@ def _start_own(wdir: Path, env: dict):
 
 def _write_job(wdir: Path, args: list[str], cases: list, worker: str, floor: float | None) -> None:
     """The job, written whole (a temporary file renamed): the waiting worker starts on it."""
-    from cudnn_hostbench.bench.measure.files import write_text_atomic
-    from cudnn_hostbench.bench.measure.worker import job_for
+    from cudnn_hostbench.bench.measure.runfile.files import write_text_atomic
+    from cudnn_hostbench.bench.measure.workers.worker import job_for
     job = job_for(args, cases, worker, wdir)
     job.floor_us = floor
     write_text_atomic(wdir / "job.json", job.to_json())

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cudnn_hostbench.bench.measure.options import SuiteOptions
+from cudnn_hostbench.bench.measure.core.options import SuiteOptions
 
 
 class SelectionError(ValueError):
@@ -44,7 +44,7 @@ def collect(root: Path, suite: SuiteOptions, keyword: str | None = None) -> list
     """Every case of the probes under root/probes that -k keeps, in its modes (host rows always)."""
     match = keyword_matcher(keyword)
     modes = set(suite.modes) | {"host"}
-    from cudnn_hostbench.bench.measure.worker import load_probes
+    from cudnn_hostbench.bench.measure.workers.worker import load_probes
     out = []
     files = [str(p) for p in probe_files(root)]
     for f, probe in load_probes(files).items():

@@ -15,7 +15,7 @@ import statistics
 import time
 from typing import Callable
 
-from cudnn_hostbench.bench.measure import progress
+from cudnn_hostbench.bench.measure.core import progress
 
 CHUNK = 32          # torch.empty calls per chunk; three chunks a reading, ~0.1-0.3 ms in all
 TOL = 0.10          # a reading within this of the floor is the fast state

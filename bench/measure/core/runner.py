@@ -12,17 +12,18 @@ import statistics
 import time
 from pathlib import Path
 
-from cudnn_hostbench.bench.measure import fingerprint as fpmod
-from cudnn_hostbench.bench.measure import plan_clock, progress, records, run_format, stats, timing, trust
-from cudnn_hostbench.bench.measure.context import GpuContext, NoGpuError
-from cudnn_hostbench.bench.measure.gpustate import Clocks
-from cudnn_hostbench.bench.measure.hoststate import GIVE_UP_S, HostState
-from cudnn_hostbench.bench.measure.kernels import family_of
-from cudnn_hostbench.bench.measure.kernels import mismatch as kernel_mismatch
-from cudnn_hostbench.bench.measure.nvtx_ranges import nvtx_range
-from cudnn_hostbench.bench.measure.options import SuiteOptions
-from cudnn_hostbench.bench.measure.records import Record
-from cudnn_hostbench.bench.measure.status import OK, Status, Unsupported, error, failed
+from cudnn_hostbench.bench.measure.core import plan_clock, progress, timing
+from cudnn_hostbench.bench.measure.core.gpu_context import GpuContext, NoGpuError
+from cudnn_hostbench.bench.measure.core.gpustate import Clocks
+from cudnn_hostbench.bench.measure.core.hoststate import GIVE_UP_S, HostState
+from cudnn_hostbench.bench.measure.core.kernels import family_of
+from cudnn_hostbench.bench.measure.core.kernels import mismatch as kernel_mismatch
+from cudnn_hostbench.bench.measure.core.nvtx_ranges import nvtx_range
+from cudnn_hostbench.bench.measure.core.options import SuiteOptions
+from cudnn_hostbench.bench.measure.runfile import fingerprint as fpmod
+from cudnn_hostbench.bench.measure.runfile import records, run_format, stats, trust
+from cudnn_hostbench.bench.measure.runfile.records import Record
+from cudnn_hostbench.bench.measure.runfile.status import OK, Status, Unsupported, error, failed
 
 # where a worker's time goes, in the order a run summary lists it
 PHASES = ("startup", "warm", "build", "eager", "wait_fast", "graph", "device", "host", "other")

@@ -1,12 +1,12 @@
 """A measuring worker without pytest (`--hb-engine own`): it runs the cases its job names, in the
 job's order, and writes records.jsonl with its fingerprint last, as a pytest worker does.
 
-    python -c 'from cudnn_hostbench.bench.measure.worker import entry; entry()' JOB.json
+    python -c 'from cudnn_hostbench.bench.measure.workers.worker import entry; entry()' JOB.json
 
 (an internal entry, not a user command: it has no parser of its own; `COMMAND` is that line).
 
-The job (the worker protocol, `Job`) is written by the parent (bench.measure.parent) from the cases
-pytest collected: which cases, in which order (bench.measure.schedule), with which options. The
+The job (the worker protocol, `Job`) is written by the parent (bench.measure.workers.parent) from the cases
+pytest collected: which cases, in which order (bench.measure.workers.schedule), with which options. The
 worker imports no pytest and collects nothing; exit 0 when it measured (a case's failure is that
 case's record), 2 on a job it cannot read (one line naming the file).
 """
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from cudnn_hostbench.bench.measure.options import DEFAULT_MODES, DEFAULT_SIZES, DEFAULT_TOKENS, split
+from cudnn_hostbench.bench.measure.core.options import DEFAULT_MODES, DEFAULT_SIZES, DEFAULT_TOKENS, split
 
 JOB_VERSION = 1
 
@@ -86,10 +86,10 @@ FROM_ARGS: dict[str, tuple[str, Callable[[str], Any]]] = {
 def job_for(args: list[str], cases: list, worker: str, out: str | Path) -> Job:
     """The job of a worker the parent would have started as `pytest ARGS --hb-worker=...`: the
     collected `cases` ([probe file, probe name, size, variant, mode], collection order) its
-    --hb-modes or --hb-only select, in its order (bench.measure.schedule), with its --hb-* options
+    --hb-modes or --hb-only select, in its order (bench.measure.workers.schedule), with its --hb-* options
     (an option not given keeps the Job's default, which is the option's)."""
-    from cudnn_hostbench.bench.measure import schedule
-    from cudnn_hostbench.bench.measure.timing import GRAPH_ROUNDS
+    from cudnn_hostbench.bench.measure.core.timing import GRAPH_ROUNDS
+    from cudnn_hostbench.bench.measure.workers import schedule
     # the parent writes each option as --name=value (HostbenchSession.worker_args, Parent._eager_args)
     # and a later one wins; everything else (paths, -k, -p, -o) chose the cases, which come collected
     got = {k: v for k, _, v in (a.partition("=") for a in args if a.startswith("--") and "=" in a)}
@@ -130,10 +130,10 @@ def load_probes(files) -> dict:
 
 def session_for(job: Job):
     """The runner.Session a worker measures in, with the options a pytest worker would get."""
-    from cudnn_hostbench.bench.measure import timing
-    from cudnn_hostbench.bench.measure.options import SuiteOptions
-    from cudnn_hostbench.bench.measure.runner import Session
-    from cudnn_hostbench.bench.measure.schedule import worker_number
+    from cudnn_hostbench.bench.measure.core import timing
+    from cudnn_hostbench.bench.measure.core.options import SuiteOptions
+    from cudnn_hostbench.bench.measure.core.runner import Session
+    from cudnn_hostbench.bench.measure.workers.schedule import worker_number
     suite = SuiteOptions(sizes=job.sizes, tokens=job.tokens, heavy=job.heavy, modes=job.modes, root=job.root)
     opt = timing.Options(rounds=job.rounds, graph_rounds=job.graph_rounds, target_se=job.target_se)
     opt.rotation = worker_number(job.worker) - 1          # each worker its own variant order
@@ -145,14 +145,14 @@ def session_for(job: Job):
 
 def run(job: Job) -> int:
     """Measures the job's cases in order; a case that raises is recorded as that case's error."""
-    from cudnn_hostbench.bench.measure.records import Record
-    from cudnn_hostbench.bench.measure.status import error
+    from cudnn_hostbench.bench.measure.runfile.records import Record
+    from cudnn_hostbench.bench.measure.runfile.status import error
     try:
         probes = load_probes(c[0] for c in job.cases)
     except Exception as e:  # noqa: BLE001 - a probe module that does not import: one line, nothing measured
         print(f"hostbench worker {job.worker}: cannot import a probe: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
-    from cudnn_hostbench.bench.measure import progress
+    from cudnn_hostbench.bench.measure.core import progress
     blocks = len({(c[0], c[1]) for c in job.cases})
     progress.say(f"hostbench worker {job.worker}: {len(job.cases)} case(s) in {blocks} block(s)")
     s = session_for(job)
@@ -169,7 +169,7 @@ def run(job: Job) -> int:
     return 0
 
 
-COMMAND = [sys.executable, "-c", "from cudnn_hostbench.bench.measure.worker import entry; entry()"]
+COMMAND = [sys.executable, "-c", "from cudnn_hostbench.bench.measure.workers.worker import entry; entry()"]
 
 
 def wait_for(path: Path, poll_s: float = 0.01) -> bool:
@@ -181,7 +181,7 @@ def wait_for(path: Path, poll_s: float = 0.01) -> bool:
     try:   # the start-up this overlaps: torch (and the frontend, if any) and the harness's runner
         import torch
 
-        import cudnn_hostbench.bench.measure.runner  # noqa: F401
+        import cudnn_hostbench.bench.measure.core.runner  # noqa: F401
         try:   # what a custom op's first call imports (torch.compile's machinery): 2-3 s the
             import torch._dynamo  # noqa: F401  # registration block's building paid in every worker
         except Exception:  # noqa: BLE001 - an older or stripped torch: the first call imports it
@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     if job.floor_us:
         import os
 
-        from cudnn_hostbench.bench.measure.hoststate import FLOOR_ENV
+        from cudnn_hostbench.bench.measure.core.hoststate import FLOOR_ENV
         os.environ[FLOOR_ENV] = f"{job.floor_us:.6f}"
     return run(job)
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from cudnn_hostbench.bench.measure import progress, records, schedule
-from cudnn_hostbench.bench.measure.hoststate import SLOW_SHARE
-from cudnn_hostbench.bench.measure.status import error
+from cudnn_hostbench.bench.measure.core import progress
+from cudnn_hostbench.bench.measure.core.hoststate import SLOW_SHARE
+from cudnn_hostbench.bench.measure.runfile import records
+from cudnn_hostbench.bench.measure.runfile.status import error
+from cudnn_hostbench.bench.measure.workers import schedule
 
 MIN_FAST_WORKERS = 3   # a headline block timed fast by fewer workers gets a catch-up worker
 EXTRA_FIXED_S = 14.0   # a focus-only or catch-up worker's cost besides waiting: its start-up, then its
@@ -57,13 +59,13 @@ class Parent:
         self.records: dict | None = None
         self.failure: str | None = None    # why the run failed: every later row says so, nothing runs again
         self.roles: list[str] = []         # per worker: full, eager (eager rows only), top-up, focus
-        self.engine = engine               # "pytest": child pytest sessions; "own": bench.measure.worker jobs
+        self.engine = engine               # "pytest": child pytest sessions; "own": bench.measure.workers.worker jobs
         self.cases: list = []              # [probe file, probe, size, variant, mode], set after collection
         self.run_floor: float | None = None
         self.fingerprint: dict = {}
         self._ahead: dict = {}             # own engine: the next worker's process, started during the last one
         # the budget is the parent process's wall time, its start-up (imports, collection) included
-        from cudnn_hostbench.bench.measure.fingerprint import process_age_s
+        from cudnn_hostbench.bench.measure.runfile.fingerprint import process_age_s
         self.t0 = time.perf_counter() - (process_age_s() or 0.0)
 
     def worker_args(self) -> list[str]:
@@ -71,7 +73,7 @@ class Parent:
 
     def _workers(self, k: int, args: list[str], **kw) -> list:
         """workers.run_workers for k workers with these (pytest-style) arguments, on this engine."""
-        from cudnn_hostbench.bench.measure import workers
+        from cudnn_hostbench.bench.measure.workers import replicas as workers
         if self.engine == "own":   # each call's last worker starts the next call's first (a top-up may follow)
             kw.update(cases=self.cases, ahead=self._ahead, lookahead=True)
         return workers.run_workers(k, args, self.out, **kw)
@@ -89,14 +91,14 @@ class Parent:
         return rec or records.Record(probe.name, variant, size, mode, status=str(error("not measured by any worker")))
 
     def _run(self) -> None:
-        from cudnn_hostbench.bench.measure.workers import end_ahead
+        from cudnn_hostbench.bench.measure.workers.replicas import end_ahead
         try:
             self._run_workers()
         finally:   # the process started for a worker that never came
             end_ahead(self._ahead)
 
     def _run_workers(self) -> None:
-        from cudnn_hostbench.bench.measure.workers import merge_runs
+        from cudnn_hostbench.bench.measure.workers.replicas import merge_runs
         say = lambda m: progress.say(f"hostbench: {m}")  # noqa: E731
         runs = self._full_then_eager(say)
         recs, self.fingerprint = merge_runs(runs, wall_s=time.perf_counter() - self.t0)
@@ -147,7 +149,7 @@ class Parent:
     def _focus_workers(self, runs: list, recs: list, say, cut: dict, extra: dict) -> tuple[list, list]:
         """The focus-only workers (--hb-focus-workers) the budget has time for; the runs and merged
         records after them."""
-        from cudnn_hostbench.bench.measure.workers import merge_runs
+        from cudnn_hostbench.bench.measure.workers.replicas import merge_runs
         focus = sorted(self.focus)
         wanted = self.focus_workers
         if not (wanted > 0 and focus and runs and "eager" in self.modes):
@@ -187,7 +189,7 @@ class Parent:
         runs = self._load(self._workers(full, self.worker_args(), say=say), say)
         self.roles = ["full"] * len(runs)
         if eager_only:
-            from cudnn_hostbench.bench.measure.workers import floor_of
+            from cudnn_hostbench.bench.measure.workers.replicas import floor_of
             floors = [f for f in (floor_of(r.fingerprint) for r in runs) if f]
             floor = min(floors) if floors else None
             more = self._load(self._workers(eager_only, [*self.worker_args(), "--hb-modes=eager"], say=say,
@@ -213,14 +215,14 @@ class Parent:
         return runs
 
     def _floor(self) -> float | None:
-        from cudnn_hostbench.bench.measure.workers import floor_of
+        from cudnn_hostbench.bench.measure.workers.replicas import floor_of
         return floor_of(self.fingerprint)
 
     def _eager_args(self, blocks, per_block: float) -> list[str]:
         """A worker's arguments for the eager rows of `blocks` only, each with `per_block` full
         focus allowances of waiting for the fast state; within a budget, a deadline (the budget's
         end less the parent's own end work) after which it measures nothing more."""
-        from cudnn_hostbench.bench.measure.hoststate import FOCUS_BLOCK_S
+        from cudnn_hostbench.bench.measure.core.hoststate import FOCUS_BLOCK_S
         args = [*self.worker_args(), "--hb-modes=eager", f"--hb-only={','.join(f'{p}/{s}' for p, s in blocks)}",
                 f"--hb-focus-wait-s={per_block * FOCUS_BLOCK_S * len(blocks):g}"]
         if self.budget_s:
@@ -233,7 +235,7 @@ class Parent:
         timed wholly in the host's fast state, each judged by its own floor against the run's
         (workers.judging_floor): their headline ratios would be a median of one or two processes,
         which move 3-8 % from process to process."""
-        from cudnn_hostbench.bench.measure.workers import judging_floor, truly_fast
+        from cudnn_hostbench.bench.measure.workers.replicas import judging_floor, truly_fast
         floor = self._floor()
         if not floor:
             return []
@@ -254,7 +256,7 @@ class Parent:
         """How many extra workers (of n) fit in what is left of --hb-budget-s, each costing
         fixed_s besides waiting, and the focus allowances per block each may wait (at most
         per_block) within `share` of what is left."""
-        from cudnn_hostbench.bench.measure.hoststate import FOCUS_BLOCK_S
+        from cudnn_hostbench.bench.measure.core.hoststate import FOCUS_BLOCK_S
         # the whole run counts, the first worker's wait for the host included: a user's budget
         # is wall time from the command to its table
         left = self.budget_s - END_RESERVE_S - (time.perf_counter() - self.t0) if self.budget_s else None
@@ -267,7 +269,7 @@ class Parent:
         join the merge like any worker's: a fast figure of its own makes the row's figure fast
         (the merge keeps the fast figures whenever any worker has one); a block it does not catch
         stays as it was."""
-        from cudnn_hostbench.bench.measure.workers import judging_floor, merge_runs, truly_fast
+        from cudnn_hostbench.bench.measure.workers.replicas import judging_floor, merge_runs, truly_fast
         names = ", ".join(f"{p}/{s}" for p, s in missing)
         say(f"top-up worker: {names}: eager rows on fewer than {MIN_FAST_WORKERS} processes of one host state")
         floor = self._floor()

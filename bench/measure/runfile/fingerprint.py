@@ -145,7 +145,7 @@ def gpu_fingerprint(device: int = 0) -> dict:
         fp["compute_capability"] = f"{p.major}.{p.minor}"
         fp["gpu_memory_gib"] = round(p.total_memory / 2**30, 1)
         fp["driver"] = driver_version()
-        from cudnn_hostbench.bench.measure.machine import identity
+        from cudnn_hostbench.bench.measure.runfile.machine import identity
         fp["machine"] = identity(device)
     return fp
 
@@ -153,7 +153,7 @@ def gpu_fingerprint(device: int = 0) -> dict:
 def fingerprint(ctx=None, root: str | os.PathLike = ".") -> dict:
     """Host and GPU fields, then whatever the registered hooks add for ctx; `root` is the
     repository whose commit the run records."""
-    from cudnn_hostbench.bench.measure.records import MEASUREMENT_VERSION, SCHEMA
+    from cudnn_hostbench.bench.measure.runfile.records import MEASUREMENT_VERSION, SCHEMA
     fp = {"schema": SCHEMA, "measurement_version": MEASUREMENT_VERSION, **host_fingerprint(root)}
     fp.update(gpu_fingerprint())
     if ctx is not None:

@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from cudnn_hostbench.bench.measure.timing import calls_for, rotated, run_calls
+from cudnn_hostbench.bench.measure.core.timing import calls_for, rotated, run_calls
 
 PARTS = ("integration", "frontend", "engine", "gpu_exposed")
 FIGURES = ("eager", "host", "gpu", *PARTS)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
-from cudnn_hostbench.bench.measure.options import SuiteOptions
+from cudnn_hostbench.bench.measure.core.options import SuiteOptions
 
 _ON_CREATE: list = []
 

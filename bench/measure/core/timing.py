@@ -27,8 +27,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple
 
-from cudnn_hostbench.bench.measure.kernels import families as kernel_families
-from cudnn_hostbench.bench.measure.stats import relative_spread
+from cudnn_hostbench.bench.measure.core.kernels import families as kernel_families
+from cudnn_hostbench.bench.measure.runfile.stats import relative_spread
 
 UNROLL = 64
 _profiled = False
@@ -530,5 +530,5 @@ def device_spread(samples: list) -> float:
 def calibration_us(readings: int = 15) -> float:
     """Median host-state sentinel reading (a CPU-only torch.empty): taken before and after the
     profiler phase to show (and detect) the slowdown a profiler session can leave behind."""
-    from cudnn_hostbench.bench.measure.hoststate import sentinel_us
+    from cudnn_hostbench.bench.measure.core.hoststate import sentinel_us
     return statistics.median(sentinel_us() for _ in range(readings))

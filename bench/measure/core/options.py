@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from cudnn_hostbench.bench.measure.records import CALL_MODES
+from cudnn_hostbench.bench.measure.runfile.records import CALL_MODES
 
 DEFAULT_SIZES = ("256", "1024", "4096")
 DEFAULT_TOKENS = ("256", "4096")

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO
 
-from cudnn_hostbench.bench.measure.files import write_text_atomic
+from cudnn_hostbench.bench.measure.runfile.files import write_text_atomic
 
 JOB_FILE = "ab-job.json"
 JOB_VERSION = 1
@@ -189,7 +189,7 @@ class Ahead:
         self.log: IO[str] | None = None
 
     def start(self, folder: Path, env: dict) -> None:
-        from cudnn_hostbench.bench.measure.worker import COMMAND
+        from cudnn_hostbench.bench.measure.workers.worker import COMMAND
         self.close()
         folder.mkdir(parents=True, exist_ok=True)
         self.log = open(folder / "worker.log", "w", encoding="utf-8")  # noqa: SIM115 - closed by take/close
@@ -231,7 +231,7 @@ def run_process(folder: Path, env: dict, cases: list, options: dict, worker: str
     `ahead` started for `folder`, if any); writes and returns done.json: {rc, wall_s, error}. A
     worker that outlives `timeout_s` is killed. `then()` is called once, AHEAD_AFTER_S into it (to
     start the next process ahead)."""
-    from cudnn_hostbench.bench.measure.worker import COMMAND, job_for
+    from cudnn_hostbench.bench.measure.workers.worker import COMMAND, job_for
     folder.mkdir(parents=True, exist_ok=True)
     args = [k if k == "--hb-heavy" else f"{k}={v}" for k, v in options.items()]   # a flag, as pytest takes it
     job = job_for(args, cases, worker, folder)

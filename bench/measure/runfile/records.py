@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from cudnn_hostbench.bench.measure import run_format, stats
-from cudnn_hostbench.bench.measure.files import write_text_atomic
+from cudnn_hostbench.bench.measure.runfile import run_format, stats
+from cudnn_hostbench.bench.measure.runfile.files import write_text_atomic
 
 SCHEMA = run_format.VERSION   # the run file's format version (run_format.py: what changed, the migrations)
 # What a figure means: bump it when a change makes new runs' figures incomparable with older ones
@@ -108,7 +108,7 @@ class Record:
     baseline: str = ""
     label: str = ""
     note: str = ""
-    # trust signals (see bench/measure/trust.py): what was thrown away and how reproducible the figure is
+    # trust signals (see bench/measure/runfile/trust.py): what was thrown away and how reproducible the figure is
     sentinel_us: float | None = None   # median host-state sentinel over the kept round cycles
     host_state: str = ""               # eager: host state of the kept cycles, 'fast' or 'slow'
     rounds_discarded: dict = field(default_factory=dict)   # reason -> rounds thrown away

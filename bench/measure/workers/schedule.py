@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, TypeVar
 
-from cudnn_hostbench.bench.measure.options import split
+from cudnn_hostbench.bench.measure.core.options import split
 
 T = TypeVar("T")
 

@@ -13,8 +13,8 @@ import re
 import statistics
 from typing import NamedTuple
 
-from cudnn_hostbench.bench.measure import run_format
-from cudnn_hostbench.bench.measure.records import MIN_PROCESSES
+from cudnn_hostbench.bench.measure.runfile import run_format
+from cudnn_hostbench.bench.measure.runfile.records import MIN_PROCESSES
 
 
 class Mark(NamedTuple):
@@ -340,7 +340,7 @@ def _bad_part(value) -> bool:
 def is_part(rec) -> bool:
     """A waterfall part ('path.part'): a difference of two timings, or a part the path does not
     have (torch.mm has no integration layer), so zero or a noisy negative is a real reading."""
-    from cudnn_hostbench.bench.measure.waterfall import PARTS
+    from cudnn_hostbench.bench.measure.core.waterfall import PARTS
     return rec.probe == "waterfall" and rec.variant.rsplit(".", 1)[-1] in PARTS
 
 
