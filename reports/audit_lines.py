@@ -3,7 +3,7 @@ the lines no finding explains, and the step projected with every finding fixed
 (bench.audit.lines computes them; reports.audit_report places them)."""
 from __future__ import annotations
 
-from .fmt import DASH, md_table, num
+from cudnn_hostbench.reports.fmt import DASH, md_table, num
 
 TOP = 15          # rows shown; the rest summed in one line
 

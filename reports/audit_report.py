@@ -8,9 +8,8 @@ from cudnn_hostbench.bench.audit.auditor import AuditReport
 from cudnn_hostbench.bench.measure.runfile import trust
 from cudnn_hostbench.bench.measure.runfile.files import write_text_atomic
 from cudnn_hostbench.bench.measure.runfile.records import CALL_MODES as MODES
-
-from . import audit_lines, flame
-from .fmt import md_table, median_iqr, num
+from cudnn_hostbench.reports import audit_lines, flame
+from cudnn_hostbench.reports.fmt import md_table, median_iqr, num
 
 
 def _marks(report: AuditReport) -> str:

@@ -56,5 +56,5 @@ def md_table(headers, rows) -> str:
 
 def term_width(default: int = 120) -> int:
     """Columns to fit: $COLUMNS, else the terminal's, else `default`; never under 60 (reports/fit.py)."""
-    from .fit import term_width as width
+    from cudnn_hostbench.reports.fit import term_width as width
     return width(default)

@@ -47,7 +47,7 @@ class SafetyCheck:
 
 def check(alone: Run, along: Run, label: str = "alongside vs alone") -> SafetyCheck:
     """The same version alone (base) against alongside N-1 others (new), on eager, graph, device rows."""
-    from cudnn_hostbench.reports import compare
+    from cudnn_hostbench.reports.judge import compare
     problems = []
     ga, gb = machine.gpu_of(alone.fingerprint), machine.gpu_of(along.fingerprint)
     if ga and gb and ga != gb:

@@ -14,8 +14,7 @@ from cudnn_hostbench.bench.measure.runfile import records as rec_mod
 from cudnn_hostbench.bench.measure.runfile import stats, trust
 from cudnn_hostbench.bench.measure.runfile.files import write_text_atomic
 from cudnn_hostbench.bench.measure.runfile.records import CALL_MODES as MODES
-
-from . import fit, fmt
+from cudnn_hostbench.reports import fit, fmt
 
 # what the brackets after a table ratio hold (the README figures say theirs: scripts/readme_figures.py);
 # a bracket is always [q1–q3] over rounds; the range over worker processes has a column of its own

@@ -4,7 +4,7 @@
 
 Reads each job's pairs.json.gz (or the file itself), resamples its pairs into null jobs (pairs
 drawn with replacement, each pair's sign flipped at random) and plants changes of known size
-(reports/verdict/validate_ab.py). Prints the false-job rate with its 95 % bound, the share caught
+(reports/judge/validate_ab.py). Prints the false-job rate with its 95 % bound, the share caught
 at 1.2 × and 0.5 × the printed MDC, and the median MDC per class. With --check, exits 1 when the
 bound is over 5 %, 1.2 × MDC catches under 80 % (any planting), or 0.5 × MDC planted into one row
 catches over 10 % (the targets of issue 66). A row's MDC is the change it catches alone; a change
@@ -28,7 +28,7 @@ def add_parser(command) -> None:
 
 
 def run(a) -> int:
-    from cudnn_hostbench.reports.verdict import validate_ab as v
+    from cudnn_hostbench.reports.judge import validate_ab as v
     if a.resamples < 1:
         print(f"{a.prog}: --resamples {a.resamples}: at least 1", file=sys.stderr)
         return 2

@@ -241,7 +241,7 @@ def blocks_of(cases: list) -> list[tuple]:
 
 
 def execute(a, job_dir: Path, spec: JobSpec) -> int:
-    from cudnn_hostbench.reports import ab as report
+    from cudnn_hostbench.reports.judge import ab as report
     k = len(spec.sides)
     clock = Clock(a.budget_min * 60)
     crashed = ""
@@ -285,7 +285,7 @@ def execute(a, job_dir: Path, spec: JobSpec) -> int:
 
 def report_only(a, job_dir: Path, spec: JobSpec) -> int:
     """The reports of the finished pairs, judged again (after a harness update, or another --gpu-figure)."""
-    from cudnn_hostbench.reports import ab as report
+    from cudnn_hostbench.reports.judge import ab as report
     procs = interleave.processes(job_dir, len(spec.sides))
     if not any(p.ok for p in procs):
         print(f"{a.prog}: {job_dir}: no finished process to judge", file=sys.stderr)
@@ -371,7 +371,7 @@ def side_env(side, set_index: int) -> dict:
 def _floor(procs: list) -> float | None:
     """The lowest host floor the job's processes learned, for the next ones to start from."""
     from cudnn_hostbench.bench.measure.workers.replicas import floor_of
-    from cudnn_hostbench.reports.ab import load_proc
+    from cudnn_hostbench.reports.judge.ab import load_proc
     floors = []
     for p in procs[-6:]:
         run = load_proc(p.records) if p.ok else None
@@ -394,7 +394,7 @@ def _progress(say, pairs: int, comparisons: list, clock: Clock) -> None:
 
 def finish(a, job_dir: Path, spec: JobSpec, procs: list, comparisons: list) -> None:
     """The reports in the job folder, the merged run per side, and what --json / --markdown ask."""
-    from cudnn_hostbench.reports import ab as report
+    from cudnn_hostbench.reports.judge import ab as report
     meta = {"job": str(job_dir), "sides": [{"label": s.label, "spec": s.spec, **(getattr(s, "checked", None) or {})}
                                            for s in spec.sides],
             "reference": spec.sides[spec.reference].label, "selection": json.loads(spec.selection or "{}"),
@@ -427,7 +427,7 @@ def write_side_runs(job_dir: Path, spec: JobSpec, procs: list) -> list[Path]:
     """sides/LABEL.json: each side's processes merged as one run (every process a worker)."""
     from cudnn_hostbench.bench.measure.runfile.records import run_document, write_run
     from cudnn_hostbench.bench.measure.workers.replicas import merge_runs
-    from cudnn_hostbench.reports.ab import load_proc
+    from cudnn_hostbench.reports.judge.ab import load_proc
     out = []
     for i, side in enumerate(spec.sides):
         runs = [r for r in (load_proc(p.records) for p in procs if p.side == i and p.ok) if r is not None]

@@ -123,7 +123,7 @@ def _out_problem(args) -> str | None:
 def _write_outputs(args, df, md: str) -> str | None:
     """Write --markdown and --json to their files; why one could not be written, or None."""
     from cudnn_hostbench.bench.measure.runfile.files import write_text_atomic
-    from cudnn_hostbench.reports import compare
+    from cudnn_hostbench.reports.judge import compare
 
     if args.markdown and args.markdown != "-":
         try:
@@ -140,7 +140,8 @@ def _write_outputs(args, df, md: str) -> str | None:
 
 def _print_report(args, df, diff: list) -> None:
     """The comparison for people: counts, machines and findings, versions, the table, environment."""
-    from cudnn_hostbench.reports import compare, fmt
+    from cudnn_hostbench.reports import fmt
+    from cudnn_hostbench.reports.judge import compare
 
     width = fmt.term_width()
     wrap_width = 10**6 if args.wide else width
@@ -164,7 +165,8 @@ def _print_report(args, df, diff: list) -> None:
 
 def _print_regressions(args, df) -> int:
     """Each regression, wrapped; 1 when there is one."""
-    from cudnn_hostbench.reports import compare, fmt
+    from cudnn_hostbench.reports import fmt
+    from cudnn_hostbench.reports.judge import compare
 
     width = fmt.term_width()
     failed = compare.regressions(df, kernel_change_fails=not args.allow_kernel_change)
@@ -177,7 +179,8 @@ def _print_regressions(args, df) -> int:
 def run(a) -> int:
     from cudnn_hostbench.bench.measure.runfile import trust
     from cudnn_hostbench.bench.measure.runfile.records import load_run
-    from cudnn_hostbench.reports import compare, store
+    from cudnn_hostbench.reports import store
+    from cudnn_hostbench.reports.judge import compare
 
     threshold = _threshold(a)
     # every check before any work or output: bad input exits 2, never 1 (1 means a regression)

@@ -8,7 +8,7 @@ from cudnn_hostbench.scripts.args import name_problem
 
 
 def add_parser(command) -> None:
-    from cudnn_hostbench.reports.dashboard import MANIFEST
+    from cudnn_hostbench.reports.dashboard.site import MANIFEST
 
     p = command("dashboard", run,
                 description="Write a static HTML dashboard over runs or a history store: per GPU, the newest "
@@ -63,7 +63,7 @@ def _reference_paths(folder: Path, say) -> list[str]:
 
 def _option_problem(args, say) -> int | None:
     """2 (with its line said) for a bad --out, no input or a bad --last; None when they are good."""
-    from cudnn_hostbench.reports import dashboard
+    from cudnn_hostbench.reports.dashboard import site as dashboard
 
     if name_problem(args.out):
         say(f"--out: {name_problem(args.out)}: {args.out}")   # the reason first: one_line cuts long lines
@@ -148,7 +148,7 @@ def _say_loaded(args, say, runs: list, errors: list, jobs: list, st) -> int | No
 
 def _build(args, runs: list, errors: list, jobs: list, st) -> tuple:
     """Write the dashboard (storing the runs and jobs named beside --store first): (its index, runs shown)."""
-    from cudnn_hostbench.reports import dashboard
+    from cudnn_hostbench.reports.dashboard import site as dashboard
 
     if st is None:
         index = dashboard.build(runs, args.out, errors, args.order, args.title, last=args.last, jobs=jobs)
@@ -162,7 +162,7 @@ def _build(args, runs: list, errors: list, jobs: list, st) -> tuple:
 
 
 def run(args) -> int:
-    from cudnn_hostbench.reports import dashboard
+    from cudnn_hostbench.reports.dashboard import site as dashboard
     from cudnn_hostbench.reports.history import db
 
     say = _sayer(args)

@@ -21,8 +21,10 @@ import sys
 import time
 from pathlib import Path
 
-from cudnn_hostbench.reports import dashboard, store
-from cudnn_hostbench.reports.history import check, db, ingest
+from cudnn_hostbench.reports import store
+from cudnn_hostbench.reports.dashboard import site as dashboard
+from cudnn_hostbench.reports.history import db, ingest
+from cudnn_hostbench.reports.judge import check
 from cudnn_hostbench.scripts import pg_server
 from cudnn_hostbench.scripts.cli import alias, exit_with
 from cudnn_hostbench.scripts.scratch import scratch, stop_requested

@@ -21,7 +21,8 @@ def _say(prog: str, msg: str) -> None:
 
 def add_parser(command) -> None:
     """Declares the history command on the cli's `command(name, func, ...)` helper."""
-    from cudnn_hostbench.reports.history import check, db, where
+    from cudnn_hostbench.reports.history import db, where
+    from cudnn_hostbench.reports.judge import check
     p = command("history", main, description=DESCRIPTION,
                 epilog=f"The store: --store URL, else ${db.ENV_URL}, else results/history.db of this checkout, "
                        "of the project you run from, or of your data folder (here: "
@@ -91,11 +92,12 @@ def _store_arg(store) -> str:
 
 
 def _pick(store, what: str, prog: str) -> tuple[int, str]:
-    """(run id, why it is the one judged) from 'latest' (the dashboard's rule: reports.history.lead),
+    """(run id, why it is the one judged) from 'latest' (the dashboard's rule: reports.judge.lead),
     an id, or a run file (ingested first)."""
     from pathlib import Path
 
-    from cudnn_hostbench.reports.history import ingest, lead
+    from cudnn_hostbench.reports.history import ingest
+    from cudnn_hostbench.reports.judge import lead
     if what == "latest":
         if not store.runs():
             raise LookupError(f"{store.shown}: the store holds no runs")
@@ -216,7 +218,7 @@ def _export(args, store) -> int:
 
 def _show(args, store) -> int:
     """`history show`: one stored run in full (and its figures with --figures)."""
-    from cudnn_hostbench.reports.history import listing
+    from cudnn_hostbench.reports import listing
 
     shown = _known(store, args.run_id)
     print(listing.show_text(store, shown))
@@ -266,7 +268,7 @@ def _check(args, store, prog: str) -> int:
     """`history check`: judge a run against its history; 1 on a regression with --fail-on-regression."""
     from cudnn_hostbench.bench.measure.core.progress import step
     from cudnn_hostbench.bench.measure.runfile.files import write_text_atomic
-    from cudnn_hostbench.reports.history import check
+    from cudnn_hostbench.reports.judge import check
 
     code = _check_problem(args, prog)
     if code is not None:
@@ -290,7 +292,7 @@ def _check(args, store, prog: str) -> int:
 
 def _act(args, store, prog: str) -> int:
     """Run the action on the open store."""
-    from cudnn_hostbench.reports.history import listing
+    from cudnn_hostbench.reports import listing
 
     if args.action == "list":
         print(listing.list_text(store, args.gpu))

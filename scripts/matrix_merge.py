@@ -38,7 +38,7 @@ def merge(out: Path, entries: list[dict], dashboard: str | None = None):
                  "where pandas and scipy are installed."]
         (out / "matrix.md").write_text("\n".join(text) + "\n", encoding="utf-8")
         return None
-    from cudnn_hostbench.reports import compare
+    from cudnn_hostbench.reports.judge import compare
 
     runs, errors = store.load_runs(files)
     by_path = {str(p): label for label, p in path.items()}
@@ -72,7 +72,7 @@ def merge(out: Path, entries: list[dict], dashboard: str | None = None):
     text += calls_section(labels) + paired_section(out)
     (out / "matrix.md").write_text("\n".join(text), encoding="utf-8")
     if dashboard:
-        from cudnn_hostbench.reports import dashboard as dash
+        from cudnn_hostbench.reports.dashboard import site as dash
         dash.build(runs, dashboard, errors, order="version", title="nvidia-cudnn-frontend version matrix")
     return med
 

@@ -1,5 +1,5 @@
 """`hostbench verdict-check`: the verdict model validated out of sample on history exports
-(reports/verdict/validate.py), and the H200 store prior it ships with (reports/verdict/calibrate.py).
+(reports/judge/validate.py), and the H200 store prior it ships with (reports/verdict/calibrate.py).
 
     hostbench verdict-check [EXPORT ...] [--runs N] [--jobs N] [--json OUT]
     hostbench verdict-check --write-prior | --check-prior
@@ -41,7 +41,8 @@ def _bad_input(args, paths: list) -> bool:
 
 def _prior(args, paths: list) -> int:
     """--write-prior / --check-prior: the store prior fitted from the exports, written or compared."""
-    from cudnn_hostbench.reports.verdict import calibrate, model, validate
+    from cudnn_hostbench.reports.judge import validate
+    from cudnn_hostbench.reports.verdict import calibrate, model
     try:
         runs, figs = validate.load(paths)
     except (OSError, ValueError) as e:
@@ -60,7 +61,7 @@ def _prior(args, paths: list) -> int:
 
 def _write_json(path, res) -> None:
     """--json: the validation's figures."""
-    from cudnn_hostbench.reports.verdict import validate
+    from cudnn_hostbench.reports.judge import validate
     path.write_text(json.dumps({"runs": res.runs, "false_runs": res.false_runs, "false_rows": res.false_rows,
                                 "bound": validate.bound(res.false_runs, res.runs),
                                 "single": {" ".join(map(str, k)): v for k, v in res.single.items()},
@@ -70,7 +71,7 @@ def _write_json(path, res) -> None:
 
 
 def run(args) -> int:
-    from cudnn_hostbench.reports.verdict import validate
+    from cudnn_hostbench.reports.judge import validate
     paths = args.exports or [validate.EXPORT]
     if _bad_input(args, paths):
         return 2

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from cudnn_hostbench.bench.measure.runfile.records import load_run
-from cudnn_hostbench.reports import compare as cmp
+from cudnn_hostbench.reports.judge import compare as cmp
 from cudnn_hostbench.reports.verdict import decide
 
 REF = Path(__file__).resolve().parent.parent / "reports" / "reference" / "h200"

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from cudnn_hostbench.reports.history import abpage, db
+from cudnn_hostbench.reports.dashboard import abpage
+from cudnn_hostbench.reports.history import db
 from cudnn_hostbench.scripts import cli
 
 from .test_ab_store import SLOW_KEY, make_job

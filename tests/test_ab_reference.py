@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from cudnn_hostbench.reports.verdict import paired, validate_ab
+from cudnn_hostbench.reports.judge import validate_ab
+from cudnn_hostbench.reports.verdict import paired
 from cudnn_hostbench.scripts.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""Issue 28: the run a report leads with (one rule, reports/history/lead.py), the dashboard's
+"""Issue 28: the run a report leads with (one rule, reports/judge/lead.py), the dashboard's
 seaborn figures (trends with the history band, round ratios, the version heatmap) on the committed
 H200 history, and the waterfall and crossover figures' legends clear of the data."""
 from __future__ import annotations
@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from cudnn_hostbench.reports.history import charts, check, lead, page
+from cudnn_hostbench.reports.dashboard import charts, page
+from cudnn_hostbench.reports.judge import check, lead
 from tests.history_store import fresh
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cudnn_hostbench.bench.measure.runfile.records import Record, load_run, run_document, write_run
-from cudnn_hostbench.reports import compare as cmp
+from cudnn_hostbench.reports.judge import compare as cmp
 from cudnn_hostbench.scripts import cli
 from cudnn_hostbench.scripts import version_matrix as vm
 

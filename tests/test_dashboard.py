@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from cudnn_hostbench.bench.measure.runfile.records import Record, run_document, write_run
-from cudnn_hostbench.reports import dashboard
+from cudnn_hostbench.reports.dashboard import site as dashboard
 from cudnn_hostbench.scripts import cli
 from tests.helpers import FINGERPRINT, synthetic_records
 
@@ -181,7 +181,8 @@ def test_a_regression_is_the_first_thing_shown(tmp_path):
 def test_the_whole_committed_history_leads_with_its_newest_run_and_says_how_little_history_it_has(tmp_path):
     # the newest full run (what `history check latest` names) is judged on the 30 runs of its key
     # before it (decide.DEFAULT_LAST): no row is SLOWER or FASTER
-    from cudnn_hostbench.reports.history import db, lead
+    from cudnn_hostbench.reports.history import db
+    from cudnn_hostbench.reports.judge import lead
     page = html.unescape((history_site(tmp_path, export=EXPORT) / "index.html").read_text())
     st = db.open_store(f"sqlite:///{tmp_path / 'h.db'}")
     newest = next(r for r in st.runs() if r["id"] == lead.latest_in(st)[0])

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cudnn_hostbench.bench.measure.runfile.records import JsonlWriter, run_document, write_run
-from cudnn_hostbench.reports import dashboard
+from cudnn_hostbench.reports.dashboard import site as dashboard
 from tests.helpers import FINGERPRINT, synthetic_records
 
 ROOT = Path(__file__).resolve().parents[1]

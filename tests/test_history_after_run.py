@@ -40,7 +40,7 @@ def test_a_bad_store_is_one_line_and_the_run_file_stays(tmp_path, monkeypatch):
 
 def test_version_matrix_parts_go_into_the_store(tmp_path):
     from cudnn_hostbench.bench.measure.runfile.records import run_document, write_run
-    from cudnn_hostbench.reports.history import page
+    from cudnn_hostbench.reports.dashboard import page
     from cudnn_hostbench.scripts import version_matrix as vm
     from tests.helpers import FINGERPRINT, synthetic_records
     for i, v in enumerate(["1.20.0", "1.31.0"]):

@@ -297,7 +297,7 @@ def test_a_store_made_before_migrations_is_stamped_on_open(store_url, tmp_path, 
 
 
 def test_a_schema_1_store_is_migrated_and_its_runs_are_unknown_starts(store_url, tmp_path, capsys):
-    from cudnn_hostbench.reports.history import check
+    from cudnn_hostbench.reports.judge import check
     runs = [write_synthetic_run(tmp_path / f"run{i}.json", seed=i) for i in range(3)]
     assert hb("ingest", *map(str, runs), "--store", store_url) == 0
     before = stored(store_url)

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from cudnn_hostbench.bench.measure.runfile.records import load_run
-from cudnn_hostbench.reports import compare as cmp
 from cudnn_hostbench.reports import table
+from cudnn_hostbench.reports.judge import compare as cmp
 from cudnn_hostbench.scripts import cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -100,7 +100,8 @@ def test_table_keeps_every_ratio_and_never_cuts_a_number(capsys, monkeypatch, wi
 def test_history_check_fits_columns_and_counts_rows_without_history(capsys, monkeypatch, tmp_path):
     url = f"sqlite:///{tmp_path / 'h.db'}"
     assert cli.main(["history", "ingest", str(REF / "history.hbx.jsonl.gz"), "--store", url]) == 0
-    from cudnn_hostbench.reports.history import check, db
+    from cudnn_hostbench.reports.history import db
+    from cudnn_hostbench.reports.judge import check
     st = db.open_store(url)
     rid = next(r["id"] for r in st.runs() if r["n_figures"] == 718 and r["started_at"].startswith("2026-12-01T05"))
     no_history = check.counts(check.check(st, rid)[1]).get("NO HISTORY", 0)
@@ -121,7 +122,8 @@ def test_history_check_fits_columns_and_counts_rows_without_history(capsys, monk
 @pytest.mark.slow
 def test_every_width_from_60_fits_and_cuts_nothing(tmp_path):
     """Every line fits and nothing is cut with '…', from the narrowest width fmt.term_width gives."""
-    from cudnn_hostbench.reports.history import check, db, ingest
+    from cudnn_hostbench.reports.history import db, ingest
+    from cudnn_hostbench.reports.judge import check
     a, b = load_run(PAIR[0]), load_run(PAIR[1])
     tables = [table.build_table(b)]
     diffs = [cmp.compare(a, b), cmp.compare(load_run(MATRIX[0]), load_run(MATRIX[1]), normalize=True)]

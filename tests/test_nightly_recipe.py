@@ -11,7 +11,7 @@ import statistics
 
 import pytest
 
-from cudnn_hostbench.reports.history import check
+from cudnn_hostbench.reports.judge import check
 from cudnn_hostbench.reports.verdict import decide
 
 from .history_store import fresh

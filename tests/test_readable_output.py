@@ -12,8 +12,8 @@ import pytest
 from cudnn_hostbench.bench.measure.core import options
 from cudnn_hostbench.bench.measure.runfile import trust
 from cudnn_hostbench.bench.measure.runfile.records import Record, load_run, run_document, write_run
-from cudnn_hostbench.reports import compare as cmp
 from cudnn_hostbench.reports import table
+from cudnn_hostbench.reports.judge import compare as cmp
 from cudnn_hostbench.scripts import cli
 from tests.helpers import FINGERPRINT, synthetic_records
 from tests.test_compare import make_run

@@ -11,8 +11,8 @@ import pytest
 
 from cudnn_hostbench.bench.measure.runfile import records, trust
 from cudnn_hostbench.bench.measure.runfile.records import load_run
-from cudnn_hostbench.reports import compare, fit, table
-from cudnn_hostbench.reports.history import check, listing
+from cudnn_hostbench.reports import fit, listing, table
+from cudnn_hostbench.reports.judge import check, compare
 from cudnn_hostbench.scripts import cli
 from tests.history_store import RUNS
 
@@ -213,7 +213,8 @@ def test_matrix_dashboard_judges_the_newest_version_and_says_it_judged_nothing(t
 def test_history_dashboard_names_a_run_file_only_while_its_bytes_are_the_stored_ones(tmp_path):
     import shutil
 
-    from cudnn_hostbench.reports.history import db, page
+    from cudnn_hostbench.reports.dashboard import page
+    from cudnn_hostbench.reports.history import db
     url = _store(tmp_path)
     assert cli.main(["dashboard", "--store", url, "--out", str(tmp_path / "d")]) == 0
     html = (tmp_path / "d" / "index.html").read_text()

@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 
 from cudnn_hostbench.bench.measure.runfile.records import load_run
-from cudnn_hostbench.reports import compare as cmp
-from cudnn_hostbench.reports.history import charts, check, db, ingest
+from cudnn_hostbench.reports.dashboard import charts
+from cudnn_hostbench.reports.history import db, ingest
+from cudnn_hostbench.reports.judge import check
+from cudnn_hostbench.reports.judge import compare as cmp
 from cudnn_hostbench.reports.verdict import decide
 from cudnn_hostbench.scripts import cli
 

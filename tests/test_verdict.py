@@ -8,8 +8,9 @@ import random
 
 import pytest
 
-from cudnn_hostbench.reports.history import check, db
-from cudnn_hostbench.reports.verdict import calibrate, decide, model, pool, validate
+from cudnn_hostbench.reports.history import db
+from cudnn_hostbench.reports.judge import check, validate
+from cudnn_hostbench.reports.verdict import calibrate, decide, model, pool
 from cudnn_hostbench.scripts import cli
 from tests.history_store import EXPORT, RUNS, fresh, inject
 

@@ -1,4 +1,4 @@
-"""The verdict model validated out of sample (reports/verdict/validate.py, `hostbench verdict-check`):
+"""The verdict model validated out of sample (reports/judge/validate.py, `hostbench verdict-check`):
 nested leave-one-start-out over the committed H200 history and the two GPUs kept in tests/data, with
 injected changes. Properties, not frozen figures: no false verdict on no-change runs, and a printed
 MDC that means what it says.
@@ -17,7 +17,7 @@ from collections import defaultdict
 
 import pytest
 
-from cudnn_hostbench.reports.verdict import validate
+from cudnn_hostbench.reports.judge import validate
 from cudnn_hostbench.scripts import cli
 
 # one worker runs the module, so its validation (the suite's longest step) runs once
@@ -133,7 +133,7 @@ def test_the_figures_do_not_depend_on_the_number_of_processes():
 def test_a_median_mdc_past_1000_percent_prints_as_seeing_nothing():
     """A heavy-tailed class with three rows on the same GPU printed a median MDC of 46,304,914,950 %
     (93-run export): past +1000 % it prints as the check prints it, "> 1000 %"."""
-    from cudnn_hostbench.reports.verdict import validate
+    from cudnn_hostbench.reports.judge import validate
     res = validate.Result(runs=1)
     res.mdc[("same GPU", "host slow")] += [4.6e8, 4.6e8, 4.6e8]
     res.mdc[("fleet", "device heavy")] += [0.035]

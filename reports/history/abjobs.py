@@ -84,7 +84,7 @@ def split(paths: Iterable[str | Path]) -> tuple[list[Path], list[Path]]:
     """(the job folders among `paths` and inside the folders named, the other paths to scan for
     runs). A folder holding a job lower down is opened up: its job folders go to the first list,
     everything else in it to the second, so no process file of a job is read as a run."""
-    from .. import store as runstore
+    from cudnn_hostbench.reports import store as runstore
     jobs: list[Path] = []
     rest: list[Path] = []
 

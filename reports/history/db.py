@@ -19,11 +19,10 @@ from pathlib import Path
 from sqlalchemy import create_engine, event, func, insert, select, text
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
 
-from cudnn_hostbench.bench.measure.runfile import machine
+from cudnn_hostbench.bench.measure.runfile import machine, plan_rules
 from cudnn_hostbench.bench.measure.runfile.records import UNIT_SECONDS, Run
-
-from . import identity, migrate, paired, plans, where
-from . import schema as S
+from cudnn_hostbench.reports.history import identity, migrate, ratios, where
+from cudnn_hostbench.reports.history import schema as S
 
 ENV_URL = "HOSTBENCH_STORE"
 LOCK_RETRIES, LOCK_WAIT_S = 5, 1.0   # a locked SQLite file: wait, retry, then one line
@@ -130,17 +129,17 @@ def _judged_figure(run: Run, rec, baseline, median_us: float) -> tuple[bool, flo
 
 
 def _figure_flags(rec, baseline) -> str:
-    """A record's marks, with paired.UNPAIRED where its workers are not its baseline's."""
+    """A record's marks, with ratios.UNPAIRED where its workers are not its baseline's."""
     flags = list(rec.flags or ())
-    if (rec.mode in paired.MODES and baseline is not None and baseline is not rec
+    if (rec.mode in ratios.MODES and baseline is not None and baseline is not rec
             and _worker_ids(rec) != _worker_ids(baseline)):
-        flags.append(paired.UNPAIRED)   # its workers are not its baseline's: no paired ratio
+        flags.append(ratios.UNPAIRED)   # its workers are not its baseline's: no paired ratio
     return ",".join(flags)
 
 
 def _figure(run: Run, rec, version) -> Figure:
     """One record as a store figure."""
-    rule = plans.rule_of(getattr(rec, "plan_rule", "") or "", version, rec.probe, rec.variant)
+    rule = plan_rules.rule_of(getattr(rec, "plan_rule", "") or "", version, rec.probe, rec.variant)
     kern = _kernels_of(run, rec)
     plan = str(getattr(rec, "plan", "") or "")
     if not rec.ok:

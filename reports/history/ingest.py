@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
+from cudnn_hostbench.bench.measure.runfile import plan_rules
 from cudnn_hostbench.bench.measure.runfile.records import RunFileError, load_run
-
-from .. import store as runstore
-from . import abjobs, db, plans, where
+from cudnn_hostbench.reports import store as runstore
+from cudnn_hostbench.reports.history import abjobs, db, where
 
 EXPORT_SUFFIX = ".hbx.jsonl.gz"
 
@@ -112,7 +112,7 @@ def _older_export(meta: dict, figs: list) -> None:
     version = int(meta.get("measurement_version") or 1)
     for f in figs:
         if not f.plan_rule:
-            f.plan_rule = plans.inferred(version, f.probe, f.variant)
+            f.plan_rule = plan_rules.inferred(version, f.probe, f.variant)
 
 
 DIGITS = 7   # significant digits an export keeps of a figure: 1e-7 relative, far under any row's noise

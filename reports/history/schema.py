@@ -18,9 +18,8 @@ import json
 
 from sqlalchemy import Boolean, Column, Float, ForeignKey, Index, Integer, MetaData, String, Table, Text, UniqueConstraint
 
+from cudnn_hostbench.bench.measure.runfile import plan_rules
 from cudnn_hostbench.bench.measure.runfile import records as _records
-
-from . import plans
 
 SCHEMA_VERSION = 3   # 2: machine identity, start and probes per run; plan rule and plan per figure;
 #                      3: the paired results of A/B jobs (hb_ab_rows)
@@ -132,8 +131,8 @@ Index("hb_ab_rows_time", ab_rows.c.started_at, ab_rows.c.job_hash)
 
 
 def measurement_version_of(fp: dict) -> int:
-    """The version a run was measured with (history.plans.measurement_version)."""
-    return plans.measurement_version(fp)
+    """The version a run was measured with (history.plan_rules.measurement_version)."""
+    return plan_rules.measurement_version(fp)
 
 
 def key_of(fingerprint: dict) -> dict:

@@ -14,8 +14,8 @@ import json
 import statistics
 from pathlib import Path
 
-from . import model
-from . import pool as pools
+from cudnn_hostbench.reports.verdict import model
+from cudnn_hostbench.reports.verdict import pool as pools
 
 PRIOR = Path(__file__).resolve().parent / "prior-h200.json"
 WIDEN = 4.0        # variance multiple of the generic prior (twice the H200's sd)
@@ -57,7 +57,7 @@ def row_key(f) -> str:
 def fit(runs: list[dict], figs: dict) -> Prior:
     """The prior of the newest full run of the newest history key among `runs` (oldest first), its
     earlier runs on that key as the history: its classes' pools and its rows' components."""
-    from . import decide
+    from cudnn_hostbench.reports.verdict import decide
     key = runs[-1]["history_key"]
     same = [r for r in runs if r["history_key"] == key]
     most = max(len(figs[r["id"]]) for r in same)
@@ -70,7 +70,7 @@ def fit(runs: list[dict], figs: dict) -> Prior:
 def _terms(md) -> dict:
     """How much each machine factor and structure term of the history's runs varies: between starts
     (every run) and within a start (runs of starts with two or more), as sds with their df."""
-    from . import decide
+    from cudnn_hostbench.reports.verdict import decide
     out = {}
     for kind in ("machine", *(lvl[0] for lvl in model.LEVELS)):
         by: dict[str, list[tuple[str, float]]] = {}

@@ -24,8 +24,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import model
-from . import pool as pools
+from cudnn_hostbench.reports.verdict import model
+from cudnn_hostbench.reports.verdict import pool as pools
 
 Q = 0.01             # false discovery rate over a run's rows (and, apart, over its findings)
 POWER = 0.8          # the MDC is the change caught with this probability

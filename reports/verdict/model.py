@@ -59,8 +59,8 @@ def race(f) -> bool:
 @functools.lru_cache(maxsize=None)
 def _race_rule(rule: str) -> bool:
     # imported here: history imports this module
-    from ..history import plans
-    return plans.is_race(rule)
+    from cudnn_hostbench.bench.measure.runfile import plan_rules
+    return plan_rules.is_race(rule)
 
 
 def row_class(f) -> str:

@@ -26,8 +26,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from . import decide
-from . import pool as pools
+from cudnn_hostbench.reports.verdict import decide
+from cudnn_hostbench.reports.verdict import pool as pools
 
 TRIM = 0.2           # trimmed share at each end: pair differences are heavy-tailed (t with 3-7 df)
 MIN_PAIRS = 3        # fewer pairs give a row no verdict (2 df is the least a t test can stand on)

@@ -33,7 +33,7 @@ SEED = 20261202
 
 def load(paths: list[Path]) -> tuple[list[dict], dict]:
     """Every run of the exports (oldest first) with an id, and its figures: (runs, {id: {row: Figure}})."""
-    from ..history import ingest
+    from cudnn_hostbench.reports.history import ingest
     errors: list[str] = []
     runs, figs = [], {}
     for i, (label, meta, fl) in enumerate(ingest.runs_in(paths, errors), 1):
@@ -54,7 +54,7 @@ def _n(k: int, what: str) -> str:
 
 def folds(runs: list[dict]) -> list[tuple[dict, list[dict], str]]:
     """(judged run, its history, 'fleet' or 'same GPU') of every run of a key with MIN_STARTS starts."""
-    from . import model
+    from cudnn_hostbench.reports.verdict import model
     by: dict[str, list[dict]] = defaultdict(list)
     for r in runs:
         by[r["history_key"]].append(r)
@@ -74,7 +74,7 @@ def folds(runs: list[dict]) -> list[tuple[dict, list[dict], str]]:
 
 def cls_of(f) -> str | None:
     """The single-row injection class of a figure, or None."""
-    from . import model
+    from cudnn_hostbench.reports.verdict import model
     if f.mode == "device" and not f.on_ratio:
         return "device"
     if f.mode == "graph" and not f.on_ratio:
@@ -120,7 +120,7 @@ def run(paths: list[Path], limit: int | None = None, progress=None, jobs: int | 
     """Judges every fold (folds()), in `jobs` processes (default: the CPUs, at most JOBS). Each
     fold draws its injections from a generator seeded by its own index, so the figures are the
     same whatever the number of processes."""
-    from . import model
+    from cudnn_hostbench.reports.verdict import model
     t0 = time.monotonic()
     runs, figs = load(paths)
     todo = folds(runs)[:limit or None]
@@ -201,7 +201,7 @@ def _add(res: Result, part: dict) -> None:
 def _no_change(res: Result, figs: dict, target: dict, jd) -> list:
     """The fold's run judged as it is (no change): its false verdicts and findings, each judged
     row's MDC and z; the judged rows."""
-    from . import decide, model
+    from cudnn_hostbench.reports.verdict import decide, model
     bad = [v for v in jd.verdicts if v.verdict in decide.CHANGED]
     res.false_runs += bool(bad)
     res.false_rows += [(target["label"], "/".join(v.row), v.verdict, round(v.change * 100, 1), round(v.z or 0.0, 1),
@@ -218,7 +218,7 @@ def _no_change(res: Result, figs: dict, target: dict, jd) -> list:
 def _single(res: Result, figs: dict, target: dict, before: list, md, cls: str, verdict) -> None:
     """One row's injections: its class's change alone, on two starts (fleet rows with a previous
     start), and 1.2 and 0.5 times its MDC (honesty)."""
-    from . import decide
+    from cudnn_hostbench.reports.verdict import decide
     t = target
     got = decide.judge_run(dict(t), before, [], _scaled(figs, t["id"], {verdict.row}, 1 + SINGLE[cls]), md=md)
     k = res.single[(verdict.scale, cls, min(verdict.processes, 3))]
@@ -243,7 +243,7 @@ def _single(res: Result, figs: dict, target: dict, before: list, md, cls: str, v
 def _judge(state: _State, index: int) -> dict:
     """One fold's figures, as plain lists (they cross a process boundary): its no-change verdicts,
     then its injections, drawn from a generator seeded by the fold's index."""
-    from . import decide
+    from cudnn_hostbench.reports.verdict import decide
     runs, figs = state.runs, state.figs
     t, before, _ = state.todo[index]
     rng = random.Random(f"{SEED}:{index}")
@@ -274,7 +274,7 @@ def _prior(runs: list[dict], figs: dict, t: dict, cache: dict) -> dict | None:
     """The store prior a fold's run is judged with, fitted inside the fold: the newest key's runs of
     every other start (as the shipped prior is the newest key's); none for runs of that key itself,
     whose own history is the same runs."""
-    from . import calibrate, model
+    from cudnn_hostbench.reports.verdict import calibrate, model
     newest = runs[-1]["history_key"]
     if t["history_key"] == newest:
         return None
@@ -288,7 +288,7 @@ def _prior(runs: list[dict], figs: dict, t: dict, cache: dict) -> dict | None:
 def _structured(fs: dict, jd, rng: random.Random) -> list[tuple[str, set, float, tuple[str, ...]]]:
     """The structured injections for one run: (name, rows, factor, finding kinds that report it): a
     probe x size, baseline included, is one block of GPU rows, reported as its kernel or its block."""
-    from . import model
+    from cudnn_hostbench.reports.verdict import model
     ok = {v.row for v in jd.verdicts if v.z is not None}
     out: list[tuple[str, set, float, tuple[str, ...]]] = []
     kernels: dict[str, set] = defaultdict(set)
@@ -325,7 +325,7 @@ def bound(k: int, n: int, level: float = 0.95) -> float:
 
 
 def report(res: Result, markdown: bool = False) -> str:
-    from .decide import mdc_text
+    from cudnn_hostbench.reports.verdict.decide import mdc_text
     lines = [f"verdict-check: {res.runs} runs judged out of sample in {res.seconds:.0f} s",
              f"false verdicts: {len(res.false_rows)} on {res.false_runs} of {res.runs} runs; per-run false-alarm "
              f"rate {res.false_runs / max(res.runs, 1) * 100:.1f} %, 95 % upper bound "

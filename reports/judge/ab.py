@@ -353,7 +353,7 @@ def write_reports(job_dir: Path, comparisons: list[Comparison], meta: dict, head
     import gzip
 
     from cudnn_hostbench.bench.measure.runfile.files import write_text_atomic
-    from cudnn_hostbench.reports.verdict.validate_ab import pairs_doc
+    from cudnn_hostbench.reports.judge.validate_ab import pairs_doc
     tmp = job_dir / "pairs.json.gz.tmp"
     with gzip.open(tmp, "wt", encoding="utf-8") as fh:     # the pairs, for `hostbench ab-check`
         json.dump(pairs_doc(comparisons), fh)

@@ -1,12 +1,12 @@
 """`hostbench dashboard`: a static HTML page from the history store that leads with what changed.
 
 Over a store (`--store URL`), or over run files and folders (ingested first into a store in
-memory, so both read the same way): per GPU, the verdicts of the run reports/history/lead.py
-picks against its history (reports/history/check.py), trust marks as counts that expand, trends
+memory, so both read the same way): per GPU, the verdicts of the run reports/judge/lead.py
+picks against its history (reports/judge/check.py), trust marks as counts that expand, trends
 with the history band, every variant's round ratios, the frontend version heatmap and the runs
-(reports/history/page.py; figures drawn with seaborn, reports/history/charts.py, inlined as SVG).
+(reports/dashboard/page.py; figures drawn with seaborn, reports/dashboard/charts.py, inlined as SVG).
 A/B job folders (`hostbench ab`) among the files, or A/B jobs in the store, lead the page: each
-night's paired change per row and the newest job whole (reports/history/abpage.py).
+night's paired change per row and the newest job whole (reports/dashboard/abpage.py).
 One HTML file, no scripts, nothing fetched: it opens from file://.
 
 The output folder holds a manifest (MANIFEST) of the files the dashboard wrote; a rebuild only
@@ -32,7 +32,7 @@ class OutError(Exception):
 def memory_store(runs, jobs=()):
     """A store in memory holding `runs` (loaded Run objects) and A/B `jobs` (history.abjobs.Job:
     their sides' runs and paired results), for a dashboard over files."""
-    from .history import db
+    from cudnn_hostbench.reports.history import db
     st = db.open_store("sqlite://", create=True)
     for job in jobs:
         st.ingest_job(job)
@@ -56,7 +56,7 @@ def render_store(st, folder: Path, errors=(), title: str = "hostbench dashboard"
     run files, whose rounds the page draws (the store keeps per-worker figures only). `order`
     'version': each GPU leads with its newest frontend version's run (a version matrix). A line
     per GPU on stderr while it works, when stderr is a terminal."""
-    from .history import page
+    from cudnn_hostbench.reports.dashboard import page
     loaded = {str(r.path): r for r in runs}
     (folder / "index.html").write_text(page.render(st, title, last, [str(e) for e in errors], loaded=loaded,
                                                    order=order, progress=progress_line()),

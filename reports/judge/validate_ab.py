@@ -21,7 +21,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import paired
+from cudnn_hostbench.reports.verdict import paired
 
 SEED = 20261206
 FACTORS = (1.2, 0.5)
@@ -60,7 +60,7 @@ def load_pairs(path: Path) -> list[list[paired.PairedRow]]:
 
 
 def pairs_doc(comparisons: list) -> dict:
-    """pairs.json.gz's document from reports.ab Comparisons (their rows' aligned differences)."""
+    """pairs.json.gz's document from reports.judge.ab Comparisons (their rows' aligned differences)."""
     return {"kind": "hostbench ab pairs", "comparisons": [
         {"side": c.side, "reference": c.reference,
          "rows": [{"key": list(r.key), "class": r.cls, "diffs": r.aligned, "level_us": r.level_us,

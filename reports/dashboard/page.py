@@ -15,12 +15,13 @@ from collections import Counter
 from pathlib import Path
 
 from cudnn_hostbench.bench.measure.runfile import trust
+from cudnn_hostbench.reports import fmt
+from cudnn_hostbench.reports.dashboard import abpage, charts
+from cudnn_hostbench.reports.history import db, where
+from cudnn_hostbench.reports.judge import check, lead
+from cudnn_hostbench.reports.verdict import decide
 
-from .. import fmt
-from ..verdict import decide
-from . import abpage, charts, check, db, lead, where
-
-TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
+TEMPLATES = Path(__file__).resolve().parent / "templates"
 ROOT = Path(__file__).resolve().parents[2]
 MAX_CHARTS = 36
 VERSION_FIELDS = (("frontend", "fe"), ("cudnn_backend", "cuDNN"), ("torch", "torch"), ("driver", "driver"))
@@ -41,10 +42,10 @@ VERSION_RULE = ("the newest frontend version's newest full run (--order version:
 
 
 def _newest_full(runs: list[dict], order: str = "date") -> dict:
-    """The run this GPU's section leads with (reports/history/lead.py; every run excluded: the newest).
+    """The run this GPU's section leads with (reports/judge/lead.py; every run excluded: the newest).
     With `order` 'version' (a version matrix), the newest full run of the newest frontend version."""
     if order == "version":
-        from .. import store as runstore
+        from cudnn_hostbench.reports import store as runstore
         per = lead.per_version(runs)
         if per:
             return per[max(per, key=runstore.version_key)]
@@ -159,7 +160,7 @@ def round_ratios(run) -> "object":
     """Per probe (its first size), every eager variant's per-round ratios to the probe's baseline."""
     import pandas as pd
 
-    from ..compare import normalized
+    from cudnn_hostbench.reports.judge.compare import normalized
     rows: list = []
     first: dict = {}
     for rec in run.records:
@@ -289,7 +290,7 @@ def version_view(store: db.Store, runs: list[dict], newest: dict | None = None) 
     that is full among that version's runs, and the rows two or more of them measured."""
     mv = (newest or runs[-1])["measurement_version"]
     picked = lead.per_version([r for r in runs if r["measurement_version"] == mv])
-    from .. import store as runstore
+    from cudnn_hostbench.reports import store as runstore
     vers = sorted(picked, key=runstore.version_key)
     newest = {v: picked[v] for v in vers}
     if len(vers) < 2:

@@ -22,10 +22,9 @@ import textwrap
 
 from cudnn_hostbench.bench.measure.runfile import machine
 from cudnn_hostbench.bench.measure.runfile.records import MIN_PROCESSES, UNIT_SECONDS, Record, Run
-
-from . import fit, fmt
-from .history import db, paired
-from .verdict import calibrate, decide
+from cudnn_hostbench.reports import fit, fmt
+from cudnn_hostbench.reports.history import db, ratios
+from cudnn_hostbench.reports.verdict import calibrate, decide
 
 # fingerprint fields that describe the run itself (or are measurements), not the environment
 NOT_ENV = {"datetime", "commit_info", "argv", "suite_wall_s", "wall_s", "calibration_us", "build_s", "plans_s", "time_s"}
@@ -89,7 +88,7 @@ def _judged_run(base: Run, new: Run, alpha: float, normalize: bool, absolute: bo
         base_figs, new_figs = _absolute(base, base_figs), _absolute(new, new_figs)
     figs = {1: {f.row: f for f in base_figs}, 2: {f.row: f for f in new_figs}}
     if normalize:
-        figs = paired.paired(figs)
+        figs = ratios.paired(figs)
     base_meta, new_meta = dict(db.run_meta(base, ""), id=1), dict(db.run_meta(new, ""), id=2)
     if not where["same_start"]:    # one run is no start of the other's: a GPU new to it
         base_meta["start"], new_meta["start"], base_meta["gpu_uuid"], new_meta["gpu_uuid"] = "base", "new", "", ""

@@ -9,8 +9,8 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 
-from . import charts
-from .abjobs import MOVED
+from cudnn_hostbench.reports.dashboard import charts
+from cudnn_hostbench.reports.history.abjobs import MOVED
 
 MAX_TRENDS = 36
 ORDER = {"SLOWER": 0, "KERNEL CHANGED": 1, "FASTER": 2}
@@ -113,7 +113,7 @@ def control(store, run_id: int | None) -> dict | None:
     kernel show here, not in the job's paired verdicts). None: no run of the reference is stored."""
     if run_id is None or store.run(run_id) is None:
         return None
-    from . import check
+    from cudnn_hostbench.reports.judge import check
     target, verdicts = check.check(store, run_id)
     return {"run_id": run_id, "counts": check.counts(verdicts), "findings": check.finding_lines(target),
             "same": sum(v.verdict == "SAME" for v in verdicts),

@@ -12,9 +12,8 @@ import json
 from pathlib import Path
 
 from cudnn_hostbench.bench.measure.runfile import machine
-
-from .. import fit
-from . import db, where
+from cudnn_hostbench.reports import fit
+from cudnn_hostbench.reports.history import db, where
 
 UNKNOWN = "unknown"
 
@@ -220,7 +219,7 @@ def _frame_of(rows: list[dict]):
 def figures_text(store: db.Store, run: dict, width: int | None = None, wide: bool = False) -> str:
     """`history show ID --figures`: the run's table rendered from the store (the run's file may be
     gone): what the store keeps of it, with the table's marks."""
-    from .. import table
+    from cudnn_hostbench.reports import table
     figs = list(store.figures([run["id"]]).get(run["id"], {}).values())
     if not figs:
         return f"run {run['id']}: no figures stored"

@@ -11,10 +11,10 @@ import statistics
 import textwrap
 from collections import Counter
 
-from .. import fit
-from ..verdict import calibrate, decide
-from ..verdict.decide import DEFAULT_LAST, Finding, Verdict, mdc_text  # noqa: F401  (the check's result types)
-from . import db
+from cudnn_hostbench.reports import fit
+from cudnn_hostbench.reports.history import db
+from cudnn_hostbench.reports.verdict import calibrate, decide
+from cudnn_hostbench.reports.verdict.decide import DEFAULT_LAST, Finding, Verdict, mdc_text  # noqa: F401  (the check's result types)
 
 CONFIRM_LOOKAHEAD = decide.CONFIRM_LOOKAHEAD
 
@@ -332,5 +332,5 @@ def markdown(target: dict, verdicts: list[Verdict], why: str = "") -> str:
              f"{v.raw_change * 100:+.1f} %" if v.adjusted_by and not math.isnan(v.change) else "",
              "" if v.z is None else f"{v.z:+.1f}", "" if v.mdc is None else mdc_text(v.mdc), v.scale, str(v.n),
              full_note(v)] for v in rows]
-    from .. import fmt
+    from cudnn_hostbench.reports import fmt
     return "\n".join(lines + ["## Rows", "", fmt.md_table(head, body), ""])

@@ -1,0 +1,2 @@
+"""`hostbench dashboard`: the static site (site.py), its content read from a store (page.py), its
+figures (charts.py), its A/B section (abpage.py) and its template (templates/)."""
