@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import re
 import sys
-from pathlib import Path
 
-from cudnn_hostbench.bench.measure.runfile import records, trust
-from cudnn_hostbench.bench.measure.runfile.files import ready_dir
+from cudnn_hostbench.bench.measure.runfile import trust
 from cudnn_hostbench.reports import fmt
 
 _ID = re.compile(r"plan (\d+) '([^']*)'")
@@ -91,36 +89,6 @@ def markdown(run) -> str:
         out.append(f"### Engines at {size}³ bf16 matmul\n\n{spread(rows)}.\n\n{marks}"
                    + fmt.md_table(["plan", "engine", "eager µs", "GPU µs (replay)", "device µs", "mark"], body))
     return "\n\n".join(out) + "\n"
-
-
-def add_parser(command) -> None:
-    p = command("engines", render, description=__doc__)
-    p.add_argument("run", help="a run file with the engine probe's rows")
-    p.add_argument("--out", help="folder for engines.md (default: print only)")
-
-
-def render(args) -> int:
-    try:
-        run = records.load_run(args.run)
-    except records.RunFileError as e:
-        print(f"{args.prog}: {e}", file=sys.stderr)
-        return 2
-    if not plans(run):
-        print(f"{args.prog}: no engine probe rows in {args.run} (run -k engine)", file=sys.stderr)
-        return 2
-    problem = args.out and ready_dir(args.out, ["engines.md"])   # before the report: a bad --out prints nothing
-    if problem:
-        print(f"{args.prog}: --out {args.out}: {problem}", file=sys.stderr)
-        return 2
-    md = markdown(run)
-    print(md)
-    if args.out:
-        try:
-            (Path(args.out) / "engines.md").write_text(md, encoding="utf-8")
-        except OSError as e:
-            print(f"{args.prog}: cannot write to {args.out}: {e}", file=sys.stderr)
-            return 2
-    return 0
 
 
 if __name__ == "__main__":   # a report imports no scripts (tests/test_layers.py): the command is the way in

@@ -164,7 +164,7 @@ def run(args) -> int:
             write_text_atomic(path, json.dumps(doc, indent=1, default=_json))   # keep what is measured
     doc["wall_s"] = round(time.perf_counter() - t0, 1)
     write_text_atomic(path, json.dumps(doc, indent=1, default=_json))
-    from cudnn_hostbench.reports import crossover as report
+    from cudnn_hostbench.reports import crossover_report as report
     print(report.summary(doc))
     png = report.plot(doc, out)
     print(f"wrote {path} and {png}")

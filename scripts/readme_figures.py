@@ -277,8 +277,9 @@ def framework(run) -> str:
 def engines(ref: Reference, run, base: Path = ROOT) -> str:
     """Where the microseconds go (issue 20): the engine apart from the call form, the per-call
     waterfall, and the size from which each trap stops mattering."""
-    from cudnn_hostbench.reports import crossover, waterfall
+    from cudnn_hostbench.reports import crossover_report as crossover
     from cudnn_hostbench.reports import engines as eng
+    from cudnn_hostbench.reports import waterfall_report as waterfall
     if run.find("engine", "plan_0", "256", "eager") is None:
         return ""
     lines = ["### Where the microseconds go: the engine, the call form, and when a trap stops mattering", "",

@@ -180,7 +180,7 @@ def test_the_waterfall_legend_covers_no_bar():
     from matplotlib.patches import Rectangle
 
     from cudnn_hostbench.bench.measure.runfile.records import load_run
-    from cudnn_hostbench.reports import waterfall
+    from cudnn_hostbench.reports import waterfall_report as waterfall
     rs = waterfall.rows([load_run(REFERENCE / "run.json")])
     fig = waterfall.figure(rs)
     fig.canvas.draw()
@@ -195,7 +195,7 @@ def test_the_waterfall_legend_covers_no_bar():
 def test_the_crossover_legends_cover_no_line(tmp_path):
     import matplotlib.pyplot as plt
 
-    from cudnn_hostbench.reports import crossover
+    from cudnn_hostbench.reports import crossover_report as crossover
     doc = json.loads((REFERENCE / "crossover" / "crossover.json").read_text())
     seen = {}
     real_close = plt.close

@@ -87,37 +87,6 @@ def figure(rows: list[dict]):
     return fig
 
 
-def add_parser(command) -> None:
-    p = command("waterfall", render, description=__doc__)
-    p.add_argument("runs", nargs="+", help="run files (run.json, records.jsonl) or folders of them")
-    p.add_argument("--out", help="output folder (default: the first run's folder)")
-
-
-def render(args) -> int:
-    runs, errors = store.load_runs(args.runs, order="version")
-    if not runs:   # one line: what was wrong with the input
-        why = "; ".join(map(str, errors)) or f"no run in {' '.join(args.runs)}"
-        print(f"{args.prog}: {why}; nothing written", file=sys.stderr)
-        return 2
-    for e in errors:   # some inputs read: name the ones skipped
-        print(f"{args.prog}: skipped {e}", file=sys.stderr)
-    rs = rows(runs)
-    if not rs:
-        print(f"{args.prog}: no measured waterfall records in {' '.join(args.runs)} (run -k waterfall)", file=sys.stderr)
-        return 2
-    out = Path(args.out) if args.out else Path(runs[0].path).parent
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "waterfall.md").write_text(markdown(rs), encoding="utf-8")
-        chart(rs, out / "waterfall.png")
-    except OSError as e:
-        print(f"{args.prog}: cannot write to {out}: {e}", file=sys.stderr)
-        return 2
-    print(markdown(rs))
-    print(f"wrote {out / 'waterfall.md'} and {out / 'waterfall.png'}")
-    return 0
-
-
 if __name__ == "__main__":   # a report imports no scripts (tests/test_layers.py): the command is the way in
-    print("python -m cudnn_hostbench.reports.waterfall: run `hostbench waterfall` instead", file=sys.stderr)
+    print("python -m cudnn_hostbench.reports.waterfall_report: run `hostbench waterfall` instead", file=sys.stderr)
     sys.exit(2)

@@ -86,29 +86,6 @@ def load(path: Path) -> dict:
     return doc
 
 
-def add_parser(command) -> None:
-    p = command("crossover-plot", render, description=__doc__)
-    p.add_argument("files", nargs="+", metavar="CROSSOVER.json", help="records files `hostbench crossover` wrote")
-    p.add_argument("--out", help="folder for the plots (default: beside each file)")
-
-
-def render(args) -> int:
-    for f in args.files:
-        try:
-            doc = load(Path(f))
-            out = Path(args.out) if args.out else Path(f).parent
-            out.mkdir(parents=True, exist_ok=True)
-            print(summary(doc))
-            print(f"wrote {plot(doc, out)}")
-        except ValueError as e:
-            print(f"{args.prog}: {e}", file=sys.stderr)
-            return 2
-        except OSError as e:
-            print(f"{args.prog}: cannot write the plot for {f}: {e}", file=sys.stderr)
-            return 2
-    return 0
-
-
 if __name__ == "__main__":   # a report imports no scripts (tests/test_layers.py): the command is the way in
-    print("python -m cudnn_hostbench.reports.crossover: run `hostbench crossover-plot` instead", file=sys.stderr)
+    print("python -m cudnn_hostbench.reports.crossover_report: run `hostbench crossover-plot` instead", file=sys.stderr)
     sys.exit(2)
