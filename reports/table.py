@@ -16,7 +16,7 @@ from cudnn_hostbench.bench.measure.runfile.files import write_text_atomic
 from cudnn_hostbench.bench.measure.runfile.records import CALL_MODES as MODES
 from cudnn_hostbench.reports import fit, fmt
 
-# what the brackets after a table ratio hold (the README figures say theirs: scripts/readme_figures.py);
+# what the brackets after a table ratio hold (the README figures say theirs: scripts/maint/readme_figures.py);
 # a bracket is always [q1–q3] over rounds; the range over worker processes has a column of its own
 RATIO_BRACKET = "[q1–q3]: the interquartile range of those ratios over the kept rounds"
 SPREAD = "[q1–q3]"

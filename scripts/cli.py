@@ -42,16 +42,17 @@ COMMANDS = {
     "matrix": ("scripts.version_matrix", "Run the probes under several nvidia-cudnn-frontend wheels and merge the runs."),
     "lock": ("scripts.lock", "Write the exact package versions behind a run as a pip constraints file."),
     "host-trace": ("scripts.host_trace", "Trace the host-state sentinel: whether this host is bistable, and where its floor is."),
-    "node": ("scripts.node_cmd", "The GPUs of this node: cores per GPU, the slow-GPU report, the parallel matrix's checks."),
-    "node-check": ("scripts.node_check", "Show that parallel jobs on a node measure what one job alone does."),
+    "node": ("scripts.node.node_cmd", "The GPUs of this node: cores per GPU, the slow-GPU report, the parallel matrix's checks."),
+    "node-check": ("scripts.node.node_check", "Show that parallel jobs on a node measure what one job alone does."),
 }
 # for work on cudnn-hostbench itself; listed apart in `hostbench --help`
 MAINTAINER_COMMANDS = {
-    "readme-figures": ("scripts.readme_figures", "Render the README's figure sections from the committed runs."),
-    "history-bench": ("scripts.history_bench", "Time the history store at scale (ingest, check, dashboard)."),
-    "verdict-check": ("scripts.verdict_check", "Validate the verdict model out of sample (leave one start out, injections)."),
-    "ab-check": ("scripts.ab_check_cmd", "Validate the A/B job's paired verdict on recorded A/A jobs (resampled, planted)."),
-    "history-starts": ("scripts.history_starts", "Write the committed runs' machine starts (from the log) into an export."),
+    "readme-figures": ("scripts.maint.readme_figures", "Render the README's figure sections from the committed runs."),
+    "history-bench": ("scripts.maint.history_bench", "Time the history store at scale (ingest, check, dashboard)."),
+    "verdict-check": ("scripts.maint.verdict_check",
+                      "Validate the verdict model out of sample (leave one start out, injections)."),
+    "ab-check": ("scripts.maint.ab_check", "Validate the A/B job's paired verdict on recorded A/A jobs (resampled, planted)."),
+    "history-starts": ("scripts.maint.history_starts", "Write the committed runs' machine starts (from the log) into an export."),
 }
 ALL = {**COMMANDS, **MAINTAINER_COMMANDS}
 SYNOPSIS = "usage: hostbench [--version] {" + ",".join(ALL) + "} ..."

@@ -1,6 +1,6 @@
 """One part of the frontend version matrix (`hostbench matrix`, scripts/version_matrix.py): find the
 wheels, install one into its own folder, check what it imports, run the suite under it, and put the
-finished part into the history store. scripts/node_matrix.py runs the same parts one per GPU.
+finished part into the history store. scripts/node/parallel_matrix.py runs the same parts one per GPU.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from cudnn_hostbench.bench.measure import node
+from cudnn_hostbench.bench.measure.node import placement as node
 from cudnn_hostbench.reports import store
 
 WHEEL = re.compile(r"^nvidia_cudnn_frontend-([0-9][^-]*)-.*\.whl$")

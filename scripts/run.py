@@ -72,7 +72,7 @@ def add_parser(command) -> None:
     p.add_argument("--wide", action="store_true",
                    help="the table with every column and the run summary in full (default: fit the terminal, "
                         "the summary in three lines)")
-    from cudnn_hostbench.scripts import node_run
+    from cudnn_hostbench.scripts.node import all_gpus as node_run
     node_run.add_arguments(p)
 
 
@@ -81,8 +81,8 @@ def run(a) -> int:
         print(f"{a.prog}: --reference renders the committed run(s) and takes no other arguments: "
               f"{' '.join(a.rest)}", file=sys.stderr)
         return 2
-    if a.all_gpus or a.gpus:   # every GPU of the node at once (scripts/node_run.py)
-        from cudnn_hostbench.scripts import node_run
+    if a.all_gpus or a.gpus:   # every GPU of the node at once (scripts/node/all_gpus.py)
+        from cudnn_hostbench.scripts.node import all_gpus as node_run
         a.pytest_args = a.rest
         return node_run.run(a)
     return main(a.out, a.reference, a.rest, wide=a.wide)

@@ -22,7 +22,7 @@ Outputs, all directly in --out:
 Each finished part also goes into the history store (--store URL, else $HOSTBENCH_STORE, else
 the default store, docs/history.md; `--store off` for none), where the dashboard's version view reads it.
 `--gpus all` runs one version per GPU of the node at once, each pinned to its GPU and to cores of
-its NUMA node (scripts/node_matrix.py; docs/node.md). `--only 1.20.0,1.26.0` splits a matrix over
+its NUMA node (scripts/node/parallel_matrix.py; docs/node.md). `--only 1.20.0,1.26.0` splits a matrix over
 several invocations;
 `--merge-only [--from DIR...]` rebuilds matrix.md (and, with --from, a combined matrix.json)
 from the outputs already written. Only the merge needs pandas and scipy; without them matrix.md
@@ -39,10 +39,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a file: make `bench` and `reports` importable
     sys.path.insert(0, str(ROOT))
 
-from cudnn_hostbench.scripts import node_matrix  # noqa: E402
 from cudnn_hostbench.scripts.cli import alias, exit_with  # noqa: E402
 from cudnn_hostbench.scripts.matrix_merge import entries_for_merge, merge, read_matrices, shared_settings  # noqa: E402
 from cudnn_hostbench.scripts.matrix_part import find_wheels, install, lib_label, run_one, store_part, store_problem  # noqa: E402
+from cudnn_hostbench.scripts.node import parallel_matrix as node_matrix  # noqa: E402
 
 
 def add_parser(command) -> None:

@@ -1,4 +1,4 @@
-"""The PostgreSQL fixtures: a real server (scripts/pg_server.py) for the session, and a fresh store
+"""The PostgreSQL fixtures: a real server (scripts/maint/pg_server.py) for the session, and a fresh store
 URL per test on each engine. Without the binaries the tests skip with a reason, except under CI
 (CI=1), where they fail: .ci/run installs the `postgresql` package."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from cudnn_hostbench.scripts.pg_server import Server, Unavailable
+from cudnn_hostbench.scripts.maint.pg_server import Server, Unavailable
 
 
 def missing(what: str) -> None:

@@ -100,7 +100,7 @@ def test_docs_name_only_commands_and_modules_that_exist(doc):
 
 
 def test_readme_figures_outside_a_checkout_is_one_line(tmp_path, monkeypatch, capsys):
-    from cudnn_hostbench.scripts import readme_figures
+    from cudnn_hostbench.scripts.maint import readme_figures
     monkeypatch.setattr(readme_figures, "README", tmp_path / "README.md")   # as in an installed copy
     assert cli.main(["readme-figures", "--check"]) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -15,7 +15,7 @@ import pytest
 from cudnn_hostbench.bench.measure.runfile.records import Record, run_document, write_run
 from cudnn_hostbench.reports.history import db
 from cudnn_hostbench.scripts import cli, run
-from cudnn_hostbench.scripts.scratch import scratch
+from cudnn_hostbench.scripts.maint.scratch import scratch
 from tests.helpers import write_synthetic_run
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -294,7 +294,7 @@ def test_matmul_add_chain_operands():
 
 
 def test_readme_framework_section(tmp_path):
-    from cudnn_hostbench.scripts import readme_figures
+    from cudnn_hostbench.scripts.maint import readme_figures
     run = _pack_run(tmp_path)
     text = readme_figures.framework(run)
     assert "TRAP: @torch.library.custom_op + register_fake (`registration/custom_op`) | 26.00" in text

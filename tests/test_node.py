@@ -1,4 +1,4 @@
-"""A node's GPUs and cores (bench/measure/node.py), jobs one per GPU (node_jobs.py), and the version
+"""A node's GPUs and cores (bench/measure/node/placement.py), jobs one per GPU (node_jobs.py), and the version
 matrix in parallel (version_matrix --gpus), all on CPU: GPUs are stand-ins, the suites are fake."""
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ import time
 
 import pytest
 
-from cudnn_hostbench.bench.measure import node, node_jobs, node_topo
-from cudnn_hostbench.bench.measure.node import Gpu, NodeError
+from cudnn_hostbench.bench.measure.node import jobs as node_jobs
+from cudnn_hostbench.bench.measure.node import placement as node
+from cudnn_hostbench.bench.measure.node import topology as node_topo
+from cudnn_hostbench.bench.measure.node.placement import Gpu, NodeError
 
 # Written for these tests in the layout of nvidia-smi's `topo -m` matrix (documented by
 # `nvidia-smi topo -h` and printed in NVIDIA's DGX H100 user guide): a tab-separated header of

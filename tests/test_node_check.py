@@ -1,4 +1,4 @@
-"""scripts/node_check.py, the alone-vs-alongside check, on CPU: stand-in GPUs, and each suite replaced
+"""scripts/node/node_check.py, the alone-vs-alongside check, on CPU: stand-in GPUs, and each suite replaced
 by a synthetic run written where the matrix part (scripts/matrix_part.py) writes it."""
 from __future__ import annotations
 
@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from cudnn_hostbench.bench.measure import node, node_jobs
+from cudnn_hostbench.bench.measure.node import jobs as node_jobs
+from cudnn_hostbench.bench.measure.node import placement as node
 from cudnn_hostbench.bench.measure.runfile.records import run_document, write_run
-from cudnn_hostbench.scripts import matrix_part, node_check
+from cudnn_hostbench.scripts import matrix_part
+from cudnn_hostbench.scripts.node import node_check
 from tests.helpers import FINGERPRINT
 from tests.test_compare import fake_wheel
 from tests.test_node import two_gpus

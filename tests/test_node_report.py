@@ -1,5 +1,5 @@
-"""Which GPU of a node is slow (reports/node.py, hostbench run --all-gpus), alone against alongside
-and the matrix wall time (reports/node_safety.py), and `hostbench node`: on CPU, from synthetic runs
+"""Which GPU of a node is slow (scripts/node/slow_gpu.py, hostbench run --all-gpus), alone against alongside
+and the matrix wall time (scripts/node/safety.py), and `hostbench node`: on CPU, from synthetic runs
 and a stand-in for each GPU's `hostbench run`."""
 from __future__ import annotations
 
@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from cudnn_hostbench.bench.measure import node, node_topo
+from cudnn_hostbench.bench.measure.node import placement as node
+from cudnn_hostbench.bench.measure.node import topology as node_topo
 from cudnn_hostbench.bench.measure.runfile.records import Record, Run, load_run, run_document, write_run
-from cudnn_hostbench.reports import node as rep
-from cudnn_hostbench.reports import node_safety
-from cudnn_hostbench.scripts import cli, node_run
+from cudnn_hostbench.scripts import cli
+from cudnn_hostbench.scripts.node import all_gpus as node_run
+from cudnn_hostbench.scripts.node import safety as node_safety
+from cudnn_hostbench.scripts.node import slow_gpu as rep
 from tests.helpers import FINGERPRINT
 
 ROWS = {("execute", "torch_mm"): 2.6, ("execute", "generic"): 2.62, ("wrapper", "naive"): 2.65,
@@ -184,7 +186,7 @@ def test_node_plan_and_run_all_gpus_without_a_gpu_are_one_line(monkeypatch, caps
 # the real run's fingerprint does (machine.identity reads NVML by the visible GPU's UUID).
 CHILD = '''
 import os, sys
-from cudnn_hostbench.bench.measure import node
+from cudnn_hostbench.bench.measure.node import placement as node
 from cudnn_hostbench.bench.measure.runfile import records
 from tests.helpers import FINGERPRINT
 from tests.test_node_report import tight_records
@@ -248,7 +250,7 @@ def test_run_all_gpus_reports_each_gpu_keeps_the_others_when_one_fails(tmp_path,
 def test_docs_node_names_every_option_and_the_codes_constants():
     import argparse
 
-    from cudnn_hostbench.scripts import node_matrix
+    from cudnn_hostbench.scripts.node import parallel_matrix as node_matrix
     doc = (Path(__file__).resolve().parent.parent / "docs" / "node.md").read_text(encoding="utf-8")
     p = cli.parser()
     sub = next(a for a in p._actions if a.dest == "command").choices

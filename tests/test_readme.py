@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from cudnn_hostbench.scripts import cli, readme_figures
+from cudnn_hostbench.scripts import cli
+from cudnn_hostbench.scripts.maint import readme_figures
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"

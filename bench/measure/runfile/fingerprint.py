@@ -82,7 +82,7 @@ def host_fingerprint(root: str | os.PathLike = ".") -> dict:
         affinity = sorted(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
         affinity = []
-    from cudnn_hostbench.bench.measure.node import job_fields
+    from cudnn_hostbench.bench.measure.node.placement import job_fields
     job = job_fields()   # a job of a node command (one of N at once): its slot and cores
     return {
         **({"node_job": job} if job else {}),

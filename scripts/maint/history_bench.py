@@ -25,11 +25,11 @@ from cudnn_hostbench.reports import store
 from cudnn_hostbench.reports.dashboard import site as dashboard
 from cudnn_hostbench.reports.history import db, ingest
 from cudnn_hostbench.reports.judge import check
-from cudnn_hostbench.scripts import pg_server
 from cudnn_hostbench.scripts.cli import alias, exit_with
-from cudnn_hostbench.scripts.scratch import scratch, stop_requested
+from cudnn_hostbench.scripts.maint import pg_server
+from cudnn_hostbench.scripts.maint.scratch import scratch, stop_requested
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXPORT = ROOT / "reports" / "reference" / "h200" / "history.hbx.jsonl.gz"
 
 
@@ -138,7 +138,7 @@ def run(a) -> int:
     return 0
 
 
-main = alias("history-bench")   # python -m cudnn_hostbench.scripts.history_bench
+main = alias("history-bench")   # python -m cudnn_hostbench.scripts.maint.history_bench
 
 if __name__ == "__main__":
     exit_with(main())

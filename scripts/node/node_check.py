@@ -1,6 +1,6 @@
 """Shows that the parallel version matrix is safe: one frontend version measured alone on a GPU and
 on the same GPU alongside N-1 other jobs must agree within the gate's same-start floors on eager,
-graph and device rows (reports/node_safety.py).
+graph and device rows (scripts/node/safety.py).
 
     hostbench node-check --wheels .whlm .whl --version 1.32.0 --out results/node-check \\
         -- --hb-sizes 256 -k "execute or set_stream or wrapper or pack_size"
@@ -20,10 +20,10 @@ import itertools
 import sys
 from pathlib import Path
 
-from cudnn_hostbench.bench.measure import node
-from cudnn_hostbench.bench.measure.node_jobs import Job
-from cudnn_hostbench.scripts import node_matrix
+from cudnn_hostbench.bench.measure.node import placement as node
+from cudnn_hostbench.bench.measure.node.jobs import Job
 from cudnn_hostbench.scripts.cli import alias, exit_with
+from cudnn_hostbench.scripts.node import parallel_matrix as node_matrix
 
 
 def add_parser(command) -> None:
@@ -62,8 +62,8 @@ def jobs_for(args, wheels: dict, slots: list, check_gpu: int, out: Path) -> dict
 
 
 def run(args) -> int:
-    from cudnn_hostbench.reports import node_safety
     from cudnn_hostbench.scripts.matrix_part import find_wheels
+    from cudnn_hostbench.scripts.node import safety as node_safety
 
     wheels = find_wheels(args.wheels)
     if args.version not in wheels:
@@ -108,7 +108,7 @@ def _plan(args) -> tuple:
 
 def _run_phases(args, phases: dict, plan, out: Path) -> tuple[list, str]:
     """Runs each phase's jobs in parallel on their GPUs; (the failures, the load's coverage text)."""
-    from cudnn_hostbench.reports import node_safety
+    from cudnn_hostbench.scripts.node import safety as node_safety
 
     pytest_args = args.rest
     failed: list = []
@@ -145,7 +145,7 @@ def _load_runs(args, phases: dict, out: Path, failed: list) -> dict:
                 print(f"{args.prog}: {e}", file=sys.stderr)
     return runs
 
-main = alias("node-check")   # python -m cudnn_hostbench.scripts.node_check: `hostbench node-check`
+main = alias("node-check")   # python -m cudnn_hostbench.scripts.node.node_check: `hostbench node-check`
 
 if __name__ == "__main__":
     exit_with(main())

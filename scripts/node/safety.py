@@ -1,5 +1,5 @@
 """Is running N jobs at once on a node safe for the figures? One frontend version measured alone on
-a GPU, then on the same GPU alongside N-1 other jobs (scripts/node_check.py), compared row by row
+a GPU, then on the same GPU alongside N-1 other jobs (scripts/node/node_check.py), compared row by row
 with compare (the verdict model with a history of one run): the practical thresholds per mode
 within one machine start, and both runs here are one start (same boot, same GPU).
 

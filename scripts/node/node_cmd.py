@@ -6,7 +6,7 @@
   hostbench node walltime SERIAL PARALLEL          a matrix serial on one GPU against parallel on N
 
 Running the jobs: `hostbench run --all-gpus` (the slow GPU), version_matrix --gpus all (the
-matrix), scripts/node_check.py (the safety check's three runs); docs/node.md.
+matrix), scripts/node/node_check.py (the safety check's three runs); docs/node.md.
 """
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def label_of(path: str, index: int) -> str:
 
 
 def plan(args) -> int:
-    from cudnn_hostbench.bench.measure import node
+    from cudnn_hostbench.bench.measure.node import placement as node
     try:
         p = node.node_plan(args.gpus)
     except node.NodeError as e:
@@ -77,7 +77,7 @@ def plan(args) -> int:
 
 def report(args) -> int:
     from cudnn_hostbench.bench.measure.runfile.records import RunFileError, load_run
-    from cudnn_hostbench.reports import node as rep
+    from cudnn_hostbench.scripts.node import slow_gpu as rep
     try:
         runs = {label_of(p, i): load_run(p, need_records=True) for i, p in enumerate(args.runs, 1)}
     except RunFileError as e:
@@ -89,7 +89,7 @@ def report(args) -> int:
 
 def check(args) -> int:
     from cudnn_hostbench.bench.measure.runfile.records import RunFileError, load_run
-    from cudnn_hostbench.reports import node_safety
+    from cudnn_hostbench.scripts.node import safety as node_safety
     try:
         alone, along = load_run(args.alone, need_records=True), load_run(args.alongside, need_records=True)
         alone2 = load_run(args.alone2, need_records=True) if args.alone2 else None
@@ -122,7 +122,7 @@ def _matrix(path: str) -> dict:
 
 
 def walltime(args) -> int:
-    from cudnn_hostbench.reports import node_safety
+    from cudnn_hostbench.scripts.node import safety as node_safety
     try:
         serial, parallel = _matrix(args.serial), _matrix(args.parallel)
     except ValueError as e:

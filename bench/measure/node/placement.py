@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 
-from cudnn_hostbench.bench.measure.node_topo import (
+from cudnn_hostbench.bench.measure.node.topology import (
     EVEN,
     Gpu,
     NodeError,

@@ -23,7 +23,7 @@ from cudnn_hostbench.bench.measure.runfile.records import CALL_MODES
 from cudnn_hostbench.reports import pack_cost, store, table
 from cudnn_hostbench.scripts.cli import alias, exit_with
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 REFERENCES = ROOT / "reports" / "reference"   # one folder per GPU: run.json(.gz), matrix/, audit-*/ …
 PAGES = ROOT / "docs" / "results"             # one results page per GPU: <gpu>.md
@@ -571,7 +571,7 @@ def run(args) -> int:
     return 0
 
 
-main = alias("readme-figures")   # python -m cudnn_hostbench.scripts.readme_figures
+main = alias("readme-figures")   # python -m cudnn_hostbench.scripts.maint.readme_figures
 
 if __name__ == "__main__":
     exit_with(main())

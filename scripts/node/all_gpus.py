@@ -1,8 +1,8 @@
 """`hostbench run --all-gpus`: which GPU of the node is slow. The GPU-bound rows (graph and device
 modes, unless --hb-modes says otherwise) run on every GPU at once, one `hostbench run` per GPU,
-each pinned to its GPU and to cores of its NUMA node (bench.measure.node). Then each GPU's factor
+each pinned to its GPU and to cores of its NUMA node (bench.measure.node.placement). Then each GPU's factor
 against the node's median, with its UUID, and a flag on a GPU slower than the others beyond its
-noise (reports/node.py).
+noise (scripts/node/slow_gpu.py).
 
 Outputs in --out (default results/node-<stamp>): gpu<i>/ (one run folder per GPU: run.json,
 table, the job's log), node.md and node.json. Every run goes into the history store with its GPU's
@@ -19,11 +19,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cudnn_hostbench.bench.measure import node
-from cudnn_hostbench.bench.measure.node_jobs import Job, failure_line, one_line, run_jobs
+from cudnn_hostbench.bench.measure.node import placement as node
+from cudnn_hostbench.bench.measure.node.jobs import Job, failure_line, one_line, run_jobs
 
 GPU_MODES = "--hb-modes=graph,device"
-ROOT = Path(__file__).resolve().parent.parent   # as scripts/run.py has it (run imports this module)
+ROOT = Path(__file__).resolve().parents[2]   # as scripts/run.py has it (run imports this module)
 
 
 def add_arguments(p) -> None:
@@ -136,7 +136,7 @@ def store_runs(runs: dict, out: Path, say) -> None:
 
 def run(args) -> int:
     """`hostbench run --all-gpus [--gpus ...] [--out DIR] [pytest args]`."""
-    from cudnn_hostbench.reports import node as report
+    from cudnn_hostbench.scripts.node import slow_gpu as report
 
     prog = getattr(args, "prog", "hostbench run")
     pytest_args = list(getattr(args, "pytest_args", None) or [])

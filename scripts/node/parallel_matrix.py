@@ -1,6 +1,6 @@
 """The frontend version matrix on every GPU of a node (version_matrix --gpus): N versions at once,
 one per GPU, each job pinned to its GPU (CUDA_VISIBLE_DEVICES) and to cores of the NUMA node
-nearest it (bench.measure.node). The outputs are version_matrix's, plus in matrix.json the wall
+nearest it (bench.measure.node.placement). The outputs are version_matrix's, plus in matrix.json the wall
 time of the whole matrix, each version's GPU and cores, and the node's plan.
 
 Every wheel is installed first, one after another (pip into its own folder, as version_matrix
@@ -15,8 +15,8 @@ import sys
 import time
 from pathlib import Path
 
-from cudnn_hostbench.bench.measure import node
-from cudnn_hostbench.bench.measure.node_jobs import Job, failure_line, run_jobs, slot_info
+from cudnn_hostbench.bench.measure.node import placement as node
+from cudnn_hostbench.bench.measure.node.jobs import Job, failure_line, run_jobs, slot_info
 from cudnn_hostbench.reports import store as runstore
 from cudnn_hostbench.scripts import matrix_merge, matrix_part
 

@@ -7,7 +7,7 @@ reports/reference/h200/starts.json. A start here is a label, 'log:<date> <what>'
 the GPU's UUID stays unknown. The export is read into a scratch store, each run is matched by its
 source path and the minute it started, and the export is written again (same format, same order):
 
-    python3 -m cudnn_hostbench.scripts.history_starts reports/reference/h200/history.hbx.jsonl.gz
+    python3 -m cudnn_hostbench.scripts.maint.history_starts reports/reference/h200/history.hbx.jsonl.gz
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from sqlalchemy import update
 
 from cudnn_hostbench.scripts.cli import alias, exit_with
 
-STARTS_FILE = Path(__file__).resolve().parents[1] / "reports" / "reference" / "h200" / "starts.json"
+STARTS_FILE = Path(__file__).resolve().parents[2] / "reports" / "reference" / "h200" / "starts.json"
 
 
 def _starts() -> dict[tuple[str, str], str]:
@@ -70,7 +70,7 @@ def run(a) -> int:
     return 0
 
 
-main = alias("history-starts")   # python -m cudnn_hostbench.scripts.history_starts
+main = alias("history-starts")   # python -m cudnn_hostbench.scripts.maint.history_starts
 
 if __name__ == "__main__":
     exit_with(main())

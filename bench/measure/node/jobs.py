@@ -1,4 +1,4 @@
-"""Jobs over the slots of a node (bench.measure.node): at most one job per GPU at a time, each
+"""Jobs over the slots of a node (bench.measure.node.placement): at most one job per GPU at a time, each
 job's failure kept to its own result, so the other jobs' results stand.
 
 The first wave is fixed (job i on the i-th slot it may use), so a job that must run on a given GPU
@@ -109,7 +109,7 @@ def run_jobs(jobs: list[Job], slots: list, work: Callable, done: Callable | None
 
 
 def slot_info(slot) -> dict:
-    from cudnn_hostbench.bench.measure.node import cpu_list_text
+    from cudnn_hostbench.bench.measure.node.placement import cpu_list_text
     g = slot.gpu
     return {"index": g.index, "uuid": g.uuid, "name": g.name, "bus_id": g.bus_id, "numa": g.numa,
             "cpus": cpu_list_text(slot.cpus), "basis": slot.basis}
