@@ -72,8 +72,8 @@ def add_parser(command) -> None:
     p.add_argument("--wide", action="store_true",
                    help="the table with every column and the run summary in full (default: fit the terminal, "
                         "the summary in three lines)")
-    from cudnn_hostbench.scripts.node import all_gpus as node_run
-    node_run.add_arguments(p)
+    from cudnn_hostbench.scripts.node import all_gpus
+    all_gpus.add_arguments(p)
 
 
 def run(a) -> int:
@@ -82,9 +82,9 @@ def run(a) -> int:
               f"{' '.join(a.rest)}", file=sys.stderr)
         return 2
     if a.all_gpus or a.gpus:   # every GPU of the node at once (scripts/node/all_gpus.py)
-        from cudnn_hostbench.scripts.node import all_gpus as node_run
+        from cudnn_hostbench.scripts.node import all_gpus
         a.pytest_args = a.rest
-        return node_run.run(a)
+        return all_gpus.run(a)
     return main(a.out, a.reference, a.rest, wide=a.wide)
 
 

@@ -42,7 +42,7 @@ if str(ROOT) not in sys.path:  # run as a file: make `bench` and `reports` impor
 from cudnn_hostbench.scripts.cli import alias, exit_with  # noqa: E402
 from cudnn_hostbench.scripts.matrix_merge import entries_for_merge, merge, read_matrices, shared_settings  # noqa: E402
 from cudnn_hostbench.scripts.matrix_part import find_wheels, install, lib_label, run_one, store_part, store_problem  # noqa: E402
-from cudnn_hostbench.scripts.node import parallel_matrix as node_matrix  # noqa: E402
+from cudnn_hostbench.scripts.node import parallel_matrix  # noqa: E402
 
 
 def add_parser(command) -> None:
@@ -65,7 +65,7 @@ def add_parser(command) -> None:
     ap.add_argument("--python", default=sys.executable, help="interpreter for pip and pytest")
     ap.add_argument("--root", default=str(ROOT), help="where `probes/` is (the repository root)")
     ap.add_argument("--target-root", default="/tmp", help="where the fe-<ver> install folders go")
-    node_matrix.add_arguments(ap)
+    parallel_matrix.add_arguments(ap)
     ap.add_argument("--serial", action="store_true",
                     help="one suite per version, one after another (the matrix before A/B jobs); default: one "
                          "interleaved A/B job over the versions (scripts/matrix_ab.py)")
@@ -190,7 +190,7 @@ def _run(args, out: Path) -> int:
     if args.merge_only:
         _merge_only(args, out, docs, entries)
     elif args.gpus:   # one version per GPU, in parallel
-        return node_matrix.main(args, wheels, pytest_args, out)
+        return parallel_matrix.main(args, wheels, pytest_args, out)
     elif not args.serial:   # one interleaved A/B job over the versions
         from cudnn_hostbench.scripts import matrix_ab
         return matrix_ab.run(args, wheels, pytest_args, out)

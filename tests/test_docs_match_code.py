@@ -60,3 +60,22 @@ def test_architecture_names_every_verdict_module_and_command_module():
         if path.name != "__init__.py":
             assert path.name in ARCHITECTURE_MD, f"docs/architecture.md does not name reports/verdict/{path.name}"
     assert "scripts/cli.py" in ARCHITECTURE_MD and "COMMANDS" in ARCHITECTURE_MD
+
+
+def test_architecture_names_only_paths_that_exist():
+    """Every folder and file docs/architecture.md draws is there: each path from a top folder, and
+    each module it names by its file name alone; and every package of the engine, the reports and
+    the commands is drawn."""
+    import re
+    path = r"(?<![\w/.-])((?:bench|reports|scripts|probes|tests|docs)/[\w./*<>-]*[\w*>]/?)"
+    missing = [p for p in re.findall(path, ARCHITECTURE_MD)
+               if "*" not in p and "<" not in p and not (ROOT / p).exists()]
+    names = {f.name for top in ("bench", "reports", "scripts", "probes", "tests") for f in (ROOT / top).rglob("*")}
+    written = ("job.json", "run.json", "pairs.json", "ab-job.json", "ab.json", "host_trace.json")   # files a run writes
+    missing += [n for n in set(re.findall(r"(?<![\w./-])([a-z_][\w-]*\.(?:py|json|sh))\b", ARCHITECTURE_MD))
+                if n not in names and not (ROOT / n).exists() and n not in written]
+    assert not missing, f"docs/architecture.md names what does not exist: {sorted(set(missing))}"
+    packages = [d.parent.relative_to(ROOT).as_posix() for top in ("bench/measure", "reports", "scripts")
+                for d in (ROOT / top).rglob("__init__.py") if "reference" not in d.parts and "migrations" not in d.parts]
+    undrawn = [d for d in packages if d.rsplit("/", 1)[-1] + "/" not in ARCHITECTURE_MD]
+    assert not undrawn, f"packages docs/architecture.md does not draw: {undrawn}"

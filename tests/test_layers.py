@@ -5,7 +5,12 @@ function counts as much as one at the top):
     probes   imports nothing of reports, scripts or tests
     reports  imports nothing of scripts, probes or tests
     scripts  imports nothing of tests
-and no two modules import each other, directly or round a longer loop.
+and no two modules import each other, directly or round a longer loop. Inside two layers, packages
+keep an order too (INNER, docs/architecture.md):
+
+    bench/measure   node < runfile < core < workers < probe.py, pytest_plugin.py
+    reports         history (the store) and verdict (the model), neither importing the other
+                    < judge < dashboard
 """
 from __future__ import annotations
 
@@ -21,6 +26,22 @@ FORBIDDEN = {
     "reports": ("scripts", "probes", "tests"),
     "scripts": ("tests",),
 }
+
+# package: the packages and modules it must not import (in the same layer)
+_M = f"{PACKAGE}.bench.measure"
+_R = f"{PACKAGE}.reports"
+INNER = {
+    f"{_M}.node": (f"{_M}.runfile", f"{_M}.core", f"{_M}.workers", f"{_M}.probe", f"{_M}.pytest_plugin"),
+    f"{_M}.runfile": (f"{_M}.core", f"{_M}.workers", f"{_M}.probe", f"{_M}.pytest_plugin"),
+    f"{_M}.core": (f"{_M}.workers", f"{_M}.pytest_plugin"),
+    f"{_M}.workers": (f"{_M}.pytest_plugin",),
+    f"{_R}.history": (f"{_R}.verdict", f"{_R}.judge", f"{_R}.dashboard"),
+    f"{_R}.verdict": (f"{_R}.history", f"{_R}.judge", f"{_R}.dashboard"),
+    f"{_R}.judge": (f"{_R}.dashboard",),
+}
+# the one import against that order: a waterfall part's figure may be zero or negative, and the
+# trust check reads which variants are parts from the waterfall itself (inside the function)
+INNER_ALLOWED = {(f"{_M}.runfile.trust", f"{_M}.core.waterfall")}
 
 
 def module_name(path: Path) -> str:
@@ -70,6 +91,23 @@ def test_layers_import_only_downwards():
             if layer(t) in FORBIDDEN.get(layer(m) or "", ()):
                 wrong.append(f"{m} imports {t}")
     assert not wrong, "imports across the layers' contract:\n" + "\n".join(wrong)
+
+
+def within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def inner_wrong(g: dict[str, set[str]]) -> list[str]:
+    return [f"{m} imports {t}" for m, targets in g.items() for t in sorted(targets)
+            for package, banned in INNER.items()
+            if within(m, package) and any(within(t, b) for b in banned) and (m, t) not in INNER_ALLOWED]
+
+
+def test_packages_inside_a_layer_keep_their_order():
+    """The store does not read the verdict model or the dashboard, the model not the store; the
+    run file does not reach up into timing or the worker processes."""
+    wrong = inner_wrong(graph())
+    assert not wrong, "imports against the order inside a layer:\n" + "\n".join(wrong)
 
 
 def cycles(g: dict[str, set[str]]) -> list[list[str]]:
@@ -125,3 +163,19 @@ def test_the_check_sees_what_it_guards():
     assert "cudnn_hostbench.reports.history.db" in g["cudnn_hostbench.scripts.history_cmd"]   # inside functions
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert layer("cudnn_hostbench.reports.store") == "reports" and layer("tests.pg_server") == "tests"
+    assert all(any(m == p or m.startswith(p + ".") for m in g) for p in INNER)   # every package named exists
+    assert inner_wrong({f"{_R}.history.db": {f"{_R}.verdict.decide"}}) == [f"{_R}.history.db imports {_R}.verdict.decide"]
+
+
+def dot(g: dict[str, set[str]], prefix: str = PACKAGE) -> str:
+    """The import graph in Graphviz's format, the modules under `prefix` only (docs/layout.md)."""
+    inside = sorted(m for m in g if m.startswith(prefix))
+    edges = [f'  "{m}" -> "{t}";' for m in inside for t in sorted(g[m] - {m}) if t in g and t.startswith(prefix)]
+    return "\n".join(["digraph imports {", *[f'  "{m}";' for m in inside], *edges, "}"])
+
+
+if __name__ == "__main__":   # python -m tests.test_layers --dot [PREFIX]
+    import sys
+    if sys.argv[1:2] != ["--dot"]:
+        sys.exit("usage: python -m tests.test_layers --dot [PREFIX]")
+    print(dot(graph(), *sys.argv[2:3]))
