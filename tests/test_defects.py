@@ -179,7 +179,7 @@ def test_a_swallowed_interrupt_still_ends_the_command_and_its_folder(tmp_path):
     """CI (oldest versions): `history-bench` SIGTERMed mid-ingest still ran 60 s later; the
     KeyboardInterrupt of a signal raised inside a __del__ or a callback is printed and lost."""
     code = ("import time\n"
-            "from cudnn_hostbench.scripts import scratch as s\n"
+            "from cudnn_hostbench.scripts.maint import scratch as s\n"
             "s.GRACE_S = 0.5\n"
             "with s.scratch('hostbench-t-') as f:\n"
             "    said = False\n"

@@ -174,8 +174,8 @@ def dot(g: dict[str, set[str]], prefix: str = PACKAGE) -> str:
     return "\n".join(["digraph imports {", *[f'  "{m}";' for m in inside], *edges, "}"])
 
 
-if __name__ == "__main__":   # python -m tests.test_layers --dot [PREFIX]
+if __name__ == "__main__":   # python tests/test_layers.py --dot [PREFIX]
     import sys
     if sys.argv[1:2] != ["--dot"]:
-        sys.exit("usage: python -m tests.test_layers --dot [PREFIX]")
+        sys.exit("usage: python tests/test_layers.py --dot [PREFIX]")
     print(dot(graph(), *sys.argv[2:3]))

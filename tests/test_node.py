@@ -1,4 +1,4 @@
-"""A node's GPUs and cores (bench/measure/node/placement.py), jobs one per GPU (node_jobs.py), and the version
+"""A node's GPUs and cores (bench/measure/node/placement.py), jobs one per GPU (bench/measure/node/jobs.py), and the version
 matrix in parallel (version_matrix --gpus), all on CPU: GPUs are stand-ins, the suites are fake."""
 from __future__ import annotations
 
