@@ -17,7 +17,7 @@ REFERENCE = ROOT / "reports" / "reference"
 
 def reference_runs(gpu: str | None = None) -> list[Path]:
     """The committed reference run of each GPU folder (run.json, or run.json.gz), or of `gpu`'s."""
-    from cudnn_hostbench.bench.measure.records import run_file_in
+    from cudnn_hostbench.bench.measure.runfile.records import run_file_in
     if not REFERENCE.is_dir():   # an installed copy holds no reference runs
         return []
     folders = [REFERENCE / gpu] if gpu else sorted(p for p in REFERENCE.iterdir() if p.is_dir())

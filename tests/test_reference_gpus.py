@@ -5,9 +5,10 @@ import gzip
 
 import pytest
 
-from cudnn_hostbench.bench.measure import records
+from cudnn_hostbench.bench.measure.runfile import records
 from cudnn_hostbench.reports import store
-from cudnn_hostbench.scripts import cli, readme_figures
+from cudnn_hostbench.scripts import cli
+from cudnn_hostbench.scripts.maint import readme_figures
 from cudnn_hostbench.scripts.run import reference_runs
 
 
