@@ -69,7 +69,7 @@ def test_the_dashboard_of_a_gpu_shows_its_runs_and_names_what_it_left_out(tmp_pa
 
 
 def test_two_gpu_models_are_compared_on_ratios_to_their_own_baselines_never_on_us(capsys):
-    from cudnn_hostbench.reports import compare
+    from cudnn_hostbench.reports.judge import compare
     h200, h100 = (records.load_run(reference_runs(g)[0]) for g in ("h200", "h100"))
     df = compare.compare(h200, h100, normalize=True, ratios_only=True)
     judged = df[df["mdc"].notna() & df["verdict"].isin(["SLOWER", "FASTER", "SAME", "UNSURE", "KERNEL CHANGED"])]
