@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from cudnn_hostbench.bench.measure.runfile import records, trust
-from cudnn_hostbench.reports import fit
+from cudnn_hostbench.bench.measure.runfile import records
+from cudnn_hostbench.reports import fit, run_summary
 
 
 @pytest.hookimpl(trylast=True)   # after pytest-benchmark's group tables: the answer comes last
@@ -32,11 +32,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     option = getattr(config, "getoption", None)
     wide = bool(option("hb_wide", False)) if option else False   # hostbench run --wide
     if wide:
-        terminalreporter.write_line(trust.summary_line(run))
-        if trust.time_text(run):
-            terminalreporter.write_line(trust.time_text(run))
+        terminalreporter.write_line(run_summary.summary_line(run))
+        if run_summary.time_text(run):
+            terminalreporter.write_line(run_summary.time_text(run))
     else:
-        terminalreporter.write_line("\n".join(trust.summary_lines(run, fit.term_width())))
+        terminalreporter.write_line("\n".join(run_summary.summary_lines(run, fit.term_width())))
     terminalreporter.write_line(table.render_text(table.build_table(run), wide=wide))
     terminalreporter.write_line(f"run file: {path}  (table.csv, table.md beside it)")
     terminalreporter.write_line(store_run(run, path))

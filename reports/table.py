@@ -14,7 +14,7 @@ from cudnn_hostbench.bench.measure.runfile import records as rec_mod
 from cudnn_hostbench.bench.measure.runfile import stats, trust
 from cudnn_hostbench.bench.measure.runfile.files import write_text_atomic
 from cudnn_hostbench.bench.measure.runfile.records import CALL_MODES as MODES
-from cudnn_hostbench.reports import fit, fmt
+from cudnn_hostbench.reports import fit, fmt, run_summary
 
 # what the brackets after a table ratio hold (the README figures say theirs: scripts/maint/readme_figures.py);
 # a bracket is always [q1–q3] over rounds; the range over worker processes has a column of its own
@@ -336,7 +336,7 @@ def _long_lines(body: list, heads: list, width: int | None) -> list[str]:
 def render_text(df: pd.DataFrame, width: int | None = None, wide: bool = False) -> str:
     """The terminal table: the legend of trust marks on top when any figure has one, what ×base
     means and each probe's baseline underneath. Callers print caption() and
-    trust.summary_lines(run) above it.
+    run_summary.summary_lines(run) above it.
 
     Every line fits in `width` columns (default: the terminal's, or $COLUMNS): it folds the unit
     and host columns (_narrow), drops the ratio IQRs and the worker range, then kern/call and host
@@ -369,8 +369,8 @@ def render_markdown(df: pd.DataFrame) -> str:
 def markdown_document(run: rec_mod.Run, df: pd.DataFrame) -> str:
     """table.md: caption, trust summary (and legend), what the columns mean, the table."""
     marks = ["Marks: " + "; ".join(line.replace("  ", " ", 1) for line in _legend(df))] if _legend(df) else []
-    head = [f"Run: `{Path(run.path).name}` — {caption(run)}", trust.summary_line(run),
-            *([trust.time_text(run)] if trust.time_text(run) else []), *marks, key_text(df)]
+    head = [f"Run: `{Path(run.path).name}` — {caption(run)}", run_summary.summary_line(run),
+            *([run_summary.time_text(run)] if run_summary.time_text(run) else []), *marks, key_text(df)]
     return "\n\n".join(head) + "\n\n" + render_markdown(df)
 
 

@@ -35,8 +35,8 @@ def cuda_available() -> tuple[bool, str]:
 
 
 def render_reference(wide: bool = False) -> int:
-    from cudnn_hostbench.bench.measure.runfile import records, trust
-    from cudnn_hostbench.reports import fit, table
+    from cudnn_hostbench.bench.measure.runfile import records
+    from cudnn_hostbench.reports import fit, run_summary, table
     from cudnn_hostbench.reports.history import where
     runs = reference_runs()
     if not runs:
@@ -51,7 +51,7 @@ def render_reference(wide: bool = False) -> int:
         width = fit.WIDE if wide else fit.term_width()
         print(f"\nreference run {where.shown(path)}")   # a path that works from here
         print("\n".join(fit.wrap(table.caption(run), width, hang="  ")))
-        print(trust.summary_line(run) if wide else "\n".join(trust.summary_lines(run, width)))
+        print(run_summary.summary_line(run) if wide else "\n".join(run_summary.summary_lines(run, width)))
         print(table.render_text(table.build_table(run), wide=wide))
     return 0
 

@@ -52,7 +52,7 @@ def _which_run(a) -> str | None:
 
 def run(a) -> int:
     from cudnn_hostbench.bench.measure.runfile import records, trust
-    from cudnn_hostbench.reports import fmt, table
+    from cudnn_hostbench.reports import fmt, run_summary, table
 
     # every check before the first line of output, so bad input never leaves half a result
     problem = _which_run(a)
@@ -79,14 +79,14 @@ def run(a) -> int:
         print(table.markdown_document(run, df), end="")
     elif a.wide:
         print(table.caption(run))
-        print(trust.summary_line(run))
-        if trust.time_text(run):
-            print(trust.time_text(run))
+        print(run_summary.summary_line(run))
+        if run_summary.time_text(run):
+            print(run_summary.time_text(run))
         print(table.render_text(df, wide=True))
     else:
         width = fmt.term_width()
         print("\n".join(textwrap.wrap(table.caption(run), width, subsequent_indent="  ", break_long_words=True)))
-        print("\n".join(trust.summary_lines(run, width)))   # three lines at most; --wide has it whole
+        print("\n".join(run_summary.summary_lines(run, width)))   # three lines at most; --wide has it whole
         print(table.render_text(df, width))
     if a.out:
         try:

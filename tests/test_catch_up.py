@@ -113,9 +113,9 @@ def test_a_block_slow_in_every_worker_becomes_fast_through_the_catch_up(tmp_path
         assert r.host_state == "fast" and [w["worker"] for w in r.workers] == [4, 5, 6]
         assert r.ratio.median == pytest.approx(1.1, rel=0.02)
     assert p.fingerprint["catch_up"]["timed_fast"] == ["churn/256", "wrapper/256"]
-    from cudnn_hostbench.bench.measure.runfile import trust
     from cudnn_hostbench.bench.measure.runfile.records import Run
-    line = trust.summary_line(Run("r", p.fingerprint, list(p.records.values())))
+    from cudnn_hostbench.reports import run_summary
+    line = run_summary.summary_line(Run("r", p.fingerprint, list(p.records.values())))
     assert line.startswith("3 worker(s) + 3 top-up workers for churn/256, wrapper/256 (timed fast: all)")
 
 
@@ -202,8 +202,8 @@ def test_workers_get_their_number_floor_and_a_hash_seed_per_worker(tmp_path, mon
 
 
 def test_focus_only_workers_add_replicates_to_the_headline_rows_only(tmp_path, monkeypatch):
-    from cudnn_hostbench.bench.measure.runfile import trust
     from cudnn_hostbench.bench.measure.runfile.records import Run
+    from cudnn_hostbench.reports import run_summary
     calls = []
 
     def fake_run_workers(k, args, out, say=print, env=None, start=1, floor=None):
@@ -224,7 +224,7 @@ def test_focus_only_workers_add_replicates_to_the_headline_rows_only(tmp_path, m
     assert [w["worker"] for w in p.records[("churn", "trap", "256", "eager")].workers] == [1, 2, 3, 4, 5]
     assert len(p.records[("conv", "x", "n1", "graph")].workers) == 3
     assert p.fingerprint["focus_workers"] == {"workers": 2, "blocks": ["churn/256", "wrapper/256"]}
-    line = trust.summary_line(Run("r", p.fingerprint, list(p.records.values())))
+    line = run_summary.summary_line(Run("r", p.fingerprint, list(p.records.values())))
     assert line.startswith("3 worker(s) + 2 focus-only worker(s);")
 
 
@@ -269,8 +269,8 @@ def test_top_up_workers_fit_the_budget_and_come_before_focus_workers(tmp_path, m
     parent's own end work; replication (top-ups) is served before focus-only workers."""
     from cudnn_hostbench.bench.measure.workers.parent import END_RESERVE_S, EXTRA_FIXED_S, MAX_TOP_UPS
     assert EXTRA_FIXED_S == F and MAX_TOP_UPS == 3
-    from cudnn_hostbench.bench.measure.runfile import trust
     from cudnn_hostbench.bench.measure.runfile.records import Run
+    from cudnn_hostbench.reports import run_summary
     calls = []
 
     def fake_run_workers(k, args, out, say=print, env=None, start=1, floor=None):
@@ -291,7 +291,7 @@ def test_top_up_workers_fit_the_budget_and_come_before_focus_workers(tmp_path, m
     assert [c["start"] for c in tops] == list(range(4, 4 + top_ups))
     assert all("--hb-modes=eager" in c["args"] for c in tops)
     assert len(p.fingerprint.get("top_ups", [])) == top_ups
-    line = trust.summary_line(Run("r", p.fingerprint, list(p.records.values())))
+    line = run_summary.summary_line(Run("r", p.fingerprint, list(p.records.values())))
     if top_ups < MAX_TOP_UPS:
         assert p.fingerprint["budget_cut"]["catch_up_skipped"] == ["churn/256", "wrapper/256"]
         assert "cut to fit --hb-budget-s 300: " in line and "no top-up worker for churn/256, wrapper/256" in line

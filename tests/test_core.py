@@ -280,6 +280,7 @@ def test_table_figure_without_samples_has_no_ratio(tmp_path):
 
 def test_table_shows_trust_marks(tmp_path, capsys):
     from cudnn_hostbench.bench.measure.runfile import trust
+    from cudnn_hostbench.reports import run_summary
     recs = synthetic_records(6)
     for r in recs:
         if (r.variant, r.size, r.mode) == ("pinned", "256", "eager"):
@@ -298,8 +299,8 @@ def test_table_shows_trust_marks(tmp_path, capsys):
     assert "⚑w" in pinned and "⚑" not in generic
     csv_path, md_path = table.write_outputs(run, tmp_path)
     md = md_path.read_text()
-    assert trust.summary_line(run) in md and "⚑w" in md and "⚑d" not in md
-    assert "5 discarded" in trust.summary_line(run) and "1 figure(s) flagged (1 ⚑w)" in trust.summary_line(run)
+    assert run_summary.summary_line(run) in md and "⚑w" in md and "⚑d" not in md
+    assert "5 discarded" in run_summary.summary_line(run) and "1 figure(s) flagged (1 ⚑w)" in run_summary.summary_line(run)
     head, *rows = csv_path.read_text().splitlines()
     assert "flags" in head.split(",") and "badge" not in head
     assert sum("eager: discarded,wide_spread" in r for r in rows) == 1   # the record keeps every kind

@@ -113,12 +113,12 @@ def test_host_trace_refuses_bad_input_before_tracing(argv, says, capsys, tmp_pat
 
 
 def test_the_run_summary_gives_the_workers_floors_as_a_range_where_they_differ():
-    from cudnn_hostbench.bench.measure.runfile import trust
     from cudnn_hostbench.bench.measure.runfile.records import Run
+    from cudnn_hostbench.reports import run_summary
 
     def parts(floors):
         hs = {"floor_us": min(floors), "per_worker": [{"floor_us": f} for f in floors]}
-        return trust.summary_parts(Run("r", {"workers": len(floors), "host_state": hs}, []))
+        return run_summary.summary_parts(Run("r", {"workers": len(floors), "host_state": hs}, []))
     assert "host floor 0.79-0.91 µs (per worker)" in parts([0.806, 0.79, 0.913])
     assert "host floor 0.80 µs" in parts([0.80, 0.805])
-    assert "host floor 0.80 µs" in trust.summary_line(Run("r", {"host_state": {"floor_us": 0.8}}, []))
+    assert "host floor 0.80 µs" in run_summary.summary_line(Run("r", {"host_state": {"floor_us": 0.8}}, []))

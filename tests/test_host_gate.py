@@ -91,18 +91,18 @@ def test_without_the_rule_an_audits_host_keeps_waiting():
 
 
 def test_the_run_summary_says_which_workers_stopped_waiting():
-    from cudnn_hostbench.bench.measure.runfile import trust
     from cudnn_hostbench.bench.measure.runfile.records import Run
+    from cudnn_hostbench.reports import run_summary
     slow, _, _ = _host(lambda t: 2.0)
     clock = slow.clock
     _cycles(slow, clock, 30.0)
     fast, fast_clock, _ = _host(lambda t: 1.0)
     _cycles(fast, fast_clock, 30.0)
     fp = {"workers": 2, "host_state": {"floor_us": 1.0, "per_worker": [fast.summary(), slow.summary()]}}
-    line = trust.summary_line(Run("r", fp, []))
+    line = run_summary.summary_line(Run("r", fp, []))
     assert "1 worker(s) stopped waiting: their waits found none" in line
     fp["host_state"]["per_worker"] = [fast.summary()]
-    assert "stopped waiting" not in trust.summary_line(Run("r", fp, []))
+    assert "stopped waiting" not in run_summary.summary_line(Run("r", fp, []))
 
 
 def test_a_host_hovering_near_the_threshold_stays_given_up():

@@ -12,7 +12,7 @@ import pytest
 from cudnn_hostbench.bench.measure.core import options
 from cudnn_hostbench.bench.measure.runfile import trust
 from cudnn_hostbench.bench.measure.runfile.records import Record, load_run, run_document, write_run
-from cudnn_hostbench.reports import table
+from cudnn_hostbench.reports import run_summary, table
 from cudnn_hostbench.reports.judge import compare as cmp
 from cudnn_hostbench.scripts import cli
 from tests.helpers import FINGERPRINT, synthetic_records
@@ -61,7 +61,7 @@ def test_reference_run_flags_only_less_trustworthy_figures_and_still_counts_disc
     assert marked == sum(trust.count_marks(run).values()) - sum(   # figures with two kinds count once
         len(trust.shown_flags(r)) - 1 for r in run.records if len(trust.shown_flags(r)) > 1)
     discarded = sum(sum((r.rounds_discarded or {}).values()) for r in run.records)
-    summary = trust.summary_line(run)
+    summary = run_summary.summary_line(run)
     assert discarded and f"{discarded} discarded" in summary
     assert (f"{marked} figure(s) flagged" in summary) if marked else "no figure flagged" in summary
     # every figure that carries a mark carries a trust-lowering flag

@@ -253,7 +253,8 @@ def test_a_worker_records_where_its_time_went(session, monkeypatch):
     import time as _time
 
     from cudnn_hostbench.bench.measure.core import runner
-    from cudnn_hostbench.bench.measure.runfile import run_format, trust
+    from cudnn_hostbench.bench.measure.runfile import run_format
+    from cudnn_hostbench.reports import run_summary
     slow = {"graph": 0.06, "device": 0.06}
     real_graph, real_device = timing.measure_graph, timing.measure_device
     monkeypatch.setattr(timing, "measure_graph", lambda *a, **k: (_time.sleep(slow["graph"]), real_graph(*a, **k))[1])
@@ -275,25 +276,25 @@ def test_a_worker_records_where_its_time_went(session, monkeypatch):
     t2 = dict(t, graph=0.0, device=0.0)
     table = [run_format.row_of(1, {"time_s": t}, "full"), run_format.row_of(2, {"time_s": t2}, "eager")]
     run = records.Run("r", {"worker_table": table, "suite_wall_s": sum(t.values()) + sum(t2.values()) + 1.0}, [])
-    text = trust.time_text(run)
+    text = run_summary.time_text(run)
     assert text.startswith("time (s): all workers ") and "; worker 1 full " in text and "; worker 2 eager " in text
     assert "graph" in text.split("; worker 1 full ")[1].split(";")[0]
     assert "graph" not in text.split("; worker 2 eager ")[1].split(";")[0]
     assert text.endswith("(the parent's own 1.0)")
-    assert trust.time_text(records.Run("old", {}, [])) == ""          # runs from before it: nothing printed
-    assert trust.summary_lines(run, 200)[-1].endswith("--wide: blocks and discard reasons, time per worker")
+    assert run_summary.time_text(records.Run("old", {}, [])) == ""          # runs from before it: nothing printed
+    assert run_summary.summary_lines(run, 200)[-1].endswith("--wide: blocks and discard reasons, time per worker")
     # building per block (what sharing plans across workers would save), summed over workers
     assert session.fingerprint["build_s"]["toy/8"] >= 0.02
     two = workers.merge_fingerprints([{"build_s": {"toy/8": 0.5, "big/1": 3.0}}, {"build_s": {"toy/8": 0.25}}])
     assert two["build_s"] == {"toy/8": 0.75, "big/1": 3.0}
     run = records.Run("r", {"worker_table": table, "build_s": {f"p{i}/1": float(i) for i in range(1, 8)}}, [])
-    assert trust.time_text(run).endswith("building by block, all workers: p7/1 7.0, p6/1 6.0, p5/1 5.0, p4/1 4.0, "
+    assert run_summary.time_text(run).endswith("building by block, all workers: p7/1 7.0, p6/1 6.0, p5/1 5.0, p4/1 4.0, "
                                          "p3/1 3.0 (of 28.0 over 7 blocks)")
     # of which in cuDNN's build steps: the part plan sharing could save, per block and summed
     assert session.fingerprint["plans_s"]["toy/8"] == 0.01 < session.fingerprint["build_s"]["toy/8"]
     assert workers.merge_fingerprints([{"plans_s": {"toy/8": 0.5}}, {"plans_s": {"toy/8": 0.25}}])["plans_s"] == {"toy/8": 0.75}
     run = records.Run("r", {"worker_table": table, "build_s": {"a/1": 3.0, "b/1": 1.0}, "plans_s": {"a/1": 0.5, "b/1": 0.25}}, [])
-    assert trust.time_text(run).endswith("a/1 3.0, b/1 1.0; in cuDNN's build steps 0.8 of 4.0")
+    assert run_summary.time_text(run).endswith("a/1 3.0, b/1 1.0; in cuDNN's build steps 0.8 of 4.0")
 
 
 def test_cudnn_build_steps_feed_the_plan_clock():

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from cudnn_hostbench.bench.measure.runfile import records, trust
+from cudnn_hostbench.bench.measure.runfile import records
 from cudnn_hostbench.bench.measure.runfile.records import load_run
-from cudnn_hostbench.reports import fit, listing, table
+from cudnn_hostbench.reports import fit, listing, run_summary, table
 from cudnn_hostbench.reports.judge import check, compare
 from cudnn_hostbench.scripts import cli
 from tests.history_store import RUNS
@@ -90,7 +90,7 @@ def test_a_long_variant_name_stays_on_its_row_on_a_wide_terminal(capsys, monkeyp
 # -- 3: the summary is three lines at most ----------------------------------------------------------
 def test_run_summary_is_three_lines_and_wide_has_it_whole(capsys, monkeypatch):
     run = load_run(RUN)
-    full = trust.summary_line(run)
+    full = run_summary.summary_line(run)
     listed = re.search(r"workers? for (.*?) \(timed fast: ([^)]*)\)", full)   # the top-ups' blocks
     assert full.count(listed.group(1)) == 1                          # the blocks once, not twice
     block = listed.group(1).split(", ")[0]
@@ -101,7 +101,7 @@ def test_run_summary_is_three_lines_and_wide_has_it_whole(capsys, monkeypatch):
     flagged = re.search(r"\d+ figure\(s\) flagged \([^)]*\)", full).group(0)
     discarded = re.search(r"\d+ discarded", full).group(0)
     for width in (60, 80, 100, 120, 200):
-        lines = trust.summary_lines(run, width)
+        lines = run_summary.summary_lines(run, width)
         assert 1 <= len(lines) <= 3 and all(len(x) <= width for x in lines), width
         text = " ".join(lines)
         assert flagged in text and discarded in text
@@ -117,7 +117,7 @@ def test_run_takes_wide(capsys, monkeypatch):
     capsys.readouterr()
     assert cli.main(["run", "--reference", "--wide"]) == 0
     text = capsys.readouterr().out
-    assert trust.summary_line(load_run(RUN)) in text and "eager workers min–max" in text
+    assert run_summary.summary_line(load_run(RUN)) in text and "eager workers min–max" in text
     assert cli.main(["run", "--reference"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert max(map(len, lines)) <= 100 and lines[4].startswith("3 worker(s)") and "--wide" in " ".join(lines[4:7])
@@ -140,7 +140,7 @@ def test_hostbench_run_prints_the_three_line_summary_and_hb_wide_the_whole(tmp_p
         config = SimpleNamespace(_hostbench=SimpleNamespace(run_path=run),
                                  getoption=lambda name, default=None, w=wide: w if name == "hb_wide" else default)
         pytest_report.pytest_terminal_summary(term, 0, config)
-        full = trust.summary_line(load_run(RUN))
+        full = run_summary.summary_line(load_run(RUN))
         if wide:
             assert full in lines and any("eager workers min–max" in x for x in lines)
         else:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from cudnn_hostbench.bench.measure.runfile import records, trust
 from cudnn_hostbench.bench.measure.runfile.records import CALL_MODES
-from cudnn_hostbench.reports import pack_cost, store, table
+from cudnn_hostbench.reports import pack_cost, run_summary, store, table
 from cudnn_hostbench.scripts.cli import alias, exit_with
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -203,7 +203,7 @@ def headline(ref: Reference, run, base: Path) -> str:
         "",
         f"Measured: {table.caption(run)}. Reference column: the guide's B200 figures (cuDNN 9.26).",
         "",
-        f"Run: {trust.summary_line(run)}. Marks: {trust.LEGEND}.",
+        f"Run: {run_summary.summary_line(run)}. Marks: {trust.LEGEND}.",
         "",
         "| path | eager | graph | device | guide, B200 eager |",
         "|---|---|---|---|---|",
