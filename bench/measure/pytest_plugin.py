@@ -1,9 +1,9 @@
 """The pytest plugin that turns probes into pytest-benchmark benchmarks whose stats are GPU-measured µs.
 
 Each (probe, size, variant, mode) is one benchmark. The measurement happens in bench.measure.core.runner,
-interleaved across the probe's variants; the test then hands its samples to pytest-benchmark
-through `pedantic` with an injected clock, so the run file stores the measured per-call figures
-(not pytest-benchmark's wall time around them).
+interleaved across the probe's variants; the test then hands its samples straight to
+pytest-benchmark's stats (`hand_over`: nothing timed, no clock), so the run file stores the
+measured per-call figures (not pytest-benchmark's wall time around them).
 
 The plugin is one object per run, HostbenchSession (config._hostbench); the hooks delegate to it.
 With --hb-workers K > 1 (the default) this process is the parent: at the first probe it runs the
