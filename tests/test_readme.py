@@ -164,3 +164,10 @@ def test_links_and_paths_resolve(page):
         if "<" not in path and "*" not in path and not (ROOT / path).exists():
             bad.append(path)
     assert not bad, f"{page.relative_to(ROOT)}: links or paths that do not resolve: {bad}"
+
+
+def test_the_user_docs_stay_within_150_kb():
+    """docs/ (the user docs and each GPU's results page) within 150 KB (issue 68): runs belong in
+    log/, a command's every option in its --help."""
+    size = sum(p.stat().st_size for p in (ROOT / "docs").rglob("*.md"))
+    assert size <= 150_000, f"docs/ is {size} bytes (at most 150,000)"

@@ -203,7 +203,7 @@ def headline(ref: Reference, run, base: Path) -> str:
         "",
         f"Measured: {table.caption(run)}. Reference column: the guide's B200 figures (cuDNN 9.26).",
         "",
-        f"Run: {run_summary.summary_line(run)}. Marks: {trust.LEGEND}.",
+        f"Run: {run_summary.summary_line(run)}. Marks (⚑): [glossary](../glossary.md#marks).",
         "",
         "| path | eager | graph | device | guide, B200 eager |",
         "|---|---|---|---|---|",
@@ -284,7 +284,8 @@ def engines(ref: Reference, run, base: Path = ROOT) -> str:
         return ""
     lines = ["### Where the microseconds go: the engine, the call form, and when a trap stops mattering", "",
              "**The engine.** Every plan the 256³ matmul graph builds, called the same way (µs/call):", "",
-             eng.markdown(run).split("\n", 2)[-1].strip(), ""]
+             eng.markdown(run).split("\n", 2)[-1].split("\n### ", 1)[0].strip(), "",
+             f"Every size's plans: `hostbench engines {_link(ref.run_file, ROOT)} --out results/engines`.", ""]
     rs = waterfall.rows([run])
     if rs:
         png = ref.waterfall / "waterfall.png"
@@ -352,14 +353,14 @@ FINDINGS_SHOWN = 4   # the costliest findings a results page quotes; the full re
 
 
 def _top_findings(body: str) -> list[str]:
-    """The findings section's first FINDINGS_SHOWN rows (biggest cost first), and how many more."""
-    lines = ("Findings" + body.rstrip()).splitlines()
-    rows = [x for x in lines if x.startswith("| ") and x[2:3].isdigit()]
-    keep = [x for x in lines if x not in rows[FINDINGS_SHOWN:] and not x.startswith("Trust marks")]
-    while keep and not keep[-1].strip():
-        keep.pop()
+    """The findings' first FINDINGS_SHOWN rows (biggest cost first) as # / trap / finding / µs per
+    step, and how many more; every column of every finding is in the full report."""
+    rows = [x.split(" | ") for x in body.splitlines() if x.startswith("| ") and x[2:3].isdigit()]
+    out = ["| # | trap | finding | µs/step |", "|---|---|---|---|"]
+    out += [f"{r[0]} | {r[1]} | {r[2]} | {r[5]} |" for r in rows[:FINDINGS_SHOWN] if len(r) > 5]
     more = len(rows) - FINDINGS_SHOWN
-    return keep + (["", f"{more} more finding(s) in the full report."] if more > 0 else [])
+    return ["Findings, biggest cost first:", "", *out] + (["", f"{more} more finding(s) in the full report."]
+                                                         if more > 0 else [])
 
 
 def _projection(text: str) -> list[str]:
