@@ -12,7 +12,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from cudnn_hostbench.bench.measure.node import placement as node
+from cudnn_hostbench.bench.measure.node import placement
 from cudnn_hostbench.reports import store
 
 WHEEL = re.compile(r"^nvidia_cudnn_frontend-([0-9][^-]*)-.*\.whl$")
@@ -81,7 +81,7 @@ def run_one(args, ver: str, lib: str | None, target: Path, pytest_args: list[str
     name = f"run-fe{ver}" + ("" if lib is None else f"-cudnn{lib_label(lib)}") + ".json"
     out_file = Path(args.out) / name
     entry = {"version": ver, "label": label, "cudnn_lib": lib, "run_file": name, "status": "", "detail": ""}
-    env = os.environ.copy() if slot is None else node.gpu_env(os.environ, slot)   # --gpus: its GPU and place
+    env = os.environ.copy() if slot is None else placement.gpu_env(os.environ, slot)   # --gpus: its GPU and place
     env["PYTHONPATH"] = _prepend(str(target), env.get("PYTHONPATH"))
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["HOSTBENCH_STORE"] = "off"   # the suite's own copy stays out of the store: the matrix stores its part
@@ -102,7 +102,7 @@ def run_one(args, ver: str, lib: str | None, target: Path, pytest_args: list[str
     if (Path(args.root) / "conftest.py").exists() and not any(a.startswith("--hb-out") for a in pytest_args):
         # the suite's own outputs (records.jsonl, run.json, tables) stay out of --out
         cmd += [f"--hb-out={target}-results"]
-    cmd = cmd if slot is None else node.pinned(cmd, slot.cpus, args.python)   # --gpus: on its cores only
+    cmd = cmd if slot is None else placement.pinned(cmd, slot.cpus, args.python)   # --gpus: on its cores only
     t0 = time.monotonic()
     rc, out, err = run_proc(cmd, env, str(args.root), timeout)
     entry["seconds"] = round(time.monotonic() - t0, 1)

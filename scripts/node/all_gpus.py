@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cudnn_hostbench.bench.measure.node import placement as node
+from cudnn_hostbench.bench.measure.node import placement
 from cudnn_hostbench.bench.measure.node.jobs import Job, failure_line, one_line, run_jobs
 
 GPU_MODES = "--hb-modes=graph,device"
@@ -59,7 +59,7 @@ def job_command(out: Path, pytest_args: list[str]) -> list[str]:
 
 
 def job_env(slot) -> dict:
-    env = node.gpu_env(os.environ, slot)
+    env = placement.gpu_env(os.environ, slot)
     env["HOSTBENCH_STORE"] = "off"   # the parent stores each run once the jobs end (one writer)
     env["PYTHONPATH"] = os.pathsep.join([package_home(), *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
     return env
@@ -85,7 +85,7 @@ def runner(pytest_args: list[str], timeout: float, root: Path):
         out = Path(job.data["out"])
         out.mkdir(parents=True, exist_ok=True)
         log = out / "hostbench.log"
-        cmd = node.pinned(job_command(out, pytest_args), slot.cpus)
+        cmd = placement.pinned(job_command(out, pytest_args), slot.cpus)
         with open(log, "w", encoding="utf-8") as fh:
             p = subprocess.Popen(cmd, env=job_env(slot), cwd=str(root), stdout=fh, stderr=subprocess.STDOUT,
                                  start_new_session=True)
@@ -182,8 +182,8 @@ def _plan_and_out(args) -> tuple:
     if getattr(args, "reference", False):
         raise _BadOption("--reference: not with --all-gpus (it measures; --reference only renders)")
     try:
-        plan = node.node_plan(args.gpus)
-    except node.NodeError as e:
+        plan = placement.node_plan(args.gpus)
+    except placement.NodeError as e:
         raise _BadOption(f"--all-gpus: {e}") from e
     out = Path(args.out or ROOT / "results" / f"node-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}")
     if out.exists() and not out.is_dir():

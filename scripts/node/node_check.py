@@ -20,7 +20,7 @@ import itertools
 import sys
 from pathlib import Path
 
-from cudnn_hostbench.bench.measure.node import placement as node
+from cudnn_hostbench.bench.measure.node import placement
 from cudnn_hostbench.bench.measure.node.jobs import Job
 from cudnn_hostbench.scripts.cli import alias, exit_with
 from cudnn_hostbench.scripts.node import parallel_matrix as node_matrix
@@ -71,7 +71,7 @@ def run(args) -> int:
         return 2
     try:
         plan, check_gpu = _plan(args)
-    except node.NodeError as e:
+    except placement.NodeError as e:
         print(f"{args.prog}: {e}", file=sys.stderr)
         return 2
     out = Path(args.out).resolve()
@@ -97,12 +97,12 @@ def run(args) -> int:
 
 def _plan(args) -> tuple:
     """(the node's plan, the GPU checked); raises NodeError where the check cannot run on them."""
-    plan = node.node_plan(args.gpus)
+    plan = placement.node_plan(args.gpus)
     check_gpu = plan.slots[0].gpu.index if args.gpu is None else args.gpu
     if check_gpu not in [s.gpu.index for s in plan.slots]:
-        raise node.NodeError(f"GPU {check_gpu}: not among --gpus {args.gpus}")
+        raise placement.NodeError(f"GPU {check_gpu}: not among --gpus {args.gpus}")
     if len(plan.slots) < 2:
-        raise node.NodeError(f"{plan.slots[0].label}: the only GPU; alongside needs two or more")
+        raise placement.NodeError(f"{plan.slots[0].label}: the only GPU; alongside needs two or more")
     return plan, check_gpu
 
 
@@ -118,7 +118,7 @@ def _run_phases(args, phases: dict, plan, out: Path) -> tuple[list, str]:
         (out / phase).mkdir(parents=True, exist_ok=True)
         for job in jobs:
             Path(job.data["out"]).mkdir(parents=True, exist_ok=True)
-        slots = node.subset(plan.slots, [s.gpu for s in plan.slots if s.gpu.index in {job.gpu for job in jobs}])
+        slots = placement.subset(plan.slots, [s.gpu for s in plan.slots if s.gpu.index in {job.gpu for job in jobs}])
         print(f"{phase}: {len(jobs)} job(s) on GPU(s) {', '.join(str(s.gpu.index) for s in slots)}", flush=True)
         doc = {"pytest_args": pytest_args, "phase": phase, "versions": [],
                "node": {"basis": plan.basis, "gpus": [node_matrix.slot_info(s) for s in slots]}}

@@ -66,10 +66,10 @@ def label_of(path: str, index: int) -> str:
 
 
 def plan(args) -> int:
-    from cudnn_hostbench.bench.measure.node import placement as node
+    from cudnn_hostbench.bench.measure.node import placement
     try:
-        p = node.node_plan(args.gpus)
-    except node.NodeError as e:
+        p = placement.node_plan(args.gpus)
+    except placement.NodeError as e:
         return _bad(args.prog, str(e))
     print("\n".join(p.lines()))
     return 0

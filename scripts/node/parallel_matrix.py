@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from cudnn_hostbench.bench.measure.node import placement as node
+from cudnn_hostbench.bench.measure.node import placement
 from cudnn_hostbench.bench.measure.node.jobs import Job, failure_line, run_jobs, slot_info
 from cudnn_hostbench.reports import store as runstore
 from cudnn_hostbench.scripts import matrix_merge, matrix_part
@@ -117,8 +117,8 @@ def failures(results: list[dict]) -> list[str]:
 def main(args, wheels: dict, pytest_args: list[str], out: Path) -> int:
     """version_matrix's matrix with --gpus: plan, install, run in parallel, merge."""
     try:
-        plan = node.node_plan(args.gpus)
-    except node.NodeError as e:
+        plan = placement.node_plan(args.gpus)
+    except placement.NodeError as e:
         print(f"{args.prog}: --gpus {args.gpus}: {e}", file=sys.stderr)
         return 2
     for line in plan.lines():
