@@ -74,10 +74,10 @@ def _option_problem(args, say) -> int | None:
         say(str(e))
         return 2
     if args.gpu is not None:
-        from cudnn_hostbench.scripts.run import REFERENCE, reference_runs
-        if "/" in args.gpu or args.gpu in ("", ".", "..") or not reference_runs(args.gpu):
-            have = ", ".join(p.parent.name for p in reference_runs()) or "none"
-            say(f"--gpu {args.gpu}: no committed reference run for that GPU (there are: {have})")
+        from cudnn_hostbench.scripts.run import REFERENCE, reference_problem
+        problem = reference_problem(args.gpu)
+        if problem:
+            say(problem)
             return 2
         args.paths = [*args.paths, *_reference_paths(REFERENCE / args.gpu, say)]
     if not args.paths and not args.store:

@@ -24,6 +24,14 @@ def reference_runs(gpu: str | None = None) -> list[Path]:
     return [f for f in map(run_file_in, folders) if f is not None]
 
 
+def reference_problem(gpu: str) -> str | None:
+    """Why `--gpu NAME` names no committed reference run (one line), or None when it names one."""
+    if gpu and "/" not in gpu and gpu not in (".", "..") and reference_runs(gpu):
+        return None
+    have = ", ".join(p.parent.name for p in reference_runs()) or "none"
+    return f"--gpu {gpu}: no committed reference run for that GPU (there are: {have})"
+
+
 def cuda_available() -> tuple[bool, str]:
     try:
         import torch

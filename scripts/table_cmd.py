@@ -41,12 +41,11 @@ def _which_run(a) -> str | None:
     if (a.run is None) == (a.gpu is None):
         return "name a run file, or a GPU's reference run with --gpu NAME (not both)"
     if a.gpu is not None:
-        from cudnn_hostbench.scripts.run import reference_runs
-        found = reference_runs(a.gpu) if a.gpu and "/" not in a.gpu and a.gpu not in (".", "..") else []
-        if not found:
-            return (f"--gpu {a.gpu}: no committed reference run for that GPU "
-                    f"(there are: {', '.join(reference_gpus()) or 'none'})")
-        a.run = str(found[0])
+        from cudnn_hostbench.scripts.run import reference_problem, reference_runs
+        problem = reference_problem(a.gpu)
+        if problem:
+            return problem
+        a.run = str(reference_runs(a.gpu)[0])
     return None
 
 
