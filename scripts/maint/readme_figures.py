@@ -551,9 +551,8 @@ def run(args) -> int:
     docs = documents(args.gpu)
     missing = [d for d in docs if not d.is_file()]
     if args.gpu and not docs:
-        have = ", ".join(ref.gpu for ref in references()) or "none"
-        print(f"{args.prog}: --gpu {args.gpu}: no committed reference run for that GPU (there are: {have})",
-              file=sys.stderr)
+        from cudnn_hostbench.scripts.run import reference_problem
+        print(f"{args.prog}: {reference_problem(args.gpu)}", file=sys.stderr)
         return 2
     if missing:
         print(f"{args.prog}: no {missing[0]}: a results page needs its file (with its BEGIN/END markers)",
