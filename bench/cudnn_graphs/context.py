@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 from cudnn_hostbench.bench.cudnn_graphs.load import Capabilities, CudnnUnavailable, create_handle, load_cudnn
-from cudnn_hostbench.bench.measure.core import gpu_context as core
+from cudnn_hostbench.bench.measure.core import gpu_context
 from cudnn_hostbench.bench.measure.runfile import fingerprint
 from cudnn_hostbench.bench.measure.runfile.status import Unsupported
 
@@ -88,5 +88,5 @@ def _fields(gpu) -> dict:
     return fp
 
 
-core.on_create(Cudnn.of)
+gpu_context.on_create(Cudnn.of)
 fingerprint.add_fields(_fields)

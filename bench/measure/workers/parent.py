@@ -72,11 +72,11 @@ class Parent:
         return list(self.args)
 
     def _workers(self, k: int, args: list[str], **kw) -> list:
-        """workers.run_workers for k workers with these (pytest-style) arguments, on this engine."""
-        from cudnn_hostbench.bench.measure.workers import replicas as workers
+        """replicas.run_workers for k workers with these (pytest-style) arguments, on this engine."""
+        from cudnn_hostbench.bench.measure.workers import replicas
         if self.engine == "own":   # each call's last worker starts the next call's first (a top-up may follow)
             kw.update(cases=self.cases, ahead=self._ahead, lookahead=True)
-        return workers.run_workers(k, args, self.out, **kw)
+        return replicas.run_workers(k, args, self.out, **kw)
 
     def record(self, probe, size, variant, mode) -> records.Record:
         if self.records is None and self.failure is None:
@@ -233,7 +233,7 @@ class Parent:
     def _thin_focus(self, runs) -> list[tuple[str, str]]:
         """Focus blocks (a trap probe's headline size) that fewer than MIN_FAST_WORKERS workers
         timed wholly in the host's fast state, each judged by its own floor against the run's
-        (workers.judging_floor): their headline ratios would be a median of one or two processes,
+        (replicas.judging_floor): their headline ratios would be a median of one or two processes,
         which move 3-8 % from process to process."""
         from cudnn_hostbench.bench.measure.workers.replicas import judging_floor, truly_fast
         floor = self._floor()
