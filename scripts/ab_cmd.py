@@ -312,14 +312,14 @@ def next_blocks(spec: JobSpec, comparisons: list, done_pairs: int, a) -> tuple[l
                 hopeless += 1
                 continue
             want.add((r.key[0], r.key[2]))
-    if not want and getattr(a, "sharpen", False):   # every row decided: pair the blunt ones toward their goal
+    if not want and a.sharpen:   # every row decided: pair the blunt ones toward their goal
         from cudnn_hostbench.reports.verdict import paired
         want = {(r.key[0], r.key[2]) for c in comparisons for r in paired.blunt(c.judgement.rows)}
     files = {c[1]: c[0] for c in spec.cases}
     todo = [b for b in every if any(files.get(p) == b[0] and s == b[1] for p, s in want)]
     if todo:
         return todo, ""
-    decided = "every row decided" + (" and within its class's MDC goal" if getattr(a, "sharpen", False) else "")
+    decided = "every row decided" + (" and within its class's MDC goal" if a.sharpen else "")
     return [], (decided if not hopeless else
                 f"{hopeless} UNSURE row(s) need more pairs than --pairs {a.pairs} allows; the rest are decided")
 

@@ -46,19 +46,17 @@ def _sayer(args):
 
 
 def _reference_paths(folder: Path, say) -> list[str]:
-    """A GPU's committed folder as dashboard inputs: its run files and whole A/B jobs. A committed
-    job that keeps only its report (ab.json, ab.md; its processes' files stay where it ran) is
-    left out with one line naming its table."""
-    from cudnn_hostbench.reports import store
+    """A GPU's committed folder as dashboard inputs: abjobs.split's run paths and whole A/B jobs. A
+    committed job that keeps only its report (ab.json, ab.md; its processes' files stay where it
+    ran) is left out with one line naming its table."""
     from cudnn_hostbench.reports.history import abjobs
 
-    reports = [p.parent for p in folder.rglob(abjobs.RESULT_FILE) if not (p.parent / abjobs.JOB_FILE).is_file()]
-    for r in sorted(reports):
-        say(f"skipped {r}: an A/B job's report without its processes; its table is {r / 'ab.md'}")
-    inside = tuple(reports)
-    files = [f for f in store.runs_among(folder.rglob("*")) if not any(d in f.parents for d in inside)]
-    jobs = sorted({p.parent for p in folder.rglob(abjobs.JOB_FILE)})
-    return [str(p) for p in (*files, *jobs) if not any(j in p.parents for j in jobs)]
+    jobs, rest = abjobs.split([folder])
+    whole = [j for j in jobs if (j / abjobs.JOB_FILE).is_file()]
+    for j in jobs:
+        if j not in whole:
+            say(f"skipped {j}: an A/B job's report without its processes; its table is {j / 'ab.md'}")
+    return [str(p) for p in (*rest, *whole)]
 
 
 def _option_problem(args, say) -> int | None:

@@ -62,7 +62,7 @@ def job_args(args, specs: list[str], reference: str, sel: dict, out: Path) -> ar
         sides=specs, wheels=args.wheels, keyword=sel.get("keyword"), sizes=sel.get("sizes"), tokens=sel.get("tokens"),
         modes=sel.get("modes", "eager,graph,device"), heavy=sel.get("heavy", False), rounds=sel.get("rounds"),
         reference=reference, out=str(out / "ab"), resume=None, budget_min=budget, pairs=args.pairs,
-        first_pairs=args.first_pairs, proc_timeout=args.timeout * 4, gpu_figure="auto", json=None, markdown=None,
+        first_pairs=args.first_pairs, sharpen=False, proc_timeout=args.timeout * 4, gpu_figure="auto", json=None, markdown=None,
         fail_on_regression=False, root=args.root, no_gpu_check=False, prog=args.prog)
 
 
