@@ -8,7 +8,8 @@
 Worker processes alternate between the sides (ABBA BAAB …) on this machine; each times every
 selected row in every mode, so graph and device rows are replicated too. A first pass of
 --first-pairs pairs covers every row; later pairs time only the blocks (probe × size) with a row
-still UNSURE, until every row is decided, --pairs is reached or --budget-min runs out. Each row's
+still UNSURE, and of those only the phase it needs (eager and graph, or the profiler's device
+rows), until every row is decided, --pairs is reached or --budget-min runs out. Each row's
 pair differences are judged by reports/verdict/paired.py (docs/compare.md, "A/B jobs"):
 SLOWER / FASTER at a false discovery rate of 1 %, SAME with its minimum detectable change, UNSURE
 with the pairs that would decide it, KERNEL CHANGED where the sides ran other kernels, UNMEASURED
@@ -216,28 +217,38 @@ class Clock:
 
     def __init__(self, budget_s: float):
         self.t0, self.budget_s = time.monotonic(), budget_s
-        self.per_block: list = []     # seconds per block of finished processes
-        self.fixed: list = []         # a process's seconds beyond its blocks (start-up)
+        self.per_block: list = []     # seconds per unit (block × phase) of finished processes
 
     def left(self) -> float:
         return self.budget_s - (time.monotonic() - self.t0)
 
-    def add(self, wall_s: float, blocks: int) -> None:
-        self.per_block.append(wall_s / max(blocks, 1))
+    def add(self, wall_s: float, units: int) -> None:
+        self.per_block.append(wall_s / max(units, 1))
 
-    def set_cost(self, k: int, blocks: int) -> float:
-        """k processes of `blocks` blocks at the median pace of the last 2k processes. The first
+    def set_cost(self, k: int, units: int) -> float:
+        """k processes of `units` units at the median pace of the last 2k processes. The first
         process of an invocation is left out once another finished: on a fresh machine it builds
         every graph cold, and its pace would stop a job a set early (log 2026-12-06-0539: 160 s
         against 88-112 s for the whole suite)."""
         if not self.per_block:
             return 0.0
         recent = sorted((self.per_block[1:] or self.per_block)[-2 * k:])
-        return k * recent[len(recent) // 2] * blocks
+        return k * recent[len(recent) // 2] * units
 
 
 def blocks_of(cases: list) -> list[tuple]:
     return list(dict.fromkeys((c[0], c[2]) for c in cases))
+
+
+def phase_of(mode: str) -> str:
+    """A worker times a block's eager and graph rows (and its build rows) together, its device
+    rows in a phase of their own: the unit a later set can leave out."""
+    return "device" if mode == "device" else "host"
+
+
+def units_of(cases: list) -> list[tuple]:
+    """(probe file, size, phase) of the cases, in collection order."""
+    return list(dict.fromkeys((c[0], c[2], phase_of(c[4])) for c in cases))
 
 
 def execute(a, job_dir: Path, spec: JobSpec) -> int:
@@ -261,10 +272,10 @@ def execute(a, job_dir: Path, spec: JobSpec) -> int:
                 say(why)
                 break
             wanted = set(todo)
-            cases = [c for c in spec.cases if (c[0], c[2]) in wanted]
+            cases = [c for c in spec.cases if (c[0], c[2], phase_of(c[4])) in wanted]
             cost = clock.set_cost(k, len(todo))
             if clock.left() < max(cost, 1.0):
-                say(f"budget: {clock.left() / 60:.1f} min left, a set of {len(todo)} block(s) needs about "
+                say(f"budget: {clock.left() / 60:.1f} min left, a set of {len(todo)} unit(s) needs about "
                     f"{cost / 60:.1f}: stopping (--resume {job_dir} adds pairs)")
                 break
             crashed = run_set(job_dir, spec, procs, cases, len(todo), clock, a, say, ahead)
@@ -297,8 +308,10 @@ def report_only(a, job_dir: Path, spec: JobSpec) -> int:
 
 
 def next_blocks(spec: JobSpec, comparisons: list, done_pairs: int, a) -> tuple[list, str]:
-    """The blocks the next set times, or none and why the job stops."""
-    every = blocks_of(spec.cases)
+    """The units (probe file, size, phase) the next set times, or none and why the job stops. After
+    the first pass a set times only the units with a row undecided (or, with --sharpen, blunt): a
+    decided device phase is not profiled again while the block's eager rows still need pairs."""
+    every = units_of(spec.cases)
     if done_pairs < a.first_pairs:
         return every, ""
     if done_pairs >= a.pairs:
@@ -311,12 +324,12 @@ def next_blocks(spec: JobSpec, comparisons: list, done_pairs: int, a) -> tuple[l
             if (r.more_pairs or 0) > left:
                 hopeless += 1
                 continue
-            want.add((r.key[0], r.key[2]))
+            want.add((r.key[0], r.key[2], phase_of(r.key[3])))
     if not want and a.sharpen:   # every row decided: pair the blunt ones toward their goal
         from cudnn_hostbench.reports.verdict import paired
-        want = {(r.key[0], r.key[2]) for c in comparisons for r in paired.blunt(c.judgement.rows)}
+        want = {(r.key[0], r.key[2], phase_of(r.key[3])) for c in comparisons for r in paired.blunt(c.judgement.rows)}
     files = {c[1]: c[0] for c in spec.cases}
-    todo = [b for b in every if any(files.get(p) == b[0] and s == b[1] for p, s in want)]
+    todo = [u for u in every if any(files.get(p) == u[0] and s == u[1] and ph == u[2] for p, s, ph in want)]
     if todo:
         return todo, ""
     decided = "every row decided" + (" and within its class's MDC goal" if a.sharpen else "")
@@ -324,7 +337,7 @@ def next_blocks(spec: JobSpec, comparisons: list, done_pairs: int, a) -> tuple[l
                 f"{hopeless} UNSURE row(s) need more pairs than --pairs {a.pairs} allows; the rest are decided")
 
 
-def run_set(job_dir: Path, spec: JobSpec, procs: list, cases: list, blocks: int, clock: Clock, a, say,
+def run_set(job_dir: Path, spec: JobSpec, procs: list, cases: list, units: int, clock: Clock, a, say,
             ahead: interleave.Ahead | None = None) -> str:
     """One set: a process per side in the set's Williams order, each next one started ahead during
     the one before (interleave.Ahead; the next set's first during this set's last). Returns a
@@ -343,8 +356,8 @@ def run_set(job_dir: Path, spec: JobSpec, procs: list, cases: list, blocks: int,
         timeout = min(a.proc_timeout, max(60.0, clock.left() + 120))
         done = interleave.run_process(folder, side_env(side, set_index), cases, spec.options, worker, floor, timeout,
                                       ahead=ahead, then=then)
-        clock.add(done["wall_s"], blocks)
-        say(f"{folder.name} {side.label}: {done['wall_s']:.0f} s, {blocks} block(s)")
+        clock.add(done["wall_s"], units)
+        say(f"{folder.name} {side.label}: {done['wall_s']:.0f} s, {units} unit(s)")
         if done["rc"] != 0:
             return f"side {side.label} crashed in process {folder.name}: {done['error']} (log {folder / 'worker.log'})"
     return ""

@@ -30,11 +30,12 @@ def write_proc(folder: Path, cases_: list, seed: int, shift: dict | None = None,
     lines = []
     for p, v, s, m, role, us in ROWS:
         key = (p, v, s, m)
-        if key not in want:
-            continue
+        # every row's draws are made, timed or not: a process's figures do not depend on the selection
         noise = SIGMA[m] * rng.gauss(0, 1) / math.sqrt(2) * (1 if rng.random() > 0.1 else 3)   # a heavy tail
         level = us * math.exp(offset[m] + noise + (shift or {}).get(key, 0.0))
         samples = [level * math.exp(rng.gauss(0, SIGMA[m] / 3)) for _ in range(rounds)]
+        if key not in want:
+            continue
         rec = {"probe": p, "variant": v, "size": s, "mode": m, "role": role, "unit": "us/call", "samples": samples,
                "baseline": "torch_mm", "host_state": host_state if m == "eager" else "",
                "kernel_names": list((kernels or {}).get(key, ["sm90_gemm"] if m == "device" else []))}

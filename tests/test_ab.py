@@ -115,13 +115,14 @@ def test_fewer_than_three_pairs_give_no_verdict():
 @pytest.fixture
 def fake_job(monkeypatch):
     """ab_cmd with synthetic processes: side 1 is 6 % slower on SLOW_KEY when `slow` is set."""
-    state = {"slow": False, "crash_at": None, "kernels": None, "calls": 0, "blocks": []}
+    state = {"slow": False, "crash_at": None, "kernels": None, "calls": 0, "blocks": [], "units": []}
     monkeypatch.setattr(ab_cmd, "collect_cases", lambda a, opts: ab_fakes.cases())
 
     def run_process(folder, env, cases, options, worker, floor, timeout_s, ahead=None, then=None):
         index, side = (int(x) for x in folder.name[1:].split("-"))
         state["calls"] += 1
         state["blocks"].append(sorted({(c[1], c[2]) for c in cases}))
+        state["units"].append({(c[1], c[2], ab_cmd.phase_of(c[4])) for c in cases})
         if state["crash_at"] is not None and index == state["crash_at"]:
             folder.mkdir(parents=True)
             done = {"rc": 1, "wall_s": 1.0, "error": "RuntimeError: cuDNN went away", "worker": worker}
@@ -169,6 +170,21 @@ def test_the_first_pass_times_every_block_and_later_sets_only_blocks_with_a_row_
     assert sets[:3] == [every] * 3
     assert any(set(b) < set(every) for b in sets[3:])     # a decided block is not timed again
     assert fake_job["blocks"][1::2] == sets          # both processes of a set time the same blocks
+
+
+def test_a_later_set_times_only_the_phase_of_a_block_that_still_needs_pairs(tmp_path, fake_job):
+    from types import SimpleNamespace as NS
+    spec = NS(cases=[("probes/probe_x.py", "probe_x.py", "256", "v", m) for m in ("eager", "graph", "device")])
+    eager = paired.RowVerdict(key=("probe_x.py", "v", "256", "eager"), cls="eager ratio", verdict="UNSURE",
+                              change=0.0, mdc=0.09, pairs=3, more_pairs=3)
+    device = _row("device light ratio", "SAME", 0.004, key=("probe_x.py", "v", "256", "device"))
+    job = [NS(judgement=paired.Judgement(rows=[eager, device]))]
+    a = NS(first_pairs=3, pairs=40, sharpen=False)
+    assert ab_cmd.next_blocks(spec, job, 3, a) == ([("probes/probe_x.py", "256", "host")], "")
+    eager.verdict, device.verdict, device.mdc = "SAME", "UNSURE", 0.05
+    assert ab_cmd.next_blocks(spec, job, 3, a) == ([("probes/probe_x.py", "256", "device")], "")
+    _ab(tmp_path, "--pairs", "12")      # end to end: the device rows decide first, the eager rows go on
+    assert any(s and all(u[2] == "host" for u in s) for s in fake_job["units"][6:])
 
 
 def test_resume_adds_pairs_to_a_job_and_refuses_another_selection(tmp_path, fake_job, capsys):
@@ -331,7 +347,7 @@ def test_sharpen_pairs_only_same_rows_past_their_goal_once_every_row_is_decided(
     assert ab_cmd.next_blocks(spec, job, 5, a) == ([], "every row decided")
     a.sharpen = True
     todo, why = ab_cmd.next_blocks(spec, job, 5, a)
-    assert todo == [("probes/probe_x.py", "256")] and why == ""
+    assert todo == [("probes/probe_x.py", "256", "host")] and why == ""
     blunt.mdc = paired.goal("eager ratio") * 0.9
     assert ab_cmd.next_blocks(spec, job, 5, a)[0] == []
 
