@@ -90,10 +90,16 @@ def measure(ctx, size, opt):
         plan = ("; torch.mm is not split: its whole host time (torch dispatch + cuBLAS launch) is in engine"
                 if p.name == "torch_mm" else f"; {mm.plan_id(h)}")
         for fig in waterfall.FIGURES:
+            # every stage is host-bound, so it is judged against torch.mm's eager call timed in the
+            # same rounds: a ratio cancels the host's speed (a vCPU's state moves all stages at once)
             recs.append(host_record(PROBE, size, f"{p.name}.{fig}", res[p.name][fig], unit="us/call",
+                                    baseline=BASELINE,
                                     note=(verdict if fig == "eager" else FIGURE_LABELS[fig]) + plan
                                     + (why if fig in ("frontend", "engine") else "")))
     return recs
+
+
+BASELINE = "torch_mm.eager"
 
 
 def _names(path):

@@ -141,7 +141,7 @@ def _ab(tmp_path, *extra):
 
 
 def test_an_aa_job_decides_its_rows_and_finds_nothing(tmp_path, fake_job, capsys):
-    assert _ab(tmp_path, "--pairs", "8", "--fail-on-regression") == 0
+    assert _ab(tmp_path, "--pairs", "12", "--fail-on-regression") == 0
     doc = json.loads((tmp_path / "job" / "ab.json").read_text())
     c = doc["comparisons"][0]
     assert doc["pass"] and not any(r["verdict"] in ("SLOWER", "FASTER") for r in c["rows"])
@@ -353,7 +353,7 @@ def test_sharpen_pairs_only_same_rows_past_their_goal_once_every_row_is_decided(
 
 
 def test_every_class_has_a_goal_within_its_practical_threshold():
-    for cls in ("eager ratio", "eager us", "graph light", "graph light ratio", "graph gpu-bound ratio",
+    for cls in ("eager light ratio", "eager heavy", "host ratio", "graph light", "graph light ratio", "graph gpu-bound ratio",
                 "graph heavy ratio", "device light", "device heavy ratio", "device gpu-bound", "host"):
         assert 0 < paired.goal(cls) <= paired.practical(cls), cls
 

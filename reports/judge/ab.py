@@ -48,7 +48,8 @@ def figure(rec: Record, run: Run, on_ratio: bool) -> tuple[float | None, bool]:
     if not rec.ok or not rec.samples:
         return None, False
     med = stats.median(rec.samples)
-    ratio_mode = rec.mode == "eager" or (on_ratio and rec.mode in ("graph", "device"))
+    ratio_mode = (rec.mode == "eager" or (on_ratio and rec.mode in ("graph", "device"))
+                  or (rec.mode == "host" and bool(rec.baseline)))   # a host-bound row with a declared baseline
     base = run.baseline_of(rec) if ratio_mode and rec.role != "baseline" else None
     if base is not None and base.variant != rec.variant and base.samples:
         if len(base.samples) == len(rec.samples):
@@ -60,13 +61,14 @@ def figure(rec: Record, run: Run, on_ratio: bool) -> tuple[float | None, bool]:
 
 
 def row_class(rec: Record, level_us: float | None, on_ratio: bool) -> str:
-    if rec.mode == "eager":
-        return "eager ratio" if on_ratio else "eager us"
-    if rec.mode in ("graph", "device"):
+    """The noise class whose rows share a variance prior: the mode and, for the call modes, the
+    per-call level, since a GPU-bound call's spread is a tenth of a host-bound one's in every mode
+    (log 2026-12-06-0800: eager ratios at 100 µs and more spread 0.1-1.4 %, at 10-20 µs 1-5 %)."""
+    if rec.mode in ("eager", "graph", "device"):
         us = level_us or 0.0
         size = "heavy" if us >= model.HEAVY_US else "gpu-bound" if us >= model.LIGHT_US else "light"
         return f"{rec.mode} {size}{' ratio' if on_ratio else ''}"
-    return rec.mode
+    return f"{rec.mode}{' ratio' if on_ratio else ''}"
 
 
 def _kernels(recs: list[Record]) -> tuple:

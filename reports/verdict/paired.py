@@ -199,7 +199,8 @@ def judge(rows: list, q: float = Q) -> Judgement:
 
 def class_priors(rows: list, est: dict) -> dict:
     """The variance prior of each class, fitted over its judged rows; a class of fewer than
-    MIN_CLASS_ROWS takes the prior of every judged row of its mode."""
+    MIN_CLASS_ROWS takes the prior of every judged row of its mode judged the same way (on a
+    ratio, or on µs, which also carries the process's offset)."""
     def fit(members):
         got = [est[r.key] for r in members if r.key in est]
         return fit_prior([s2 for _, s2, _ in got], [h - 1 for _, _, h in got])
@@ -207,7 +208,8 @@ def class_priors(rows: list, est: dict) -> dict:
     for cls in sorted({r.cls for r in rows}):
         members = [r for r in rows if r.cls == cls]
         if sum(r.key in est for r in members) < MIN_CLASS_ROWS:
-            members = [r for r in rows if r.key[3] == members[0].key[3]]
+            first = members[0]
+            members = [r for r in rows if r.key[3] == first.key[3] and r.on_ratio == first.on_ratio]
         out[cls] = fit(members)
     return out
 

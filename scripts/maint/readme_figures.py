@@ -451,7 +451,8 @@ def _status(run, probe, variant, size) -> str:
     return "not measured" if r is None else r.status.split(":", 1)[-1].strip()
 
 
-MDC_CLASSES = ("eager ratio", "graph light ratio", "device light ratio")   # the A/B classes the page names
+MDC_CLASSES = ("eager light ratio", "graph light ratio", "device light ratio")   # the A/B classes the page names
+OLD_CLASSES = {"eager light ratio": "eager ratio"}   # a job judged before eager rows had size classes
 MOVED_SHOWN = 8   # moved rows listed per version job, the largest changes first
 
 
@@ -465,6 +466,7 @@ def ab_jobs(ref: Reference, base: Path) -> str:
         for c in doc["comparisons"]:
             counts = ", ".join(f"{k} {v}" for k, v in sorted(c["counts"].items(), key=lambda kv: -kv[1]))
             mdc = {k["class"]: k["median_mdc"] for k in c["classes"]}
+            mdc.update({new: mdc[old] for new, old in OLD_CLASSES.items() if new not in mdc and old in mdc})
             shown = " / ".join(f"{mdc[k] * 100:.1f} %" if k in mdc else "–" for k in MDC_CLASSES)
             rows.append(f"| [{path.parent.name}]({_link(path.with_name('ab.md'), base)}) | {c['reference']} → "
                         f"{c['side']} | {c['pairs']} | {counts} | {shown} |")
@@ -472,7 +474,7 @@ def ab_jobs(ref: Reference, base: Path) -> str:
                       and r["mode"] == "eager"]
     if not rows:
         return ""
-    lines = ["| job | sides | pairs | verdicts | median MDC: eager / graph / device ratio |",
+    lines = ["| job | sides | pairs | verdicts | median MDC of the light rows: eager / graph / device ratio |",
              "|---|---|---|---|---|", *rows]
     if moved:
         moved.sort(key=lambda jr: jr[1]["change"])
