@@ -199,8 +199,8 @@ def judge(rows: list, q: float = Q) -> Judgement:
 
 def class_priors(rows: list, est: dict) -> dict:
     """The variance prior of each class, fitted over its judged rows; a class of fewer than
-    MIN_CLASS_ROWS takes the prior of every judged row of its mode judged the same way (on a
-    ratio, or on µs, which also carries the process's offset)."""
+    MIN_CLASS_ROWS takes the prior of its mode's rows judged the same way (on a ratio, or on µs,
+    which also carries the process's offset), or of all its mode's rows where those are too few."""
     def fit(members):
         got = [est[r.key] for r in members if r.key in est]
         return fit_prior([s2 for _, s2, _ in got], [h - 1 for _, _, h in got])
@@ -209,7 +209,10 @@ def class_priors(rows: list, est: dict) -> dict:
         members = [r for r in rows if r.cls == cls]
         if sum(r.key in est for r in members) < MIN_CLASS_ROWS:
             first = members[0]
-            members = [r for r in rows if r.key[3] == first.key[3] and r.on_ratio == first.on_ratio]
+            alike = [r for r in rows if r.key[3] == first.key[3] and r.on_ratio == first.on_ratio]
+            # a block's baseline alone on µs (a quick question) has no rows like it: its mode's
+            enough = sum(r.key in est for r in alike) >= MIN_CLASS_ROWS
+            members = alike if enough else [r for r in rows if r.key[3] == first.key[3]]
         out[cls] = fit(members)
     return out
 
