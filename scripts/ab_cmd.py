@@ -321,7 +321,7 @@ def next_blocks(spec: JobSpec, comparisons: list, done_pairs: int, a) -> tuple[l
     hopeless = 0
     for c in comparisons:
         for r in c.judgement.undecided():
-            if (r.more_pairs or 0) > left:
+            if (r.more_pairs or 0) > left and not _leaning(r):
                 hopeless += 1
                 continue
             want.add((r.key[0], r.key[2], phase_of(r.key[3])))
@@ -335,6 +335,12 @@ def next_blocks(spec: JobSpec, comparisons: list, done_pairs: int, a) -> tuple[l
     decided = "every row decided" + (" and within its class's MDC goal" if a.sharpen else "")
     return [], (decided if not hopeless else
                 f"{hopeless} UNSURE row(s) need more pairs than --pairs {a.pairs} allows; the rest are decided")
+
+
+def _leaning(r) -> bool:
+    """An UNSURE row whose interval already leaves out 0: more pairs may make it a finding, however
+    far its MDC is from the threshold, so it is never given up."""
+    return r.low is not None and r.high is not None and (r.low > 0 or r.high < 0)
 
 
 def run_set(job_dir: Path, spec: JobSpec, procs: list, cases: list, units: int, clock: Clock, a, say,

@@ -363,3 +363,22 @@ def test_a_cold_first_process_does_not_set_the_pace_of_the_next_set():
     for wall in (160.0, 112.0):    # the first process of a fresh machine builds every graph cold
         clock.add(wall, 62)
     assert clock.set_cost(2, 62) == pytest.approx(2 * 112.0)
+
+
+def test_more_pairs_counts_the_degrees_of_freedom_each_pair_adds():
+    # a row on 3 pairs and no prior: its t quantile at 2 df is most of its MDC
+    naive = math.ceil(3 * (math.log1p(0.20) / math.log1p(0.08)) ** 2) - 3
+    assert paired.more_pairs(3, se=0.01, df=2, alpha=1e-3, limit=0.08) < naive
+    assert paired.more_pairs(6, se=0.005, df=20, alpha=1e-3, limit=0.08) <= paired.more_pairs(6, 0.01, 20, 1e-3, 0.08)
+
+
+def test_an_unsure_row_whose_interval_leaves_out_zero_is_never_given_up():
+    from types import SimpleNamespace as NS
+    spec = NS(cases=[("probes/probe_x.py", "probe_x.py", "256", "v", "graph")])
+    row = paired.RowVerdict(key=("probe_x.py", "v", "256", "graph"), cls="graph light ratio", verdict="UNSURE",
+                            change=0.06, low=0.03, high=0.09, mdc=0.11, pairs=3, more_pairs=30)
+    a = NS(first_pairs=3, pairs=8, sharpen=False)
+    job = [NS(judgement=paired.Judgement(rows=[row]))]
+    assert ab_cmd.next_blocks(spec, job, 3, a)[0] == [("probes/probe_x.py", "256", "host")]
+    row.low = -0.01      # no lean: 30 more pairs than the 5 left cannot decide it
+    assert ab_cmd.next_blocks(spec, job, 3, a)[0] == []

@@ -259,9 +259,30 @@ def _verdict(r: PairedRow, test, qv, q: float, alpha: float) -> RowVerdict:
     elif v.mdc <= limit:
         v.verdict = "SAME"
     else:
-        need = math.ceil(v.pairs * (mdc_log / math.log1p(limit)) ** 2)
-        v.more_pairs = max(1, need - v.pairs)
+        v.more_pairs = more_pairs(v.pairs, se, df, alpha, limit)
     return v
+
+
+def kept(n: int) -> int:
+    """h: the pairs a trimmed mean of n keeps."""
+    return n - 2 * int(math.floor(TRIM * n))
+
+
+def more_pairs(n: int, se: float, df: float, alpha: float, limit: float, most: int = 1000) -> int:
+    """The pairs past n that bring the MDC within `limit`, at today's moderated variance: each
+    added pair adds a degree of freedom as well as shrinking the standard error, so a row
+    judged on 3 pairs (2 df) is not written off by its t quantile alone."""
+    from scipy import stats as st
+    h = kept(n)
+    s2 = se * se * h
+    prior_df = max(0.0, df - (h - 1))
+    for m in range(n + 1, n + most + 1):
+        hm = kept(m)
+        dfm = min(prior_df + hm - 1, MAX_DF)
+        mdc = (float(st.t.ppf(1 - alpha / 2, dfm)) + float(st.t.ppf(POWER, dfm))) * math.sqrt(s2 / hm)
+        if mdc <= math.log1p(limit):
+            return m - n
+    return most
 
 
 def _kernel_change(r: PairedRow) -> str:
