@@ -43,12 +43,13 @@ class Comparison:
     rows: list = field(default_factory=list)        # the paired.PairedRow the judgement read
 
 
-def figure(rec: Record, run: Run, on_ratio: bool) -> tuple[float | None, bool]:
-    """(log of the process's judged figure, whether it is a ratio) for one row of one process."""
+def figure(rec: Record, run: Run, on_ratio: bool, ratio: bool = True) -> tuple[float | None, bool]:
+    """(log of the process's judged figure, whether it is a ratio) for one row of one process;
+    ratio=False: its µs, whatever it is judged on."""
     if not rec.ok or not rec.samples:
         return None, False
     med = stats.median(rec.samples)
-    ratio_mode = (rec.mode == "eager" or (on_ratio and rec.mode in ("graph", "device"))
+    ratio_mode = ratio and (rec.mode == "eager" or (on_ratio and rec.mode in ("graph", "device"))
                   or (rec.mode == "host" and bool(rec.baseline)))   # a host-bound row with a declared baseline
     base = run.baseline_of(rec) if ratio_mode and rec.role != "baseline" else None
     if base is not None and base.variant != rec.variant and base.samples:
@@ -101,6 +102,7 @@ class _RowPairs:
         self.a_recs: list = []
         self.b_recs: list = []
         self.proto: Record | None = None
+        self.us_diffs: list = []
 
     def add(self, ra: Record | None, rb: Record | None, a: Run, b: Run, on_ratio: bool) -> None:
         self.aligned.append(None)
@@ -119,6 +121,11 @@ class _RowPairs:
             return
         self.ratio = self.ratio or ratio_a
         self.aligned[-1] = fb - fa
+        if ratio_a:     # its µs too: evidence for the prior of the block baselines judged on µs
+            ua, _ = figure(ra, a, False, ratio=False)
+            ub, _ = figure(rb, b, False, ratio=False)
+            if ua is not None and ub is not None:
+                self.us_diffs.append(ub - ua)
         if ra.samples and ra.unit.startswith("us"):
             self.level.append(stats.median(ra.samples))
 
@@ -127,7 +134,7 @@ class _RowPairs:
         lvl = stats.median(self.level) if self.level else None
         return paired.PairedRow(key, row_class(self.proto, lvl, self.ratio), [d for d in self.aligned if d is not None],
                                 lvl, self.ratio, self.dropped, (_kernels(self.a_recs), _kernels(self.b_recs)),
-                                self.proto.race, self.aligned, self.missing)
+                                self.proto.race, self.aligned, self.missing, self.us_diffs)
 
 
 def _spread_kernel_change(rows: list[paired.PairedRow]) -> None:

@@ -52,6 +52,8 @@ class PairedRow:
     race: bool = False          # its plan is a timing race: a kernel difference is a pick, not a change
     aligned: list = field(default_factory=list)   # diffs by the comparison's pair index, None where unusable
     no_figure: int = 0          # pairs whose processes both timed the row but gave no figure to pair (0 µs)
+    us_diffs: list = field(default_factory=list)   # a ratio row's µs differences: evidence for its
+    #                                                 µs class's prior only, never its own verdict
 
 
 @dataclass
@@ -175,7 +177,8 @@ def judge(rows: list, q: float = Q) -> Judgement:
         if len(r.diffs) >= MIN_PAIRS:
             m, s2, h = trimmed(r.diffs)
             est[r.key] = (m, s2, h)
-    priors = class_priors(rows, est)
+    us_est = {r.key: trimmed(r.us_diffs) for r in rows if r.on_ratio and len(r.us_diffs) >= MIN_PAIRS}
+    priors = class_priors(rows, est, us_est)
     tests = {}
     for r in rows:
         if r.key not in est:
@@ -197,23 +200,33 @@ def judge(rows: list, q: float = Q) -> Judgement:
     return out
 
 
-def class_priors(rows: list, est: dict) -> dict:
-    """The variance prior of each class, fitted over its judged rows; a class of fewer than
-    MIN_CLASS_ROWS takes the prior of its mode's rows judged the same way (on a ratio, or on µs,
-    which also carries the process's offset), or of all its mode's rows where those are too few."""
-    def fit(members):
+def class_priors(rows: list, est: dict, us_est: dict | None = None) -> dict:
+    """The variance prior of each class, fitted over its judged rows. A class judged on µs also
+    takes the µs differences of the ratio rows of its mode and size (`us_est`): the same kind of
+    figure, carrying the same process offset, so a block's baseline, alone on µs in a quick
+    question, has rows like it. A class of fewer than MIN_CLASS_ROWS takes the prior of its
+    mode's rows judged the same way; with fewer than 3 of those, none: the row stands on its own
+    pairs. Never the other kind's: a baseline on µs that borrowed its mode's ratio rows' prior
+    was found FASTER in an A/A (log 2026-12-06-0800)."""
+    us_est = us_est or {}
+
+    def evidence(members):
         got = [est[r.key] for r in members if r.key in est]
+        if members and not members[0].on_ratio:
+            mine = {(r.key[3], r.cls) for r in members}
+            got += [us_est[r.key] for r in rows if r.key in us_est and (r.key[3], r.cls.removesuffix(" ratio")) in mine]
+        return got
+
+    def fit(got):
         return fit_prior([s2 for _, s2, _ in got], [h - 1 for _, _, h in got])
     out = {}
     for cls in sorted({r.cls for r in rows}):
         members = [r for r in rows if r.cls == cls]
-        if sum(r.key in est for r in members) < MIN_CLASS_ROWS:
+        got = evidence(members)
+        if len(got) < MIN_CLASS_ROWS:
             first = members[0]
-            alike = [r for r in rows if r.key[3] == first.key[3] and r.on_ratio == first.on_ratio]
-            # a block's baseline alone on µs (a quick question) has no rows like it: its mode's
-            enough = sum(r.key in est for r in alike) >= MIN_CLASS_ROWS
-            members = alike if enough else [r for r in rows if r.key[3] == first.key[3]]
-        out[cls] = fit(members)
+            got = evidence([r for r in rows if r.key[3] == first.key[3] and r.on_ratio == first.on_ratio])
+        out[cls] = fit(got)
     return out
 
 
