@@ -54,7 +54,8 @@ def load_pairs(path: Path) -> list[list[paired.PairedRow]]:
             rows.append(paired.PairedRow(tuple(r["key"]), r["class"], [d for d in r["diffs"] if d is not None],
                                          r.get("level_us"), bool(r.get("on_ratio")), int(r.get("dropped", 0)),
                                          (tuple(kernels[0]), tuple(kernels[1])), bool(r.get("race")),
-                                         aligned=list(r["diffs"]), no_figure=int(r.get("no_figure", 0))))
+                                         aligned=list(r["diffs"]), no_figure=int(r.get("no_figure", 0)),
+                                         us_diffs=list(r.get("us_diffs", []))))
         out.append(rows)
     return out
 
@@ -65,7 +66,8 @@ def pairs_doc(comparisons: list) -> dict:
         {"side": c.side, "reference": c.reference,
          "rows": [{"key": list(r.key), "class": r.cls, "diffs": r.aligned, "level_us": r.level_us,
                    "on_ratio": r.on_ratio, "dropped": r.dropped, "kernels": [list(k) for k in r.kernels],
-                   "race": r.race, "no_figure": r.no_figure} for r in c.rows]} for c in comparisons]}
+                   "race": r.race, "no_figure": r.no_figure, "us_diffs": r.us_diffs} for r in c.rows]}
+        for c in comparisons]}
 
 
 def _resampled(rows: list, rng: random.Random) -> list:
