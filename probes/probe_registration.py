@@ -24,25 +24,25 @@ def _sizes(options):
     return cube_sizes(options)[:1] if not options.heavy else cube_sizes(options)
 
 
-def cudnn_impl(ctx, mm: Matmul):
-    """impl(a, b) -> a new output, executed on the pinned plan of mm's built graph."""
+def cudnn_impl(ctx, matmul: Matmul):
+    """impl(lhs, rhs) -> a new output, executed on the pinned plan of matmul's built graph."""
     torch = ctx.torch
-    b = mm.built
+    b = matmul.built
     g, ws, h, i, uids = b.graph, b.workspace, ctx.handle, b.pinned, b.uids
-    shape, dtype, dev = tuple(mm.c.shape), mm.c.dtype, mm.c.device
+    shape, dtype, dev = tuple(matmul.c.shape), matmul.c.dtype, matmul.c.device
     empty = torch.empty
     if ctx.caps.ordered:
-        def impl(a, w):
+        def impl(lhs, rhs):
             out = empty(shape, dtype=dtype, device=dev)
-            g.execute_plan_at_index((a, w, out), ws, i, handle=h, tensor_uids=uids)
+            g.execute_plan_at_index((lhs, rhs, out), ws, i, handle=h, tensor_uids=uids)
             return out
         form = "execute_plan_at_index(tuple, tensor_uids=...)"
     else:
         ua, ub, uc = uids
 
-        def impl(a, w):
+        def impl(lhs, rhs):
             out = empty(shape, dtype=dtype, device=dev)
-            g.execute_plan_at_index({ua: a, ub: w, uc: out}, ws, i, handle=h)
+            g.execute_plan_at_index({ua: lhs, ub: rhs, uc: out}, ws, i, handle=h)
             return out
         form = "execute_plan_at_index({uid: tensor})"
     return impl, form
@@ -66,14 +66,14 @@ def build(ctx, size):
     a, b = mm.a, mm.b
     note = f"{mm.plan_note()}; body: torch.empty + {form}"
 
-    def case(fn, extra=""):
-        return Case(fn, mm.check, note=note + extra, plan=mm.plan_label())
+    def case(call, extra=""):
+        return Case(call, mm.check, note=note + extra, plan=mm.plan_label())
 
     def direct():
         return impl(a, b)
 
-    def cudnn_mm(x, w):            # what an integration's plain wrapper looks like
-        return impl(x, w)
+    def cudnn_mm(lhs, rhs):        # what an integration's plain wrapper looks like
+        return impl(lhs, rhs)
 
     cases = {"torch_mm": Case(mm.torch_mm_call(), mm.check),
              "direct": case(direct),

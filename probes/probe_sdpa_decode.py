@@ -27,9 +27,9 @@ def _sizes(options):
     return sizes
 
 
-def lengths(b: int, s: int) -> list[int]:
-    """Key lengths falling evenly from s (the first sequence) to s/2."""
-    return [s - (s // 2) * j // max(b - 1, 1) for j in range(b)]
+def lengths(batch: int, seq_len: int) -> list[int]:
+    """Key lengths falling evenly from seq_len (the first sequence) to seq_len/2."""
+    return [seq_len - (seq_len // 2) * j // max(batch - 1, 1) for j in range(batch)]
 
 
 def offsets(lens, per_token: int) -> list[int]:
@@ -40,10 +40,10 @@ def offsets(lens, per_token: int) -> list[int]:
     return out
 
 
-def torch_backend(torch, q, k, v, mask, scale) -> str:
+def torch_backend(torch, query, key, value, mask, scale) -> str:
     try:
         from torch.nn.attention import SDPBackend
-        choice = int(torch._fused_sdp_choice(q, k, v, mask, 0.0, False, scale=scale))
+        choice = int(torch._fused_sdp_choice(query, key, value, mask, 0.0, False, scale=scale))
         for name, member in SDPBackend.__members__.items():
             if int(member.value) == choice:
                 return name
@@ -88,13 +88,13 @@ class Decode:
         return self.torch.empty(self.b, 1, self.h, self.d, dtype=self.torch.bfloat16, device=self.ctx.device) \
             .transpose(1, 2)
 
-    def check_of(self, o):
+    def check_of(self, output):
         def check(out):
-            return rel_err(out if isinstance(out, self.torch.Tensor) else o, self.ref)
+            return rel_err(out if isinstance(out, self.torch.Tensor) else output, self.ref)
         return check
 
-    def _int_tensor(self, g, t, name, dtype):
-        return g.tensor(name=name, dim=list(t.shape), stride=list(t.stride()), data_type=dtype)
+    def _int_tensor(self, graph, buffer, name, dtype):
+        return graph.tensor(name=name, dim=list(buffer.shape), stride=list(buffer.stride()), data_type=dtype)
 
     def graph(self, ragged: bool):
         """(Built, buffers in binding order, output) of the padding-mask SDPA graph."""
@@ -113,8 +113,8 @@ class Decode:
                 offs[name] = self._int_tensor(g, buf, f"{name}_ragged_offset", cdt)
                 extra_t.append(offs[name])
                 extra_b.append(buf)
-        def kw(n):
-            return {"ragged_offset": offs[n]} if ragged else {}
+        def kw(name):
+            return {"ragged_offset": offs[name]} if ragged else {}
         Q, K, V = (tensor_of(ctx, g, t, n.upper(), **kw(n)) for t, n in ((q, "q"), (k, "k"), (v, "v")))
         SQ = self._int_tensor(g, self.seq_q, "seq_len_q", cudnn.data_type.INT32)
         SKV = self._int_tensor(g, self.seq_kv, "seq_len_kv", cudnn.data_type.INT32)

@@ -57,15 +57,15 @@ class _Bmm(Matmul):
             g.deserialize(blob)
         return g
 
-    def call(self, g):
-        ws = workspace_for(self.ctx, g.get_workspace_size())
+    def call(self, graph):
+        ws = workspace_for(self.ctx, graph.get_workspace_size())
         pack, h, c = self.pack, self.ctx.handle, self.c
-        return lambda: g.execute(pack, ws, handle=h) or c
+        return lambda: graph.execute(pack, ws, handle=h) or c
 
-    def verify(self, g) -> float:
-        """Runs g once on poisoned output; relative error vs torch."""
+    def verify(self, graph) -> float:
+        """Runs graph once on poisoned output; relative error vs torch."""
         torch = self.ctx.torch
-        fn = self.call(g)
+        fn = self.call(graph)
         with torch.cuda.stream(self.ctx.stream):
             self.poison()
             fn()
@@ -73,33 +73,33 @@ class _Bmm(Matmul):
         return self.check(self.c)
 
 
-def _serialize_selected(ctx, g) -> bytes:
+def _serialize_selected(ctx, graph) -> bytes:
     if ctx.caps.serialize_bytes:
-        return g.serialize(as_bytes=True)
-    return plan_store.to_bytes(g.serialize())
+        return graph.serialize(as_bytes=True)
+    return plan_store.to_bytes(graph.serialize())
 
 
-def _serialize(ctx, p, g) -> tuple[bytes, str]:
+def _serialize(ctx, problem, graph) -> tuple[bytes, str]:
     """The heuristic's pick serialized; if its engine cannot be, the first plan in rank order that
     can (frontend 1.27+: build_plan_at_index selects the plan that serialize() writes)."""
     try:
-        return _serialize_selected(ctx, g), f"heuristic's pick {plan_name(g, selected_index(g))!r}"
+        return _serialize_selected(ctx, graph), f"heuristic's pick {plan_name(graph, selected_index(graph))!r}"
     except Exception as e:  # noqa: BLE001 - only some engines can be serialized
         first = f"{type(e).__name__}: {e}{last_error(ctx.cudnn)}"
     if not ctx.caps.ir:
         raise Unsupported(f"serialize() refused the heuristic's pick: {first}")
     skipped = []
-    for i in range(g.get_execution_plan_count()):
-        if i == selected_index(g):
+    for i in range(graph.get_execution_plan_count()):
+        if i == selected_index(graph):
             continue
         try:
-            g.build_plan_at_index(i)
-            blob = _serialize_selected(ctx, g)
+            graph.build_plan_at_index(i)
+            blob = _serialize_selected(ctx, graph)
         except Exception as e:  # noqa: BLE001
             skipped.append(f"[{i}] {type(e).__name__}")
             continue
-        p.index = i
-        return blob, (f"plan {i} {plan_name(g, i)!r}: the heuristic's pick refused ({first[:160]}); "
+        problem.index = i
+        return blob, (f"plan {i} {plan_name(graph, i)!r}: the heuristic's pick refused ({first[:160]}); "
                       f"also refused: {', '.join(skipped) or 'none'}")
     raise Unsupported(f"serialize() refused every plan: heuristic's pick: {first}; others: {', '.join(skipped)}")
 
@@ -126,36 +126,37 @@ def build(ctx, size):
     return cases
 
 
-def _save(ctx, st, size, folder: Path) -> Path:
-    p = st["prob"]
-    return plan_store.save(folder / "bmm.hbplan", st["blob"], env_of(ctx), p.key,
+def _save(ctx, state, size, folder: Path) -> Path:
+    p = state["prob"]
+    return plan_store.save(folder / "bmm.hbplan", state["blob"], env_of(ctx), p.key,
                            {"uids": dict(zip("ABC", p.UIDS)), "size": size})
 
 
-def _check_saved_plan(ctx, st, p, g1, size, folder: Path, cases: dict) -> None:
+def _check_saved_plan(ctx, state, problem, graph, size, folder: Path, cases: dict) -> None:
     """Serializes, saves and loads the plan once; the deserialized case, or the error on its row."""
     try:
-        st["blob"], st["which"] = _serialize(ctx, p, g1)
+        state["blob"], state["which"] = _serialize(ctx, problem, graph)
         env = env_of(ctx)
-        path = _save(ctx, st, size, folder)
+        path = _save(ctx, state, size, folder)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            out = plan_store.load_or_build(path, env, p.key, p.deserialize, p.fresh)
+            out = plan_store.load_or_build(path, env, problem.key, problem.deserialize, problem.fresh)
         if out.action != "deserialized":
             raise RuntimeError(f"a plan saved by this process was not deserialized: {out.reason}; "
                                f"{[str(w.message) for w in caught]}")
         cases["deserialized"] = Case(
-            p.call(out.value), p.check, p.poison,
-            note=f"deserialized from {len(st['blob'])}-byte blob of {st['which']}, executed by int UIDs {sorted(p.pack)}")
+            problem.call(out.value), problem.check, problem.poison,
+            note=(f"deserialized from {len(state['blob'])}-byte blob of {state['which']}, "
+                  f"executed by int UIDs {sorted(problem.pack)}"))
     except Exception as e:  # noqa: BLE001 - recorded on the deserialized row (and the host rows)
-        st["error"] = cases["deserialized"] = as_unsupported(e)
+        state["error"] = cases["deserialized"] = as_unsupported(e)
 
 
-def _fallback(ctx, st, folder: Path, env_saved: Env, mangle, label: str, reps: int) -> tuple[list, Status, str]:
+def _fallback(ctx, state, folder: Path, env_saved: Env, mangle, label: str, reps: int) -> tuple[list, Status, str]:
     """Times load_or_build on a bad file; checks it warned, rebuilt, and the rebuild is right."""
-    p, env = st["prob"], env_of(ctx)
+    p, env = state["prob"], env_of(ctx)
     path = folder / f"{label}.hbplan"
-    data = plan_store.dumps(st["blob"], env_saved, p.key, {"uids": dict(zip("ABC", p.UIDS))})
+    data = plan_store.dumps(state["blob"], env_saved, p.key, {"uids": dict(zip("ABC", p.UIDS))})
     path.write_bytes(mangle(data))
     ms, msgs, out = [], [], None
     for _ in range(reps):
@@ -196,10 +197,10 @@ def measure(ctx, size, opt):
         return _timed_files(ctx, st, size, Path(d), reps, build_row, b_ms, d_ms, err)
 
 
-def _timed_files(ctx, st, size, folder: Path, reps: int, build_row, b_ms, d_ms, err) -> list:
+def _timed_files(ctx, state, size, folder: Path, reps: int, build_row, b_ms, d_ms, err) -> list:
     """The rows that read plan files: a good one (load_file) and three bad ones (the fallbacks)."""
-    p, blob, env = st["prob"], st["blob"], env_of(ctx)
-    path = _save(ctx, st, size, folder)
+    p, blob, env = state["prob"], state["blob"], env_of(ctx)
+    path = _save(ctx, state, size, folder)
     f_ms = []
     for _ in range(reps):
         out, t = time_ms(lambda: plan_store.load_or_build(path, env, p.key, p.deserialize, p.fresh))
@@ -221,7 +222,7 @@ def _timed_files(ctx, st, size, folder: Path, reps: int, build_row, b_ms, d_ms, 
             ("fallback_foreign", foreign, lambda d: d),
             ("fallback_version", Env(env.gpu, env.cudnn_backend - 100, env.cudnn_frontend), lambda d: d),
             ("fallback_truncated", env, lambda d: d[: len(d) - max(1, len(blob) // 2)])):
-        ms, status, note = _fallback(ctx, st, folder, env_saved, mangle, name, max(2, reps // 4))
+        ms, status, note = _fallback(ctx, state, folder, env_saved, mangle, name, max(2, reps // 4))
         recs.append(host_record(PROBE, size, name, ms, status=status, note=note,
                                        ratio=stats_ratio(ms, b_ms[:len(ms)]), baseline="build"))
     return recs

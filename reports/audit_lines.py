@@ -8,66 +8,66 @@ from cudnn_hostbench.reports.fmt import DASH, md_table, num
 TOP = 15          # rows shown; the rest summed in one line
 
 
-def _callees(r: dict, limit: int = 4) -> str:
-    cs = r.get("callees") or []
+def _callees(row: dict, limit: int = 4) -> str:
+    cs = row.get("callees") or []
     text = "; ".join(f"{c['callee']} [{c['kind']}] {c['us']:.1f}" for c in cs[:limit])
     if len(cs) > limit:
         text += f"; {len(cs) - limit} more {sum(c['us'] for c in cs[limit:]):.1f}"
-    if r.get("spill"):
-        text += f" (may include operators {', '.join(r['spill'][:3])})"
+    if row.get("spill"):
+        text += f" (may include operators {', '.join(row['spill'][:3])})"
     return text
 
 
-def _pct(x) -> str:
-    return DASH if x is None else f"{x * 100:.0f} %"
+def _pct(share) -> str:
+    return DASH if share is None else f"{share * 100:.0f} %"
 
 
-def header(t: dict) -> str:
+def header(lines: dict) -> str:
     """How the lines were sampled and how well they add up."""
-    if t.get("error"):
-        return f"host time by line: not sampled: {t['error']}"
-    over = t.get("overhead")
-    head = (f"host time by source line: {t.get('steps', 0)} steps sampled every {num(t.get('interval_us'), 0)} µs "
-            f"({t.get('samples', 0)} samples); sampling overhead "
-            f"{DASH if over is None else f'{over * 100:+.1f} %'} (plain {num(t.get('step_us_plain'), 1)} vs "
-            f"sampled {num(t.get('step_us_sampled'), 1)} µs/step)")
-    if t.get("overhead_not_signal"):
+    if lines.get("error"):
+        return f"host time by line: not sampled: {lines['error']}"
+    over = lines.get("overhead")
+    head = (f"host time by source line: {lines.get('steps', 0)} steps sampled every {num(lines.get('interval_us'), 0)} µs "
+            f"({lines.get('samples', 0)} samples); sampling overhead "
+            f"{DASH if over is None else f'{over * 100:+.1f} %'} (plain {num(lines.get('step_us_plain'), 1)} vs "
+            f"sampled {num(lines.get('step_us_sampled'), 1)} µs/step)")
+    if lines.get("overhead_not_signal"):
         head += (" that did not fall with a longer interval (the timed calls' wrappers, not the signal): "
                  "these lines kept, the kept lines' share of it in the projection's error")
-    if t.get("wrap_overhead") is not None:
-        head += f"; the timed calls' wrappers alone {t['wrap_overhead'] * 100:+.1f} %"
-    if t.get("rounds_other_state"):
-        how = (f"the host's sentinel, off the state around {t['rounds_host_off']}"
-               if str(t.get("matched_on") or "").startswith("host sentinel") else "their plain round's time")
-        head += (f"; {t['rounds_other_state']} of {t['rounds']} sampled rounds left out, run in another host "
-                 f"state than the {t.get('base') or 'eager figure'} (by {how})")
-    if t.get("timed_calls"):
-        shown = [c.replace("…", "") for c in t["timed_calls"]]
+    if lines.get("wrap_overhead") is not None:
+        head += f"; the timed calls' wrappers alone {lines['wrap_overhead'] * 100:+.1f} %"
+    if lines.get("rounds_other_state"):
+        how = (f"the host's sentinel, off the state around {lines['rounds_host_off']}"
+               if str(lines.get("matched_on") or "").startswith("host sentinel") else "their plain round's time")
+        head += (f"; {lines['rounds_other_state']} of {lines['rounds']} sampled rounds left out, run in another host "
+                 f"state than the {lines.get('base') or 'eager figure'} (by {how})")
+    if lines.get("timed_calls"):
+        shown = [c.replace("…", "") for c in lines["timed_calls"]]
         head += (f"; long calls timed, not sampled, each charged to its own line ({', '.join(shown[:4])}"
                  + (f" and {len(shown) - 4} more" if len(shown) > 4 else "") + ")")
-    if t.get("state_note"):
-        head += f"\n  {t['state_note']}"
-    if t.get("verdict"):
-        return head + f"\n  {t['verdict']}"
-    cover = (f"lines sum to {t['sum_us']:.1f} µs/step = {_pct(t.get('coverage'))} of the {t.get('base') or 'eager step'} "
-             f"({num(t.get('eager_us'), 1)} µs)")
-    return head + "\n  " + (t["note"] if t.get("note") else cover + ", within 10 %") + \
-        f"; between steps {t.get('loop_us', 0):.1f}, outside the step {t.get('outside_us', 0):.1f} µs/step"
+    if lines.get("state_note"):
+        head += f"\n  {lines['state_note']}"
+    if lines.get("verdict"):
+        return head + f"\n  {lines['verdict']}"
+    cover = (f"lines sum to {lines['sum_us']:.1f} µs/step = {_pct(lines.get('coverage'))} of the "
+             f"{lines.get('base') or 'eager step'} ({num(lines.get('eager_us'), 1)} µs)")
+    return head + "\n  " + (lines["note"] if lines.get("note") else cover + ", within 10 %") + \
+        f"; between steps {lines.get('loop_us', 0):.1f}, outside the step {lines.get('outside_us', 0):.1f} µs/step"
 
 
-def _rows(t: dict, rows: list) -> tuple[list, list]:
+def _rows(lines: dict, rows: list) -> tuple[list, list]:
     shown, rest = rows[:TOP], rows[TOP:]
     return shown, ([f"{len(rest)} more lines", sum(r["us"] for r in rest)] if rest else [])
 
 
-def text(t: dict, projection: dict, rem: list) -> list:
-    if not t:
+def text(lines: dict, projection: dict, rem: list) -> list:
+    if not lines:
         proj = _projection_text(projection)
         return ["", *proj] if proj else []
-    out = ["", header(t)]
-    if t.get("error") or t.get("verdict"):
+    out = ["", header(lines)]
+    if lines.get("error") or lines.get("verdict"):
         return out + _projection_text(projection)
-    shown, rest = _rows(t, t["rows"])
+    shown, rest = _rows(lines, lines["rows"])
     out.append(f"  {'µs/step':>8} {'share':>6}  line (function): what it called [kind] µs/step")
     for r in shown:
         out.append(f"  {r['us']:8.2f} {_pct(r.get('share')):>6}  {r['line']} ({r['function']}): {_callees(r)}")
@@ -79,57 +79,59 @@ def text(t: dict, projection: dict, rem: list) -> list:
     return out + _projection_text(projection)
 
 
-def _projection_text(p: dict) -> list:
-    if not p or p.get("projected_us") is None:
+def _projection_text(projection: dict) -> list:
+    if not projection or projection.get("projected_us") is None:
         return []
-    err = f" ± {p['err_us']:.1f}" if p.get("err_us") is not None else ""
-    how = (f"from the lines: {len(p.get('dropped') or [])} dropped, {len(p.get('reduced') or [])} reduced by their "
-           f"findings' cost" + (f", {len(p['timed'])} with too few samples taking the counting pass's execute time"
-                                if p.get("timed") else "")
-           if p.get("method") == "lines" else p.get("method", ""))
-    ceiling = (f"CUDA-graph ceiling {num(p.get('graph_us'))} µs/step" if p.get("graph_us") is not None
+    err = f" ± {projection['err_us']:.1f}" if projection.get("err_us") is not None else ""
+    how = (f"from the lines: {len(projection.get('dropped') or [])} dropped, "
+           f"{len(projection.get('reduced') or [])} reduced by their findings' cost"
+           + (f", {len(projection['timed'])} with too few samples taking the counting pass's execute time"
+              if projection.get("timed") else "")
+           if projection.get("method") == "lines" else projection.get("method", ""))
+    ceiling = (f"CUDA-graph ceiling {num(projection.get('graph_us'))} µs/step" if projection.get("graph_us") is not None
                else "no CUDA-graph ceiling (not capturable)")
-    now = (f"µs/step in a plain loop, now {num(p.get('base_us'))} (eager {num(p.get('eager_us'))})"
-           if p.get("base") == "loop" else f"µs/step eager, now {num(p.get('eager_us'))}"
-           + (f" (the plain loop, {num(p.get('loop_us'))}, ran in another host state)"
-              if p.get("loop_state_differs") else ""))
-    line = (f"projected with every finding fixed: {p['projected_us']:.2f}{err} {now} ({how}); {ceiling}; "
-            f"device {num(p.get('device_us'))} µs/step")
-    if p.get("unpriced"):
-        line += f"; left in (no price): {', '.join(p['unpriced'])}"
-    if p.get("warmed"):
-        line += f"; executes after a rebuild priced warm ({p['warm_from']})"
-    if p.get("freed"):
-        line += f"; frees of the removed objects taken off ({', '.join(p['freed'])})"
-    if p.get("wrappers_us"):
-        how = (f" (measured: a round with the wrappers and no timer ran {p['wrappers_measured'] * 100:+.1f} % over "
-               "the plain round)" if p.get("wrappers_measured") is not None else " (the sampler's overhead)")
-        line += (f"; {p['wrappers_us']:.2f} µs/step of the timed calls' wrappers{how} taken off "
+    now = (f"µs/step in a plain loop, now {num(projection.get('base_us'))} (eager {num(projection.get('eager_us'))})"
+           if projection.get("base") == "loop" else f"µs/step eager, now {num(projection.get('eager_us'))}"
+           + (f" (the plain loop, {num(projection.get('loop_us'))}, ran in another host state)"
+              if projection.get("loop_state_differs") else ""))
+    line = (f"projected with every finding fixed: {projection['projected_us']:.2f}{err} {now} ({how}); {ceiling}; "
+            f"device {num(projection.get('device_us'))} µs/step")
+    if projection.get("unpriced"):
+        line += f"; left in (no price): {', '.join(projection['unpriced'])}"
+    if projection.get("warmed"):
+        line += f"; executes after a rebuild priced warm ({projection['warm_from']})"
+    if projection.get("freed"):
+        line += f"; frees of the removed objects taken off ({', '.join(projection['freed'])})"
+    if projection.get("wrappers_us"):
+        how = (f" (measured: a round with the wrappers and no timer ran {projection['wrappers_measured'] * 100:+.1f} % over "
+               "the plain round)" if projection.get("wrappers_measured") is not None else " (the sampler's overhead)")
+        line += (f"; {projection['wrappers_us']:.2f} µs/step of the timed calls' wrappers{how} taken off "
                  "the lines that make those calls, not off every line")
-    if p.get("cold"):
-        line += f"; {p['cold']}"
-    if p.get("device_bound"):
-        line += f"; {p['device_bound']}"
-    return [line, *fixed_line(p), *sync_lines(p)]
+    if projection.get("cold"):
+        line += f"; {projection['cold']}"
+    if projection.get("device_bound"):
+        line += f"; {projection['device_bound']}"
+    return [line, *fixed_line(projection), *sync_lines(projection)]
 
 
-def fixed_line(p: dict) -> list:
+def fixed_line(projection: dict) -> list:
     """The hand-fixed step (--fixed), timed in the same plain-loop rounds, against the projection."""
-    if not p.get("fixed_us") or p.get("projected_us") is None:
+    if not projection.get("fixed_us") or projection.get("projected_us") is None:
         return []
-    return [f"the fixed step {p.get('fixed_target') or ''} in a plain loop of this process{p.get('fixed_how') or ''}: "
-            f"{p['fixed_us']:.2f} µs/step; the projection is {p['projected_us'] / p['fixed_us'] - 1:+.1%} off it"]
+    return [f"the fixed step {projection.get('fixed_target') or ''} in a plain loop of this process"
+            f"{projection.get('fixed_how') or ''}: {projection['fixed_us']:.2f} µs/step; the projection is "
+            f"{projection['projected_us'] / projection['fixed_us'] - 1:+.1%} off it"]
 
 
-def sync_lines(p: dict) -> list:
+def sync_lines(projection: dict) -> list:
     """Each sync now and projected: fixed cost + wait, and its line's projected cost."""
-    if not p.get("sync_lines"):
+    if not projection.get("sync_lines"):
         return []
-    out = [f"syncs (µs/step), {p.get('sync_model', '')}:"]
+    out = [f"syncs (µs/step), {projection.get('sync_model', '')}:"]
     by_line: dict = {}
-    for x in p.get("syncs") or ():
+    for x in projection.get("syncs") or ():
         by_line.setdefault(x["line"], []).append(x)
-    for r in p["sync_lines"]:
+    for r in projection["sync_lines"]:
         if r.get("fixed_us") is None:
             out.append(f"  {r['line']}: sync {r['sync_now_us']:.1f} µs/step, kept; line {r['now_us']:.1f} → "
                        f"{r['proj_us']:.1f}")
@@ -141,23 +143,23 @@ def sync_lines(p: dict) -> list:
     return out
 
 
-def sync_markdown(p: dict) -> list:
-    if not p.get("sync_lines"):
+def sync_markdown(projection: dict) -> list:
+    if not projection.get("sync_lines"):
         return []
     names: dict = {}
-    for x in p.get("syncs") or ():
+    for x in projection.get("syncs") or ():
         names.setdefault(x["line"], []).append(x["sync"])
     rows = [[f"`{r['line']}`", ", ".join(names.get(r["line"], ())) or "–", num(r.get("fixed_us")), num(r.get("wait_us")),
              num(r.get("wait_proj_us")), num(r.get("cost_proj_us")), f"{r['now_us']:.2f}", f"{r['proj_us']:.2f}"]
-            for r in p["sync_lines"]]
-    return ["", f"Syncs (µs/step), {p.get('sync_model', '')}:", "",
+            for r in projection["sync_lines"]]
+    return ["", f"Syncs (µs/step), {projection.get('sync_model', '')}:", "",
             md_table(["line", "sync", "fixed", "wait now", "wait projected", "sync projected", "line now",
                       "line projected"], rows)]
 
 
-def finding_lines(f) -> str:
+def finding_lines(finding) -> str:
     """'at examples/x.py:31 (1/step, 12.3 µs), ...' for a finding, '' when no line was counted."""
-    items = getattr(f, "lines", None) or []
+    items = getattr(finding, "lines", None) or []
     parts = []
     for x in items[:6]:
         n = "" if x.get("per_step") is None else f"{x['per_step']:g}/step"
@@ -169,11 +171,11 @@ def finding_lines(f) -> str:
     return ", ".join(parts)
 
 
-def markdown(t: dict, projection: dict, rem: list) -> list:
-    head = header(t).removeprefix("host time by source line: ").replace("\n  ", "\n\n") if t else ""
-    md = ["", "## Host time by source line", "", head[:1].upper() + head[1:]] if t else []
-    if t and not (t.get("error") or t.get("verdict")):
-        shown, rest = _rows(t, t["rows"])
+def markdown(lines: dict, projection: dict, rem: list) -> list:
+    head = header(lines).removeprefix("host time by source line: ").replace("\n  ", "\n\n") if lines else ""
+    md = ["", "## Host time by source line", "", head[:1].upper() + head[1:]] if lines else []
+    if lines and not (lines.get("error") or lines.get("verdict")):
+        shown, rest = _rows(lines, lines["rows"])
         rows = [[f"`{r['line']}`", r["function"], f"{r['us']:.2f}", _pct(r.get("share")), _callees(r, 6)] for r in shown]
         if rest:
             rows.append([rest[0], "", f"{rest[1]:.2f}", "", ""])

@@ -7,46 +7,46 @@ import math
 DASH = "–"   # a figure that is missing
 
 
-def missing(x) -> bool:
+def missing(figure) -> bool:
     """None or NaN (pandas turns missing values into NaN)."""
-    return x is None or (isinstance(x, float) and math.isnan(x))
+    return figure is None or (isinstance(figure, float) and math.isnan(figure))
 
 
-def num(x, digits: int = 2, dash: str = DASH) -> str:
-    return dash if missing(x) else f"{x:.{digits}f}"
+def num(number, digits: int = 2, dash: str = DASH) -> str:
+    return dash if missing(number) else f"{number:.{digits}f}"
 
 
-def median_iqr(m: dict | None) -> str:
+def median_iqr(summary: dict | None) -> str:
     """A summary {median, iqr} as `1.23 [IQR 0.04]`."""
-    if not m or "median" not in m:
+    if not summary or "median" not in summary:
         return DASH
-    return f"{m['median']:.2f} [IQR {m.get('iqr', 0):.2f}]"
+    return f"{summary['median']:.2f} [IQR {summary.get('iqr', 0):.2f}]"
 
 
-def ratio_range(r) -> str:
+def ratio_range(summary) -> str:
     """A ratio Summary as `1.23 [1.20–1.25]` (its median [q1–q3])."""
-    if not r:
+    if not summary:
         return DASH
-    return f"{r.median:.2f} [{r.q1:.2f}–{r.q3:.2f}]"
+    return f"{summary.median:.2f} [{summary.q1:.2f}–{summary.q3:.2f}]"
 
 
-def ratio(x: float) -> str:
-    if x < 0.1:  # a small share of a total keeps two digits
-        return f"{x:.2g}×"
-    return f"{x:.2f}×" if x < 10 else f"{x:.1f}×" if x < 100 else f"{x:.0f}×"
+def ratio(factor: float) -> str:
+    if factor < 0.1:  # a small share of a total keeps two digits
+        return f"{factor:.2g}×"
+    return f"{factor:.2f}×" if factor < 10 else f"{factor:.1f}×" if factor < 100 else f"{factor:.0f}×"
 
 
-def value(x: float) -> str:
-    return f"{x:.2f}" if abs(x) < 10 else f"{x:.1f}" if abs(x) < 1000 else f"{x:.0f}"
+def value(number: float) -> str:
+    return f"{number:.2f}" if abs(number) < 10 else f"{number:.1f}" if abs(number) < 1000 else f"{number:.0f}"
 
 
 def unit_text(unit: str) -> str:
     return (unit or "").replace("us", "µs")
 
 
-def md_cell(x) -> str:
+def md_cell(cell) -> str:
     """A table cell: `|` escaped as Markdown reads it, one line."""
-    return str(x).replace("|", "\\|").replace("\n", " ")
+    return str(cell).replace("|", "\\|").replace("\n", " ")
 
 
 def md_table(headers, rows) -> str:

@@ -75,31 +75,31 @@ def _add_mode(row: dict, rec, measured: bool) -> None:
         row["kernels"] = "; ".join(rec.kernel_names[:4])
 
 
-def _with_columns(df: pd.DataFrame) -> pd.DataFrame:
+def _with_columns(frame: pd.DataFrame) -> pd.DataFrame:
     """Every column the renderers read, empty where no record filled it; host overhead = eager − device."""
     for col in ROW_FIELDS:
-        if col not in df:
-            df[col] = pd.Series(dtype=object)
+        if col not in frame:
+            frame[col] = pd.Series(dtype=object)
     for col in [*MODES, *(f"{m}_ratio" for m in MODES), "kernels_per_call", "host"]:
-        if col not in df:
-            df[col] = float("nan")
+        if col not in frame:
+            frame[col] = float("nan")
     for col in [f"{m}_badge" for m in (*MODES, "host")]:
-        df[col] = df[col].fillna("") if col in df else ""
-    df["host_overhead"] = df["eager"] - df["device"]
-    return df
+        frame[col] = frame[col].fillna("") if col in frame else ""
+    frame["host_overhead"] = frame["eager"] - frame["device"]
+    return frame
 
-def baselines(df: pd.DataFrame) -> dict[str, str]:
+def baselines(frame: pd.DataFrame) -> dict[str, str]:
     """probe -> the baseline variant(s) its ratios are taken against, in table order."""
     out: dict[str, list] = {}
-    for probe, b in zip(df["probe"], df["baseline"]):
+    for probe, b in zip(frame["probe"], frame["baseline"]):
         if b and b not in out.setdefault(probe, []):
             out[probe].append(b)
     return {p: ", ".join(bs) for p, bs in out.items() if bs}
 
 
-def key_text(df: pd.DataFrame) -> str:
+def key_text(frame: pd.DataFrame) -> str:
     """What the columns mean, naming each probe's baseline."""
-    names = "; ".join(f"{p}: {b}" for p, b in baselines(df).items())
+    names = "; ".join(f"{p}: {b}" for p, b in baselines(frame).items())
     return ("Medians of per-round µs/call (µs/op where the unit says so; build-time rows: host ms in "
             f"`host`); `×base` is the median of round-by-round ratios to the probe's baseline of the "
             f"same size and mode, {RATIO_BRACKET}" + (f" (baselines: {names})" if names else "")
@@ -107,18 +107,18 @@ def key_text(df: pd.DataFrame) -> str:
             "(--wide and table.md). host ovh = eager − device.")
 
 
-def _shown_kinds(df: pd.DataFrame) -> set:
-    """The trust-lowering flag kinds some figure of `df` carries."""
+def _shown_kinds(frame: pd.DataFrame) -> set:
+    """The trust-lowering flag kinds some figure of `frame` carries."""
     kinds = set()
-    for text in df["flags"].fillna(""):
+    for text in frame["flags"].fillna(""):
         for part in str(text).split("; "):
             kinds |= set(part.partition(": ")[2].split(","))
     return kinds & set(trust.SHOWN)
 
 
-def _legend(df: pd.DataFrame) -> list[str]:
+def _legend(frame: pd.DataFrame) -> list[str]:
     """The legend of the trust marks some figure carries, one mark a line."""
-    return trust.legend(_shown_kinds(df))
+    return trust.legend(_shown_kinds(frame))
 
 
 def _figure(median, badge: str) -> str:
@@ -136,31 +136,31 @@ def _ratio_cell(ratio, lower, upper, spread: bool) -> str:
     return fmt.ratio_range(stats.Summary(n=1, median=ratio, q1=lower, q3=upper)) if spread else f"{ratio:.2f}"
 
 
-def display_frame(df: pd.DataFrame, level: int = 0) -> pd.DataFrame:
+def display_frame(frame: pd.DataFrame, level: int = 0) -> pd.DataFrame:
     """The human table: medians with ratio to the baseline [IQR of round-by-round ratios].
 
     `level` drops secondary detail to fit a terminal: 1 the ratio IQRs, 2 also kern/call and
     host ovh. The figures and their ratios are never dropped. Statuses are whole here; render_text
     moves them under the table when it narrows.
     """
-    units = df["unit"].map(fmt.unit_text)
-    out = pd.DataFrame({"probe": df["probe"], "variant": df["variant"], "size": df["size"], "unit": units})
+    units = frame["unit"].map(fmt.unit_text)
+    out = pd.DataFrame({"probe": frame["probe"], "variant": frame["variant"], "size": frame["size"], "unit": units})
     for m in MODES:
-        out[m] = [_figure(x, b) for x, b in zip(df[m], df[f"{m}_badge"])]
+        out[m] = [_figure(x, b) for x, b in zip(frame[m], frame[f"{m}_badge"])]
         out[f"{m} ×base"] = [
             _ratio_cell(r, a, b, level < 1)
-            for r, a, b in zip(df[f"{m}_ratio"], df.get(f"{m}_ratio_q1", df[f"{m}_ratio"]),
-                               df.get(f"{m}_ratio_q3", df[f"{m}_ratio"]))]
-        if m == "eager" and level < 1 and "eager_wmin" in df:
-            out[f"eager {WORKERS}"] = [_workers_cell(lo, hi) for lo, hi in zip(df["eager_wmin"], df["eager_wmax"])]
+            for r, a, b in zip(frame[f"{m}_ratio"], frame.get(f"{m}_ratio_q1", frame[f"{m}_ratio"]),
+                               frame.get(f"{m}_ratio_q3", frame[f"{m}_ratio"]))]
+        if m == "eager" and level < 1 and "eager_wmin" in frame:
+            out[f"eager {WORKERS}"] = [_workers_cell(lo, hi) for lo, hi in zip(frame["eager_wmin"], frame["eager_wmax"])]
     if level < 2:
-        out["kern/call"] = df["kernels_per_call"].map(lambda x: fmt.num(x, 1))
-        out["host ovh"] = df["host_overhead"].map(fmt.num)
-    if df["host"].notna().any():  # build-time rows: ms, or the row's own unit when it says otherwise
+        out["kern/call"] = frame["kernels_per_call"].map(lambda x: fmt.num(x, 1))
+        out["host ovh"] = frame["host_overhead"].map(fmt.num)
+    if frame["host"].notna().any():  # build-time rows: ms, or the row's own unit when it says otherwise
         out["host"] = [_figure(h, "") + (f" {fmt.unit_text(u)}" if not fmt.missing(h) and u != "ms" else "")
                        + (f" {b}" if b and not fmt.missing(h) else "")   # the mark last: fit.grid's column of its own
-                       for h, u, b in zip(df["host"], df["unit"], df["host_badge"])]
-    out["status"] = df["status"].map(lambda s: "" if s == "ok" else str(s))
+                       for h, u, b in zip(frame["host"], frame["unit"], frame["host_badge"])]
+    out["status"] = frame["status"].map(lambda s: "" if s == "ok" else str(s))
     return out
 
 
@@ -205,7 +205,7 @@ def _name_cap(shown: pd.DataFrame, width: int | None, grid_of) -> float:
     return max(NAME_CAP, width - others)
 
 
-def _narrow(df: pd.DataFrame, level: int, width: int | None = None) -> tuple[list[str], list[str]]:
+def _narrow(frame: pd.DataFrame, level: int, width: int | None = None) -> tuple[list[str], list[str]]:
     """(table lines, status notes): one heading line per probe · size, then its variants.
 
     Level 0 is every column. From level 1 nothing is lost, only laid out closer: the unit column
@@ -214,13 +214,13 @@ def _narrow(df: pd.DataFrame, level: int, width: int | None = None) -> tuple[lis
     leaves room for stands on a line of its own and a ratio sits one space after its figure.
     Level 2 drops the ratio IQRs and the worker range, 3 also kern/call and host ovh
     (display_frame)."""
-    shown = display_frame(df, max(level - 1, 0)).reset_index(drop=True)
+    shown = display_frame(frame, max(level - 1, 0)).reset_index(drop=True)
     shown, notes = _numbered_notes(shown)
     shown, group_unit = _units_said(shown, level)
     host = shown.pop("host") if level >= 1 and "host" in shown else None
 
-    def grid_of(x):
-        return _grid(x.drop(columns=["probe", "size"]), tight=level >= 1)
+    def grid_of(table):
+        return _grid(table.drop(columns=["probe", "size"]), tight=level >= 1)
     cap = _name_cap(shown, width, grid_of) if level >= 1 else float("inf")
     long = [len(v) > cap for v in shown["variant"]]
     named = shown.assign(variant=["" if cut else v for v, cut in zip(shown["variant"], long)])
@@ -273,10 +273,10 @@ def _narrow_line(shown: pd.DataFrame, named: pd.DataFrame, row: int, line: str, 
         line = f"{named['variant'].iloc[row].ljust(name_w)}  host {host.iloc[row]}" + (f"  {note}" if note else "")
     return line
 
-def _long(df: pd.DataFrame, width: int | None = None) -> tuple[list[str], list[str]]:
+def _long(frame: pd.DataFrame, width: int | None = None) -> tuple[list[str], list[str]]:
     """The narrowest layout: one line per (variant, mode) with its figure and ratio, the variant
     named on its first line, under probe · size headings. Nothing is cut or dropped."""
-    shown = display_frame(df, 2).reset_index(drop=True)
+    shown = display_frame(frame, 2).reset_index(drop=True)
     notes: list[str] = []
     body: list = []
     heads: list = []
@@ -315,8 +315,8 @@ def _long_lines(body: list, heads: list, width: int | None) -> list[str]:
     """The long layout's grid with its headings (index in body, text) and long names on lines of their own."""
     frame = pd.DataFrame(body, columns=["variant", "mode", "figure", "×base", "note"])
 
-    def grid_of(x):
-        return _grid(x, left=("variant", "mode", "note"))
+    def grid_of(table):
+        return _grid(table, left=("variant", "mode", "note"))
     firsts = [row[0] for row in body]
     cap = _name_cap(frame, width, grid_of)
     long = {k for k, v in enumerate(firsts) if len(v) > cap}   # a line of its own
@@ -333,7 +333,7 @@ def _long_lines(body: list, heads: list, width: int | None) -> list[str]:
         lines.append(line)
     return lines
 
-def render_text(df: pd.DataFrame, width: int | None = None, wide: bool = False) -> str:
+def render_text(frame: pd.DataFrame, width: int | None = None, wide: bool = False) -> str:
     """The terminal table: the legend of trust marks on top when any figure has one, what ×base
     means and each probe's baseline underneath. Callers print caption() and
     run_summary.summary_lines(run) above it.
@@ -345,38 +345,38 @@ def render_text(df: pd.DataFrame, width: int | None = None, wide: bool = False) 
     `wide` keeps every column and the statuses inline (as --markdown and the CSV do).
     """
     width = fit.term_width() if width is None else width
-    legend = _legend(df)
+    legend = _legend(frame)
     if wide:
-        d = display_frame(df)
+        d = display_frame(frame)
         return "\n".join([*legend, *_grid(d, left=("probe", "variant", "size", "unit", "status")),
-                          *textwrap.wrap(key_text(df), 100)])
-    level, (lines, notes) = fit.first_fit((_narrow(df, lv, width) if lv < 4 else _long(df, width) for lv in range(5)),
+                          *textwrap.wrap(key_text(frame), 100)])
+    level, (lines, notes) = fit.first_fit((_narrow(frame, lv, width) if lv < 4 else _long(frame, width) for lv in range(5)),
                                           width, key=lambda x: x[0])
     legend = [x for n in legend for x in fit.wrap(n, width)]
     foot = [x for n in notes for x in fit.wrap(n, width)]
-    key = textwrap.wrap(key_text(df), min(width, 100), break_long_words=True)
+    key = textwrap.wrap(key_text(frame), min(width, 100), break_long_words=True)
     dropped = {2: ["the ratio IQRs", "the worker range"],
                3: ["the ratio IQRs", "the worker range", "kern/call", "host ovh"],
                4: ["the ratio IQRs", "the worker range", "kern/call", "host ovh"]}.get(level, [])
     return "\n".join([*legend, *fit.cut(lines, width), *foot, *key, *fit.left_out(dropped, width)])
 
 
-def render_markdown(df: pd.DataFrame) -> str:
-    d = display_frame(df)
+def render_markdown(frame: pd.DataFrame) -> str:
+    d = display_frame(frame)
     return fmt.md_table(headers(d, short=False), d.itertuples(index=False)) + "\n"
 
 
-def markdown_document(run: rec_mod.Run, df: pd.DataFrame) -> str:
+def markdown_document(run: rec_mod.Run, frame: pd.DataFrame) -> str:
     """table.md: caption, trust summary (and legend), what the columns mean, the table."""
-    marks = ["Marks: " + "; ".join(line.replace("  ", " ", 1) for line in _legend(df))] if _legend(df) else []
+    marks = ["Marks: " + "; ".join(line.replace("  ", " ", 1) for line in _legend(frame))] if _legend(frame) else []
     head = [f"Run: `{Path(run.path).name}` — {caption(run)}", run_summary.summary_line(run),
-            *([run_summary.time_text(run)] if run_summary.time_text(run) else []), *marks, key_text(df)]
-    return "\n\n".join(head) + "\n\n" + render_markdown(df)
+            *([run_summary.time_text(run)] if run_summary.time_text(run) else []), *marks, key_text(frame)]
+    return "\n\n".join(head) + "\n\n" + render_markdown(frame)
 
 
-def csv_text(df: pd.DataFrame) -> str:
+def csv_text(frame: pd.DataFrame) -> str:
     """table.csv: every numeric column and `flags`; the badges are display only."""
-    return df.drop(columns=[c for c in df if c.endswith("_badge")]).to_csv(index=False, float_format="%.4g")
+    return frame.drop(columns=[c for c in frame if c.endswith("_badge")]).to_csv(index=False, float_format="%.4g")
 
 
 def caption(run: rec_mod.Run) -> str:

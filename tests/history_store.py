@@ -17,10 +17,31 @@ with gzip.open(EXPORT, "rt", encoding="utf-8") as _f:
 GRAPH = ("fusion", "cudnn_fused", "epilogue-b16m512k1024n512", "graph")     # ~33 µs per call
 
 
+_BUILT: dict = {}   # export bytes' digest -> a store this process ingested it into, once
+
+
+def stored_url(tmp_path, export: Path = EXPORT) -> str:
+    """The URL of a scratch SQLite store in tmp_path holding `export`, as `history ingest` writes
+    it: ingested once per test process, copied for each test (an ingest of the committed export
+    takes 8-10 s on a CPU core; a test that checks the ingest itself calls ingest)."""
+    import hashlib
+    import shutil
+    digest = hashlib.sha256(Path(export).read_bytes()).hexdigest()
+    if digest not in _BUILT:   # in pytest's own temporary folder (tmp_path's parent): it cleans it
+        built = Path(tmp_path).parent / f"hb-store-{digest[:12]}" / "h.db"
+        built.parent.mkdir(exist_ok=True)
+        st = db.open_store(f"sqlite:///{built}", create=True)
+        res = ingest.ingest_paths(st, [Path(export)])
+        assert res.stored and not res.errors
+        st.close()
+        _BUILT[digest] = built
+    shutil.copyfile(_BUILT[digest], tmp_path / "h.db")
+    return f"sqlite:///{tmp_path / 'h.db'}"
+
+
 def fresh(tmp_path) -> db.Store:
-    st = db.open_store(f"sqlite:///{tmp_path / 'h.db'}", create=True)
-    res = ingest.ingest_paths(st, [EXPORT])
-    assert len(res.stored) == RUNS and not res.errors
+    st = db.open_store(stored_url(tmp_path))
+    assert len(st.runs()) == RUNS
     return st
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from cudnn_hostbench.reports.dashboard import charts, page
 from cudnn_hostbench.reports.judge import check, lead
-from tests.history_store import fresh
+from tests.history_store import fresh, stored_url
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "reports" / "reference" / "h200"
@@ -156,8 +156,7 @@ def test_committed_dashboards_match_the_code(tmp_path, monkeypatch):
     (the generated-at line aside), rendered from the repository root as the README says."""
     from cudnn_hostbench.scripts import cli
     monkeypatch.chdir(ROOT)
-    url = f"sqlite:///{tmp_path / 'h.db'}"
-    assert cli.main(["history", "ingest", str(REFERENCE / "history.hbx.jsonl.gz"), "--store", url]) == 0
+    url = stored_url(tmp_path, REFERENCE / "history.hbx.jsonl.gz")
     assert cli.main(["dashboard", "--store", url, "--out", str(tmp_path / "d")]) == 0
     assert cli.main(["dashboard", "reports/reference/h200/matrix", "--order", "version", "--out", str(tmp_path / "m")]) == 0
     def strip(p):

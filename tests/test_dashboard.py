@@ -133,9 +133,8 @@ def v1_export(tmp: Path) -> Path:
 
 
 def history_site(tmp: Path, inject_graph: float | None = None, export: Path | None = None) -> Path:
-    from tests.history_store import GRAPH, inject, newest_reference
-    url = f"sqlite:///{tmp / 'h.db'}"
-    assert cli.main(["history", "ingest", str(export or v1_export(tmp)), "--store", url]) == 0
+    from tests.history_store import GRAPH, inject, newest_reference, stored_url
+    url = stored_url(tmp, export or v1_export(tmp))
     if inject_graph:
         from cudnn_hostbench.reports.history import db
         st = db.open_store(url)

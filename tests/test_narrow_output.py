@@ -98,8 +98,8 @@ def test_table_keeps_every_ratio_and_never_cuts_a_number(capsys, monkeypatch, wi
 
 @pytest.mark.slow
 def test_history_check_fits_columns_and_counts_rows_without_history(capsys, monkeypatch, tmp_path):
-    url = f"sqlite:///{tmp_path / 'h.db'}"
-    assert cli.main(["history", "ingest", str(REF / "history.hbx.jsonl.gz"), "--store", url]) == 0
+    from tests.history_store import stored_url
+    url = stored_url(tmp_path, REF / "history.hbx.jsonl.gz")
     from cudnn_hostbench.reports.history import db
     from cudnn_hostbench.reports.judge import check
     st = db.open_store(url)

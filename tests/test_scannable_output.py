@@ -14,7 +14,7 @@ from cudnn_hostbench.bench.measure.runfile.records import load_run
 from cudnn_hostbench.reports import fit, listing, run_summary, table
 from cudnn_hostbench.reports.judge import check, compare
 from cudnn_hostbench.scripts import cli
-from tests.history_store import RUNS
+from tests.history_store import RUNS, stored_url
 
 ROOT = Path(__file__).resolve().parents[1]
 REF = ROOT / "reports" / "reference" / "h200"
@@ -166,9 +166,7 @@ def test_brackets_are_q1_q3_and_the_worker_range_has_its_own_column(capsys, monk
 
 # -- 7: history list fits; show --figures from the store --------------------------------------------
 def _store(tmp_path) -> str:
-    url = f"sqlite:///{tmp_path / 'h.db'}"
-    assert cli.main(["history", "ingest", str(REF / "history.hbx.jsonl.gz"), "--store", url]) == 0
-    return url
+    return stored_url(tmp_path, REF / "history.hbx.jsonl.gz")
 
 
 @pytest.mark.slow

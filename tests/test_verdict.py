@@ -12,7 +12,7 @@ from cudnn_hostbench.reports.history import db
 from cudnn_hostbench.reports.judge import check, validate
 from cudnn_hostbench.reports.verdict import calibrate, decide, model, pool
 from cudnn_hostbench.scripts import cli
-from tests.history_store import EXPORT, RUNS, fresh, inject
+from tests.history_store import EXPORT, RUNS, fresh, inject, stored_url
 
 
 def fig(probe="p", variant="v", size="256", mode="device", value=10.0, workers=None, kernels="k1", us=None,
@@ -299,8 +299,7 @@ def test_a_whole_host_slower_is_one_host_finding_and_no_row_verdict(tmp_path):
 
 @pytest.mark.slow
 def test_history_check_writes_json_and_gates_on_regressions(tmp_path, capsys):
-    url = f"sqlite:///{tmp_path / 'h.db'}"
-    assert cli.main(["history", "ingest", str(EXPORT), "--store", url]) == 0
+    url = stored_url(tmp_path)
     out = tmp_path / "check.json"
     assert cli.main(["history", "check", "latest", "--store", url, "--json", str(out),
                      "--fail-on-regression", "any"]) == 0
@@ -361,7 +360,7 @@ def test_two_starts_judge_against_the_same_rows_history_less_the_previous_run():
         prev = decide.previous_start(md)
         if prev is not None and len(md.before) > md.last:
             break
-    decide.judge_run(dict(t), before, [], figs, md=md)
+    decide.judge_run(dict(t), before, [], figs, history=md)
     assert md._two is not None and md._two[0] == prev["id"]
     m2 = md._two[1]
     checked = 0

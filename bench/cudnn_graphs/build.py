@@ -22,13 +22,13 @@ STEPS = ("validate", "build_operation_graph", "create_execution_plans", "check_s
 
 
 # -- failures -------------------------------------------------------------------------------------------
-def as_unsupported(e: BaseException) -> BaseException:
-    """Unsupported for a refusal (the frontend's cudnnGraphNotSupportedError is not a RuntimeError), else e."""
-    if isinstance(e, Unsupported):
-        return e
-    if "NotSupported" in type(e).__name__:
-        return Unsupported(str(e))
-    return e
+def as_unsupported(error: BaseException) -> BaseException:
+    """Unsupported for a refusal (the frontend's cudnnGraphNotSupportedError is not a RuntimeError), else error."""
+    if isinstance(error, Unsupported):
+        return error
+    if "NotSupported" in type(error).__name__:
+        return Unsupported(str(error))
+    return error
 
 
 def guard(make: Callable[[], Any]) -> Any:
@@ -53,27 +53,27 @@ def torch_dtype(cudnn, dtype):
             torch.float32: cudnn.data_type.FLOAT}[dtype]
 
 
-def new_graph(ctx, io=None, **kw):
-    """A pygraph with all three data types set (bf16 I/O unless io says, fp32 intermediate and compute)."""
+def new_graph(ctx, io_type=None, **kw):
+    """A pygraph with all three data types set (bf16 I/O unless io_type says, fp32 intermediate and compute)."""
     cudnn = ctx.cudnn
-    return cudnn.pygraph(io_data_type=io or cudnn.data_type.BFLOAT16,
+    return cudnn.pygraph(io_data_type=io_type or cudnn.data_type.BFLOAT16,
                          intermediate_data_type=cudnn.data_type.FLOAT,
                          compute_data_type=cudnn.data_type.FLOAT, handle=ctx.handle, **kw)
 
 
-def tensor_of(ctx, g, t, name: str, **kw):
+def tensor_of(ctx, graph, buffer, name: str, **kw):
     """A graph tensor declared with the torch buffer's own shape, strides and dtype."""
-    return g.tensor(name=name, dim=list(t.shape), stride=list(t.stride()), data_type=torch_dtype(ctx.cudnn, t.dtype),
-                    **kw)
+    return graph.tensor(name=name, dim=list(buffer.shape), stride=list(buffer.stride()),
+                        data_type=torch_dtype(ctx.cudnn, buffer.dtype), **kw)
 
 
-def as_output(ctx, x, t):
-    """Marks x as an output laid out like torch buffer t."""
-    return x.set_output(True).set_data_type(torch_dtype(ctx.cudnn, t.dtype)).set_dim(list(t.shape)) \
-        .set_stride(list(t.stride()))
+def as_output(ctx, tensor, buffer):
+    """Marks tensor as an output laid out like torch buffer `buffer`."""
+    return tensor.set_output(True).set_data_type(torch_dtype(ctx.cudnn, buffer.dtype)).set_dim(list(buffer.shape)) \
+        .set_stride(list(buffer.stride()))
 
 
-def sdpa_inference(ctx, g, Q, K, V, **kw):
+def sdpa_inference(ctx, graph, query, key, value, **kw):
     """An inference SDPA node (no softmax stats) in the spelling this frontend takes: generate_stats
     where it has it, else is_inference. Returns the output tensor."""
     kw.setdefault("name", "sdpa")
@@ -81,7 +81,7 @@ def sdpa_inference(ctx, g, Q, K, V, **kw):
         kw["generate_stats"] = False
     else:
         kw["is_inference"] = True
-    res = g.sdpa(q=Q, k=K, v=V, **kw)
+    res = graph.sdpa(q=query, k=key, v=value, **kw)
     return res[0] if isinstance(res, (list, tuple)) else res
 
 
@@ -90,13 +90,13 @@ def default_modes(cudnn):
 
 
 # -- the build steps ----------------------------------------------------------------------------------------
-def build_steps(cudnn, g, modes=None, policy=None, upto: str = "build_plans") -> dict:
+def build_steps(cudnn, graph, modes=None, policy=None, upto: str = "build_plans") -> dict:
     """The build steps up to and including `upto`, timed one by one (ms). A refusal raises Unsupported."""
     modes = modes or default_modes(cudnn)
     policy = policy if policy is not None else cudnn.build_plan_policy.HEURISTICS_CHOICE
-    run = {"validate": g.validate, "build_operation_graph": g.build_operation_graph,
-           "create_execution_plans": lambda: g.create_execution_plans(modes),
-           "check_support": g.check_support, "build_plans": lambda: g.build_plans(policy)}
+    run = {"validate": graph.validate, "build_operation_graph": graph.build_operation_graph,
+           "create_execution_plans": lambda: graph.create_execution_plans(modes),
+           "check_support": graph.check_support, "build_plans": lambda: graph.build_plans(policy)}
     ms = {}
     for name in STEPS[:STEPS.index(upto) + 1]:
         t0 = time.perf_counter()
@@ -110,16 +110,16 @@ def build_steps(cudnn, g, modes=None, policy=None, upto: str = "build_plans") ->
     return ms
 
 
-def selected_index(g):
+def selected_index(graph):
     """The plan the walk selected (private `_plan_index` in the 1.27+ IR; None before)."""
-    i = getattr(g, "_plan_index", None)
+    i = getattr(graph, "_plan_index", None)
     return i if isinstance(i, int) else None
 
 
-def engine_of(g) -> str:
+def engine_of(graph) -> str:
     """'backend' when the cuDNN backend serves the selected plan, else the python engine's name."""
     try:
-        eng = g.selected_engine
+        eng = graph.selected_engine
     except AttributeError:   # classic frontend: no python engines
         return "backend"
     except Exception as e:  # noqa: BLE001
@@ -127,13 +127,13 @@ def engine_of(g) -> str:
     return "backend" if eng is None else f"python engine {getattr(eng, 'name', eng)}"
 
 
-def plan_name(g, i) -> str:
-    if i is None:
+def plan_name(graph, index) -> str:
+    if index is None:
         return "heuristic choice"
     try:
-        return g.get_plan_name_at_index(i)
+        return graph.get_plan_name_at_index(index)
     except Exception:  # noqa: BLE001
-        return f"plan{i}"
+        return f"plan{index}"
 
 
 def workspace_for(ctx, nbytes: int):
@@ -187,25 +187,25 @@ class Built:
         return "execute_plan_at_index(tuple, tensor_uids=...)" if ctx.caps.ordered else "execute_plan_at_index(dict)"
 
 
-def build_graph(ctx, g, tensors: list, modes=None, policy=None, rejected_is_unsupported: bool = False,
+def build_graph(ctx, graph, tensors: list, modes=None, policy=None, rejected_is_unsupported: bool = False,
           what: str = "graph") -> Built:
-    """Runs the five timed steps on g and sizes its workspace (for every plan that built, when
+    """Runs the five timed steps on graph and sizes its workspace (for every plan that built, when
     policy is ALL). tensors: graph tensors in the order buffers will be bound."""
     cudnn = ctx.cudnn
     try:
-        ms = build_steps(cudnn, g, modes=modes, policy=policy)
+        ms = build_steps(cudnn, graph, modes=modes, policy=policy)
     except Unsupported as e:
         raise Unsupported(f"{what}: {e}{last_error(cudnn)}") from e
     except (ValueError, RuntimeError) as e:
         if rejected_is_unsupported:
             raise Unsupported(f"{what} rejected: {type(e).__name__}: {e}{last_error(cudnn)}") from e
         raise
-    nbytes, plans = g.get_workspace_size(), []
+    nbytes, plans = graph.get_workspace_size(), []
     if policy is not None and policy == cudnn.build_plan_policy.ALL:
-        for i in range(g.get_execution_plan_count()):
+        for i in range(graph.get_execution_plan_count()):
             try:
-                nbytes = max(nbytes, g.get_workspace_size_plan_at_index(i))
+                nbytes = max(nbytes, graph.get_workspace_size_plan_at_index(i))
                 plans.append(i)
             except Exception:  # noqa: BLE001 - a plan that did not build
                 continue
-    return Built(ctx, g, tuple(tensors), workspace_for(ctx, nbytes), ms, selected_index(g), engine_of(g), plans)
+    return Built(ctx, graph, tuple(tensors), workspace_for(ctx, nbytes), ms, selected_index(graph), engine_of(graph), plans)

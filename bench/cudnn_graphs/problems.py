@@ -84,24 +84,24 @@ class Checked:
     def poison(self) -> None:
         self.output().fill_(float("nan"))
 
-    def case(self, fn, note: str = "", plan: str | None = None) -> Case:
+    def case(self, call, note: str = "", plan: str | None = None) -> Case:
         """plan: the plan the call runs; by default the pinned one where it was pinned by a rule
         (not by a timing race: a race's rows name theirs)."""
         b = getattr(self, "built", None)
         if plan is None:
             plan = self.plan_label() if b is not None and b.pinned_by == "heuristic" else ""
-        return Case(fn=fn, check=self.check, poison=self.poison, note=note, plan=plan)
+        return Case(fn=call, check=self.check, poison=self.poison, note=note, plan=plan)
 
-    def plan_label(self, i: int | None = None) -> str:
-        """'<index>:<engine and knobs>' of plan i (default: the pinned one), or '' without one."""
+    def plan_label(self, index: int | None = None) -> str:
+        """'<index>:<engine and knobs>' of plan index (default: the pinned one), or '' without one."""
         b = getattr(self, "built", None)
-        i = getattr(b, "pinned", None) if i is None else i
-        if b is None or i is None:
+        index = getattr(b, "pinned", None) if index is None else index
+        if b is None or index is None:
             return ""
         try:
-            return f"{i}:{plan_name(b.graph, i)}"
+            return f"{index}:{plan_name(b.graph, index)}"
         except Exception:  # noqa: BLE001 - a frontend without plan names: the index alone
-            return str(i)
+            return str(index)
 
 
 class Matmul(Checked):
@@ -141,7 +141,7 @@ class Matmul(Checked):
     def describe(self, fixed_uids: bool = False, name: str = "mm"):
         """A fresh graph with its tensors and the matmul node; nothing validated yet."""
         ctx = self.ctx
-        g = new_graph(ctx, io=torch_dtype(ctx.cudnn, self.a.dtype))
+        g = new_graph(ctx, io_type=torch_dtype(ctx.cudnn, self.a.dtype))
         A, B = tensor_of(ctx, g, self.a, "A"), tensor_of(ctx, g, self.b, "B")
         C = g.matmul(A=A, B=B, compute_data_type=ctx.cudnn.data_type.FLOAT, name=name)
         as_output(ctx, C, self.c)
@@ -220,18 +220,18 @@ class Matmul(Checked):
                               "runs is not exposed, so this row cannot share it")
         return self.heuristic_plan()
 
-    def plan_id(self, i: int) -> str:
+    def plan_id(self, index: int) -> str:
         """Plan identity for a record's note: index, engine name, and how it was chosen."""
         b = self.built
         how = []
-        if i == self.heuristic_plan():
+        if index == self.heuristic_plan():
             src = " (g._plan_index)" if b.index is not None else " (assumed: first built)"
             how.append("the plan generic execute runs" + src)
-        if i == b.pinned and b.pinned_by != "heuristic":
-            us = b.plan_us.get(i)
+        if index == b.pinned and b.pinned_by != "heuristic":
+            us = b.plan_us.get(index)
             by = {"graph": "GPU time", "eager": "eager us/call"}.get(b.pinned_by, b.pinned_by)
             how.append(f"autotuned by {by}" + (f" ({us:.2f} us)" if us else ""))
-        return f"plan {i} '{plan_name(b.graph, i)}' of {len(b.plans)} built" + (f": {', '.join(how)}" if how else "")
+        return f"plan {index} '{plan_name(b.graph, index)}' of {len(b.plans)} built" + (f": {', '.join(how)}" if how else "")
 
     def plan_note(self) -> str:
         return self.plan_id(self.built.pinned)
@@ -331,8 +331,8 @@ class ConvShape:
         return f"n{self.n}c{self.c}hw{self.h}k{self.k}" if self.h == self.w else \
             f"n{self.n}c{self.c}h{self.h}w{self.w}k{self.k}"
 
-    def with_batch(self, n: int) -> "ConvShape":
-        return ConvShape(n, self.c, self.h, self.w, self.k, self.r, self.pad)
+    def with_batch(self, batch: int) -> "ConvShape":
+        return ConvShape(batch, self.c, self.h, self.w, self.k, self.r, self.pad)
 
 
 def require_conv(ctx) -> None:

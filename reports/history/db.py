@@ -70,8 +70,8 @@ def _one_line(text) -> str:
     return text if len(text) <= 240 else text[:239] + "…"
 
 
-def _is_locked(e: Exception) -> bool:
-    return "locked" in str(getattr(e, "orig", e)).lower() or "busy" in str(getattr(e, "orig", e)).lower()
+def _is_locked(error: Exception) -> bool:
+    return "locked" in str(getattr(error, "orig", error)).lower() or "busy" in str(getattr(error, "orig", error)).lower()
 
 
 @dataclass
@@ -105,8 +105,8 @@ class Figure:
         return len(self.workers) or 1
 
 
-def _us(x: float, unit: str) -> float:
-    return x * UNIT_SECONDS.get(unit, 1e-6) / 1e-6
+def _us(amount: float, unit: str) -> float:
+    return amount * UNIT_SECONDS.get(unit, 1e-6) / 1e-6
 
 
 def _kernels_of(run: Run, rec) -> str:
@@ -243,7 +243,7 @@ class Store:
             raise StoreError(f"{self.shown}: not a store URL ({_one_line(e)})") from e
         if self.sqlite:
             @event.listens_for(self.engine, "connect")
-            def _connect(conn, _):
+            def _connect(conn, _record):
                 # the driver's own transaction handling leaves DDL outside transactions: a second
                 # writer could see the tables before the schema version; we issue BEGIN ourselves
                 conn.isolation_level = None
@@ -255,11 +255,11 @@ class Store:
         self._check_schema()
 
     # -- opening ---------------------------------------------------------------------------------
-    def _retry(self, what: str, fn):
-        """Runs fn(); a locked database is waited for and retried, then one line."""
+    def _retry(self, what: str, action):
+        """Runs action(); a locked database is waited for and retried, then one line."""
         for attempt in range(self.lock_retries + 1):
             try:
-                return fn()
+                return action()
             except IntegrityError:
                 raise   # the callers know what a duplicate means
             except OperationalError as e:
@@ -325,12 +325,12 @@ class Store:
         self.engine.dispose()
 
     # -- writing ---------------------------------------------------------------------------------
-    def _row_ids(self, c, keys: list[tuple]) -> dict[tuple, int]:
+    def _row_ids(self, conn, keys: list[tuple]) -> dict[tuple, int]:
         # row ids never change once made: known ones are kept between ingests
         have = self._rows = getattr(self, "_rows", {})
         if all(k in have for k in keys):
             return have
-        for r in c.execute(select(S.rows.c.id, S.rows.c.probe, S.rows.c.variant, S.rows.c.size, S.rows.c.mode)):
+        for r in conn.execute(select(S.rows.c.id, S.rows.c.probe, S.rows.c.variant, S.rows.c.size, S.rows.c.mode)):
             have[(r.probe, r.variant, r.size, r.mode)] = r.id
         missing = [k for k in dict.fromkeys(keys) if k not in have]
         if missing:
@@ -339,8 +339,8 @@ class Store:
             else:
                 from sqlalchemy.dialects.postgresql import insert as dialect_insert
             stmt = dialect_insert(S.rows).on_conflict_do_nothing()
-            c.execute(stmt, [dict(zip(("probe", "variant", "size", "mode"), k)) for k in missing])
-            for r in c.execute(select(S.rows.c.id, S.rows.c.probe, S.rows.c.variant, S.rows.c.size, S.rows.c.mode)):
+            conn.execute(stmt, [dict(zip(("probe", "variant", "size", "mode"), k)) for k in missing])
+            for r in conn.execute(select(S.rows.c.id, S.rows.c.probe, S.rows.c.variant, S.rows.c.size, S.rows.c.mode)):
                 have[(r.probe, r.variant, r.size, r.mode)] = r.id
         return have
 
@@ -360,17 +360,17 @@ class Store:
             self._rows = {}
             raise
 
-    def _ingest_in(self, c, meta: dict, figs: list[Figure]) -> tuple[int, bool]:
-        """Stores one run on connection `c`, inside its transaction: (run id, True if new)."""
-        old = c.execute(select(S.runs.c.id).where(S.runs.c.source_hash == meta["source_hash"])).scalar()
+    def _ingest_in(self, conn, meta: dict, figs: list[Figure]) -> tuple[int, bool]:
+        """Stores one run on connection `conn`, inside its transaction: (run id, True if new)."""
+        old = conn.execute(select(S.runs.c.id).where(S.runs.c.source_hash == meta["source_hash"])).scalar()
         if old is None:
-            old = self._same_run(c, meta, figs)
+            old = self._same_run(conn, meta, figs)
         if old is not None:
             return old, False
-        ids = self._row_ids(c, [f.row for f in figs])
-        rid = c.execute(insert(S.runs).values(**meta, n_figures=len(figs))).inserted_primary_key[0]
+        ids = self._row_ids(conn, [f.row for f in figs])
+        rid = conn.execute(insert(S.runs).values(**meta, n_figures=len(figs))).inserted_primary_key[0]
         if figs:
-            c.execute(insert(S.figures), [dict(
+            conn.execute(insert(S.figures), [dict(
                 run_id=rid, row_id=ids[f.row], status=f.status[:2000], unit=f.unit, value=f.value,
                 on_ratio=f.on_ratio, median_us=f.median_us, workers_json=json.dumps(f.workers),
                 spread=f.spread, flags=f.flags, kernels=f.kernels, host_state=f.host_state,
@@ -428,14 +428,14 @@ class Store:
                 return [dict(x._mapping) for x in c.execute(q)]
         return self._retry("read A/B results", go)
 
-    def _same_run(self, c, meta: dict, figs: list[Figure]) -> int | None:
+    def _same_run(self, conn, meta: dict, figs: list[Figure]) -> int | None:
         """The id of a stored run with this run's start time, key, commit and figures, if any."""
         if not self.sqlite:   # a second writer of the same run waits here for the first one's commit
-            c.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": identity.lock_key(meta)})
+            conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": identity.lock_key(meta)})
         r = S.runs.c
-        ids = c.execute(select(r.id).where(r.started_at == meta["started_at"], r.history_key == meta["history_key"],
-                                           r.commit_id == meta.get("commit_id", "")).order_by(r.id)).scalars().all()
-        stored = self.figures(list(ids), c)
+        ids = conn.execute(select(r.id).where(r.started_at == meta["started_at"], r.history_key == meta["history_key"],
+                                              r.commit_id == meta.get("commit_id", "")).order_by(r.id)).scalars().all()
+        stored = self.figures(list(ids), conn)
         return next((i for i in ids if identity.same_figures(figs, stored[i])), None)
 
     def ingest_run(self, run: Run, source_hash: str | None = None) -> tuple[int, bool]:

@@ -51,11 +51,11 @@ def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict,
     return jd.target, jd.verdicts
 
 
-def mode_class(v: Verdict) -> str:
+def mode_class(verdict: Verdict) -> str:
     """graph / device / eager trap ratio (fast state) / other: the classes the MDC is reported for."""
-    if v.mode in ("graph", "device"):
-        return v.mode
-    if v.mode == "eager" and v.on_ratio and v.host_state == "fast":
+    if verdict.mode in ("graph", "device"):
+        return verdict.mode
+    if verdict.mode == "eager" and verdict.on_ratio and verdict.host_state == "fast":
         return "eager ratio (fast state)"
     return "other"
 
@@ -105,11 +105,11 @@ def finding_lines(target: dict, every: bool = False) -> list[str]:
     return [f.line() if f.status else f.line()[:-1] + ": no finding)" for f in shown]
 
 
-def change_text(v: Verdict, sep: str = "") -> str:
+def change_text(verdict: Verdict, sep: str = "") -> str:
     """The change the verdict judged, `*` when it is net of the run's structure (adjusted_note says by what)."""
-    if math.isnan(v.change):
+    if math.isnan(verdict.change):
         return ""
-    return f"{v.change * 100:+.1f}{sep}%" + ("*" if v.adjusted_by else "")
+    return f"{verdict.change * 100:+.1f}{sep}%" + ("*" if verdict.adjusted_by else "")
 
 
 def _padded(cell: str) -> str:
@@ -117,15 +117,15 @@ def _padded(cell: str) -> str:
     return cell if not cell or cell.endswith("*") else cell + " "
 
 
-def adjusted_note(v: Verdict) -> str:
+def adjusted_note(verdict: Verdict) -> str:
     """What a row's judged change is net of ('' when nothing adjusted it), with its raw change."""
-    if not v.adjusted_by or math.isnan(v.change):
+    if not verdict.adjusted_by or math.isnan(verdict.change):
         return ""
-    return f"change* net of {decide.adjusted_text(v.adjusted_by)}"
+    return f"change* net of {decide.adjusted_text(verdict.adjusted_by)}"
 
 
-def full_note(v: Verdict) -> str:
-    return "; ".join(x for x in (v.note, adjusted_note(v)) if x)
+def full_note(verdict: Verdict) -> str:
+    return "; ".join(x for x in (verdict.note, adjusted_note(verdict)) if x)
 
 
 def _note_refs(rows: list[Verdict]) -> tuple[list[str], dict[str, int]]:
@@ -288,14 +288,15 @@ def unsure_mdc(unsure: list[Verdict]) -> str:
             f", their MDC {mdc_text(med)} (median; {mdc_text(xs[0])} to {mdc_text(xs[-1])})")
 
 
-def row_json(v: Verdict) -> dict:
-    def num(x):
-        return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
-    return {"probe": v.probe, "variant": v.variant, "size": v.size, "mode": v.mode, "unit": v.unit,
-            "value": num(v.value), "location": num(v.location), "change": num(v.change),
-            "raw_change": num(v.raw_change), "adjusted_by": list(v.adjusted_by), "z": num(v.z), "p": num(v.p),
-            "mdc": num(v.mdc), "runs": v.n, "scale": v.scale, "verdict": v.verdict, "state": v.state,
-            "note": v.note, "processes": v.processes}
+def row_json(verdict: Verdict) -> dict:
+    def num(value):
+        return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
+    return {"probe": verdict.probe, "variant": verdict.variant, "size": verdict.size, "mode": verdict.mode,
+            "unit": verdict.unit, "value": num(verdict.value), "location": num(verdict.location),
+            "change": num(verdict.change), "raw_change": num(verdict.raw_change),
+            "adjusted_by": list(verdict.adjusted_by), "z": num(verdict.z), "p": num(verdict.p),
+            "mdc": num(verdict.mdc), "runs": verdict.n, "scale": verdict.scale, "verdict": verdict.verdict,
+            "state": verdict.state, "note": verdict.note, "processes": verdict.processes}
 
 
 def to_json(target: dict, verdicts: list[Verdict], which: str = "confirmed") -> str:

@@ -75,8 +75,8 @@ def _absolute(run: Run, figs: list) -> list:
     return out
 
 
-def _times(x: float | None, k: float) -> float:
-    return float("nan") if x is None else x * k
+def _times(value: float | None, factor: float) -> float:
+    return float("nan") if value is None else value * factor
 
 
 def _judged_run(base: Run, new: Run, alpha: float, normalize: bool, absolute: bool):
@@ -92,7 +92,7 @@ def _judged_run(base: Run, new: Run, alpha: float, normalize: bool, absolute: bo
     base_meta, new_meta = dict(db.run_meta(base, ""), id=1), dict(db.run_meta(new, ""), id=2)
     if not where["same_start"]:    # one run is no start of the other's: a GPU new to it
         base_meta["start"], new_meta["start"], base_meta["gpu_uuid"], new_meta["gpu_uuid"] = "base", "new", "", ""
-    judgement = decide.judge_run(new_meta, [base_meta], [], figs, prior=calibrate.load(base_meta["gpu"]), q=alpha,
+    judgement = decide.judge_run(new_meta, [base_meta], [], figs, prior=calibrate.load(base_meta["gpu"]), fdr=alpha,
                                  min_own=1)
     versions = [k for k in KEY_VERSIONS if base_meta.get(k) != new_meta.get(k)]
     for finding in judgement.findings:
@@ -243,9 +243,9 @@ NOT_JUDGED = ("not judged (no MDC): the two runs' figures of this row are not al
               "or one a ratio and one µs)")
 
 
-def machine_line(df) -> str:
+def machine_line(frame) -> str:
     """The header line on where the two runs ran, which scale judged them, and the findings."""
-    m = df.attrs
+    m = frame.attrs
     if not m:
         return ""
     if m.get("same_start"):
@@ -260,8 +260,8 @@ def machine_line(df) -> str:
     return "\n".join([where, *found])
 
 
-def _same(x, y) -> bool:
-    return json.dumps(x, sort_keys=True, default=str) == json.dumps(y, sort_keys=True, default=str)
+def _same(left, right) -> bool:
+    return json.dumps(left, sort_keys=True, default=str) == json.dumps(right, sort_keys=True, default=str)
 
 
 def fingerprint_diff(base: Run, new: Run) -> list[tuple[str, object, object]]:
@@ -332,8 +332,8 @@ def env_lines(diff, width: int = 120, indent: str = "  ") -> list[str]:
     return fit.cut(out, width)
 
 
-def _pct(x) -> str:
-    return "-" if fmt.missing(x) else f"{x * 100:+.1f}%"
+def _pct(change) -> str:
+    return "-" if fmt.missing(change) else f"{change * 100:+.1f}%"
 
 
 def change_cell(change, adjusted: bool) -> str:
@@ -341,14 +341,14 @@ def change_cell(change, adjusted: bool) -> str:
     return "-" if fmt.missing(change) else _pct(change) + ("*" if adjusted else " ")
 
 
-def mdc_cell(x) -> str:
+def mdc_cell(mdc) -> str:
     """A row's minimum detectable change as a number ('-' where the row has none)."""
-    return "-" if fmt.missing(x) else decide.mdc_text(x, "")
+    return "-" if fmt.missing(mdc) else decide.mdc_text(mdc, "")
 
 
-def table_rows(df) -> list[list[str]]:
+def table_rows(frame) -> list[list[str]]:
     out = []
-    for r in df.itertuples(index=False):
+    for r in frame.itertuples(index=False):
         digits = 3 if r.unit.startswith("x ") else 2
         adjusted = bool(getattr(r, "adjusted_by", ()))
         out.append([r.probe, str(r.size), r.mode, r.variant, fmt.num(r.base, digits, "-"),
@@ -367,18 +367,18 @@ ROW_ORDER = ["SLOWER", "KERNEL CHANGED", "FASTER", "FINDING", "UNSURE", "PICK CH
              "UNMEASURED", "SAME"]
 
 
-def sorted_rows(df):
+def sorted_rows(frame):
     """Rows by verdict (SLOWER, KERNEL CHANGED, FASTER, UNSURE, then the rest), then by probe;
     a probe's rows keep their order."""
     rank = {v: i for i, v in enumerate(ROW_ORDER)}
-    key = df["verdict"].map(lambda v: rank.get(v, len(rank)))
-    return df.assign(_k=key.values).sort_values(["_k", "probe"], kind="stable").drop(columns="_k")
+    key = frame["verdict"].map(lambda v: rank.get(v, len(rank)))
+    return frame.assign(_k=key.values).sort_values(["_k", "probe"], kind="stable").drop(columns="_k")
 
 
-def unmeasured_in_both(df):
+def unmeasured_in_both(frame):
     """Rows neither run measured (unsupported, failed or without samples on both sides)."""
-    return (df["verdict"] == "UNMEASURED") & (df["note"].str.startswith("both:")
-                                              | ((df["n_base"] == 0) & (df["n_new"] == 0)))
+    return (frame["verdict"] == "UNMEASURED") & (frame["note"].str.startswith("both:")
+                                                 | ((frame["n_base"] == 0) & (frame["n_new"] == 0)))
 
 
 def _lines(rows, left=None) -> list[str]:
@@ -431,13 +431,13 @@ def _fitted(rows: list[list[str]], width: int) -> tuple[list[str], list[str]]:
     return fit.first_fit(map(layout, drops), width, key=lambda x: x[0])[1]
 
 
-def text_table(df, width: int | None = None, wide: bool = False) -> str:
+def text_table(frame, width: int | None = None, wide: bool = False) -> str:
     """The rows as text, sorted by verdict then probe (sorted_rows); rows neither run measured are
     a count under the table. Each note is printed once, under the table, numbered. Unless `wide`,
     every line fits `width` (default: the terminal's): see _fitted."""
     width = fit.term_width() if width is None else width
-    both = unmeasured_in_both(df)
-    rows = table_rows(sorted_rows(df[~both]))
+    both = unmeasured_in_both(frame)
+    rows = table_rows(sorted_rows(frame[~both]))
     tail = textwrap.wrap(f"({int(both.sum())} row(s) unmeasured in both runs, not listed: --markdown FILE lists "
                          "every row)", 10**6 if wide else width) if both.any() else []
     if wide or not rows:
@@ -474,7 +474,7 @@ def _under_table(rows: list, notes: dict[str, int], dropped: list, width: int) -
     return lines
 
 
-def markdown(df, base: Run, new: Run, diff, threshold: float, alpha: float, normalize: bool) -> str:
+def markdown(frame, base: Run, new: Run, diff, threshold: float, alpha: float, normalize: bool) -> str:
     """Everything, every row (SAME too), for a file: verdict counts, versions that differ, rows,
     then the other environment differences."""
     lines = ["# hostbench compare", "", f"- base: `{base.path}` ({base.datetime or 'no date'})",
@@ -483,7 +483,7 @@ def markdown(df, base: Run, new: Run, diff, threshold: float, alpha: float, norm
              f"Benjamini-Hochberg at a false discovery rate of {alpha:g} over the rows"
              + (f", and at least {threshold * 100:g} %" if threshold is not None else "")
              + (" on figures normalized by the run's baseline variant" if normalize else ""),
-             f"- {summary(df)}", *(f"- finding: {x}" for x in machine_line(df).split("\n")[1:]),
+             f"- {summary(frame)}", *(f"- finding: {x}" for x in machine_line(frame).split("\n")[1:]),
              "- change: the figure each verdict judged (`*`: net of the new run's structure, the raw change "
              "beside it); mdc: the change the row would catch with 80 % probability (UNSURE: past its "
              "class's practical threshold)", ""]
@@ -491,7 +491,7 @@ def markdown(df, base: Run, new: Run, diff, threshold: float, alpha: float, norm
     if vers:
         lines += ["## Versions that differ", "", fmt.md_table(["package", "base", "new"],
                                                              [(k, rounded(x), rounded(y)) for k, x, y in vers]), ""]
-    body = [[c.rstrip() for c in r] for r in table_rows(sorted_rows(df))]
+    body = [[c.rstrip() for c in r] for r in table_rows(sorted_rows(frame))]
     lines += ["## Results", "", fmt.md_table(HEADER, body), ""]
     if any(r[HEADER.index("change")].endswith("*") for r in body):
         lines += [ADJUSTED_LEGEND.replace("* the", "`*` the", 1) + ".", ""]
@@ -507,26 +507,26 @@ ORDER = ["SLOWER", "KERNEL CHANGED", "FASTER", "FINDING", "UNSURE", "PICK CHANGE
 JUDGED = ("SLOWER", "FASTER", "KERNEL CHANGED", "FINDING", "PICK CHANGED", "UNSURE", "SAME")   # rows both runs measured
 
 
-def summary(df) -> str:
-    counts = df["verdict"].value_counts()
+def summary(frame) -> str:
+    counts = frame["verdict"].value_counts()
     order = ORDER + sorted(v for v in counts.index if v not in ORDER)  # a verdict added later still counts
-    both = int(unmeasured_in_both(df).sum()) if len(df) else 0
+    both = int(unmeasured_in_both(frame).sum()) if len(frame) else 0
     return ", ".join(f"{counts[v]} {v}" + (f" ({both} in both runs)" if v == "UNMEASURED" and both else "")
                      for v in order if v in counts) or "nothing to compare"
 
 
-def judged(df) -> int:
+def judged(frame) -> int:
     """How many rows both runs measured (the rows a verdict says something about)."""
-    return int(df["verdict"].isin(JUDGED).sum())
+    return int(frame["verdict"].isin(JUDGED).sum())
 
 
-def regressions(df, kernel_change_fails: bool = True) -> list[str]:
+def regressions(frame, kernel_change_fails: bool = True) -> list[str]:
     """One line per row that fails a gate: SLOWER, and (unless told otherwise) KERNEL CHANGED
     with a slower median, naming the kernels; and each slower finding that is a regression (on
     the same GPU, or between versions)."""
-    out = [f"finding: {f.line()}" for f in df.attrs.get("findings") or []
+    out = [f"finding: {f.line()}" for f in frame.attrs.get("findings") or []
            if f.change > 0 and ("regression" in f.status)]
-    for r in df.itertuples(index=False):
+    for r in frame.itertuples(index=False):
         name = f"{r.probe}/{r.variant}/{r.size} {r.mode}"
         if r.verdict == "SLOWER":
             out.append(f"SLOWER {name} {r.change * 100:+.1f}%")
@@ -535,20 +535,20 @@ def regressions(df, kernel_change_fails: bool = True) -> list[str]:
     return out
 
 
-def to_json(df, kernel_change_fails: bool = True) -> str:
+def to_json(frame, kernel_change_fails: bool = True) -> str:
     """The comparison for CI, in the shape `history check --json` writes (decide.report_json): whether
     it passes the --fail-on-regression gate, the counts, the findings (only those past the FDR), and
     every row with its judged change, raw change, what adjusted it, MDC, z, p, scale and verdict;
     `machines` says where the runs ran."""
-    rows = [{k: _plain(v) for k, v in r.items()} for r in df.to_dict("records")]
-    m = {k: v for k, v in df.attrs.items() if k != "findings"}
-    return decide.report_json("compare", not regressions(df, kernel_change_fails),
-                              {k: int(n) for k, n in df["verdict"].value_counts().items()},
-                              df.attrs.get("findings") or [], rows, machines=m)
+    rows = [{k: _plain(v) for k, v in r.items()} for r in frame.to_dict("records")]
+    m = {k: v for k, v in frame.attrs.items() if k != "findings"}
+    return decide.report_json("compare", not regressions(frame, kernel_change_fails),
+                              {k: int(n) for k, n in frame["verdict"].value_counts().items()},
+                              frame.attrs.get("findings") or [], rows, machines=m)
 
 
-def _plain(x):
+def _plain(cell):
     """A cell as JSON has it: NaN is null, a tuple a list."""
-    if isinstance(x, tuple):
-        return list(x)
-    return None if fmt.missing(x) else x
+    if isinstance(cell, tuple):
+        return list(cell)
+    return None if fmt.missing(cell) else cell

@@ -48,8 +48,8 @@ def load(paths: list[Path]) -> tuple[list[dict], dict]:
     return runs, figs
 
 
-def _n(k: int, what: str) -> str:
-    return f"{k} {what}" + ("" if k == 1 else "s")
+def _n(count: int, what: str) -> str:
+    return f"{count} {what}" + ("" if count == 1 else "s")
 
 
 def folds(runs: list[dict]) -> list[tuple[dict, list[dict], str]]:
@@ -72,14 +72,14 @@ def folds(runs: list[dict]) -> list[tuple[dict, list[dict], str]]:
     return out
 
 
-def cls_of(f) -> str | None:
+def cls_of(fig) -> str | None:
     """The single-row injection class of a figure, or None."""
     from cudnn_hostbench.reports.verdict import model
-    if f.mode == "device" and not f.on_ratio:
+    if fig.mode == "device" and not fig.on_ratio:
         return "device"
-    if f.mode == "graph" and not f.on_ratio:
-        return "graph heavy" if model.size_class(f) == "heavy" else "graph light" if model.size_class(f) == "light" else None
-    if f.mode == "eager" and f.on_ratio and f.host_state == "fast":
+    if fig.mode == "graph" and not fig.on_ratio:
+        return "graph heavy" if model.size_class(fig) == "heavy" else "graph light" if model.size_class(fig) == "light" else None
+    if fig.mode == "eager" and fig.on_ratio and fig.host_state == "fast":
         return "eager ratio"
     return None
 
@@ -112,8 +112,8 @@ class Result:
     seconds: float = 0.0
 
 
-def _changed(jd, rows: set) -> bool:
-    return any(v.row in rows and v.verdict in ("SLOWER", "KERNEL CHANGED") for v in jd.verdicts)
+def _changed(judgement, rows: set) -> bool:
+    return any(v.row in rows and v.verdict in ("SLOWER", "KERNEL CHANGED") for v in judgement.verdicts)
 
 
 def run(paths: list[Path], limit: int | None = None, progress=None, jobs: int | None = None) -> Result:
@@ -178,8 +178,8 @@ def _init(paths: list[Path], limit: int | None) -> None:
     _HERE[:] = [_State(runs, figs, folds(runs)[:limit or None])]
 
 
-def _judge_here(i: int) -> dict:
-    return _judge(_HERE[0], i)
+def _judge_here(index: int) -> dict:
+    return _judge(_HERE[0], index)
 
 
 def _add(res: Result, part: dict) -> None:
@@ -198,16 +198,16 @@ def _add(res: Result, part: dict) -> None:
                 acc[j] += x
 
 
-def _no_change(res: Result, figs: dict, target: dict, jd) -> list:
+def _no_change(res: Result, figs: dict, target: dict, judgement) -> list:
     """The fold's run judged as it is (no change): its false verdicts and findings, each judged
     row's MDC and z; the judged rows."""
     from cudnn_hostbench.reports.verdict import decide, model
-    bad = [v for v in jd.verdicts if v.verdict in decide.CHANGED]
+    bad = [v for v in judgement.verdicts if v.verdict in decide.CHANGED]
     res.false_runs += bool(bad)
     res.false_rows += [(target["label"], "/".join(v.row), v.verdict, round(v.change * 100, 1), round(v.z or 0.0, 1),
                         v.scale) for v in bad]
-    res.findings += [(target["label"], fd.line()) for fd in jd.findings if fd.status]
-    judged = [v for v in jd.verdicts if v.z is not None]
+    res.findings += [(target["label"], fd.line()) for fd in judgement.findings if fd.status]
+    judged = [v for v in judgement.verdicts if v.z is not None]
     for v in judged:
         f = figs[target["id"]][v.row]
         res.mdc[(v.scale, model.row_class(f))].append(v.mdc)
@@ -215,26 +215,26 @@ def _no_change(res: Result, figs: dict, target: dict, jd) -> list:
     return judged
 
 
-def _single(res: Result, figs: dict, target: dict, before: list, md, cls: str, verdict) -> None:
+def _single(res: Result, figs: dict, target: dict, before: list, history, cls: str, verdict) -> None:
     """One row's injections: its class's change alone, on two starts (fleet rows with a previous
     start), and 1.2 and 0.5 times its MDC (honesty)."""
     from cudnn_hostbench.reports.verdict import decide
     t = target
-    got = decide.judge_run(dict(t), before, [], _scaled(figs, t["id"], {verdict.row}, 1 + SINGLE[cls]), md=md)
+    got = decide.judge_run(dict(t), before, [], _scaled(figs, t["id"], {verdict.row}, 1 + SINGLE[cls]), history=history)
     k = res.single[(verdict.scale, cls, min(verdict.processes, 3))]
     k[0] += _changed(got, {verdict.row})
     k[1] += 1
-    prev = decide.previous_start(md)
+    prev = decide.previous_start(history)
     if verdict.scale == "fleet" and prev is not None and verdict.row in figs[prev["id"]]:
         both = _scaled(_scaled(figs, t["id"], {verdict.row}, 1 + SINGLE[cls]), prev["id"], {verdict.row},
                        1 + SINGLE[cls])
-        got = decide.judge_run(dict(t), before, [], both, md=md)
+        got = decide.judge_run(dict(t), before, [], both, history=history)
         k = res.two[cls]
         k[0] += _changed(got, {verdict.row})
         k[1] += 1
     for mult in (1.2, 0.5):
         got = decide.judge_run(dict(t), before, [], _scaled(figs, t["id"], {verdict.row}, 1 + mult * verdict.mdc),
-                               md=md)
+                               history=history)
         h = res.honesty[mult]
         h[0] += _changed(got, {verdict.row})
         h[1] += 1
@@ -249,7 +249,7 @@ def _judge(state: _State, index: int) -> dict:
     rng = random.Random(f"{SEED}:{index}")
     res = Result()
     md = decide.Model(dict(t), before, figs, prior=_prior(runs, figs, t, state.priors))
-    jd = decide.judge_run(dict(t), before, [], figs, md=md)
+    jd = decide.judge_run(dict(t), before, [], figs, history=md)
     judged = _no_change(res, figs, t, jd)
     by_cls: dict[str, list] = defaultdict(list)
     for v in judged:
@@ -260,7 +260,7 @@ def _judge(state: _State, index: int) -> dict:
         for v in rng.sample(vs, min(ROWS_PER_CLASS, len(vs))):
             _single(res, figs, t, before, md, c, v)
     for name, rows, factor, kinds in _structured(figs[t["id"]], jd, rng):
-        got = decide.judge_run(dict(t), before, [], _scaled(figs, t["id"], rows, factor), md=md)
+        got = decide.judge_run(dict(t), before, [], _scaled(figs, t["id"], rows, factor), history=md)
         k = res.structured[name]
         k[0] += _changed(got, rows) or any(fd.status and fd.kind in kinds for fd in got.findings)
         k[1] += any(fd.status for fd in got.findings)
@@ -270,30 +270,30 @@ def _judge(state: _State, index: int) -> dict:
                for name in ("mdc", "z", "single", "honesty", "structured", "two")}}
 
 
-def _prior(runs: list[dict], figs: dict, t: dict, cache: dict) -> dict | None:
+def _prior(runs: list[dict], figs: dict, target: dict, cache: dict) -> dict | None:
     """The store prior a fold's run is judged with, fitted inside the fold: the newest key's runs of
     every other start (as the shipped prior is the newest key's); none for runs of that key itself,
     whose own history is the same runs."""
     from cudnn_hostbench.reports.verdict import calibrate, model
     newest = runs[-1]["history_key"]
-    if t["history_key"] == newest:
+    if target["history_key"] == newest:
         return None
-    start = model.start_of(t)
+    start = model.start_of(target)
     if start not in cache:
         rest = [r for r in runs if r["history_key"] == newest and model.start_of(r) != start]
         cache[start] = calibrate.fit(rest, figs) if len(rest) >= 2 else None
     return cache[start]
 
 
-def _structured(fs: dict, jd, rng: random.Random) -> list[tuple[str, set, float, tuple[str, ...]]]:
+def _structured(figures: dict, judgement, rng: random.Random) -> list[tuple[str, set, float, tuple[str, ...]]]:
     """The structured injections for one run: (name, rows, factor, finding kinds that report it): a
     probe x size, baseline included, is one block of GPU rows, reported as its kernel or its block."""
     from cudnn_hostbench.reports.verdict import model
-    ok = {v.row for v in jd.verdicts if v.z is not None}
+    ok = {v.row for v in judgement.verdicts if v.z is not None}
     out: list[tuple[str, set, float, tuple[str, ...]]] = []
     kernels: dict[str, set] = defaultdict(set)
     for row in ok:
-        f = fs[row]
+        f = figures[row]
         if model.is_gpu_row(f) and f.kernels:
             kernels[f.kernels].add(row)
     big = sorted(k for k, rows in kernels.items() if len(rows) >= 3)
@@ -301,27 +301,27 @@ def _structured(fs: dict, jd, rng: random.Random) -> list[tuple[str, set, float,
         out.append(("one kernel +5 %", kernels[rng.choice(big)], 1.05, ("kernel",)))
     blocks: dict[tuple, set] = defaultdict(set)
     for row in ok:
-        if fs[row].mode in model.GPU_MODES and not fs[row].on_ratio:
+        if figures[row].mode in model.GPU_MODES and not figures[row].on_ratio:
             blocks[(row[0], row[2])].add(row)
     if blocks:
         key = rng.choice(sorted(blocks))
         out.append(("one probe x size +10 %", blocks[key], 1.10, ("kernel", "gpu block")))
-        base = sorted(r for r in blocks[key] if fs[r].role == "baseline")   # a set: sorted, or the hash seed picks
+        base = sorted(r for r in blocks[key] if figures[r].role == "baseline")   # a set: sorted, or the hash seed picks
         if base:
-            b = fs[base[0]]
-            rows = {r for r in ok if r[0] == b.probe and r[2] == b.size and fs[r].mode == b.mode
-                    and (r == b.row or (not fs[r].on_ratio and fs[r].baseline == b.variant))}
+            b = figures[base[0]]
+            rows = {r for r in ok if r[0] == b.probe and r[2] == b.size and figures[r].mode == b.mode
+                    and (r == b.row or (not figures[r].on_ratio and figures[r].baseline == b.variant))}
             out.append(("a baseline with its rows +10 %", rows, 1.10, ("kernel", "gpu block")))
-    gpu = {r for r in ok if model.is_gpu_row(fs[r]) and model.size_class(fs[r]) != "light"}
+    gpu = {r for r in ok if model.is_gpu_row(figures[r]) and model.size_class(figures[r]) != "light"}
     if gpu:
         out.append(("every GPU-bound row +3 %", gpu, 1.03, ("machine",)))
     return out
 
 
-def bound(k: int, n: int, level: float = 0.95) -> float:
-    """The one-sided upper confidence bound of a binomial rate with k of n (Clopper-Pearson)."""
+def bound(hits: int, trials: int, level: float = 0.95) -> float:
+    """The one-sided upper confidence bound of a binomial rate with hits of trials (Clopper-Pearson)."""
     from scipy import stats
-    return 1.0 if k >= n else float(stats.beta.ppf(level, k + 1, n - k))
+    return 1.0 if hits >= trials else float(stats.beta.ppf(level, hits + 1, trials - hits))
 
 
 def report(res: Result, markdown: bool = False) -> str:

@@ -46,8 +46,8 @@ def practical_text() -> str:
     return ", ".join(f"{cls} {t * 100:g} %" for cls, t in PRACTICAL.items())
 
 
-def practical(f) -> float:
-    return PRACTICAL.get(f"{f.mode} {model.size_class(f)}", PRACTICAL.get(f.mode, 0.08))
+def practical(fig) -> float:
+    return PRACTICAL.get(f"{fig.mode} {model.size_class(fig)}", PRACTICAL.get(fig.mode, 0.08))
 
 
 @dataclass
@@ -120,15 +120,15 @@ class Judged:
     findings: list[Finding] = field(default_factory=list)
 
 
-def usable(g, like) -> bool:
-    """Whether history figure `g` can predict `like`: the same figure, and for rows timed on the
+def usable(fig, like) -> bool:
+    """Whether history figure `fig` can predict `like`: the same figure, and for rows timed on the
     host's clock (eager, build times, the waterfall's parts) the same host state. A slow-state row is
     judged against slow-state history, never against a fast one: slow-state build times run tens of
     per cent over fast history, and the waterfall's gpu parts (differences of two host timings) move
     with the state too (log 2026-12-03-0826)."""
-    return (g is not None and g.status == "ok" and g.value is not None and g.value > 0
-            and g.on_ratio == like.on_ratio
-            and (like.mode not in ("eager", "host") or g.host_state == like.host_state))
+    return (fig is not None and fig.status == "ok" and fig.value is not None and fig.value > 0
+            and fig.on_ratio == like.on_ratio
+            and (like.mode not in ("eager", "host") or fig.host_state == like.host_state))
 
 
 def rounds_of(run: dict) -> int | None:
@@ -141,12 +141,12 @@ def rounds_of(run: dict) -> int | None:
     return int(r) if isinstance(r, (int, float)) and not isinstance(r, bool) and r >= 1 else None
 
 
-def bh(ps: list[float], q: float) -> list[bool]:
-    """Benjamini-Hochberg discoveries at false discovery rate q."""
-    order = sorted(range(len(ps)), key=lambda i: ps[i])
-    m, cut = len(ps), -1
+def bh(pvalues: list[float], fdr: float) -> list[bool]:
+    """Benjamini-Hochberg discoveries at false discovery rate fdr."""
+    order = sorted(range(len(pvalues)), key=lambda i: pvalues[i])
+    m, cut = len(pvalues), -1
     for rank, i in enumerate(order, 1):
-        if ps[i] <= q * rank / m:
+        if pvalues[i] <= fdr * rank / m:
             cut = rank
     out = [False] * m
     for rank, i in enumerate(order, 1):
@@ -154,19 +154,19 @@ def bh(ps: list[float], q: float) -> list[bool]:
     return out
 
 
-def _or_mode(z: dict[str, list[float]], cls: str) -> list[float]:
+def _or_mode(zscores: dict[str, list[float]], cls: str) -> list[float]:
     """A class's z scores, or where it has few its mode's classes' pooled (size classes, races, host states)."""
-    if len(z.get(cls, ())) >= pools.MIN_CLASS_Z:
-        return z[cls]
-    return [x for c, xs in z.items() if c.split()[0] == cls.split()[0] for x in xs]
+    if len(zscores.get(cls, ())) >= pools.MIN_CLASS_Z:
+        return zscores[cls]
+    return [x for c, xs in zscores.items() if c.split()[0] == cls.split()[0] for x in xs]
 
 
-def _with_partner(row: tuple, start: str, z: float, zs: dict) -> bool:
+def _with_partner(row: tuple, start: str, zscore: float, z_by_row: dict) -> bool:
     """Whether a GPU row's variant moved on `start` in its other mode too (the same way, |z| past PARTNER_Z)."""
     if row[3] not in model.GPU_MODES:
         return False
-    other = zs.get((*row[:3], "device" if row[3] == "graph" else "graph"), {}).get(start)
-    return other is not None and other * z > 0 and abs(other) >= PARTNER_Z and abs(z) >= PARTNER_Z
+    other = z_by_row.get((*row[:3], "device" if row[3] == "graph" else "graph"), {}).get(start)
+    return other is not None and other * zscore > 0 and abs(other) >= PARTNER_Z and abs(zscore) >= PARTNER_Z
 
 
 @dataclass
@@ -181,17 +181,18 @@ _LAYOUTS: dict[int, tuple[dict, RunLayout]] = {}   # id(figures) -> (figures, la
 MAX_LAYOUTS = 256
 
 
-def run_layout(fs: dict) -> RunLayout:
+def run_layout(figures: dict) -> RunLayout:
     """A run's RunLayout, kept for the figures object: every fold and history model of verdict-check
     reads the same runs' figures (figures are replaced, never changed in place: validate._scaled)."""
-    got = _LAYOUTS.pop(id(fs), None)
-    if got is None or got[0] is not fs:
-        logs = {row: math.log(g.value) for row, g in fs.items()
+    got = _LAYOUTS.pop(id(figures), None)
+    if got is None or got[0] is not figures:
+        logs = {row: math.log(g.value) for row, g in figures.items()
                 if g.status == "ok" and (g.value or 0) > 0 and model.structured(g)}
-        got = (fs, RunLayout(logs, [(row, g) for row, g in fs.items() if model.race(g) and g.kernels], model.layout(fs)))
+        races = [(row, g) for row, g in figures.items() if model.race(g) and g.kernels]
+        got = (figures, RunLayout(logs, races, model.layout(figures)))
         if len(_LAYOUTS) >= MAX_LAYOUTS:
             del _LAYOUTS[next(iter(_LAYOUTS))]
-    _LAYOUTS[id(fs)] = got
+    _LAYOUTS[id(figures)] = got
     return got[1]
 
 
@@ -307,14 +308,14 @@ class Model:
         seen[1:] = [(fs, st)]
         return st
 
-    def _structure(self, run_id: int, fs: dict | None = None) -> model.Structure:
-        fs = self.figs[run_id] if fs is None else fs
-        run = run_layout(fs)
+    def _structure(self, run_id: int, figures: dict | None = None) -> model.Structure:
+        figures = self.figs[run_id] if figures is None else figures
+        run = run_layout(figures)
         # a race row that picked another kernel than its history's most common one ran other work
         # (a race's pick can change the kernel between two runs of one start: log 2026-12-02-1013);
         # it sets no term
         apart = {row for row, g in run.races if self.ref_kernels.get(row, g.kernels) != g.kernels}
-        return model.structure(run.logs, self.ref, fs, apart, run.rows)
+        return model.structure(run.logs, self.ref, figures, apart, run.rows)
 
     def gpu_processes(self, run_id: int) -> int:
         """The processes a run's GPU rows stand on (the median over them; one when none say)."""
@@ -333,9 +334,9 @@ class Model:
             got = self._partials[run["id"]] = self.partial(run)
         return got
 
-    def history(self, row: tuple, f) -> tuple:
+    def history(self, row: tuple, fig) -> tuple:
         hist = [(r, self.figs[r["id"]].get(row)) for r in self.before]
-        hist = [(r, g) for r, g in hist if usable(g, f)][-self.row_last:]
+        hist = [(r, g) for r, g in hist if usable(g, fig)][-self.row_last:]
         mine = self._partial_of(self.target)
         alike = [(r, g) for r, g in hist if self._partial_of(r) == mine]
         if len(alike) >= 2:
@@ -343,17 +344,17 @@ class Model:
         values = [math.log(g.value) - self.struct[r["id"]].adjust.get(row, 0.0) for r, g in hist]
         groups = [model.start_of(r) for r, _ in hist]
         workers = [list(g.workers or []) for _, g in hist]
-        rounds = [self._round_factor(r, f) for r, _ in hist]
+        rounds = [self._round_factor(r, fig) for r, _ in hist]
         return values, groups, workers, rounds, hist
 
-    def _round_factor(self, run: dict, f) -> float:
+    def _round_factor(self, run: dict, fig) -> float:
         """Eager ratios' process spread is their rounds' sampling error: scaled to one round."""
-        if f.mode != "eager" or not f.on_ratio:
+        if fig.mode != "eager" or not fig.on_ratio:
             return 1.0
         r = self.rounds.get(run["id"]) or self.rounds.get(self.target["id"]) or 1
         return float(r)
 
-    def _loso_z(self, row: tuple, pl: pools.Pool) -> dict[str, float]:
+    def _loso_z(self, row: tuple, pool: pools.Pool) -> dict[str, float]:
         """Each start's mean of the row against the other starts', on components learned without it:
         what a start new to the history does, out of sample."""
         values, groups, *_ = self.rows[row]
@@ -366,8 +367,8 @@ class Model:
             # model.one_way of the other starts
             n, sw2, loc, vb, hm = model.moments(cs[:j] + cs[j + 1:], ms[:j] + ms[j + 1:], sss[:j] + sss[j + 1:])
             k = len(cs) - 1
-            sw2 = pl.moderated_w(sw2, n - k)
-            sb2 = pl.between_of(vb, k - 1, hm, sw2)
+            sw2 = pool.moderated_w(sw2, n - k)
+            sb2 = pool.between_of(vb, k - 1, hm, sw2)
             var = sb2 + sw2 / n_g + (sb2 + sw2 / (n / k)) / k
             if var > 0:
                 out[g] = (mean_g - loc) / math.sqrt(var)
@@ -378,12 +379,12 @@ class Model:
             self._kern[row] = _kernels_of(self.rows[row][4], self.target)
         return self._kern[row]
 
-    def _loro_z(self, row: tuple, pl: pools.Pool) -> list[float]:
+    def _loro_z(self, row: tuple, pool: pools.Pool) -> list[float]:
         """Each run of a start with two or more against the mean of that start's other runs, on the
         row's within-start components: what a GPU's next run does against its own history."""
         values, groups, *_ = self.rows[row]
         p = self.parts[row]
-        sw2 = pl.moderated_w(p.sw2, p.dfw)
+        sw2 = pool.moderated_w(p.sw2, p.dfw)
         if sw2 <= 0:
             return []
         by: dict[str, list[float]] = {}
@@ -417,33 +418,33 @@ class Model:
         """The target's adjustment of `row` past its history's typical uncertainty (model.adjust_excess)."""
         return self.row_history(row).excess(self.struct[self.target["id"]])
 
-    def predict(self, row: tuple, f) -> model.Prediction | None:
+    def predict(self, row: tuple, fig) -> model.Prediction | None:
         """The row's prediction (kept: it depends on the history and the figure's workers, not its value)."""
-        key = (row, len(f.workers or ()))
+        key = (row, len(fig.workers or ()))
         if key not in self._pred:
-            self._pred[key] = self._predict(row, f)
+            self._pred[key] = self._predict(row, fig)
         return self._pred[key]
 
-    def _predict(self, row: tuple, f) -> model.Prediction | None:
+    def _predict(self, row: tuple, fig) -> model.Prediction | None:
         got = self.rows.get(row)
         if not got:
             return None
         values, groups, _, _, hist = got
         mine = [model.same_gpu(r, self.target) for r, _ in hist]
-        pl = self.pools[model.row_class(f)]
-        rounds = self._round_factor(self.target, f)
-        return model.predict(values, groups, mine, self.parts[row], pl, len(f.workers or ()) or 1, rounds,
-                             f.median_us or f.value, f.mode, self.min_own)
+        pl = self.pools[model.row_class(fig)]
+        rounds = self._round_factor(self.target, fig)
+        return model.predict(values, groups, mine, self.parts[row], pl, len(fig.workers or ()) or 1, rounds,
+                             fig.median_us or fig.value, fig.mode, self.min_own)
 
 
-def _verdict(f, value: float | None, location: float | None, change: float, n: int, verdict: str,
+def _verdict(fig, value: float | None, location: float | None, change: float, runs: int, verdict: str,
              **kw) -> Verdict:
-    return Verdict(f.probe, f.variant, f.size, f.mode, f"x {f.baseline}" if f.on_ratio else "us", value, location,
-                   change, None, n, verdict, on_ratio=f.on_ratio, host_state=f.host_state, processes=f.processes, **kw)
+    return Verdict(fig.probe, fig.variant, fig.size, fig.mode, f"x {fig.baseline}" if fig.on_ratio else "us", value, location,
+                   change, None, runs, verdict, on_ratio=fig.on_ratio, host_state=fig.host_state, processes=fig.processes, **kw)
 
 
-def _kernels_of(hist: list, me: dict) -> str:
-    own = [g.kernels for r, g in hist if model.same_gpu(r, me) and g.kernels]
+def _kernels_of(hist: list, target: dict) -> str:
+    own = [g.kernels for r, g in hist if model.same_gpu(r, target) and g.kernels]
     if own:
         return own[-1]
     ks = Counter(g.kernels for _, g in hist if g.kernels)
@@ -453,49 +454,49 @@ def _kernels_of(hist: list, me: dict) -> str:
 MDC_SHOWN = 10.0   # an MDC past +1000 % (a heavy-tailed class with few runs) says only that it sees nothing
 
 
-def mdc_text(x: float, sep: str = " ") -> str:
-    return f"{x * 100:.1f}{sep}%" if x < MDC_SHOWN else f"> {MDC_SHOWN * 100:.0f}{sep}%"
+def mdc_text(change: float, sep: str = " ") -> str:
+    return f"{change * 100:.1f}{sep}%" if change < MDC_SHOWN else f"> {MDC_SHOWN * 100:.0f}{sep}%"
 
 
-def mdc(sd: float, nu: float, m: int, q: float = Q) -> float:
-    """The relative change caught with POWER probability at BH's first-rank threshold q/m."""
-    return math.exp(sd * _reach(nu, m, q)) - 1
+def mdc(std_dev: float, dof: float, tests: int, fdr: float = Q) -> float:
+    """The relative change caught with POWER probability at BH's first-rank threshold fdr/tests."""
+    return math.exp(std_dev * _reach(dof, tests, fdr)) - 1
 
 
 _REACH: dict[tuple, float] = {}
 
 
-def _reach(nu: float, m: int, q: float) -> float:
-    """The z a change must have to be caught with POWER probability at BH's first-rank threshold q/m."""
-    key = (round(nu, 3), m, q)
+def _reach(dof: float, tests: int, fdr: float) -> float:
+    """The z a change must have to be caught with POWER probability at BH's first-rank threshold fdr/tests."""
+    key = (round(dof, 3), tests, fdr)
     if key not in _REACH:
         from scipy import stats
-        # from the key's nu, not the caller's: else the first caller of a key set it for every later
+        # from the key's dof, not the caller's: else the first caller of a key set it for every later
         # one, and a figure depended on what ran before it in the process (a dashboard's MDC 201.1
         # or 201.2 % by the tests run before it)
-        _REACH[key] = float(stats.t.isf(q / (2 * max(m, 1)), key[0]) + stats.t.ppf(POWER, key[0]))
+        _REACH[key] = float(stats.t.isf(fdr / (2 * max(tests, 1)), key[0]) + stats.t.ppf(POWER, key[0]))
     return _REACH[key]
 
 
-def stdev(xs: list[float]) -> float:
+def stdev(values: list[float]) -> float:
     """The sample standard deviation in floats (statistics.stdev sums exact fractions: a fifth of
     the validation's time)."""
-    m = math.fsum(xs) / len(xs)
-    return math.sqrt(math.fsum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+    m = math.fsum(values) / len(values)
+    return math.sqrt(math.fsum((x - m) ** 2 for x in values) / (len(values) - 1))
 
 
-def t_sf(x, nu):
+def t_sf(score, dof):
     """The t distribution's upper tail (scipy.stats.t.sf) as the bare ufunc: one call for arrays
     of scores and degrees of freedom alike, without rv_continuous's per-call checks."""
     import numpy as np
     from scipy import special
-    return special.stdtr(nu, -np.asarray(x, dtype=float))
+    return special.stdtr(dof, -np.asarray(score, dtype=float))
 
 
-def _pvalues(zs: list[float], nus: list[float]) -> list[float]:
+def _pvalues(scores: list[float], dofs: list[float]) -> list[float]:
     """Two-sided p-values of t scores."""
     import numpy as np
-    return (2 * t_sf(np.abs(np.asarray(zs, dtype=float)), np.asarray(nus, dtype=float))).tolist()
+    return (2 * t_sf(np.abs(np.asarray(scores, dtype=float)), np.asarray(dofs, dtype=float))).tolist()
 
 
 ADJUSTED_BY = {"machine factor": "the machine factor", "kernel": "its kernel's other rows",
@@ -503,11 +504,11 @@ ADJUSTED_BY = {"machine factor": "the machine factor", "kernel": "its kernel's o
                "host": "the host's speed"}
 
 
-def adjusted_by(st, row: tuple, f) -> tuple:
-    """The structure terms that adjusted `row` on a run of structure `st` (a machine factor, then
+def adjusted_by(structure, row: tuple, fig) -> tuple:
+    """The structure terms that adjusted `row` on a run of structure `structure` (a machine factor, then
     model.LEVELS' names in their order): what its judged change is net of."""
-    got = ("machine factor",) if model.is_gpu_row(f) and model.group_of(f) in st.factors else ()
-    names = st.levels.get(row) or ()
+    got = ("machine factor",) if model.is_gpu_row(fig) and model.group_of(fig) in structure.factors else ()
+    names = structure.levels.get(row) or ()
     return got + tuple(n for n, *_ in model.LEVELS if n in names)
 
 
@@ -519,9 +520,9 @@ def adjusted_text(names) -> str:
 DECIDED = ("SAME", "SLOWER", "FASTER", "KERNEL CHANGED", "PICK CHANGED", "FINDING")   # a verdict that judged the row
 
 
-def finding_json(f: Finding) -> dict:
-    return {"kind": f.kind, "name": f.name, "change": f.change, "z": f.z, "p": f.p, "rows": f.rows,
-            "scale": f.scale, "status": f.status, "state": f.state}
+def finding_json(finding: Finding) -> dict:
+    return {"kind": finding.kind, "name": finding.name, "change": finding.change, "z": finding.z, "p": finding.p,
+            "rows": finding.rows, "scale": finding.scale, "status": finding.status, "state": finding.state}
 
 
 def report_json(command: str, passed: bool, counts: dict, findings: list, rows: list[dict], **extra) -> str:
@@ -540,24 +541,24 @@ def report_json(command: str, passed: bool, counts: dict, findings: list, rows: 
 ZERO_NOTE = "a zero figure (no such time in the step): a change on the log scale is undefined"
 
 
-def _row_verdict(md: Model, target: dict, figs: dict, row: tuple, fig, judged: list, widened: set,
+def _row_verdict(history: Model, target: dict, figs: dict, row: tuple, fig, judged: list, widened: set,
                  unsettled: set) -> Verdict:
     """One row's first verdict: UNMEASURED, NO HISTORY, UNSURE (noise unknown), or SAME with its
     deviation appended to `judged` (row, figure, prediction, d, sd, nu) for the tests over the rows."""
     if fig.status != "ok" or not fig.value or fig.value <= 0:
         zero = fig.status == "ok" and fig.value is not None and fig.value == 0
         return _verdict(fig, None, None, float("nan"), 0, "UNMEASURED", note=ZERO_NOTE if zero else fig.status[:120])
-    pred = md.predict(row, fig)
+    pred = history.predict(row, fig)
     if pred is None:
         return _verdict(fig, fig.value, None, float("nan"), 0, "NO HISTORY",
                         note="no earlier run on this key measured this row")
     if pred.var <= 0:      # nothing known of its noise: no spread in its history, its workers or a prior
         return _verdict(fig, fig.value, None, float("nan"), pred.n, "UNSURE",
                         note="its noise is unknown (no history spread, worker spread or prior for its class)")
-    struct = md.struct[target["id"]]
+    struct = history.struct[target["id"]]
     x = math.log(fig.value) - struct.adjust.get(row, 0.0)
     paced = model.paced_var(fig, figs[target["id"]], struct.terms)
-    loose = md.adjust_excess(row)
+    loose = history.adjust_excess(row)
     d, sd = x - pred.location, math.sqrt(pred.var + paced + loose)
     judged.append((row, fig, pred, d, sd, pred.df))
     if paced:
@@ -569,10 +570,10 @@ def _row_verdict(md: Model, target: dict, figs: dict, row: tuple, fig, judged: l
                     adjust=math.log(fig.value) - x, adjusted_by=adjusted_by(struct, row, fig))
 
 
-def _label(md: Model, row: tuple, verdict: Verdict, fig, pred, d: float, hit: bool, row_mdc: float,
+def _label(history: Model, row: tuple, verdict: Verdict, fig, pred, deviation: float, hit: bool, row_mdc: float,
            notes: list) -> None:
     """Name a judged row's verdict from its discovery, kernels and MDC; add its notes."""
-    kern = md.kernels_of(row)
+    kern = history.kernels_of(row)
     other_kernels = bool(kern and fig.kernels and kern != fig.kernels)
     if hit:
         if other_kernels and model.race(fig):
@@ -582,7 +583,7 @@ def _label(md: Model, row: tuple, verdict: Verdict, fig, pred, d: float, hit: bo
             verdict.verdict = "KERNEL CHANGED"
             notes.append(f"kernels: history {kern}; this run {fig.kernels}")
         else:
-            verdict.verdict = "SLOWER" if d > 0 else "FASTER"
+            verdict.verdict = "SLOWER" if deviation > 0 else "FASTER"
     elif row_mdc > practical(fig):
         verdict.verdict = "UNSURE"
         big = max(pred.parts, key=pred.parts.get)
@@ -591,23 +592,23 @@ def _label(md: Model, row: tuple, verdict: Verdict, fig, pred, d: float, hit: bo
         notes.append(f"kernels: history {kern}; this run {fig.kernels}")
 
 
-def _unsettled_note(md: Model, row: tuple) -> str:
+def _unsettled_note(history: Model, row: tuple) -> str:
     """Why a row whose adjusting rows disagree on this run was widened."""
-    lost = md.lost_levels(row)
+    lost = history.lost_levels(row)
     return (f"its history's {', '.join(sorted(lost))} term{'s' if len(lost) > 1 else ''} could not be set "
             "on this run (too few of its rows): widened by the history's adjustments" if lost else
             "the rows it is adjusted by (its kernel, its block) disagree on this run: widened by that")
 
 
-def _test_rows(md: Model, target: dict, out: dict, judged: list, widened: set, unsettled: set, q: float) -> None:
-    """Each judged row's z, p and MDC, Benjamini-Hochberg over the rows at `q`, its verdict and notes."""
+def _test_rows(history: Model, target: dict, out: dict, judged: list, widened: set, unsettled: set, fdr: float) -> None:
+    """Each judged row's z, p and MDC, Benjamini-Hochberg over the rows at `fdr`, its verdict and notes."""
     pvalues = _pvalues([d / sd for _, _, _, d, sd, _ in judged], [nu for *_, nu in judged])
-    found = bh(pvalues, q)
+    found = bh(pvalues, fdr)
     tests = len(judged)
-    partial = md.partial(target)
+    partial = history.partial(target)
     for (row, fig, pred, d, sd, nu), pvalue, hit in zip(judged, pvalues, found):
         verdict = out[row]
-        row_mdc = mdc(sd, nu, tests, q)
+        row_mdc = mdc(sd, nu, tests, fdr)
         verdict.z, verdict.p, verdict.mdc = d / sd, pvalue, row_mdc
         notes = []
         if fig.processes < 3:
@@ -615,108 +616,109 @@ def _test_rows(md: Model, target: dict, out: dict, judged: list, widened: set, u
                          "widened by the process component")
         if pred.scale == "fleet" and partial:
             notes.append("a partial run")
-        _label(md, row, verdict, fig, pred, d, hit, row_mdc, notes)
+        _label(history, row, verdict, fig, pred, d, hit, row_mdc, notes)
         if row in widened:
             notes.append("variant and baseline paced apart (GPU, host): widened by the host's speed")
         if row in unsettled:
-            notes.append(_unsettled_note(md, row))
+            notes.append(_unsettled_note(history, row))
         verdict.note = "; ".join(notes)
 
 
-def _history_facts(md: Model, target: dict) -> None:
+def _history_facts(history: Model, target: dict) -> None:
     """What the judgement stood on, into `target`: its history's runs, starts, factors and pools."""
-    own = [r for r in md.before if model.same_gpu(r, target)]
-    target.update(same_gpu_runs=len(own), history_runs=len(md.before),
-                  history_starts=len({model.start_of(r) for r in md.before}), partial=md.partial(target),
-                  partial_runs=[r["id"] for r in md.before if md.partial(r)],
-                  machine_factors={g: f[0] for g, f in md.struct[target["id"]].factors.items()},
-                  pools={c: p for c, p in md.pools.items()})
+    own = [r for r in history.before if model.same_gpu(r, target)]
+    target.update(same_gpu_runs=len(own), history_runs=len(history.before),
+                  history_starts=len({model.start_of(r) for r in history.before}), partial=history.partial(target),
+                  partial_runs=[r["id"] for r in history.before if history.partial(r)],
+                  machine_factors={g: f[0] for g, f in history.struct[target["id"]].factors.items()},
+                  pools={c: p for c, p in history.pools.items()})
 
 
 def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, last: int = DEFAULT_LAST,
-              prior: Any = None, q: float = Q, md: Model | None = None, min_own: int = MIN_OWN,
+              prior: Any = None, fdr: float = Q, history: Model | None = None, min_own: int = MIN_OWN,
               curves: bool = False) -> Judged:
     """The verdicts and findings of `target` against `before` (oldest first); `after`: later runs of
-    the key, for confirmation. `md`: the Model of this target's history, built once for several
+    the key, for confirmation. `history`: the Model of this target's history, built once for several
     judgements of its figures (the validation's injections: `figs[target id]` changed, nothing else).
     `curves`: also the calibration z scores and power curves per class (the dashboard's figures)."""
-    md = md or Model(target, before, figs, last, prior, min_own)
+    history = history or Model(target, before, figs, last, prior, min_own)
     fs = figs[target["id"]]
-    md.figs = figs
-    md.struct[target["id"]] = md._structure(target["id"], fs)
+    history.figs = figs
+    history.struct[target["id"]] = history._structure(target["id"], fs)
     judged: list[tuple] = []   # (row, f, prediction, d, sd, nu)
     widened: set = set()       # eager ratios whose variant and baseline keep different paces
     unsettled: set = set()     # rows whose structure's other rows disagree on this run (model.adjust_excess)
-    out: dict[tuple, Verdict] = {row: _row_verdict(md, target, figs, row, fig, judged, widened, unsettled)
+    out: dict[tuple, Verdict] = {row: _row_verdict(history, target, figs, row, fig, judged, widened, unsettled)
                                  for row, fig in fs.items()}
-    _test_rows(md, target, out, judged, widened, unsettled, q)
-    _two_starts(md, out, judged, q)
-    findings = _findings(md, q) + _variants(md, out)
+    _test_rows(history, target, out, judged, widened, unsettled, fdr)
+    _two_starts(history, out, judged, fdr)
+    findings = _findings(history, fdr) + _variants(history, out)
     for v in out.values():
         if v.verdict in CHANGED and not v.state:
-            v.state = _state(md, after, v, fs[v.row])
+            v.state = _state(history, after, v, fs[v.row])
     for fd in findings:
         if fd.status:
-            _finding_state(md, after, fd)
-    _history_facts(md, target)
+            _finding_state(history, after, fd)
+    _history_facts(history, target)
     if curves:
-        target.update(calibration={c: (md.z_fleet.get(c, []), md.pools[c].nu) for c in md.pools},
-                      power=power(judged, len(judged), q))
+        target.update(calibration={c: (history.z_fleet.get(c, []), history.pools[c].nu) for c in history.pools},
+                      power=power(judged, len(judged), fdr))
     return Judged(target, list(out.values()), findings)
 
 
 POWER_CHANGES = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32)
 
 
-def previous_start(md: Model) -> dict | None:
+def previous_start(history: Model) -> dict | None:
     """The run just before the judged one when it ran on another start, like it (full or partial):
     last night's GPU, whose rows a change made in between moves too."""
-    if not md.before:
+    if not history.before:
         return None
-    p = md.before[-1]
-    if model.start_of(p) == model.start_of(md.target) or md.partial(p) != md.partial(md.target):
+    p = history.before[-1]
+    if model.start_of(p) == model.start_of(history.target) or history.partial(p) != history.partial(history.target):
         return None
     return p
 
 
-def pair_t(zt, zp, rho):
+def pair_t(z_target, z_previous, rho):
     """One t of two runs' mean deviation from a prediction, from their t scores and the share `rho`
     of the prediction's variance that is its location's. Both share the location and the variance
     estimate, so their t scores are not independent: two t's summed as if they were (Stouffer)
     overstate the evidence: two moderate t's summed as independent read past a run's FDR (log
     2026-12-03-0826)."""
     import numpy as np
-    a, b, r = np.asarray(zt, dtype=float), np.asarray(zp, dtype=float), np.asarray(rho, dtype=float)
+    a, b, r = np.asarray(z_target, dtype=float), np.asarray(z_previous, dtype=float), np.asarray(rho, dtype=float)
     return (a + b) / 2 / np.sqrt((1 - r) / 2 + r)
 
 
-def _two_starts(md: Model, out: dict, judged: list[tuple], q: float) -> None:
+def _two_starts(history: Model, out: dict, judged: list[tuple], fdr: float) -> None:
     """Evidence over two starts: a fleet-judged row not called on this run alone is judged again
     with the previous run of another start, both against the history before them (pair_t: one t of
     their mean deviation, on the prediction's own degrees of freedom). A change made between the
     history and the two runs moves both; a GPU that runs a row apart moves one. Benjamini-Hochberg
     over those rows at Q; a discovery is SLOWER or FASTER, "confirmed by two starts"."""
-    prev = previous_start(md)
+    prev = previous_start(history)
     if prev is None:
         return
-    rest = md.before[:-1]
+    rest = history.before[:-1]
     if len({model.start_of(r) for r in rest}) < 2:
         return
-    if md._two is None or md._two[0] != prev["id"]:
+    if history._two is None or history._two[0] != prev["id"]:
         # the history this run was judged on, less the previous run: one run fewer per row, else each
         # row's window reaches one run further back, and one older run's spread processes can set a
         # row's process variance in the two-start model alone
-        md._two = (prev["id"], Model(md.target, rest, md.figs, md.last, md.prior, md.min_own,
-                                     row_last=max(1, md.row_last - 1)))
-    m2 = md._two[1]
-    m2.figs = md.figs
-    st_t, st_p = m2._structure(md.target["id"], md.figs[md.target["id"]]), m2.structure_seen(prev["id"])
+        history._two = (prev["id"], Model(history.target, rest, history.figs, history.last, history.prior,
+                                          history.min_own, row_last=max(1, history.row_last - 1)))
+    m2 = history._two[1]
+    m2.figs = history.figs
+    st_t, st_p = m2._structure(history.target["id"], history.figs[history.target["id"]]), m2.structure_seen(prev["id"])
     cand, zt, zp, dfs, rho = [], [], [], [], []
     for row, f, *_ in judged:
-        v, g = out[row], md.figs[prev["id"]].get(row)
+        v, g = out[row], history.figs[prev["id"]].get(row)
         if v.verdict not in ("SAME", "UNSURE") or not usable(g, f):
             continue
-        if model.paced_var(f, md.figs[md.target["id"]], st_t.terms) or model.paced_var(g, md.figs[prev["id"]], st_p.terms):
+        if (model.paced_var(f, history.figs[history.target["id"]], st_t.terms)
+                or model.paced_var(g, history.figs[prev["id"]], st_p.terms)):
             continue   # paced apart on either run: the host's speed moves it, two starts confirm nothing
         pr = m2.predict(row, f)
         if pr is None or pr.scale != "fleet" or pr.var <= 0:
@@ -735,7 +737,7 @@ def _two_starts(md: Model, out: dict, judged: list[tuple], q: float) -> None:
     import numpy as np
     zs = pair_t(zt, zp, rho)
     ps = [float(x) for x in 2 * t_sf(np.abs(zs), np.asarray(dfs))]
-    for row, t_, p_, p, hit in zip(cand, zt, zp, ps, bh(ps, q)):
+    for row, t_, p_, p, hit in zip(cand, zt, zp, ps, bh(ps, fdr)):
         if hit and t_ * p_ > 0:
             v = out[row]
             v.verdict = "SLOWER" if t_ > 0 else "FASTER"
@@ -744,7 +746,7 @@ def _two_starts(md: Model, out: dict, judged: list[tuple], q: float) -> None:
             v.note = "; ".join([*kept, f"with run {prev['id']} of another start (z {p_:+.1f}): two starts, p {p:.1e}"])
 
 
-def power(judged: list[tuple], m: int, q: float = Q, changes: tuple = POWER_CHANGES) -> dict[str, list[float]]:
+def power(judged: list[tuple], tests: int, fdr: float = Q, changes: tuple = POWER_CHANGES) -> dict[str, list[float]]:
     """Per row class (mode and size class or figure), the mean chance that a slowdown of each of
     `changes` is caught alone (BH's first-rank threshold, each row's own t): the power curve that
     verdict-check's injections hold the printed MDC to."""
@@ -752,70 +754,70 @@ def power(judged: list[tuple], m: int, q: float = Q, changes: tuple = POWER_CHAN
     from scipy import stats
     by: dict[str, list[list[float]]] = {}
     for _, f, _, _, sd, nu in judged:
-        crit = stats.t.isf(q / (2 * max(m, 1)), nu)
+        crit = stats.t.isf(fdr / (2 * max(tests, 1)), nu)
         shift = np.log1p(np.asarray(changes)) / sd
         got = stats.t.sf(crit - shift, nu) + stats.t.cdf(-crit - shift, nu)
         by.setdefault(power_class(f), []).append([float(x) for x in got])
     return {c: [float(x) for x in np.mean(v, axis=0)] for c, v in sorted(by.items())}
 
 
-def power_class(f) -> str:
-    if f.mode in model.GPU_MODES:
-        return f"{f.mode} {model.size_class(f)}"
-    if f.mode == "eager":
-        return f"eager {'ratio' if f.on_ratio else 'µs'}"
-    return f.mode
+def power_class(fig) -> str:
+    if fig.mode in model.GPU_MODES:
+        return f"{fig.mode} {model.size_class(fig)}"
+    if fig.mode == "eager":
+        return f"eager {'ratio' if fig.on_ratio else 'µs'}"
+    return fig.mode
 
 
-def terms_of(md: Model, run_id: int, kind: str) -> dict:
-    if run_id != md.target["id"]:     # another run's structure is computed once: so are its terms
+def terms_of(history: Model, run_id: int, kind: str) -> dict:
+    if run_id != history.target["id"]:     # another run's structure is computed once: so are its terms
         key = (run_id, kind)
-        if key not in md._terms:
-            md._terms[key] = _terms_of(md.struct[run_id], kind)
-        return md._terms[key]
-    return _terms_of(md.struct[run_id], kind)
+        if key not in history._terms:
+            history._terms[key] = _terms_of(history.struct[run_id], kind)
+        return history._terms[key]
+    return _terms_of(history.struct[run_id], kind)
 
 
-def _terms_of(st: model.Structure, kind: str) -> dict:
+def _terms_of(structure: model.Structure, kind: str) -> dict:
     if kind == "machine":
-        return {g: (f[0], f[2]) for g, f in st.factors.items()}
-    return {k: (t[0], len(t[1])) for (lvl, k), t in st.terms.items() if lvl == kind}
+        return {g: (f[0], f[2]) for g, f in structure.factors.items()}
+    return {k: (t[0], len(t[1])) for (lvl, k), t in structure.terms.items() if lvl == kind}
 
 
-def _term_rows(md: Model, kind: str, name: str) -> list[tuple]:
+def _term_rows(history: Model, kind: str, name: str) -> list[tuple]:
     """The target run's rows in a term (the machine: its group of GPU rows)."""
     if kind == "machine":
-        fs = md.figs[md.target["id"]]
-        if md._groups is None or md._groups[0] is not fs:   # every group's rows in one pass over the run
+        fs = history.figs[history.target["id"]]
+        if history._groups is None or history._groups[0] is not fs:   # every group's rows in one pass over the run
             groups: dict[str, list] = {}
             for r, f in fs.items():
                 if model.is_gpu_row(f):
                     groups.setdefault(model.group_of(f), []).append(r)
-            md._groups = (fs, groups)
-        return md._groups[1].get(name, [])
-    return md.struct[md.target["id"]].terms.get((kind, name), (0.0, []))[1]
+            history._groups = (fs, groups)
+        return history._groups[1].get(name, [])
+    return history.struct[history.target["id"]].terms.get((kind, name), (0.0, []))[1]
 
 
-def _member_noise(md: Model, kind: str, name: str) -> tuple[float, float]:
+def _member_noise(history: Model, kind: str, name: str) -> tuple[float, float]:
     """(sd, df) of the median prediction of the target's rows in a term (the machine: its group)."""
-    fs, rows = md.figs[md.target["id"]], _term_rows(md, kind, name)
-    got = [p for p in (md.predict(r, fs[r]) for r in rows if r in md.rows) if p is not None and p.var > 0]
+    fs, rows = history.figs[history.target["id"]], _term_rows(history, kind, name)
+    got = [p for p in (history.predict(r, fs[r]) for r in rows if r in history.rows) if p is not None and p.var > 0]
     if not got:
         return 0.0, 0.0
     return statistics.median(math.sqrt(p.var) for p in got), statistics.median(p.df for p in got)
 
 
-def _term_processes(md: Model, kind: str, name: str, hist: list[dict]) -> float:
+def _term_processes(history: Model, kind: str, name: str, hist: list[dict]) -> float:
     """The variance a term's value carries from its processes, in the target run and in the mean of
     `hist`: rows of one term share a process (its clocks, its memory), so their process offsets are
     taken as one (the median of the member rows' per-process variance). A history measured on three
     processes a run says little of a run measured on one: without this, a kernel term of one-process
     rows reads a tiny move between two runs of one start as significant."""
-    fs, rows = md.figs[md.target["id"]], _term_rows(md, kind, name)
-    if md._hist_procs is None or md._hist_procs[0] is not hist:   # the same history for every term
-        hist_n = [md.gpu_processes(r["id"]) for r in hist]
-        md._hist_procs = (hist, model.median_var(int(statistics.median(hist_n))) if hist_n else model.median_var(1), {})
-    _, h, kept = md._hist_procs
+    fs, rows = history.figs[history.target["id"]], _term_rows(history, kind, name)
+    if history._hist_procs is None or history._hist_procs[0] is not hist:   # the same history for every term
+        hist_n = [history.gpu_processes(r["id"]) for r in hist]
+        history._hist_procs = (hist, model.median_var(int(statistics.median(hist_n))) if hist_n else model.median_var(1), {})
+    _, h, kept = history._hist_procs
     # the rows' predictions are the model's (per row and workers): the term's figure is kept per
     # its rows and their workers, the same in most judgements of the model
     key = (tuple(rows), tuple(len(fs[r].workers or ()) for r in rows))
@@ -823,7 +825,7 @@ def _term_processes(md: Model, kind: str, name: str, hist: list[dict]) -> float:
         one, procs = [], []
         for r in rows:
             f = fs[r]
-            p = md.predict(r, f) if r in md.rows else None
+            p = history.predict(r, f) if r in history.rows else None
             n = max(1, len(f.workers or ()))
             if p is not None and p.parts.get("processes"):
                 one.append(p.parts["processes"] / model.median_var(n))
@@ -833,40 +835,40 @@ def _term_processes(md: Model, kind: str, name: str, hist: list[dict]) -> float:
     return kept[key]
 
 
-def _terms_history(md: Model) -> tuple[str, list[dict], bool]:
+def _terms_history(history: Model) -> tuple[str, list[dict], bool]:
     """(scale, history runs, whether full and partial runs are mixed in them) that the run's terms
     are judged against: the same for every judgement of one model, so kept."""
-    if md._terms_hist is None:
-        own = [r for r in md.before if model.same_gpu(r, md.target)]
-        scale, hist = ("same GPU", own) if len(own) >= md.min_own else ("fleet", md.before)
+    if history._terms_hist is None:
+        own = [r for r in history.before if model.same_gpu(r, history.target)]
+        scale, hist = ("same GPU", own) if len(own) >= history.min_own else ("fleet", history.before)
         # like with like: a partial run's GPU state differs from a full run's (docs/history.md)
-        alike = [r for r in hist if md.partial(r) == md.partial(md.target)]
+        alike = [r for r in hist if history.partial(r) == history.partial(history.target)]
         mixed = len(alike) < 2
-        md._terms_hist = (scale, hist if mixed else alike, mixed)
-    return md._terms_hist
+        history._terms_hist = (scale, hist if mixed else alike, mixed)
+    return history._terms_hist
 
 
-def _past_terms(md: Model, hist: list[dict], kind: str, name: str) -> tuple[list[float], tuple | None, float]:
+def _past_terms(history: Model, hist: list[dict], kind: str, name: str) -> tuple[list[float], tuple | None, float]:
     """A term's values over `hist` (_terms_history's), their (sd, df) where three or more, and their
     mean: kept per model, as the history's structures are."""
     key = (kind, name)
-    if key not in md._past:
-        xs = [p[name][0] for p in (terms_of(md, r["id"], kind) for r in hist) if name in p]
-        md._past[key] = (xs, (stdev(xs), len(xs) - 1.0) if len(xs) >= 3 else None,
-                         statistics.fmean(xs) if xs else 0.0)
-    return md._past[key]
+    if key not in history._past:
+        xs = [p[name][0] for p in (terms_of(history, r["id"], kind) for r in hist) if name in p]
+        history._past[key] = (xs, (stdev(xs), len(xs) - 1.0) if len(xs) >= 3 else None,
+                              statistics.fmean(xs) if xs else 0.0)
+    return history._past[key]
 
 
-def _findings(md: Model, q: float) -> list[Finding]:
+def _findings(history: Model, fdr: float) -> list[Finding]:
     """The run's machine factors and kernel terms, each against the history runs' own: the same GPU's
     where it has MIN_OWN runs, else the fleet (every run), on a t with the runs' degrees of freedom."""
-    tid = md.target["id"]
-    scale, hist, mixed = _terms_history(md)
+    tid = history.target["id"]
+    scale, hist, mixed = _terms_history(history)
     cands = []
     for kind in ("machine", *(lvl[0] for lvl in model.LEVELS)):
-        for name, (x, n) in terms_of(md, tid, kind).items():
-            xs, spread, mean = _past_terms(md, hist, kind, name)
-            known = md.prior.terms.get(f"{kind}|{name}") if hasattr(md.prior, "terms") else None
+        for name, (x, n) in terms_of(history, tid, kind).items():
+            xs, spread, mean = _past_terms(history, hist, kind, name)
+            known = history.prior.terms.get(f"{kind}|{name}") if hasattr(history.prior, "terms") else None
             if spread:
                 # against the same GPU: its runs' spread; against the fleet: every history run's
                 sd, df = spread
@@ -875,17 +877,17 @@ def _findings(md: Model, q: float) -> list[Finding]:
             elif xs:
                 # nothing known of the term's own noise: at most as quiet as one of its rows (never
                 # absorbed unseen: a shift the rows cannot show is judged as the rows would be)
-                sd, df = _member_noise(md, kind, name)
+                sd, df = _member_noise(history, kind, name)
             else:
                 continue
-            sd = math.sqrt(sd ** 2 * (1 + 1 / len(xs)) + _term_processes(md, kind, name, hist))
+            sd = math.sqrt(sd ** 2 * (1 + 1 / len(xs)) + _term_processes(history, kind, name, hist))
             if sd <= 0 or df < 1:
                 continue
             z = (x - mean) / sd
             p = float(2 * t_sf(abs(z), df))
             cands.append(Finding(kind, name, math.exp(x - mean) - 1, z, p, n, scale, ref=(mean, sd, df)))
-    for fd, hit in zip(cands, bh([c.p for c in cands], q)):
-        if hit and mixed and md.partial(md.target):
+    for fd, hit in zip(cands, bh([c.p for c in cands], fdr)):
+        if hit and mixed and history.partial(history.target):
             fd.status = "information (a partial run against full runs: the GPU state may differ)"
         elif hit and fd.kind == "host" and model.GPU_PACED in fd.name:
             fd.status = "information (eager rows the GPU paces on this run: see their device rows)"
@@ -897,14 +899,14 @@ def _findings(md: Model, q: float) -> list[Finding]:
     return sorted(cands, key=lambda c: (not c.status, -abs(c.z)))
 
 
-def _variants(md: Model, out: dict) -> list[Finding]:
+def _variants(history: Model, out: dict) -> list[Finding]:
     """A graph or device row called SLOWER or FASTER whose variant's other GPU mode moved the same way
     (|z| past PARTNER_Z) is one finding for the variant, not two regressions: the variant's GPU work
     moved, as a GPU that runs it apart (or a kernel change) moves it in both modes; a change of one
     mode alone (a replay's host gaps, a timer) stays a row verdict."""
     found = []
-    own = [r for r in md.before if model.same_gpu(r, md.target)]
-    scale = "same GPU" if len(own) >= md.min_own else "fleet"
+    own = [r for r in history.before if model.same_gpu(r, history.target)]
+    scale = "same GPU" if len(own) >= history.min_own else "fleet"
     for v in out.values():
         if v.verdict not in ("SLOWER", "FASTER") or v.mode not in model.GPU_MODES or v.on_ratio:
             continue
@@ -925,18 +927,18 @@ def _variants(md: Model, out: dict) -> list[Finding]:
     return found
 
 
-def _as_finding(v: Verdict, why: str) -> None:
+def _as_finding(verdict: Verdict, why: str) -> None:
     """A row reported once, in the finding it moved with: its verdict FINDING, the note says which."""
-    v.verdict, v.state = "FINDING", ""
-    v.note = "; ".join(n for n in (v.note, why) if n)
+    verdict.verdict, verdict.state = "FINDING", ""
+    verdict.note = "; ".join(n for n in (verdict.note, why) if n)
 
 
-def torch_only(f) -> bool:
+def torch_only(fig) -> bool:
     """A block's torch baseline (torch.mm, torch's unfused ops): cuBLAS and torch kernels, no cuDNN."""
-    return f is not None and f.role == "baseline" and f.variant.startswith("torch")
+    return fig is not None and fig.role == "baseline" and fig.variant.startswith("torch")
 
 
-def environment(jd: Judged, figs: dict) -> None:
+def environment(judged: Judged, figs: dict) -> None:
     """Between runs whose cuDNN or frontend alone differ: a GPU block whose torch baseline moved
     with it (the same way, |z| past PARTNER_Z, its change within two of its sd of the block term's)
     is the GPU during that block, not the version, which never reaches torch's kernels: the block is
@@ -944,11 +946,11 @@ def environment(jd: Judged, figs: dict) -> None:
     verdict is reported once, there. A block whose baseline stayed keeps its status.
     A GPU-wide move shows on the cuDNN rows and torch.mm's alike between versions (log
     2026-12-04-1018)."""
-    for fd in jd.findings:
+    for fd in judged.findings:
         if fd.kind != "gpu block":
             continue
         with_it = []
-        for v in jd.verdicts:
+        for v in judged.verdicts:
             # the block's name is model.gpu_block's without " baseline": the rows of one probe x size x mode
             if (f"{v.probe} {v.size} {v.mode}" != fd.name or not torch_only(figs.get(v.row)) or not v.z
                     or v.z * fd.z <= 0 or abs(v.z) < PARTNER_Z):
@@ -966,69 +968,71 @@ def environment(jd: Judged, figs: dict) -> None:
                 _as_finding(v, f"moved with its block {fd.name}: one finding, the GPU's")
 
 
-def _shows(md: Model, run: dict, v: Verdict, f) -> bool | None:
-    g = md.figs.get(run["id"], {}).get(v.row)
-    if not usable(g, f) or v.location is None or v.mdc is None:
+def _shows(history: Model, run: dict, verdict: Verdict, fig) -> bool | None:
+    g = history.figs.get(run["id"], {}).get(verdict.row)
+    if not usable(g, fig) or verdict.location is None or verdict.mdc is None:
         return None
-    st = md.struct.get(run["id"])
-    adj = st.adjust.get(v.row, 0.0) if st else 0.0
-    c = g.value / math.exp(adj) / (v.location / math.exp(md.struct[md.target["id"]].adjust.get(v.row, 0.0))) - 1
-    return abs(c) > v.mdc and (c > 0) == (v.change > 0)
+    st = history.struct.get(run["id"])
+    adj = st.adjust.get(verdict.row, 0.0) if st else 0.0
+    c = (g.value / math.exp(adj)
+         / (verdict.location / math.exp(history.struct[history.target["id"]].adjust.get(verdict.row, 0.0))) - 1)
+    return abs(c) > verdict.mdc and (c > 0) == (verdict.change > 0)
 
 
-def _state(md: Model, after: list[dict], v: Verdict, f) -> str:
+def _state(history: Model, after: list[dict], verdict: Verdict, fig) -> str:
     """confirmed / suspect by the first later run of another start (the newest run: by the newest
     earlier run of another start); replicated when only a run of the same start shows it; else new."""
-    me = model.start_of(md.target)
+    me = model.start_of(history.target)
     for r in after:
-        if r["id"] in md.figs:
-            md.structure_of(r["id"])
-    later = [r for r in after if _shows(md, r, v, f) is not None]
+        if r["id"] in history.figs:
+            history.structure_of(r["id"])
+    later = [r for r in after if _shows(history, r, verdict, fig) is not None]
     other = [r for r in later if model.start_of(r) != me]
     if other:
-        return "confirmed" if _shows(md, other[0], v, f) else "suspect"
-    earlier = [r for r, _ in md.rows[v.row][4] if model.start_of(r) != me]
-    if not later and earlier and _shows(md, earlier[-1], v, f):
+        return "confirmed" if _shows(history, other[0], verdict, fig) else "suspect"
+    earlier = [r for r, _ in history.rows[verdict.row][4] if model.start_of(r) != me]
+    if not later and earlier and _shows(history, earlier[-1], verdict, fig):
         return "confirmed"
-    twins = [r for r in [*later, *(r for r, _ in md.rows[v.row][4])] if model.start_of(r) == me and r.get("start")]
-    if any(_shows(md, r, v, f) for r in twins):
+    twins = [r for r in [*later, *(r for r, _ in history.rows[verdict.row][4])] if model.start_of(r) == me and r.get("start")]
+    if any(_shows(history, r, verdict, fig) for r in twins):
         return "replicated"
     return "suspect" if later else "new"
 
 
-def _variant_term(md: Model, run: dict, name: str) -> tuple | None:
+def _variant_term(history: Model, run: dict, name: str) -> tuple | None:
     """Another run's offset of a variant's GPU rows from the history's locations (their mean)."""
     probe, variant, size = name.split("/", 2)
-    st, fs, xs = md.struct[run["id"]], md.figs.get(run["id"], {}), []
+    st, fs, xs = history.struct[run["id"]], history.figs.get(run["id"], {}), []
     for mode in model.GPU_MODES:
         row, g = (probe, variant, size, mode), fs.get((probe, variant, size, mode))
-        if g is not None and g.status == "ok" and (g.value or 0) > 0 and row in md.ref:
-            xs.append(math.log(g.value) - st.adjust.get(row, 0.0) - md.ref[row])
+        if g is not None and g.status == "ok" and (g.value or 0) > 0 and row in history.ref:
+            xs.append(math.log(g.value) - st.adjust.get(row, 0.0) - history.ref[row])
     return (sum(xs) / len(xs), len(xs)) if xs else None
 
 
-def _finding_state(md: Model, after: list[dict], fd: Finding, q: float = Q) -> None:
+def _finding_state(history: Model, after: list[dict], finding: Finding, fdr: float = Q) -> None:
     """A finding of a GPU new to the history becomes a regression once a run of another start shows it
-    too: the same way, and past the level q on its own (a replication); the first later run of
+    too: the same way, and past the level fdr on its own (a replication); the first later run of
     another start, or for the newest run the newest earlier one."""
-    if fd.kind == "host":
-        fd.state = "this host"
+    if finding.kind == "host":
+        finding.state = "this host"
         return
-    if fd.scale == "same GPU":
-        fd.state = "own GPU"
+    if finding.scale == "same GPU":
+        finding.state = "own GPU"
         return
-    me = model.start_of(md.target)
-    others = [r for r in after if model.start_of(r) != me and r["id"] in md.figs][:1]
+    me = model.start_of(history.target)
+    others = [r for r in after if model.start_of(r) != me and r["id"] in history.figs][:1]
     if not others:
-        others = [r for r in md.before if model.start_of(r) != me][-1:]
-    mean, sd, df = fd.ref
+        others = [r for r in history.before if model.start_of(r) != me][-1:]
+    mean, sd, df = finding.ref
     for r in others:
-        md.structure_of(r["id"])
-        t = _variant_term(md, r, fd.name) if fd.kind == "variant" else terms_of(md, r["id"], fd.kind).get(fd.name)
+        history.structure_of(r["id"])
+        t = (_variant_term(history, r, finding.name) if finding.kind == "variant"
+             else terms_of(history, r["id"], finding.kind).get(finding.name))
         if t is None or sd <= 0:
             continue
         z = (t[0] - mean) / sd
-        if z * fd.z > 0 and 2 * t_sf(abs(z), max(df, 1.0)) <= q:
-            fd.status, fd.state = "regression", "confirmed by another start"
+        if z * finding.z > 0 and 2 * t_sf(abs(z), max(df, 1.0)) <= fdr:
+            finding.status, finding.state = "regression", "confirmed by another start"
             return
-    fd.state = "new"
+    finding.state = "new"

@@ -38,22 +38,22 @@ RESOLUTION_US = {"graph": 0.5 / 16, "device": 0.001, "eager": 0.001, "host": 0.0
 _MEDIAN_VAR = {1: 1.0, 2: 0.5, 3: 0.449, 4: 0.343, 5: 0.287}
 
 
-def median_var(n: int) -> float:
-    return _MEDIAN_VAR.get(n, math.pi / (2 * n)) if n >= 1 else 1.0
+def median_var(draws: int) -> float:
+    return _MEDIAN_VAR.get(draws, math.pi / (2 * draws)) if draws >= 1 else 1.0
 
 
-def size_class(f) -> str:
-    us = f.median_us or 0.0
+def size_class(fig) -> str:
+    us = fig.median_us or 0.0
     return "heavy" if us >= HEAVY_US else "gpu-bound" if us >= LIGHT_US else "light"
 
 
-def is_gpu_row(f) -> bool:
+def is_gpu_row(fig) -> bool:
     """Graph and device rows in µs: they follow the GPU (machine factors, kernel terms)."""
-    return f.mode in GPU_MODES and not f.on_ratio
+    return fig.mode in GPU_MODES and not fig.on_ratio
 
 
-def race(f) -> bool:
-    return _race_rule(f.plan_rule or "")
+def race(fig) -> bool:
+    return _race_rule(fig.plan_rule or "")
 
 
 @functools.lru_cache(maxsize=None)
@@ -63,21 +63,21 @@ def _race_rule(rule: str) -> bool:
     return plan_rules.is_race(rule)
 
 
-def row_class(f) -> str:
+def row_class(fig) -> str:
     """The rows a row borrows noise from: mode, judged figure, size class or host state, race."""
-    tail = " race" if race(f) else ""
-    if f.mode == "eager":
-        return f"eager {'ratio' if f.on_ratio else 'us'} {f.host_state or 'unknown'}{tail}"
-    if f.mode == "host":
-        return f"host {f.host_state or 'unknown'}"
-    if f.mode in GPU_MODES:
-        return f"{f.mode} {size_class(f)}{' ratio' if f.on_ratio else ''}{tail}"
-    return f.mode
+    tail = " race" if race(fig) else ""
+    if fig.mode == "eager":
+        return f"eager {'ratio' if fig.on_ratio else 'us'} {fig.host_state or 'unknown'}{tail}"
+    if fig.mode == "host":
+        return f"host {fig.host_state or 'unknown'}"
+    if fig.mode in GPU_MODES:
+        return f"{fig.mode} {size_class(fig)}{' ratio' if fig.on_ratio else ''}{tail}"
+    return fig.mode
 
 
-def group_of(f) -> str:
+def group_of(fig) -> str:
     """A GPU row's machine-factor group."""
-    return f"{f.mode} {size_class(f)}"
+    return f"{fig.mode} {size_class(fig)}"
 
 
 def start_of(run: dict) -> str:
@@ -85,9 +85,9 @@ def start_of(run: dict) -> str:
     return run.get("start") or f"unknown start of run {run['id']}"
 
 
-def same_gpu(a: dict, b: dict) -> bool:
-    return bool((a.get("gpu_uuid") and a.get("gpu_uuid") == b.get("gpu_uuid"))
-                or (a.get("start") and a.get("start") == b.get("start")))
+def same_gpu(run: dict, other: dict) -> bool:
+    return bool((run.get("gpu_uuid") and run.get("gpu_uuid") == other.get("gpu_uuid"))
+                or (run.get("start") and run.get("start") == other.get("start")))
 
 
 @dataclass
@@ -100,49 +100,49 @@ class Structure:
     levels: dict = field(default_factory=dict)        # row -> names of the level terms that adjusted it
 
 
-def is_eager_ratio(f) -> bool:
-    return f.mode == "eager" and bool(f.on_ratio)
+def is_eager_ratio(fig) -> bool:
+    return fig.mode == "eager" and bool(fig.on_ratio)
 
 
-def is_host_row(f) -> bool:
+def is_host_row(fig) -> bool:
     """Rows in host µs (build times, the waterfall's host parts, eager µs): the host's speed moves
     them all. The waterfall's gpu and gpu_exposed parts are GPU time stored as host rows."""
-    if f.mode == "host":
-        return not (f.probe == "waterfall" and f.variant.rsplit(".", 1)[-1] in ("gpu", "gpu_exposed"))
-    return f.mode == "eager" and not f.on_ratio
+    if fig.mode == "host":
+        return not (fig.probe == "waterfall" and fig.variant.rsplit(".", 1)[-1] in ("gpu", "gpu_exposed"))
+    return fig.mode == "eager" and not fig.on_ratio
 
 
 GPU_BOUND_SHARE = 0.8   # an eager µs row whose device time is this share of its eager time or more
 GPU_PACED = "gpu-bound"  # in a host term's key: its eager µs rows are paced by the GPU
 
 
-def host_key(f, figs: dict | None = None) -> str:
+def host_key(fig, figs: dict | None = None) -> str:
     """A host term's rows: build times, the waterfall's host parts (µs per call, differences of two
     timings: their own noise) and eager µs each move with the host apart. Eager µs rows move with
     it per host state, and only where the host sets the pace: a row whose device time is most of
     its eager time (the GPU's queue holds) stays where the GPU puts it: host-bound rows move with
     the host's pace, GPU-bound ones hardly (log 2026-12-03-1219)."""
-    if f.mode != "host":
-        bound = f"{GPU_PACED} " if gpu_bound_eager(f, figs or {}) else ""
-        return f"eager µs {bound}{f.host_state or ''}".rstrip()
-    return "waterfall host part" if f.probe == "waterfall" else "build-time"
+    if fig.mode != "host":
+        bound = f"{GPU_PACED} " if gpu_bound_eager(fig, figs or {}) else ""
+        return f"eager µs {bound}{fig.host_state or ''}".rstrip()
+    return "waterfall host part" if fig.probe == "waterfall" else "build-time"
 
 
-def gpu_bound_eager(f, figs: dict) -> bool:
+def gpu_bound_eager(fig, figs: dict) -> bool:
     """An eager row whose device figure (same run, same variant) is GPU_BOUND_SHARE of its eager µs."""
-    d = figs.get((f.probe, f.variant, f.size, "device"))
-    dev, us = getattr(d, "median_us", None), f.median_us
+    d = figs.get((fig.probe, fig.variant, fig.size, "device"))
+    dev, us = getattr(d, "median_us", None), fig.median_us
     return bool(dev and us and dev >= GPU_BOUND_SHARE * us)
 
 
-def structured(f) -> bool:
+def structured(fig) -> bool:
     """Rows a run's structure is learned from and removed from."""
-    return is_gpu_row(f) or is_eager_ratio(f) or is_host_row(f)
+    return is_gpu_row(fig) or is_eager_ratio(fig) or is_host_row(fig)
 
 
-def gpu_block(f) -> str:
-    apart = f.role == "baseline" and f.mode == "graph"
-    return f"{f.probe} {f.size} {f.mode}{' baseline' if apart else ''}"
+def gpu_block(fig) -> str:
+    apart = fig.role == "baseline" and fig.mode == "graph"
+    return f"{fig.probe} {fig.size} {fig.mode}{' baseline' if apart else ''}"
 
 
 # The levels below the machine factor: (name, rows it applies to, their key (of a figure and its run's
@@ -288,46 +288,47 @@ def _mostly(gone: list[set]) -> bool:
     return bool(gone) and 2 * sum(1 for g in gone if g) >= len(gone)
 
 
-def paced_var(f, figs: dict, terms: dict) -> float:
+def paced_var(fig, figs: dict, terms: dict) -> float:
     """The variance an eager ratio takes on when the GPU paces its variant and the host its baseline
     (or the other way): the host's speed then moves the ratio by the two host terms' difference, as
     far as each side is paced as classed (near the crossover, partly). The square of that
     difference widens the row; it never moves it. Near the crossover a ratio's two sides are paced
     differently, so a change of the host's pace moves it (log 2026-12-03-1219)."""
-    if not is_eager_ratio(f) or not f.baseline:
+    if not is_eager_ratio(fig) or not fig.baseline:
         return 0.0
-    b = figs.get((f.probe, f.baseline, f.size, "eager"))
-    if b is None or gpu_bound_eager(f, figs) == gpu_bound_eager(b, figs):
+    b = figs.get((fig.probe, fig.baseline, fig.size, "eager"))
+    if b is None or gpu_bound_eager(fig, figs) == gpu_bound_eager(b, figs):
         return 0.0
-    h = terms.get(("host", host_key(f, figs)), (0.0,))[0] - terms.get(("host", host_key(b, figs)), (0.0,))[0]
+    h = terms.get(("host", host_key(fig, figs)), (0.0,))[0] - terms.get(("host", host_key(b, figs)), (0.0,))[0]
     return h * h
 
 
-def median_without(xs: list[float], i: int | None) -> float:
-    """The median of the sorted `xs` without its element `i` (all of them when None), in O(1): a
+def median_without(values: list[float], skip: int | None) -> float:
+    """The median of the sorted `values` without its element `skip` (all of them when None), in O(1): a
     structure term adjusts each of its rows by the median of the *other* rows."""
-    n = len(xs) - (i is not None)
+    n = len(values) - (skip is not None)
 
-    def at(j: int) -> float:
-        return xs[j + 1] if i is not None and j >= i else xs[j]
+    def at(pos: int) -> float:
+        return values[pos + 1] if skip is not None and pos >= skip else values[pos]
     h = n // 2
     return at(h) if n % 2 else (at(h - 1) + at(h)) / 2
 
 
-def medians_without(xs: list[float]) -> list[float]:
-    """median_without(xs, i) for every i of the sorted `xs` (three or more), as one list: it takes
-    two values (or three), by where i falls against the middle."""
-    n = len(xs) - 1
+def medians_without(values: list[float]) -> list[float]:
+    """median_without(values, skip) for every skip of the sorted `values` (three or more), as one list:
+    it takes two values (or three), by where skip falls against the middle."""
+    n = len(values) - 1
     h = n // 2
     if n % 2:
-        return [xs[h + 1]] * (h + 1) + [xs[h]] * (n - h)
-    return [(xs[h] + xs[h + 1]) / 2] * h + [(xs[h - 1] + xs[h + 1]) / 2] + [(xs[h - 1] + xs[h]) / 2] * (n - h)
+        return [values[h + 1]] * (h + 1) + [values[h]] * (n - h)
+    return ([(values[h] + values[h + 1]) / 2] * h + [(values[h - 1] + values[h + 1]) / 2]
+            + [(values[h - 1] + values[h]) / 2] * (n - h))
 
 
-def _mad2(xs: list[float], med: float | None = None) -> float:
-    """A robust variance (1.4826 MAD, squared); `med`: the median of xs, where the caller has it."""
-    med = statistics.median(xs) if med is None else med
-    return (1.4826 * statistics.median([abs(x - med) for x in xs])) ** 2
+def _mad2(values: list[float], med: float | None = None) -> float:
+    """A robust variance (1.4826 MAD, squared); `med`: the median of values, where the caller has it."""
+    med = statistics.median(values) if med is None else med
+    return (1.4826 * statistics.median([abs(x - med) for x in values])) ** 2
 
 
 @dataclass
@@ -373,10 +374,10 @@ def group_sums(values: list[float], groups: list[str]) -> dict[str, tuple[int, f
     return out
 
 
-def one_way(by: dict[str, tuple[int, float, float]]) -> Parts:
+def one_way(by_start: dict[str, tuple[int, float, float]]) -> Parts:
     """One-way random effects by start (method of moments, unbalanced: harmonic group size) from
     each start's group_sums: leaving one start out costs its starts, not its runs."""
-    sums = by.values()
+    sums = by_start.values()
     n, sw2, _, vb, hm = moments([c for c, _, _ in sums], [m for _, m, _ in sums], [ss for *_, ss in sums])
     k = len(sums)
     p = Parts(sw2, n - k)
@@ -386,17 +387,17 @@ def one_way(by: dict[str, tuple[int, float, float]]) -> Parts:
     return p
 
 
-def moments(cs: list[int], ms: list[float], sss: list[float]) -> tuple[int, float, float, float, float]:
+def moments(counts: list[int], means: list[float], sss: list[float]) -> tuple[int, float, float, float, float]:
     """one_way's figures of starts' group_sums (their runs, means and sums of squares, as lists), without
     a Parts (a row's leave-one-start-out takes them once per start): (runs, within-start variance,
     mean of the start means, their variance, harmonic mean of runs per start); the last three 0.0
     under two starts."""
-    n, k = sum(cs), len(cs)
+    n, k = sum(counts), len(counts)
     sw2 = sum(sss) / (n - k) if n > k else 0.0
     if k < 2:
         return n, sw2, 0.0, 0.0, 0.0
-    mm = sum(ms) / k
-    return n, sw2, mm, sum([(m - mm) ** 2 for m in ms]) / (k - 1), k / sum([1.0 / c for c in cs])
+    mm = sum(means) / k
+    return n, sw2, mm, sum([(m - mm) ** 2 for m in means]) / (k - 1), k / sum([1.0 / c for c in counts])
 
 
 def parts(values: list[float], groups: list[str], workers: list[list[float]], rounds: list[float]) -> Parts:
@@ -413,20 +414,21 @@ def parts(values: list[float], groups: list[str], workers: list[list[float]], ro
 _CHI2: dict[int, float] = {}
 
 
-def _chi2_median(d: int) -> float:
-    """The median of chi-square(d) / d: what the median of sample variances with d degrees of freedom is of the variance."""
-    if d not in _CHI2:
+def _chi2_median(dof: int) -> float:
+    """The median of chi-square(dof) / dof: what the median of sample variances with dof degrees of freedom is of the variance."""
+    if dof not in _CHI2:
         from scipy import stats
-        _CHI2[d] = float(stats.chi2.median(d)) / d
-    return _CHI2[d]
+        _CHI2[dof] = float(stats.chi2.median(dof)) / dof
+    return _CHI2[dof]
 
 
 def pooled(own: Parts, prior: Parts, most: float) -> Parts:
     """A row's components with a prior's for the same row (another history of it) pooled in, each of
     the prior's weighing at most `most` degrees of freedom."""
-    def mix(a: float, da: float, b: float, db: float) -> tuple[float, float]:
-        db = min(db, most)
-        return ((a * da + b * db) / (da + db), da + db) if da + db else (0.0, 0.0)
+    def mix(own_value: float, own_dof: float, prior_value: float, prior_dof: float) -> tuple[float, float]:
+        prior_dof = min(prior_dof, most)
+        dof = own_dof + prior_dof
+        return ((own_value * own_dof + prior_value * prior_dof) / dof, dof) if dof else (0.0, 0.0)
     sw2, dfw = mix(own.sw2, own.dfw, prior.sw2, prior.dfw)
     vb, dfb = mix(own.vb, own.dfb, prior.vb, prior.dfb)
     sp2, dfp = mix(own.sp2, own.dfp, prior.sp2, prior.dfp)
@@ -485,24 +487,24 @@ def predict(values: list[float], groups: list[str], mine: list[bool], row: Parts
     return same if same.var ** 0.5 * reach(same.df) <= fleet.var ** 0.5 * reach(fleet.df) else fleet
 
 
-def combined_df(nu: float, parts: dict, dfs: dict | None) -> float:
-    """The t a prediction is judged on: its class's tails (`nu`) and the uncertainty of its variance
-    estimate (Satterthwaite's degrees of freedom of the sum of components), as 1/df = 1/nu + 1/satt.
+def combined_df(tail_dof: float, parts: dict, dfs: dict | None) -> float:
+    """The t a prediction is judged on: its class's tails (`tail_dof`) and the uncertainty of its variance
+    estimate (Satterthwaite's degrees of freedom of the sum of components), as 1/df = 1/tail_dof + 1/satt.
     Tails fitted on the store's own leave-one-out z scores already hold that uncertainty (`dfs` None)."""
     if dfs is None:
-        return nu
+        return tail_dof
     total = sum(parts.values())
     den = sum(v * v / dfs[k] for k, v in parts.items() if v > 0 and dfs[k] > 0 and dfs[k] != math.inf)
     satt = total * total / den if den > 0 else math.inf
-    return max(1.0, 1.0 / (1.0 / nu + 1.0 / satt))
+    return max(1.0, 1.0 / (1.0 / tail_dof + 1.0 / satt))
 
 
 _REACH: dict[float, float] = {}
 
 
-def reach(nu: float) -> float:
+def reach(dof: float) -> float:
     """A t's 99.9th percentile: how far a scale reaches, its tails included (to choose between two)."""
-    key = round(nu, 2)
+    key = round(dof, 2)
     if key not in _REACH:
         from scipy import stats
         _REACH[key] = float(stats.t.isf(0.001, key))

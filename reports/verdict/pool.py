@@ -55,24 +55,24 @@ class Pool:
     def sp2(self) -> float:
         return self.s0p
 
-    def moderated_w(self, s2: float, df: float) -> float:
-        w = self.d0w + df
-        return (self.d0w * self.s0w + df * s2) / w if w else 0.0
+    def moderated_w(self, variance: float, dof: float) -> float:
+        w = self.d0w + dof
+        return (self.d0w * self.s0w + dof * variance) / w if w else 0.0
 
-    def moderated_p(self, s2: float, df: float) -> float:
-        w = self.d0p + df
-        return (self.d0p * self.s0p + df * s2) / w if w else 0.0
+    def moderated_p(self, variance: float, dof: float) -> float:
+        w = self.d0p + dof
+        return (self.d0p * self.s0p + dof * variance) / w if w else 0.0
 
-    def between(self, p, sw2: float) -> float:
+    def between(self, parts, sw2: float) -> float:
         """A row's between-start variance: the variance of its start means, moderated, less what its
         (moderated) within-start variance puts into them."""
-        return self.between_of(p.vb, p.dfb, p.hm, sw2)
+        return self.between_of(parts.vb, parts.dfb, parts.hm, sw2)
 
-    def between_of(self, vb: float, dfb: float, hm: float, sw2: float) -> float:
+    def between_of(self, start_var: float, dfb: float, runs_per_start: float, sw2: float) -> float:
         """between() from a row's figures (the variance of its start means, its df, harmonic runs per start)."""
         w = self.d0b + dfb
-        vb = (self.d0b * self.s0b + dfb * vb) / w if w else 0.0
-        return max(0.0, vb - sw2 / hm) if dfb else self.sb2
+        start_var = (self.d0b * self.s0b + dfb * start_var) / w if w else 0.0
+        return max(0.0, start_var - sw2 / runs_per_start) if dfb else self.sb2
 
 
 def fit_prior(own: list[tuple[float, float]], max_df: float = MAX_PRIOR_DF) -> tuple[float, float]:
@@ -86,29 +86,29 @@ def fit_prior(own: list[tuple[float, float]], max_df: float = MAX_PRIOR_DF) -> t
 
 
 @functools.lru_cache(maxsize=None)
-def _digamma(x: float):
+def _digamma(value: float):
     """scipy's digamma of a half degree of freedom, kept: a class's rows share a few df values."""
     from scipy.special import digamma
-    return digamma(x)
+    return digamma(value)
 
 
 @functools.lru_cache(maxsize=None)
-def _trigamma(x: float) -> float:
+def _trigamma(value: float) -> float:
     from scipy.special import polygamma
-    return float(polygamma(1, x))
+    return float(polygamma(1, value))
 
 
-def _trigamma_inverse(x: float) -> float:
-    """y with trigamma(y) = x (Newton's method, as limma's trigammaInverse)."""
+def _trigamma_inverse(value: float) -> float:
+    """y with trigamma(y) = value (Newton's method, as limma's trigammaInverse)."""
     from scipy.special import polygamma
-    if x > 1e7:
-        return 1 / math.sqrt(x)
-    if x < 1e-6:
-        return 1 / x
-    y = 0.5 + 1 / x
+    if value > 1e7:
+        return 1 / math.sqrt(value)
+    if value < 1e-6:
+        return 1 / value
+    y = 0.5 + 1 / value
     for _ in range(50):
         tri = float(polygamma(1, y))
-        step = tri * (1 - tri / x) / float(polygamma(2, y))
+        step = tri * (1 - tri / value) / float(polygamma(2, y))
         y += step
         if -step / y < 1e-8:
             break
@@ -127,17 +127,17 @@ def _moderate(own: list[tuple[float, float]]) -> tuple[float, float]:
 TAIL_U = 2.576        # z scores past this (a hundredth of a normal's) fit the tails
 
 
-def tails(z: list[float]) -> tuple[float, float] | None:
+def tails(zscores: list[float]) -> tuple[float, float] | None:
     """(nu, scale) of the Student-t that a class's z scores follow: the scale from their median
     (robust, never under 1), nu by maximum likelihood of the exceedances past TAIL_U given the
     scale (the tail alone: the bulk of a scale mixture of normals looks like a t, its far tail
     need not, and the far tail is what a run of 700 rows is judged in). None when there are too few
     z scores, or too few past TAIL_U, to say (never a normal by default)."""
-    if len(z) < MIN_Z:
+    if len(zscores) < MIN_Z:
         return None
     import numpy as np
     from scipy import stats
-    a = np.abs(np.asarray(z, dtype=float))
+    a = np.abs(np.asarray(zscores, dtype=float))
     scale = min(max(float(np.median(a)) / 0.6745, SCALE_RANGE[0]), SCALE_RANGE[1])
     x = a[a / scale > TAIL_U] / scale
     if len(x) < 10:
@@ -147,16 +147,16 @@ def tails(z: list[float]) -> tuple[float, float] | None:
     return float(grid[int(np.argmax(ll))]), scale
 
 
-def fit(parts: list, z: list[float], runs: int, starts: int, z_same: list[float] | None = None,
+def fit(parts: list, z_fleet: list[float], runs: int, starts: int, z_same: list[float] | None = None,
         z_all: tuple[list[float], list[float]] = ([], [])) -> Pool:
-    """A class's pool from its rows' components (model.Parts), leave-one-start-out z scores (`z`) and
+    """A class's pool from its rows' components (model.Parts), leave-one-start-out z scores (`z_fleet`) and
     leave-one-run-out z scores within starts (`z_same`); where those cannot say the tails, the store's
     z scores of every class (`z_all`: the two kinds) do."""
     s0w, d0w = _moderate([(p.sw2, p.dfw) for p in parts])
     s0p, d0p = _moderate([(p.sp2, p.dfp) for p in parts])
     s0b, d0b = _moderate([(p.vb, p.dfb) for p in parts])
     bs = [p.sb2 for p in parts if p.dfb]
-    fleet = tails(z) or tails(z_all[0])
+    fleet = tails(z_fleet) or tails(z_all[0])
     same = tails(z_same or []) or tails(z_all[1]) or fleet
     nu, scale = fleet or (NU_RANGE[1], 1.0)      # nothing to learn from: the prior's (with_prior), else normal
     nu_same, scale_same = same or (NU_RANGE[1], 1.0)
@@ -172,8 +172,9 @@ def with_prior(own: Pool | None, prior: Pool | None) -> Pool:
     if prior is None:
         return own
 
-    def mix(a: float, wa: float, b: float, wb: float) -> float:
-        return (a * wa + b * wb) / (wa + wb) if wa + wb else 0.0
+    def mix(own_value: float, own_weight: float, prior_value: float, prior_weight: float) -> float:
+        weight = own_weight + prior_weight
+        return (own_value * own_weight + prior_value * prior_weight) / weight if weight else 0.0
     wst, pst = max(0, own.starts - 1), (PRIOR_DF if prior.starts > 1 and prior.rows else 0.0)
     own_tails = own.tails_own and own.starts >= prior.starts
     return Pool(mix(own.s0w, own.d0w, prior.s0w, min(prior.d0w, PRIOR_DF)), own.d0w + min(prior.d0w, PRIOR_DF),

@@ -79,29 +79,29 @@ def factors(runs: dict[str, Run]) -> list[GpuFactor]:
     return out
 
 
-def _pct(x: float) -> str:
-    return f"{x * 100:.1f} %"
+def _pct(share: float) -> str:
+    return f"{share * 100:.1f} %"
 
 
-def table_rows(fs: list[GpuFactor]) -> list[list]:
+def table_rows(factors: list[GpuFactor]) -> list[list]:
     return [[f.gpu, f.uuid or "–", f.name or "–", f.rows,
              f"{f.factor:.3f}× [{f.low:.3f}–{f.high:.3f}]" if f.factor is not None else "–",
              f"{f.slower_rows}/{f.rows}", _pct(f.own_spread),
-             f"{_pct(f.threshold)} ({f.basis})", "SLOW" if f.slow else "ok"] for f in fs]
+             f"{_pct(f.threshold)} ({f.basis})", "SLOW" if f.slow else "ok"] for f in factors]
 
 
 HEADER = ["gpu", "uuid", "name", "rows", "factor [min–max over rows]", "rows slower", "own spread",
           "flag above", "verdict"]
 
 
-def summary_line(fs: list[GpuFactor], failed: tuple | list = ()) -> str:
-    slow = [f"{f.gpu} ({f.uuid or 'no UUID'}) {f.factor:.3f}×" for f in fs if f.slow]
-    if len(fs) < 2:
-        head = f"{len(fs)} GPU measured: no node median to compare against"
+def summary_line(factors: list[GpuFactor], failed: tuple | list = ()) -> str:
+    slow = [f"{f.gpu} ({f.uuid or 'no UUID'}) {f.factor:.3f}×" for f in factors if f.slow]
+    if len(factors) < 2:
+        head = f"{len(factors)} GPU measured: no node median to compare against"
     elif slow:
-        head = f"{len(slow)} slow GPU(s) of {len(fs)}: {', '.join(slow)}"
+        head = f"{len(slow)} slow GPU(s) of {len(factors)}: {', '.join(slow)}"
     else:
-        head = f"no slow GPU among {len(fs)}: every factor within its noise"
+        head = f"no slow GPU among {len(factors)}: every factor within its noise"
     return head + (f"; {len(failed)} job(s) failed" if failed else "")
 
 
@@ -113,14 +113,14 @@ def noise_text() -> str:
             f"worker the rounds' IQR over their median); 'flag above' names which one set it.")
 
 
-def render_text(fs: list[GpuFactor], failed: tuple | list = ()) -> str:
-    lines = [summary_line(fs, failed), fmt.md_table(HEADER, table_rows(fs)), noise_text()]
+def render_text(factors: list[GpuFactor], failed: tuple | list = ()) -> str:
+    lines = [summary_line(factors, failed), fmt.md_table(HEADER, table_rows(factors)), noise_text()]
     lines += [f"failed: {line}" for line in failed]
     return "\n".join(lines) + "\n"
 
 
-def markdown(fs: list[GpuFactor], failed: tuple | list = (), runs: dict | None = None) -> str:
-    text = ["# Which GPU of the node is slow", "", summary_line(fs, failed), "", fmt.md_table(HEADER, table_rows(fs)),
+def markdown(factors: list[GpuFactor], failed: tuple | list = (), runs: dict | None = None) -> str:
+    text = ["# Which GPU of the node is slow", "", summary_line(factors, failed), "", fmt.md_table(HEADER, table_rows(factors)),
             "", noise_text(), ""]
     if failed:
         text += ["## Jobs that failed", ""] + [f"- {line}" for line in failed] + [""]
@@ -129,6 +129,6 @@ def markdown(fs: list[GpuFactor], failed: tuple | list = (), runs: dict | None =
     return "\n".join(text)
 
 
-def to_json(fs: list[GpuFactor], failed: tuple | list = ()) -> str:
+def to_json(factors: list[GpuFactor], failed: tuple | list = ()) -> str:
     return json.dumps({"between_start": BETWEEN_START, "spread_mult": SPREAD_MULT, "modes": list(GPU_BOUND),
-                       "gpus": [asdict(f) for f in fs], "failed": list(failed)}, indent=1)
+                       "gpus": [asdict(f) for f in factors], "failed": list(failed)}, indent=1)

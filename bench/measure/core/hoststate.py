@@ -66,14 +66,14 @@ def robust_floor(sorted_us: list[float]) -> float | None:
     return sorted_us[lo + int((k - 1 - lo) * FLOOR_Q)]
 
 
-def sentinel_us(fn: Callable | None = None, chunks: int = 3, clock=time.perf_counter) -> float:
+def sentinel_us(call: Callable | None = None, chunks: int = 3, clock=time.perf_counter) -> float:
     """Median over `chunks` of the per-call µs of CHUNK CPU-only calls plus a short Python loop."""
-    fn = fn or _cpu_empty()
+    call = call or _cpu_empty()
     xs = []
     for _ in range(chunks):
         t0 = clock()
         for _ in range(CHUNK):
-            fn()
+            call()
         sum(range(64))  # a little pure Python too: the slow state hurts it most
         xs.append((clock() - t0) * 1e6 / CHUNK)
     return statistics.median(xs)
@@ -135,21 +135,21 @@ class HostState:
             self.floor = process_floor(robust_floor(self.readings), self.prior)
         return us
 
-    def fast(self, us: float) -> bool:
-        return self.floor is not None and us <= self.floor * (1 + self.tol)
+    def fast(self, reading_us: float) -> bool:
+        return self.floor is not None and reading_us <= self.floor * (1 + self.tol)
 
-    def state(self, us: float) -> str:
+    def state(self, reading_us: float) -> str:
         """'fast', 'slow', or 'mixed' (between the two: the reading straddled a switch)."""
-        if self.fast(us):
+        if self.fast(reading_us):
             return "fast"
-        return "slow" if self.floor is not None and us >= self.floor * SLOW_AT else "mixed"
+        return "slow" if self.floor is not None and reading_us >= self.floor * SLOW_AT else "mixed"
 
-    def level(self, us: float) -> str:
+    def level(self, reading_us: float) -> str:
         """'fast', 'mid' or 'slow': state() with a reading between the two taken as a level of its
         own. Judged by a floor another process learned, a worker's own fast state reads as one for
         half its cycles, by its own floor (process_floor) almost none (log 2026-12-04-2213); a
         cycle that begins and ends there is still kept apart, never pooled as fast or slow."""
-        s = self.state(us)
+        s = self.state(reading_us)
         return "mid" if s == "mixed" else s
 
     def warm(self, learn_s: float = 2.0, hold_s: float = 0.25, max_s: float = 60.0,
@@ -273,16 +273,16 @@ class HostState:
             self._gate_note += 10.0
         return us
 
-    def _wait_fast(self, us: float, limit: float, every_s: float) -> tuple[float, float, bool]:
+    def _wait_fast(self, reading_us: float, limit: float, every_s: float) -> tuple[float, float, bool]:
         """Reads the sentinel until a reading is fast or `limit` seconds pass: (last reading,
         seconds waited, whether it gave up)."""
         t0 = self.clock()
-        while not self.fast(us):
+        while not self.fast(reading_us):
             if self.clock() - t0 >= limit:
-                return us, self.clock() - t0, True
+                return reading_us, self.clock() - t0, True
             self.sleep(every_s)
-            us = self.read()
-        return us, self.clock() - t0, False
+            reading_us = self.read()
+        return reading_us, self.clock() - t0, False
 
     def summary(self) -> dict:
         xs = self.readings
@@ -303,11 +303,11 @@ class HostState:
 HIST_BIN_US = 0.02
 
 
-def histogram(xs: list[float], bin_us: float = HIST_BIN_US) -> dict:
+def histogram(readings: list[float], bin_us: float = HIST_BIN_US) -> dict:
     """Readings per bin (key: the bin's lower edge in µs): a few hundred numbers that let a run's
     floor be judged again offline, as the committed sentinel trace was."""
     out: dict = {}
-    for x in xs:
+    for x in readings:
         k = f"{int(x / bin_us) * bin_us:.2f}"
         out[k] = out.get(k, 0) + 1
     return out

@@ -84,24 +84,24 @@ class JobSpec:
             raise JobFolderError(f"{path}: malformed job ({e})") from e
 
 
-def williams(k: int) -> list[list[int]]:
-    """Orders of k sides, each side in each position equally often and after every other side
-    equally often (Williams 1949): k rows for an even k, 2k for an odd one."""
-    if k == 2:
+def williams(sides: int) -> list[list[int]]:
+    """Orders of `sides` sides, each side in each position equally often and after every other side
+    equally often (Williams 1949): `sides` rows for an even count, twice that for an odd one."""
+    if sides == 2:
         return [[0, 1], [1, 0], [1, 0], [0, 1]]      # ABBA BAAB: a linear drift cancels within four sets
-    first, lo, hi = [0], 1, k - 1
-    while len(first) < k:
+    first, lo, hi = [0], 1, sides - 1
+    while len(first) < sides:
         first.append(lo)
         lo += 1
-        if len(first) < k:
+        if len(first) < sides:
             first.append(hi)
             hi -= 1
-    rows = [[(x + i) % k for x in first] for i in range(k)]
-    return rows if k % 2 == 0 else rows + [r[::-1] for r in rows]
+    rows = [[(x + i) % sides for x in first] for i in range(sides)]
+    return rows if sides % 2 == 0 else rows + [r[::-1] for r in rows]
 
 
-def set_order(k: int, index: int) -> list[int]:
-    rows = williams(k)
+def set_order(sides: int, index: int) -> list[int]:
+    rows = williams(sides)
     return rows[index % len(rows)]
 
 
@@ -131,7 +131,7 @@ def proc_folder(job: Path, index: int, side: int) -> Path:
     return job / "procs" / f"p{index:04d}-{side}"
 
 
-def processes(job: Path, k: int) -> list[Proc]:
+def processes(job: Path, sides: int) -> list[Proc]:
     """The job's processes in order, finished or not."""
     out = []
     for d in sorted((job / "procs").glob("p*-*")) if (job / "procs").is_dir() else []:
@@ -150,12 +150,12 @@ def processes(job: Path, k: int) -> list[Proc]:
     return out
 
 
-def pairs(procs: list[Proc], k: int, reference: int = 0) -> dict[int, list[tuple[Proc, Proc]]]:
+def pairs(procs: list[Proc], sides: int, reference: int = 0) -> dict[int, list[tuple[Proc, Proc]]]:
     """{side: [(reference's process, its process) per set in which both finished]} for every other side."""
     by_set: dict = {}
     for p in procs:
-        by_set.setdefault(p.index // k, {})[p.side] = p
-    out: dict = {s: [] for s in range(k) if s != reference}
+        by_set.setdefault(p.index // sides, {})[p.side] = p
+    out: dict = {s: [] for s in range(sides) if s != reference}
     for members in by_set.values():
         ref = members.get(reference)
         if ref is None or not ref.ok:
@@ -167,11 +167,11 @@ def pairs(procs: list[Proc], k: int, reference: int = 0) -> dict[int, list[tuple
     return out
 
 
-def next_index(procs: list[Proc], k: int) -> int:
+def next_index(procs: list[Proc], sides: int) -> int:
     """The first process number of the next set (a set left unfinished is not resumed)."""
     if not procs:
         return 0
-    return (max(p.index for p in procs) // k + 1) * k
+    return (max(p.index for p in procs) // sides + 1) * sides
 
 
 AHEAD_AFTER_S = 10.0   # the next process starts this long into the one before (its imports, 4.5-6.5 s, then it
@@ -217,12 +217,12 @@ class Ahead:
         self.folder, self.proc, self.log = None, None, None
 
 
-def _kill(p: subprocess.Popen) -> None:
+def _kill(proc: subprocess.Popen) -> None:
     try:
-        os.killpg(p.pid, 9)
+        os.killpg(proc.pid, 9)
     except ProcessLookupError:
         pass
-    p.wait()
+    proc.wait()
 
 
 def run_process(folder: Path, env: dict, cases: list, options: dict, worker: str, floor: float | None,
@@ -263,17 +263,17 @@ def run_process(folder: Path, env: dict, cases: list, options: dict, worker: str
     return done
 
 
-def _wait(p: subprocess.Popen, t0: float, timeout_s: float, then) -> int | None:
+def _wait(proc: subprocess.Popen, started: float, timeout_s: float, then) -> int | None:
     """The process's exit code, or None once it outlived `timeout_s`; `then()` once, AHEAD_AFTER_S in."""
     while True:
-        left = timeout_s - (time.perf_counter() - t0)
+        left = timeout_s - (time.perf_counter() - started)
         if left <= 0:
             return None
         step = min(left, 0.2 if then is not None else left)
         try:
-            return p.wait(timeout=step)
+            return proc.wait(timeout=step)
         except subprocess.TimeoutExpired:
-            if then is not None and time.perf_counter() - t0 >= AHEAD_AFTER_S:
+            if then is not None and time.perf_counter() - started >= AHEAD_AFTER_S:
                 then()
                 then = None
 

@@ -98,28 +98,29 @@ def _append_note(rec: Record, text: str) -> None:
     rec.note = (rec.note + " | " if rec.note else "") + text
 
 
-def _steady_workers(ok: list) -> tuple[list, list, list, str]:
+def _steady_workers(worker_records: list) -> tuple[list, list, list, str]:
     """(the workers kept, those left out for no steady host state, those left out for another host
     state, the merged figure's host state)."""
     # workers that kept every cycle (no steady host state) are left out when most workers had
     # one; when most did not, all stay and the merged figure carries their flag
-    unsteady = [worker for worker, rec in ok if rec.mode == "eager" and "host_unstable" in (rec.flags or ())]
-    if unsteady and len(unsteady) * 2 >= len(ok):
+    unsteady = [worker for worker, rec in worker_records if rec.mode == "eager" and "host_unstable" in (rec.flags or ())]
+    if unsteady and len(unsteady) * 2 >= len(worker_records):
         unsteady = []
-    ok = [(worker, rec) for worker, rec in ok if worker not in unsteady]
-    state = figure_state([rec.host_state for _, rec in ok if rec.host_state])
-    left_out = [worker for worker, rec in ok if rec.host_state and rec.host_state != state]
-    ok = [(worker, rec) for worker, rec in ok if worker not in left_out]   # one host state per merged figure
-    return ok, unsteady, left_out, state
+    worker_records = [(worker, rec) for worker, rec in worker_records if worker not in unsteady]
+    state = figure_state([rec.host_state for _, rec in worker_records if rec.host_state])
+    left_out = [worker for worker, rec in worker_records if rec.host_state and rec.host_state != state]
+    # one host state per merged figure
+    worker_records = [(worker, rec) for worker, rec in worker_records if worker not in left_out]
+    return worker_records, unsteady, left_out, state
 
 
-def _merge_group(ok: list, index: list, host_unstable: bool) -> Record:
+def _merge_group(worker_records: list, index: list, host_unstable: bool) -> Record:
     """The merged record of one key's workers that ran it."""
-    ok, unsteady, left_out, state = _steady_workers(ok)
-    merged = copy.deepcopy(ok[0][1])
+    worker_records, unsteady, left_out, state = _steady_workers(worker_records)
+    merged = copy.deepcopy(worker_records[0][1])
     merged.host_state = state
     merged.samples, merged.workers = [], []
-    folded = _fold_workers(merged, ok, index)
+    folded = _fold_workers(merged, worker_records, index)
     disc = folded["discarded"]
     if left_out:
         disc["worker_other_host_state"] = len(left_out)
@@ -140,15 +141,15 @@ def _merge_group(ok: list, index: list, host_unstable: bool) -> Record:
     judged = ([w.ratio for w in merged.workers] if ratios and merged.mode == "eager"
               else [w.median for w in merged.workers])
     merged.spread = stats.relative_spread(judged)
-    _merge_flags(merged, ok, host_unstable)
+    _merge_flags(merged, worker_records, host_unstable)
     return merged
 
 
-def _fold_workers(merged: Record, ok: list, index: list) -> dict:
+def _fold_workers(merged: Record, worker_records: list, index: list) -> dict:
     """Each kept worker's samples and figure into `merged`; returns what is merged after: its
     ratios, discarded rounds, sentinels, clocks and kernel names (names -> workers)."""
     folded: dict = {"ratios": [], "discarded": {}, "sentinels": [], "clocks": [], "names": {}}
-    for worker, rec in ok:
+    for worker, rec in worker_records:
         base = index[worker - 1].get((rec.probe, rec.baseline, rec.size, rec.mode)) if rec.baseline else None
         ratios = _ratio_values(rec, base) if rec.variant != rec.baseline else []
         folded["ratios"] += ratios
@@ -175,11 +176,11 @@ def _merge_kernels(merged: Record, names: dict) -> None:
             _append_note(merged, f"workers ran different kernels ({alt})")
 
 
-def _merge_flags(merged: Record, ok: list, host_unstable: bool) -> None:
+def _merge_flags(merged: Record, worker_records: list, host_unstable: bool) -> None:
     """The merged figure's own flags, and those most of its workers carry."""
     flags = set(trust.flags_for(merged, host_unstable=host_unstable))
     for flag in MAJORITY_FLAGS:
-        if sum(1 for _, rec in ok if flag in (rec.flags or ())) * 2 > len(ok):
+        if sum(1 for _, rec in worker_records if flag in (rec.flags or ())) * 2 > len(worker_records):
             flags.add(flag)
     merged.flags = [f for f in trust.FLAGS if f in flags]
 
@@ -270,10 +271,10 @@ def _seed_env(env: dict, worker: int, hash_seed_set: bool) -> dict:
     return env
 
 
-def run_workers(k: int, pytest_args: list[str], out: Path, say=print, env=None, start: int = 1,
+def run_workers(workers: int, pytest_args: list[str], out: Path, say=print, env=None, start: int = 1,
                 floor: float | None = None, relay=None, cases: list | None = None, ahead: dict | None = None,
                 lookahead: bool = False) -> list[Path]:
-    """Runs the suite in k fresh processes, one after another (numbered from `start`); returns
+    """Runs the suite in `workers` fresh processes, one after another (numbered from `start`); returns
     their records.jsonl files. Each is a child pytest session with `pytest_args`, or with `cases`
     (the own engine, --hb-engine own) a bench.measure.workers.worker process running the job those args
     and cases make (worker.job_for), with no pytest in it; the own engine starts each next
@@ -294,7 +295,7 @@ def run_workers(k: int, pytest_args: list[str], out: Path, say=print, env=None, 
         from cudnn_hostbench.bench.measure.workers.worker import package_root
         env["PYTHONPATH"] = os.pathsep.join([package_root(), *filter(None, [env.get("PYTHONPATH")])])
     paths = []
-    last = start + k - 1
+    last = start + workers - 1
     shared = ahead is not None
     ahead = {} if ahead is None else ahead    # own engine: worker number -> (process, log), started early
     try:
@@ -315,11 +316,12 @@ def run_workers(k: int, pytest_args: list[str], out: Path, say=print, env=None, 
                 p, log = ahead.pop(i, None) or _start_own(wdir, _seed_env(env, i, hash_seed_set))
                 _write_job(wdir, pytest_args, cases, f"{i}/{last}", floor)
 
-                def early(i=i, t0=t0):
-                    if (i < last or lookahead) and i + 1 not in ahead and time.perf_counter() - t0 > OVERLAP_AFTER_S:
-                        w = out / "workers" / f"w{i + 1}"
+                def early(worker=i, started=t0):
+                    if ((worker < last or lookahead) and worker + 1 not in ahead
+                            and time.perf_counter() - started > OVERLAP_AFTER_S):
+                        w = out / "workers" / f"w{worker + 1}"
                         w.mkdir(parents=True, exist_ok=True)
-                        ahead[i + 1] = _start_own(w, _seed_env(env, i + 1, hash_seed_set))
+                        ahead[worker + 1] = _start_own(w, _seed_env(env, worker + 1, hash_seed_set))
                 with log:
                     rc = _relay(p, log, relay, early)
             say(f"worker {i}/{last}: done in {time.perf_counter() - t0:.0f} s (exit {rc}; log {wdir / logname})")
