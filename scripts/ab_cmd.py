@@ -217,22 +217,22 @@ class Clock:
 
     def __init__(self, budget_s: float):
         self.t0, self.budget_s = time.monotonic(), budget_s
-        self.per_block: list = []     # seconds per unit (block × phase) of finished processes
+        self.per_unit: list = []     # seconds per unit (block × phase) of finished processes
 
     def left(self) -> float:
         return self.budget_s - (time.monotonic() - self.t0)
 
     def add(self, wall_s: float, units: int) -> None:
-        self.per_block.append(wall_s / max(units, 1))
+        self.per_unit.append(wall_s / max(units, 1))
 
     def set_cost(self, k: int, units: int) -> float:
         """k processes of `units` units at the median pace of the last 2k processes. The first
         process of an invocation is left out once another finished: on a fresh machine it builds
         every graph cold, and its pace would stop a job a set early (log 2026-12-06-0539: 160 s
         against 88-112 s for the whole suite)."""
-        if not self.per_block:
+        if not self.per_unit:
             return 0.0
-        recent = sorted((self.per_block[1:] or self.per_block)[-2 * k:])
+        recent = sorted((self.per_unit[1:] or self.per_unit)[-2 * k:])
         return k * recent[len(recent) // 2] * units
 
 

@@ -9,8 +9,7 @@ from cudnn_hostbench.bench.measure.core.options import SuiteOptions
 from cudnn_hostbench.bench.measure.pytest_plugin import HostbenchSession, pytest_collection_modifyitems
 from cudnn_hostbench.bench.measure.runfile import records
 from cudnn_hostbench.bench.measure.runfile.records import Record
-from cudnn_hostbench.bench.measure.workers import parent
-from cudnn_hostbench.bench.measure.workers import replicas as workers
+from cudnn_hostbench.bench.measure.workers import parent, replicas
 from cudnn_hostbench.bench.measure.workers.parent import Parent
 
 FLOOR = 0.76
@@ -60,7 +59,7 @@ def test_a_block_no_worker_timed_fast_gets_a_catch_up_worker(tmp_path, monkeypat
                     enumerate(zip(recs, (1.2, FLOOR, FLOOR)), 1)]
         return [_write(tmp_path / "w4.jsonl", [r for r in _eager(4, 0.79, 1.1) if r.probe == "churn"], FLOOR)]
 
-    monkeypatch.setattr(workers, "run_workers", fake_run_workers)
+    monkeypatch.setattr(replicas, "run_workers", fake_run_workers)
     p = _parent(tmp_path)
     p._run()
     assert [c["start"] for c in calls] == [1, 4, 5, 6] and {c["floor"] for c in calls[1:]} == {FLOOR}
@@ -86,15 +85,15 @@ def test_a_worker_whose_fast_state_sits_over_the_runs_floor_is_judged_by_its_own
         recs = [_eager(i, s, 1.2) for i, s in ((1, 0.94), (2, 0.80), (3, 0.80))]
         return [_write(tmp_path / f"w{i}.jsonl", rs, f) for i, (rs, f) in enumerate(zip(recs, (0.87, FLOOR, FLOOR)), 1)]
 
-    monkeypatch.setattr(workers, "run_workers", fake_run_workers)
+    monkeypatch.setattr(replicas, "run_workers", fake_run_workers)
     p = _parent(tmp_path)
     p._run()
     churn = p.records[("churn", "trap", "256", "eager")]
     assert [w["worker"] for w in churn.workers] == [1, 2, 3] and churn.host_state == "fast"
     assert "top_ups" not in p.fingerprint and p.fingerprint["workers"] == 3
     runs = [records.Run("w", {"host_state": {"floor_us": f}}, []) for f in (0.87, FLOOR)]
-    stale = workers.stale_host([_eager(1, 0.94, 1.2), _eager(2, 0.94, 1.2)], FLOOR,
-                               floors=[workers.judging_floor(r, FLOOR) for r in runs])
+    stale = replicas.stale_host([_eager(1, 0.94, 1.2), _eager(2, 0.94, 1.2)], FLOOR,
+                               floors=[replicas.judging_floor(r, FLOOR) for r in runs])
     assert ["host_unstable" in r.flags for r in stale[0]] == [False] * 4
     assert ["host_unstable" in r.flags for r in stale[1]] == [True] * 4
 
@@ -105,7 +104,7 @@ def test_a_block_slow_in_every_worker_becomes_fast_through_the_catch_up(tmp_path
             return [_write(tmp_path / f"w{i}.jsonl", _eager(i, 1.9, 1.3), FLOOR) for i in (1, 2, 3)]
         return [_write(tmp_path / f"w{start}.jsonl", _eager(start, 0.79, 1.1), FLOOR)]
 
-    monkeypatch.setattr(workers, "run_workers", fake_run_workers)
+    monkeypatch.setattr(replicas, "run_workers", fake_run_workers)
     p = _parent(tmp_path)
     p._run()
     for probe in ("churn", "wrapper"):
@@ -130,7 +129,7 @@ def test_a_block_only_two_workers_timed_fast_gets_a_catch_up_worker(tmp_path, mo
             return [_write(tmp_path / f"w{i}.jsonl", _eager(i, s, 1.2), FLOOR) for i, s in ((1, 0.8), (2, 1.9), (3, 0.8))]
         return [_write(tmp_path / "w4.jsonl", _eager(4, 0.79, 1.2), FLOOR)]
 
-    monkeypatch.setattr(workers, "run_workers", fake_run_workers)
+    monkeypatch.setattr(replicas, "run_workers", fake_run_workers)
     p = _parent(tmp_path)
     p._run()
     assert calls == [1, 4] and p.fingerprint["catch_up"]["blocks"] == ["churn/256", "wrapper/256"]
@@ -145,12 +144,12 @@ def test_no_catch_up_when_every_block_was_timed_fast_or_eager_is_not_run(tmp_pat
         return [_write(tmp_path / f"w{i}.jsonl", _eager(i, s, 1.2), FLOOR)
                 for i, s in ((1, 0.8), (2, 1.9), (3, 0.8), (4, 0.81))]
 
-    monkeypatch.setattr(workers, "run_workers", fake_run_workers)
+    monkeypatch.setattr(replicas, "run_workers", fake_run_workers)
     p = _parent(tmp_path)
     p._run()
     assert calls == [1] and "catch_up" not in p.fingerprint
     calls.clear()
-    monkeypatch.setattr(workers, "run_workers", lambda *a, **k: calls.append(k.get("start", 1)) or
+    monkeypatch.setattr(replicas, "run_workers", lambda *a, **k: calls.append(k.get("start", 1)) or
                         [_write(tmp_path / "w1.jsonl", _eager(1, 1.9, 1.2), FLOOR)])
     p = _parent(tmp_path, modes=("graph", "device"))
     p._run()
@@ -190,13 +189,13 @@ def test_workers_get_their_number_floor_and_a_hash_seed_per_worker(tmp_path, mon
 
     def fake_run(cmd, env, log, relay):
         seen.append((next(a for a in cmd if a.startswith("--hb-worker=")), env.get("PYTHONHASHSEED"),
-                     env.get(workers.FLOOR_ENV)))
+                     env.get(replicas.FLOOR_ENV)))
         return 0
 
-    monkeypatch.setattr(workers, "_run_relaying", fake_run)
-    workers.run_workers(2, ["probes"], tmp_path, say=lambda m: None, env={})
-    workers.run_workers(1, ["probes"], tmp_path, say=lambda m: None, env={}, start=4, floor=0.76)
-    workers.run_workers(1, ["probes"], tmp_path, say=lambda m: None, env={"PYTHONHASHSEED": "7"})
+    monkeypatch.setattr(replicas, "_run_relaying", fake_run)
+    replicas.run_workers(2, ["probes"], tmp_path, say=lambda m: None, env={})
+    replicas.run_workers(1, ["probes"], tmp_path, say=lambda m: None, env={}, start=4, floor=0.76)
+    replicas.run_workers(1, ["probes"], tmp_path, say=lambda m: None, env={"PYTHONHASHSEED": "7"})
     assert seen == [("--hb-worker=1/2", "1", None), ("--hb-worker=2/2", "2", None),
                     ("--hb-worker=4/4", "4", "0.760000"), ("--hb-worker=1/1", "7", None)]
 
@@ -216,7 +215,7 @@ def test_focus_only_workers_add_replicates_to_the_headline_rows_only(tmp_path, m
             return out_
         return [_write(tmp_path / f"w{start + j}.jsonl", _eager(start + j, 0.79, 1.2), FLOOR) for j in range(k)]
 
-    monkeypatch.setattr(workers, "run_workers", fake_run_workers)
+    monkeypatch.setattr(replicas, "run_workers", fake_run_workers)
     p = _parent(tmp_path, focus_workers=2)
     p._run()
     assert [(c["k"], c["start"], c["floor"]) for c in calls] == [(3, 1, None), (2, 4, FLOOR)]
@@ -248,7 +247,7 @@ def test_a_workers_progress_reaches_the_terminal_and_its_exit_noise_only_the_log
             "print('nanobind: leaked 3 instances!', file=sys.stderr); sys.exit(3)")
     relayed = []
     with open(tmp_path / "pytest.log", "w", encoding="utf-8") as log:
-        rc = workers._run_relaying([sys.executable, "-c", code], {}, log, relayed.append)
+        rc = replicas._run_relaying([sys.executable, "-c", code], {}, log, relayed.append)
     assert rc == 3
     assert relayed == ["hostbench worker 1/1: churn/256 eager", "host: waiting for the fast state"]
     text = (tmp_path / "pytest.log").read_text()
@@ -281,7 +280,7 @@ def test_top_up_workers_fit_the_budget_and_come_before_focus_workers(tmp_path, m
         # full workers: churn slow everywhere, and the top-ups never catch the fast state
         return [_write(tmp_path / f"w{i}.jsonl", _eager(i, 1.9, 1.2), FLOOR) for i in (1, 2, 3)]
 
-    monkeypatch.setattr(workers, "run_workers", fake_run_workers)
+    monkeypatch.setattr(replicas, "run_workers", fake_run_workers)
     p = _parent(tmp_path, focus_workers=2, budget_s=300.0)
     p.t0 = 1000.0   # a round start: sums of whole seconds stay exact in floating point
     clock = {"t": p.t0 + 300.0 - END_RESERVE_S - left_s}
@@ -378,7 +377,7 @@ def test_a_top_up_worker_gets_a_deadline_and_measures_nothing_past_it(tmp_path):
     rec = s.record(probe, "256", "trap", "eager")
     assert not rec.ok and "deadline" in rec.status and s._ctx is None and not s._cases
     late = [rec, *[r for r in _eager(1, 0.8, 1.2) if r.probe == "wrapper"]]
-    merged = workers.merge_records([_eager(1, 0.8, 1.2), _eager(2, 0.8, 1.2), late])
+    merged = replicas.merge_records([_eager(1, 0.8, 1.2), _eager(2, 0.8, 1.2), late])
     churn = next(r for r in merged if r.key == ("churn", "trap", "256", "eager"))
     assert churn.ok and [w["worker"] for w in churn.workers] == [1, 2]
 
@@ -393,7 +392,7 @@ def test_a_top_up_worker_that_learns_a_lower_floor_does_not_thin_other_blocks(tm
             return [_write(tmp_path / f"w{i}.jsonl", rs, 0.80) for i, rs in enumerate(recs, 1)]
         return [_write(tmp_path / f"w{start}.jsonl", [r for r in _eager(start, 0.70, 1.2) if r.probe == "churn"], 0.70)]
 
-    monkeypatch.setattr(workers, "run_workers", fake_run_workers)
+    monkeypatch.setattr(replicas, "run_workers", fake_run_workers)
     p = _parent(tmp_path)
     p._run()
     assert [t["worker"] for t in p.fingerprint["top_ups"]] == [4]
@@ -405,13 +404,13 @@ def test_a_top_up_worker_that_learns_a_lower_floor_does_not_thin_other_blocks(tm
 def test_a_figure_takes_the_host_state_three_processes_share():
     """Fast when three workers timed it fast; else the state three workers share (three slow
     processes make a figure, marked slow; one fast process does not); else fast, for a top-up to add to."""
-    assert workers.figure_state(["fast", "slow", "slow", "slow"]) == "slow"
-    assert workers.figure_state(["fast", "fast", "fast", "slow", "slow", "slow", "slow"]) == "fast"
-    assert workers.figure_state(["fast", "slow", "slow"]) == "fast"
-    assert workers.figure_state(["slow", "slow"]) == "slow"
-    assert workers.figure_state([]) == ""
+    assert replicas.figure_state(["fast", "slow", "slow", "slow"]) == "slow"
+    assert replicas.figure_state(["fast", "fast", "fast", "slow", "slow", "slow", "slow"]) == "fast"
+    assert replicas.figure_state(["fast", "slow", "slow"]) == "fast"
+    assert replicas.figure_state(["slow", "slow"]) == "slow"
+    assert replicas.figure_state([]) == ""
     per = [_eager(1, 0.85, 1.2), _eager(2, 1.9, 1.2), _eager(3, 1.9, 1.2), _eager(4, 1.9, 1.2)]
-    churn = {r.key: r for r in workers.merge_records(per)}[("churn", "trap", "256", "eager")]
+    churn = {r.key: r for r in replicas.merge_records(per)}[("churn", "trap", "256", "eager")]
     assert churn.host_state == "slow" and [w["worker"] for w in churn.workers] == [2, 3, 4]
     assert churn.processes == 3 and ("churn", "256") not in parent.thin_blocks([churn])
 
@@ -445,7 +444,7 @@ def test_a_host_stuck_slow_gets_top_ups_that_do_not_wait(tmp_path, monkeypatch, 
         return [_write(tmp_path / f"w{i}.jsonl", _eager(i, 0.8 if i < 3 else 1.9, 1.2), FLOOR, fast_fraction)
                 for i in (1, 2, 3)]
 
-    monkeypatch.setattr(workers, "run_workers", fake_run_workers)
+    monkeypatch.setattr(replicas, "run_workers", fake_run_workers)
     p = _parent(tmp_path, budget_s=300.0)
     p.t0 = _time.perf_counter() - 200.0          # 92 s left before the parent's own end work
     p._run()
@@ -471,7 +470,7 @@ def test_the_host_as_the_last_worker_found_it_decides_whether_a_top_up_waits(tmp
         return [_write(tmp_path / f"w{i}.jsonl", _eager(i, 0.8 if i < 3 else 1.9, 1.2), FLOOR, fractions[i - 1])
                 for i in (1, 2, 3)]
 
-    monkeypatch.setattr(workers, "run_workers", fake_run_workers)
+    monkeypatch.setattr(replicas, "run_workers", fake_run_workers)
     p = _parent(tmp_path, budget_s=300.0)
     p.t0 = _time.perf_counter() - 200.0
     p._run()
@@ -496,7 +495,7 @@ def test_one_full_worker_then_eager_only_workers(tmp_path, monkeypatch):
             paths.append(_write(tmp_path / f"w{i}.jsonl", recs, FLOOR))
         return paths
 
-    monkeypatch.setattr(workers, "run_workers", fake_run_workers)
+    monkeypatch.setattr(replicas, "run_workers", fake_run_workers)
     p = Parent(tmp_path, 3, [str(tmp_path / "probes"), "--benchmark-only"], focus_workers=0, budget_s=0.0,
                focus={("churn", "256")}, full_workers=1)
     p._run()
@@ -526,8 +525,8 @@ def test_a_failing_merge_is_reported_once_and_never_runs_the_suite_again(tmp_pat
     def broken(*a, **k):
         raise ValueError("merge broke")
 
-    monkeypatch.setattr(workers, "run_workers", fake_run_workers)
-    monkeypatch.setattr(workers, "merge_runs", broken)
+    monkeypatch.setattr(replicas, "run_workers", fake_run_workers)
+    monkeypatch.setattr(replicas, "merge_runs", broken)
     p = _parent(tmp_path)
     from cudnn_hostbench.bench.measure.probe import Probe
     probe = Probe("churn", "", [], build=None, sizes=lambda o: ["256"])

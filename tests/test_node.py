@@ -12,7 +12,7 @@ import time
 import pytest
 
 from cudnn_hostbench.bench.measure.node import jobs as node_jobs
-from cudnn_hostbench.bench.measure.node import placement as node
+from cudnn_hostbench.bench.measure.node import placement
 from cudnn_hostbench.bench.measure.node import topology as node_topo
 from cudnn_hostbench.bench.measure.node.placement import Gpu, NodeError
 
@@ -62,8 +62,8 @@ def h100_siblings(cpu: int) -> frozenset:
 def test_cpu_lists_round_trip():
     assert node_topo.parse_cpu_list("0-3,8,10-11") == {0, 1, 2, 3, 8, 10, 11}
     assert node_topo.parse_cpu_list("N/A") == frozenset() and node_topo.parse_cpu_list("") == frozenset()
-    assert node.cpu_list_text({0, 1, 2, 3, 8, 10, 11}) == "0-3,8,10-11"
-    assert node.cpu_list_text(node_topo.parse_cpu_list("0-55,112-167")) == "0-55,112-167"
+    assert placement.cpu_list_text({0, 1, 2, 3, 8, 10, 11}) == "0-3,8,10-11"
+    assert placement.cpu_list_text(node_topo.parse_cpu_list("0-55,112-167")) == "0-55,112-167"
 
 
 def test_topo_matrix_is_parsed_from_its_columns():
@@ -100,12 +100,12 @@ def test_discover_takes_nvidia_smi_then_nvml_then_an_even_split():
     assert basis == node_topo.NVML_BASIS and [sorted(g.cpus) for g in gpus] == [[0, 1, 2, 3], [4, 5, 6, 7]]
     assert gpus[0].name == "NVIDIA H200" and gpus[1].numa == 1 and node_topo.mask_cpus([0, 1]) == {64}
     gpus, basis = node_topo.discover(fake_smi(QUERY8.splitlines()[0] + "\n", VM), nv=False)
-    assert basis == node.EVEN and len(gpus) == 1
+    assert basis == placement.EVEN and len(gpus) == 1
 
 
 def test_gpus_sharing_a_numa_node_split_its_physical_cores():
     gpus, basis = node_topo.discover(fake_smi(), nv=False)
-    slots = node.plan(gpus, basis, allowed=range(224), siblings=h100_siblings)
+    slots = placement.plan(gpus, basis, allowed=range(224), siblings=h100_siblings)
     seen = set()
     for s in slots:
         near = s.gpu.cpus
@@ -115,74 +115,75 @@ def test_gpus_sharing_a_numa_node_split_its_physical_cores():
     assert slots[0].cpus[:2] == (0, 1) and 112 in slots[0].cpus and slots[4].cpus[0] == 56
     assert {s.jobs for s in slots} == {8} and [s.number for s in slots] == list(range(8))
     # a container allowed half the cores: only those are split
-    slots = node.plan(gpus, basis, allowed=[*range(0, 8), *range(56, 64)], siblings=h100_siblings)
+    slots = placement.plan(gpus, basis, allowed=[*range(0, 8), *range(56, 64)], siblings=h100_siblings)
     assert [len(s.cpus) for s in slots] == [2] * 8 and set(slots[4].cpus) <= set(range(56, 64))
     # two cores for four GPUs of a NUMA node: one line naming the GPU left without one
     with pytest.raises(NodeError, match=r"^GPU \d \(GPU-0000000\d.*no CPU core of its own"):
-        node.plan(gpus, basis, allowed=[0, 1, 56, 57], siblings=h100_siblings)
+        placement.plan(gpus, basis, allowed=[0, 1, 56, 57], siblings=h100_siblings)
 
 
 def test_without_affinity_the_allowed_cores_split_evenly():
     gpus = [Gpu(0, "GPU-a"), Gpu(1, "GPU-b", cpus=frozenset({0, 1}))]
-    slots = node.plan(gpus, node_topo.TOPO_BASIS, allowed=range(6), siblings=lambda c: frozenset({c}))
-    assert [s.cpus for s in slots] == [(0, 1, 2), (3, 4, 5)] and slots[0].basis == node.EVEN
+    slots = placement.plan(gpus, node_topo.TOPO_BASIS, allowed=range(6), siblings=lambda c: frozenset({c}))
+    assert [s.cpus for s in slots] == [(0, 1, 2), (3, 4, 5)] and slots[0].basis == placement.EVEN
     # masks that overlap without being equal cannot be split per NUMA node either
     odd = [Gpu(0, cpus=frozenset({0, 1, 2})), Gpu(1, cpus=frozenset({2, 3}))]
-    assert node.plan(odd, node_topo.TOPO_BASIS, allowed=range(4), siblings=lambda c: frozenset({c}))[0].basis == node.EVEN
+    plan = placement.plan(odd, node_topo.TOPO_BASIS, allowed=range(4), siblings=lambda c: frozenset({c}))
+    assert plan[0].basis == placement.EVEN
 
 
 def test_select_and_subset_keep_each_gpus_cores_from_the_whole_plan():
     gpus, basis = node_topo.discover(fake_smi(), nv=False)
-    slots = node.plan(gpus, basis, allowed=range(224), siblings=h100_siblings)
-    picked = node.select(gpus, f"5,{gpus[2].uuid}")
+    slots = placement.plan(gpus, basis, allowed=range(224), siblings=h100_siblings)
+    picked = placement.select(gpus, f"5,{gpus[2].uuid}")
     assert [g.index for g in picked] == [5, 2]
-    assert [s.cpus for s in node.subset(slots, picked)] == [slots[2].cpus, slots[5].cpus]
-    assert [(s.number, s.jobs) for s in node.subset(slots, picked)] == [(2, 2), (5, 2)]   # two run at once
+    assert [s.cpus for s in placement.subset(slots, picked)] == [slots[2].cpus, slots[5].cpus]
+    assert [(s.number, s.jobs) for s in placement.subset(slots, picked)] == [(2, 2), (5, 2)]   # two run at once
     with pytest.raises(NodeError, match="GPU 9: not on this node"):
-        node.select(gpus, "9")
-    plan = node.node_plan("1", run=fake_smi(), nv=False, allowed=range(224), siblings=h100_siblings)
+        placement.select(gpus, "9")
+    plan = placement.node_plan("1", run=fake_smi(), nv=False, allowed=range(224), siblings=h100_siblings)
     assert len(plan.slots) == 1 and plan.slots[0].cpus == slots[1].cpus
     assert "GPU 1 (GPU-00000001" in "\n".join(plan.lines()) and "NUMA node 0" in plan.lines()[1]
     with pytest.raises(NodeError, match="no GPU found"):
-        node.node_plan(run=lambda cmd: "", nv=False)
+        placement.node_plan(run=lambda cmd: "", nv=False)
 
 
 def test_the_users_cuda_visible_devices_limits_the_node(monkeypatch):
     gpus, basis = node_topo.discover(fake_smi(), nv=False)
-    assert [g.index for g in node.visible(gpus, {"CUDA_VISIBLE_DEVICES": "6,GPU-00000002"})] == [2, 6]
-    assert node.visible(gpus, {}) == gpus and node.visible(gpus, {"CUDA_VISIBLE_DEVICES": ""}) == []
+    assert [g.index for g in placement.visible(gpus, {"CUDA_VISIBLE_DEVICES": "6,GPU-00000002"})] == [2, 6]
+    assert placement.visible(gpus, {}) == gpus and placement.visible(gpus, {"CUDA_VISIBLE_DEVICES": ""}) == []
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5")
-    plan = node.node_plan(run=fake_smi(), nv=False, allowed=range(224), siblings=h100_siblings)
+    plan = placement.node_plan(run=fake_smi(), nv=False, allowed=range(224), siblings=h100_siblings)
     # GPUs 4 and 5 share NUMA node 1: each gets half of it
     assert [s.gpu.index for s in plan.slots] == [4, 5] and [len(s.cpus) for s in plan.slots] == [56, 56]
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "9")
     with pytest.raises(NodeError, match=r"^CUDA_VISIBLE_DEVICES=9: leaves none of the node's GPUs \(0, 1, 2"):
-        node.node_plan(run=fake_smi(), nv=False)
+        placement.node_plan(run=fake_smi(), nv=False)
 
 
 def test_a_jobs_environment_names_its_gpu_and_place_and_keeps_multicast_off():
-    slot = node.Slot(Gpu(3, "GPU-xyz"), (8, 9), node_topo.TOPO_BASIS, jobs=8, number=3)
-    env = node.gpu_env({"PATH": "/bin", "NCCL_NVLS_ENABLE": "1"}, slot)
+    slot = placement.Slot(Gpu(3, "GPU-xyz"), (8, 9), node_topo.TOPO_BASIS, jobs=8, number=3)
+    env = placement.gpu_env({"PATH": "/bin", "NCCL_NVLS_ENABLE": "1"}, slot)
     assert env["CUDA_VISIBLE_DEVICES"] == "GPU-xyz" and env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
     assert env["NCCL_NVLS_ENABLE"] == "1"   # the user's own setting stands
     assert env["TORCH_SYMM_MEM_DISABLE_MULTICAST"] == "1" and env["NVSHMEM_DISABLE_NVLS"] == "1"
     assert env["OMP_NUM_THREADS"] == "2" and env["PATH"] == "/bin"
-    assert node.job_fields(env) == {"slot": 3, "jobs": 8, "gpu": "GPU-xyz", "cpus": "8-9", "basis": node_topo.TOPO_BASIS}
-    assert node.job_fields({}) == {}
+    assert placement.job_fields(env) == {"slot": 3, "jobs": 8, "gpu": "GPU-xyz", "cpus": "8-9", "basis": node_topo.TOPO_BASIS}
+    assert placement.job_fields({}) == {}
 
 
 def test_a_pinned_command_and_its_children_run_on_its_cores_only():
     cpu = sorted(os.sched_getaffinity(0))[-1]
     child = "import os, subprocess, sys; print(sorted(os.sched_getaffinity(0))); sys.stdout.flush(); " \
             "subprocess.run([sys.executable, '-c', 'import os; print(sorted(os.sched_getaffinity(0)))'])"
-    out = subprocess.run(node.pinned([sys.executable, "-c", child], [cpu]), capture_output=True, text=True, check=True)
+    out = subprocess.run(placement.pinned([sys.executable, "-c", child], [cpu]), capture_output=True, text=True, check=True)
     assert out.stdout.split("\n")[:2] == [f"[{cpu}]", f"[{cpu}]"]
 
 
 def test_the_fingerprint_says_a_run_was_one_job_of_a_node(monkeypatch):
     from cudnn_hostbench.bench.measure.runfile import fingerprint
     assert "node_job" not in fingerprint.host_fingerprint()
-    monkeypatch.setenv(node.NODE_ENV, "1/2;GPU-b;1;nvidia-smi topo -m")
+    monkeypatch.setenv(placement.NODE_ENV, "1/2;GPU-b;1;nvidia-smi topo -m")
     assert fingerprint.host_fingerprint()["node_job"] == {"slot": 1, "jobs": 2, "gpu": "GPU-b", "cpus": "1",
                                                        "basis": "nvidia-smi topo -m"}
 
@@ -190,7 +191,7 @@ def test_the_fingerprint_says_a_run_was_one_job_of_a_node(monkeypatch):
 # -- jobs over slots ------------------------------------------------------------------------------
 
 def slots_of(n: int) -> list:
-    return [node.Slot(Gpu(i, f"GPU-{i}"), (i,), node.EVEN, n, i) for i in range(n)]
+    return [placement.Slot(Gpu(i, f"GPU-{i}"), (i,), placement.EVEN, n, i) for i in range(n)]
 
 
 def test_jobs_run_one_per_gpu_at_a_time_and_a_failure_stays_its_own():
@@ -255,7 +256,7 @@ def two_gpus(monkeypatch):
     cpus = sorted(os.sched_getaffinity(0))
     halves = [cpus[: max(1, len(cpus) // 2)], cpus[max(1, len(cpus) // 2):] or cpus[:1]]
     gpus = [Gpu(i, f"GPU-fake{i}", "Fake GPU", cpus=frozenset(h), numa=i) for i, h in enumerate(halves)]
-    monkeypatch.setattr(node, "discover", lambda *a, **k: (gpus, node_topo.TOPO_BASIS))
+    monkeypatch.setattr(placement, "discover", lambda *a, **k: (gpus, node_topo.TOPO_BASIS))
     return gpus
 
 
@@ -288,7 +289,7 @@ def test_version_matrix_runs_one_version_per_gpu_in_parallel(tmp_path, monkeypat
             where = json.loads(load_run(out / e["run_file"]).records[0].note)
             g = next(g for g in gpus if g.index == e["gpu"]["index"])
             assert where["gpu"] == g.uuid and set(where["cpus"]) == set(g.cpus) and where["nvls"] == "0"
-            assert where["fe"] == e["version"] and e["gpu"]["cpus"] == node.cpu_list_text(g.cpus)
+            assert where["fe"] == e["version"] and e["gpu"]["cpus"] == placement.cpu_list_text(g.cpus)
             ran[e["version"]] = where["span"]
     assert sorted(ran) == ["1.10.0", "1.12.0"]
     md = (out / "matrix.md").read_text()

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cudnn_hostbench.bench.measure.node import jobs as node_jobs
-from cudnn_hostbench.bench.measure.node import placement as node
+from cudnn_hostbench.bench.measure.node import placement
 from cudnn_hostbench.bench.measure.runfile.records import run_document, write_run
 from cudnn_hostbench.scripts import matrix_part
 from cudnn_hostbench.scripts.node import node_check
@@ -103,4 +103,4 @@ def test_ctrl_c_kills_the_jobs_started_in_their_own_session():
     finally:
         if p.poll() is None:
             os.kill(p.pid, signal.SIGKILL)
-    assert node.job_fields({node.NODE_ENV: "bad"}) == {}
+    assert placement.job_fields({placement.NODE_ENV: "bad"}) == {}

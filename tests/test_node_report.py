@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cudnn_hostbench.bench.measure.node import placement as node
+from cudnn_hostbench.bench.measure.node import placement
 from cudnn_hostbench.bench.measure.node import topology as node_topo
 from cudnn_hostbench.bench.measure.runfile.records import Record, Run, load_run, run_document, write_run
 from cudnn_hostbench.scripts import cli
@@ -160,7 +160,7 @@ def test_node_report_check_and_walltime_from_files(tmp_path, capsys):
 
 def test_node_plan_and_run_all_gpus_without_a_gpu_are_one_line(monkeypatch, capsys):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    monkeypatch.setattr(node, "discover", lambda *a, **k: ([], node.EVEN))
+    monkeypatch.setattr(placement, "discover", lambda *a, **k: ([], placement.EVEN))
     assert cli.main(["node", "plan"]) == 2
     assert capsys.readouterr().err.strip() == "hostbench node plan: no GPU found (nvidia-smi and NVML see none)"
     assert cli.main(["run", "--all-gpus"]) == 2
@@ -169,10 +169,10 @@ def test_node_plan_and_run_all_gpus_without_a_gpu_are_one_line(monkeypatch, caps
     assert capsys.readouterr().err.strip() == "hostbench run: --gpus 0: only with --all-gpus"
     assert cli.main(["run", "--all-gpus", "--reference"]) == 2
     assert capsys.readouterr().err.strip().startswith("hostbench run: --reference: not with --all-gpus")
-    # two GPUs of one NUMA node, which holds every core this process may use: they split it
+    # two GPUs of one NUMA placement, which holds every core this process may use: they split it
     allowed = frozenset(os.sched_getaffinity(0))
-    gpus = [node.Gpu(0, "GPU-a", "Fake", cpus=allowed, numa=0), node.Gpu(1, "GPU-b", "Fake", cpus=allowed, numa=0)]
-    monkeypatch.setattr(node, "discover", lambda *a, **k: (gpus, node_topo.TOPO_BASIS))
+    gpus = [placement.Gpu(0, "GPU-a", "Fake", cpus=allowed, numa=0), placement.Gpu(1, "GPU-b", "Fake", cpus=allowed, numa=0)]
+    monkeypatch.setattr(placement, "discover", lambda *a, **k: (gpus, node_topo.TOPO_BASIS))
     if len(allowed) < 2:   # one core for two GPUs: said in one line
         assert cli.main(["node", "plan"]) == 2 and "GPU 0 (GPU-a): no CPU core of its own" in capsys.readouterr().err
         return
@@ -186,7 +186,7 @@ def test_node_plan_and_run_all_gpus_without_a_gpu_are_one_line(monkeypatch, caps
 # the real run's fingerprint does (machine.identity reads NVML by the visible GPU's UUID).
 CHILD = '''
 import os, sys
-from cudnn_hostbench.bench.measure.node import placement as node
+from cudnn_hostbench.bench.measure.node import placement
 from cudnn_hostbench.bench.measure.runfile import records
 from tests.helpers import FINGERPRINT
 from tests.test_node_report import tight_records
@@ -200,7 +200,7 @@ if gpu == "GPU-d":   # hangs after its first worker wrote what it measured
     open(os.path.join(out, "workers", "w1", "records.jsonl"), "w").write("{}")
     import time
     time.sleep(120)
-fp = {**FINGERPRINT, "machine": {"gpu_uuid": gpu, "boot_id": "b"}, "node_job": node.job_fields(),
+fp = {**FINGERPRINT, "machine": {"gpu_uuid": gpu, "boot_id": "b"}, "node_job": placement.job_fields(),
       "cpu_affinity": sorted(os.sched_getaffinity(0))}
 records.write_run(os.path.join(out, "run.json"), records.run_document(tight_records(1.08 if gpu == "GPU-b" else 1.0), fp))
 '''
@@ -212,9 +212,9 @@ def test_run_all_gpus_reports_each_gpu_keeps_the_others_when_one_fails(tmp_path,
     child = tmp_path / "child.py"
     child.write_text(CHILD)
     cpus = sorted(os.sched_getaffinity(0))
-    slots = [node.Slot(node.Gpu(i, f"GPU-{u}", "Fake"), (cpus[i % len(cpus)],), node_topo.TOPO_BASIS, 4, i)
+    slots = [placement.Slot(placement.Gpu(i, f"GPU-{u}", "Fake"), (cpus[i % len(cpus)],), node_topo.TOPO_BASIS, 4, i)
              for i, u in enumerate("abcd")]
-    monkeypatch.setattr(node, "node_plan", lambda spec=None, **k: node.Plan(slots, node_topo.TOPO_BASIS))
+    monkeypatch.setattr(placement, "node_plan", lambda spec=None, **k: placement.Plan(slots, node_topo.TOPO_BASIS))
     monkeypatch.setattr(node_run, "job_command", lambda out, args: [sys.executable, str(child), "--out", str(out),
                                                                       "--hb-modes=graph,device", *args])
     monkeypatch.setattr(node_run, "frontend_version", lambda: "frontend 1.32.0")
@@ -261,7 +261,7 @@ def test_docs_node_names_every_option_and_the_codes_constants():
     matrix_opts = {o for a in ap._actions for o in a.option_strings} - {"-h", "--help"}
     named = run_opts | matrix_opts | {f"hostbench node {a}" for a in actions}
     assert not sorted(o for o in named if o not in doc)
-    for k, v in node.MULTICAST_OFF.items():
+    for k, v in placement.MULTICAST_OFF.items():
         assert f"{k}={v}" in doc
     assert f"{rep.BETWEEN_START * 100:g} %" in doc and f"{rep.SPREAD_MULT:g} ×" in doc
     assert "docs/node.md" in (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")

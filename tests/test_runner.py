@@ -10,7 +10,7 @@ from cudnn_hostbench.bench.measure.core.runner import Session
 from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant
 from cudnn_hostbench.bench.measure.runfile import records
 from cudnn_hostbench.bench.measure.runfile.status import Unsupported
-from cudnn_hostbench.bench.measure.workers import replicas as workers
+from cudnn_hostbench.bench.measure.workers import replicas
 
 
 class _Cuda:
@@ -285,14 +285,14 @@ def test_a_worker_records_where_its_time_went(session, monkeypatch):
     assert run_summary.summary_lines(run, 200)[-1].endswith("--wide: blocks and discard reasons, time per worker")
     # building per block (what sharing plans across workers would save), summed over workers
     assert session.fingerprint["build_s"]["toy/8"] >= 0.02
-    two = workers.merge_fingerprints([{"build_s": {"toy/8": 0.5, "big/1": 3.0}}, {"build_s": {"toy/8": 0.25}}])
+    two = replicas.merge_fingerprints([{"build_s": {"toy/8": 0.5, "big/1": 3.0}}, {"build_s": {"toy/8": 0.25}}])
     assert two["build_s"] == {"toy/8": 0.75, "big/1": 3.0}
     run = records.Run("r", {"worker_table": table, "build_s": {f"p{i}/1": float(i) for i in range(1, 8)}}, [])
     assert run_summary.time_text(run).endswith("building by block, all workers: p7/1 7.0, p6/1 6.0, p5/1 5.0, p4/1 4.0, "
                                          "p3/1 3.0 (of 28.0 over 7 blocks)")
     # of which in cuDNN's build steps: the part plan sharing could save, per block and summed
     assert session.fingerprint["plans_s"]["toy/8"] == 0.01 < session.fingerprint["build_s"]["toy/8"]
-    assert workers.merge_fingerprints([{"plans_s": {"toy/8": 0.5}}, {"plans_s": {"toy/8": 0.25}}])["plans_s"] == {"toy/8": 0.75}
+    assert replicas.merge_fingerprints([{"plans_s": {"toy/8": 0.5}}, {"plans_s": {"toy/8": 0.25}}])["plans_s"] == {"toy/8": 0.75}
     run = records.Run("r", {"worker_table": table, "build_s": {"a/1": 3.0, "b/1": 1.0}, "plans_s": {"a/1": 0.5, "b/1": 0.25}}, [])
     assert run_summary.time_text(run).endswith("a/1 3.0, b/1 1.0; in cuDNN's build steps 0.8 of 4.0")
 

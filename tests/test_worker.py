@@ -103,7 +103,7 @@ def test_a_worker_process_runs_its_job_without_pytest_and_writes_its_records(tmp
 
 
 def test_the_parent_hands_the_collected_cases_to_the_own_engine(tmp_path, monkeypatch):
-    from cudnn_hostbench.bench.measure.workers import replicas as workers
+    from cudnn_hostbench.bench.measure.workers import replicas
     seen = []
 
     def fake(k, args, out, say=print, env=None, start=1, floor=None, cases=None, ahead=None, lookahead=False):
@@ -111,7 +111,7 @@ def test_the_parent_hands_the_collected_cases_to_the_own_engine(tmp_path, monkey
         assert (ahead is not None, lookahead) == ((True, True) if cases is not None else (False, False))
         return []
 
-    monkeypatch.setattr(workers, "run_workers", fake)
+    monkeypatch.setattr(replicas, "run_workers", fake)
     p = Parent(tmp_path, 3, ["probes"], focus_workers=0, budget_s=0.0, engine="own", full_workers=1)
     p.cases = _cases()
     p._run()
@@ -129,16 +129,16 @@ def test_the_own_engine_starts_the_next_worker_during_the_one_before(tmp_path, m
     writes whole (with the floor learned so far) once the worker before has ended."""
     import time
 
-    from cudnn_hostbench.bench.measure.workers import replicas as workers
+    from cudnn_hostbench.bench.measure.workers import replicas
     probe = tmp_path / "probe_toy.py"
     probe.write_text(TOY.replace("{name}", "toy"))
     cases = [[str(probe), "toy", "8", v, m] for m in ("eager", "device") for v in ("base", "trap")]
-    monkeypatch.setattr(workers, "OVERLAP_AFTER_S", 0.0)
+    monkeypatch.setattr(replicas, "OVERLAP_AFTER_S", 0.0)
     started, says = {}, []
-    real = workers._start_own
-    monkeypatch.setattr(workers, "_start_own", lambda w, env: started.setdefault(w.name, time.monotonic())
+    real = replicas._start_own
+    monkeypatch.setattr(replicas, "_start_own", lambda w, env: started.setdefault(w.name, time.monotonic())
                         and real(w, env))
-    paths = workers.run_workers(2, ["--hb-rounds=3", f"--rootdir={tmp_path}"], tmp_path / "out", cases=cases,
+    paths = replicas.run_workers(2, ["--hb-rounds=3", f"--rootdir={tmp_path}"], tmp_path / "out", cases=cases,
                                 say=lambda m: says.append((m, time.monotonic())), relay=lambda m: None, floor=0.8)
     assert [p.parent.name for p in paths] == ["w1", "w2"]
     first_done = next(t for m, t in says if m.startswith("worker 1/2: done"))
@@ -158,26 +158,26 @@ def test_the_own_engine_starts_the_next_call_s_first_worker_during_this_call_s_l
     ahead against 2.7-3.6 s in the others). A process no call came for is ended, its folder gone."""
     import time
 
-    from cudnn_hostbench.bench.measure.workers import replicas as workers
+    from cudnn_hostbench.bench.measure.workers import replicas
     probe = tmp_path / "probe_toy.py"
     probe.write_text(TOY.replace("{name}", "toy"))
     cases = [[str(probe), "toy", "8", "base", "eager"], [str(probe), "toy", "8", "trap", "eager"]]
-    monkeypatch.setattr(workers, "OVERLAP_AFTER_S", 0.0)
+    monkeypatch.setattr(replicas, "OVERLAP_AFTER_S", 0.0)
     started = {}
-    real = workers._start_own
-    monkeypatch.setattr(workers, "_start_own", lambda w, env: started.setdefault(w.name, time.monotonic())
+    real = replicas._start_own
+    monkeypatch.setattr(replicas, "_start_own", lambda w, env: started.setdefault(w.name, time.monotonic())
                         and real(w, env))
     ahead: dict = {}
     out = tmp_path / "out"
     kw = dict(cases=cases, say=lambda m: None, relay=lambda m: None, ahead=ahead, lookahead=True)
-    first = workers.run_workers(1, ["--hb-rounds=3", f"--rootdir={tmp_path}"], out, **kw)
+    first = replicas.run_workers(1, ["--hb-rounds=3", f"--rootdir={tmp_path}"], out, **kw)
     assert [p.parent.name for p in first] == ["w1"] and list(ahead) == [2]   # w2 waits for the next call
     t_done = time.monotonic()
     assert started["w2"] < t_done
-    second = workers.run_workers(1, ["--hb-rounds=3", f"--rootdir={tmp_path}"], out, start=2, **kw)
+    second = replicas.run_workers(1, ["--hb-rounds=3", f"--rootdir={tmp_path}"], out, start=2, **kw)
     assert [p.parent.name for p in second] == ["w2"] and len(records.load_run(second[0]).records) == 2
     assert list(ahead) == [3] and (out / "workers" / "w3").is_dir()          # started for a call that never comes
-    workers.end_ahead(ahead)
+    replicas.end_ahead(ahead)
     assert ahead == {} and not (out / "workers" / "w3").exists()
 
 
