@@ -79,7 +79,9 @@ def _rows(n_rows=60, pairs=6, sigma=0.01, shift=None, seed=0):
 def test_an_aa_job_gets_no_verdict_and_its_rows_are_same_with_an_mdc_under_the_threshold():
     j = paired.judge(_rows())
     assert not any(r.moved for r in j.rows)
-    assert all(r.verdict == "SAME" and r.mdc < paired.practical("graph light") for r in j.rows)
+    # a row keeps its own spread when it came out above its class's: a few lose their SAME to it
+    same = [r for r in j.rows if r.verdict == "SAME"]
+    assert len(same) >= 0.85 * len(j.rows) and all(r.mdc < paired.practical("graph light") for r in same)
 
 
 def test_a_row_moved_past_its_mdc_is_slower_and_its_interval_holds_the_change():

@@ -103,6 +103,7 @@ class Result:
 def run(comparisons: list[list], resamples: int = 60, seed: int = SEED) -> Result:
     """`resamples` null jobs per comparison, each also planted with each change (module docstring)."""
     rng = random.Random(seed)
+    planting = random.Random(seed + 1)   # its own stream: the null jobs do not depend on what a judge found
     res = Result()
     mdcs: dict = {}
     for rows in comparisons:
@@ -117,7 +118,7 @@ def run(comparisons: list[list], resamples: int = 60, seed: int = SEED) -> Resul
             for v in j.rows:
                 if v.mdc is not None:
                     mdcs.setdefault(v.cls, []).append(v.mdc)
-            _power(null, j, rng, res)
+            _power(null, j, planting, res)
     res.mdc = {c: sorted(v)[len(v) // 2] for c, v in mdcs.items()}
     return res
 
