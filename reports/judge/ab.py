@@ -63,8 +63,8 @@ def figure(rec: Record, run: Run, on_ratio: bool, ratio: bool = True) -> tuple[f
 
 def row_class(rec: Record, level_us: float | None, on_ratio: bool) -> str:
     """The noise class whose rows share a variance prior: the mode and, for the call modes, the
-    per-call level, since a GPU-bound call's spread is a tenth of a host-bound one's in every mode
-    (log 2026-12-06-0800: eager ratios at 100 µs and more spread 0.1-1.4 %, at 10-20 µs 1-5 %)."""
+    per-call level, since a GPU-bound call spreads about a tenth of a host-bound one's in every
+    mode, and one prior over both fits neither (log 2026-12-06-0800)."""
     if rec.mode in ("eager", "graph", "device"):
         us = level_us or 0.0
         size = "heavy" if us >= model.HEAVY_US else "gpu-bound" if us >= model.LIGHT_US else "light"

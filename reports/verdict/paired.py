@@ -113,12 +113,17 @@ class Judgement:
         return [r for r in self.rows if r.verdict == "UNSURE"]
 
 
+def kept(n: int, trim: float = TRIM) -> int:
+    """h: the pairs a trimmed mean of n keeps."""
+    return n - 2 * int(math.floor(trim * n))
+
+
 def trimmed(xs: list, trim: float = TRIM) -> tuple[float, float, int]:
     """(trimmed mean, its per-row variance scale s², h kept) of a sample: Yuen's estimate, whose
     standard error is sqrt(s²/h)."""
     n = len(xs)
-    g = int(math.floor(trim * n))
-    h = n - 2 * g
+    h = kept(n, trim)
+    g = (n - h) // 2
     ys = sorted(xs)
     mean = sum(ys[g:n - g]) / h
     if n < 2:
@@ -225,9 +230,9 @@ def _tests(rows: list, est: dict, priors: dict) -> dict:
 
     A row's moderated variance is never below its own: a row whose pairs spread past its class's
     (a call whose processes split in two levels, a tail of its own) keeps its spread, while a row
-    spreading less borrows the class's. Resampled from start 2026-12-06F's A/A, moderating such
-    rows down toward a confident prior made 5 of 60 jobs false; floored, none (log
-    2026-12-06-0800). It costs rows whose spread came out high by chance some power."""
+    spreading less borrows the class's. Moderated down toward a confident prior, such rows made
+    resampled A/A jobs false (log 2026-12-06-0800). It costs rows whose spread came out high by
+    chance some power."""
     import numpy as np
     from scipy import stats as st
     got = {}
@@ -272,7 +277,7 @@ def bh(ps: dict) -> dict:
     return adj
 
 
-def _verdict(r: PairedRow, test, qv, q: float, alpha: float, quantiles: tuple | None = None) -> RowVerdict:
+def _verdict(r: PairedRow, test, qv, q: float, alpha: float, quantiles: tuple | None) -> RowVerdict:
     v = RowVerdict(r.key, r.cls, "UNSURE", None, pairs=len(r.diffs), dropped=r.dropped, on_ratio=r.on_ratio,
                    level_us=r.level_us)
     kernel = _kernel_change(r)
@@ -288,7 +293,8 @@ def _verdict(r: PairedRow, test, qv, q: float, alpha: float, quantiles: tuple | 
         return v
     m, se, df, p = test
     v.change, v.p, v.q, v.df = math.expm1(m), p, qv, df
-    t_edge, t_alpha, t_power = quantiles or _quantiles({r.key: test}, alpha)[r.key]
+    assert quantiles is not None    # judge() gives every row with a test its quantiles
+    t_edge, t_alpha, t_power = quantiles
     half = t_edge * se
     v.low, v.high = math.expm1(m - half), math.expm1(m + half)
     mdc_log = (t_alpha + t_power) * se
@@ -305,11 +311,6 @@ def _verdict(r: PairedRow, test, qv, q: float, alpha: float, quantiles: tuple | 
     return v
 
 
-def kept(n: int) -> int:
-    """h: the pairs a trimmed mean of n keeps."""
-    return n - 2 * int(math.floor(TRIM * n))
-
-
 def more_pairs(n: int, se: float, df: float, alpha: float, limit: float, most: int = 1000) -> int:
     """The pairs past n that bring the MDC within `limit`, at today's moderated variance: each
     added pair adds a degree of freedom as well as shrinking the standard error, so a row
@@ -322,7 +323,7 @@ def more_pairs(n: int, se: float, df: float, alpha: float, limit: float, most: i
     prior_df = max(0.0, df - (h - 1))
     # every count up to 64 more, then a grid about 15 % apart: far counts are an order of magnitude
     m = np.unique(np.concatenate([np.arange(n + 1, n + 65), np.geomspace(n + 65, n + most, 20).astype(int)]))
-    hm = m - 2 * np.floor(TRIM * m)
+    hm = np.array([kept(int(x)) for x in m], dtype=float)
     dfm = np.minimum(prior_df + hm - 1, MAX_DF)
     mdc = (st.t.ppf(1 - alpha / 2, dfm) + st.t.ppf(POWER, dfm)) * np.sqrt(s2 / hm)
     within = np.flatnonzero(mdc <= math.log1p(limit))
