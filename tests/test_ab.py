@@ -67,12 +67,13 @@ def test_the_class_prior_recovers_the_variance_and_weight_it_was_drawn_from():
     assert abs(pr.s2 / s0 - 1) < 0.15 and 5 < pr.df < 12
 
 
-def _rows(n_rows=60, pairs=6, sigma=0.01, shift=None, seed=0):
+def _rows(n_rows=60, pairs=6, sigma=0.01, shift=None, seed=0, blocks=10):
+    """Independent rows of one class, spread over `blocks` blocks (probe × size) as a suite's are."""
     rng = random.Random(seed)
     rows = []
     for i in range(n_rows):
         diffs = [rng.gauss((shift or {}).get(i, 0.0), sigma) for _ in range(pairs)]
-        rows.append(paired.PairedRow(("p", f"v{i}", "256", "graph"), "graph light", diffs, 9.0))
+        rows.append(paired.PairedRow(("p", f"v{i}", str(i % blocks), "graph"), "graph light", diffs, 9.0))
     return rows
 
 
@@ -85,10 +86,44 @@ def test_an_aa_job_gets_no_verdict_and_its_rows_are_same_with_an_mdc_under_the_t
 
 
 def test_a_row_moved_past_its_mdc_is_slower_and_its_interval_holds_the_change():
-    j = paired.judge(_rows(shift={7: math.log(1.06)}))
+    j = paired.judge(_rows(pairs=paired.SIGN_PAIRS, shift={7: math.log(1.06)}))
     r = j.rows[7]
     assert r.verdict == "SLOWER" and r.low < 0.06 < r.high
     assert sum(x.moved for x in j.rows) == 1
+
+
+def test_a_row_is_found_only_once_its_signs_could_pass_alone():
+    # the same change on fewer pairs than SIGN_PAIRS leans, and says how many pairs would let it pass
+    for pairs in range(paired.MIN_PAIRS, paired.SIGN_PAIRS):
+        r = paired.judge(_rows(pairs=pairs, sigma=0.002, shift={7: math.log(1.06)})).rows[7]
+        assert r.verdict == "UNSURE" and r.low > 0 and r.more_pairs == paired.SIGN_PAIRS - pairs, pairs
+
+
+@pytest.mark.parametrize("n", [3, 5, 8, 12])
+def test_the_sign_flip_p_of_pairs_that_all_agree_is_two_in_two_to_the_n(n):
+    assert paired.sign_flip_p([0.01 * (1 + i % 3) for i in range(n)]) == pytest.approx(2 / 2 ** n)
+    assert paired.sign_flip_p([0.01, -0.01] * n) == 1.0
+
+
+def test_the_sign_flip_p_past_full_counting_is_never_zero_and_stays_small_for_agreeing_pairs():
+    p = paired.sign_flip_p([0.01] * (paired.SIGN_ENUMERATE + 4))
+    assert 0 < p < 1e-3
+
+
+def test_rows_of_one_block_lend_their_class_no_more_weight_than_that_block():
+    # sixty rows that agree closely but share one block: the prior weighs as one block's rows do
+    one = paired.judge(_rows(blocks=1)).priors["graph light"]
+    many = paired.judge(_rows(blocks=30)).priors["graph light"]
+    h = paired.kept(6)
+    assert one.df <= h - 1 < many.df
+
+
+def test_a_row_tighter_than_its_class_is_judged_at_its_class_variance():
+    rows = _rows()
+    rows[0] = paired.PairedRow(rows[0].key, rows[0].cls, [0.0001, 0.0002, 0.0001, 0.0002, 0.0001, 0.0002], 9.0)
+    j = paired.judge(rows)
+    prior, mdc = j.priors["graph light"], j.rows[0].mdc
+    assert prior.df > 0 and mdc >= math.expm1(2 * math.sqrt(prior.s2 / paired.kept(6)))
 
 
 def test_an_unsure_row_says_how_many_more_pairs_would_decide_it():
@@ -143,7 +178,7 @@ def _ab(tmp_path, *extra):
 
 
 def test_an_aa_job_decides_its_rows_and_finds_nothing(tmp_path, fake_job, capsys):
-    assert _ab(tmp_path, "--pairs", "12", "--fail-on-regression") == 0
+    assert _ab(tmp_path, "--pairs", "20", "--fail-on-regression") == 0
     doc = json.loads((tmp_path / "job" / "ab.json").read_text())
     c = doc["comparisons"][0]
     assert doc["pass"] and not any(r["verdict"] in ("SLOWER", "FASTER") for r in c["rows"])

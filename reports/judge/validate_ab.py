@@ -10,7 +10,9 @@ no change says SLOWER or FASTER anywhere, and what a planted change of a known s
 - Power: into a resampled job, a change is planted at 1.2 × and 0.5 × the MDC the job printed for
   the row before it was planted, into one row, into one block (probe × size: every row of it), and
   into one variant's rows of every mode (a kernel's rows); and +2 % into every GPU row at once.
-  Caught: the planted rows are SLOWER.
+  Caught: the planted rows are SLOWER, or lean SLOWER (found by the t test on fewer pairs than
+  the sign-flip test needs: `hostbench ab` pairs such a row on); the share found outright is
+  printed beside it.
 """
 from __future__ import annotations
 
@@ -70,10 +72,24 @@ def pairs_doc(comparisons: list) -> dict:
         for c in comparisons]}
 
 
-def _resampled(rows: list, rng: random.Random) -> list:
-    n = max((len(r.aligned or r.diffs) for r in rows), default=0)
-    picks = list(range(n))
-    signs = [1.0 if rng.random() < 0.5 else -1.0 for _ in range(n)]
+def draw(n: int, take: int | None, rng: random.Random) -> tuple[tuple, tuple]:
+    """(pair indices, signs) of one null job: every recorded pair, or `take` of them drawn without
+    replacement, each with a random sign. The sign of the whole job is fixed by its first pair: a
+    job and its mirror image are one null job (an A/A's sides are interchangeable)."""
+    picks = tuple(sorted(rng.sample(range(n), take))) if take and take < n else tuple(range(n))
+    signs = [1.0 if rng.random() < 0.5 else -1.0 for _ in picks]
+    if signs and signs[0] < 0:
+        signs = [-s for s in signs]
+    return picks, tuple(signs)
+
+
+def distinct_jobs(n: int, take: int | None) -> int:
+    """How many different null jobs `draw` can give: C(n, take) subsets × 2^(take-1) signs."""
+    k = take if take and take < n else n
+    return math.comb(n, k) * 2 ** max(k - 1, 0)
+
+
+def _resampled(rows: list, picks: tuple, signs: tuple) -> list:
     out = []
     for r in rows:
         got = r.aligned or r.diffs
@@ -91,17 +107,20 @@ def _planted(rows: list, targets: set, by: dict) -> list:
 class Result:
     jobs: int = 0
     false_jobs: int = 0
-    caught: dict = field(default_factory=dict)     # (kind, factor) -> [caught, tried]
+    possible: int = 0              # different null jobs the recorded pairs can give, summed over comparisons
+    caught: dict = field(default_factory=dict)     # (kind, factor) -> [caught, tried, found outright]
     gpu_2pct: list = field(default_factory=lambda: [0, 0])
     mdc: dict = field(default_factory=dict)        # class -> median MDC over resampled jobs
 
-    def rate(self, kind: str, factor: float) -> float | None:
-        c, n = self.caught.get((kind, factor), (0, 0))
-        return c / n if n else None
+    def rate(self, kind: str, factor: float, outright: bool = False) -> float | None:
+        c, n, found = self.caught.get((kind, factor), (0, 0, 0))
+        return (found if outright else c) / n if n else None
 
 
-def run(comparisons: list[list], resamples: int = 60, seed: int = SEED) -> Result:
-    """`resamples` null jobs per comparison, each also planted with each change (module docstring)."""
+def run(comparisons: list[list], resamples: int = 60, seed: int = SEED, take: int | None = None) -> Result:
+    """`resamples` different null jobs per comparison (fewer where its pairs cannot give that many),
+    each of `take` pairs (None: all), each also planted with each change (module docstring). A job
+    drawn twice is one job: counted twice, it would narrow the bound with no new evidence."""
     rng = random.Random(seed)
     planting = random.Random(seed + 1)   # its own stream: the null jobs do not depend on what a judge found
     res = Result()
@@ -110,8 +129,16 @@ def run(comparisons: list[list], resamples: int = 60, seed: int = SEED) -> Resul
         rows = [r for r in rows if len(r.diffs) >= paired.MIN_PAIRS]
         if not rows:
             continue
-        for _ in range(resamples):
-            null = _resampled(rows, rng)
+        n = max(len(r.aligned or r.diffs) for r in rows)
+        possible = distinct_jobs(n, take)
+        res.possible += possible
+        seen: set = set()
+        while len(seen) < min(resamples, possible):
+            job = draw(n, take, rng)
+            if job in seen:
+                continue
+            seen.add(job)
+            null = _resampled(rows, *job)
             j = paired.judge(null)
             res.jobs += 1
             res.false_jobs += any(v.verdict in ("SLOWER", "FASTER") for v in j.rows)
@@ -135,19 +162,23 @@ def _power(null: list, j: paired.Judgement, rng: random.Random, res: Result) -> 
     for kind, targets in (("row", {row.key}), ("block", block), ("kernel", kernel)):
         for factor in FACTORS:
             by = {k: math.log1p(factor * verdicts[k].mdc) for k in targets}
-            hit = res.caught.setdefault((kind, factor), [0, 0])
-            hit[0] += _caught(null, targets, by)
+            hit = res.caught.setdefault((kind, factor), [0, 0, 0])
+            caught, found = _caught(null, targets, by)
+            hit[0] += caught
             hit[1] += len(targets)
+            hit[2] += found
     gpu = {r.key for r in null if r.key[3] in ("graph", "device")}
     if gpu:
-        res.gpu_2pct[0] += _caught(null, gpu, {k: math.log(1.02) for k in gpu})
+        res.gpu_2pct[0] += _caught(null, gpu, {k: math.log(1.02) for k in gpu})[0]
         res.gpu_2pct[1] += len(gpu)
 
 
-def _caught(null: list, targets: set, by: dict) -> int:
-    """How many of `targets` a job with `by` planted into them calls SLOWER."""
-    got = {v.key: v.verdict for v in paired.judge(_planted(null, targets, by)).rows}
-    return sum(got[k] == "SLOWER" for k in targets)
+def _caught(null: list, targets: set, by: dict) -> tuple[int, int]:
+    """(caught, found outright) of `targets` in a job with `by` planted into them: SLOWER or
+    leaning SLOWER, and SLOWER."""
+    got = {v.key: v for v in paired.judge(_planted(null, targets, by)).rows}
+    found = sum(got[k].verdict == "SLOWER" for k in targets)
+    return found + sum(got[k].leans == "SLOWER" for k in targets), found
 
 
 def bound(k: int, n: int, level: float = 0.95) -> float:
@@ -157,13 +188,15 @@ def bound(k: int, n: int, level: float = 0.95) -> float:
 
 
 def report(res: Result) -> str:
-    lines = [f"false jobs: {res.false_jobs} of {res.jobs} resampled A/A jobs "
-             f"(95 % bound {bound(res.false_jobs, res.jobs) * 100:.1f} %)"]
+    lines = [f"false jobs: {res.false_jobs} of {res.jobs} different resampled A/A jobs "
+             f"(95 % bound {bound(res.false_jobs, res.jobs) * 100:.1f} %; the pairs give {res.possible:,})"]
     for kind in ("row", "block", "kernel"):
         parts = []
         for factor in FACTORS:
             r = res.rate(kind, factor)
-            parts.append(f"{factor:g}× MDC {'–' if r is None else f'{r * 100:.0f} %'}")
+            found = res.rate(kind, factor, outright=True) or 0.0
+            shown = "–" if r is None else f"{r * 100:.0f} % ({found * 100:.0f} % found outright)"
+            parts.append(f"{factor:g}× MDC {shown}")
         lines.append(f"planted into one {kind}: caught at " + ", ".join(parts))
     c, n = res.gpu_2pct
     if n:

@@ -11,11 +11,24 @@ row and pair the judged figure is d = log(figure of B) - log(figure of A). Per r
 
 The class prior (s0², d0) is fitted over the job's own rows of one class by the method of moments
 on log s² (Smyth 2004, limma's `fitFDist`): rows borrow strength from each other, so three pairs
-judge a row on any GPU model with no stored history. SLOWER / FASTER are Benjamini-Hochberg
-discoveries at Q over the job's rows. A row that is not one gets its minimum detectable change
-at 80 % power, at the per-row level a further discovery would need:
+judge a row on any GPU model with no stored history. Two guards keep the borrowing honest, since
+the rows of a job are not the independent rows limma assumes:
+- d0 is at most the blocks its rows come from times their median d: rows timed in the same
+  processes (a block's variants, sharing its baseline) agree with each other by construction;
+- the variance a row is judged on is never below its own s², nor below s0²: a row tighter than
+  its class on a few pairs was, in resampled A/A jobs, mostly a row whose tail had not shown yet.
+SLOWER / FASTER are Benjamini-Hochberg discoveries at Q over the job's rows whose signs also pass
+the exact sign-flip test at Q (the share of the 2^n sign patterns of its pairs whose mean is as
+far from 0): a t test cannot tell a row whose processes sit on two levels from a change, while
+no pattern of signs is rarer than 2/2^n, so a row is found only from SIGN_PAIRS pairs on. A row
+that is not one gets its minimum detectable change at 80 % power, at the per-row level a further
+discovery would need:
 
     MDC = exp((t_{1-α/2} + t_{0.8}) · sqrt(s̃² / h)) - 1,   α = Q·(R+1)/m   (R discoveries of m rows)
+
+The MDC is what the job catches: a row its t test flags before SIGN_PAIRS pairs leans SLOWER or
+FASTER and is paired on until its signs can pass (its interval leaves out 0, so `hostbench ab`
+never gives it up).
 
 SAME when the MDC is within its class's practical threshold (decide.PRACTICAL), else UNSURE with
 the pairs that would bring it there. A row whose kernels differ between the sides is KERNEL
@@ -37,6 +50,8 @@ INTERVAL = 0.95      # the printed interval of each change
 MAX_DF = 1e6         # a prior of infinite weight, as a number scipy takes
 MIN_CLASS_ROWS = 8   # a class of fewer judged rows (a block's baselines alone) takes its mode's prior:
 #                      a moment fit over a handful of variances is mostly its own noise
+SIGN_PAIRS = math.ceil(math.log2(2 / Q))   # the fewest pairs whose sign patterns can pass at Q (8 at 1 %)
+SIGN_ENUMERATE = 16  # up to this many pairs the sign-flip test counts every pattern; past it, a fixed sample
 
 
 @dataclass
@@ -74,6 +89,7 @@ class RowVerdict:
     on_ratio: bool = False
     level_us: float | None = None
     note: str = ""
+    leans: str = ""             # UNSURE found by its t test whose signs do not pass yet: SLOWER or FASTER
 
     @property
     def moved(self) -> bool:
@@ -211,28 +227,40 @@ def class_priors(rows: list, est: dict, us_est: dict | None = None) -> dict:
             got += [us_est[r.key] for r in rows if r.key in us_est and (r.key[3], r.cls.removesuffix(" ratio")) in mine]
         return got
 
-    def fit(got):
-        return fit_prior([s2 for _, s2, _ in got], [h - 1 for _, _, h in got])
     out = {}
     for cls in sorted({r.cls for r in rows}):
         members = [r for r in rows if r.cls == cls]
         got = evidence(members)
         if len(got) < MIN_CLASS_ROWS:
             first = members[0]
-            got = evidence([r for r in rows if r.key[3] == first.key[3] and r.on_ratio == first.on_ratio])
-        out[cls] = fit(got)
+            members = [r for r in rows if r.key[3] == first.key[3] and r.on_ratio == first.on_ratio]
+            got = evidence(members)
+        out[cls] = capped(fit_prior([s2 for _, s2, _ in got], [h - 1 for _, _, h in got]), members, got)
     return out
+
+
+def capped(prior: Prior, members: list, got: list) -> Prior:
+    """The prior with d0 at most the blocks (probe × size) of its rows times their median d (module
+    docstring): a fit over the variants of one block, which share its processes, read their
+    agreement as tens of degrees of freedom, and resampled A/A jobs of one block found changes
+    in 5-9 % of them (log 2026-12-06-1027)."""
+    if not got or prior.df <= 0:
+        return prior
+    blocks = len({(r.key[0], r.key[2]) for r in members}) or 1
+    dfs = sorted(h - 1 for _, _, h in got)
+    return Prior(prior.s2, min(prior.df, blocks * dfs[len(dfs) // 2]), prior.rows)
 
 
 def _tests(rows: list, est: dict, priors: dict) -> dict:
     """{key: (m, se, df, p)} of the rows with an estimate; scipy takes every row's t in one call
     (a call per row was most of a resampled validation's time).
 
-    A row's moderated variance is never below its own: a row whose pairs spread past its class's
-    (a call whose processes split in two levels, a tail of its own) keeps its spread, while a row
-    spreading less borrows the class's. Moderated down toward a confident prior, such rows made
-    resampled A/A jobs false (log 2026-12-06-0800). It costs rows whose spread came out high by
-    chance some power."""
+    A row's moderated variance is never below its own nor its class's s0²: a row whose pairs
+    spread past its class's (a call whose processes split in two levels, a tail of its own) keeps
+    its spread, and a row that looks tighter than its class on a few pairs is judged at the
+    class's. Moderated down, such rows made resampled A/A jobs false (logs 2026-12-06-0800 and
+    2026-12-06-1027). It costs rows truly tighter than their class, or whose spread came out high
+    by chance, some power."""
     import numpy as np
     from scipy import stats as st
     got = {}
@@ -243,7 +271,7 @@ def _tests(rows: list, est: dict, priors: dict) -> dict:
         pr = priors[r.cls]
         d = h - 1
         s2m = (pr.df * pr.s2 + d * s2) / (pr.df + d) if pr.df + d > 0 else s2
-        got[r.key] = (m, math.sqrt(max(s2m, s2, 0.0) / h), min(pr.df + d, MAX_DF))
+        got[r.key] = (m, math.sqrt(max(s2m, s2, pr.s2 if pr.df > 0 else 0.0, 0.0) / h), min(pr.df + d, MAX_DF))
     if not got:
         return {}
     m, se, df = (np.array(col, dtype=float) for col in zip(*got.values()))
@@ -302,13 +330,35 @@ def _verdict(r: PairedRow, test, qv, q: float, alpha: float, quantiles: tuple | 
     limit = practical(r.cls)
     if kernel:
         v.verdict, v.note = "KERNEL CHANGED", kernel
-    elif qv is not None and qv <= q:
+    elif qv is not None and qv <= q and sign_flip_p(r.diffs) <= q:
         v.verdict = "SLOWER" if m > 0 else "FASTER"
+    elif qv is not None and qv <= q:     # flagged: the job pairs it on until its signs can pass
+        v.leans = "SLOWER" if m > 0 else "FASTER"
+        v.note = f"leans {v.leans}: its signs do not pass yet"
+        v.more_pairs = max(SIGN_PAIRS - v.pairs, 1)
     elif v.mdc <= limit:
         v.verdict = "SAME"
     else:
         v.more_pairs = more_pairs(v.pairs, se, df, alpha, limit)
     return v
+
+
+def sign_flip_p(diffs: list) -> float:
+    """The exact two-sided sign-flip p of a row's mean: the share of the sign patterns of its
+    pairs whose |mean| is at least its own (every pattern up to SIGN_ENUMERATE pairs; past it, a
+    fixed sample of 8192 with its own pattern counted in, so p is never 0). Under no change a
+    pair's sign is a coin, whatever the distribution of its size: the null that `hostbench
+    ab-check` resamples."""
+    import numpy as np
+    x = np.asarray(diffs, dtype=float)
+    if x.size == 0:
+        return 1.0
+    at_least = abs(x.sum()) * (1 - 1e-12)
+    if x.size <= SIGN_ENUMERATE:
+        bits = (np.arange(2 ** x.size)[:, None] >> np.arange(x.size)) & 1
+        return float(np.mean(np.abs((1.0 - 2.0 * bits) @ x) >= at_least))
+    signs = np.random.default_rng(0).choice([-1.0, 1.0], size=(8192, x.size))
+    return (int(np.sum(np.abs(signs @ x) >= at_least)) + 1) / (8192 + 1)   # the sample counts as one pattern
 
 
 def more_pairs(n: int, se: float, df: float, alpha: float, limit: float, most: int = 1000) -> int:

@@ -2,8 +2,10 @@
 
     hostbench ab-check reports/reference/h100/ab/aa reports/reference/h200/ab/aa
 
-Reads each job's pairs.json.gz (or the file itself), resamples its pairs into null jobs (pairs
-drawn with replacement, each pair's sign flipped at random) and plants changes of known size
+Reads each job's pairs.json.gz (or the file itself), resamples its pairs into null jobs (each
+pair's sign flipped at random; with --pairs-per-job N, N of its pairs drawn without replacement:
+a long A/A job stands in for the many short jobs an adaptive question stops at, 3-6 pairs, which a
+short job's own 2^(n-1) sign patterns cannot give 60 of) and plants changes of known size
 (reports/judge/validate_ab.py). Prints the false-job rate with its 95 % bound, the share caught
 at 1.2 × and 0.5 × the printed MDC, and the median MDC per class. With --check, exits 1 when the
 bound is over 5 %, 1.2 × MDC catches under 80 % (any planting), or 0.5 × MDC planted into one row
@@ -23,6 +25,8 @@ def add_parser(command) -> None:
     ap = command("ab-check", run, description=__doc__)
     ap.add_argument("jobs", nargs="+", metavar="JOB", help="A/A job folders or their pairs.json.gz")
     ap.add_argument("--resamples", type=int, default=60, help="null jobs per recorded comparison")
+    ap.add_argument("--pairs-per-job", type=int, default=None, metavar="N",
+                    help="each null job draws N of the recorded pairs (default: all of them)")
     ap.add_argument("--seed", type=int, default=None, help="the resampling's seed (default: fixed)")
     ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
 
@@ -32,6 +36,10 @@ def run(a) -> int:
     if a.resamples < 1:
         print(f"{a.prog}: --resamples {a.resamples}: at least 1", file=sys.stderr)
         return 2
+    if a.pairs_per_job is not None and a.pairs_per_job < v.paired.MIN_PAIRS:
+        print(f"{a.prog}: --pairs-per-job {a.pairs_per_job}: at least {v.paired.MIN_PAIRS} (a verdict's least)",
+              file=sys.stderr)
+        return 2
     comparisons = []
     try:
         for job in a.jobs:
@@ -39,7 +47,7 @@ def run(a) -> int:
     except v.PairsFileError as e:
         print(f"{a.prog}: {e}", file=sys.stderr)
         return 2
-    res = v.run(comparisons, a.resamples, v.SEED if a.seed is None else a.seed)
+    res = v.run(comparisons, a.resamples, v.SEED if a.seed is None else a.seed, a.pairs_per_job)
     if not res.jobs:
         print(f"{a.prog}: {' '.join(a.jobs)}: no comparison with a row of {v.paired.MIN_PAIRS} pairs to resample",
               file=sys.stderr)
