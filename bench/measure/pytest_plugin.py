@@ -23,6 +23,7 @@ import pytest
 from cudnn_hostbench.bench.measure.core import progress, timing
 from cudnn_hostbench.bench.measure.core.options import OptionError, SuiteOptions, check_config
 from cudnn_hostbench.bench.measure.runfile import records
+from cudnn_hostbench.bench.measure.runfile.fields import plain
 from cudnn_hostbench.bench.measure.runfile.status import Status
 from cudnn_hostbench.bench.measure.workers import schedule
 
@@ -250,7 +251,8 @@ class HostbenchSession:
 
     @property
     def fingerprint(self) -> dict:
-        return getattr(self.measure, "fingerprint", None) or {}
+        """The run's fingerprint as the run file's JSON object (the parent's is typed)."""
+        return plain(getattr(self.measure, "fingerprint", None) or {})
 
     def unmeasured(self) -> list:
         return self.measure.unmeasured() if self.measure is not None else []

@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Iterable
 
 from cudnn_hostbench.bench.measure.runfile import run_format, stats
+from cudnn_hostbench.bench.measure.runfile.environment import Fingerprint
+from cudnn_hostbench.bench.measure.runfile.fields import json_default, plain
 from cudnn_hostbench.bench.measure.runfile.files import write_text_atomic
 
 SCHEMA = run_format.VERSION   # the run file's format version (run_format.py: what changed, the migrations)
@@ -182,7 +184,7 @@ class JsonlWriter:
         self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - held open across writes, closed by close()
 
     def write(self, obj: dict) -> None:
-        self._fh.write(json.dumps(obj, default=str) + "\n")
+        self._fh.write(json.dumps(obj, default=json_default) + "\n")
         self._fh.flush()
         os.fsync(self._fh.fileno())
 
@@ -215,9 +217,10 @@ def benchmark_entry(rec: Record) -> dict:
     }
 
 
-def run_document(records: Iterable[Record], fingerprint: dict, machine_info: dict | None = None) -> dict:
+def run_document(records: Iterable[Record], fingerprint: Fingerprint | dict, machine_info: dict | None = None) -> dict:
     """A whole run file, in pytest-benchmark's layout, from records made outside pytest."""
     records = list(records)
+    fingerprint = plain(fingerprint)
     mi = dict(machine_info or {})
     mi["hostbench"] = fingerprint
     return {
@@ -234,16 +237,19 @@ def write_run(path: str | os.PathLike, doc: dict) -> Path:
     """Writes a run file atomically (temp file, then rename), so a crash never leaves half a file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    return write_text_atomic(path, json.dumps(doc, indent=1, default=str))
+    return write_text_atomic(path, json.dumps(doc, indent=1, default=json_default))
 
 
 @dataclass
 class Run:
     path: str
-    fingerprint: dict
+    fingerprint: Fingerprint   # a dict given is typed (Fingerprint.of)
     records: list
     datetime: str = ""
     warnings: list = field(default_factory=list)   # what loading had to skip, for commands to print
+
+    def __post_init__(self):
+        self.fingerprint = Fingerprint.of(self.fingerprint)
 
     def find(self, probe, variant, size, mode) -> Record | None:
         for r in self.records:
@@ -403,7 +409,7 @@ def _load_json(path: Path, text: str) -> Run:
         raise RunFileError(f"{path}: malformed fingerprint (machine_info.hostbench is not an object)")
     _check_fingerprint(path, fp)
     fp = run_format.migrate(fp, (doc.get("hostbench") or {}).get("schema"))
-    return Run(str(path), fp, recs, str(doc.get("datetime") or fp.get("datetime", "")))
+    return Run(str(path), Fingerprint.from_dict(fp), recs, str(doc.get("datetime") or fp.get("datetime", "")))
 
 
 # fingerprint fields the reports compute with (a dotted name: inside an object), and each one's type
@@ -481,4 +487,4 @@ def _load_jsonl(path: Path, text: str) -> Run:
         by_key[r.key] = r
     _check_fingerprint(path, fp)
     fp = run_format.migrate(fp, fp.get("schema"))
-    return Run(str(path), fp, list(by_key.values()), str(fp.get("datetime", "")), warnings)
+    return Run(str(path), Fingerprint.from_dict(fp), list(by_key.values()), str(fp.get("datetime", "")), warnings)

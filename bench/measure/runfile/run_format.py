@@ -11,27 +11,24 @@ its version up, so every reader sees the current layout:
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
+
+from cudnn_hostbench.bench.measure.runfile.fields import Fields
 
 VERSION = 2
 
 
-@dataclass
-class WorkerInfo:
-    """One worker process of a run: its role and where its time went."""
-    worker: int
+@dataclass(eq=False)
+class WorkerInfo(Fields):
+    """One worker process of a run: its role and where its time went (a row of the fingerprint's
+    worker_table; keys it does not know are kept in `extra`)."""
+    worker: int = 0
     role: str = "full"                 # full (every mode), eager (eager rows only), top-up, focus
     wall_s: float | None = None        # its suite wall, start-up not included
     startup_s: float | None = None
     time_s: dict = field(default_factory=dict)   # runner.PHASES -> seconds (runs from 2026-12-02 on)
     floor_us: float | None = None      # the host floor it learned
     fast_fraction: float | None = None  # its host's share of fast-state readings
-
-    @classmethod
-    def of(cls, data: dict) -> "WorkerInfo":
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
 
 
 def extra_workers(fingerprint: dict) -> tuple[list, int]:
@@ -45,11 +42,11 @@ def extra_workers(fingerprint: dict) -> tuple[list, int]:
 def row_of(worker: int, own: dict, role: str = "full") -> dict:
     """A worker's table row from its own fingerprint (its suite wall, start-up, time per phase, host)."""
     h = own.get("host_state") or {}
-    return dataclasses.asdict(WorkerInfo(
+    return WorkerInfo(
         worker=worker, role=role,
         wall_s=round(own["suite_wall_s"], 1) if own.get("suite_wall_s") is not None else None,
         startup_s=round(own["startup_s"], 1) if own.get("startup_s") is not None else None,
-        time_s=own.get("time_s") or {}, floor_us=h.get("floor_us"), fast_fraction=h.get("fast_fraction")))
+        time_s=own.get("time_s") or {}, floor_us=h.get("floor_us"), fast_fraction=h.get("fast_fraction")).full_dict()
 
 
 def worker_table(fingerprint: dict) -> list[dict]:
@@ -69,9 +66,9 @@ def worker_table(fingerprint: dict) -> list[dict]:
     rows = []
     for i in range(n):
         h = at(hosts, i) if isinstance(at(hosts, i), dict) else {}
-        rows.append(dataclasses.asdict(WorkerInfo(
+        rows.append(WorkerInfo(
             worker=i + 1, role=roles[i], wall_s=at(walls, i), startup_s=at(starts, i),
-            floor_us=h.get("floor_us"), fast_fraction=h.get("fast_fraction"))))
+            floor_us=h.get("floor_us"), fast_fraction=h.get("fast_fraction")).full_dict())
     return rows
 
 
@@ -88,11 +85,3 @@ def migrate(fingerprint: dict, schema) -> dict:
         fingerprint["schema"] = VERSION
     return fingerprint
 
-
-def workers_of(fingerprint: dict) -> list[WorkerInfo]:
-    """The run's workers, typed (a fingerprint read through migrate() has its table; one made in
-    memory in format 1's layout gets it from its lists)."""
-    rows = fingerprint.get("worker_table")
-    if not isinstance(rows, list):
-        rows = worker_table(fingerprint)
-    return [WorkerInfo.of(r) for r in rows if isinstance(r, dict)]
