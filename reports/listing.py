@@ -13,6 +13,7 @@ from pathlib import Path
 
 from cudnn_hostbench.bench.measure.runfile import machine
 from cudnn_hostbench.bench.measure.runfile.environment import Fingerprint
+from cudnn_hostbench.bench.measure.runfile.records import fingerprint_in
 from cudnn_hostbench.reports import fit
 from cudnn_hostbench.reports.history import db, where
 
@@ -38,8 +39,7 @@ def _fingerprint_of(path: Path) -> Fingerprint:
                     if isinstance(obj, dict) and obj.get("kind") == "fingerprint":
                         return Fingerprint.of(obj.get("fingerprint") or {})
             return Fingerprint.of({})
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        return Fingerprint.of((doc.get("machine_info") or {}).get("hostbench") or {})
+        return Fingerprint.of(fingerprint_in(json.loads(path.read_text(encoding="utf-8"))) or {})
     except (OSError, ValueError, TypeError, AttributeError):
         return Fingerprint.of({})
 

@@ -7,7 +7,7 @@ import pytest
 
 from cudnn_hostbench.bench.measure.core import timing
 from cudnn_hostbench.bench.measure.probe import Probe, Variant
-from cudnn_hostbench.bench.measure.runfile import fingerprint, records, stats
+from cudnn_hostbench.bench.measure.runfile import export, fingerprint, records, stats
 from cudnn_hostbench.reports import table
 from cudnn_hostbench.scripts import cli
 from tests.helpers import FINGERPRINT, synthetic_records, write_synthetic_run
@@ -163,15 +163,17 @@ def test_run_file_round_trip(tmp_path):
     assert b.ratio == a.ratio and b.role == a.role
     un = run.find("execute", "ordered", "256", "eager")
     assert un.status.startswith("unsupported") and not un.ok
-    doc = json.loads(path.read_text())  # pytest-benchmark layout: stats in seconds, raw data kept
-    e = doc["benchmarks"][0]
+    doc = json.loads(path.read_text())   # the engine's document: every record, samples in their unit
+    assert doc["format"] == records.FORMAT and [r["samples"] for r in doc["records"]] == [r.samples for r in recs]
+    exported = export.export_run(run)    # pytest-benchmark layout: stats in seconds, raw data kept
+    e = exported["benchmarks"][0]
     assert e["stats"]["median"] == pytest.approx(stats.summarize(a.samples).median * 1e-6)
     assert len(e["stats"]["data"]) == len(a.samples)
     assert e["name"] == "test_execute[256-torch_mm-eager]"
 
 
 def test_load_run_tolerates_unknown_and_missing_fields(tmp_path):
-    path = write_synthetic_run(tmp_path / "run.json")
+    path = write_synthetic_run(tmp_path / "run.json", exported=True)
     doc = json.loads(path.read_text())
     doc["benchmarks"][0]["extra_info"]["future_field"] = 42
     del doc["benchmarks"][0]["extra_info"]["kernel_names"]

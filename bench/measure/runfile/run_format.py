@@ -1,13 +1,16 @@
 """The run file's format version and the migrations that bring an older file up to it.
 
-A run file is pytest-benchmark's JSON with the harness's own parts (records.py); its version is
-`hostbench.schema` (and the fingerprint's `schema`). Reading a file applies each migration from
-its version up, so every reader sees the current layout:
+A run file's version is its `schema` (format 3 on: the engine's document, records.run_document;
+up to 2: pytest-benchmark's JSON, with it in `hostbench.schema`) and the fingerprint's `schema`.
+Reading a file applies each migration from its version up, so every reader sees the current layout:
 
 - 1 → 2: the fingerprint's per-worker lists (worker_wall_s, worker_startup_s, beside
   host_state.per_worker) become one table, `worker_table`: a row per worker process (`WorkerInfo`),
   which format 2 also gives each worker's role and time per phase. Format 1 files get their
   roles from the top-up and focus-only counts, which the parent kept.
+- 2 → 3: the run file is the engine's own document (format, schema, datetime, fingerprint, every
+  record with its samples in its unit); pytest-benchmark's JSON becomes an export (export.py). The
+  fingerprint and the records are unchanged, so nothing migrates; a format-2 file loads as before.
 """
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from dataclasses import dataclass, field
 
 from cudnn_hostbench.bench.measure.runfile.fields import Fields
 
-VERSION = 2
+VERSION = 3
 
 
 @dataclass(eq=False)
