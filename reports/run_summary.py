@@ -2,13 +2,14 @@
 and where its time went, in one line (`summary_line`, --wide), at most SUMMARY_LINES lines fitted to
 a width (`summary_lines`), or parts (`summary_parts`). Every renderer of a run (the table, the
 pytest report, `hostbench run` and `table`, the results pages) reads it from here; the trust
-signals it counts are bench/measure/runfile/trust.py's.
+signals it counts are bench/measure/runfile/trust.py's, their words reports/marks_text.py's.
 """
 from __future__ import annotations
 
 from cudnn_hostbench.bench.measure.runfile.environment import Fingerprint, HostState
 from cudnn_hostbench.bench.measure.runfile.records import MIN_PROCESSES
-from cudnn_hostbench.bench.measure.runfile.trust import count_marks, counts_text, shown_flags
+from cudnn_hostbench.bench.measure.runfile.trust import count_marks, shown_flags
+from cudnn_hostbench.reports.marks_text import counts_text
 
 
 def _top_ups(fingerprint: Fingerprint) -> tuple[list, int, set, set]:

@@ -15,7 +15,7 @@ from cudnn_hostbench.bench.measure.runfile import stats, trust
 from cudnn_hostbench.bench.measure.runfile.environment import known
 from cudnn_hostbench.bench.measure.runfile.files import write_text_atomic
 from cudnn_hostbench.bench.measure.runfile.records import CALL_MODES as MODES
-from cudnn_hostbench.reports import fit, fmt, run_summary
+from cudnn_hostbench.reports import fit, fmt, marks_text, run_summary
 
 # what the brackets after a table ratio hold (the README figures say theirs: scripts/maint/readme_figures.py);
 # a bracket is always [q1–q3] over rounds; the range over worker processes has a column of its own
@@ -119,7 +119,7 @@ def _shown_kinds(frame: pd.DataFrame) -> set:
 
 def _legend(frame: pd.DataFrame) -> list[str]:
     """The legend of the trust marks some figure carries, one mark a line."""
-    return trust.legend(_shown_kinds(frame))
+    return marks_text.legend(_shown_kinds(frame))
 
 
 def _figure(median, badge: str) -> str:

@@ -8,7 +8,7 @@ import pytest
 from cudnn_hostbench.bench.measure.core import timing
 from cudnn_hostbench.bench.measure.probe import Probe, Variant
 from cudnn_hostbench.bench.measure.runfile import export, fingerprint, records, stats
-from cudnn_hostbench.reports import table
+from cudnn_hostbench.reports import marks_text, table
 from cudnn_hostbench.scripts import cli
 from tests.helpers import FINGERPRINT, synthetic_records, write_synthetic_run
 
@@ -281,7 +281,6 @@ def test_table_figure_without_samples_has_no_ratio(tmp_path):
 
 
 def test_table_shows_trust_marks(tmp_path, capsys):
-    from cudnn_hostbench.bench.measure.runfile import trust
     from cudnn_hostbench.reports import run_summary
     recs = synthetic_records(6)
     for r in recs:
@@ -294,7 +293,7 @@ def test_table_shows_trust_marks(tmp_path, capsys):
     run = records.Run(str(tmp_path / "run.json"), dict(FINGERPRINT), recs)
     df = table.build_table(run)
     lines = table.render_text(df).splitlines()
-    assert lines[0] == trust.legend({"wide_spread"})[0] and "⚑d" not in "\n".join(lines)
+    assert lines[0] == marks_text.legend({"wide_spread"})[0] and "⚑d" not in "\n".join(lines)
     i = lines.index("execute · 256")
     pinned = next(line for line in lines[i:] if line.startswith("pinned "))
     generic = next(line for line in lines[i:] if line.startswith("generic "))
@@ -312,7 +311,7 @@ def test_table_shows_trust_marks(tmp_path, capsys):
     assert cli.main(["table", str(path)]) == 0
     out = capsys.readouterr().out
     assert out.startswith(table.caption(records.load_run(path))[:40]) and "1 figure(s) flagged" in out
-    assert trust.legend({"wide_spread"})[0] in out.splitlines()
+    assert marks_text.legend({"wide_spread"})[0] in out.splitlines()
     # no flag anywhere: no legend, no mark
     clean = table.render_text(table.build_table(records.Run("r.json", dict(FINGERPRINT), synthetic_records(6))))
     assert "⚑" not in clean
