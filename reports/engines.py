@@ -10,7 +10,7 @@ import re
 import sys
 
 from cudnn_hostbench.bench.measure.runfile import trust
-from cudnn_hostbench.reports import fmt
+from cudnn_hostbench.reports import fmt, marks_text
 
 _ID = re.compile(r"plan (\d+) '([^']*)'")
 
@@ -85,7 +85,7 @@ def markdown(run) -> str:
                  " ".join(t for t, on in (("heuristic's pick", x["heuristic"]), ("autotuned", x["autotuned"])) if on)]
                 for x in rows]
         kinds = {k for x in rows for fl in x.get("flags", {}).values() for k in fl}
-        marks = ("Marks, as `hostbench table` puts them: " + "; ".join(trust.legend(kinds)) + ".\n\n") if kinds else ""
+        marks = ("Marks, as `hostbench table` puts them: " + "; ".join(marks_text.legend(kinds)) + ".\n\n") if kinds else ""
         out.append(f"### Engines at {size}³ bf16 matmul\n\n{spread(rows)}.\n\n{marks}"
                    + fmt.md_table(["plan", "engine", "eager µs", "GPU µs (replay)", "device µs", "mark"], body))
     return "\n\n".join(out) + "\n"

@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 
 from cudnn_hostbench.bench.measure.runfile import machine
+from cudnn_hostbench.bench.measure.runfile.environment import Fingerprint
+from cudnn_hostbench.bench.measure.runfile.records import fingerprint_in
 from cudnn_hostbench.reports import fit
 from cudnn_hostbench.reports.history import db, where
 
@@ -27,20 +29,19 @@ def source_file(run: dict) -> Path | None:
     return path if path.is_file() else None
 
 
-def _fingerprint_of(path: Path) -> dict:
-    """The fingerprint of a run file (run.json or a partial records.jsonl), {} if unreadable."""
+def _fingerprint_of(path: Path) -> Fingerprint:
+    """The fingerprint of a run file (run.json or a partial records.jsonl), empty if unreadable."""
     try:
         if path.suffix == ".jsonl":
             with open(path, encoding="utf-8") as fh:
                 for line in fh:
                     obj = json.loads(line)
                     if isinstance(obj, dict) and obj.get("kind") == "fingerprint":
-                        return obj.get("fingerprint") or {}
-            return {}
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        return (doc.get("machine_info") or {}).get("hostbench") or {}
-    except (OSError, ValueError, AttributeError):
-        return {}
+                        return Fingerprint.of(obj.get("fingerprint") or {})
+            return Fingerprint.of({})
+        return Fingerprint.of(fingerprint_in(json.loads(path.read_text(encoding="utf-8"))) or {})
+    except (OSError, ValueError, TypeError, AttributeError):
+        return Fingerprint.of({})
 
 
 def machine_of(run: dict) -> tuple[str, str]:
@@ -48,20 +49,21 @@ def machine_of(run: dict) -> tuple[str, str]:
     # columns named after machine.FIELDS (with or without a machine_ prefix), when the schema has them
     cols = {k.removeprefix("machine_"): v for k, v in run.items() if v and k.removeprefix("machine_")
             in (*machine.FIELDS, "start")}
-    fps = [{"machine": cols}]
+    fps = [Fingerprint.of({"machine": cols})]
     try:
-        fps.append(json.loads(run.get("info_json") or "{}"))
+        info = json.loads(run.get("info_json") or "{}")
+        if isinstance(info, dict):
+            fps.append(Fingerprint.of(info))
     except ValueError:
         pass
     start = gpu = ""
     for fp in fps:
-        if isinstance(fp, dict):
-            start, gpu = start or machine.start_of(fp), gpu or machine.gpu_of(fp)
+        start, gpu = start or fp.start, gpu or fp.gpu_uuid
     if not (start and gpu):
         path = source_file(run)
         if path is not None and db.file_hash(path) == run.get("source_hash"):
             fp = _fingerprint_of(path)
-            start, gpu = start or machine.start_of(fp), gpu or machine.gpu_of(fp)
+            start, gpu = start or fp.start, gpu or fp.gpu_uuid
     return start or UNKNOWN, gpu or UNKNOWN
 
 

@@ -40,10 +40,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     terminalreporter.write_line(table.render_text(table.build_table(run), wide=wide))
     terminalreporter.write_line(f"run file: {path}  (table.csv, table.md beside it)")
     terminalreporter.write_line(store_run(run, path))
-    if run.fingerprint.get("cudnn_error"):
+    if run.fingerprint.cudnn_error:
         terminalreporter.write_line(f"cuDNN was not usable, so every cuDNN variant is unsupported: "
-                                    f"{run.fingerprint['cudnn_error']}", red=True)
-    cal = run.fingerprint.get("calibration_us", {})
+                                    f"{run.fingerprint.cudnn_error}", red=True)
+    cal = run.fingerprint.calibration_us
     if cal.get("after_over_before", 1) > 1.2:
         note = (f"note: host calibration after the profiler phase is {cal['after_over_before']:.2f}x slower "
                 "than before it; host figures were all taken before it")

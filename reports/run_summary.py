@@ -2,27 +2,28 @@
 and where its time went, in one line (`summary_line`, --wide), at most SUMMARY_LINES lines fitted to
 a width (`summary_lines`), or parts (`summary_parts`). Every renderer of a run (the table, the
 pytest report, `hostbench run` and `table`, the results pages) reads it from here; the trust
-signals it counts are bench/measure/runfile/trust.py's.
+signals it counts are bench/measure/runfile/trust.py's, their words reports/marks_text.py's.
 """
 from __future__ import annotations
 
-from cudnn_hostbench.bench.measure.runfile import run_format
+from cudnn_hostbench.bench.measure.runfile.environment import Fingerprint, HostState
 from cudnn_hostbench.bench.measure.runfile.records import MIN_PROCESSES
-from cudnn_hostbench.bench.measure.runfile.trust import count_marks, counts_text, shown_flags
+from cudnn_hostbench.bench.measure.runfile.trust import count_marks, shown_flags
+from cudnn_hostbench.reports.marks_text import counts_text
 
 
-def _top_ups(fingerprint: dict) -> tuple[list, int, set, set]:
+def _top_ups(fingerprint: Fingerprint) -> tuple[list, int, set, set]:
     """The run's top-up workers (a catch-up worker in older runs), focus-only workers, and the
     blocks the top-ups ran and timed fast."""
-    tops, focus = run_format.extra_workers(fingerprint)
+    tops, focus = fingerprint.top_ups_run(), fingerprint.focus_count
     return (tops, focus, {b for t in tops for b in t.get("blocks", [])},
             {b for t in tops for b in t.get("timed_fast", [])})
 
 
-def _host_text(run, host_state: dict, fast_state: str) -> str:
+def _host_text(run, host_state: HostState, fast_state: str) -> str:
     """The eager figures' host states, or why there are none; `fast_state` names the fast one."""
     states = [r.host_state for r in run.records if r.mode == "eager" and r.ok and getattr(r, "host_state", "")]
-    if host_state.get("unstable"):
+    if host_state.unstable:
         return "host UNSTABLE (eager figures not comparable)"
     if states:
         return f"{fast_state} {states.count('fast')}, slow {states.count('slow')}"
@@ -45,28 +46,28 @@ def _fast_text(blocks: list, fast: list) -> str:
     return f"all but {', '.join(slow)}" if len(slow) < len(fast) else ", ".join(fast)
 
 
-def _floor_text(host_state: dict) -> str:
+def _floor_text(host_state: HostState) -> str:
     """The host floor; its range over the workers where they differ (each judges by its own:
     hoststate.process_floor)."""
-    own = [w["floor_us"] for w in host_state.get("per_worker") or [] if isinstance(w, dict) and w.get("floor_us")]
+    own = [w.floor_us for w in host_state.per_worker if isinstance(w, HostState) and w.floor_us]
     if own and max(own) > min(own) * 1.01:
         return f"host floor {min(own):.2f}-{max(own):.2f} µs (per worker)"
-    return f"host floor {host_state['floor_us']:.2f} µs"
+    return f"host floor {host_state.floor_us:.2f} µs"
 
 
 def summary_line(run) -> str:
     """One line per run: workers, host floor, rounds kept and discarded (and why), flagged rows."""
-    fp = run.fingerprint or {}
-    host_state = fp.get("host_state") or {}
+    fp = run.fingerprint
+    host_state = fp.host_state
     kept = sum(len(r.samples) for r in run.records if r.ok and r.mode != "host")
     parts = [_workers_text(fp)]
-    few = fp.get("few_processes") or []
+    few = fp.few_processes or []
     if few:
         parts.append(f"eager rows on fewer than {MIN_PROCESSES} processes (⚑p) in {len(few)} block(s)")
-    cut = fp.get("budget_cut") or {}
+    cut = fp.budget_cut or {}
     if cut:
         parts.append(_cut_text(cut))
-    if host_state.get("floor_us"):
+    if host_state.floor_us:
         parts.append(_floor_text(host_state))
     parts.append(_host_text(run, host_state, "eager figures in the host's fast state"))
     waited = _waited_text(host_state)
@@ -77,11 +78,11 @@ def summary_line(run) -> str:
     return "; ".join(parts)
 
 
-def _workers_text(fingerprint: dict) -> str:
+def _workers_text(fingerprint: Fingerprint) -> str:
     """The run's workers, its focus-only ones, and its top-ups with the blocks they ran."""
     tops, focus, block_set, fast_set = _top_ups(fingerprint)
     blocks, fast = sorted(block_set), sorted(fast_set)
-    return (f"{fingerprint.get('workers', 1) - focus - len(tops)} worker(s)"
+    return (f"{fingerprint.workers - focus - len(tops)} worker(s)"
             + (f" + {focus} focus-only worker(s)" if focus else "")
             + ((" + a catch-up worker" if len(tops) == 1 else f" + {len(tops)} top-up workers")
                + f" for {', '.join(blocks)} (timed fast: "
@@ -95,13 +96,13 @@ def _cut_text(cut: dict) -> str:
     return f"cut to fit --hb-budget-s {cut.get('budget_s', 0):g}: {', '.join(what)}"
 
 
-def _waited_text(host_state: dict) -> str:
+def _waited_text(host_state: HostState) -> str:
     """How long the workers waited for the fast state before eager rounds ('' when they did not)."""
-    waits = [w for w in host_state.get("per_worker") or [host_state] if isinstance(w, dict)]
-    waited = sum((w.get("gate_s") or 0) + (w.get("focus_s") or 0) for w in waits)
+    waits = host_state.waits()
+    waited = sum((w.gate_s or 0) + (w.focus_s or 0) for w in waits)
     if not waited:
         return ""
-    gave = sum(1 for w in waits if w.get("gave_up"))
+    gave = sum(1 for w in waits if w.gave_up)
     return (f"{waited:.0f} s waited for the fast state before eager rounds"
             + (f" ({gave} worker(s) stopped waiting: their waits found none)" if gave else ""))
 
@@ -130,8 +131,8 @@ def time_text(run) -> str:
     """Where the run's time went (s), over all workers and per worker ('' for runs from before
     workers recorded it): start-up, warm-up, building, eager rounds, waiting for the fast host
     state, graph, device, build-time rows and the rest; and the parent's own time."""
-    fp = run.fingerprint or {}
-    table = run_format.workers_of(fp)
+    fp = run.fingerprint
+    table = fp.workers_table()
     per = [w.time_s for w in table if isinstance(w.time_s, dict)]
     if not any(per):
         return ""
@@ -144,7 +145,7 @@ def time_text(run) -> str:
     for i, times in enumerate(per):
         role = roles[i] if i < len(roles) else ""
         out.append(f"worker {i + 1}{' ' + role if role else ''} {sum(times.values()):.1f} = {_time_parts(times)}")
-    wall = fp.get("suite_wall_s")
+    wall = fp.suite_wall_s
     if wall and len(per) > 1:
         out.append(f"the run {wall:.1f} (the parent's own {max(0.0, wall - sum(total.values())):.1f})")
     building = _building_text(fp)
@@ -157,13 +158,13 @@ def _time_parts(times: dict) -> str:
     return ", ".join(f"{TIME_NAMES.get(k, k)} {v:.1f}" for k, v in times.items() if v >= 0.05)
 
 
-def _building_text(fingerprint: dict) -> str:
+def _building_text(fingerprint: Fingerprint) -> str:
     """The largest blocks' building time, all workers ('' where the run has none)."""
-    builds = {k: v for k, v in (fingerprint.get("build_s") or {}).items() if isinstance(v, (int, float))}
+    builds = {k: v for k, v in (fingerprint.build_s or {}).items() if isinstance(v, (int, float))}
     if not builds:
         return ""
     top = sorted(builds.items(), key=lambda kv: -kv[1])[:BUILD_TOP]
-    plans = [v for v in (fingerprint.get("plans_s") or {}).values() if isinstance(v, (int, float))]
+    plans = [v for v in (fingerprint.plans_s or {}).values() if isinstance(v, (int, float))]
     return ("building by block, all workers: " + ", ".join(f"{k} {v:.1f}" for k, v in top)
             + (f" (of {sum(builds.values()):.1f} over {len(builds)} blocks)" if len(builds) > BUILD_TOP else "")
             + (f"; in cuDNN's build steps {sum(plans):.1f} of {sum(builds.values()):.1f}" if plans else ""))
@@ -171,20 +172,20 @@ def _building_text(fingerprint: dict) -> str:
 def summary_parts(run) -> list[str]:
     """The run summary in short parts, most telling first (summary_lines packs them): workers,
     host state, rounds, flagged figures. The blocks and the discard reasons are summary_line's."""
-    fp = run.fingerprint or {}
-    hs = fp.get("host_state") or {}
+    fp = run.fingerprint
+    hs = fp.host_state
     tops, focus, blocks, fast = _top_ups(fp)
-    workers = f"{fp.get('workers', 1) - focus - len(tops)} worker(s)" + (f" + {focus} focus-only" if focus else "")
+    workers = f"{fp.workers - focus - len(tops)} worker(s)" + (f" + {focus} focus-only" if focus else "")
     if tops:
         workers += (f" + {len(tops)} top-up for {len(blocks)} block(s) ("
                     + ("all" if fast >= blocks else f"{len(fast & blocks)}") + " timed fast)")
     parts = [workers]
-    few = fp.get("few_processes") or []
+    few = fp.few_processes or []
     if few:
         parts.append(f"⚑p in {len(few)} block(s)")
-    if fp.get("budget_cut"):
-        parts.append(f"cut to fit --hb-budget-s {fp['budget_cut'].get('budget_s', 0):g}")
-    if hs.get("floor_us"):
+    if fp.budget_cut:
+        parts.append(f"cut to fit --hb-budget-s {fp.budget_cut.get('budget_s', 0):g}")
+    if hs.floor_us:
         parts.append(_floor_text(hs))
     parts.append(_host_text(run, hs, "eager in the fast host state"))
     kept = sum(len(r.samples) for r in run.records if r.ok and r.mode != "host")

@@ -94,7 +94,7 @@ def one_line(text: str, limit: int = 300) -> str:
 
 
 def gpu(run: Run) -> str:
-    return str(run.fingerprint.get("gpu_name") or "unknown GPU")
+    return str(run.fingerprint.gpu_name or "unknown GPU")
 
 
 def by_gpu(runs: Iterable[Run]) -> dict[str, list[Run]]:
@@ -107,8 +107,8 @@ def by_gpu(runs: Iterable[Run]) -> dict[str, list[Run]]:
 
 def frontend_version(run: Run) -> str:
     """The run's nvidia-cudnn-frontend version, from its fingerprint or its file name (run-fe1.2.0)."""
-    v = run.fingerprint.get("cudnn_frontend")
-    if isinstance(v, dict):
+    v = run.fingerprint.cudnn_frontend
+    if isinstance(v, dict):   # an early layout: {"version": ...}
         v = v.get("version")
     if v:
         return str(v)

@@ -12,9 +12,10 @@ import pandas as pd
 
 from cudnn_hostbench.bench.measure.runfile import records as rec_mod
 from cudnn_hostbench.bench.measure.runfile import stats, trust
+from cudnn_hostbench.bench.measure.runfile.environment import known
 from cudnn_hostbench.bench.measure.runfile.files import write_text_atomic
 from cudnn_hostbench.bench.measure.runfile.records import CALL_MODES as MODES
-from cudnn_hostbench.reports import fit, fmt, run_summary
+from cudnn_hostbench.reports import fit, fmt, marks_text, run_summary
 
 # what the brackets after a table ratio hold (the README figures say theirs: scripts/maint/readme_figures.py);
 # a bracket is always [q1–q3] over rounds; the range over worker processes has a column of its own
@@ -118,7 +119,7 @@ def _shown_kinds(frame: pd.DataFrame) -> set:
 
 def _legend(frame: pd.DataFrame) -> list[str]:
     """The legend of the trust marks some figure carries, one mark a line."""
-    return trust.legend(_shown_kinds(frame))
+    return marks_text.legend(_shown_kinds(frame))
 
 
 def _figure(median, badge: str) -> str:
@@ -381,10 +382,9 @@ def csv_text(frame: pd.DataFrame) -> str:
 
 def caption(run: rec_mod.Run) -> str:
     fp = run.fingerprint
-    be = fp.get("cudnn_backend")
-    return (f"{fp.get('gpu_name', '?')} · cuDNN {be} · frontend {fp.get('cudnn_frontend', '?')} · "
-            f"torch {fp.get('torch', '?')} (CUDA {fp.get('cuda', '?')}) · driver {fp.get('driver', '?')} · "
-            f"{fp.get('cpu_model', '?')} · {run.datetime}")
+    return (f"{known(fp.gpu_name)} · cuDNN {fp.cudnn_backend} · frontend {known(fp.cudnn_frontend)} · "
+            f"torch {known(fp.torch)} (CUDA {known(fp.cuda)}) · driver {known(fp.driver)} · "
+            f"{known(fp.cpu_model)} · {run.datetime}")
 
 
 def write_outputs(run: rec_mod.Run, out_dir: str | Path) -> tuple[Path, Path]:

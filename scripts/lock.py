@@ -11,19 +11,20 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from cudnn_hostbench.bench.measure.runfile.environment import known
 from cudnn_hostbench.bench.measure.runfile.records import RunFileError, load_run
 from cudnn_hostbench.scripts.cli import alias, exit_with
 
 
 def constraints(run) -> str:
     fp = run.fingerprint
-    pk = dict(fp.get("packages") or {})
+    pk = dict(fp.packages or {})
     if not pk:
         raise RunFileError(f"{run.path}: the run records no package versions (runs from before cudnn-hostbench 0.2)")
     pk.pop("cudnn-hostbench", None)   # the harness itself is the checkout, at the commit below
-    commit = (fp.get("commit_info") or {}).get("id") or "unknown"
-    head = [f"# Exact versions behind {Path(run.path).name}: {fp.get('gpu_name', '?')}, driver {fp.get('driver', '?')},",
-            f"# Python {fp.get('python', '?')}, harness commit {commit[:12]}; written by scripts/lock.py from the",
+    commit = fp.commit_info.id or "unknown"
+    head = [f"# Exact versions behind {Path(run.path).name}: {known(fp.gpu_name)}, driver {known(fp.driver)},",
+            f"# Python {known(fp.python)}, harness commit {commit[:12]}; written by scripts/lock.py from the",
             "# run's fingerprint. Install: pip install -c THIS_FILE -e \".[gpu]\""]
     return "\n".join(head + [f"{n}=={v}" for n, v in sorted(pk.items())]) + "\n"
 

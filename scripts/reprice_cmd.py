@@ -47,7 +47,7 @@ def run(a) -> int:
     problem = ready_dir(out)   # made and written to before the report: a bad --out prints nothing
     if problem:
         return bad(a.prog, f"--out {out}: {problem}")
-    gpu, ran_on = report.env.get("gpu_name"), run.fingerprint.get("gpu_name")
+    gpu, ran_on = report.env.get("gpu_name"), run.fingerprint.gpu_name
     note = "given (re-priced)"
     if gpu and ran_on and gpu != ran_on:
         note += f"; the run is from {ran_on}, the audit from {gpu}"

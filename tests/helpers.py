@@ -38,6 +38,10 @@ FINGERPRINT = {"gpu_name": "NVIDIA H200", "sm_count": 132, "driver": "580.0", "c
                "cpu_model": "Xeon", "clock_source": "tsc", "datetime": "2026-11-29T00:00:00+00:00"}
 
 
-def write_synthetic_run(path, seed: int = 0, **kw):
+def write_synthetic_run(path, seed: int = 0, exported: bool = False, **kw):
+    """A synthetic run file: the engine's document, or (`exported`) pytest-benchmark's layout,
+    which run files had up to format 2 and --benchmark-json exports have."""
+    from cudnn_hostbench.bench.measure.runfile import export
     recs = synthetic_records(seed, **kw)
-    return records.write_run(path, records.run_document(recs, dict(FINGERPRINT)))
+    write = export.pytest_benchmark_document if exported else records.run_document
+    return records.write_run(path, write(recs, dict(FINGERPRINT)))

@@ -7,8 +7,8 @@ import pytest
 
 from cudnn_hostbench.bench.measure.core import timing
 from cudnn_hostbench.bench.measure.probe import Probe, Variant
-from cudnn_hostbench.bench.measure.runfile import fingerprint, records, stats
-from cudnn_hostbench.reports import table
+from cudnn_hostbench.bench.measure.runfile import export, fingerprint, records, stats
+from cudnn_hostbench.reports import marks_text, table
 from cudnn_hostbench.scripts import cli
 from tests.helpers import FINGERPRINT, synthetic_records, write_synthetic_run
 
@@ -163,15 +163,17 @@ def test_run_file_round_trip(tmp_path):
     assert b.ratio == a.ratio and b.role == a.role
     un = run.find("execute", "ordered", "256", "eager")
     assert un.status.startswith("unsupported") and not un.ok
-    doc = json.loads(path.read_text())  # pytest-benchmark layout: stats in seconds, raw data kept
-    e = doc["benchmarks"][0]
+    doc = json.loads(path.read_text())   # the engine's document: every record, samples in their unit
+    assert doc["format"] == records.FORMAT and [r["samples"] for r in doc["records"]] == [r.samples for r in recs]
+    exported = export.export_run(run)    # pytest-benchmark layout: stats in seconds, raw data kept
+    e = exported["benchmarks"][0]
     assert e["stats"]["median"] == pytest.approx(stats.summarize(a.samples).median * 1e-6)
     assert len(e["stats"]["data"]) == len(a.samples)
     assert e["name"] == "test_execute[256-torch_mm-eager]"
 
 
 def test_load_run_tolerates_unknown_and_missing_fields(tmp_path):
-    path = write_synthetic_run(tmp_path / "run.json")
+    path = write_synthetic_run(tmp_path / "run.json", exported=True)
     doc = json.loads(path.read_text())
     doc["benchmarks"][0]["extra_info"]["future_field"] = 42
     del doc["benchmarks"][0]["extra_info"]["kernel_names"]
@@ -279,7 +281,6 @@ def test_table_figure_without_samples_has_no_ratio(tmp_path):
 
 
 def test_table_shows_trust_marks(tmp_path, capsys):
-    from cudnn_hostbench.bench.measure.runfile import trust
     from cudnn_hostbench.reports import run_summary
     recs = synthetic_records(6)
     for r in recs:
@@ -292,7 +293,7 @@ def test_table_shows_trust_marks(tmp_path, capsys):
     run = records.Run(str(tmp_path / "run.json"), dict(FINGERPRINT), recs)
     df = table.build_table(run)
     lines = table.render_text(df).splitlines()
-    assert lines[0] == trust.legend({"wide_spread"})[0] and "⚑d" not in "\n".join(lines)
+    assert lines[0] == marks_text.legend({"wide_spread"})[0] and "⚑d" not in "\n".join(lines)
     i = lines.index("execute · 256")
     pinned = next(line for line in lines[i:] if line.startswith("pinned "))
     generic = next(line for line in lines[i:] if line.startswith("generic "))
@@ -310,7 +311,7 @@ def test_table_shows_trust_marks(tmp_path, capsys):
     assert cli.main(["table", str(path)]) == 0
     out = capsys.readouterr().out
     assert out.startswith(table.caption(records.load_run(path))[:40]) and "1 figure(s) flagged" in out
-    assert trust.legend({"wide_spread"})[0] in out.splitlines()
+    assert marks_text.legend({"wide_spread"})[0] in out.splitlines()
     # no flag anywhere: no legend, no mark
     clean = table.render_text(table.build_table(records.Run("r.json", dict(FINGERPRINT), synthetic_records(6))))
     assert "⚑" not in clean

@@ -3,8 +3,7 @@ texts held to the code's own constants and modules."""
 import re
 from pathlib import Path
 
-from cudnn_hostbench.bench.measure.runfile import trust
-from cudnn_hostbench.reports import table
+from cudnn_hostbench.reports import marks_text, table
 from cudnn_hostbench.reports.verdict import decide
 from cudnn_hostbench.scripts import cli
 
@@ -29,7 +28,7 @@ def test_practical_thresholds_come_from_the_model():
 
 def test_readme_marks_are_the_trust_marks_and_d_marks_no_figure():
     (marks,) = between(README, "marks")
-    assert " ".join(marks.split()) == trust.short_legend()
+    assert " ".join(marks.split()) == marks_text.short_legend()
     assert "d:" not in marks
 
 

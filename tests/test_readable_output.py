@@ -12,7 +12,7 @@ import pytest
 from cudnn_hostbench.bench.measure.core import options
 from cudnn_hostbench.bench.measure.runfile import trust
 from cudnn_hostbench.bench.measure.runfile.records import Record, load_run, run_document, write_run
-from cudnn_hostbench.reports import run_summary, table
+from cudnn_hostbench.reports import marks_text, run_summary, table
 from cudnn_hostbench.reports.judge import compare as cmp
 from cudnn_hostbench.scripts import cli
 from tests.helpers import FINGERPRINT, synthetic_records
@@ -37,8 +37,8 @@ def test_marks_are_defined_once_and_only_trust_lowering_ones_mark_a_figure():
     assert trust.badge(rec) == ""
     rec.flags = ["discarded", "slow_host", "wide_spread"]
     assert trust.badge(rec) == "⚑sw"
-    assert all(len(line) <= 100 for line in trust.legend())
-    assert "d:" not in trust.LEGEND and "s: " in trust.LEGEND
+    assert all(len(line) <= 100 for line in marks_text.legend())
+    assert "d:" not in marks_text.LEGEND and "s: " in marks_text.LEGEND
 
 
 def test_count_marks_by_kind():
@@ -50,7 +50,7 @@ def test_count_marks_by_kind():
         records = recs
     assert trust.count_marks(Run) == {"slow_host": 2, "wide_spread": 1}
     assert trust.count_marks(Run, shown_only=False) == {"discarded": 2, "slow_host": 2, "wide_spread": 1}
-    assert trust.counts_text(trust.count_marks(Run)) == "2 ⚑s, 1 ⚑w"
+    assert marks_text.counts_text(trust.count_marks(Run)) == "2 ⚑s, 1 ⚑w"
 
 
 def test_reference_run_flags_only_less_trustworthy_figures_and_still_counts_discards():

@@ -9,6 +9,7 @@ from cudnn_hostbench.bench.measure.core import plan_clock, timing
 from cudnn_hostbench.bench.measure.core.runner import Session
 from cudnn_hostbench.bench.measure.probe import Case, Probe, Variant
 from cudnn_hostbench.bench.measure.runfile import records
+from cudnn_hostbench.bench.measure.runfile.environment import Fingerprint
 from cudnn_hostbench.bench.measure.runfile.status import Unsupported
 from cudnn_hostbench.bench.measure.workers import replicas
 
@@ -49,7 +50,7 @@ def session(tmp_path, monkeypatch):
     s = Session(tmp_path, timing.Options(rounds=4, warmup_rounds=1, target_round_s=1e-5, min_calls=2, max_calls=4,
                                          device_rounds=3, device_calls=2))
     s._ctx = FakeCtx()
-    s.fingerprint = {"gpu_name": "fake"}
+    s.fingerprint = Fingerprint.of({"gpu_name": "fake"})
 
     def capture(fn, calls, stream, warmup=3):
         if fn is s._cases[("toy", "8")]["trap"].fn:
@@ -83,7 +84,7 @@ def test_statuses_per_variant_and_mode(session, tmp_path):
     assert run.find("toy", "trap", "8", "graph").status.startswith("capture failed")
     assert run.find("toy", "trap", "8", "eager").samples == pytest.approx(get("trap", "eager").samples)
     doc = json.loads((tmp_path / "run.json").read_text())
-    assert {u["variant"] for u in doc["hostbench"]["unmeasured"]} == {"trap", "wrong", "old"}
+    assert {u["variant"] for u in doc["records"] if u["status"] != "ok"} == {"trap", "wrong", "old"}
 
 
 def test_cudnn_probe_without_cudnn_is_unsupported_everywhere(session):

@@ -5,13 +5,16 @@ import json
 
 import pytest
 
+from cudnn_hostbench.bench.measure.runfile.export import pytest_benchmark_document
 from cudnn_hostbench.bench.measure.runfile.records import JsonlWriter, Record, run_document, write_run
 from cudnn_hostbench.reports import store
 from tests.helpers import FINGERPRINT, synthetic_records
 
 
-def write(path, fp=None, recs=None):
-    return write_run(path, run_document(recs or synthetic_records(1, rounds=6), {**FINGERPRINT, **(fp or {})}))
+def write(path, fp=None, recs=None, exported=False):
+    """A run file of synthetic records (`exported`: in pytest-benchmark's layout)."""
+    layout = pytest_benchmark_document if exported else run_document
+    return write_run(path, layout(recs or synthetic_records(1, rounds=6), {**FINGERPRINT, **(fp or {})}))
 
 
 def test_folder_of_runs_loads_by_gpu_and_names_damaged_files(tmp_path):
@@ -115,7 +118,7 @@ def test_records_frame_in_us_with_baseline_difference(tmp_path):
                                         ("spread", "wide"), ("kernels_per_call", "one")])
 def test_a_malformed_figure_names_its_benchmark_and_field(tmp_path, field, bad):
     from cudnn_hostbench.bench.measure.runfile.records import RunFileError, load_run
-    path = write(tmp_path / "run.json")
+    path = write(tmp_path / "run.json", exported=True)
     doc = json.loads(path.read_text())
     entry = next(b for b in doc["benchmarks"] if (b["extra_info"]["variant"], b["extra_info"]["mode"]) == ("generic", "eager")
                  and b["extra_info"]["size"] == "256")
@@ -135,3 +138,11 @@ def test_a_malformed_figure_names_its_benchmark_and_field(tmp_path, field, bad):
     with pytest.raises(RunFileError) as e:
         load_run(tmp_path / "records.jsonl")
     assert "execute/generic/256 eager" in str(e.value) and (field if field != "stats.data" else "samples") in str(e.value)
+    # and in the engine's run file
+    own = tmp_path / "own.json"
+    own.write_text(json.dumps({**run_document([], FINGERPRINT), "records": [rec]}))
+    with pytest.raises(RunFileError) as e:
+        load_run(own)
+    msg = str(e.value)
+    assert msg.startswith(str(own)) and "execute/generic/256 eager" in msg and "\n" not in msg
+    assert (field if field != "stats.data" else "samples") in msg

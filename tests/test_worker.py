@@ -195,7 +195,7 @@ def test_every_committed_run_file_reads_typed_and_round_trips_through_the_one_wr
     w = merged[0].workers[0]
     assert w["median"] == w.median and w.get("ratio") == w.ratio and set(w) >= {"worker", "n", "median"}
     again = records.load_run(records.write_run(tmp_path / "run.json", records.run_document(run.records, run.fingerprint)))
-    assert again.fingerprint == json.loads(json.dumps(run.fingerprint, default=str))
+    assert again.fingerprint.to_dict() == run.fingerprint.to_dict()
     before = {r.key: r.to_dict() for r in run.records}
     after = {r.key: r.to_dict() for r in again.records}
     assert before.keys() == after.keys()
@@ -212,11 +212,11 @@ def test_every_committed_run_file_migrates_to_the_current_format(path):
     from cudnn_hostbench.bench.measure.runfile import run_format
     raw = json.loads(path.read_text())
     fp = records.load_run(path).fingerprint
-    assert fp["schema"] == run_format.VERSION == records.SCHEMA
-    table = run_format.workers_of(fp)
+    assert fp.schema == run_format.VERSION == records.SCHEMA
+    table = fp.workers_table()
     old = raw["machine_info"]["hostbench"]
     if raw["hostbench"].get("schema", 1) == 2:   # written at format 2 (aa/, 2026-12-02): read as written
-        assert table == [run_format.WorkerInfo.of(d) for d in old["worker_table"]]
+        assert table == [run_format.WorkerInfo.from_dict(d) for d in old["worker_table"]]
         assert table[0].role == "full" and {w.role for w in table[1:]} <= {"eager", "top-up"}
         assert len(table) == len(old["worker_table"]) and [w.worker for w in table] == list(range(1, len(table) + 1))
         return

@@ -242,7 +242,7 @@ def _can_audit() -> None:
 def _costs(run_file, env: dict, root) -> tuple:
     """(the run file's figures, its path, a note on it): load_costs, saying where its frontend differs."""
     run, run_path, run_note = load_costs(run_file, env.get("gpu_name"), root)
-    fe = (run.fingerprint.get("cudnn_frontend") if run else None)
+    fe = (run.fingerprint.cudnn_frontend if run else None)
     if run is not None and fe and fe != env.get("cudnn_frontend"):
         run_note += f"; measured with frontend {fe}, this process runs {env.get('cudnn_frontend')}"
     return run, run_path, run_note
@@ -526,7 +526,7 @@ def _priced_notes(report: AuditReport, run, avoidable: float) -> list:
 def _run_note(report: AuditReport, run) -> str:
     """The report's run note, saying where the run's frontend differs from the audit's."""
     run_note = report.run_note
-    fe_run, fe_audit = (run.fingerprint.get("cudnn_frontend") if run else None), report.env.get("cudnn_frontend")
+    fe_run, fe_audit = (run.fingerprint.cudnn_frontend if run else None), report.env.get("cudnn_frontend")
     if fe_run and fe_audit and fe_run != fe_audit and "measured with frontend" not in run_note:
         run_note += f"; the run measured frontend {fe_run}, the audit ran {fe_audit}: figures may not carry over"
     return run_note

@@ -21,7 +21,7 @@ def find_run_file(gpu_name: str | None, root: str | Path = ".") -> Path | None:
     runs = sorted(root.glob("results/*/run.json"), key=lambda p: p.stat().st_mtime, reverse=True)
     for p in runs:
         try:
-            if rec_mod.load_run(p).fingerprint.get("gpu_name") == gpu_name:
+            if rec_mod.load_run(p).fingerprint.gpu_name == gpu_name:
                 return p
         except rec_mod.RunFileError:
             continue

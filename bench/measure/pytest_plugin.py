@@ -8,8 +8,9 @@ measured per-call figures (not pytest-benchmark's wall time around them).
 The plugin is one object per run, HostbenchSession (config._hostbench); the hooks delegate to it.
 With --hb-workers K > 1 (the default) this process is the parent: at the first probe it runs the
 suite in K fresh worker processes one after another (bench.measure.workers.parent, bench.measure.workers.replicas),
-merges their records, and its own tests report the merged figures. The one run file is pytest-benchmark's own JSON
-(`--benchmark-json`, default <out>/run.json), so its stats come from pytest-benchmark's Stats.
+merges their records, and its own tests report the merged figures. The engine writes the run file,
+<out>/run.json (records.run_document), itself; pytest-benchmark's JSON (`--benchmark-json`) is an
+export whose stats are the engine's samples, handed over as above.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import pytest
 from cudnn_hostbench.bench.measure.core import progress, timing
 from cudnn_hostbench.bench.measure.core.options import OptionError, SuiteOptions, check_config
 from cudnn_hostbench.bench.measure.runfile import records
+from cudnn_hostbench.bench.measure.runfile.fields import plain
 from cudnn_hostbench.bench.measure.runfile.status import Status
 from cudnn_hostbench.bench.measure.workers import schedule
 
@@ -182,6 +184,7 @@ class HostbenchSession:
         self.cases: list = []        # the collected probe cases, for the own engine's jobs
         self.measure = None          # a runner.Session (worker or single process) or a parent.Parent
         self.run_path: Path | None = None
+        self.reported: list = []     # the measured records pytest reported, in its order
         self._placed = False
         self._target: RunFileTarget | None = None
         self._user_json = user_json_path(config.getoption("benchmark_json", None))
@@ -250,27 +253,32 @@ class HostbenchSession:
 
     @property
     def fingerprint(self) -> dict:
-        return getattr(self.measure, "fingerprint", None) or {}
+        """The run's fingerprint as the run file's JSON object (the parent's is typed)."""
+        return plain(getattr(self.measure, "fingerprint", None) or {})
 
     def unmeasured(self) -> list:
         return self.measure.unmeasured() if self.measure is not None else []
 
     # -- the run file ------------------------------------------------------------------------
     def place_run_file(self) -> None:
-        """Renames the finished run file into place (once) and sets run_path, which the report
-        plugin tabulates."""
+        """Writes the engine's run file (once) and sets run_path, which the report plugin
+        tabulates: <out>/run.json, or the user's --benchmark-json export where one was given.
+        pytest-benchmark's own file becomes run.json only where the engine measured nothing (a
+        plain pytest-benchmark test under the plugin)."""
         if self._placed:
             return
         self._placed = True
+        own = self._write_own_run_file()
         path = None
         if self._target is not None:
             self._target.close()
             tmp = self._target.path
-            if tmp.exists() and tmp.stat().st_size > 0:
+            if own is None and tmp.exists() and tmp.stat().st_size > 0:
                 path = tmp.with_name("run.json")
                 os.replace(tmp, path)
             else:
                 tmp.unlink(missing_ok=True)
+                path = own
         elif self.owner and self._user_json is not None:
             fh = self.config.getoption("benchmark_json", None)
             if hasattr(fh, "write") and not fh.closed:
@@ -278,6 +286,18 @@ class HostbenchSession:
             p = self._user_json
             path = p if p.exists() and p.stat().st_size > 0 else None
         self.run_path = path
+
+    def _write_own_run_file(self) -> Path | None:
+        """<out>/run.json from the engine: the figures pytest reported, in its order, then the
+        records with no figure (the order a pytest-benchmark run file had them in); None where the
+        engine measured nothing, or the user's export is that very file."""
+        target = self.out / "run.json"
+        if not self.owner or self.measure is None or self._user_json == target.resolve():
+            return None
+        recs = [*self.reported, *self.unmeasured()]
+        if not recs:
+            return None
+        return records.write_run(target, records.run_document(recs, self.fingerprint))
 
     def close(self) -> None:
         """Releases the frontend's objects in order (built graphs and plans, then the handle)
@@ -378,6 +398,8 @@ def run_case(benchmark, request, case) -> records.Record:
         pytest.skip(f"cannot measure: {type(e).__name__}: {e}")
     if hb.worker:
         return rec   # a worker only writes records.jsonl; the parent reports the merged figures
+    if rec.ok:
+        hb.reported.append(rec)
     return report_record(benchmark, rec, f"{probe.name}/{variant}/{size}/{mode}")
 
 

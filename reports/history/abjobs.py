@@ -176,9 +176,8 @@ def read(path: str | Path) -> Job:
         raise JobError(f"{shown}: a corrupt {RESULT_FILE} ({what}); nothing stored") from e
     _load_sides(path, sides)
     runs = [s.run for s in sides.values() if s.run is not None]
-    fps = [r.fingerprint or {} for r in runs]
-    gpu = next((str(fp["gpu_name"]) for fp in fps if fp.get("gpu_name")), "unknown GPU")
-    when = sorted(str(r.datetime or (r.fingerprint or {}).get("datetime") or "") for r in runs)
+    gpu = next((str(r.fingerprint.gpu_name) for r in runs if r.fingerprint.gpu_name), "unknown GPU")
+    when = sorted(str(r.datetime or r.fingerprint.datetime or "") for r in runs)
     started = next((w for w in when if w), "") or _dt.datetime.fromtimestamp(
         (path / RESULT_FILE).stat().st_mtime, _dt.timezone.utc).isoformat(timespec="seconds")
     return Job(path.resolve(), hashlib.sha256(raw).hexdigest(), started, gpu, sides, comparisons)

@@ -19,7 +19,7 @@ from pathlib import Path
 from sqlalchemy import create_engine, event, func, insert, select, text
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
 
-from cudnn_hostbench.bench.measure.runfile import machine, plan_rules
+from cudnn_hostbench.bench.measure.runfile import plan_rules
 from cudnn_hostbench.bench.measure.runfile.records import UNIT_SECONDS, Run
 from cudnn_hostbench.reports.history import identity, migrate, ratios, where
 from cudnn_hostbench.reports.history import schema as S
@@ -156,7 +156,7 @@ def _figure(run: Run, rec, version) -> Figure:
 def figures_of(run: Run) -> list[Figure]:
     """A run's records as store figures: eager rows with a baseline are judged on their paired
     ratio to it (as compare does), the rest on µs; per-worker values of the judged figure."""
-    version = S.measurement_version_of(run.fingerprint or {})
+    version = S.measurement_version_of(run.fingerprint)
     return [_figure(run, rec, version) for rec in run.records]
 
 
@@ -166,19 +166,19 @@ def _worker_ids(rec) -> list:
 
 def run_meta(run: Run, source_hash: str) -> dict:
     """The runs-table row of a run (without its id)."""
-    fp = run.fingerprint or {}
+    fp = run.fingerprint
     key = S.key_of(fp)
-    hs = fp.get("host_state") or {}
-    info = {k: fp.get(k) for k in ("python", "platform", "cpu_model", "cpu_count", "workers", "suite_wall_s",
+    stored = fp.to_dict()     # the info column keeps these fields as the run file has them
+    info = {k: stored[k] for k in ("python", "platform", "cpu_model", "cpu_count", "workers", "suite_wall_s",
                                    "gpu_clocks_top_mhz", "compute_capability", "options", "machine", "node_job")
-            if k in fp}
-    return dict(source_hash=source_hash, history_key=S.key_hash(key), gpu=str(fp.get("gpu_name") or "unknown GPU"),
-                started_at=str(run.datetime or fp.get("datetime") or ""),
-                commit_id=str((fp.get("commit_info") or {}).get("id") or ""),
+            if k in stored}
+    return dict(source_hash=source_hash, history_key=S.key_hash(key), gpu=str(fp.gpu_name or "unknown GPU"),
+                started_at=str(run.datetime or fp.datetime or ""),
+                commit_id=str(fp.commit_info.id or ""),
                 driver=key["driver"], cuda=key["cuda"], cudnn_backend=key["cudnn_backend"],
                 frontend=key["cudnn_frontend"], torch=key["torch"], measurement_version=S.measurement_version_of(fp),
-                host=str(fp.get("host") or fp.get("node") or ""), source_path=str(run.path),
-                host_unstable=bool(isinstance(hs, dict) and hs.get("unstable")), excluded="",
+                host=str(fp.extra.get("host") or fp.extra.get("node") or ""), source_path=str(run.path),
+                host_unstable=bool(fp.host_state.unstable), excluded="",
                 key_json=json.dumps(key, sort_keys=True), info_json=json.dumps(info, sort_keys=True, default=str),
                 **machine_of(run))
 
@@ -186,9 +186,9 @@ def run_meta(run: Run, source_hash: str) -> dict:
 def machine_of(run: Run) -> dict:
     """The runs-table fields of where a run ran: its start ('<boot id>/<GPU UUID>', '' when
     unknown), the GPU's UUID, the whole identity, and the probes it held (a partial run holds few)."""
-    fp = run.fingerprint or {}
-    ident = fp.get("machine") if isinstance(fp.get("machine"), dict) else {}
-    return dict(start=machine.start_of(fp), gpu_uuid=machine.gpu_of(fp),
+    fp = run.fingerprint
+    ident = fp.machine.to_dict()
+    return dict(start=fp.start, gpu_uuid=fp.gpu_uuid,
                 machine_json=json.dumps(ident, sort_keys=True, default=str),
                 probes=",".join(sorted({r.probe for r in run.records})))
 

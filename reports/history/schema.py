@@ -20,6 +20,7 @@ from sqlalchemy import Boolean, Column, Float, ForeignKey, Index, Integer, MetaD
 
 from cudnn_hostbench.bench.measure.runfile import plan_rules
 from cudnn_hostbench.bench.measure.runfile import records as _records
+from cudnn_hostbench.bench.measure.runfile.environment import Fingerprint
 
 SCHEMA_VERSION = 3   # 2: machine identity, start and probes per run; plan rule and plan per figure;
 #                      3: the paired results of A/B jobs (hb_ab_rows)
@@ -130,17 +131,17 @@ ab_rows = Table("hb_ab_rows", metadata, *ab_rows_columns())
 Index("hb_ab_rows_time", ab_rows.c.started_at, ab_rows.c.job_hash)
 
 
-def measurement_version_of(fp: dict) -> int:
+def measurement_version_of(fp: Fingerprint) -> int:
     """The version a run was measured with (history.plan_rules.measurement_version)."""
     return plan_rules.measurement_version(fp)
 
 
-def key_of(fingerprint: dict) -> dict:
+def key_of(fingerprint: Fingerprint) -> dict:
     """The fields of a run's history key (missing ones are '')."""
-    fe = fingerprint.get("cudnn_frontend")
-    if isinstance(fe, dict):
+    fe = fingerprint.cudnn_frontend
+    if isinstance(fe, dict):   # an early layout: {"version": ...}
         fe = fe.get("version")
-    key = {f: str(fingerprint.get(f) if f != "cudnn_frontend" else fe or "") for f in KEY_FIELDS}
+    key = {f: str(getattr(fingerprint, f) if f != "cudnn_frontend" else fe or "") for f in KEY_FIELDS}
     key["measurement_version"] = str(measurement_version_of(fingerprint))
     return {k: ("" if v == "None" else v) for k, v in key.items()}
 

@@ -20,7 +20,6 @@ import json
 import statistics
 import textwrap
 
-from cudnn_hostbench.bench.measure.runfile import machine
 from cudnn_hostbench.bench.measure.runfile.records import MIN_PROCESSES, UNIT_SECONDS, Record, Run
 from cudnn_hostbench.reports import fit, fmt
 from cudnn_hostbench.reports.history import db, ratios
@@ -55,8 +54,8 @@ CUDNN_ONLY = {"cudnn_backend", "frontend"}    # versions that never reach torch'
 
 def machines(base: Run, new: Run) -> dict:
     """Where the two runs ran: their starts and GPUs, and whether they share them ('' = unknown)."""
-    fa, fb = base.fingerprint or {}, new.fingerprint or {}
-    sa, sb, ga, gb = machine.start_of(fa), machine.start_of(fb), machine.gpu_of(fa), machine.gpu_of(fb)
+    fa, fb = base.fingerprint, new.fingerprint
+    sa, sb, ga, gb = fa.start, fb.start, fa.gpu_uuid, fb.gpu_uuid
     return {"base_start": sa, "new_start": sb, "same_start": bool(sa and sa == sb),
             "same_gpu": bool(ga and ga == gb) or bool(sa and sa == sb),
             "cross_start": bool(sa and sb and sa != sb)}
@@ -266,8 +265,9 @@ def _same(left, right) -> bool:
 
 def fingerprint_diff(base: Run, new: Run) -> list[tuple[str, object, object]]:
     """(field, base value, new value) for each environment field that differs, key fields first;
-    dict fields (capabilities, cudnn_env) are named down to the entry that differs."""
-    fa, fb = base.fingerprint or {}, new.fingerprint or {}
+    dict fields (capabilities, cudnn_env) are named down to the entry that differs. Every field
+    is compared, those no reader types too, so it reads each run's fingerprint as its file has it."""
+    fa, fb = base.fingerprint.to_dict(), new.fingerprint.to_dict()
     fields = [k for k in KEY_FIELDS if k in fa or k in fb]
     fields += sorted(k for k in set(fa) | set(fb) if k not in KEY_FIELDS and k not in NOT_ENV)
     out = []

@@ -19,6 +19,7 @@ import textwrap
 from pathlib import Path
 
 from cudnn_hostbench.bench.measure.runfile import records, trust
+from cudnn_hostbench.bench.measure.runfile.environment import known
 from cudnn_hostbench.bench.measure.runfile.records import CALL_MODES
 from cudnn_hostbench.reports import pack_cost, run_summary, store, table
 from cudnn_hostbench.scripts.cli import alias, exit_with
@@ -115,8 +116,8 @@ def _ratio_fig(rec, used: set) -> str:
 
 def _measured_on(ref: Reference, run, base: Path) -> str:
     fp = run.fingerprint
-    return (f"{ref.gpu.upper()}: {fp.get('gpu_name', '?')}, cuDNN {fp.get('cudnn_backend', '?')}, frontend "
-            f"{fp.get('cudnn_frontend', '?')}, torch {fp.get('torch', '?')}, {run.datetime[:10]}, "
+    return (f"{ref.gpu.upper()}: {known(fp.gpu_name)}, cuDNN {known(fp.cudnn_backend)}, frontend "
+            f"{known(fp.cudnn_frontend)}, torch {known(fp.torch)}, {run.datetime[:10]}, "
             f"[{_link(ref.run_file, ROOT)}]({_link(ref.run_file, base)})")
 
 
@@ -146,8 +147,8 @@ def traps(gpus: list, base: Path = ROOT) -> str:
     if not rows:
         return ""
     head = " | ".join(f"{ref.gpu.upper()} × baseline" for ref, _ in gpus)
-    runs = ", ".join(f"[{ref.gpu.upper()}]({_link(ref.run_file, base)}) ({run.fingerprint.get('gpu_name', '?')}, "
-                     f"frontend {run.fingerprint.get('cudnn_frontend', '?')}, {run.datetime[:10]})" for ref, run in gpus)
+    runs = ", ".join(f"[{ref.gpu.upper()}]({_link(ref.run_file, base)}) ({known(run.fingerprint.gpu_name)}, "
+                     f"frontend {known(run.fingerprint.cudnn_frontend)}, {run.datetime[:10]})" for ref, run in gpus)
     lines = [f"| trap | probe, size | trap → fix | {head} |", "|---|---|---|" + "---|" * len(gpus), *rows, "",
              *_wrap("Eager; × baseline: the median round-by-round ratio to the probe's baseline in the same run "
                     "(torch.mm; for fusion and conv torch's unfused ops). Trap: its number in the guide (– for "
@@ -215,12 +216,12 @@ def headline(ref: Reference, run, base: Path) -> str:
     table_md = ref.folder / "table.md"
     lines += ["", f"Every probe's rows (each size and mode, kernels per call, host overhead): "
                   f"[table.md]({_link(table_md, base)}), or `hostbench table --gpu {ref.gpu}`."]
-    cal = run.fingerprint.get("calibration_us", {})
+    cal = run.fingerprint.calibration_us
     floor = run.find("noop", "noop", "-", "eager")
-    wall = run.fingerprint.get("wall_s", {})
+    wall = run.fingerprint.wall_s
     core = sum(v for k, v in wall.items() if k.split("/")[0] in CORE_PROBES)
     lines += ["", "Budgets, measured in this run: "
-              f"suite wall time {run.fingerprint.get('suite_wall_s', float('nan')):.0f} s "
+              f"suite wall time {known(run.fingerprint.suite_wall_s, float('nan')):.0f} s "
               f"(the core trap probes {core:.0f} s of it); "
               f"eager no-op floor {floor.summary().median if floor and floor.ok else float('nan'):.3f} µs/call"
               f"{f' ({floor.host_state} host state)' if floor and floor.host_state else ''}; "
@@ -309,10 +310,10 @@ def versions(ref: Reference, base: Path = ROOT) -> str:
                   key=lambda r: store.version_key(store.frontend_version(r)))
     if not runs:
         return ""
-    head = [r.fingerprint.get("cudnn_frontend", "?") for r in runs]
-    workers = max((r.fingerprint.get("workers", 1) for r in runs), default=1)
+    head = [known(r.fingerprint.cudnn_frontend) for r in runs]
+    workers = max((r.fingerprint.workers for r in runs), default=1)
     fp = runs[-1].fingerprint
-    lines = [f"### Frontend versions at 256³ ({ref.gpu.upper()}, cuDNN {fp.get('cudnn_backend', '?')})", "",
+    lines = [f"### Frontend versions at 256³ ({ref.gpu.upper()}, cuDNN {known(fp.cudnn_backend)})", "",
              f"Eager µs/call (× torch.mm in the same rounds, min–max over {workers} worker processes) / "
              "device µs. Each version ran in its own worker processes, so compare the ratios across "
              "columns, and only where their worker ranges do not overlap "

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cudnn_hostbench.bench.measure.runfile import machine
 from cudnn_hostbench.bench.measure.runfile.records import Run
 from cudnn_hostbench.reports import fmt
 from cudnn_hostbench.reports.verdict import decide
@@ -49,13 +48,13 @@ def check(alone: Run, along: Run, label: str = "alongside vs alone") -> SafetyCh
     """The same version alone (base) against alongside N-1 others (new), on eager, graph, device rows."""
     from cudnn_hostbench.reports.judge import compare
     problems = []
-    ga, gb = machine.gpu_of(alone.fingerprint), machine.gpu_of(along.fingerprint)
+    ga, gb = alone.fingerprint.gpu_uuid, along.fingerprint.gpu_uuid
     if ga and gb and ga != gb:
         problems.append(f"not the same GPU ({ga} vs {gb}): the same-start floors do not apply")
-    sa, sb = machine.start_of(alone.fingerprint), machine.start_of(along.fingerprint)
+    sa, sb = alone.fingerprint.start, along.fingerprint.start
     if sa and sb and sa != sb:
         problems.append(f"not the same machine start ({sa} vs {sb}): the same-start floors do not apply")
-    fa, fb = alone.fingerprint.get("cudnn_frontend"), along.fingerprint.get("cudnn_frontend")
+    fa, fb = alone.fingerprint.cudnn_frontend, along.fingerprint.cudnn_frontend
     if fa != fb:
         problems.append(f"not the same frontend version ({fa} vs {fb})")
     df = compare.compare(alone, along)

@@ -21,7 +21,6 @@ import json
 import statistics
 from dataclasses import asdict, dataclass
 
-from cudnn_hostbench.bench.measure.runfile import machine
 from cudnn_hostbench.bench.measure.runfile.records import Run
 from cudnn_hostbench.reports import fmt
 
@@ -72,7 +71,7 @@ def factors(runs: dict[str, Run]) -> list[GpuFactor]:
         own = statistics.median(row_spread(rows[label][k]) for k in common) if common else 0.0
         threshold, basis = max((BETWEEN_START, BASIS_START), (SPREAD_MULT * own, BASIS_OWN))
         f = statistics.median(fs) if fs else None
-        out.append(GpuFactor(label, machine.gpu_of(run.fingerprint), str(run.fingerprint.get("gpu_name") or ""),
+        out.append(GpuFactor(label, run.fingerprint.gpu_uuid, str(run.fingerprint.gpu_name or ""),
                              len(fs), f, fs[0] if fs else None, fs[-1] if fs else None,
                              sum(1 for x in fs if x > 1), own, threshold, basis,
                              bool(f is not None and len(runs) > 1 and f - 1 > threshold)))

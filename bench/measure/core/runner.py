@@ -22,7 +22,10 @@ from cudnn_hostbench.bench.measure.core.nvtx_ranges import nvtx_range
 from cudnn_hostbench.bench.measure.core.options import SuiteOptions
 from cudnn_hostbench.bench.measure.runfile import fingerprint as fpmod
 from cudnn_hostbench.bench.measure.runfile import records, run_format, stats, trust
+from cudnn_hostbench.bench.measure.runfile.environment import Fingerprint
+from cudnn_hostbench.bench.measure.runfile.environment import HostState as HostSummary
 from cudnn_hostbench.bench.measure.runfile.records import Record
+from cudnn_hostbench.bench.measure.runfile.run_format import WorkerInfo
 from cudnn_hostbench.bench.measure.runfile.status import OK, Status, Unsupported, error, failed
 
 # where a worker's time goes, in the order a run summary lists it
@@ -63,7 +66,7 @@ class Session:
         self._plans: dict = {}    # (probe, variant, size) -> (declared plan rule, plan run)
         self._ctx: GpuContext | None = None
         self.ctx_error: str | None = None
-        self.fingerprint: dict = {}
+        self.fingerprint: Fingerprint = Fingerprint.of({})
         self.writer = records.JsonlWriter(self.out_dir / "records.jsonl")
         self.t0 = time.perf_counter()
         self.startup_s = fpmod.process_age_s()   # before the suite's clock: imports and collection
@@ -110,8 +113,8 @@ class Session:
             except NoGpuError as e:
                 self.ctx_error = str(e)
             else:
-                self.fingerprint = fpmod.fingerprint(self._ctx, root=self.suite.root)
-                self.fingerprint["cpu_affinity_pinned"] = self._ctx.affinity
+                self.fingerprint = Fingerprint.of(fpmod.fingerprint(self._ctx, root=self.suite.root))
+                self.fingerprint.cpu_affinity_pinned = self._ctx.affinity
                 self.watch = timing.Watch(host=HostState(), clocks=Clocks(self._ctx.device.index or 0))
                 self.say(f"warming the host (learning its fast-state floor, at most {self.warm_max_s:.0f} s)")
                 self.watch.host.warm(max_s=self.warm_max_s, say=self.say)
@@ -121,9 +124,9 @@ class Session:
                 self.say(f"host floor {self.watch.host.floor:.2f} µs"
                          + ("" if self.watch.host.held else " (never held: the host is mostly in its slow state)")
                          + f" after {self.watch.host.waited_s:.1f} s")
-                self.fingerprint["calibration_us"] = {"before": timing.calibration_us()}
-                self.fingerprint["gpu_clocks"] = self.watch.clocks.snapshot()
-                self.fingerprint["options"] = vars(self.opt)
+                self.fingerprint.calibration_us = {"before": timing.calibration_us()}
+                self.fingerprint.gpu_clocks = self.watch.clocks.snapshot()
+                self.fingerprint.options = vars(self.opt)
                 self.writer.write({"kind": "fingerprint", "fingerprint": self.fingerprint})
 
     def say(self, msg: str) -> None:
@@ -444,11 +447,11 @@ class Session:
     # -- end of run -------------------------------------------------------------------------------
     def finish(self, name: str | None = None) -> Path | None:
         """Completes the fingerprint (and appends it to records.jsonl, where the last one wins);
-        writes a run file only when `name` is given: under pytest the run file is
-        pytest-benchmark's own JSON."""
+        writes a run file only when `name` is given: under pytest the plugin writes it
+        (pytest_plugin.place_run_file)."""
         if self._ctx is not None:
             self.retry_focus_blocks()
-            cal = self.fingerprint.setdefault("calibration_us", {})
+            self.fingerprint.calibration_us = cal = self.fingerprint.calibration_us
             cal["after"] = timing.calibration_us()
             if cal.get("before"):
                 cal["after_over_before"] = cal["after"] / cal["before"]
@@ -458,24 +461,29 @@ class Session:
                 eager = [r for r in self.records.values() if r.mode == "eager" and r.ok]
                 fell = sum(1 for r in eager if "host_unstable" in r.flags)
                 host.unstable = host.held is False and fell * 2 > len(eager)
-                self.fingerprint["host_state"] = {**host.summary(), "focus_retries": dict(self.retries)}
+                self.fingerprint.host_state = HostSummary.from_dict({**host.summary(), "focus_retries": dict(self.retries)})
                 self._write_trace(host)
             if self.watch.clocks is not None:
-                self.fingerprint["gpu_clocks_end"] = self.watch.clocks.snapshot()
-                self.fingerprint["gpu_clocks_top_mhz"] = self.watch.clocks.top or None
-            self.fingerprint["suite_wall_s"] = time.perf_counter() - self.t0
-            self.fingerprint["startup_s"] = self.startup_s
-            self.fingerprint["wall_s"] = {k: round(v, 2) for k, v in self.wall_s.items()}
-            self.fingerprint["build_s"] = {k: round(v, 2) for k, v in self.build_s.items()}
-            self.fingerprint["plans_s"] = {k: round(v, 2) for k, v in self.plans_s.items()}
-            self.fingerprint["time_s"] = self.time_s()
-            self.fingerprint["worker_table"] = [run_format.row_of(1, self.fingerprint)]
+                self.fingerprint.gpu_clocks_end = self.watch.clocks.snapshot()
+                self.fingerprint.gpu_clocks_top_mhz = self.watch.clocks.top or None
+            self._account_time()
             self.writer.write({"kind": "fingerprint", "fingerprint": self.fingerprint})
         self.writer.close()
         if not self.records or name is None:
             return None
         doc = records.run_document(self.records.values(), self.fingerprint)
         return records.write_run(self.out_dir / name, doc)
+
+    def _account_time(self) -> None:
+        """The fingerprint's account of where this process's time went, and its worker row."""
+        fp = self.fingerprint
+        fp.suite_wall_s = time.perf_counter() - self.t0
+        fp.startup_s = self.startup_s
+        fp.wall_s = {k: round(v, 2) for k, v in self.wall_s.items()}
+        fp.build_s = {k: round(v, 2) for k, v in self.build_s.items()}
+        fp.plans_s = {k: round(v, 2) for k, v in self.plans_s.items()}
+        fp.time_s = self.time_s()
+        fp.worker_table = [WorkerInfo.from_dict(run_format.row_of(1, fp.to_dict()))]
 
     def _write_trace(self, host) -> None:
         """host_trace.json: every sentinel reading and every eager cycle of this process, on one

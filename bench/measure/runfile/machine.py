@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import socket
 
+from cudnn_hostbench.bench.measure.runfile.environment import Fingerprint
+
 FIELDS = ("gpu_uuid", "gpu_serial", "vbios", "pci_bus_id", "power_limit_w", "max_sm_clock_mhz",
           "max_mem_clock_mhz", "boot_id", "hostname")
 
@@ -72,16 +74,12 @@ def identity(device: int = 0) -> dict:
     return {**gpu_identity(device), "boot_id": boot_id(), "hostname": socket.gethostname()}
 
 
-def start_of(fingerprint: dict) -> str:
-    """'<boot id>/<GPU UUID>' of a fingerprint, or '' when either is unknown (an old run, or a
-    start recorded by hand as fp['machine']['start'])."""
-    m = fingerprint.get("machine") or {}
-    if m.get("start"):
-        return str(m["start"])
-    b, u = m.get("boot_id"), m.get("gpu_uuid")
-    return f"{b}/{u}" if b and u else ""
+def start_of(fingerprint) -> str:
+    """'<boot id>/<GPU UUID>' of a fingerprint (environment.Fingerprint, or its dict), or '' when
+    either is unknown (an old run, or a start recorded by hand as its machine's 'start')."""
+    return Fingerprint.of(fingerprint).start
 
 
-def gpu_of(fingerprint: dict) -> str:
+def gpu_of(fingerprint) -> str:
     """The physical GPU's UUID, or ''."""
-    return str((fingerprint.get("machine") or {}).get("gpu_uuid") or "")
+    return Fingerprint.of(fingerprint).gpu_uuid

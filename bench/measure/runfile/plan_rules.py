@@ -8,6 +8,7 @@ keeps '' (unknown), and is judged as before.
 """
 from __future__ import annotations
 
+from cudnn_hostbench.bench.measure.runfile.environment import Fingerprint
 from cudnn_hostbench.bench.measure.runfile.records import RACE_RULES
 
 _PINNED = "autotuned"   # mm.pin(): every plan built, the fastest by GPU time kept
@@ -33,14 +34,14 @@ _ONLY = {
 }
 
 
-def measurement_version(fp: dict) -> int:
+def measurement_version(fp: Fingerprint) -> int:
     """The version a run was measured with: recorded in its fingerprint since version 2; before
     that, a run from harness 0.2 (its fingerprint lists its packages, cudnn-hostbench among them)
     is version 2, and older runs are 1."""
-    v = fp.get("measurement_version")
+    v = fp.measurement_version
     if isinstance(v, int) and not isinstance(v, bool):
         return v
-    return 2 if "cudnn-hostbench" in (fp.get("packages") or {}) else 1
+    return 2 if "cudnn-hostbench" in (fp.packages or {}) else 1
 
 
 def inferred(version: int, probe: str, variant: str) -> str:

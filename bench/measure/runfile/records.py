@@ -3,11 +3,13 @@
 A *record* is one (probe, variant, size, mode) measurement: its per-round samples in `unit`,
 status, kernels per call and the round-by-round ratio to the probe's baseline.
 
-A *run file* is pytest-benchmark's JSON (`--benchmark-json`): one entry per measured record
-in `benchmarks` (stats and raw `data` in seconds, our fields in `extra_info`), the environment
-fingerprint in `machine_info["hostbench"]`, and records that have no samples (unsupported,
-failed, errored) in `hostbench["unmeasured"]`. While a run is in progress each record is also
-appended to a JSON-lines file, so a crash or Ctrl-C keeps what was measured.
+A *run file* is the engine's own JSON document (`run_document`, format 3 on): its format and
+version, the environment fingerprint (environment.Fingerprint, typed when read) and every record
+with its samples in its unit, measured or not (unsupported, failed, errored). pytest-benchmark's
+JSON (`--benchmark-json`) is an export of it (export.py); run files up to format 2 were that
+layout, and load_run reads them as before (run_format.py: what each version changed). While a
+run is in progress each record is also appended to a JSON-lines file, so a crash or Ctrl-C keeps
+what was measured.
 """
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ from pathlib import Path
 from typing import Iterable
 
 from cudnn_hostbench.bench.measure.runfile import run_format, stats
+from cudnn_hostbench.bench.measure.runfile.environment import Fingerprint
+from cudnn_hostbench.bench.measure.runfile.fields import json_default, plain
 from cudnn_hostbench.bench.measure.runfile.files import write_text_atomic
 
 SCHEMA = run_format.VERSION   # the run file's format version (run_format.py: what changed, the migrations)
@@ -168,11 +172,6 @@ class Record:
         return rec
 
 
-def benchmark_name(rec: Record) -> str:
-    """pytest id of a record; free of versions so runs compare across versions."""
-    return f"test_{rec.probe}[{rec.size}-{rec.variant}-{rec.mode}]"
-
-
 class JsonlWriter:
     """Appends one record per line and flushes it to disk at once."""
 
@@ -182,7 +181,7 @@ class JsonlWriter:
         self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - held open across writes, closed by close()
 
     def write(self, obj: dict) -> None:
-        self._fh.write(json.dumps(obj, default=str) + "\n")
+        self._fh.write(json.dumps(obj, default=json_default) + "\n")
         self._fh.flush()
         os.fsync(self._fh.fileno())
 
@@ -190,60 +189,35 @@ class JsonlWriter:
         self._fh.close()
 
 
-def benchmark_entry(rec: Record) -> dict:
-    """The pytest-benchmark `benchmarks[]` entry for a measured record (stats in seconds)."""
-    scale = UNIT_SECONDS.get(rec.unit, 1e-6)
-    data = [x * scale for x in rec.samples]
-    s = stats.summarize(data)
-    extra = {k: v for k, v in rec.to_dict().items() if k != "samples"}
-    return {
-        "group": f"{rec.probe}[{rec.size}]",
-        "name": benchmark_name(rec),
-        "fullname": f"probes/probe_{rec.probe}.py::{benchmark_name(rec)}",
-        "params": {"size": rec.size, "variant": rec.variant, "mode": rec.mode},
-        "param": f"{rec.size}-{rec.variant}-{rec.mode}",
-        "extra_info": extra,
-        "options": {"timer": "hostbench", "min_rounds": len(data), "warmup": False},
-        "stats": {
-            "min": s.min, "max": s.max, "mean": s.mean, "stddev": s.stddev,
-            "rounds": s.n, "median": s.median, "iqr": s.iqr, "q1": s.q1, "q3": s.q3,
-            "iqr_outliers": 0, "stddev_outliers": 0, "outliers": "0;0",
-            "ld15iqr": s.min, "hd15iqr": s.max,
-            "ops": 1.0 / s.mean if s.mean else 0.0, "total": sum(data),
-            "data": data, "iterations": 1,
-        },
-    }
+FORMAT = "cudnn-hostbench run"   # a run file the engine wrote (format 3 on); older ones are pytest-benchmark's
 
 
-def run_document(records: Iterable[Record], fingerprint: dict, machine_info: dict | None = None) -> dict:
-    """A whole run file, in pytest-benchmark's layout, from records made outside pytest."""
-    records = list(records)
-    mi = dict(machine_info or {})
-    mi["hostbench"] = fingerprint
-    return {
-        "machine_info": mi,
-        "commit_info": fingerprint.get("commit_info", {}),
-        "benchmarks": [benchmark_entry(r) for r in records if r.ok],
-        "datetime": fingerprint.get("datetime") or _dt.datetime.now(_dt.timezone.utc).isoformat(),
-        "version": "hostbench",
-        "hostbench": {"schema": SCHEMA, "unmeasured": [r.to_dict() for r in records if not r.ok]},
-    }
+def run_document(records: Iterable[Record], fingerprint: Fingerprint | dict) -> dict:
+    """A whole run file: the format, the fingerprint and every record with its samples (in its
+    unit), in the given order; pytest-benchmark's JSON is an export of it (export.py)."""
+    fingerprint = plain(fingerprint)
+    return {"format": FORMAT, "schema": SCHEMA,
+            "datetime": fingerprint.get("datetime") or _dt.datetime.now(_dt.timezone.utc).isoformat(),
+            "fingerprint": fingerprint, "records": [r.to_dict() for r in records]}
 
 
 def write_run(path: str | os.PathLike, doc: dict) -> Path:
     """Writes a run file atomically (temp file, then rename), so a crash never leaves half a file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    return write_text_atomic(path, json.dumps(doc, indent=1, default=str))
+    return write_text_atomic(path, json.dumps(doc, indent=1, default=json_default))
 
 
 @dataclass
 class Run:
     path: str
-    fingerprint: dict
+    fingerprint: Fingerprint   # a dict given is typed (Fingerprint.of)
     records: list
     datetime: str = ""
     warnings: list = field(default_factory=list)   # what loading had to skip, for commands to print
+
+    def __post_init__(self):
+        self.fingerprint = Fingerprint.of(self.fingerprint)
 
     def find(self, probe, variant, size, mode) -> Record | None:
         for r in self.records:
@@ -384,6 +358,8 @@ def _load_json(path: Path, text: str) -> Run:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise RunFileError(f"{path}: not valid JSON (truncated or corrupt?) at line {e.lineno}: {e.msg}") from e
+    if isinstance(doc, dict) and doc.get("format") == FORMAT:
+        return _load_document(path, doc)
     if not isinstance(doc, dict) or "benchmarks" not in doc:
         raise RunFileError(f"{path}: not a pytest-benchmark/hostbench run file (no 'benchmarks' list)")
     _check_schema(path, (doc.get("hostbench") or {}).get("schema") if isinstance(doc.get("hostbench"), dict) else None)
@@ -403,7 +379,47 @@ def _load_json(path: Path, text: str) -> Run:
         raise RunFileError(f"{path}: malformed fingerprint (machine_info.hostbench is not an object)")
     _check_fingerprint(path, fp)
     fp = run_format.migrate(fp, (doc.get("hostbench") or {}).get("schema"))
-    return Run(str(path), fp, recs, str(doc.get("datetime") or fp.get("datetime", "")))
+    return Run(str(path), Fingerprint.from_dict(fp), recs, str(doc.get("datetime") or fp.get("datetime", "")))
+
+
+def _load_document(path: Path, doc: dict) -> Run:
+    """The engine's run file (run_document): its fingerprint and records, checked as the older
+    layouts are."""
+    _check_schema(path, doc.get("schema"))
+    fp = doc.get("fingerprint") or {}
+    if not isinstance(fp, dict):
+        raise RunFileError(f"{path}: malformed fingerprint (field fingerprint is not an object)")
+    entries = doc.get("records")
+    if not isinstance(entries, list):
+        raise RunFileError(f"{path}: malformed run file (field records is not a list)")
+    recs = [_document_record(path, d, i) for i, d in enumerate(entries)]
+    _check_fingerprint(path, fp)
+    fp = run_format.migrate(fp, doc.get("schema"))
+    return Run(str(path), Fingerprint.from_dict(fp), recs, str(doc.get("datetime") or fp.get("datetime", "")))
+
+
+def _document_record(path: Path, data, index: int) -> Record:
+    """One record of the engine's run file; a malformed one is one line naming it and its field."""
+    try:
+        rec = Record.from_dict(data)
+        bad = _bad_field(rec)
+    except (KeyError, TypeError, AttributeError) as e:
+        if not isinstance(data, dict) or isinstance(e, KeyError):
+            raise RunFileError(f"{path}: malformed record {_named(data, index)} ({e})") from e
+        bad = f"ratio ({e})"    # an object that from_dict cannot type: its ratio summary
+    if bad:
+        raise RunFileError(f"{path}: malformed record {_named(data, index)}: field {bad} is malformed")
+    return rec
+
+
+def fingerprint_in(doc) -> object:
+    """The fingerprint object of a run file's parsed JSON, in either layout (None if it has none)."""
+    if not isinstance(doc, dict):
+        return None
+    if doc.get("format") == FORMAT:
+        return doc.get("fingerprint")
+    info = doc.get("machine_info")
+    return info.get("hostbench") if isinstance(info, dict) else None
 
 
 # fingerprint fields the reports compute with (a dotted name: inside an object), and each one's type
@@ -481,4 +497,4 @@ def _load_jsonl(path: Path, text: str) -> Run:
         by_key[r.key] = r
     _check_fingerprint(path, fp)
     fp = run_format.migrate(fp, fp.get("schema"))
-    return Run(str(path), fp, list(by_key.values()), str(fp.get("datetime", "")), warnings)
+    return Run(str(path), Fingerprint.from_dict(fp), list(by_key.values()), str(fp.get("datetime", "")), warnings)

@@ -1,37 +1,37 @@
 """The run file's format version and the migrations that bring an older file up to it.
 
-A run file is pytest-benchmark's JSON with the harness's own parts (records.py); its version is
-`hostbench.schema` (and the fingerprint's `schema`). Reading a file applies each migration from
-its version up, so every reader sees the current layout:
+A run file's version is its `schema` (format 3 on: the engine's document, records.run_document;
+up to 2: pytest-benchmark's JSON, with it in `hostbench.schema`) and the fingerprint's `schema`.
+Reading a file applies each migration from its version up, so every reader sees the current layout:
 
 - 1 → 2: the fingerprint's per-worker lists (worker_wall_s, worker_startup_s, beside
   host_state.per_worker) become one table, `worker_table`: a row per worker process (`WorkerInfo`),
   which format 2 also gives each worker's role and time per phase. Format 1 files get their
   roles from the top-up and focus-only counts, which the parent kept.
+- 2 → 3: the run file is the engine's own document (format, schema, datetime, fingerprint, every
+  record with its samples in its unit); pytest-benchmark's JSON becomes an export (export.py). The
+  fingerprint and the records are unchanged, so nothing migrates; a format-2 file loads as before.
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
-VERSION = 2
+from cudnn_hostbench.bench.measure.runfile.fields import Fields
+
+VERSION = 3
 
 
-@dataclass
-class WorkerInfo:
-    """One worker process of a run: its role and where its time went."""
-    worker: int
+@dataclass(eq=False)
+class WorkerInfo(Fields):
+    """One worker process of a run: its role and where its time went (a row of the fingerprint's
+    worker_table; keys it does not know are kept in `extra`)."""
+    worker: int = 0
     role: str = "full"                 # full (every mode), eager (eager rows only), top-up, focus
     wall_s: float | None = None        # its suite wall, start-up not included
     startup_s: float | None = None
     time_s: dict = field(default_factory=dict)   # runner.PHASES -> seconds (runs from 2026-12-02 on)
     floor_us: float | None = None      # the host floor it learned
     fast_fraction: float | None = None  # its host's share of fast-state readings
-
-    @classmethod
-    def of(cls, data: dict) -> "WorkerInfo":
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
 
 
 def extra_workers(fingerprint: dict) -> tuple[list, int]:
@@ -45,11 +45,11 @@ def extra_workers(fingerprint: dict) -> tuple[list, int]:
 def row_of(worker: int, own: dict, role: str = "full") -> dict:
     """A worker's table row from its own fingerprint (its suite wall, start-up, time per phase, host)."""
     h = own.get("host_state") or {}
-    return dataclasses.asdict(WorkerInfo(
+    return WorkerInfo(
         worker=worker, role=role,
         wall_s=round(own["suite_wall_s"], 1) if own.get("suite_wall_s") is not None else None,
         startup_s=round(own["startup_s"], 1) if own.get("startup_s") is not None else None,
-        time_s=own.get("time_s") or {}, floor_us=h.get("floor_us"), fast_fraction=h.get("fast_fraction")))
+        time_s=own.get("time_s") or {}, floor_us=h.get("floor_us"), fast_fraction=h.get("fast_fraction")).full_dict()
 
 
 def worker_table(fingerprint: dict) -> list[dict]:
@@ -69,9 +69,9 @@ def worker_table(fingerprint: dict) -> list[dict]:
     rows = []
     for i in range(n):
         h = at(hosts, i) if isinstance(at(hosts, i), dict) else {}
-        rows.append(dataclasses.asdict(WorkerInfo(
+        rows.append(WorkerInfo(
             worker=i + 1, role=roles[i], wall_s=at(walls, i), startup_s=at(starts, i),
-            floor_us=h.get("floor_us"), fast_fraction=h.get("fast_fraction"))))
+            floor_us=h.get("floor_us"), fast_fraction=h.get("fast_fraction")).full_dict())
     return rows
 
 
@@ -88,11 +88,3 @@ def migrate(fingerprint: dict, schema) -> dict:
         fingerprint["schema"] = VERSION
     return fingerprint
 
-
-def workers_of(fingerprint: dict) -> list[WorkerInfo]:
-    """The run's workers, typed (a fingerprint read through migrate() has its table; one made in
-    memory in format 1's layout gets it from its lists)."""
-    rows = fingerprint.get("worker_table")
-    if not isinstance(rows, list):
-        rows = worker_table(fingerprint)
-    return [WorkerInfo.of(r) for r in rows if isinstance(r, dict)]

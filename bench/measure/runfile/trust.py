@@ -3,8 +3,9 @@ host or a wide spread between worker processes, in one place every renderer read
 
 A record carries `flags` (set when it is measured or merged); a run carries `host_state` in its
 fingerprint. MARKS defines each kind once; only the kinds that lower trust mark a figure.
-Renderers show `badge(rec)` next to a figure, `legend()` (or LEGEND) once and `count_marks(run)` as
-a count by kind; a run's summary text (which also counts discarded rounds) is reports/run_summary.py's.
+Renderers show `badge(rec)` next to a figure and `count_marks(run)` as a count by kind; the words
+(the legend, the counts as text) are reports/marks_text.py's, and a run's summary text (which also
+counts discarded rounds) is reports/run_summary.py's.
 """
 from __future__ import annotations
 
@@ -44,19 +45,6 @@ SHOWN = tuple(k for k, m in MARKS.items() if m.lowers_trust)
 WIDE_SPREAD = 0.10
 
 
-def legend(kinds=SHOWN) -> list[str]:
-    """One line per shown mark, e.g. '⚑c  the GPU clock dropped ...' (at most 100 characters each)."""
-    return [f"⚑{MARKS[k].letter}  {MARKS[k].meaning}" for k in SHOWN if k in kinds]
-
-
-def short_legend() -> str:
-    """'c: clock dropped on kept rounds; h: ...' for the marks that mark a figure."""
-    return "; ".join(f"{MARKS[k].letter}: {MARKS[k].short}" for k in SHOWN)
-
-
-LEGEND = "; ".join(f"{MARKS[k].letter}: {MARKS[k].meaning}" for k in SHOWN)
-
-
 def shown_flags(rec) -> list[str]:
     """The record's flags that lower trust, in MARKS order."""
     have = set(getattr(rec, "flags", None) or ())
@@ -85,11 +73,6 @@ def kinds_in(text: str) -> set:
     citations); a letter of a kind that no longer marks a figure (d) is not one."""
     letters = set("".join(re.findall(r"⚑([a-z]+)", text or "")))
     return {k for k in SHOWN if MARKS[k].letter in letters}
-
-
-def counts_text(counts: dict[str, int]) -> str:
-    """'3 ⚑s, 1 ⚑w' for count_marks()."""
-    return ", ".join(f"{n} ⚑{MARKS[k].letter}" for k, n in counts.items())
 
 
 def flags_for(rec, host_unstable: bool = False) -> list[str]:

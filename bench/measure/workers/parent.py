@@ -12,6 +12,7 @@ from pathlib import Path
 from cudnn_hostbench.bench.measure.core import progress
 from cudnn_hostbench.bench.measure.core.hoststate import SLOW_SHARE
 from cudnn_hostbench.bench.measure.runfile import records
+from cudnn_hostbench.bench.measure.runfile.environment import Fingerprint, HostState
 from cudnn_hostbench.bench.measure.runfile.status import error
 from cudnn_hostbench.bench.measure.workers import schedule
 
@@ -62,7 +63,7 @@ class Parent:
         self.engine = engine               # "pytest": child pytest sessions; "own": bench.measure.workers.worker jobs
         self.cases: list = []              # [probe file, probe, size, variant, mode], set after collection
         self.run_floor: float | None = None
-        self.fingerprint: dict = {}
+        self.fingerprint: Fingerprint = Fingerprint.of({})
         self._ahead: dict = {}             # own engine: the next worker's process, started during the last one
         # the budget is the parent process's wall time, its start-up (imports, collection) included
         from cudnn_hostbench.bench.measure.runfile.fingerprint import process_age_s
@@ -114,9 +115,9 @@ class Parent:
             extra["few_processes"] = [f"{p}/{s}" for p, s in few]
         if cut:
             extra["budget_cut"] = {"budget_s": self.budget_s, **cut}
-        self.fingerprint.update(extra)
-        for row, role in zip(self.fingerprint.get("worker_table") or [], self.roles):
-            row["role"] = role
+        self.fingerprint.update(extra)      # by the run file's names, in the order the file keeps them
+        for row, role in zip(self.fingerprint.workers_table(), self.roles):
+            row.role = role
         self.records = {r.key: r for r in recs}
         self._write_records(recs)
 
@@ -143,7 +144,7 @@ class Parent:
                 break
             recs, runs = got
             self.roles.append("top-up")
-            tops.append(self.fingerprint.get("catch_up"))
+            tops.append(self.fingerprint.catch_up)
         return runs, recs, tops
 
     def _focus_workers(self, runs: list, recs: list, say, cut: dict, extra: dict) -> tuple[list, list]:
@@ -200,8 +201,8 @@ class Parent:
 
     def _host_mostly_slow(self) -> bool:
         """Whether the last worker found the host's fast state under SLOW_HOST_FAST of the time."""
-        per = (self.fingerprint.get("host_state") or {}).get("per_worker") or []
-        seen = [w["fast_fraction"] for w in per if w.get("fast_fraction") is not None]
+        per = self.fingerprint.host_state.per_worker
+        seen = [w.fast_fraction for w in per if isinstance(w, HostState) and w.fast_fraction is not None]
         return bool(seen) and seen[-1] < SLOW_HOST_FAST
 
     @staticmethod
@@ -277,7 +278,7 @@ class Parent:
                                        floor=floor), say)
         if not extra:
             return None
-        keep = {k: v for k, v in self.fingerprint.items() if k in ("catch_up", "focus_workers")}
+        keep = {k: self.fingerprint[k] for k in ("catch_up", "focus_workers") if k in self.fingerprint}
         recs, self.fingerprint = merge_runs(runs + extra, wall_s=time.perf_counter() - self.t0, floor=self.run_floor)
         self.fingerprint.update(keep)
         own = [r for r in extra[0].records if r.mode == "eager" and r.ok and r.role != "baseline"]
@@ -285,14 +286,14 @@ class Parent:
         caught = [f"{p}/{s}" for p, s in missing
                   if any((r.probe, r.size) == (p, s) for r in own)
                   and all(truly_fast(r, judge) for r in own if (r.probe, r.size) == (p, s))]
-        self.fingerprint["catch_up"] = {"worker": len(runs) + 1, "blocks": [f"{p}/{s}" for p, s in missing],
+        self.fingerprint.catch_up = {"worker": len(runs) + 1, "blocks": [f"{p}/{s}" for p, s in missing],
                                         "timed_fast": caught}
         say(f"top-up worker: timed in the fast state: {', '.join(caught) or 'none'}")
         return recs, runs + extra
 
     def finish(self) -> None:
         if self.fingerprint:
-            self.fingerprint["suite_wall_s"] = time.perf_counter() - self.t0
+            self.fingerprint.suite_wall_s = time.perf_counter() - self.t0
 
     def unmeasured(self) -> list:
         return [r for r in (self.records or {}).values() if not r.ok]

@@ -17,7 +17,9 @@ from pathlib import Path
 from cudnn_hostbench.bench.measure.core import progress
 from cudnn_hostbench.bench.measure.core.hoststate import FLOOR_ENV, TOL, process_floor
 from cudnn_hostbench.bench.measure.runfile import run_format, stats, trust
+from cudnn_hostbench.bench.measure.runfile.environment import Fingerprint, HostState
 from cudnn_hostbench.bench.measure.runfile.records import MIN_PROCESSES, Record, Run, WorkerFigure, load_run
+from cudnn_hostbench.bench.measure.runfile.run_format import WorkerInfo
 
 PROGRESS_PREFIXES = ("hostbench", "host:")   # a worker's progress lines (runner.Session.say, hoststate)
 
@@ -184,36 +186,43 @@ def _merge_flags(merged: Record, worker_records: list, host_unstable: bool) -> N
             flags.add(flag)
     merged.flags = [f for f in trust.FLAGS if f in flags]
 
-def merge_fingerprints(fps: list[dict], wall_s: float | None = None) -> dict:
-    """The first worker's environment, plus the run's host state over all workers."""
-    fps = [f for f in fps if f]
+def merge_fingerprints(fps: list, wall_s: float | None = None) -> Fingerprint:
+    """The first worker's environment, plus the run's host state over all workers (each
+    fingerprint typed, or a dict)."""
+    fps = [Fingerprint.of(f) for f in fps if f]
     if not fps:
-        return {}
+        return Fingerprint.of({})
     fp = copy.deepcopy(fps[0])
-    hs = [f.get("host_state") or {} for f in fps]
-    floors = [h["floor_us"] for h in hs if h.get("floor_us")]
-    unstable = sum(1 for h in hs if h.get("unstable"))
-    fp["workers"] = len(fps)
-    fp["host_state"] = {"floor_us": min(floors) if floors else None, "unstable": unstable * 2 > len(fps),
-                        "unstable_workers": unstable, "per_worker": hs}
-    for name in ("wall_s", "build_s", "plans_s"):     # summed over workers, per probe/size
-        got: dict = {}
-        for f in fps:
-            for k, v in (f.get(name) or {}).items():
-                got[k] = round(got.get(k, 0.0) + v, 2)
-        fp[name] = got
+    hosts = [copy.deepcopy(f.host_state) for f in fps]
+    floors = [h.floor_us for h in hosts if h.floor_us]
+    unstable = sum(1 for h in hosts if h.unstable)
+    fp.workers = len(fps)
+    fp.host_state = HostState.from_dict({"floor_us": min(floors) if floors else None,
+                                         "unstable": unstable * 2 > len(fps), "unstable_workers": unstable,
+                                         "per_worker": hosts})
+    fp.wall_s, fp.build_s, fp.plans_s = (_summed([getattr(f, name) for f in fps])
+                                         for name in ("wall_s", "build_s", "plans_s"))
     # a row per worker (run_format.WorkerInfo): its wall, start-up, time per phase; the parent sets roles
-    fp["worker_table"] = [run_format.row_of(i, f) for i, f in enumerate(fps, 1)]
-    fp["calibration_us"] = {"per_worker": [f.get("calibration_us") for f in fps],
-                            **(fps[0].get("calibration_us") or {})}
+    fp.worker_table = [WorkerInfo.from_dict(run_format.row_of(i, f.to_dict())) for i, f in enumerate(fps, 1)]
+    fp.calibration_us = {"per_worker": [f.calibration_us if "calibration_us" in f else None for f in fps],
+                         **fps[0].calibration_us}
     if wall_s is not None:
-        fp["suite_wall_s"] = wall_s
+        fp.suite_wall_s = wall_s
     return fp
 
 
-def floor_of(fingerprint: dict) -> float | None:
-    """The host floor a fingerprint records: a worker's as it ended, or a merged run's."""
-    return (fingerprint.get("host_state") or {}).get("floor_us")
+def _summed(per_worker: list[dict]) -> dict:
+    """Seconds per probe/size, summed over the workers."""
+    got: dict = {}
+    for times in per_worker:
+        for key, secs in (times or {}).items():
+            got[key] = round(got.get(key, 0.0) + secs, 2)
+    return got
+
+
+def floor_of(fingerprint) -> float | None:
+    """The host floor a fingerprint (typed, or a dict) records: a worker's as it ended, or a merged run's."""
+    return Fingerprint.of(fingerprint).host_state.floor_us
 
 
 def judging_floor(run: Run, floor: float | None) -> float | None:
@@ -222,17 +231,17 @@ def judging_floor(run: Run, floor: float | None) -> float | None:
     return process_floor(floor_of(run.fingerprint), floor)
 
 
-def merge_runs(runs: list[Run], wall_s: float | None = None, floor: float | None = None) -> tuple[list[Record], dict]:
+def merge_runs(runs: list[Run], wall_s: float | None = None, floor: float | None = None) -> tuple[list[Record], Fingerprint]:
     """Merged records and fingerprint; `floor` fixes the run's host floor (the full workers'), so
     a later top-up worker that learns a lower one does not turn figures the full workers timed
     fast into stale ones: otherwise each top-up would thin blocks it never ran."""
     fp = merge_fingerprints([r.fingerprint for r in runs], wall_s)
-    hs = fp.get("host_state") or {}
-    if floor and hs:
-        hs["floor_us"] = floor
-    run_floor = hs.get("floor_us")
+    hs = fp.host_state
+    if floor and "host_state" in fp:
+        hs.floor_us = floor
+    run_floor = hs.floor_us
     per = stale_host([r.records for r in runs], run_floor, floors=[judging_floor(r, run_floor) for r in runs])
-    return merge_records(per, bool(hs.get("unstable"))), fp
+    return merge_records(per, bool(hs.unstable)), fp
 
 
 def _relay(process, log, relay, on_line=None) -> int:
