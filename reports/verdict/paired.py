@@ -243,7 +243,7 @@ def capped(prior: Prior, members: list, got: list) -> Prior:
     """The prior with d0 at most the blocks (probe × size) of its rows times their median d (module
     docstring): a fit over the variants of one block, which share its processes, read their
     agreement as tens of degrees of freedom, and resampled A/A jobs of one block found changes
-    in 5-9 % of them (log 2026-12-06-1027)."""
+    that were not there (log 2026-12-06-1027)."""
     if not got or prior.df <= 0:
         return prior
     blocks = len({(r.key[0], r.key[2]) for r in members}) or 1

@@ -454,7 +454,7 @@ def _status(run, probe, variant, size) -> str:
 
 MDC_CLASSES = ("eager light ratio", "graph light ratio", "device light ratio")   # the A/B classes the page names
 OLD_CLASSES = {"eager light ratio": "eager ratio"}   # a job judged before eager rows had size classes
-MOVED_SHOWN = 8   # moved rows listed per version job, the largest changes first
+MOVED_SHOWN = 5   # moved rows listed per version job, the largest changes first
 
 
 def ab_jobs(ref: Reference, base: Path) -> str:
