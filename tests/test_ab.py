@@ -97,6 +97,7 @@ def test_a_row_is_found_only_once_its_signs_could_pass_alone():
     for pairs in range(paired.MIN_PAIRS, paired.SIGN_PAIRS):
         r = paired.judge(_rows(pairs=pairs, sigma=0.002, shift={7: math.log(1.06)})).rows[7]
         assert r.verdict == "UNSURE" and r.low > 0 and r.more_pairs == paired.SIGN_PAIRS - pairs, pairs
+        assert r.to_dict()["leans"] == "SLOWER"
 
 
 @pytest.mark.parametrize("n", [3, 5, 8, 12])

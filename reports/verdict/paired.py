@@ -103,6 +103,8 @@ class RowVerdict:
              "more_pairs": self.more_pairs, "on_ratio": self.on_ratio, "level_us": self.level_us}
         if self.note:
             d["note"] = self.note
+        if self.leans:
+            d["leans"] = self.leans
         return d
 
 
