@@ -16,7 +16,8 @@ the rows of a job are not the independent rows limma assumes:
 - d0 is at most the blocks its rows come from times their median d: rows timed in the same
   processes (a block's variants, sharing its baseline) agree with each other by construction;
 - the variance a row is judged on is never below its own s², nor below s0²: a row tighter than
-  its class on a few pairs was, in resampled A/A jobs, mostly a row whose tail had not shown yet.
+  its class on a few pairs was, in resampled A/A jobs, mostly a row whose tail had not shown yet
+  (log 2026-12-06-1027).
 SLOWER / FASTER are Benjamini-Hochberg discoveries at Q over the job's rows whose signs also pass
 the exact sign-flip test at Q (the share of the 2^n sign patterns of its pairs whose mean is as
 far from 0): a t test cannot tell a row whose processes sit on two levels from a change, while
