@@ -406,9 +406,10 @@ def _progress(say, pairs: int, comparisons: list, clock: Clock) -> None:
         return
     rows = sum(len(c.judgement.rows) for c in comparisons)
     decided = sum(1 for c in comparisons for r in c.judgement.rows if r.verdict != "UNSURE")
+    leaning = sum(1 for c in comparisons for r in c.judgement.rows if r.leans)
     dropped = sum(c.dropped for c in comparisons)
-    say(f"pairs {pairs} ({dropped} row pair(s) dropped: host states differed) · rows decided {decided}/{rows} · "
-        f"{clock.left() / 60:.1f} min left")
+    say(f"pairs {pairs} ({dropped} row pair(s) dropped: host states differed) · rows decided {decided}/{rows}"
+        f"{f' ({leaning} more leaning, paired on)' if leaning else ''} · {clock.left() / 60:.1f} min left")
 
 
 def finish(a, job_dir: Path, spec: JobSpec, procs: list, comparisons: list) -> None:

@@ -195,6 +195,7 @@ def test_a_slower_row_fails_the_job_and_leads_the_table(tmp_path, fake_job, caps
     out = capsys.readouterr().out
     first = [ln for ln in out.splitlines() if ln.startswith(("SLOWER", "FASTER"))][0]
     assert first.startswith("SLOWER") and "execute/256 generic graph" in first
+    assert "more leaning, paired on" in out      # found by its t test before its signs could pass
     rows = json.loads((tmp_path / "job" / "ab.json").read_text())["comparisons"][0]["rows"]
     slow = [r for r in rows if r["verdict"] == "SLOWER"]
     assert [(r["probe"], r["variant"], r["size"], r["mode"]) for r in slow] == [SLOW_KEY]
