@@ -17,25 +17,39 @@ with gzip.open(EXPORT, "rt", encoding="utf-8") as _f:
 GRAPH = ("fusion", "cudnn_fused", "epilogue-b16m512k1024n512", "graph")     # ~33 µs per call
 
 
-_BUILT: dict = {}   # export bytes' digest -> a store this process ingested it into, once
+_BUILT: dict = {}   # export bytes' digest -> (a store this process ingested it into, once; ingest's Result)
+
+
+def _built(tmp_path, export: Path) -> tuple[Path, ingest.Result]:
+    """The store this process ingested `export` into through the ingest API, and what the ingest
+    returned: made at the first call, in pytest's own temporary folder (tmp_path's parent), which
+    pytest cleans."""
+    import hashlib
+    digest = hashlib.sha256(Path(export).read_bytes()).hexdigest()
+    if digest not in _BUILT:
+        built = Path(tmp_path).parent / f"hb-store-{digest[:12]}" / "h.db"
+        built.parent.mkdir(exist_ok=True)
+        st = db.open_store(f"sqlite:///{built}", create=True)
+        res = ingest.ingest_paths(st, [Path(export)])
+        st.close()
+        _BUILT[digest] = (built, res)
+    return _BUILT[digest]
+
+
+def ingested(tmp_path, export: Path = EXPORT) -> ingest.Result:
+    """What `ingest.ingest_paths` returned for `export` into an empty SQLite store (the store
+    stored_url copies): a test of the ingest API's counts reads it instead of ingesting again."""
+    return _built(tmp_path, export)[1]
 
 
 def stored_url(tmp_path, export: Path = EXPORT) -> str:
     """The URL of a scratch SQLite store in tmp_path holding `export`, as `history ingest` writes
     it: ingested once per test process, copied for each test (an ingest of the committed export
     takes 8-10 s on a CPU core; a test that checks the ingest itself calls ingest)."""
-    import hashlib
     import shutil
-    digest = hashlib.sha256(Path(export).read_bytes()).hexdigest()
-    if digest not in _BUILT:   # in pytest's own temporary folder (tmp_path's parent): it cleans it
-        built = Path(tmp_path).parent / f"hb-store-{digest[:12]}" / "h.db"
-        built.parent.mkdir(exist_ok=True)
-        st = db.open_store(f"sqlite:///{built}", create=True)
-        res = ingest.ingest_paths(st, [Path(export)])
-        assert res.stored and not res.errors
-        st.close()
-        _BUILT[digest] = built
-    shutil.copyfile(_BUILT[digest], tmp_path / "h.db")
+    built, res = _built(tmp_path, export)
+    assert res.stored and not res.errors, res.errors
+    shutil.copyfile(built, tmp_path / "h.db")
     return f"sqlite:///{tmp_path / 'h.db'}"
 
 
