@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+from contextlib import contextmanager
 from pathlib import Path
 
 from sqlalchemy import text
@@ -51,6 +53,34 @@ def stored_url(tmp_path, export: Path = EXPORT) -> str:
     assert res.stored and not res.errors, res.errors
     shutil.copyfile(built, tmp_path / "h.db")
     return f"sqlite:///{tmp_path / 'h.db'}"
+
+
+_SITES: dict = {}   # the export's path -> the dashboard this process rendered of its store, once
+
+
+def committed_dashboard(tmp_path, export: Path = EXPORT) -> Path:
+    """The folder `hostbench dashboard --store` writes for the store of `export`, run from the
+    repository root as the README says: rendered once per test process (the whole committed
+    history takes seconds) for the tests that only read it, in pytest's own temporary folder."""
+    from cudnn_hostbench.scripts import cli
+    if export not in _SITES:
+        url = stored_url(tmp_path, export)
+        out = Path(tmp_path).parent / f"hb-dashboard-{len(_SITES)}"
+        with _chdir(ROOT):
+            assert cli.main(["dashboard", "--store", url, "--out", str(out)]) == 0
+        _SITES[export] = out
+    return _SITES[export]
+
+
+@contextmanager
+def _chdir(path: Path):
+    """In `path` for the block (contextlib.chdir, which Python 3.10 lacks)."""
+    old = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(old)
 
 
 def fresh(tmp_path) -> db.Store:
