@@ -14,8 +14,8 @@ if [ "${1:-}" = "--oldest" ]; then
   shift
   pins=(-c ci/oldest.txt)
 fi
-python3 -m pip install -q --upgrade pip
-# torch==2.13.0: a CPU build (a bare `torch` can pull a multi-GB CUDA build)
+# pip as the venv made it (no upgrade of pip itself: nothing below needs a newer one, and it is a
+# download and install on every fresh venv); torch==2.13.0: a CPU build (a bare `torch` can pull a multi-GB CUDA build)
 python3 -m pip install -q --upgrade --upgrade-strategy eager "${pins[@]}" torch==2.13.0 -e ".[test]"
 python3 -m pip list --format=freeze 2>/dev/null | grep -iE '^(pytest|pytest-benchmark|pandas|numpy|scipy|matplotlib|seaborn|jinja2|packaging|torch|mypy)==' | tr '\n' ' '; echo
 python3 -m ruff check .   # lint first: configured in pyproject.toml, noqa markers included (RUF100)

@@ -56,10 +56,16 @@ def pytest_addoption(parser):
                           "(skip), or run them alone (only)")
 
 
-# Files whose tests one worker runs, one after another: their module fixture is computed once.
-# (pytest-xdist's own `xdist_group` mark no longer reaches its scheduler under pytest 9, so the
-# scheduler below groups them by file; the mark stays on the module for the pytest versions it does.)
-TOGETHER = ("tests/test_verdict_check.py",)
+# Groups of tests one worker runs, one after another, so that what they share is computed once: a
+# file (its module fixture) or tests of several files (a per-process cache of tests/history_store.py,
+# such as the committed history's dashboard). (pytest-xdist's own `xdist_group` mark no longer reaches
+# its scheduler under pytest 9, so the scheduler below groups them; the mark stays on
+# test_verdict_check.py for the pytest versions it does.)
+TOGETHER = (
+    ("tests/test_verdict_check.py",),
+    ("tests/test_charts.py::test_committed_dashboards_match_the_code",
+     "tests/test_dashboard.py::test_the_whole_committed_history_leads_with_its_newest_run_and_says_how_little_history_it_has"),
+)
 
 
 def pytest_configure(config):
@@ -75,10 +81,10 @@ class _Scheduling:
         from xdist.scheduler import LoadScopeScheduling
 
         class Scheduling(LoadScopeScheduling):
-            """Each test a unit of work, as `--dist load`, but a TOGETHER file's tests one unit."""
+            """Each test a unit of work, as `--dist load`, but a TOGETHER group's tests one unit."""
 
             def _split_scope(self, nodeid: str) -> str:
-                return next((f for f in TOGETHER if nodeid.startswith(f + "::")), nodeid)
+                return next((group[0] for group in TOGETHER if any(_named(nodeid, e) for e in group)), nodeid)
 
         return Scheduling(config, log)
 

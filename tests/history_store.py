@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+from contextlib import contextmanager
 from pathlib import Path
 
 from sqlalchemy import text
@@ -17,26 +19,68 @@ with gzip.open(EXPORT, "rt", encoding="utf-8") as _f:
 GRAPH = ("fusion", "cudnn_fused", "epilogue-b16m512k1024n512", "graph")     # ~33 µs per call
 
 
-_BUILT: dict = {}   # export bytes' digest -> a store this process ingested it into, once
+_BUILT: dict = {}   # export bytes' digest -> (a store this process ingested it into, once; ingest's Result)
+
+
+def _built(tmp_path, export: Path) -> tuple[Path, ingest.Result]:
+    """The store this process ingested `export` into through the ingest API, and what the ingest
+    returned: made at the first call, in pytest's own temporary folder (tmp_path's parent), which
+    pytest cleans."""
+    import hashlib
+    digest = hashlib.sha256(Path(export).read_bytes()).hexdigest()
+    if digest not in _BUILT:
+        built = Path(tmp_path).parent / f"hb-store-{digest[:12]}" / "h.db"
+        built.parent.mkdir(exist_ok=True)
+        st = db.open_store(f"sqlite:///{built}", create=True)
+        res = ingest.ingest_paths(st, [Path(export)])
+        st.close()
+        _BUILT[digest] = (built, res)
+    return _BUILT[digest]
+
+
+def ingested(tmp_path, export: Path = EXPORT) -> ingest.Result:
+    """What `ingest.ingest_paths` returned for `export` into an empty SQLite store (the store
+    stored_url copies): a test of the ingest API's counts reads it instead of ingesting again."""
+    return _built(tmp_path, export)[1]
 
 
 def stored_url(tmp_path, export: Path = EXPORT) -> str:
     """The URL of a scratch SQLite store in tmp_path holding `export`, as `history ingest` writes
     it: ingested once per test process, copied for each test (an ingest of the committed export
     takes 8-10 s on a CPU core; a test that checks the ingest itself calls ingest)."""
-    import hashlib
     import shutil
-    digest = hashlib.sha256(Path(export).read_bytes()).hexdigest()
-    if digest not in _BUILT:   # in pytest's own temporary folder (tmp_path's parent): it cleans it
-        built = Path(tmp_path).parent / f"hb-store-{digest[:12]}" / "h.db"
-        built.parent.mkdir(exist_ok=True)
-        st = db.open_store(f"sqlite:///{built}", create=True)
-        res = ingest.ingest_paths(st, [Path(export)])
-        assert res.stored and not res.errors
-        st.close()
-        _BUILT[digest] = built
-    shutil.copyfile(_BUILT[digest], tmp_path / "h.db")
+    built, res = _built(tmp_path, export)
+    assert res.stored and not res.errors, res.errors
+    shutil.copyfile(built, tmp_path / "h.db")
     return f"sqlite:///{tmp_path / 'h.db'}"
+
+
+_SITES: dict = {}   # the export's path -> the dashboard this process rendered of its store, once
+
+
+def committed_dashboard(tmp_path, export: Path = EXPORT) -> Path:
+    """The folder `hostbench dashboard --store` writes for the store of `export`, run from the
+    repository root as the README says: rendered once per test process (the whole committed
+    history takes seconds) for the tests that only read it, in pytest's own temporary folder."""
+    from cudnn_hostbench.scripts import cli
+    if export not in _SITES:
+        url = stored_url(tmp_path, export)
+        out = Path(tmp_path).parent / f"hb-dashboard-{len(_SITES)}"
+        with _chdir(ROOT):
+            assert cli.main(["dashboard", "--store", url, "--out", str(out)]) == 0
+        _SITES[export] = out
+    return _SITES[export]
+
+
+@contextmanager
+def _chdir(path: Path):
+    """In `path` for the block (contextlib.chdir, which Python 3.10 lacks)."""
+    old = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(old)
 
 
 def fresh(tmp_path) -> db.Store:

@@ -12,7 +12,7 @@ import pytest
 
 from cudnn_hostbench.reports.dashboard import charts, page
 from cudnn_hostbench.reports.judge import check, lead
-from tests.history_store import fresh, stored_url
+from tests.history_store import committed_dashboard, fresh
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "reports" / "reference" / "h200"
@@ -153,11 +153,11 @@ def test_a_rerendered_page_is_byte_identical(reference_section, committed):
 @pytest.mark.slow
 def test_committed_dashboards_match_the_code(tmp_path, monkeypatch):
     """The committed pages are what the code renders from the committed history and matrix
-    (the generated-at line aside), rendered from the repository root as the README says."""
+    (the generated-at line aside), rendered from the repository root as the README says (the
+    history's page once per process: tests/history_store.py)."""
     from cudnn_hostbench.scripts import cli
     monkeypatch.chdir(ROOT)
-    url = stored_url(tmp_path, REFERENCE / "history.hbx.jsonl.gz")
-    assert cli.main(["dashboard", "--store", url, "--out", str(tmp_path / "d")]) == 0
+    history = committed_dashboard(tmp_path, REFERENCE / "history.hbx.jsonl.gz")
     assert cli.main(["dashboard", "reports/reference/h200/matrix", "--order", "version", "--out", str(tmp_path / "m")]) == 0
     def strip(p):
         """The page without its generated-at line, each figure as its text (titles, ticks,
@@ -165,7 +165,7 @@ def test_committed_dashboards_match_the_code(tmp_path, monkeypatch):
         page = re.sub(r"generated [^·]*·", "", Path(p).read_text())
         return re.sub(r"<svg.*?</svg>", lambda m: " | ".join(re.findall(r"<text[^>]*>([^<]*)</text>", m.group(0))),
                       page, flags=re.S)
-    assert strip(tmp_path / "d" / "index.html") == strip(REFERENCE / "dashboard" / "index.html")
+    assert strip(history / "index.html") == strip(REFERENCE / "dashboard" / "index.html")
     assert strip(tmp_path / "m" / "index.html") == strip(REFERENCE / "matrix" / "dashboard" / "index.html")
 
 

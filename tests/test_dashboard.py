@@ -182,8 +182,9 @@ def test_the_whole_committed_history_leads_with_its_newest_run_and_says_how_litt
     # before it (decide.DEFAULT_LAST): no row is SLOWER or FASTER
     from cudnn_hostbench.reports.history import db
     from cudnn_hostbench.reports.judge import lead
-    page = html.unescape((history_site(tmp_path, export=EXPORT) / "index.html").read_text())
-    st = db.open_store(f"sqlite:///{tmp_path / 'h.db'}")
+    from tests.history_store import committed_dashboard, stored_url
+    page = html.unescape((committed_dashboard(tmp_path, EXPORT) / "index.html").read_text())   # once per process
+    st = db.open_store(stored_url(tmp_path, EXPORT))
     newest = next(r for r in st.runs() if r["id"] == lead.latest_in(st)[0])
     st.close()
     first = page[page.index("<body>"):page.index("<h3>Trends")]

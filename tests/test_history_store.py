@@ -20,7 +20,7 @@ from sqlalchemy import text
 from cudnn_hostbench.reports.history import db, ingest
 from cudnn_hostbench.scripts import cli
 from tests.helpers import write_synthetic_run
-from tests.history_store import EXPORT, RUNS  # the committed export; RUNS: its runs (docs/history.md)
+from tests.history_store import EXPORT, RUNS, ingested, stored_url  # the committed export; RUNS: its runs (docs/history.md)
 
 pytest_plugins = ["tests.pg_server"]   # the pg_server and store_url fixtures
 
@@ -228,10 +228,9 @@ def test_ingest_killed_midway_leaves_whole_runs(store_url):
     assert stored(store_url)[0] == RUNS and complete(store_url)
 
 
-@pytest.mark.slow
+@pytest.mark.slow   # the process's first test of the committed store pays its ingest
 def test_excluded_run_leaves_every_history(tmp_path, capsys):
-    url = f"sqlite:///{tmp_path / 'h.db'}"
-    assert hb("ingest", str(EXPORT), "--store", url) == 0
+    url = stored_url(tmp_path)   # the committed export, ingested once per process
     assert hb("exclude", "3", "--why", "bad machine", "--store", url) == 0
     st = db.open_store(url)
     assert [r["excluded"] for r in st.runs() if r["id"] == 3] == ["bad machine"]
@@ -247,12 +246,13 @@ def test_export_file_damaged_is_one_line(tmp_path, capsys):
     assert "x.hbx.jsonl.gz" in capsys.readouterr().err
 
 
-@pytest.mark.slow
+@pytest.mark.slow   # as above
 def test_ingest_api_counts(tmp_path):
-    st = db.open_store(f"sqlite:///{tmp_path / 'h.db'}", create=True)
-    res = ingest.ingest_paths(st, [EXPORT])
-    assert len(res.stored) == RUNS and not res.errors
-    st.close()
+    # the ingest API's result for the committed export into an empty store, kept from the one
+    # ingest this process makes of it (tests/history_store.py)
+    res = ingested(tmp_path)
+    assert len(res.stored) == RUNS and not res.errors and not res.already
+    assert len({rid for _, rid in res.stored}) == RUNS
 
 
 # -- migrations (Alembic) ----------------------------------------------------------------------------

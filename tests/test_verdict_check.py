@@ -11,6 +11,8 @@ them (a fold's generator is seeded by its index among all folds). A run added to
 the slice; no test names runs, starts or counts of the committed data."""
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import math
 from collections import defaultdict
@@ -20,8 +22,9 @@ import pytest
 from cudnn_hostbench.reports.judge import validate
 from cudnn_hostbench.scripts import cli
 
-# one worker runs the module, so its validation (the suite's longest step) runs once
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("verdict-check")]
+# one worker runs the module, so its validation (the suite's longest step) runs once; every test
+# that reads the validation or the export is marked slow where it is written
+pytestmark = [pytest.mark.xdist_group("verdict-check")]
 
 SLICE = 9   # about one fold in SLICE of each (history key, scale) group, at least one of each
 
@@ -57,6 +60,7 @@ def result(loaded):
     return res
 
 
+@pytest.mark.slow
 def test_the_slice_holds_every_history_key_and_scale_the_validation_judges(loaded):
     todo = loaded[2]
     pick = sliced(todo)
@@ -65,18 +69,21 @@ def test_the_slice_holds_every_history_key_and_scale_the_validation_judges(loade
     assert len(pick) <= len(todo) // SLICE + len(groups)
 
 
+@pytest.mark.slow
 def test_no_change_runs_from_starts_the_model_never_saw_raise_few_verdicts(result):
     # the design's false-alarm rate is the FDR, 1 % a run; the bound is printed, and logged per run of it
     assert result.false_runs / result.runs <= 0.05, result.false_rows
     assert all(abs(z) < 10 for *_, z, _ in result.false_rows), result.false_rows
 
 
+@pytest.mark.slow
 def test_the_printed_mdc_is_the_change_caught_four_times_in_five(result):
     (k12, n12), (k05, n05) = result.honesty[1.2], result.honesty[0.5]
     assert n12 == n05 >= 3 * result.runs and k12 / n12 >= 0.8   # rows tried on every judged run
     assert k05 / n05 <= 0.1
 
 
+@pytest.mark.slow
 def test_no_change_z_scores_are_no_wider_than_their_t_says(result):
     from cudnn_hostbench.reports.verdict import decide
     # past the threshold a run's ~700 rows are judged at, no no-change row of any class
@@ -85,6 +92,7 @@ def test_no_change_z_scores_are_no_wider_than_their_t_says(result):
     assert decide.Q == 0.01
 
 
+@pytest.mark.slow
 def test_structured_changes_are_reported(result):
     for name, (_, found, tried) in result.structured.items():
         assert tried >= result.runs / 2 and found > 0, name   # tried on most judged runs
@@ -92,12 +100,22 @@ def test_structured_changes_are_reported(result):
     assert whole[1] / whole[2] >= 0.75      # a machine-wide shift is one finding
 
 
-def test_the_command_writes_its_figures(tmp_path, capsys):
-    out = tmp_path / "v.json"
-    assert cli.main(["verdict-check", "--runs", "2", "--jobs", "1", "--json", str(out)]) == 0
-    doc = json.loads(out.read_text())
-    assert doc["runs"] == 2 and "bound" in doc and "honesty" in doc
-    assert "false verdicts" in capsys.readouterr().out
+@pytest.fixture(scope="module")
+def two_processes(tmp_path_factory):
+    """`verdict-check --runs 2 --jobs 2 --json`, run once for the module: (its exit status, what it
+    printed, the JSON it wrote). The command's test reads its output, the process-count test sets
+    its figures against one process's."""
+    out = tmp_path_factory.mktemp("verdict-check") / "v.json"
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        code = cli.main(["verdict-check", "--runs", "2", "--jobs", "2", "--json", str(out)])
+    return code, printed.getvalue(), json.loads(out.read_text()) if out.is_file() else None
+
+
+@pytest.mark.slow
+def test_the_command_writes_its_figures(two_processes, tmp_path, capsys):
+    code, printed, doc = two_processes
+    assert code == 0 and doc["runs"] == 2 and "bound" in doc and "honesty" in doc
+    assert "false verdicts" in printed
     assert cli.main(["verdict-check", str(tmp_path / "none.hbx.jsonl.gz")]) == 2
     assert cli.main(["verdict-check", "--jobs", "0"]) == 2
     assert capsys.readouterr().err.splitlines()[-1] == "hostbench verdict-check: --jobs must be at least 1"
@@ -107,6 +125,7 @@ def test_the_command_writes_its_figures(tmp_path, capsys):
     assert cli.main(["verdict-check", "--check-prior"]) == 0
 
 
+@pytest.mark.slow
 def test_two_starts_see_what_one_new_start_cannot(result):
     # the same change on this run and on the previous run of another start: each GPU's own apart rows
     # are independent, a change made between the history and the two runs is not. Their evidence is
@@ -123,11 +142,14 @@ def test_two_starts_see_what_one_new_start_cannot(result):
     assert caught / tried > caught_one / tried_one, (caught, tried, caught_one, tried_one)
 
 
-def test_the_figures_do_not_depend_on_the_number_of_processes():
-    # each fold draws its injections from a generator seeded by its own index
-    one, two = (validate.run([validate.EXPORT], limit=2, jobs=j) for j in (1, 2))
-    assert one.runs == two.runs == 2
-    assert validate.report(one).split("\n", 1)[1] == validate.report(two).split("\n", 1)[1]
+@pytest.mark.slow
+def test_the_figures_do_not_depend_on_the_number_of_processes(two_processes):
+    # each fold draws its injections from a generator seeded by its own index: the command's two
+    # processes print what one process judges (the report's first line, its time, aside)
+    _, printed, doc = two_processes
+    one = validate.run([validate.EXPORT], limit=2, jobs=1)
+    assert one.runs == doc["runs"] == 2
+    assert validate.report(one).split("\n", 1)[1] == printed.rstrip("\n").split("\n", 1)[1]
 
 
 def test_a_median_mdc_past_1000_percent_prints_as_seeing_nothing():
