@@ -371,6 +371,26 @@ def test_ab_check_on_pairs_with_nothing_to_resample_is_bad_input(tmp_path, capsy
     assert len(err) == 1 and "no comparison" in err[0]
 
 
+@pytest.mark.parametrize("n,take", [(5, 3), (6, None), (4, 4)])
+def test_resampled_null_jobs_are_as_many_as_the_formula_says_and_never_counted_twice(n, take):
+    from cudnn_hostbench.reports.judge import validate_ab
+    rng = random.Random(3)
+    seen = {validate_ab.draw(n, take, rng) for _ in range(4000)}
+    assert len(seen) == validate_ab.distinct_jobs(n, take)
+    assert all(signs[0] == 1.0 for _, signs in seen)          # a job and its mirror image are one job
+    rows = _rows(n_rows=12, pairs=n)
+    for r in rows:
+        r.aligned = list(r.diffs)
+    res = validate_ab.run([rows], resamples=500, take=take)
+    assert res.jobs == validate_ab.distinct_jobs(n, take) < 500
+
+
+def test_ab_check_draws_no_job_shorter_than_a_verdict_needs(tmp_path, capsys):
+    assert main(["ab-check", str(tmp_path), "--pairs-per-job", str(paired.MIN_PAIRS - 1)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--pairs-per-job" in err[0]
+
+
 def _row(cls: str, verdict: str, mdc: float | None, key=("probe_x.py", "v", "256", "eager")):
     return paired.RowVerdict(key=key, cls=cls, verdict=verdict, change=0.0, mdc=mdc, pairs=5)
 
