@@ -20,7 +20,6 @@ from tests import checkout, store_guard
 # pytest-xdist hands them out first and the rest fill in around them.
 FIRST = (
     "tests/test_verdict_check.py",                                                           # ~75 (one worker)
-    "tests/test_cli_errors.py::test_audit_examples_script_without_a_gpu_says_so_per_example_and_exits_2",  # 11-33
     "tests/test_history_store.py::test_export_round_trip",                                 # ~25 each
     "tests/test_dashboard.py::test_the_whole_committed_history_leads_with_its_newest_run_and_says_how_little_history_it_has",
     "tests/test_nightly_recipe.py::test_runs_since_the_nightly_recipe_get_no_verdict_from_it",  # ~20
