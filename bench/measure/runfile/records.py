@@ -377,9 +377,7 @@ def _load_json(path: Path, text: str) -> Run:
         raise RunFileError(f"{path}: malformed benchmark entry ({e})") from e
     if not isinstance(fp, dict):
         raise RunFileError(f"{path}: malformed fingerprint (machine_info.hostbench is not an object)")
-    _check_fingerprint(path, fp)
-    fp = run_format.migrate(fp, (doc.get("hostbench") or {}).get("schema"))
-    return Run(str(path), Fingerprint.from_dict(fp), recs, str(doc.get("datetime") or fp.get("datetime", "")))
+    return _typed_run(path, fp, (doc.get("hostbench") or {}).get("schema"), recs, doc.get("datetime"))
 
 
 def _load_document(path: Path, doc: dict) -> Run:
@@ -393,9 +391,16 @@ def _load_document(path: Path, doc: dict) -> Run:
     if not isinstance(entries, list):
         raise RunFileError(f"{path}: malformed run file (field records is not a list)")
     recs = [_document_record(path, d, i) for i, d in enumerate(entries)]
-    _check_fingerprint(path, fp)
-    fp = run_format.migrate(fp, doc.get("schema"))
-    return Run(str(path), Fingerprint.from_dict(fp), recs, str(doc.get("datetime") or fp.get("datetime", "")))
+    return _typed_run(path, fp, doc.get("schema"), recs, doc.get("datetime"))
+
+
+def _typed_run(path: Path, fingerprint: dict, schema, recs: list, datetime, warnings: list | None = None) -> Run:
+    """The Run of a file's raw fingerprint and records, in every layout: the fingerprint checked,
+    migrated from its schema and typed; the run's time the file's own, else the fingerprint's."""
+    _check_fingerprint(path, fingerprint)
+    fingerprint = run_format.migrate(fingerprint, schema)
+    return Run(str(path), Fingerprint.from_dict(fingerprint), recs, str(datetime or fingerprint.get("datetime", "")),
+               warnings or [])
 
 
 def _document_record(path: Path, data, index: int) -> Record:
@@ -495,6 +500,4 @@ def _load_jsonl(path: Path, text: str) -> Run:
     by_key = {}
     for r in recs:   # a row written again (a retried measurement) replaces its earlier line
         by_key[r.key] = r
-    _check_fingerprint(path, fp)
-    fp = run_format.migrate(fp, fp.get("schema"))
-    return Run(str(path), Fingerprint.from_dict(fp), list(by_key.values()), str(fp.get("datetime", "")), warnings)
+    return _typed_run(path, fp, fp.get("schema"), list(by_key.values()), None, warnings)
