@@ -47,7 +47,8 @@ def build(ctx, size):
     cases["torch_mm_offset"] = off.case(lambda: torch.mm(a2, b2), note=f"offset views (ptr % 256: {at})")
 
     def reuse():
-        got = alignment.trial(m, n, k, ctx.device.index or 0)
+        others = [mnk(s) for s in ctx.options.sizes]     # one child tries every size of the run
+        got = alignment.trial(m, n, k, ctx.device.index or 0, also=others)
         finding = got.describe(offset_bytes)
         if got.verdict in ("rejected", "faulted", "no trial"):
             raise Unsupported(finding)

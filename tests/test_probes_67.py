@@ -2,6 +2,7 @@
 its call, the override probe's one-line shape errors, and the alignment trial's verdicts."""
 import importlib
 import inspect
+import json
 import types
 
 import pytest
@@ -189,14 +190,46 @@ def test_each_call_names_its_first_version_in_its_skip_reason():
     assert not calls.has_python_engines(_fake_cudnn())
 
 
+def _line(shape, verdict, detail="d"):
+    return json.dumps({"shape": list(shape), "verdict": verdict, "detail": detail})
+
+
 def test_alignment_trial_reads_each_verdict():
-    ok = alignment.parse_child(0, 'noise\n{"verdict": "fine", "detail": "rel_err=0.003"}\n', "")
-    assert ok == alignment.Trial("fine", "rel_err=0.003")
-    assert alignment.parse_child(0, '{"verdict": "rejected", "detail": "CUDNN_STATUS_BAD_PARAM"}', "").verdict == \
-        "rejected"
-    died = alignment.parse_child(-6, "", "RuntimeError: CUDA error: misaligned address\n")
+    one = [(256, 256, 256)]
+    ok = alignment.parse_child(0, "noise\n" + _line(one[0], "fine", "rel_err=0.003") + "\n", "", one)
+    assert ok == {one[0]: alignment.Trial("fine", "rel_err=0.003")}
+    assert alignment.parse_child(0, _line(one[0], "rejected"), "", one)[one[0]].verdict == "rejected"
+    died = alignment.parse_child(-6, "", "RuntimeError: CUDA error: misaligned address\n", one)[one[0]]
     assert died.verdict == "faulted" and "misaligned" in died.detail
-    assert alignment.parse_child(1, "", "ImportError: no torch").verdict == "no trial"
+    assert alignment.parse_child(1, "", "ImportError: no torch", one)[one[0]].verdict == "no trial"
+
+
+def test_a_child_that_dies_mid_list_answers_the_shape_it_died_on_and_leaves_the_rest():
+    shapes = [(256,) * 3, (1024,) * 3, (4096,) * 3]
+    got = alignment.parse_child(-11, _line(shapes[0], "fine"), "CUDA error: an illegal address", shapes)
+    assert got[shapes[0]].verdict == "fine" and got[shapes[1]].verdict == "faulted"
+    assert shapes[2] not in got
+
+
+def test_one_child_tries_every_size_and_a_shape_it_missed_gets_its_own(monkeypatch):
+    children = []
+
+    def run(args, **kw):
+        shapes = [tuple(int(x) for x in a.split(",")) for a in args[5:]]
+        children.append(shapes)
+        dies = len(children) == 1 and len(shapes) > 2     # the first child dies on its second shape
+        out = _line(shapes[0], "fine") if dies else "\n".join(_line(x, "fine") for x in shapes)
+        return types.SimpleNamespace(returncode=-11 if dies else 0, stdout=out, stderr="illegal address")
+    monkeypatch.setattr(alignment.subprocess, "run", run)
+    monkeypatch.setattr(alignment, "_trials", {})
+    sizes = [(256,) * 3, (1024,) * 3, (4096,) * 3]
+    verdicts = [alignment.trial(*x, device=0, also=sizes).verdict for x in sizes]
+    assert verdicts == ["fine", "faulted", "fine"]
+    assert children == [sizes, [sizes[2]]]      # no second child for a shape already answered
+    alignment.trial(*sizes[0], device=0, also=sizes)
+    assert len(children) == 2
+
+
     for v in alignment.VERDICTS:
         text = alignment.Trial(v, "d").describe(2)
         assert "2 bytes past them" in text and "(d)" in text

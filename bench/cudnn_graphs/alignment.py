@@ -19,55 +19,61 @@ from dataclasses import dataclass
 OFFSET_ELEMS = 1           # a bf16 view one element in: 2 bytes past a 16-byte boundary
 VERDICTS = ("fine", "wrong", "rejected", "faulted", "no trial")
 
-# The child: the same frontend, GPU and problem, a plan built on aligned buffers, one execute on
-# offset views. Prints one JSON line {"verdict", "detail"}.
+# The child: the same frontend and GPU; per problem (m,n,k), in the order given, a plan built on
+# aligned buffers and one execute on offset views. Prints one JSON line {"shape", "verdict",
+# "detail"} per problem; a fault is sticky, so it is the child's last line (or its death).
 CHILD = r"""
 import json, sys
 import torch
 from cudnn_hostbench.bench.cudnn_graphs.load import load_cudnn
-m, n, k, dev, off = (int(x) for x in sys.argv[1:6])
+dev, off = int(sys.argv[1]), int(sys.argv[2])
 torch.cuda.set_device(dev)
 cudnn = load_cudnn()
 s = torch.cuda.Stream()
 h = cudnn.create_handle()
 cudnn.set_stream(handle=h, stream=s.cuda_stream)
 bf, f32 = cudnn.data_type.BFLOAT16, cudnn.data_type.FLOAT
-g = cudnn.pygraph(io_data_type=bf, intermediate_data_type=f32, compute_data_type=f32, handle=h)
-a = (torch.randn(1, m, k, device="cuda") * k ** -0.5).bfloat16()
-b = torch.randn(1, k, n, device="cuda").bfloat16()
-c = torch.empty(1, m, n, device="cuda", dtype=torch.bfloat16)
-A = g.tensor(name="A", dim=list(a.shape), stride=list(a.stride()), data_type=bf)
-B = g.tensor(name="B", dim=list(b.shape), stride=list(b.stride()), data_type=bf)
-C = g.matmul(A=A, B=B, compute_data_type=f32, name="mm")
-C.set_output(True).set_data_type(bf).set_dim(list(c.shape)).set_stride(list(c.stride()))
-g.validate(); g.build_operation_graph(); g.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
-g.check_support(); g.build_plans(cudnn.build_plan_policy.HEURISTICS_CHOICE)
-ws = torch.empty(max(g.get_workspace_size(), 1), dtype=torch.uint8, device="cuda")
-def shifted(t):
-    base = torch.empty(t.numel() + off, dtype=t.dtype, device=t.device)
-    v = base[off:].view(t.shape)
-    v.copy_(t)
-    return base, v
-(_, ao), (_, bo), (_, co) = shifted(a), shifted(b), shifted(c)
-co.fill_(float("nan"))
-ref = a.float() @ b.float()
-torch.cuda.synchronize()
-def say(verdict, detail):
-    print(json.dumps({"verdict": verdict, "detail": detail[:400]}), flush=True)
-try:
-    with torch.cuda.stream(s):
-        g.execute({A: ao, B: bo, C: co}, ws, handle=h)
-except Exception as e:
-    say("rejected", f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}")
-    sys.exit(0)
-try:
-    s.synchronize()
-except Exception as e:
-    say("faulted", f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}")
-    sys.exit(0)
-o = co.double(); r = ref.double()
-err = float("inf") if not torch.isfinite(o).all() else float((o - r).norm() / r.norm())
-say("fine" if err <= 2e-2 else "wrong", f"rel_err={err:.3g} against torch")
+def say(shape, verdict, detail):
+    print(json.dumps({"shape": shape, "verdict": verdict, "detail": detail[:400]}), flush=True)
+def first_line(e):
+    return f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+def one(m, n, k):
+  shape = [m, n, k]
+  g = cudnn.pygraph(io_data_type=bf, intermediate_data_type=f32, compute_data_type=f32, handle=h)
+  a = (torch.randn(1, m, k, device="cuda") * k ** -0.5).bfloat16()
+  b = torch.randn(1, k, n, device="cuda").bfloat16()
+  c = torch.empty(1, m, n, device="cuda", dtype=torch.bfloat16)
+  A = g.tensor(name="A", dim=list(a.shape), stride=list(a.stride()), data_type=bf)
+  B = g.tensor(name="B", dim=list(b.shape), stride=list(b.stride()), data_type=bf)
+  C = g.matmul(A=A, B=B, compute_data_type=f32, name="mm")
+  C.set_output(True).set_data_type(bf).set_dim(list(c.shape)).set_stride(list(c.stride()))
+  g.validate(); g.build_operation_graph(); g.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+  g.check_support(); g.build_plans(cudnn.build_plan_policy.HEURISTICS_CHOICE)
+  ws = torch.empty(max(g.get_workspace_size(), 1), dtype=torch.uint8, device="cuda")
+  def shifted(t):
+      base = torch.empty(t.numel() + off, dtype=t.dtype, device=t.device)
+      v = base[off:].view(t.shape)
+      v.copy_(t)
+      return base, v
+  (_, ao), (_, bo), (_, co) = shifted(a), shifted(b), shifted(c)
+  co.fill_(float("nan"))
+  ref = a.float() @ b.float()
+  torch.cuda.synchronize()
+  try:
+      with torch.cuda.stream(s):
+          g.execute({A: ao, B: bo, C: co}, ws, handle=h)
+  except Exception as e:
+      return say(shape, "rejected", first_line(e))
+  try:
+      s.synchronize()
+  except Exception as e:
+      say(shape, "faulted", first_line(e))
+      sys.exit(0)
+  o = co.double(); r = ref.double()
+  err = float("inf") if not torch.isfinite(o).all() else float((o - r).norm() / r.norm())
+  say(shape, "fine" if err <= 2e-2 else "wrong", f"rel_err={err:.3g} against torch")
+for arg in sys.argv[3:]:
+    one(*(int(x) for x in arg.split(",")))
 """
 
 
@@ -100,15 +106,26 @@ def offset_view(torch, t, elems: int = OFFSET_ELEMS):
     return base, view
 
 
-def parse_child(rc: int, out: str, err: str) -> Trial:
-    """The child's answer; a child that died or printed nothing is read from its exit and stderr."""
-    for line in reversed(out.strip().splitlines()):
+def parse_child(rc: int, out: str, err: str, shapes: list) -> dict:
+    """The child's answer per shape, {(m, n, k): Trial}. Of the shapes it did not answer, the first
+    takes the verdict of the child's exit and stderr (a child that died did so on it); the rest
+    get none here (a child of their own tries them)."""
+    got: dict = {}
+    for line in out.strip().splitlines():
         try:
-            got = json.loads(line)
+            one = json.loads(line)
         except ValueError:
             continue
-        if isinstance(got, dict) and got.get("verdict") in VERDICTS:
-            return Trial(got["verdict"], str(got.get("detail", "")))
+        if isinstance(one, dict) and one.get("verdict") in VERDICTS and isinstance(one.get("shape"), list):
+            got[tuple(one["shape"])] = Trial(one["verdict"], str(one.get("detail", "")))
+    wanted = [tuple(x) for x in shapes]
+    missed = [x for x in wanted if x not in got]
+    if missed:
+        got[missed[0]] = _died(rc, err)
+    return {x: got[x] for x in wanted if x in got}
+
+
+def _died(rc: int, err: str) -> Trial:
     tail = " | ".join(err.strip().splitlines()[-3:])[:300]
     if rc < 0 or "misaligned" in err.lower() or "illegal address" in err.lower():
         return Trial("faulted", f"child exit {rc}: {tail}")
@@ -127,15 +144,24 @@ def _child_env() -> dict:
 _trials: dict = {}
 
 
-def trial(m: int, n: int, k: int, device: int, timeout_s: float = 180.0) -> Trial:
-    """What cuDNN does with the offset views of this matmul, tried in a child process (once per
-    process and shape)."""
+def trial(m: int, n: int, k: int, device: int, also: tuple = (), timeout_s: float = 180.0) -> Trial:
+    """What cuDNN does with the offset views of this matmul, tried in a child process once per
+    process and shape. The first child also tries `also` (the other shapes the probe will build in
+    this process), so a run pays one child's start (torch, CUDA, cuDNN: seconds) and not one per
+    size; a shape it left unanswered (it died before) gets a child of its own when asked for."""
     key = (m, n, k, device)
     if key not in _trials:
-        args = [sys.executable, "-c", CHILD, str(m), str(n), str(k), str(device), str(OFFSET_ELEMS)]
-        try:
-            done = subprocess.run(args, capture_output=True, text=True, timeout=timeout_s, env=_child_env())
-            _trials[key] = parse_child(done.returncode, done.stdout, done.stderr)
-        except (OSError, subprocess.TimeoutExpired) as e:
-            _trials[key] = Trial("no trial", f"{type(e).__name__}: {e}")
+        shapes = [(m, n, k)] + [tuple(x) for x in also if (*x, device) not in _trials and tuple(x) != (m, n, k)]
+        for shape, got in _run_child(shapes, device, timeout_s).items():
+            _trials[(*shape, device)] = got
     return _trials[key]
+
+
+def _run_child(shapes: list, device: int, timeout_s: float) -> dict:
+    args = [sys.executable, "-c", CHILD, str(device), str(OFFSET_ELEMS), *(",".join(map(str, x)) for x in shapes)]
+    try:
+        done = subprocess.run(args, capture_output=True, text=True, timeout=timeout_s * len(shapes),
+                              env=_child_env())
+        return parse_child(done.returncode, done.stdout, done.stderr, shapes)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return {shapes[0]: Trial("no trial", f"{type(e).__name__}: {e}")}
