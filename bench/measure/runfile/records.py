@@ -403,17 +403,18 @@ def _typed_run(path: Path, fingerprint: dict, schema, recs: list, datetime, warn
                warnings or [])
 
 
-def _document_record(path: Path, data, index: int) -> Record:
-    """One record of the engine's run file; a malformed one is one line naming it and its field."""
+def _document_record(where: str | Path, data, index: int) -> Record:
+    """One record of a run file (`where`: the file, or its line); a malformed one is one line naming
+    it and its field."""
     try:
         rec = Record.from_dict(data)
         bad = _bad_field(rec)
     except (KeyError, TypeError, AttributeError) as e:
         if not isinstance(data, dict) or isinstance(e, KeyError):
-            raise RunFileError(f"{path}: malformed record {_named(data, index)} ({e})") from e
+            raise RunFileError(f"{where}: malformed record {_named(data, index)} ({e})") from e
         bad = f"ratio ({e})"    # an object that from_dict cannot type: its ratio summary
     if bad:
-        raise RunFileError(f"{path}: malformed record {_named(data, index)}: field {bad} is malformed")
+        raise RunFileError(f"{where}: malformed record {_named(data, index)}: field {bad} is malformed")
     return rec
 
 
@@ -484,17 +485,7 @@ def _load_jsonl(path: Path, text: str) -> Run:
                     raise TypeError("fingerprint is not an object")
                 _check_schema(path, fp.get("schema"))
             elif obj.get("kind") == "record":
-                d = obj["record"]
-                try:
-                    rec = Record.from_dict(d)
-                    bad = _bad_field(rec)
-                except (TypeError, AttributeError) as e:
-                    bad = f"ratio ({e})" if isinstance(d, dict) else None
-                    if bad is None:
-                        raise
-                if bad:   # which figure, which field
-                    raise RunFileError(f"{path}:{i}: malformed record {_named(d, i)}: field {bad} is malformed")
-                recs.append(rec)
+                recs.append(_document_record(f"{path}:{i}", obj["record"], i))
         except (KeyError, TypeError, AttributeError) as e:
             raise RunFileError(f"{path}:{i}: malformed {obj.get('kind')} line ({e})") from e
     by_key = {}
