@@ -406,12 +406,27 @@ GPU_BOUND = ("4096",)   # matmul sizes whose kernel time (about 170 µs on an H1
 AGREE = 0.05   # issue 67's bar: two machine starts agree on a trap/fix ratio within 5 %
 
 
+def _to_baseline(run, probe, variant, size) -> float | None:
+    """A variant's eager figure as the median of its round-by-round ratios to the probe's baseline."""
+    rec = run.find(probe, variant, size, "eager")
+    if rec is None or not rec.ok:
+        return None
+    return rec.ratio.median if rec.ratio else 1.0
+
+
 def _trap_over_fix(run, probe, trap, fix, size) -> float | None:
     """trap ÷ fix, eager, as the ratio of their round-by-round ratios to the same baseline."""
-    t, f = run.find(probe, trap, size, "eager"), run.find(probe, fix, size, "eager")
-    if t is None or f is None or not (t.ok and f.ok):
-        return None
-    return (t.ratio.median if t.ratio else 1.0) / (f.ratio.median if f.ratio else 1.0)
+    t, f = _to_baseline(run, probe, trap, size), _to_baseline(run, probe, fix, size)
+    return None if t is None or f is None else t / f
+
+
+def _spread(vals: list) -> float | None:
+    got = [v for v in vals if v is not None and v > 0]
+    return max(got) / min(got) - 1 if len(got) >= 2 else None
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{x * 100:.1f} %"
 
 
 def starts(ref: Reference, run, base: Path) -> str:
@@ -435,13 +450,18 @@ def starts(ref: Reference, run, base: Path) -> str:
             pairs += 1
             agree += spread <= AGREE
             cells = " | ".join("–" if v is None else f"{v:.3f}" for v in vals)
+            sides = [_pct(_spread([_to_baseline(r, probe, v, size) for _, r in runs])) for v in (trap, fix)]
             rows.append(f"| {probe} {size} | {trap} / {fix} | {cells} | {spread * 100:.1f} %"
-                        f"{'' if spread <= AGREE else ' ✗'} |")
+                        f"{'' if spread <= AGREE else ' ✗'} | {' | '.join(sides)} |")
     head = " | ".join(name for name, _ in runs)
-    lines = [f"| probe, size | trap / fix | {head} | spread |", "|---|---|" + "---|" * len(runs) + "---|", *rows, "",
+    lines = [f"| probe, size | trap / fix | {head} | spread | trap ÷ baseline | fix ÷ baseline |",
+             "|---|---|" + "---|" * (len(runs) + 3), *rows, "",
              *_wrap(f"Eager trap ÷ fix, each the ratio of two round-by-round ratios to the probe's baseline in "
                     f"one run; spread: largest ÷ smallest − 1 over the runs of different machine starts. "
-                    f"{agree} of {pairs} pairs agree within {AGREE * 100:.0f} % (✗: not).")]
+                    f"{agree} of {pairs} pairs agree within {AGREE * 100:.0f} % (✗: not). Last two columns: each "
+                    f"side's ratio to the host-bound baseline, its spread; where the pair's is past "
+                    f"{AGREE * 100:.0f} % and one side's is not, the other is launch- or GPU-bound and the "
+                    f"pair follows the host's speed, which differs between starts.")]
     for (probe, trap), why in missing.items():
         lines += _wrap(f"{probe}/{trap}: not on this GPU: {why}.")
     return "\n".join(lines)
