@@ -63,7 +63,12 @@ def one(m, n, k):
       with torch.cuda.stream(s):
           g.execute({A: ao, B: bo, C: co}, ws, handle=h)
   except Exception as e:
-      return say(shape, "rejected", first_line(e))
+      say(shape, "rejected", first_line(e))
+      try:
+          torch.cuda.synchronize()    # a context the refusal left broken ends this child
+      except Exception:
+          sys.exit(0)
+      return
   try:
       s.synchronize()
   except Exception as e:
@@ -107,9 +112,10 @@ def offset_view(torch, t, elems: int = OFFSET_ELEMS):
 
 
 def parse_child(rc: int, out: str, err: str, shapes: list) -> dict:
-    """The child's answer per shape, {(m, n, k): Trial}. Of the shapes it did not answer, the first
-    takes the verdict of the child's exit and stderr (a child that died did so on it); the rest
-    get none here (a child of their own tries them)."""
+    """The child's answer per shape, {(m, n, k): Trial}. A child that died on its first shape gives
+    that shape the verdict of its exit and stderr; a death later in its list may be an earlier
+    shape's aftermath, so the shapes it did not answer get none here (a child of their own tries
+    them)."""
     got: dict = {}
     for line in out.strip().splitlines():
         try:
@@ -120,7 +126,7 @@ def parse_child(rc: int, out: str, err: str, shapes: list) -> dict:
             got[tuple(one["shape"])] = Trial(one["verdict"], str(one.get("detail", "")))
     wanted = [tuple(x) for x in shapes]
     missed = [x for x in wanted if x not in got]
-    if missed:
+    if missed and missed[0] == wanted[0]:
         got[missed[0]] = _died(rc, err)
     return {x: got[x] for x in wanted if x in got}
 
