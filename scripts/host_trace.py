@@ -163,50 +163,50 @@ def add_parser(command) -> None:
                    "cycles per level")
 
 
-def _run_folder(a) -> int:
-    folder = Path(a.run)
+def _run_folder(args) -> int:
+    folder = Path(args.run)
     if not folder.is_dir():
-        print(f"{a.prog}: --run {a.run}: not a folder", file=sys.stderr)
+        print(f"{args.prog}: --run {args.run}: not a folder", file=sys.stderr)
         return 2
     try:
         summaries = run_traces(folder)
     except ValueError as e:
-        print(f"{a.prog}: --run {e}", file=sys.stderr)
+        print(f"{args.prog}: --run {e}", file=sys.stderr)
         return 2
     if not summaries:
-        print(f"{a.prog}: --run {a.run}: no workers/wN/host_trace.json in it (a run of this harness writes one "
+        print(f"{args.prog}: --run {args.run}: no workers/wN/host_trace.json in it (a run of this harness writes one "
               "per worker)", file=sys.stderr)
         return 2
-    print(json.dumps(summaries, indent=1) if a.json else "\n".join(run_lines(summaries)))
+    print(json.dumps(summaries, indent=1) if args.json else "\n".join(run_lines(summaries)))
     return 0
 
 
-def run(a) -> int:
-    if a.run:
-        return _run_folder(a)
+def run(args) -> int:
+    if args.run:
+        return _run_folder(args)
     # the user's input first: a trace that cannot be kept is not worth tracing
-    if not a.seconds > 0 or not a.every >= 0:
-        print(f"{a.prog}: --seconds must be more than 0 and --every 0 or more, got {a.seconds:g} and {a.every:g}",
+    if not args.seconds > 0 or not args.every >= 0:
+        print(f"{args.prog}: --seconds must be more than 0 and --every 0 or more, got {args.seconds:g} and {args.every:g}",
               file=sys.stderr)
         return 2
-    if a.out and (Path(a.out).is_dir() or not Path(a.out).parent.is_dir()):
-        print(f"{a.prog}: --out {a.out}: not a file in an existing folder", file=sys.stderr)
+    if args.out and (Path(args.out).is_dir() or not Path(args.out).parent.is_dir()):
+        print(f"{args.prog}: --out {args.out}: not a file in an existing folder", file=sys.stderr)
         return 2
     from cudnn_hostbench.bench.measure.core.gpu_context import pin_main_thread
     from cudnn_hostbench.bench.measure.core.hoststate import sentinel_us
     pin_main_thread()
     t0 = time.perf_counter()
     readings = []
-    while time.perf_counter() - t0 < a.seconds:
+    while time.perf_counter() - t0 < args.seconds:
         readings.append((time.perf_counter() - t0, sentinel_us()))
-        time.sleep(a.every)
+        time.sleep(args.every)
     s = summarize(readings)
-    print(json.dumps(s, indent=1) if a.json else verdict(s))
-    if a.out:
+    print(json.dumps(s, indent=1) if args.json else verdict(s))
+    if args.out:
         try:
-            write_text_atomic(a.out, json.dumps({"summary": s, "readings": readings}))
+            write_text_atomic(args.out, json.dumps({"summary": s, "readings": readings}))
         except OSError as e:
-            print(f"{a.prog}: --out {a.out}: cannot write ({e.strerror or e})", file=sys.stderr)
+            print(f"{args.prog}: --out {args.out}: cannot write ({e.strerror or e})", file=sys.stderr)
             return 2
     return 0
 

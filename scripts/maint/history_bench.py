@@ -105,26 +105,26 @@ def add_parser(command) -> None:
     p.add_argument("--start-pg", action="store_true", help="also start a throwaway PostgreSQL and measure it")
 
 
-def run(a) -> int:
-    if a.runs < 1:
-        print(f"{a.prog}: --runs {a.runs}: must be at least 1", file=sys.stderr)
+def run(args) -> int:
+    if args.runs < 1:
+        print(f"{args.prog}: --runs {args.runs}: must be at least 1", file=sys.stderr)
         return 2
     rows = []
     with contextlib.ExitStack() as stack:   # the temporary store, sites and server go, whatever ends this
         tmp = stack.enter_context(scratch("hostbench-bench-"))
-        urls = list(a.url) or [f"sqlite:///{tmp / 'history.db'}"]
-        if a.start_pg:
+        urls = list(args.url) or [f"sqlite:///{tmp / 'history.db'}"]
+        if args.start_pg:
             try:
                 server = stack.enter_context(pg_server.Server())
                 urls.append(server.new_database("bench"))
             except (pg_server.Unavailable, RuntimeError, OSError) as e:
-                print(f"{a.prog}: --start-pg: {store.one_line(str(e))}", file=sys.stderr)
+                print(f"{args.prog}: --start-pg: {store.one_line(str(e))}", file=sys.stderr)
                 return 2
         for k, url in enumerate(urls):
             try:
-                r = bench(url, a.runs, tmp / f"site{k}")
+                r = bench(url, args.runs, tmp / f"site{k}")
             except db.StoreError as e:
-                print(f"{a.prog}: {store.one_line(str(e))}", file=sys.stderr)
+                print(f"{args.prog}: {store.one_line(str(e))}", file=sys.stderr)
                 return 2
             engine = "PostgreSQL" if url.startswith("postgres") else "SQLite"
             print(f"{engine}: {r}", flush=True)
