@@ -120,14 +120,14 @@ def _out_problem(args) -> str | None:
     return None
 
 
-def _write_outputs(args, df, md: str) -> str | None:
+def _write_outputs(args, df, markdown: str) -> str | None:
     """Write --markdown and --json to their files; why one could not be written, or None."""
     from cudnn_hostbench.bench.measure.runfile.files import write_text_atomic
     from cudnn_hostbench.reports.judge import compare
 
     if args.markdown and args.markdown != "-":
         try:
-            write_text_atomic(args.markdown, md)
+            write_text_atomic(args.markdown, markdown)
         except OSError as e:
             return f"--markdown {args.markdown}: cannot write ({e.strerror or e})"
     if args.json and args.json != "-":

@@ -65,22 +65,25 @@ def summarize(readings: list[tuple[float, float]], tol: float = 0.10) -> dict:
 BISTABLE_SHARE = 0.05   # each state must hold at least this share of the time for the host to be bistable
 
 
-def verdict(s: dict) -> str:
+def verdict(summary: dict) -> str:
     """One line over a summary (summarize): 'this host is bistable: fast … µs, slow … µs, … % of
     time slow' when both the fast state (within 10 % of the floor) and the slow one (at least
     hoststate.SLOW_AT times the floor) hold BISTABLE_SHARE of the time or more, else 'not bistable'
     and which state the host stays in."""
-    slow, fast = s.get("slow_time_share") or 0.0, s.get("fast_time_share") or 0.0
-    longest = ((s.get("spells") or {}).get("slow") or {}).get("max_s")
-    if slow >= BISTABLE_SHARE and fast >= BISTABLE_SHARE and s.get("slow_median_us") and s.get("fast_median_us"):
-        return (f"this host is bistable: fast {s['fast_median_us']:.2f} µs, slow {s['slow_median_us']:.2f} µs, "
-                f"{slow * 100:.0f} % of time slow" + (f" (slow spells up to {longest:g} s)" if longest else "")
-                + f"; {s['readings']} readings, floor {s['floor_us']:.2f} µs")
+    slow, fast = summary.get("slow_time_share") or 0.0, summary.get("fast_time_share") or 0.0
+    longest = ((summary.get("spells") or {}).get("slow") or {}).get("max_s")
+    if (slow >= BISTABLE_SHARE and fast >= BISTABLE_SHARE and summary.get("slow_median_us")
+            and summary.get("fast_median_us")):
+        return (f"this host is bistable: fast {summary['fast_median_us']:.2f} µs, "
+                f"slow {summary['slow_median_us']:.2f} µs, {slow * 100:.0f} % of time slow"
+                + (f" (slow spells up to {longest:g} s)" if longest else "")
+                + f"; {summary['readings']} readings, floor {summary['floor_us']:.2f} µs")
     if fast < BISTABLE_SHARE:
-        return (f"not bistable: the host never settles near its floor ({s['floor_us']:.2f} µs; median "
-                f"{s['median_us']:.2f} µs, {fast * 100:.0f} % of time within 10 %); {s['readings']} readings")
-    return (f"not bistable: {fast * 100:.0f} % of time within 10 % of the floor {s['floor_us']:.2f} µs, "
-            f"{slow * 100:.1f} % slow; {s['readings']} readings")
+        return (f"not bistable: the host never settles near its floor ({summary['floor_us']:.2f} µs; median "
+                f"{summary['median_us']:.2f} µs, {fast * 100:.0f} % of time within 10 %); "
+                f"{summary['readings']} readings")
+    return (f"not bistable: {fast * 100:.0f} % of time within 10 % of the floor {summary['floor_us']:.2f} µs, "
+            f"{slow * 100:.1f} % slow; {summary['readings']} readings")
 
 
 def _shares(levels: list[str], names: tuple) -> dict:
@@ -110,20 +113,22 @@ def _pct(shares: dict) -> str:
     return " · ".join(f"{k} {v * 100:.0f} %" for k, v in shares.items() if v is not None)
 
 
-def worker_line(s: dict) -> str:
-    notes = ([f"given {s['given_us']:.2f}"] if s.get("given_us") else []) + \
-        ([f"its readings alone: {s['own_floor_us']:.2f}"] if s.get("own_floor_us") and s.get("floor_us")
-         and abs(s["own_floor_us"] / s["floor_us"] - 1) > 0.03 else [])
-    level = f", fast level {s['fast_level_us']:.2f} µs" if s.get("fast_level_us") else ""
-    cycles = f"; {s['cycles']} eager cycles {_pct(s['cycle_levels'])}" if s["cycles"] else "; no eager cycles"
-    floor = f"floor {s['floor_us']:.2f} µs" if s.get("floor_us") else "no floor"
-    return (f"w{s['worker']}: {floor}{' (' + '; '.join(notes) + ')' if notes else ''}{level}; "
-            f"{_readings(s)}{cycles}")
+def worker_line(summary: dict) -> str:
+    notes = ([f"given {summary['given_us']:.2f}"] if summary.get("given_us") else []) + \
+        ([f"its readings alone: {summary['own_floor_us']:.2f}"]
+         if summary.get("own_floor_us") and summary.get("floor_us")
+         and abs(summary["own_floor_us"] / summary["floor_us"] - 1) > 0.03 else [])
+    level = f", fast level {summary['fast_level_us']:.2f} µs" if summary.get("fast_level_us") else ""
+    cycles = (f"; {summary['cycles']} eager cycles {_pct(summary['cycle_levels'])}" if summary["cycles"]
+              else "; no eager cycles")
+    floor = f"floor {summary['floor_us']:.2f} µs" if summary.get("floor_us") else "no floor"
+    return (f"w{summary['worker']}: {floor}{' (' + '; '.join(notes) + ')' if notes else ''}{level}; "
+            f"{_readings(summary)}{cycles}")
 
 
-def _readings(s: dict) -> str:
-    pct = _pct(s["reading_levels"])
-    return f"{s['readings']} readings" + (f" {pct}" if pct else "")
+def _readings(summary: dict) -> str:
+    pct = _pct(summary["reading_levels"])
+    return f"{summary['readings']} readings" + (f" {pct}" if pct else "")
 
 
 def run_traces(folder: Path) -> list[dict]:

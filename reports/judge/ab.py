@@ -168,7 +168,7 @@ def _name(verdict: paired.RowVerdict) -> str:
 
 def moved_first(rows: list) -> list:
     moved = [r for r in rows if r.moved]
-    return sorted(moved, key=lambda row: -abs(row.change or 0.0))
+    return sorted(moved, key=lambda verdict: -abs(verdict.change or 0.0))
 
 
 def class_table(judgement: paired.Judgement) -> list[dict]:
@@ -240,7 +240,7 @@ def markdown(comparisons: list[Comparison], header: str) -> str:
                    + " Change: B over A, the 20 % trimmed mean of the pairs; interval "
                    f"{paired.INTERVAL:.0%}; MDC: the change caught with 80 % probability.\n")
         out.append("Verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(j.counts().items())) + "\n")
-        rows = moved_first(j.rows) + sorted(j.undecided(), key=lambda row: -(row.mdc or math.inf))
+        rows = moved_first(j.rows) + sorted(j.undecided(), key=lambda verdict: -(verdict.mdc or math.inf))
         if rows:
             out.append("| verdict | probe | size | variant | mode | change | interval | MDC | pairs | note |")
             out.append("|---|---|---|---|---|---|---|---|---|---|")
