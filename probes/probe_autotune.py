@@ -44,11 +44,11 @@ def _problem(ctx, size):
     return p, p.problem(modes=MODES), p.torch_mm_call()
 
 
-def _plan(ctx, g):
+def _plan(ctx, graph):
     cudnn = ctx.cudnn
     modes = [cudnn.heur_mode.A, cudnn.heur_mode.B, cudnn.heur_mode.FALLBACK]
     try:
-        build_steps(cudnn, g, modes=modes, upto="check_support")
+        build_steps(cudnn, graph, modes=modes, upto="check_support")
     except Unsupported as e:
         raise Unsupported(f"planning: {e}{last_error(cudnn)}") from e
 

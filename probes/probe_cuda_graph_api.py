@@ -148,11 +148,11 @@ def _torch_rows(ctx, mm, sets, execs, note, plan) -> dict:
     return out
 
 
-def _native_rows(ctx, b, sets, note, plan) -> dict:
+def _native_rows(ctx, built, sets, note, plan) -> dict:
     """populate_cuda_graph into a graph of our own, instantiate, launch; update_cuda_graph for new pointers."""
     lib = cudart.runtime()
-    g, h = b.graph, ctx.handle
-    uids, ws = b.uids, b.workspace.data_ptr()
+    g, h = built.graph, ctx.handle
+    uids, ws = built.uids, built.workspace.data_ptr()
     packs = [dict(zip(uids, (t.data_ptr() for t in p.buffers()))) for p in sets]
 
     def populated() -> cudart.NativeGraph:

@@ -34,14 +34,14 @@ def build(ctx, size):
     return {}      # build-time probe: everything happens in measure()
 
 
-def _check_built(p: ConvProblem, b: Built) -> float:
-    torch = p.ctx.torch
-    fn = b.call(p.buffers())
-    with torch.cuda.stream(p.ctx.stream):
-        p.poison()
+def _check_built(problem: ConvProblem, built: Built) -> float:
+    torch = problem.ctx.torch
+    fn = built.call(problem.buffers())
+    with torch.cuda.stream(problem.ctx.stream):
+        problem.poison()
         fn()
-    p.ctx.sync()
-    return p.check(p.y)
+    problem.ctx.sync()
+    return problem.check(problem.y)
 
 
 def _run_all(ctx, size):

@@ -47,15 +47,15 @@ def split_plans(plans, is_python) -> tuple[list, list]:
     return py, [i for i in range(len(plans)) if i not in py]
 
 
-def first_built(g, indices) -> tuple[int | None, list]:
+def first_built(graph, indices) -> tuple[int | None, list]:
     """The first index of `indices` that builds (build_plan_at_index), and why the others did not."""
     failures = []
     for i in indices:
         try:
-            g.build_plan_at_index(i)
+            graph.build_plan_at_index(i)
             return i, failures
         except Exception as e:  # noqa: BLE001 - a decline moves on, as the frontend's own walk does
-            failures.append(f"[{i}] {plan_name(g, i)}: {type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}")
+            failures.append(f"[{i}] {plan_name(graph, i)}: {type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}")
     return None, failures
 
 

@@ -23,9 +23,9 @@ from cudnn_hostbench.bench.measure.runfile.records import UNIT_SECONDS, Run, Run
 NOT_RUNS = {"matrix.json", "audit.json", "autotune_winners.json", "host_trace.json", "crossover.json", "starts.json"}
 
 
-def is_run_name(f: Path) -> bool:
+def is_run_name(path: Path) -> bool:
     """Whether a file's name is a run file's: *.json, *.json.gz (compressed) or *.jsonl (partial)."""
-    return (f.suffix in (".json", ".jsonl") or f.name.endswith("run.json.gz")) and f.name not in NOT_RUNS
+    return (path.suffix in (".json", ".jsonl") or path.name.endswith("run.json.gz")) and path.name not in NOT_RUNS
 
 
 def runs_among(files: Iterable[Path]) -> list[Path]:
@@ -116,13 +116,13 @@ def frontend_version(run: Run) -> str:
     return m.group(1) if m else ""
 
 
-def version_key(v: str) -> tuple:
+def version_key(version: str) -> tuple:
     """Sort key that puts 1.9.0 before 1.20.0 (PEP 440), then versions PEP 440 cannot read, by
     their numbers; an empty version sorts last."""
     try:
-        return (0, Version(v))
+        return (0, Version(version))
     except InvalidVersion:
-        parts = re.findall(r"\d+|[A-Za-z]+", v or "")
+        parts = re.findall(r"\d+|[A-Za-z]+", version or "")
         return (1, tuple((int(p), "") if p.isdigit() else (-1, p) for p in parts)) if parts else (2,)
 
 

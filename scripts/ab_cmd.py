@@ -76,17 +76,17 @@ def add_arguments(ap) -> None:
     ap.add_argument("--no-gpu-check", action="store_true", help=__import__("argparse").SUPPRESS)
 
 
-def run(a) -> int:
-    prog = a.prog
+def run(args) -> int:
+    prog = args.prog
     try:
-        job_dir, spec, made = prepare(a)
+        job_dir, spec, made = prepare(args)
     except (ab_sides.SideError, JobFolderError, ValueError) as e:
         print(f"{prog}: {e}", file=sys.stderr)
         return 2
     try:
-        if getattr(a, "report_only", False):
-            return report_only(a, job_dir, spec)
-        return execute(a, job_dir, spec)
+        if getattr(args, "report_only", False):
+            return report_only(args, job_dir, spec)
+        return execute(args, job_dir, spec)
     finally:
         if made and not any((job_dir / "procs").glob("p*")):   # nothing ran: no half-made folder
             shutil.rmtree(job_dir, ignore_errors=True)
@@ -94,101 +94,101 @@ def run(a) -> int:
 
 # ---- setting up ------------------------------------------------------------------------------
 
-def options_of(a) -> dict:
+def options_of(args) -> dict:
     from cudnn_hostbench.bench.measure.core.options import DEFAULT_SIZES, DEFAULT_TOKENS
-    opts = {"--hb-modes": a.modes, "--hb-sizes": a.sizes or ",".join(DEFAULT_SIZES),
-            "--hb-tokens": a.tokens or ",".join(DEFAULT_TOKENS), "--rootdir": str(Path(a.root).resolve())}
-    if a.rounds:
-        if a.rounds < 3:
-            raise ValueError(f"--hb-rounds {a.rounds}: a process needs at least 3 rounds")
-        opts["--hb-rounds"] = str(a.rounds)
-    if a.heavy:
+    opts = {"--hb-modes": args.modes, "--hb-sizes": args.sizes or ",".join(DEFAULT_SIZES),
+            "--hb-tokens": args.tokens or ",".join(DEFAULT_TOKENS), "--rootdir": str(Path(args.root).resolve())}
+    if args.rounds:
+        if args.rounds < 3:
+            raise ValueError(f"--hb-rounds {args.rounds}: a process needs at least 3 rounds")
+        opts["--hb-rounds"] = str(args.rounds)
+    if args.heavy:
         opts["--hb-heavy"] = "1"
     return opts
 
 
-def selection_text(a) -> str:
-    return json.dumps({"k": a.keyword or "", "sizes": a.sizes or "", "tokens": a.tokens or "", "modes": a.modes,
-                       "heavy": bool(a.heavy), "rounds": a.rounds or 0}, sort_keys=True)
+def selection_text(args) -> str:
+    return json.dumps({"k": args.keyword or "", "sizes": args.sizes or "", "tokens": args.tokens or "", "modes": args.modes,
+                       "heavy": bool(args.heavy), "rounds": args.rounds or 0}, sort_keys=True)
 
 
-def collect_cases(a, opts: dict) -> list:
+def collect_cases(args, opts: dict) -> list:
     from cudnn_hostbench.bench.measure.core.options import SuiteOptions, split
     from cudnn_hostbench.bench.measure.workers.collect import SelectionError, collect
     suite = SuiteOptions(sizes=split(opts["--hb-sizes"]), tokens=split(opts["--hb-tokens"]),
-                         heavy=bool(a.heavy), modes=split(a.modes), root=opts["--rootdir"])
+                         heavy=bool(args.heavy), modes=split(args.modes), root=opts["--rootdir"])
     try:
-        cases = collect(Path(a.root), suite, a.keyword)
+        cases = collect(Path(args.root), suite, args.keyword)
     except SelectionError as e:
         raise ValueError(str(e)) from e
     if not cases:
-        raise ValueError(f"no probe case selected (-k {a.keyword!r}, --hb-sizes {opts['--hb-sizes']})")
+        raise ValueError(f"no probe case selected (-k {args.keyword!r}, --hb-sizes {opts['--hb-sizes']})")
     return cases
 
 
-def prepare(a) -> tuple[Path, JobSpec, bool]:
+def prepare(args) -> tuple[Path, JobSpec, bool]:
     """The job folder and its spec: a new job (sides set up and checked first, so a side that
     cannot run makes no folder) or the one --resume names."""
-    check_options(a)
-    if a.resume:
-        return resumed(a)
-    sides = new_sides(a)
-    ref = reference_index(a, sides)
-    opts = options_of(a)
-    cases = collect_cases(a, opts)
+    check_options(args)
+    if args.resume:
+        return resumed(args)
+    sides = new_sides(args)
+    ref = reference_index(args, sides)
+    opts = options_of(args)
+    cases = collect_cases(args, opts)
     for s in sides:
-        _ready(s, a)
-    return new_job_folder(a, JobSpec(sides=sides, cases=cases, options=opts, reference=ref,
-                                     selection=selection_text(a)))
+        _ready(s, args)
+    return new_job_folder(args, JobSpec(sides=sides, cases=cases, options=opts, reference=ref,
+                                     selection=selection_text(args)))
 
 
-def check_options(a) -> None:
-    if a.json == "-" and a.markdown == "-":
+def check_options(args) -> None:
+    if args.json == "-" and args.markdown == "-":
         raise ValueError("--json - and --markdown -: only one of them can take stdout")
-    if a.budget_min <= 0:
-        raise ValueError(f"--budget-min {a.budget_min:g}: the job needs some time")
-    if a.pairs < 1 or a.first_pairs < 1:
+    if args.budget_min <= 0:
+        raise ValueError(f"--budget-min {args.budget_min:g}: the job needs some time")
+    if args.pairs < 1 or args.first_pairs < 1:
         raise ValueError("--pairs and --first-pairs must be at least 1")
-    if getattr(a, "report_only", False) and not a.resume:
+    if getattr(args, "report_only", False) and not args.resume:
         raise ValueError("--report-only needs --resume DIR (the job to report)")
 
 
-def resumed(a) -> tuple[Path, JobSpec, bool]:
+def resumed(args) -> tuple[Path, JobSpec, bool]:
     """The job --resume names; a selection or side set given with it must be the job's own."""
-    job_dir = Path(a.resume)
+    job_dir = Path(args.resume)
     spec = JobSpec.load(job_dir)
-    asked = bool(a.sides) or any(getattr(a, n) for n in ("keyword", "sizes", "tokens", "heavy", "rounds"))
-    if asked and (selection_text(a) != spec.selection or _labels(a) not in ([], [s.spec for s in spec.sides])):
+    asked = bool(args.sides) or any(getattr(args, n) for n in ("keyword", "sizes", "tokens", "heavy", "rounds"))
+    if asked and (selection_text(args) != spec.selection or _labels(args) not in ([], [s.spec for s in spec.sides])):
         raise JobFolderError(f"{job_dir}: --resume of another suite or side set (the job has "
                              f"{', '.join(s.spec for s in spec.sides)}; {spec.selection})")
-    if not getattr(a, "report_only", False):
+    if not getattr(args, "report_only", False):
         for s in spec.sides:
-            _ready(s, a)
+            _ready(s, args)
     return job_dir, spec, False
 
 
-def new_sides(a) -> list:
+def new_sides(args) -> list:
     from cudnn_hostbench.scripts.matrix_part import find_wheels
-    specs = a.sides or ["current", "current"]
+    specs = args.sides or ["current", "current"]
     if len(specs) < 2:
         raise ValueError(f"one side ({specs[0]}): a job compares two or more (add `current` for this environment)")
-    sides = [ab_sides.parse(s, find_wheels(a.wheels)) for s in specs]
+    sides = [ab_sides.parse(s, find_wheels(args.wheels)) for s in specs]
     ab_sides.unique_labels(sides)
     return sides
 
 
-def reference_index(a, sides: list) -> int:
-    if not a.reference:
+def reference_index(args, sides: list) -> int:
+    if not args.reference:
         return 0
     labels = [s.label for s in sides]
-    if a.reference not in labels:
-        raise ValueError(f"--reference {a.reference}: not a side ({', '.join(labels)})")
-    return labels.index(a.reference)
+    if args.reference not in labels:
+        raise ValueError(f"--reference {args.reference}: not a side ({', '.join(labels)})")
+    return labels.index(args.reference)
 
 
-def new_job_folder(a, spec: JobSpec) -> tuple[Path, JobSpec, bool]:
+def new_job_folder(args, spec: JobSpec) -> tuple[Path, JobSpec, bool]:
     """--out made (or refused: already a job, or not writable) with the spec written in it."""
-    job_dir = Path(a.out or f"results/ab-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}")
+    job_dir = Path(args.out or f"results/ab-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}")
     if (job_dir / interleave.JOB_FILE).exists():
         raise JobFolderError(f"{job_dir}: already an A/B job (add pairs with --resume {job_dir})")
     made = not job_dir.exists()
@@ -200,13 +200,13 @@ def new_job_folder(a, spec: JobSpec) -> tuple[Path, JobSpec, bool]:
     return job_dir, spec, made
 
 
-def _labels(a) -> list:
-    return list(a.sides or [])
+def _labels(args) -> list:
+    return list(args.sides or [])
 
 
-def _ready(side, a) -> None:
+def _ready(side, args) -> None:
     ab_sides.install(side)
-    if not a.no_gpu_check:
+    if not args.no_gpu_check:
         side.checked = ab_sides.check(side)
 
 
@@ -225,15 +225,15 @@ class Clock:
     def add(self, wall_s: float, units: int) -> None:
         self.per_unit.append(wall_s / max(units, 1))
 
-    def set_cost(self, k: int, units: int) -> float:
-        """k processes of `units` units at the median pace of the last 2k processes. The first
-        process of an invocation is left out once another finished: on a fresh machine it builds
-        every graph cold, and its pace would stop a job a set early (log 2026-12-06-0539: 160 s
-        against 88-112 s for the whole suite)."""
+    def set_cost(self, sides: int, units: int) -> float:
+        """`sides` processes of `units` units at the median pace of the last 2 × `sides` processes.
+        The first process of an invocation is left out once another finished: on a fresh machine it
+        builds every graph cold, and its pace would stop a job a set early (log 2026-12-06-0539:
+        160 s against 88-112 s for the whole suite)."""
         if not self.per_unit:
             return 0.0
-        recent = sorted((self.per_unit[1:] or self.per_unit)[-2 * k:])
-        return k * recent[len(recent) // 2] * units
+        recent = sorted((self.per_unit[1:] or self.per_unit)[-2 * sides:])
+        return sides * recent[len(recent) // 2] * units
 
 
 def blocks_of(cases: list) -> list[tuple]:
@@ -251,13 +251,13 @@ def units_of(cases: list) -> list[tuple]:
     return list(dict.fromkeys((c[0], c[2], phase_of(c[4])) for c in cases))
 
 
-def execute(a, job_dir: Path, spec: JobSpec) -> int:
+def execute(args, job_dir: Path, spec: JobSpec) -> int:
     from cudnn_hostbench.reports.judge import ab as report
     k = len(spec.sides)
-    clock = Clock(a.budget_min * 60)
+    clock = Clock(args.budget_min * 60)
     crashed = ""
     comparisons: list = []
-    say = lambda m: print(f"ab: {m}", file=_out(a), flush=True)  # noqa: E731
+    say = lambda message: print(f"ab: {message}", file=_out(args), flush=True)  # noqa: E731
     ahead = interleave.Ahead()
     labels = " · ".join(f"{'*' if i == spec.reference else ''}{s.label}" for i, s in enumerate(spec.sides))
     say(f"{job_dir}: {len(report.row_keys(spec.cases))} rows in {len(blocks_of(spec.cases))} blocks; sides {labels}")
@@ -265,8 +265,8 @@ def execute(a, job_dir: Path, spec: JobSpec) -> int:
         while True:
             procs = interleave.processes(job_dir, k)
             done_pairs = min((len(v) for v in interleave.pairs(procs, k, spec.reference).values()), default=0)
-            comparisons = report.judge_job(job_dir, spec, procs, gpu_figure=a.gpu_figure) if done_pairs else []
-            todo, why = next_blocks(spec, comparisons, done_pairs, a)
+            comparisons = report.judge_job(job_dir, spec, procs, gpu_figure=args.gpu_figure) if done_pairs else []
+            todo, why = next_blocks(spec, comparisons, done_pairs, args)
             _progress(say, done_pairs, comparisons, clock)
             if not todo:
                 say(why)
@@ -278,45 +278,45 @@ def execute(a, job_dir: Path, spec: JobSpec) -> int:
                 say(f"budget: {clock.left() / 60:.1f} min left, a set of {len(todo)} unit(s) needs about "
                     f"{cost / 60:.1f}: stopping (--resume {job_dir} adds pairs)")
                 break
-            crashed = run_set(job_dir, spec, procs, cases, len(todo), clock, a, say, ahead)
+            crashed = run_set(job_dir, spec, procs, cases, len(todo), clock, args, say, ahead)
             if crashed:
                 break
     finally:
         ahead.close()
         procs = interleave.processes(job_dir, k)
         if any(p.ok for p in procs):
-            comparisons = report.judge_job(job_dir, spec, procs, gpu_figure=a.gpu_figure)
-            finish(a, job_dir, spec, procs, comparisons)
+            comparisons = report.judge_job(job_dir, spec, procs, gpu_figure=args.gpu_figure)
+            finish(args, job_dir, spec, procs, comparisons)
     if crashed:
-        print(f"{a.prog}: {crashed}", file=sys.stderr)
+        print(f"{args.prog}: {crashed}", file=sys.stderr)
         return 2
     slower = any(r.verdict == "SLOWER" for c in comparisons for r in c.judgement.rows)
-    return 1 if a.fail_on_regression and slower else 0
+    return 1 if args.fail_on_regression and slower else 0
 
 
-def report_only(a, job_dir: Path, spec: JobSpec) -> int:
+def report_only(args, job_dir: Path, spec: JobSpec) -> int:
     """The reports of the finished pairs, judged again (after a harness update, or another --gpu-figure)."""
     from cudnn_hostbench.reports.judge import ab as report
     procs = interleave.processes(job_dir, len(spec.sides))
     if not any(p.ok for p in procs):
-        print(f"{a.prog}: {job_dir}: no finished process to judge", file=sys.stderr)
+        print(f"{args.prog}: {job_dir}: no finished process to judge", file=sys.stderr)
         return 2
-    comparisons = report.judge_job(job_dir, spec, procs, gpu_figure=a.gpu_figure)
-    finish(a, job_dir, spec, procs, comparisons)
+    comparisons = report.judge_job(job_dir, spec, procs, gpu_figure=args.gpu_figure)
+    finish(args, job_dir, spec, procs, comparisons)
     slower = any(r.verdict == "SLOWER" for c in comparisons for r in c.judgement.rows)
-    return 1 if a.fail_on_regression and slower else 0
+    return 1 if args.fail_on_regression and slower else 0
 
 
-def next_blocks(spec: JobSpec, comparisons: list, done_pairs: int, a) -> tuple[list, str]:
+def next_blocks(spec: JobSpec, comparisons: list, done_pairs: int, args) -> tuple[list, str]:
     """The units (probe file, size, phase) the next set times, or none and why the job stops. After
     the first pass a set times only the units with a row undecided (or, with --sharpen, blunt): a
     decided device phase is not profiled again while the block's eager rows still need pairs."""
     every = units_of(spec.cases)
-    if done_pairs < a.first_pairs:
+    if done_pairs < args.first_pairs:
         return every, ""
-    if done_pairs >= a.pairs:
-        return [], f"--pairs {a.pairs} reached"
-    left = a.pairs - done_pairs
+    if done_pairs >= args.pairs:
+        return [], f"--pairs {args.pairs} reached"
+    left = args.pairs - done_pairs
     want: set = set()
     hopeless = 0
     for c in comparisons:
@@ -325,25 +325,25 @@ def next_blocks(spec: JobSpec, comparisons: list, done_pairs: int, a) -> tuple[l
                 hopeless += 1
                 continue
             want.add((r.key[0], r.key[2], phase_of(r.key[3])))
-    if not want and a.sharpen:   # every row decided: pair the blunt ones toward their goal
+    if not want and args.sharpen:   # every row decided: pair the blunt ones toward their goal
         from cudnn_hostbench.reports.verdict import paired
         want = {(r.key[0], r.key[2], phase_of(r.key[3])) for c in comparisons for r in paired.blunt(c.judgement.rows)}
     files = {c[1]: c[0] for c in spec.cases}
     todo = [u for u in every if any(files.get(p) == u[0] and s == u[1] and ph == u[2] for p, s, ph in want)]
     if todo:
         return todo, ""
-    decided = "every row decided" + (" and within its class's MDC goal" if a.sharpen else "")
+    decided = "every row decided" + (" and within its class's MDC goal" if args.sharpen else "")
     return [], (decided if not hopeless else
-                f"{hopeless} UNSURE row(s) need more pairs than --pairs {a.pairs} allows; the rest are decided")
+                f"{hopeless} UNSURE row(s) need more pairs than --pairs {args.pairs} allows; the rest are decided")
 
 
-def _leaning(r) -> bool:
+def _leaning(row) -> bool:
     """An UNSURE row whose interval already leaves out 0: more pairs may make it a finding, however
     far its MDC is from the threshold, so it is never given up."""
-    return r.low is not None and r.high is not None and (r.low > 0 or r.high < 0)
+    return row.low is not None and row.high is not None and (row.low > 0 or row.high < 0)
 
 
-def run_set(job_dir: Path, spec: JobSpec, procs: list, cases: list, units: int, clock: Clock, a, say,
+def run_set(job_dir: Path, spec: JobSpec, procs: list, cases: list, units: int, clock: Clock, args, say,
             ahead: interleave.Ahead | None = None) -> str:
     """One set: a process per side in the set's Williams order, each next one started ahead during
     the one before (interleave.Ahead; the next set's first during this set's last). Returns a
@@ -358,8 +358,8 @@ def run_set(job_dir: Path, spec: JobSpec, procs: list, cases: list, units: int, 
         side = spec.sides[side_i]
         folder = interleave.proc_folder(job_dir, first + pos, side_i)
         following = _following(job_dir, spec, first + pos + 1)
-        then = (lambda nf=following: ahead.start(*nf)) if ahead is not None else None
-        timeout = min(a.proc_timeout, max(60.0, clock.left() + 120))
+        then = (lambda next_proc=following: ahead.start(*next_proc)) if ahead is not None else None
+        timeout = min(args.proc_timeout, max(60.0, clock.left() + 120))
         done = interleave.run_process(folder, side_env(side, set_index), cases, spec.options, worker, floor, timeout,
                                       ahead=ahead, then=then)
         clock.add(done["wall_s"], units)
@@ -412,7 +412,7 @@ def _progress(say, pairs: int, comparisons: list, clock: Clock) -> None:
         f"{f' ({leaning} more leaning, paired on)' if leaning else ''} · {clock.left() / 60:.1f} min left")
 
 
-def finish(a, job_dir: Path, spec: JobSpec, procs: list, comparisons: list) -> None:
+def finish(args, job_dir: Path, spec: JobSpec, procs: list, comparisons: list) -> None:
     """The reports in the job folder, the merged run per side, and what --json / --markdown ask."""
     from cudnn_hostbench.reports.judge import ab as report
     meta = {"job": str(job_dir), "sides": [{"label": s.label, "spec": s.spec, **(getattr(s, "checked", None) or {})}
@@ -427,20 +427,20 @@ def finish(a, job_dir: Path, spec: JobSpec, procs: list, comparisons: list) -> N
     write_side_runs(job_dir, spec, procs)
     report.write_reports(job_dir, comparisons, meta, header)
     for c in comparisons:
-        print(report.text(c), file=_out(a))
-    if a.json:
+        print(report.text(c), file=_out(args))
+    if args.json:
         doc = json.dumps(report.json_doc(comparisons, meta), indent=1)
-        print(doc) if a.json == "-" else Path(a.json).write_text(doc, encoding="utf-8")
-    if a.markdown:
+        print(doc) if args.json == "-" else Path(args.json).write_text(doc, encoding="utf-8")
+    if args.markdown:
         md = report.markdown(comparisons, header)
-        print(md) if a.markdown == "-" else Path(a.markdown).write_text(md, encoding="utf-8")
+        print(md) if args.markdown == "-" else Path(args.markdown).write_text(md, encoding="utf-8")
     print(f"wrote {job_dir / 'ab.md'}, ab.csv, ab.json" + (", ab.png" if (job_dir / "ab.png").exists() else ""),
-          file=_out(a))
+          file=_out(args))
 
 
-def _out(a):
+def _out(args):
     """Where the job talks: stderr when --json - or --markdown - take stdout."""
-    return sys.stderr if "-" in (getattr(a, "json", None), getattr(a, "markdown", None)) else sys.stdout
+    return sys.stderr if "-" in (getattr(args, "json", None), getattr(args, "markdown", None)) else sys.stdout
 
 
 def write_side_runs(job_dir: Path, spec: JobSpec, procs: list) -> list[Path]:

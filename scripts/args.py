@@ -32,17 +32,17 @@ class ArgParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
-def _exists(p: Path) -> bool:
+def _exists(path: Path) -> bool:
     try:
-        return p.exists()
+        return path.exists()
     except OSError:   # a name the OS refuses to look up (too long): it does not exist
         return False
 
 
-def _first_existing(p: Path) -> Path:
-    while not _exists(p) and p != p.parent:
-        p = p.parent
-    return p
+def _first_existing(path: Path) -> Path:
+    while not _exists(path) and path != path.parent:
+        path = path.parent
+    return path
 
 
 def name_problem(path: str) -> str | None:

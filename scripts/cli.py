@@ -2,11 +2,11 @@
 
 The registry below names each subcommand, the module that declares it and the one line that
 `hostbench --help` shows. A command module has `add_parser(command)`, which calls
-`command(name, run, **argparse_kw)` and adds the options to the parser it returns; `run(a)` gets
-the parsed arguments and returns the exit status (`extra=` lets arguments it does not declare
-through, in a.rest: `run` hands them to pytest). So a new command is one module and one line here;
-its `python -m` form, if any, is `main = cli.alias(name)`. Only the typed command's module is
-imported.
+`command(name, run, **argparse_kw)` and adds the options to the parser it returns; `run(args)`
+gets the parsed arguments and returns the exit status (`extra=` lets arguments it does not declare
+through, in args.rest: `run` hands them to pytest). So a new command is one module and one line
+here; its `python -m` form, if any, is `main = cli.alias(name)`. Only the typed command's module
+is imported.
 
 Bad input exits 2 with one line on stderr, before any output or file; 1 is left to the commands
 (a regression, a failed audit, a failed probe).

@@ -120,14 +120,14 @@ def _out_problem(args) -> str | None:
     return None
 
 
-def _write_outputs(args, df, md: str) -> str | None:
+def _write_outputs(args, df, markdown: str) -> str | None:
     """Write --markdown and --json to their files; why one could not be written, or None."""
     from cudnn_hostbench.bench.measure.runfile.files import write_text_atomic
     from cudnn_hostbench.reports.judge import compare
 
     if args.markdown and args.markdown != "-":
         try:
-            write_text_atomic(args.markdown, md)
+            write_text_atomic(args.markdown, markdown)
         except OSError as e:
             return f"--markdown {args.markdown}: cannot write ({e.strerror or e})"
     if args.json and args.json != "-":
@@ -176,35 +176,35 @@ def _print_regressions(args, df) -> int:
     return 1 if failed else 0
 
 
-def run(a) -> int:
+def run(args) -> int:
     from cudnn_hostbench.bench.measure.runfile import trust
     from cudnn_hostbench.bench.measure.runfile.records import load_run
     from cudnn_hostbench.reports import store
     from cudnn_hostbench.reports.judge import compare
 
-    threshold = _threshold(a)
+    threshold = _threshold(args)
     # every check before any work or output: bad input exits 2, never 1 (1 means a regression)
     try:
-        base, new = load_run(a.base, need_records=True), load_run(a.new, need_records=True)
+        base, new = load_run(args.base, need_records=True), load_run(args.new, need_records=True)
         trust.check_run(base)
         trust.check_run(new)
     except ValueError as e:   # RunFileError, or figures that cannot be measurements
-        return bad(a.prog, str(e))
-    problem = _out_problem(a)
+        return bad(args.prog, str(e))
+    problem = _out_problem(args)
     if problem:
-        return bad(a.prog, problem)
-    if store.gpu(base) != store.gpu(new) and not a.allow_other_gpu:
-        return bad(a.prog, f"{a.base} is from {store.gpu(base)}, {a.new} from {store.gpu(new)}: not compared "
+        return bad(args.prog, problem)
+    if store.gpu(base) != store.gpu(new) and not args.allow_other_gpu:
+        return bad(args.prog, f"{args.base} is from {store.gpu(base)}, {args.new} from {store.gpu(new)}: not compared "
                             "(--allow-other-gpu compares them anyway)")
     models = store.gpu(base) != store.gpu(new)
-    if models and a.absolute:
-        return bad(a.prog, f"--absolute: {a.base} and {a.new} are from two GPU models, whose µs are not "
+    if models and args.absolute:
+        return bad(args.prog, f"--absolute: {args.base} and {args.new} are from two GPU models, whose µs are not "
                             "compared; without it every row is judged on its ratio to its run's own baseline")
     if models:   # two GPU models: ratios to each run's own baseline, graph and device rows too, never µs
-        a.normalize = True
-    df = compare.compare(base, new, threshold, a.alpha, a.normalize, a.min_samples, a.absolute, ratios_only=models)
-    if not compare.judged(df) and not a.allow_disjoint:
-        return bad(a.prog, f"{a.base} and {a.new} have no measured row in common ({compare.summary(df)}): "
+        args.normalize = True
+    df = compare.compare(base, new, threshold, args.alpha, args.normalize, args.min_samples, args.absolute, ratios_only=models)
+    if not compare.judged(df) and not args.allow_disjoint:
+        return bad(args.prog, f"{args.base} and {args.new} have no measured row in common ({compare.summary(df)}): "
                             "nothing compared (--allow-disjoint accepts that)")
     for w in base.warnings + new.warnings:
         print(f"warning: {w}", file=sys.stderr)
@@ -212,18 +212,18 @@ def run(a) -> int:
         print(f"warning: different GPU models ({store.gpu(base)} vs {store.gpu(new)}): every row judged on its ratio "
               "to its run's own baseline (--normalize); µs figures are not compared (UNMEASURED)", file=sys.stderr)
     diff = compare.fingerprint_diff(base, new)
-    failing = 1 if a.fail_on_regression and compare.regressions(df, not a.allow_kernel_change) else 0
-    md = compare.markdown(df, base, new, diff, threshold, a.alpha, a.normalize) if a.markdown else ""
-    problem = _write_outputs(a, df, md)
+    failing = 1 if args.fail_on_regression and compare.regressions(df, not args.allow_kernel_change) else 0
+    md = compare.markdown(df, base, new, diff, threshold, args.alpha, args.normalize) if args.markdown else ""
+    problem = _write_outputs(args, df, md)
     if problem:
-        return bad(a.prog, problem)
-    if a.json == "-":
-        print(compare.to_json(df, not a.allow_kernel_change))
+        return bad(args.prog, problem)
+    if args.json == "-":
+        print(compare.to_json(df, not args.allow_kernel_change))
         return failing
-    if a.markdown == "-":   # stdout holds the Markdown alone, as --json - holds the JSON
+    if args.markdown == "-":   # stdout holds the Markdown alone, as --json - holds the JSON
         print(md)
         return failing
-    _print_report(a, df, diff)
-    if not a.fail_on_regression:
+    _print_report(args, df, diff)
+    if not args.fail_on_regression:
         return 0
-    return _print_regressions(a, df)
+    return _print_regressions(args, df)

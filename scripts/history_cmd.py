@@ -150,26 +150,26 @@ def _remove_if_empty(made, opened: list) -> None:
             break
 
 
-def _ingest(a) -> int:
+def _ingest(args) -> int:
     """Opens (makes) the store only at the first readable run: a failed ingest leaves none behind,
     nor does one interrupted (Ctrl-C) before its first run was stored; a store that was there keeps
     what it had (each run is stored in one transaction)."""
     from cudnn_hostbench.reports.history import abjobs, db, ingest
     opened = []
-    made = _made_by(a.store)
+    made = _made_by(args.store)
 
     def store():
-        opened.append(db.open_store(a.store, create=True))
+        opened.append(db.open_store(args.store, create=True))
         return opened[-1]
     try:
-        res = ingest.ingest_paths(store, a.paths)
+        res = ingest.ingest_paths(store, args.paths)
     except (db.StoreError, abjobs.JobError) as e:
         _remove_if_empty(made, opened)
-        _say(a.prog, str(e))
+        _say(args.prog, str(e))
         return 2
     except OSError as e:
         _remove_if_empty(made, opened)
-        _say(a.prog, f"{getattr(e, 'filename', '') or ''}: {e.strerror or e}")
+        _say(args.prog, f"{getattr(e, 'filename', '') or ''}: {e.strerror or e}")
         return 2
     except BaseException:   # Ctrl-C (the cli says so, exit 130): no store left behind that holds nothing
         _remove_if_empty(made, opened)
@@ -178,11 +178,11 @@ def _ingest(a) -> int:
         for st in opened:
             st.close()
     if not (res.stored or res.already or res.jobs):   # nothing readable: the reasons alone, exit 2
-        for e in res.errors or [f"{' '.join(a.paths)}: no run file or history export in it; nothing stored"]:
-            _say(a.prog, e)
+        for e in res.errors or [f"{' '.join(args.paths)}: no run file or history export in it; nothing stored"]:
+            _say(args.prog, e)
         return 2
     for e in res.errors:
-        _say(a.prog, f"skipped {e}")
+        _say(args.prog, f"skipped {e}")
     for path, rid in res.already:
         print(f"{path}: already stored as run {rid}")
     for path, got in res.jobs:

@@ -65,22 +65,25 @@ def summarize(readings: list[tuple[float, float]], tol: float = 0.10) -> dict:
 BISTABLE_SHARE = 0.05   # each state must hold at least this share of the time for the host to be bistable
 
 
-def verdict(s: dict) -> str:
+def verdict(summary: dict) -> str:
     """One line over a summary (summarize): 'this host is bistable: fast … µs, slow … µs, … % of
     time slow' when both the fast state (within 10 % of the floor) and the slow one (at least
     hoststate.SLOW_AT times the floor) hold BISTABLE_SHARE of the time or more, else 'not bistable'
     and which state the host stays in."""
-    slow, fast = s.get("slow_time_share") or 0.0, s.get("fast_time_share") or 0.0
-    longest = ((s.get("spells") or {}).get("slow") or {}).get("max_s")
-    if slow >= BISTABLE_SHARE and fast >= BISTABLE_SHARE and s.get("slow_median_us") and s.get("fast_median_us"):
-        return (f"this host is bistable: fast {s['fast_median_us']:.2f} µs, slow {s['slow_median_us']:.2f} µs, "
-                f"{slow * 100:.0f} % of time slow" + (f" (slow spells up to {longest:g} s)" if longest else "")
-                + f"; {s['readings']} readings, floor {s['floor_us']:.2f} µs")
+    slow, fast = summary.get("slow_time_share") or 0.0, summary.get("fast_time_share") or 0.0
+    longest = ((summary.get("spells") or {}).get("slow") or {}).get("max_s")
+    if (slow >= BISTABLE_SHARE and fast >= BISTABLE_SHARE and summary.get("slow_median_us")
+            and summary.get("fast_median_us")):
+        return (f"this host is bistable: fast {summary['fast_median_us']:.2f} µs, "
+                f"slow {summary['slow_median_us']:.2f} µs, {slow * 100:.0f} % of time slow"
+                + (f" (slow spells up to {longest:g} s)" if longest else "")
+                + f"; {summary['readings']} readings, floor {summary['floor_us']:.2f} µs")
     if fast < BISTABLE_SHARE:
-        return (f"not bistable: the host never settles near its floor ({s['floor_us']:.2f} µs; median "
-                f"{s['median_us']:.2f} µs, {fast * 100:.0f} % of time within 10 %); {s['readings']} readings")
-    return (f"not bistable: {fast * 100:.0f} % of time within 10 % of the floor {s['floor_us']:.2f} µs, "
-            f"{slow * 100:.1f} % slow; {s['readings']} readings")
+        return (f"not bistable: the host never settles near its floor ({summary['floor_us']:.2f} µs; median "
+                f"{summary['median_us']:.2f} µs, {fast * 100:.0f} % of time within 10 %); "
+                f"{summary['readings']} readings")
+    return (f"not bistable: {fast * 100:.0f} % of time within 10 % of the floor {summary['floor_us']:.2f} µs, "
+            f"{slow * 100:.1f} % slow; {summary['readings']} readings")
 
 
 def _shares(levels: list[str], names: tuple) -> dict:
@@ -110,20 +113,22 @@ def _pct(shares: dict) -> str:
     return " · ".join(f"{k} {v * 100:.0f} %" for k, v in shares.items() if v is not None)
 
 
-def worker_line(s: dict) -> str:
-    notes = ([f"given {s['given_us']:.2f}"] if s.get("given_us") else []) + \
-        ([f"its readings alone: {s['own_floor_us']:.2f}"] if s.get("own_floor_us") and s.get("floor_us")
-         and abs(s["own_floor_us"] / s["floor_us"] - 1) > 0.03 else [])
-    level = f", fast level {s['fast_level_us']:.2f} µs" if s.get("fast_level_us") else ""
-    cycles = f"; {s['cycles']} eager cycles {_pct(s['cycle_levels'])}" if s["cycles"] else "; no eager cycles"
-    floor = f"floor {s['floor_us']:.2f} µs" if s.get("floor_us") else "no floor"
-    return (f"w{s['worker']}: {floor}{' (' + '; '.join(notes) + ')' if notes else ''}{level}; "
-            f"{_readings(s)}{cycles}")
+def worker_line(summary: dict) -> str:
+    notes = ([f"given {summary['given_us']:.2f}"] if summary.get("given_us") else []) + \
+        ([f"its readings alone: {summary['own_floor_us']:.2f}"]
+         if summary.get("own_floor_us") and summary.get("floor_us")
+         and abs(summary["own_floor_us"] / summary["floor_us"] - 1) > 0.03 else [])
+    level = f", fast level {summary['fast_level_us']:.2f} µs" if summary.get("fast_level_us") else ""
+    cycles = (f"; {summary['cycles']} eager cycles {_pct(summary['cycle_levels'])}" if summary["cycles"]
+              else "; no eager cycles")
+    floor = f"floor {summary['floor_us']:.2f} µs" if summary.get("floor_us") else "no floor"
+    return (f"w{summary['worker']}: {floor}{' (' + '; '.join(notes) + ')' if notes else ''}{level}; "
+            f"{_readings(summary)}{cycles}")
 
 
-def _readings(s: dict) -> str:
-    pct = _pct(s["reading_levels"])
-    return f"{s['readings']} readings" + (f" {pct}" if pct else "")
+def _readings(summary: dict) -> str:
+    pct = _pct(summary["reading_levels"])
+    return f"{summary['readings']} readings" + (f" {pct}" if pct else "")
 
 
 def run_traces(folder: Path) -> list[dict]:
@@ -163,50 +168,50 @@ def add_parser(command) -> None:
                    "cycles per level")
 
 
-def _run_folder(a) -> int:
-    folder = Path(a.run)
+def _run_folder(args) -> int:
+    folder = Path(args.run)
     if not folder.is_dir():
-        print(f"{a.prog}: --run {a.run}: not a folder", file=sys.stderr)
+        print(f"{args.prog}: --run {args.run}: not a folder", file=sys.stderr)
         return 2
     try:
         summaries = run_traces(folder)
     except ValueError as e:
-        print(f"{a.prog}: --run {e}", file=sys.stderr)
+        print(f"{args.prog}: --run {e}", file=sys.stderr)
         return 2
     if not summaries:
-        print(f"{a.prog}: --run {a.run}: no workers/wN/host_trace.json in it (a run of this harness writes one "
+        print(f"{args.prog}: --run {args.run}: no workers/wN/host_trace.json in it (a run of this harness writes one "
               "per worker)", file=sys.stderr)
         return 2
-    print(json.dumps(summaries, indent=1) if a.json else "\n".join(run_lines(summaries)))
+    print(json.dumps(summaries, indent=1) if args.json else "\n".join(run_lines(summaries)))
     return 0
 
 
-def run(a) -> int:
-    if a.run:
-        return _run_folder(a)
+def run(args) -> int:
+    if args.run:
+        return _run_folder(args)
     # the user's input first: a trace that cannot be kept is not worth tracing
-    if not a.seconds > 0 or not a.every >= 0:
-        print(f"{a.prog}: --seconds must be more than 0 and --every 0 or more, got {a.seconds:g} and {a.every:g}",
+    if not args.seconds > 0 or not args.every >= 0:
+        print(f"{args.prog}: --seconds must be more than 0 and --every 0 or more, got {args.seconds:g} and {args.every:g}",
               file=sys.stderr)
         return 2
-    if a.out and (Path(a.out).is_dir() or not Path(a.out).parent.is_dir()):
-        print(f"{a.prog}: --out {a.out}: not a file in an existing folder", file=sys.stderr)
+    if args.out and (Path(args.out).is_dir() or not Path(args.out).parent.is_dir()):
+        print(f"{args.prog}: --out {args.out}: not a file in an existing folder", file=sys.stderr)
         return 2
     from cudnn_hostbench.bench.measure.core.gpu_context import pin_main_thread
     from cudnn_hostbench.bench.measure.core.hoststate import sentinel_us
     pin_main_thread()
     t0 = time.perf_counter()
     readings = []
-    while time.perf_counter() - t0 < a.seconds:
+    while time.perf_counter() - t0 < args.seconds:
         readings.append((time.perf_counter() - t0, sentinel_us()))
-        time.sleep(a.every)
+        time.sleep(args.every)
     s = summarize(readings)
-    print(json.dumps(s, indent=1) if a.json else verdict(s))
-    if a.out:
+    print(json.dumps(s, indent=1) if args.json else verdict(s))
+    if args.out:
         try:
-            write_text_atomic(a.out, json.dumps({"summary": s, "readings": readings}))
+            write_text_atomic(args.out, json.dumps({"summary": s, "readings": readings}))
         except OSError as e:
-            print(f"{a.prog}: --out {a.out}: cannot write ({e.strerror or e})", file=sys.stderr)
+            print(f"{args.prog}: --out {args.out}: cannot write ({e.strerror or e})", file=sys.stderr)
             return 2
     return 0
 

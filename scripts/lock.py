@@ -35,19 +35,19 @@ def add_parser(command) -> None:
     p.add_argument("--out", help="write here instead of stdout")
 
 
-def run(a) -> int:
+def run(args) -> int:
     try:
-        text = constraints(load_run(a.run, need_records=True))
+        text = constraints(load_run(args.run, need_records=True))
     except RunFileError as e:
-        print(f"{a.prog}: {e}", file=sys.stderr)
+        print(f"{args.prog}: {e}", file=sys.stderr)
         return 2
-    if not a.out:
+    if not args.out:
         sys.stdout.write(text)
         return 0
     try:
-        Path(a.out).write_text(text)
+        Path(args.out).write_text(text)
     except OSError as e:
-        print(f"{a.prog}: --out {a.out}: cannot write ({e.strerror or e})", file=sys.stderr)
+        print(f"{args.prog}: --out {args.out}: cannot write ({e.strerror or e})", file=sys.stderr)
         return 2
     return 0
 

@@ -17,9 +17,9 @@ def pivot(frame, value: str, labels: list[str]):
     return t[[c for c in labels if c in t.columns]]
 
 
-def frame_md(t) -> str:
-    rows = [[*idx, *(fmt.num(v, 2, "-") for v in vals)] for idx, vals in zip(t.index, t.values)]
-    return fmt.md_table(["probe", "variant", "mode", "size", *t.columns], rows)
+def frame_md(frame) -> str:
+    rows = [[*idx, *(fmt.num(v, 2, "-") for v in vals)] for idx, vals in zip(frame.index, frame.values)]
+    return fmt.md_table(["probe", "variant", "mode", "size", *frame.columns], rows)
 
 
 def merge(out: Path, entries: list[dict], dashboard: str | None = None):

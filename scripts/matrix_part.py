@@ -37,10 +37,11 @@ def find_wheels(dirs) -> dict[str, Path]:
     return dict(sorted(found.items(), key=lambda kv: store.version_key(kv[0])))
 
 
-def lib_label(d: str) -> str:
+def lib_label(folder: str) -> str:
     """A backend folder's name in file names: its libcudnn.so.X.Y.Z version, else the folder name."""
-    vers = sorted(re.findall(r"libcudnn\.so\.(\d+(?:\.\d+)*)", " ".join(os.listdir(d)))) if os.path.isdir(d) else []
-    return max(vers, key=store.version_key) if vers else re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(d).name)
+    names = " ".join(os.listdir(folder)) if os.path.isdir(folder) else ""
+    vers = sorted(re.findall(r"libcudnn\.so\.(\d+(?:\.\d+)*)", names))
+    return max(vers, key=store.version_key) if vers else re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(folder).name)
 
 
 def tail(text: str | bytes | None) -> str:

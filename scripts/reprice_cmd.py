@@ -21,7 +21,7 @@ def add_parser(command) -> None:
                                  "own folder, replacing its files)")
 
 
-def run(a) -> int:
+def run(args) -> int:
     import json
 
     from cudnn_hostbench.bench.audit.auditor import AuditReport, price
@@ -29,33 +29,33 @@ def run(a) -> int:
     from cudnn_hostbench.bench.measure.runfile import records
     from cudnn_hostbench.reports import audit_report
 
-    src = Path(a.audit)
+    src = Path(args.audit)
     src = src / "audit.json" if src.is_dir() else src
     try:
         report = AuditReport.from_dict(json.loads(src.read_text(encoding="utf-8")))
     except OSError as e:
-        return bad(a.prog, f"{src}: cannot read ({e.strerror or e})")
+        return bad(args.prog, f"{src}: cannot read ({e.strerror or e})")
     except (ValueError, KeyError, TypeError, AttributeError) as e:
-        return bad(a.prog, f"{src}: not an audit.json written by `hostbench audit --out` ({e})")
+        return bad(args.prog, f"{src}: not an audit.json written by `hostbench audit --out` ({e})")
     try:
-        run = records.load_run(a.run_file, need_records=True)
+        run = records.load_run(args.run_file, need_records=True)
     except records.RunFileError as e:
-        return bad(a.prog, str(e))
-    out = Path(a.out) if a.out else src.parent
+        return bad(args.prog, str(e))
+    out = Path(args.out) if args.out else src.parent
     if name_problem(str(out)):
-        return bad(a.prog, f"--out {out}: {name_problem(str(out))}")
+        return bad(args.prog, f"--out {out}: {name_problem(str(out))}")
     problem = ready_dir(out)   # made and written to before the report: a bad --out prints nothing
     if problem:
-        return bad(a.prog, f"--out {out}: {problem}")
+        return bad(args.prog, f"--out {out}: {problem}")
     gpu, ran_on = report.env.get("gpu_name"), run.fingerprint.gpu_name
     note = "given (re-priced)"
     if gpu and ran_on and gpu != ran_on:
         note += f"; the run is from {ran_on}, the audit from {gpu}"
-    priced = price(dataclasses.replace(report, run_file=_rel(Path(a.run_file)), run_note=note), run)
+    priced = price(dataclasses.replace(report, run_file=_rel(Path(args.run_file)), run_note=note), run)
     print(audit_report.render_text(priced), end="")
     try:
         for p in audit_report.write_outputs(priced, out):
             print(f"wrote {p}")
     except OSError as e:
-        return bad(a.prog, f"{out}: cannot write ({e.strerror or e})")
+        return bad(args.prog, f"{out}: cannot write ({e.strerror or e})")
     return 0

@@ -84,16 +84,16 @@ def add_parser(command) -> None:
     all_gpus.add_arguments(p)
 
 
-def run(a) -> int:
-    if a.reference and a.rest:   # nothing of a run is asked for: an argument here is a mistake
-        print(f"{a.prog}: --reference renders the committed run(s) and takes no other arguments: "
-              f"{' '.join(a.rest)}", file=sys.stderr)
+def run(args) -> int:
+    if args.reference and args.rest:   # nothing of a run is asked for: an argument here is a mistake
+        print(f"{args.prog}: --reference renders the committed run(s) and takes no other arguments: "
+              f"{' '.join(args.rest)}", file=sys.stderr)
         return 2
-    if a.all_gpus or a.gpus:   # every GPU of the node at once (scripts/node/all_gpus.py)
+    if args.all_gpus or args.gpus:   # every GPU of the node at once (scripts/node/all_gpus.py)
         from cudnn_hostbench.scripts.node import all_gpus
-        a.pytest_args = a.rest
-        return all_gpus.run(a)
-    return main(a.out, a.reference, a.rest, wide=a.wide)
+        args.pytest_args = args.rest
+        return all_gpus.run(args)
+    return main(args.out, args.reference, args.rest, wide=args.wide)
 
 
 def main(out: str | None = None, reference: bool = False, pytest_args=(), wide: bool = False) -> int:

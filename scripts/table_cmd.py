@@ -35,48 +35,48 @@ def reference_gpus() -> list[str]:
     return [p.parent.name for p in reference_runs()]
 
 
-def _which_run(a) -> str | None:
-    """Sets a.run from --gpu; the one-line problem when RUN and --gpu are both given, or neither, or
+def _which_run(args) -> str | None:
+    """Sets args.run from --gpu; the one-line problem when RUN and --gpu are both given, or neither, or
     the GPU has no reference run."""
-    if (a.run is None) == (a.gpu is None):
+    if (args.run is None) == (args.gpu is None):
         return "name a run file, or a GPU's reference run with --gpu NAME (not both)"
-    if a.gpu is not None:
+    if args.gpu is not None:
         from cudnn_hostbench.scripts.run import reference_problem, reference_runs
-        problem = reference_problem(a.gpu)
+        problem = reference_problem(args.gpu)
         if problem:
             return problem
-        a.run = str(reference_runs(a.gpu)[0])
+        args.run = str(reference_runs(args.gpu)[0])
     return None
 
 
-def run(a) -> int:
+def run(args) -> int:
     from cudnn_hostbench.bench.measure.runfile import records, trust
     from cudnn_hostbench.reports import fmt, run_summary, table
 
     # every check before the first line of output, so bad input never leaves half a result
-    problem = _which_run(a)
+    problem = _which_run(args)
     if problem:
-        return bad(a.prog, problem)
+        return bad(args.prog, problem)
     try:
-        run = records.load_run(a.run, need_records=True)
+        run = records.load_run(args.run, need_records=True)
         trust.check_run(run)
     except ValueError as e:   # RunFileError, or figures that cannot be measurements
-        return bad(a.prog, str(e))
+        return bad(args.prog, str(e))
     probes = list(dict.fromkeys(r.probe for r in run.records))
-    if a.probe is not None and a.probe not in probes:
-        return bad(a.prog, f"--probe {a.probe!r}: no such probe in {a.run} (it has: {', '.join(probes)})")
+    if args.probe is not None and args.probe not in probes:
+        return bad(args.prog, f"--probe {args.probe!r}: no such probe in {args.run} (it has: {', '.join(probes)})")
     names = ("table.csv", "table.md")
-    problem = a.out and (check_out_dir(a.out, names) or ready_dir(a.out, names))   # made and written to, or why not
+    problem = args.out and (check_out_dir(args.out, names) or ready_dir(args.out, names))   # made and written to, or why not
     if problem:
-        return bad(a.prog, f"--out {a.out}: {problem}")
+        return bad(args.prog, f"--out {args.out}: {problem}")
     for w in run.warnings:
         print(f"warning: {w}", file=sys.stderr)
     df = table.build_table(run)
-    if a.probe is not None:
-        df = df[df["probe"] == a.probe]
-    if a.markdown:
+    if args.probe is not None:
+        df = df[df["probe"] == args.probe]
+    if args.markdown:
         print(table.markdown_document(run, df), end="")
-    elif a.wide:
+    elif args.wide:
         print(table.caption(run))
         print(run_summary.summary_line(run))
         if run_summary.time_text(run):
@@ -87,10 +87,10 @@ def run(a) -> int:
         print("\n".join(textwrap.wrap(table.caption(run), width, subsequent_indent="  ", break_long_words=True)))
         print("\n".join(run_summary.summary_lines(run, width)))   # three lines at most; --wide has it whole
         print(table.render_text(df, width))
-    if a.out:
+    if args.out:
         try:
-            for p in table.write_outputs(run, a.out):
+            for p in table.write_outputs(run, args.out):
                 print(f"wrote {p}")
         except OSError as e:
-            return bad(a.prog, f"--out {a.out}: cannot write ({e.strerror or e})")
+            return bad(args.prog, f"--out {args.out}: cannot write ({e.strerror or e})")
     return 0

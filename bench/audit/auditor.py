@@ -69,14 +69,14 @@ class AuditReport:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "AuditReport":
+    def from_dict(cls, data: dict) -> "AuditReport":
         """An audit.json read back (ValueError/KeyError/TypeError on a file that is not one)."""
         names = {f.name for f in dataclasses.fields(cls)}
-        missing = names - set(d) - {"notes", "sampling", "lines", "projection", "timeline", "phases_s"}
+        missing = names - set(data) - {"notes", "sampling", "lines", "projection", "timeline", "phases_s"}
         if missing:
             raise ValueError(f"missing {', '.join(sorted(missing))}")
-        kw = {k: d[k] for k in names if k in d}
-        kw["findings"] = [Finding(**f) for f in d["findings"]]
+        kw = {k: data[k] for k in names if k in data}
+        kw["findings"] = [Finding(**f) for f in data["findings"]]
         return cls(**kw)
 
 
@@ -105,7 +105,7 @@ def _host_watch():
     from cudnn_hostbench.bench.measure.core import progress
     from cudnn_hostbench.bench.measure.core.hoststate import HostState
     host = HostState()
-    host.warm(learn_s=1.0, max_s=HOST_WARM_S, say=lambda m: progress.say(f"hostbench audit: {m}"))
+    host.warm(learn_s=1.0, max_s=HOST_WARM_S, say=lambda message: progress.say(f"hostbench audit: {message}"))
     host.gate_budget_s = HOST_GATE_S
     return timing.Watch(host=host)
 

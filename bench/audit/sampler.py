@@ -273,7 +273,7 @@ def _timed_wrapper(sampler: "_Sampler", orig, label: str, kind: str):
 def _patch_timed(sampler: "_Sampler", calls) -> Patcher:
     p = Patcher()
     for owner, name, label, kind in calls:
-        p.patch(owner, name, lambda o, lb=label, k=kind: _timed_wrapper(sampler, o, lb, k))
+        p.patch(owner, name, lambda orig, label=label, kind=kind: _timed_wrapper(sampler, orig, label, kind))
     return p
 
 

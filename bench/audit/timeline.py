@@ -91,7 +91,7 @@ def _run(step, steps: int, calls, drain, device_type: str, clock) -> list:
     p = Patcher()
     try:
         for owner, attr, name, on_self in calls:
-            p.patch(owner, attr, lambda o, n=name, s=on_self: ps.wrap(o, n, s))
+            p.patch(owner, attr, lambda orig, name=name, on_self=on_self: ps.wrap(orig, name, on_self))
         ps.on = True
         for _ in range(steps):
             ps.events.append([])

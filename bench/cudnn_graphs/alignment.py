@@ -102,12 +102,12 @@ def byte_alignment(ptr: int, cap: int = 256) -> int:
     return a
 
 
-def offset_view(torch, t, elems: int = OFFSET_ELEMS):
-    """A copy of contiguous t at `elems` elements past an allocation's start: same shape, stride and
+def offset_view(torch, tensor, elems: int = OFFSET_ELEMS):
+    """A copy of contiguous `tensor` at `elems` elements past an allocation's start: same shape, stride and
     dtype, another alignment. Returns (storage, view); keep the storage alive with the view."""
-    base = torch.empty(t.numel() + elems, dtype=t.dtype, device=t.device)
-    view = base[elems:].view(t.shape)
-    view.copy_(t)
+    base = torch.empty(tensor.numel() + elems, dtype=tensor.dtype, device=tensor.device)
+    view = base[elems:].view(tensor.shape)
+    view.copy_(tensor)
     return base, view
 
 

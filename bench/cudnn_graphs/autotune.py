@@ -134,23 +134,23 @@ def eager_us(ctx, fn, calls: int = 50, rounds: int = 5) -> float:
         return min(timing.eager_round(fn, calls, ctx.sync) for _ in range(rounds)) * 1e6
 
 
-def plan_mode(g, i) -> str:
-    """Heuristic mode that proposed plan i (IR frontends record it per entry), e.g. ' A'."""
+def plan_mode(graph, index) -> str:
+    """Heuristic mode that proposed plan `index` (IR frontends record it per entry), e.g. ' A'."""
     try:
-        m = g.plans[i].mode
+        m = graph.plans[index].mode
     except Exception:  # noqa: BLE001 - classic frontends do not say
         return ""
     return "" if m is None else " " + str(m).rsplit(".", 1)[-1]
 
 
-def sweep(ctx, g, run_at: Callable[[int, object], Callable[[], object]], check: Callable[[object], float],
+def sweep(ctx, graph, run_at: Callable[[int, object], Callable[[], object]], check: Callable[[object], float],
           poison: Callable[[], None], max_plans: int | None = None, time_box_s: float | None = None,
           tol: float = 2e-2, graph_calls: int = 10, replays: int = 5) -> Sweep:
     """g: planned (create_execution_plans + check_support done). run_at(i, workspace) -> fn making
     one call with plan i. Workspace is allocated once at the largest size any built plan needs."""
     torch = ctx.torch
     t_start = time.perf_counter()
-    total = g.get_execution_plan_count()
+    total = graph.get_execution_plan_count()
     res = Sweep(total)
     upto = total if max_plans is None else min(total, max_plans)
     if upto < total:
@@ -159,13 +159,13 @@ def sweep(ctx, g, run_at: Callable[[int, object], Callable[[], object]], check: 
         if time_box_s is not None and time.perf_counter() - t_start > time_box_s:
             res.truncated = f"time box {time_box_s:.0f} s reached after {i} plans; --hb-heavy times all"
             break
-        p = PlanResult(i, plan_name(g, i), plan_mode(g, i))
+        p = PlanResult(i, plan_name(graph, i), plan_mode(graph, i))
         t0 = time.perf_counter()
         try:
-            g.build_plan_at_index(i)
+            graph.build_plan_at_index(i)
             p.build_ms = (time.perf_counter() - t0) * 1e3
-            p.workspace = int(g.get_workspace_size_plan_at_index(i))
-            p.name = plan_name(g, i)
+            p.workspace = int(graph.get_workspace_size_plan_at_index(i))
+            p.name = plan_name(graph, i)
         except Exception as e:  # noqa: BLE001 - a listed config that does not build: skip it
             p.build_ms = (time.perf_counter() - t0) * 1e3
             p.status = f"build failed: {type(e).__name__}: {e}"

@@ -102,14 +102,14 @@ def create_handle(cudnn, stream_ptr: int):
     return h
 
 
-def raw_set_stream(cudnn, h, stream_ptr: int) -> None:
+def raw_set_stream(cudnn, handle, stream_ptr: int) -> None:
     """A real backend cudnnSetStream, bypassing 1.28+'s same-stream cache."""
     pb = getattr(cudnn, "_pybind_module", None)
-    if pb is not None and hasattr(pb, "_raw_set_stream") and hasattr(h, "backend_handle"):
-        pb._raw_set_stream(h.backend_handle, stream_ptr)
-        h.stream = stream_ptr  # keep the frontend's cache true
+    if pb is not None and hasattr(pb, "_raw_set_stream") and hasattr(handle, "backend_handle"):
+        pb._raw_set_stream(handle.backend_handle, stream_ptr)
+        handle.stream = stream_ptr  # keep the frontend's cache true
     else:  # <=1.27: every set_stream reaches the backend
-        cudnn.set_stream(handle=h, stream=stream_ptr)
+        cudnn.set_stream(handle=handle, stream=stream_ptr)
 
 
 def last_error(cudnn) -> str:

@@ -55,11 +55,11 @@ class Dynamic:
         return [[m * self.k, self.k, 1], list(b_stride), [m * self.n, self.n, 1]]
 
 
-def one_line(e: BaseException, width: int = 240) -> str:
+def one_line(error: BaseException, width: int = 240) -> str:
     """The first line of an exception's message, cut to width: what a row's status can hold."""
-    text = str(e).strip().splitlines()
+    text = str(error).strip().splitlines()
     head = text[0] if text else ""
-    return f"{type(e).__name__}: {head[:width]}"
+    return f"{type(error).__name__}: {head[:width]}"
 
 
 def shape_text(shapes) -> str:

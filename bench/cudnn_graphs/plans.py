@@ -12,21 +12,21 @@ SPIN_CYCLES = 2_000_000
 BY = ("graph", "eager")
 
 
-def pin_plan(b: Built, vp, stream, calls: int = 20, rounds: int = 3, by: str = "graph") -> int:
-    """Times every built plan with execute_plan_at_index and pins the fastest (b.pinned, b.plan_us,
-    b.pinned_by)."""
+def pin_plan(built: Built, variant_pack, stream, calls: int = 20, rounds: int = 3, by: str = "graph") -> int:
+    """Times every built plan with execute_plan_at_index and pins the fastest (built.pinned,
+    built.plan_us, built.pinned_by)."""
     import time
 
     import torch
     if by not in BY:
         raise ValueError(f"pin by {by!r}: one of {BY}")
-    g, ws, h = b.graph, b.workspace, b.ctx.handle
+    g, ws, h = built.graph, built.workspace, built.ctx.handle
     best, best_us = None, float("inf")
     with torch.cuda.stream(stream):
-        for i in b.plans:
+        for i in built.plans:
             try:
                 for _ in range(3):
-                    g.execute_plan_at_index(vp, ws, i, handle=h)
+                    g.execute_plan_at_index(variant_pack, ws, i, handle=h)
                 stream.synchronize()
             except Exception:  # noqa: BLE001 - listed but not executable here
                 continue
@@ -36,7 +36,7 @@ def pin_plan(b: Built, vp, stream, calls: int = 20, rounds: int = 3, by: str = "
                     stream.synchronize()
                     t0 = time.perf_counter()
                     for _ in range(calls):
-                        g.execute_plan_at_index(vp, ws, i, handle=h)
+                        g.execute_plan_at_index(variant_pack, ws, i, handle=h)
                     stream.synchronize()
                     times.append((time.perf_counter() - t0) * 1e6 / calls)
                     continue
@@ -47,15 +47,15 @@ def pin_plan(b: Built, vp, stream, calls: int = 20, rounds: int = 3, by: str = "
                 torch.cuda._sleep(SPIN_CYCLES)
                 s.record(stream)
                 for _ in range(calls):
-                    g.execute_plan_at_index(vp, ws, i, handle=h)
+                    g.execute_plan_at_index(variant_pack, ws, i, handle=h)
                 e.record(stream)
                 e.synchronize()
                 times.append(s.elapsed_time(e) * 1e3 / calls)
             us = sorted(times)[len(times) // 2]
-            b.plan_us[i] = us
+            built.plan_us[i] = us
             if us < best_us:
                 best, best_us = i, us
     if best is None:
         raise Unsupported("no built plan executes")
-    b.pinned, b.pinned_by = best, by
+    built.pinned, built.pinned_by = best, by
     return best

@@ -64,21 +64,21 @@ class Winner:
         return Env(self.gpu, self.cudnn_backend, self.cudnn_frontend)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Winner":
+    def from_dict(cls, data: dict) -> "Winner":
         req = {"gpu": str, "cudnn_backend": int, "cudnn_frontend": str, "problem": str,
                "plan_index": int, "plan_name": str, "us": (int, float)}
         for k, t in req.items():
-            if k not in d:
+            if k not in data:
                 raise ValueError(f"missing {k!r}")
-            if not isinstance(d[k], t) or isinstance(d[k], bool):
-                raise ValueError(f"{k!r} is {type(d[k]).__name__}, not {getattr(t, '__name__', t)}")
-        if d["plan_index"] < 0:
-            raise ValueError(f"negative plan_index {d['plan_index']}")
-        extra = d.get("extra") or {}
+            if not isinstance(data[k], t) or isinstance(data[k], bool):
+                raise ValueError(f"{k!r} is {type(data[k]).__name__}, not {getattr(t, '__name__', t)}")
+        if data["plan_index"] < 0:
+            raise ValueError(f"negative plan_index {data['plan_index']}")
+        extra = data.get("extra") or {}
         if not isinstance(extra, dict):
             raise ValueError("'extra' is not an object")
-        return cls(d["gpu"], d["cudnn_backend"], d["cudnn_frontend"], d["problem"], d["plan_index"],
-                   d["plan_name"], float(d["us"]), extra, str(d.get("tuned_at", "")))
+        return cls(data["gpu"], data["cudnn_backend"], data["cudnn_frontend"], data["problem"], data["plan_index"],
+                   data["plan_name"], float(data["us"]), extra, str(data.get("tuned_at", "")))
 
 
 def default_path(root: str | os.PathLike = ".") -> Path:

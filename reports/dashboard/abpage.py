@@ -16,8 +16,8 @@ MAX_TRENDS = 36
 ORDER = {"SLOWER": 0, "KERNEL CHANGED": 1, "FASTER": 2}
 
 
-def _pct(x):
-    return None if x is None else x * 100
+def _pct(fraction):
+    return None if fraction is None else fraction * 100
 
 
 def _classes(rows: list[dict]) -> list[dict]:

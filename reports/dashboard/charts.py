@@ -82,8 +82,8 @@ def _classes(svg: str, prefix: str) -> str:
     return re.sub(r"(<svg[^>]*>)", lambda m: m.group(1) + f"<style>{sheet}</style>", svg, count=1)
 
 
-def _attr(x: str) -> str:
-    return x.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
+def _attr(text: str) -> str:
+    return text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def band_limits(loc: float, rel: float) -> tuple[float, float]:

@@ -27,14 +27,16 @@ MAX_CHARTS = 36
 VERSION_FIELDS = (("frontend", "fe"), ("cudnn_backend", "cuDNN"), ("torch", "torch"), ("driver", "driver"))
 
 
-def _pct(x) -> str:
-    return fmt.DASH if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x * 100:+.1f} %"
-
-
-def _fig_text(v, unit: str) -> str:
-    if v is None:
+def _pct(fraction) -> str:
+    if fraction is None or (isinstance(fraction, float) and math.isnan(fraction)):
         return fmt.DASH
-    return f"{v:.3f}×" if unit.startswith("x") else f"{fmt.value(v)} µs"
+    return f"{fraction * 100:+.1f} %"
+
+
+def _fig_text(value, unit: str) -> str:
+    if value is None:
+        return fmt.DASH
+    return f"{value:.3f}×" if unit.startswith("x") else f"{fmt.value(value)} µs"
 
 
 VERSION_RULE = ("the newest frontend version's newest full run (--order version: runs in version order, "
@@ -55,10 +57,10 @@ def _newest_full(runs: list[dict], order: str = "date") -> dict:
 UNJUDGED = ("NO HISTORY", "UNMEASURED")   # verdicts that judged nothing
 
 
-def file_state(r: dict, loaded: dict | None = None) -> tuple[str, str]:
+def file_state(run: dict, loaded: dict | None = None) -> tuple[str, str]:
     """(the run's file path as stored, '') while the file at that path has the bytes that were
     stored (its sha256), else ('', why not): the runs table names only a file that is the run."""
-    src = r.get("source_path") or ""
+    src = run.get("source_path") or ""
     if not src:
         return "", "not recorded"
     if src in (loaded or {}):
@@ -66,7 +68,7 @@ def file_state(r: dict, loaded: dict | None = None) -> tuple[str, str]:
     for path in (Path(src), ROOT / src):
         try:
             if path.is_file():
-                return (src, "") if db.file_hash(path) == r.get("source_hash") else ("", "changed since stored")
+                return (src, "") if db.file_hash(path) == run.get("source_hash") else ("", "changed since stored")
         except OSError:
             continue
     return "", "not at hand"
@@ -141,15 +143,15 @@ def trend_facets(verdicts, shown: list[dict], figs: dict, newest_id: int) -> lis
     return out
 
 
-def _run_file(r: dict, loaded: dict):
+def _run_file(run: dict, loaded: dict):
     """The judged run's own file (rounds are not in the store): a run given to the dashboard, or
     the file at its stored path when its bytes still match."""
-    if r["source_path"] in loaded:
-        return loaded[r["source_path"]]
+    if run["source_path"] in loaded:
+        return loaded[run["source_path"]]
     from cudnn_hostbench.bench.measure.runfile import records
-    for p in (Path(r["source_path"]), ROOT / r["source_path"]):
+    for p in (Path(run["source_path"]), ROOT / run["source_path"]):
         try:
-            if p.is_file() and db.file_hash(p) == r["source_hash"]:
+            if p.is_file() and db.file_hash(p) == run["source_hash"]:
                 return records.load_run(p)
         except (OSError, ValueError):
             continue

@@ -82,10 +82,10 @@ def render(runs, folder: Path, errors=(), order: str = "date", title: str = "hos
 
 
 # -- the output folder: write only into our own, remove only what we wrote ------------------
-def _existing_ancestor(p: Path) -> Path:
-    while not p.exists() and p != p.parent:
-        p = p.parent
-    return p
+def _existing_ancestor(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
 
 
 def previous_files(out: Path) -> set[str]:

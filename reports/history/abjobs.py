@@ -68,11 +68,11 @@ class Job:
         return out
 
 
-def _num(x) -> float | None:
-    if x is None:
+def _num(value) -> float | None:
+    if value is None:
         return None
-    x = float(x)
-    return x if x == x and abs(x) != float("inf") else None
+    value = float(value)
+    return value if value == value and abs(value) != float("inf") else None
 
 
 def is_job(path: Path) -> bool:
@@ -88,15 +88,15 @@ def split(paths: Iterable[str | Path]) -> tuple[list[Path], list[Path]]:
     jobs: list[Path] = []
     rest: list[Path] = []
 
-    def walk(p: Path) -> None:
-        if is_job(p):
-            jobs.append(p)
+    def walk(path: Path) -> None:
+        if is_job(path):
+            jobs.append(path)
             return
-        if not p.is_dir() or not any(is_job(f.parent) for f in p.rglob("ab*.json")):
-            rest.append(p)
+        if not path.is_dir() or not any(is_job(f.parent) for f in path.rglob("ab*.json")):
+            rest.append(path)
             return
-        rest.extend(runstore.runs_among(p.iterdir()))
-        for d in sorted(x for x in p.iterdir() if x.is_dir()):
+        rest.extend(runstore.runs_among(path.iterdir()))
+        for d in sorted(x for x in path.iterdir() if x.is_dir()):
             walk(d)
     for p in map(Path, paths):
         walk(p)

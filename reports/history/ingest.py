@@ -118,8 +118,8 @@ def _older_export(meta: dict, figs: list) -> None:
 DIGITS = 7   # significant digits an export keeps of a figure: 1e-7 relative, far under any row's noise
 
 
-def _sig(x):
-    return float(f"{x:.{DIGITS}g}") if isinstance(x, float) and math.isfinite(x) else x
+def _sig(value):
+    return float(f"{value:.{DIGITS}g}") if isinstance(value, float) and math.isfinite(value) else value
 
 
 def _rounded(fig: dict) -> dict:

@@ -23,18 +23,18 @@ UNPAIRED = "unpaired"
 MODES = ("graph", "device")
 
 
-def pairable(f) -> bool:
-    return f.mode in MODES and bool(f.baseline) and f.baseline != f.variant and f.status == "ok"
+def pairable(fig) -> bool:
+    return fig.mode in MODES and bool(fig.baseline) and fig.baseline != fig.variant and fig.status == "ok"
 
 
-def ratio_of(f, base):
-    """f as a paired ratio to `base` (same run, same block), or None where they do not pair."""
-    if (base is None or base.status != "ok" or not f.workers or len(f.workers) != len(base.workers)
-            or UNPAIRED in (f.flags or "").split(",") or not all(b > 0 for b in base.workers)):
+def ratio_of(fig, base):
+    """`fig` as a paired ratio to `base` (same run, same block), or None where they do not pair."""
+    if (base is None or base.status != "ok" or not fig.workers or len(fig.workers) != len(base.workers)
+            or UNPAIRED in (fig.flags or "").split(",") or not all(b > 0 for b in base.workers)):
         return None
-    rs = [w / b for w, b in zip(f.workers, base.workers)]
+    rs = [w / b for w, b in zip(fig.workers, base.workers)]
     m = statistics.median(rs)
-    return dataclasses.replace(f, value=m, workers=rs, on_ratio=True, spread=relative_spread(rs))
+    return dataclasses.replace(fig, value=m, workers=rs, on_ratio=True, spread=relative_spread(rs))
 
 
 def paired(figs: dict) -> dict:

@@ -131,9 +131,9 @@ ab_rows = Table("hb_ab_rows", metadata, *ab_rows_columns())
 Index("hb_ab_rows_time", ab_rows.c.started_at, ab_rows.c.job_hash)
 
 
-def measurement_version_of(fp: Fingerprint) -> int:
+def measurement_version_of(fingerprint: Fingerprint) -> int:
     """The version a run was measured with (history.plan_rules.measurement_version)."""
-    return plan_rules.measurement_version(fp)
+    return plan_rules.measurement_version(fingerprint)
 
 
 def key_of(fingerprint: Fingerprint) -> dict:

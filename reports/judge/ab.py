@@ -104,30 +104,30 @@ class _RowPairs:
         self.proto: Record | None = None
         self.us_diffs: list = []
 
-    def add(self, ra: Record | None, rb: Record | None, a: Run, b: Run, on_ratio: bool) -> None:
+    def add(self, rec_a: Record | None, rec_b: Record | None, run_a: Run, run_b: Run, on_ratio: bool) -> None:
         self.aligned.append(None)
-        if ra is None or rb is None:
+        if rec_a is None or rec_b is None:
             return
-        self.proto = self.proto or ra
-        self.a_recs.append(ra)
-        self.b_recs.append(rb)
-        if ra.mode in HOST_TIMED and ra.host_state and rb.host_state and ra.host_state != rb.host_state:
+        self.proto = self.proto or rec_a
+        self.a_recs.append(rec_a)
+        self.b_recs.append(rec_b)
+        if rec_a.mode in HOST_TIMED and rec_a.host_state and rec_b.host_state and rec_a.host_state != rec_b.host_state:
             self.dropped += 1
             return
-        fa, ratio_a = figure(ra, a, on_ratio)
-        fb, _ = figure(rb, b, on_ratio)
+        fa, ratio_a = figure(rec_a, run_a, on_ratio)
+        fb, _ = figure(rec_b, run_b, on_ratio)
         if fa is None or fb is None:
             self.missing += 1
             return
         self.ratio = self.ratio or ratio_a
         self.aligned[-1] = fb - fa
         if ratio_a:     # its µs too: evidence for the prior of the block baselines judged on µs
-            ua, _ = figure(ra, a, False, ratio=False)
-            ub, _ = figure(rb, b, False, ratio=False)
+            ua, _ = figure(rec_a, run_a, False, ratio=False)
+            ub, _ = figure(rec_b, run_b, False, ratio=False)
             if ua is not None and ub is not None:
                 self.us_diffs.append(ub - ua)
-        if ra.samples and ra.unit.startswith("us"):
-            self.level.append(stats.median(ra.samples))
+        if rec_a.samples and rec_a.unit.startswith("us"):
+            self.level.append(stats.median(rec_a.samples))
 
     def paired(self, key: tuple) -> paired.PairedRow:
         assert self.proto is not None
@@ -155,29 +155,29 @@ def row_keys(cases: list) -> list[tuple]:
 
 # ---- rendering ---------------------------------------------------------------------------------
 
-def pct(x: float | None, digits: int = 1, sign: bool = True) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
+def pct(fraction: float | None, digits: int = 1, sign: bool = True) -> str:
+    if fraction is None or (isinstance(fraction, float) and math.isnan(fraction)):
         return DASH
-    return f"{x * 100:+.{digits}f} %" if sign else f"{x * 100:.{digits}f} %"
+    return f"{fraction * 100:+.{digits}f} %" if sign else f"{fraction * 100:.{digits}f} %"
 
 
-def _name(v: paired.RowVerdict) -> str:
-    probe, variant, size, mode = v.key
+def _name(verdict: paired.RowVerdict) -> str:
+    probe, variant, size, mode = verdict.key
     return f"{probe}/{size} {variant} {mode}"
 
 
 def moved_first(rows: list) -> list:
     moved = [r for r in rows if r.moved]
-    return sorted(moved, key=lambda r: -abs(r.change or 0.0))
+    return sorted(moved, key=lambda verdict: -abs(verdict.change or 0.0))
 
 
-def class_table(j: paired.Judgement) -> list[dict]:
+def class_table(judgement: paired.Judgement) -> list[dict]:
     """Per class: rows, SAME, UNSURE, moved, the median and 75th-percentile MDC, its threshold."""
     out = []
-    for cls in sorted({r.cls for r in j.rows}):
-        rows = [r for r in j.rows if r.cls == cls]
+    for cls in sorted({r.cls for r in judgement.rows}):
+        rows = [r for r in judgement.rows if r.cls == cls]
         mdcs = sorted(r.mdc for r in rows if r.mdc is not None)
-        prior = j.priors.get(cls)
+        prior = judgement.priors.get(cls)
         out.append({"class": cls, "rows": len(rows), "same": sum(r.verdict == "SAME" for r in rows),
                     "unsure": sum(r.verdict == "UNSURE" for r in rows), "moved": sum(r.moved for r in rows),
                     "median_mdc": _quantile(mdcs, 0.5), "p75_mdc": _quantile(mdcs, 0.75),
@@ -185,22 +185,23 @@ def class_table(j: paired.Judgement) -> list[dict]:
     return out
 
 
-def _quantile(xs: list, q: float) -> float | None:
-    if not xs:
+def _quantile(values: list, q: float) -> float | None:
+    if not values:
         return None
-    i = q * (len(xs) - 1)
+    i = q * (len(values) - 1)
     lo = int(math.floor(i))
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (i - lo)
+    hi = min(lo + 1, len(values) - 1)
+    return values[lo] + (values[hi] - values[lo]) * (i - lo)
 
 
-def text(c: Comparison, limit: int | None = 40) -> str:
+def text(comparison: Comparison, limit: int | None = 40) -> str:
     """The terminal report of one comparison."""
-    j = c.judgement
+    j = comparison.judgement
     n = j.counts()
-    lines = [f"{c.side} against {c.reference}: {c.pairs} pair(s), {c.dropped} row pair(s) left out "
-             f"(host states differed); GPU rows judged on "
-             f"{'their ratio to the block baseline (the sides differ in cuDNN or the frontend alone)' if c.on_ratio else 'µs'}",
+    lines = [f"{comparison.side} against {comparison.reference}: {comparison.pairs} pair(s), "
+             f"{comparison.dropped} row pair(s) left out (host states differed); GPU rows judged on "
+             + ("their ratio to the block baseline (the sides differ in cuDNN or the frontend alone)"
+                if comparison.on_ratio else "µs"),
              "verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(n.items()))]
     moved = moved_first(j.rows)
     if moved:
@@ -239,7 +240,7 @@ def markdown(comparisons: list[Comparison], header: str) -> str:
                    + " Change: B over A, the 20 % trimmed mean of the pairs; interval "
                    f"{paired.INTERVAL:.0%}; MDC: the change caught with 80 % probability.\n")
         out.append("Verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(j.counts().items())) + "\n")
-        rows = moved_first(j.rows) + sorted(j.undecided(), key=lambda r: -(r.mdc or math.inf))
+        rows = moved_first(j.rows) + sorted(j.undecided(), key=lambda verdict: -(verdict.mdc or math.inf))
         if rows:
             out.append("| verdict | probe | size | variant | mode | change | interval | MDC | pairs | note |")
             out.append("|---|---|---|---|---|---|---|---|---|---|")
@@ -341,10 +342,10 @@ def judge_job(job_dir: Path, spec, procs, q: float = paired.Q, gpu_figure: str =
     keys = row_keys(spec.cases)
     cache: dict = {}
 
-    def run_of(p):
-        if p.index not in cache:
-            cache[p.index] = load_proc(p.records)
-        return cache[p.index]
+    def run_of(proc):
+        if proc.index not in cache:
+            cache[proc.index] = load_proc(proc.records)
+        return cache[proc.index]
     out = []
     for side, plist in interleave.pairs(procs, k, spec.reference).items():
         runs = [(run_of(a), run_of(b)) for a, b in plist]

@@ -72,21 +72,21 @@ def pairs_doc(comparisons: list) -> dict:
         for c in comparisons]}
 
 
-def draw(n: int, take: int | None, rng: random.Random) -> tuple[tuple, tuple]:
+def draw(pairs: int, take: int | None, rng: random.Random) -> tuple[tuple, tuple]:
     """(pair indices, signs) of one null job: every recorded pair, or `take` of them drawn without
     replacement, each with a random sign. The sign of the whole job is fixed by its first pair: a
     job and its mirror image are one null job (an A/A's sides are interchangeable)."""
-    picks = tuple(sorted(rng.sample(range(n), take))) if take and take < n else tuple(range(n))
+    picks = tuple(sorted(rng.sample(range(pairs), take))) if take and take < pairs else tuple(range(pairs))
     signs = [1.0 if rng.random() < 0.5 else -1.0 for _ in picks]
     if signs and signs[0] < 0:
         signs = [-s for s in signs]
     return picks, tuple(signs)
 
 
-def distinct_jobs(n: int, take: int | None) -> int:
-    """How many different null jobs `draw` can give: C(n, take) subsets × 2^(take-1) signs."""
-    k = take if take and take < n else n
-    return math.comb(n, k) * 2 ** max(k - 1, 0)
+def distinct_jobs(pairs: int, take: int | None) -> int:
+    """How many different null jobs `draw` can give: C(pairs, take) subsets × 2^(take-1) signs."""
+    k = take if take and take < pairs else pairs
+    return math.comb(pairs, k) * 2 ** max(k - 1, 0)
 
 
 def _resampled(rows: list, picks: tuple, signs: tuple) -> list:
@@ -98,8 +98,8 @@ def _resampled(rows: list, picks: tuple, signs: tuple) -> list:
     return out
 
 
-def _planted(rows: list, targets: set, by: dict) -> list:
-    return [paired.PairedRow(r.key, r.cls, [d + by.get(r.key, 0.0) for d in r.diffs], r.level_us, r.on_ratio,
+def _planted(rows: list, targets: set, shifts: dict) -> list:
+    return [paired.PairedRow(r.key, r.cls, [d + shifts.get(r.key, 0.0) for d in r.diffs], r.level_us, r.on_ratio,
                              r.dropped, r.kernels, r.race) if r.key in targets else r for r in rows]
 
 
@@ -150,9 +150,9 @@ def run(comparisons: list[list], resamples: int = 60, seed: int = SEED, take: in
     return res
 
 
-def _power(null: list, j: paired.Judgement, rng: random.Random, res: Result) -> None:
+def _power(null: list, judgement: paired.Judgement, rng: random.Random, res: Result) -> None:
     """Plants changes into a null job (module docstring) and counts what it catches."""
-    verdicts = {v.key: v for v in j.rows}
+    verdicts = {v.key: v for v in judgement.rows}
     judged = [r for r in null if verdicts[r.key].mdc is not None and verdicts[r.key].verdict == "SAME"]
     if not judged:
         return
@@ -173,10 +173,10 @@ def _power(null: list, j: paired.Judgement, rng: random.Random, res: Result) -> 
         res.gpu_2pct[1] += len(gpu)
 
 
-def _caught(null: list, targets: set, by: dict) -> tuple[int, int]:
-    """(caught, found outright) of `targets` in a job with `by` planted into them: SLOWER or
+def _caught(null: list, targets: set, shifts: dict) -> tuple[int, int]:
+    """(caught, found outright) of `targets` in a job with `shifts` planted into them: SLOWER or
     leaning SLOWER, and SLOWER."""
-    got = {v.key: v for v in paired.judge(_planted(null, targets, by)).rows}
+    got = {v.key: v for v in paired.judge(_planted(null, targets, shifts)).rows}
     found = sum(got[k].verdict == "SLOWER" for k in targets)
     return found + sum(got[k].leans == "SLOWER" for k in targets), found
 

@@ -34,12 +34,12 @@ class Prior:
     def get(self, cls: str):
         return self.classes.get(cls)
 
-    def row(self, f) -> model.Parts | None:
+    def row(self, fig) -> model.Parts | None:
         """The row's components in its host state; else the same row's in another host state, the
         widest: the prior holds each row in the state its newest full run timed it in, and a row as
         noisy as an autotune sweep (0.3-4 s) judged on its class's components instead reads a
         no-change A/A pair as SLOWER (log 2026-12-04-2011)."""
-        key = row_key(f)
+        key = row_key(fig)
         got = self.rows.get(key)
         if got is not None:
             return got
@@ -48,10 +48,10 @@ class Prior:
         return max(other, key=lambda p: p.sw2 + p.vb + p.sp2, default=None)
 
 
-def row_key(f) -> str:
+def row_key(fig) -> str:
     """A row and what its figure is: the same row judged in µs or on a ratio, in another host state,
     is another row."""
-    return "|".join((*f.row, "ratio" if f.on_ratio else "us", f.host_state or ""))
+    return "|".join((*fig.row, "ratio" if fig.on_ratio else "us", fig.host_state or ""))
 
 
 def fit(runs: list[dict], figs: dict) -> Prior:

@@ -132,18 +132,18 @@ class Judgement:
         return [r for r in self.rows if r.verdict == "UNSURE"]
 
 
-def kept(n: int, trim: float = TRIM) -> int:
-    """h: the pairs a trimmed mean of n keeps."""
-    return n - 2 * int(math.floor(trim * n))
+def kept(pairs: int, trim: float = TRIM) -> int:
+    """h: the pairs a trimmed mean of `pairs` keeps."""
+    return pairs - 2 * int(math.floor(trim * pairs))
 
 
-def trimmed(xs: list, trim: float = TRIM) -> tuple[float, float, int]:
+def trimmed(sample: list, trim: float = TRIM) -> tuple[float, float, int]:
     """(trimmed mean, its per-row variance scale s², h kept) of a sample: Yuen's estimate, whose
     standard error is sqrt(s²/h)."""
-    n = len(xs)
+    n = len(sample)
     h = kept(n, trim)
     g = (n - h) // 2
-    ys = sorted(xs)
+    ys = sorted(sample)
     mean = sum(ys[g:n - g]) / h
     if n < 2:
         return mean, 0.0, h
@@ -295,47 +295,47 @@ def _quantiles(tests: dict, alpha: float) -> dict:
     return {k: tuple(float(c[i]) for c in cols) for i, k in enumerate(tests)}
 
 
-def bh(ps: dict) -> dict:
+def bh(p_values: dict) -> dict:
     """Benjamini-Hochberg adjusted p per key."""
-    order = sorted(ps, key=lambda k: ps[k])
+    order = sorted(p_values, key=lambda key: p_values[key])
     m = len(order)
     adj: dict = {}
     running = 1.0
     for i in range(m - 1, -1, -1):
         k = order[i]
-        running = min(running, ps[k] * m / (i + 1))
+        running = min(running, p_values[k] * m / (i + 1))
         adj[k] = running
     return adj
 
 
-def _verdict(r: PairedRow, test, qv, q: float, alpha: float, quantiles: tuple | None) -> RowVerdict:
-    v = RowVerdict(r.key, r.cls, "UNSURE", None, pairs=len(r.diffs), dropped=r.dropped, on_ratio=r.on_ratio,
-                   level_us=r.level_us)
-    kernel = _kernel_change(r)
-    if test is None and not r.diffs and r.no_figure:
+def _verdict(row: PairedRow, test, q_value, q: float, alpha: float, quantiles: tuple | None) -> RowVerdict:
+    v = RowVerdict(row.key, row.cls, "UNSURE", None, pairs=len(row.diffs), dropped=row.dropped, on_ratio=row.on_ratio,
+                   level_us=row.level_us)
+    kernel = _kernel_change(row)
+    if test is None and not row.diffs and row.no_figure:
         v.verdict = "UNMEASURED"     # more pairs cannot help: its figure is 0 or missing in every process
-        v.note = f"no figure to pair in {r.no_figure} pair(s) (0 or missing)"
+        v.note = f"no figure to pair in {row.no_figure} pair(s) (0 or missing)"
         return v
     if test is None:
-        v.note = f"{len(r.diffs)} pair(s): a verdict needs {MIN_PAIRS}"
-        v.more_pairs = MIN_PAIRS - len(r.diffs)
+        v.note = f"{len(row.diffs)} pair(s): a verdict needs {MIN_PAIRS}"
+        v.more_pairs = MIN_PAIRS - len(row.diffs)
         if kernel:
             v.verdict, v.note = "KERNEL CHANGED", kernel
         return v
     m, se, df, p = test
-    v.change, v.p, v.q, v.df = math.expm1(m), p, qv, df
+    v.change, v.p, v.q, v.df = math.expm1(m), p, q_value, df
     assert quantiles is not None    # judge() gives every row with a test its quantiles
     t_edge, t_alpha, t_power = quantiles
     half = t_edge * se
     v.low, v.high = math.expm1(m - half), math.expm1(m + half)
     mdc_log = (t_alpha + t_power) * se
     v.mdc = math.expm1(mdc_log)
-    limit = practical(r.cls)
+    limit = practical(row.cls)
     if kernel:
         v.verdict, v.note = "KERNEL CHANGED", kernel
-    elif qv is not None and qv <= q and sign_flip_p(r.diffs) <= q:
+    elif q_value is not None and q_value <= q and sign_flip_p(row.diffs) <= q:
         v.verdict = "SLOWER" if m > 0 else "FASTER"
-    elif qv is not None and qv <= q:     # flagged: the job pairs it on until its signs can pass
+    elif q_value is not None and q_value <= q:     # flagged: the job pairs it on until its signs can pass
         v.leans = "SLOWER" if m > 0 else "FASTER"
         v.note = f"leans {v.leans}: its signs do not pass yet"
         v.more_pairs = max(SIGN_PAIRS - v.pairs, 1)
@@ -364,29 +364,29 @@ def sign_flip_p(diffs: list) -> float:
     return (int(np.sum(np.abs(signs @ x) >= at_least)) + 1) / (8192 + 1)   # the sample counts as one pattern
 
 
-def more_pairs(n: int, se: float, df: float, alpha: float, limit: float, most: int = 1000) -> int:
-    """The pairs past n that bring the MDC within `limit`, at today's moderated variance: each
+def more_pairs(pairs: int, se: float, df: float, alpha: float, limit: float, most: int = 1000) -> int:
+    """The pairs past its `pairs` that bring the MDC within `limit`, at today's moderated variance: each
     added pair adds a degree of freedom as well as shrinking the standard error, so a row
     judged on 3 pairs (2 df) is not written off by its t quantile alone. (`most` when none do;
     past 64 more, a count of a grid about 15 % apart.)"""
     import numpy as np
     from scipy import stats as st
-    h = kept(n)
+    h = kept(pairs)
     s2 = se * se * h
     prior_df = max(0.0, df - (h - 1))
     # every count up to 64 more, then a grid about 15 % apart: far counts are an order of magnitude
-    m = np.unique(np.concatenate([np.arange(n + 1, n + 65), np.geomspace(n + 65, n + most, 20).astype(int)]))
+    m = np.unique(np.concatenate([np.arange(pairs + 1, pairs + 65), np.geomspace(pairs + 65, pairs + most, 20).astype(int)]))
     hm = np.array([kept(int(x)) for x in m], dtype=float)
     dfm = np.minimum(prior_df + hm - 1, MAX_DF)
     mdc = (st.t.ppf(1 - alpha / 2, dfm) + st.t.ppf(POWER, dfm)) * np.sqrt(s2 / hm)
     within = np.flatnonzero(mdc <= math.log1p(limit))
-    return int(m[within[0]] - n) if within.size else most
+    return int(m[within[0]] - pairs) if within.size else most
 
 
-def _kernel_change(r: PairedRow) -> str:
-    a, b = r.kernels
+def _kernel_change(row: PairedRow) -> str:
+    a, b = row.kernels
     if not a or not b or tuple(a) == tuple(b):
         return ""
-    if r.race:
+    if row.race:
         return ""      # an autotune pick may differ from process to process: not a change of the sides
     return f"kernels differ: A {', '.join(a[:2])}; B {', '.join(b[:2])}"

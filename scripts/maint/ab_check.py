@@ -31,29 +31,29 @@ def add_parser(command) -> None:
     ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
 
 
-def run(a) -> int:
+def run(args) -> int:
     from cudnn_hostbench.reports.judge import validate_ab as v
-    if a.resamples < 1:
-        print(f"{a.prog}: --resamples {a.resamples}: at least 1", file=sys.stderr)
+    if args.resamples < 1:
+        print(f"{args.prog}: --resamples {args.resamples}: at least 1", file=sys.stderr)
         return 2
-    if a.pairs_per_job is not None and a.pairs_per_job < v.paired.MIN_PAIRS:
-        print(f"{a.prog}: --pairs-per-job {a.pairs_per_job}: at least {v.paired.MIN_PAIRS} (a verdict's least)",
+    if args.pairs_per_job is not None and args.pairs_per_job < v.paired.MIN_PAIRS:
+        print(f"{args.prog}: --pairs-per-job {args.pairs_per_job}: at least {v.paired.MIN_PAIRS} (a verdict's least)",
               file=sys.stderr)
         return 2
     comparisons = []
     try:
-        for job in a.jobs:
+        for job in args.jobs:
             comparisons += v.load_pairs(Path(job))
     except v.PairsFileError as e:
-        print(f"{a.prog}: {e}", file=sys.stderr)
+        print(f"{args.prog}: {e}", file=sys.stderr)
         return 2
-    res = v.run(comparisons, a.resamples, v.SEED if a.seed is None else a.seed, a.pairs_per_job)
+    res = v.run(comparisons, args.resamples, v.SEED if args.seed is None else args.seed, args.pairs_per_job)
     if not res.jobs:
-        print(f"{a.prog}: {' '.join(a.jobs)}: no comparison with a row of {v.paired.MIN_PAIRS} pairs to resample",
+        print(f"{args.prog}: {' '.join(args.jobs)}: no comparison with a row of {v.paired.MIN_PAIRS} pairs to resample",
               file=sys.stderr)
         return 2
     print(v.report(res))
-    if not a.check:
+    if not args.check:
         return 0
     missed = []
     if v.bound(res.false_jobs, res.jobs) > MAX_FALSE_BOUND:

@@ -43,8 +43,8 @@ def committed_runs() -> list[tuple[dict, list[db.Figure]]]:
     return out
 
 
-def synthetic(n: int, seed: int = 0):
-    """n (meta, figures) pairs: per row, the figure of a randomly drawn committed run."""
+def synthetic(runs: int, seed: int = 0):
+    """`runs` (meta, figures) pairs: per row, the figure of a randomly drawn committed run."""
     base = committed_runs()
     rows = {}
     for _, figs in base:
@@ -55,7 +55,7 @@ def synthetic(n: int, seed: int = 0):
             rows[f.row].append(f)
     rng = random.Random(seed)
     start = _dt.datetime(2024, 1, 1, 2, 0, tzinfo=_dt.timezone.utc)
-    for i in range(n):
+    for i in range(runs):
         meta = dict(base[rng.randrange(len(base))][0])
         meta.pop("id", None)
         meta.pop("n_figures", None)
@@ -65,19 +65,19 @@ def synthetic(n: int, seed: int = 0):
         yield meta, figs
 
 
-def bench(url: str, n: int, out: Path) -> dict:
+def bench(url: str, runs: int, out: Path) -> dict:
     from cudnn_hostbench.bench.measure.core.progress import Counter, step
     st = db.open_store(url, create=True)
     try:
         t0 = time.perf_counter()
         figures = 0
-        counter = Counter(f"history-bench: {st.shown}: ingesting run", n)   # a terminal only
-        for i, (meta, figs) in enumerate(synthetic(n)):
+        counter = Counter(f"history-bench: {st.shown}: ingesting run", runs)   # a terminal only
+        for i, (meta, figs) in enumerate(synthetic(runs)):
             if stop_requested():               # a signal whose KeyboardInterrupt was swallowed
                 raise KeyboardInterrupt("signal")
             st.ingest(meta, figs)
             figures += len(figs)
-            if (i + 1) % 10 == 0 or i + 1 == n:
+            if (i + 1) % 10 == 0 or i + 1 == runs:
                 counter(i + 1)
         counter.done()
         ingest_s = time.perf_counter() - t0
@@ -90,7 +90,7 @@ def bench(url: str, n: int, out: Path) -> dict:
         t0 = time.perf_counter()
         dashboard.build([], out, store=st, last=100)
         dash_s = time.perf_counter() - t0
-        return {"runs": n, "figures": figures, "ingest_s": ingest_s, "runs_per_s": n / ingest_s,
+        return {"runs": runs, "figures": figures, "ingest_s": ingest_s, "runs_per_s": runs / ingest_s,
                 "figures_per_s": figures / ingest_s, "check_s": check_s, "dashboard_s": dash_s,
                 "verdicts": check.counts(verdicts), "mdc": check.median_mdc(verdicts),
                 "page_kb": (out / "index.html").stat().st_size / 1024}
@@ -105,26 +105,26 @@ def add_parser(command) -> None:
     p.add_argument("--start-pg", action="store_true", help="also start a throwaway PostgreSQL and measure it")
 
 
-def run(a) -> int:
-    if a.runs < 1:
-        print(f"{a.prog}: --runs {a.runs}: must be at least 1", file=sys.stderr)
+def run(args) -> int:
+    if args.runs < 1:
+        print(f"{args.prog}: --runs {args.runs}: must be at least 1", file=sys.stderr)
         return 2
     rows = []
     with contextlib.ExitStack() as stack:   # the temporary store, sites and server go, whatever ends this
         tmp = stack.enter_context(scratch("hostbench-bench-"))
-        urls = list(a.url) or [f"sqlite:///{tmp / 'history.db'}"]
-        if a.start_pg:
+        urls = list(args.url) or [f"sqlite:///{tmp / 'history.db'}"]
+        if args.start_pg:
             try:
                 server = stack.enter_context(pg_server.Server())
                 urls.append(server.new_database("bench"))
             except (pg_server.Unavailable, RuntimeError, OSError) as e:
-                print(f"{a.prog}: --start-pg: {store.one_line(str(e))}", file=sys.stderr)
+                print(f"{args.prog}: --start-pg: {store.one_line(str(e))}", file=sys.stderr)
                 return 2
         for k, url in enumerate(urls):
             try:
-                r = bench(url, a.runs, tmp / f"site{k}")
+                r = bench(url, args.runs, tmp / f"site{k}")
             except db.StoreError as e:
-                print(f"{a.prog}: {store.one_line(str(e))}", file=sys.stderr)
+                print(f"{args.prog}: {store.one_line(str(e))}", file=sys.stderr)
                 return 2
             engine = "PostgreSQL" if url.startswith("postgres") else "SQLite"
             print(f"{engine}: {r}", flush=True)

@@ -41,18 +41,18 @@ def add_parser(command) -> None:
     p.add_argument("export", help="an existing export (*.hbx.jsonl.gz), rewritten in place")
 
 
-def run(a) -> int:
+def run(args) -> int:
     from cudnn_hostbench.reports.history import db, ingest
     from cudnn_hostbench.reports.history import schema as S
-    args = [a.export]
-    if not Path(args[0]).is_file():
-        print(f"{a.prog}: {args[0]}: no such export", file=sys.stderr)
+    exports = [args.export]
+    if not Path(exports[0]).is_file():
+        print(f"{args.prog}: {exports[0]}: no such export", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory() as tmp:
         st = db.open_store(f"sqlite:///{Path(tmp) / 'h.db'}", create=True)
-        res = ingest.ingest_paths(st, [args[0]])
+        res = ingest.ingest_paths(st, [exports[0]])
         if res.errors:
-            print(f"{a.prog}: {res.errors[0]}", file=sys.stderr)
+            print(f"{args.prog}: {res.errors[0]}", file=sys.stderr)
             return 2
         missing = []
         with st.engine.begin() as c:
@@ -64,9 +64,9 @@ def run(a) -> int:
                     missing.append(f"{r['source_path']} {r['started_at'][:16]}")
                     continue
                 c.execute(update(S.runs).where(S.runs.c.id == r["id"]).values(start=s))
-        n = ingest.export(st, args[0])
+        n = ingest.export(st, exports[0])
         st.close()
-    print(f"wrote {args[0]} ({n} runs; no start known for {len(missing)}: {', '.join(missing) or 'none'})")
+    print(f"wrote {exports[0]} ({n} runs; no start known for {len(missing)}: {', '.join(missing) or 'none'})")
     return 0
 
 

@@ -425,8 +425,8 @@ def _spread(vals: list) -> float | None:
     return max(got) / min(got) - 1 if len(got) >= 2 else None
 
 
-def _pct(x: float | None) -> str:
-    return "–" if x is None else f"{x * 100:.1f} %"
+def _pct(fraction: float | None) -> str:
+    return "–" if fraction is None else f"{fraction * 100:.1f} %"
 
 
 def starts(ref: Reference, run, base: Path) -> str:

@@ -80,10 +80,10 @@ def run(args) -> int:
     from cudnn_hostbench.bench.measure.core.progress import Counter
     counter: list = []
 
-    def progress(i, n, t):   # one line on a terminal, rewritten as the folds are judged
+    def progress(index, total, judged):   # one line on a terminal, rewritten as the folds are judged
         if not counter:
-            counter.append(Counter("verdict-check: judging run", n))
-        counter[0](i + 1)
+            counter.append(Counter("verdict-check: judging run", total))
+        counter[0](index + 1)
     try:
         res = validate.run(paths, args.runs, progress, jobs=args.jobs)
     except (OSError, ValueError) as e:

@@ -26,16 +26,16 @@ GPU_MODES = "--hb-modes=graph,device"
 ROOT = Path(__file__).resolve().parents[2]   # as scripts/run.py has it (run imports this module)
 
 
-def add_arguments(p) -> None:
+def add_arguments(parser) -> None:
     """The options `hostbench run` gets for a node."""
-    p.add_argument("--all-gpus", action="store_true",
+    parser.add_argument("--all-gpus", action="store_true",
                    help="run the GPU-bound rows (graph, device) on every GPU of the node at once, each pinned to "
                         "cores of its NUMA node; report each GPU's factor against the node's median and flag a "
                         "slow GPU (docs/node.md)")
-    p.add_argument("--gpus", metavar="0,1|UUID,...",
+    parser.add_argument("--gpus", metavar="0,1|UUID,...",
                    help="with --all-gpus: only these GPUs (pinned as in the whole node's plan)")
-    p.add_argument("--job-timeout", type=float, default=1800.0, help="with --all-gpus: seconds per GPU's run")
-    p.add_argument("--fail-on-slow", action="store_true", help="with --all-gpus: exit 1 when a GPU is flagged slow")
+    parser.add_argument("--job-timeout", type=float, default=1800.0, help="with --all-gpus: seconds per GPU's run")
+    parser.add_argument("--fail-on-slow", action="store_true", help="with --all-gpus: exit 1 when a GPU is flagged slow")
 
 
 def frontend_version() -> str:
@@ -158,7 +158,7 @@ def run(args) -> int:
     results = run_jobs(jobs, plan.slots, runner(pytest_args, args.job_timeout, ROOT), done)
     failed = [failure_line(r) for r in results if r.get("status") != "ok"]
     runs = _load_runs(results, failed)
-    store_runs(runs, out, lambda m: print(m, flush=True))
+    store_runs(runs, out, lambda message: print(message, flush=True))
     fs = report.factors(runs)
     (out / "node.md").write_text(report.markdown(fs, failed, runs), encoding="utf-8")
     (out / "node.json").write_text(report.to_json(fs, failed), encoding="utf-8")

@@ -123,7 +123,7 @@ def _run_phases(args, phases: dict, plan, out: Path) -> tuple[list, str]:
         doc = {"pytest_args": pytest_args, "phase": phase, "versions": [],
                "node": {"basis": plan.basis, "gpus": [node_matrix.slot_info(s) for s in slots]}}
         results = node_matrix.run_parallel(args, jobs, slots, pytest_args, doc, out / phase,
-                                           say=lambda m: print(m, flush=True), store=False)
+                                           say=lambda message: print(message, flush=True), store=False)
         failed += node_matrix.failures(results)
         if phase == "alongside":
             coverage = node_safety.load_coverage(results, jobs[0].name)

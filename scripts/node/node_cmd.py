@@ -20,8 +20,8 @@ def add_parser(command) -> None:
     add_arguments(command("node", run, description=__doc__))
 
 
-def add_arguments(p) -> None:
-    sub = p.add_subparsers(dest="node_action", required=True, parser_class=type(p), metavar="ACTION")
+def add_arguments(parser) -> None:
+    sub = parser.add_subparsers(dest="node_action", required=True, parser_class=type(parser), metavar="ACTION")
     a = sub.add_parser("plan", help="each GPU of the node, its NUMA node and the cores its jobs are pinned to")
     a.add_argument("--gpus", default="all", help="GPUs to plan (all, or indices / UUIDs); cores as in the whole node")
     a = sub.add_parser("report", help="which GPU is slow, from one run file per GPU (hostbench run --all-gpus)")

@@ -79,12 +79,12 @@ def run_parallel(args, jobs: list[Job], slots: list, pytest_args: list[str], doc
     t0 = time.monotonic()
     deadline_at = t0 + args.deadline if getattr(args, "deadline", 0) else None
 
-    def done(job: Job, slot, e: dict) -> None:
-        entries.append(e)
+    def done(job: Job, slot, entry: dict) -> None:
+        entries.append(entry)
         entries.sort(key=lambda x: runstore.version_key(x.get("label") or ""))
-        say(f"{slot.label}: {job.name}: {e['status']} {(e.get('detail') or '')[-200:]}".rstrip())
-        if store and e["status"] == "ok":
-            line = matrix_part.store_part(args.store, Path(job.data.get("out") or out) / e["run_file"])
+        say(f"{slot.label}: {job.name}: {entry['status']} {(entry.get('detail') or '')[-200:]}".rstrip())
+        if store and entry["status"] == "ok":
+            line = matrix_part.store_part(args.store, Path(job.data.get("out") or out) / entry["run_file"])
             if line:
                 say(line)
         doc["wall_s"] = round(time.monotonic() - t0, 1)
@@ -128,7 +128,7 @@ def main(args, wheels: dict, pytest_args: list[str], out: Path) -> int:
     install_all(args, jobs)
     doc = {"pytest_args": pytest_args, "python": sys.version.split()[0], "versions": [],
            "node": {"basis": plan.basis, "gpus": [slot_info(s) for s in plan.slots]}}
-    results = run_parallel(args, jobs, plan.slots, pytest_args, doc, out, say=lambda m: print(m, flush=True))
+    results = run_parallel(args, jobs, plan.slots, pytest_args, doc, out, say=lambda message: print(message, flush=True))
     doc["wall_s"] = round(time.monotonic() - t0, 1)   # installs included, as in the serial matrix
     (out / "matrix.json").write_text(json.dumps(doc, indent=1, default=str), encoding="utf-8")
     med = matrix_merge.merge(out, doc["versions"], args.dashboard)

@@ -85,18 +85,18 @@ def check(alone: Run, along: Run, label: str = "alongside vs alone") -> SafetyCh
     return SafetyCheck(label, modes, problems)
 
 
-def verdict_line(c: SafetyCheck) -> str:
-    if c.safe:
-        return (f"{c.label}: SAFE: no eager, graph or device row moved past its mode's practical threshold "
+def verdict_line(safety_check: SafetyCheck) -> str:
+    if safety_check.safe:
+        return (f"{safety_check.label}: SAFE: no eager, graph or device row moved past its mode's practical threshold "
                 "under the verdict model")
-    why = c.problems + [f"{len(m.bad)} {m.mode} row(s) or finding(s) moved" for m in c.modes if m.bad]
-    return f"{c.label}: NOT SHOWN SAFE: {'; '.join(why)}"
+    why = safety_check.problems + [f"{len(m.bad)} {m.mode} row(s) or finding(s) moved" for m in safety_check.modes if m.bad]
+    return f"{safety_check.label}: NOT SHOWN SAFE: {'; '.join(why)}"
 
 
-def table(c: SafetyCheck) -> str:
+def table(safety_check: SafetyCheck) -> str:
     rows = [[m.mode, m.rows, m.same, f"{m.max_change * 100:.1f} %", f"{m.floor * 100:g} %", m.past_floor,
              "; ".join(m.bad[:5]) + (f"; and {len(m.bad) - 5} more" if len(m.bad) > 5 else "") or "–"]
-            for m in c.modes]
+            for m in safety_check.modes]
     return fmt.md_table(["mode", "rows", "within the threshold", "largest change", "practical threshold",
                          "of them UNSURE (too noisy to show it)", "moved"], rows)
 

@@ -50,10 +50,10 @@ class Counter:
     def __init__(self, label: str, total: int):
         self.label, self.total, self.shown = label, total, on_terminal()
 
-    def __call__(self, i: int) -> None:
+    def __call__(self, count: int) -> None:
         if self.shown:
             with uncaptured():
-                print(f"\r{self.label} {i}/{self.total}", end="", file=sys.stderr, flush=True)
+                print(f"\r{self.label} {count}/{self.total}", end="", file=sys.stderr, flush=True)
 
     def done(self) -> None:
         if self.shown:

@@ -71,13 +71,13 @@ def _make_loop(unroll: int = UNROLL) -> Callable[[Callable, int], None]:
 run_calls = _make_loop()
 
 
-def eager_round(fn: Callable, n: int, sync: Callable[[], None], clock=time.perf_counter) -> float:
-    """Seconds per call of n back-to-back calls, device synced before and after."""
+def eager_round(fn: Callable, calls: int, sync: Callable[[], None], clock=time.perf_counter) -> float:
+    """Seconds per call of `calls` back-to-back calls, device synced before and after."""
     sync()
     t0 = clock()
-    run_calls(fn, n)
+    run_calls(fn, calls)
     sync()
-    return (clock() - t0) / n
+    return (clock() - t0) / calls
 
 
 LEVELS = ("fast", "mid", "slow")   # the host levels an eager cycle is kept in (Watch)

@@ -39,15 +39,15 @@ class Path:
     replay: Callable[[], float] | None = None     # one graph replay -> GPU µs per call
 
 
-def issue_and_eager(fn, n: int, sync, clock=time.perf_counter) -> tuple[float, float]:
-    """(issue, eager) seconds per call of one loop of n calls."""
+def issue_and_eager(fn, calls: int, sync, clock=time.perf_counter) -> tuple[float, float]:
+    """(issue, eager) seconds per call of one loop of `calls` calls."""
     sync()
     t0 = clock()
-    run_calls(fn, n)
+    run_calls(fn, calls)
     t1 = clock()
     sync()
     t2 = clock()
-    return (t1 - t0) / n, (t2 - t0) / n
+    return (t1 - t0) / calls, (t2 - t0) / calls
 
 
 def measure(paths: list[Path], sync, rounds: int = 25, target_round_s: float = 2e-3,

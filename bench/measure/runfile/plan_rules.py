@@ -34,14 +34,14 @@ _ONLY = {
 }
 
 
-def measurement_version(fp: Fingerprint) -> int:
+def measurement_version(fingerprint: Fingerprint) -> int:
     """The version a run was measured with: recorded in its fingerprint since version 2; before
     that, a run from harness 0.2 (its fingerprint lists its packages, cudnn-hostbench among them)
     is version 2, and older runs are 1."""
-    v = fp.measurement_version
+    v = fingerprint.measurement_version
     if isinstance(v, int) and not isinstance(v, bool):
         return v
-    return 2 if "cudnn-hostbench" in (fp.packages or {}) else 1
+    return 2 if "cudnn-hostbench" in (fingerprint.packages or {}) else 1
 
 
 def inferred(version: int, probe: str, variant: str) -> str:

@@ -83,13 +83,13 @@ class WorkerFigure(Mapping):
         return len(_WORKER_KEYS)
 
     @classmethod
-    def of(cls, w) -> "WorkerFigure":
+    def of(cls, value) -> "WorkerFigure":
         """From its serialized form (a dict; unknown keys ignored), or itself."""
-        if isinstance(w, cls):
-            return w
-        if not isinstance(w, dict):
-            raise TypeError(f"a worker's figure is not an object: {w!r}"[:120])
-        return cls(**{k: w[k] for k in _WORKER_KEYS if k in w})
+        if isinstance(value, cls):
+            return value
+        if not isinstance(value, dict):
+            raise TypeError(f"a worker's figure is not an object: {value!r}"[:120])
+        return cls(**{k: value[k] for k in _WORKER_KEYS if k in value})
 
 
 _WORKER_KEYS = ("worker", "n", "median", "ratio", "sentinel_us")
@@ -161,13 +161,13 @@ class Record:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Record":
+    def from_dict(cls, data: dict) -> "Record":
         names = {f.name for f in dataclasses.fields(cls)}
-        missing = {k for k in ("probe", "variant", "size", "mode") if d.get(k) is None}
+        missing = {k for k in ("probe", "variant", "size", "mode") if data.get(k) is None}
         if missing:
             raise KeyError(f"record lacks {sorted(missing)}")
         # unknown (newer) fields are ignored, absent (older) ones take defaults
-        rec = cls(**{k: v for k, v in d.items() if k in names})
+        rec = cls(**{k: v for k, v in data.items() if k in names})
         rec.ratio = stats.Summary.from_dict(rec.ratio)
         return rec
 
@@ -248,8 +248,8 @@ def _is_number(value) -> bool:
 
 def _bad_field(rec: Record) -> str | None:
     """'FIELD (value)' of the first field a record cannot hold as it is, or None."""
-    def shown(v) -> str:
-        return repr(v) if len(repr(v)) <= 40 else repr(v)[:39] + "…"
+    def shown(value) -> str:
+        return repr(value) if len(repr(value)) <= 40 else repr(value)[:39] + "…"
     if not isinstance(rec.samples, list) or not all(map(_is_number, rec.samples)):
         return f"samples ({shown(rec.samples)})"
     for k in _NUMBER_FIELDS:

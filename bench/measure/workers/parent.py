@@ -100,7 +100,7 @@ class Parent:
 
     def _run_workers(self) -> None:
         from cudnn_hostbench.bench.measure.workers.replicas import merge_runs
-        say = lambda m: progress.say(f"hostbench: {m}")  # noqa: E731
+        say = lambda message: progress.say(f"hostbench: {message}")  # noqa: E731
         runs = self._full_then_eager(say)
         recs, self.fingerprint = merge_runs(runs, wall_s=time.perf_counter() - self.t0)
         self.run_floor = self._floor()   # the full workers' floor: every later merge judges each worker's own against it
