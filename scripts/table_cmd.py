@@ -51,8 +51,6 @@ def _which_run(a) -> str | None:
 
 def run(a) -> int:
     from cudnn_hostbench.bench.measure.runfile import records, trust
-    from cudnn_hostbench.reports import fmt, run_summary, table
-
     # every check before the first line of output, so bad input never leaves half a result
     problem = _which_run(a)
     if problem:
@@ -71,6 +69,8 @@ def run(a) -> int:
         return bad(a.prog, f"--out {a.out}: {problem}")
     for w in run.warnings:
         print(f"warning: {w}", file=sys.stderr)
+    # pandas (the table) only now: bad input is refused without it
+    from cudnn_hostbench.reports import fmt, run_summary, table
     df = table.build_table(run)
     if a.probe is not None:
         df = df[df["probe"] == a.probe]
