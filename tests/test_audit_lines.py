@@ -194,7 +194,8 @@ def test_sampler_waits_for_the_fast_state_before_each_pair(monkeypatch):
     host = _WaitedHost()
     s = sampler.sample_step(steps.step, lambda: None, _alone(steps.step, 300), chunk_s=0.02, rounds=4,
                             host=host, host_state="fast")
-    assert host.waits == s["rounds"] and s["rounds_other_state"] == 0 and not s["state_note"]
+    # every pair of every try waited (a loaded host can read the first try's overhead high: a second try)
+    assert host.waits == sum(t["rounds"] for t in s["tries"]) and s["rounds_other_state"] == 0 and not s["state_note"]
     # a slow state is not waited for: the pairs are only checked
     host = _WaitedHost()
     s = sampler.sample_step(steps.step, lambda: None, _alone(steps.step, 300), chunk_s=0.02, rounds=4,
