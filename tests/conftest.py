@@ -63,7 +63,8 @@ def pytest_addoption(parser):
 TOGETHER = (
     ("tests/test_verdict_check.py",),
     ("tests/test_charts.py::test_committed_dashboards_match_the_code",
-     "tests/test_dashboard.py::test_the_whole_committed_history_leads_with_its_newest_run_and_says_how_little_history_it_has"),
+     "tests/test_dashboard.py::test_the_whole_committed_history_leads_with_its_newest_run_and_says_how_little_history_it_has",
+     "tests/test_scannable_output.py::test_history_dashboard_names_a_run_file_only_while_its_bytes_are_the_stored_ones"),
     # the committed history's dashboard sections (test_charts.py's module fixtures: ~6 s each)
     ("tests/test_charts.py::test_the_dashboard_judges_the_run_history_check_latest_names",
      "tests/test_charts.py::test_the_version_view_uses_each_versions_newest_full_run",

@@ -213,9 +213,9 @@ def test_history_dashboard_names_a_run_file_only_while_its_bytes_are_the_stored_
 
     from cudnn_hostbench.reports.dashboard import page
     from cudnn_hostbench.reports.history import db
-    url = _store(tmp_path)
-    assert cli.main(["dashboard", "--store", url, "--out", str(tmp_path / "d")]) == 0
-    html = (tmp_path / "d" / "index.html").read_text()
+    from tests.history_store import committed_dashboard
+    # `hostbench dashboard --store` of the committed history, rendered once per process
+    html = (committed_dashboard(tmp_path) / "index.html").read_text()
     assert "<code></code>" not in html and "no all-clear" in html and "rows with a history" in html
     # a stored run file: named while unchanged, not once its bytes differ or it is gone
     f = tmp_path / "run.json"
