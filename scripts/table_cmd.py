@@ -51,8 +51,6 @@ def _which_run(args) -> str | None:
 
 def run(args) -> int:
     from cudnn_hostbench.bench.measure.runfile import records, trust
-    from cudnn_hostbench.reports import fmt, run_summary, table
-
     # every check before the first line of output, so bad input never leaves half a result
     problem = _which_run(args)
     if problem:
@@ -71,6 +69,8 @@ def run(args) -> int:
         return bad(args.prog, f"--out {args.out}: {problem}")
     for w in run.warnings:
         print(f"warning: {w}", file=sys.stderr)
+    # pandas (the table) only now: bad input is refused without it
+    from cudnn_hostbench.reports import fmt, run_summary, table
     df = table.build_table(run)
     if args.probe is not None:
         df = df[df["probe"] == args.probe]

@@ -63,7 +63,22 @@ def pytest_addoption(parser):
 TOGETHER = (
     ("tests/test_verdict_check.py",),
     ("tests/test_charts.py::test_committed_dashboards_match_the_code",
-     "tests/test_dashboard.py::test_the_whole_committed_history_leads_with_its_newest_run_and_says_how_little_history_it_has"),
+     "tests/test_dashboard.py::test_the_whole_committed_history_leads_with_its_newest_run_and_says_how_little_history_it_has",
+     "tests/test_scannable_output.py::test_history_dashboard_names_a_run_file_only_while_its_bytes_are_the_stored_ones"),
+    # the committed history's dashboard sections (test_charts.py's module fixtures: ~6 s each)
+    ("tests/test_charts.py::test_the_dashboard_judges_the_run_history_check_latest_names",
+     "tests/test_charts.py::test_the_version_view_uses_each_versions_newest_full_run",
+     "tests/test_charts.py::test_trends_show_the_judged_measurement_version_spread_across_the_axis",
+     "tests/test_charts.py::test_round_ratios_come_from_the_judged_runs_file_or_say_whose_they_are",
+     "tests/test_charts.py::test_a_rerendered_page_is_byte_identical"),
+    # files and tests that share a module fixture of seconds (A/B jobs run, a store ingested, a site drawn)
+    ("tests/test_ab_dashboard.py",),
+    ("tests/test_ab_store.py",),
+    ("tests/test_truthful_output.py",),
+    ("tests/test_dashboard.py::test_site_is_one_file_with_nothing_fetched", "tests/test_dashboard.py::test_site_content",
+     "tests/test_dashboard.py::test_trust_marks_are_counts_that_expand"),
+    ("tests/test_dashboard.py::test_first_screen_leads_with_the_verdicts",
+     "tests/test_dashboard.py::test_history_dashboard_in_chromium_is_one_screen_wide"),
 )
 
 

@@ -45,3 +45,40 @@ def write_synthetic_run(path, seed: int = 0, exported: bool = False, **kw):
     recs = synthetic_records(seed, **kw)
     write = export.pytest_benchmark_document if exported else records.run_document
     return records.write_run(path, write(recs, dict(FINGERPRINT)))
+
+
+def hostbench_here(*args, cwd=None):
+    """`hostbench ARGS` run in this process as `python -m cudnn_hostbench.scripts.cli ARGS` runs it
+    in its own (a subprocess pays the imports of pandas, scipy and matplotlib, seconds, each time):
+    a CompletedProcess of its exit status (argparse's SystemExit included), stdout, and stderr
+    with the warnings Python's default filters would print there, run from `cwd` (default: the
+    repository root). An exception the command lets out is raised here, where a process would
+    print its traceback. Tests of what only a process shows (a closed pipe, the interpreter's own
+    exit) and at least one test per command run the real process."""
+    import contextlib
+    import io
+    import os
+    import subprocess
+    import warnings
+    from pathlib import Path
+
+    from cudnn_hostbench.scripts import cli
+    argv = [str(a) for a in args]
+    out, err = io.StringIO(), io.StringIO()
+    old = os.getcwd()
+    with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(out), \
+            contextlib.redirect_stderr(err):
+        warnings.simplefilter("default")     # once per place, as a process prints them
+        os.chdir(Path(__file__).resolve().parents[1] if cwd is None else cwd)
+        try:
+            code = cli.main(argv)
+        except SystemExit as e:              # argparse's errors and --help
+            if isinstance(e.code, str):
+                print(e.code, file=err)
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        finally:
+            os.chdir(old)
+    quiet = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)   # Python's defaults
+    said = "".join(warnings.formatwarning(w.message, w.category, w.filename, w.lineno)
+                   for w in caught if not issubclass(w.category, quiet))
+    return subprocess.CompletedProcess(["hostbench", *argv], code, out.getvalue(), err.getvalue() + said)

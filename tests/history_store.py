@@ -19,6 +19,17 @@ with gzip.open(EXPORT, "rt", encoding="utf-8") as _f:
 GRAPH = ("fusion", "cudnn_fused", "epilogue-b16m512k1024n512", "graph")     # ~33 µs per call
 
 
+def sample_export(tmp_path, every: int = 10) -> Path:
+    """Every `every`-th run of the committed export and its newest, in tmp_path: both measurement
+    versions and both GPUs' runs, for a test whose property does not depend on the count of runs.
+    The same bytes each time (gzip's mtime 0), so stored_url ingests it once per process."""
+    lines = gzip.decompress(EXPORT.read_bytes()).decode().splitlines()
+    picked = lines[::every] + ([lines[-1]] if (len(lines) - 1) % every else [])
+    out = Path(tmp_path) / f"sample-{every}.hbx.jsonl.gz"
+    out.write_bytes(gzip.compress(("\n".join(picked) + "\n").encode(), mtime=0))
+    return out
+
+
 _BUILT: dict = {}   # export bytes' digest -> (a store this process ingested it into, once; ingest's Result)
 
 

@@ -592,6 +592,7 @@ def test_audit_keeps_going_when_capture_fails(run, monkeypatch, cpu_stream):
         [["nvjet_tst", 1.0, 2.0], ["direct_copy_kernel_cuda", 1.0, 3.0]]))
     monkeypatch.setattr(audit.audit_sampler, "sample_step", lambda step, sync, us, **k: {"error": "not sampled here"})
     monkeypatch.setattr(audit, "_timeline", lambda step, us, host=None, want="": {})
+    monkeypatch.setattr(audit, "HOST_WARM_S", 0.5)   # a loaded host never holds its floor: 10 s of waiting
     steps = []
     ctx = types.SimpleNamespace(stream=None)
     rep = audit.audit(lambda: (steps.append(1), torch.cuda.synchronize()), run_file=run.path, ctx=ctx,

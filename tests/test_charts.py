@@ -46,13 +46,12 @@ def committed(tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_the_dashboard_judges_the_run_history_check_latest_names(committed, capsys, tmp_path):
+def test_the_dashboard_judges_the_run_history_check_latest_names(committed, latest_section, reference_section):
     runs = committed.runs()
     pick, newer = lead.latest(runs)   # the newest measurement version's newest full run
     assert pick["measurement_version"] == max(r["measurement_version"] for r in runs) and not newer
     assert not [r for r in runs if r["started_at"] > pick["started_at"] and r["n_figures"] >= pick["n_figures"]]
-    section = page.gpu_section(committed, "NVIDIA H200", runs, 100)
-    assert section["newest"]["id"] == pick["id"]
+    assert latest_section["newest"]["id"] == pick["id"]
     rid, why = lead.latest_in(committed)   # what `history check latest` calls
     assert rid == pick["id"] and why == lead.why(newer)
     text = check.render(*check.check(committed, rid), width=100, why=why)
@@ -63,13 +62,20 @@ def test_the_dashboard_judges_the_run_history_check_latest_names(committed, caps
     assert pick["n_figures"] == 718 and pick["started_at"].startswith("2026-12-01T05:23")
     assert len(newer) == 7 and all(r["n_figures"] < 200 for r in newer)   # matrix parts, the framework pair
     assert "7 newer partial" in lead.why(newer)
-    assert page.gpu_section(committed, "NVIDIA H200", older, 100)["newest"]["id"] == pick["id"]
+    assert reference_section["newest"]["id"] == pick["id"]
 
 
 @pytest.fixture(scope="module")
 def reference_section(committed):
     """The page as it was before measurement 3's runs: measurement 2 judged, the matrix's versions."""
     return page.gpu_section(committed, "NVIDIA H200", older_runs(committed), 100)
+
+
+@pytest.fixture(scope="module")
+def latest_section(committed):
+    """The page of the whole committed history: its newest full run judged. (The tests that read a
+    section run in one worker, tests/conftest.py TOGETHER: each section is drawn once.)"""
+    return page.gpu_section(committed, "NVIDIA H200", committed.runs(), 100)
 
 
 def older_runs(st):
@@ -119,8 +125,8 @@ def test_the_band_the_caption_promises_is_drawn(committed, tmp_path):
 
 
 @pytest.mark.slow
-def test_round_ratios_come_from_the_judged_runs_file_or_say_whose_they_are(reference_section, committed):
-    s = page.gpu_section(committed, "NVIDIA H200", committed.runs(), 100)   # the judged run's own file
+def test_round_ratios_come_from_the_judged_runs_file_or_say_whose_they_are(reference_section, latest_section):
+    s = latest_section   # the judged run's own file
     assert s["rounds_of"]["source_path"] == "reports/reference/h200/run.json"
     assert s["rounds_svg"].startswith('<div class="panel"><svg') and "execute · 256 · × torch_mm" in s["rounds_svg"]
     # run D (measurement 2): no run file of its version is in the tree any more, so no strips

@@ -1,7 +1,8 @@
 """Every command a user types: bad input exits 2 with one line on stderr naming what is wrong,
 no traceback, no output and no file written or removed; a closed pipe is not an error.
 
-Each case runs the real command in a subprocess, as a user's shell would.
+Each command's first case runs the real command in a subprocess, as a user's shell would; its
+other cases run it in this process as `python -m` runs it (tests/helpers.py hostbench_here).
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 
 from cudnn_hostbench.bench.measure.runfile import records
 from cudnn_hostbench.bench.measure.runfile.records import Record
-from tests.helpers import FINGERPRINT, synthetic_records, write_synthetic_run
+from tests.helpers import FINGERPRINT, hostbench_here, synthetic_records, write_synthetic_run
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -120,11 +121,16 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("argv,needles", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_bad_input_exits_2_with_one_line(files, tmp_path, argv, needles):
+# the first case of each command (by its first word) runs in a subprocess
+FIRST_OF_COMMAND = {next(c[0] for c in CASES if c[1][:1] == first[1][:1]) for first in CASES}
+
+
+@pytest.mark.parametrize("argv,needles,process", [(*c[1:], c[0] in FIRST_OF_COMMAND) for c in CASES],
+                         ids=[c[0] for c in CASES])
+def test_bad_input_exits_2_with_one_line(files, tmp_path, argv, needles, process):
     names = {k: str(v) for k, v in files.items()}
     before = snapshot(tmp_path)
-    res = hostbench(*(a.format(**names) for a in argv))
+    res = (hostbench if process else hostbench_here)(*(a.format(**names) for a in argv))
     err = res.stderr.strip().splitlines()
     assert "Traceback" not in res.stderr, res.stderr
     assert res.returncode == 2, (res.returncode, res.stderr)

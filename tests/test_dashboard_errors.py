@@ -1,5 +1,7 @@
-"""`hostbench dashboard` on bad input and bad --out, run as a user runs it (a subprocess): exit 2,
-one line on stderr naming the file, no traceback, nothing written or removed."""
+"""`hostbench dashboard` on bad input and bad --out: exit 2, one line on stderr naming the file, no
+traceback, nothing written or removed. Run in this process as `python -m` runs it (tests/helpers.py
+hostbench_here); a refusal, --help and the closed pipes run the real command in a subprocess, as a
+user's shell does."""
 from __future__ import annotations
 
 import json
@@ -13,14 +15,20 @@ import pytest
 
 from cudnn_hostbench.bench.measure.runfile.records import JsonlWriter, run_document, write_run
 from cudnn_hostbench.reports.dashboard import site as dashboard
-from tests.helpers import FINGERPRINT, synthetic_records
+from tests.helpers import FINGERPRINT, hostbench_here, synthetic_records
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def hostbench(*args, stdout=subprocess.PIPE) -> subprocess.CompletedProcess:
+def hostbench(*args) -> subprocess.CompletedProcess:
+    """`hostbench dashboard ARGS` in this process (tests/helpers.py hostbench_here)."""
+    return hostbench_here("dashboard", *args)
+
+
+def hostbench_process(*args) -> subprocess.CompletedProcess:
+    """`hostbench dashboard ARGS` in its own process, as a user's shell runs it."""
     return subprocess.run([sys.executable, "-m", "cudnn_hostbench.scripts.cli", "dashboard", *map(str, args)], cwd=ROOT,
-                          stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=300)
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
 
 
 def tree(folder: Path) -> dict:
@@ -42,10 +50,10 @@ def junk(path: Path) -> Path:
     return path
 
 
-def assert_refused(tmp_path: Path, args: list, names: Path) -> str:
+def assert_refused(tmp_path: Path, args: list, names: Path, run=hostbench) -> str:
     """Runs the command; asserts exit 2, one stderr line naming `names`, no traceback, tree unchanged."""
     before = tree(tmp_path)
-    p = hostbench(*args)
+    p = run(*args)
     lines = p.stderr.splitlines()
     assert p.returncode == 2, p.stderr
     assert len(lines) == 1, p.stderr
@@ -58,7 +66,7 @@ def assert_refused(tmp_path: Path, args: list, names: Path) -> str:
 # -- unreadable inputs ------------------------------------------------------------------------
 def test_non_utf8_file_alone_exits_2(tmp_path):
     bad = junk(tmp_path / "runs" / "junk.json")
-    line = assert_refused(tmp_path, [bad, "--out", tmp_path / "site"], bad)
+    line = assert_refused(tmp_path, [bad, "--out", tmp_path / "site"], bad, run=hostbench_process)
     assert "UTF-8" in line
 
 
@@ -189,7 +197,7 @@ def test_closed_pipe_is_quiet(tmp_path, args):
 
 
 def test_help_lists_defaults_and_what_out_overwrites():
-    p = hostbench("--help")
+    p = hostbench_process("--help")
     text = " ".join(p.stdout.split())
     assert p.returncode == 0 and p.stderr == ""
     assert "(default: date)" in text and "(default: hostbench dashboard)" in text

@@ -122,13 +122,13 @@ def test_history_check_fits_columns_and_counts_rows_without_history(capsys, monk
 @pytest.mark.slow
 def test_every_width_from_60_fits_and_cuts_nothing(tmp_path):
     """Every line fits and nothing is cut with '…', from the narrowest width fmt.term_width gives."""
-    from cudnn_hostbench.reports.history import db, ingest
+    from cudnn_hostbench.reports.history import db
     from cudnn_hostbench.reports.judge import check
+    from tests.history_store import stored_url
     a, b = load_run(PAIR[0]), load_run(PAIR[1])
     tables = [table.build_table(b)]
     diffs = [cmp.compare(a, b), cmp.compare(load_run(MATRIX[0]), load_run(MATRIX[1]), normalize=True)]
-    st = db.open_store(f"sqlite:///{tmp_path / 'h.db'}", create=True)
-    ingest.ingest_paths(st, [REF / "history.hbx.jsonl.gz"])
+    st = db.open_store(stored_url(tmp_path))   # the committed history (tests/history_store.py)
     # each history key's first, middle and newest run: every probe set the history holds, judged on
     # no history, on half of it and on all of it (a check takes seconds; the width rule does not)
     keys: dict[str, list] = {}

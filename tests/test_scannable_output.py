@@ -14,7 +14,7 @@ from cudnn_hostbench.bench.measure.runfile.records import load_run
 from cudnn_hostbench.reports import fit, listing, run_summary, table
 from cudnn_hostbench.reports.judge import check, compare
 from cudnn_hostbench.scripts import cli
-from tests.history_store import RUNS, stored_url
+from tests.history_store import RUNS, sample_export, stored_url
 
 ROOT = Path(__file__).resolve().parents[1]
 REF = ROOT / "reports" / "reference" / "h200"
@@ -213,9 +213,9 @@ def test_history_dashboard_names_a_run_file_only_while_its_bytes_are_the_stored_
 
     from cudnn_hostbench.reports.dashboard import page
     from cudnn_hostbench.reports.history import db
-    url = _store(tmp_path)
-    assert cli.main(["dashboard", "--store", url, "--out", str(tmp_path / "d")]) == 0
-    html = (tmp_path / "d" / "index.html").read_text()
+    from tests.history_store import committed_dashboard
+    # `hostbench dashboard --store` of the committed history, rendered once per process
+    html = (committed_dashboard(tmp_path) / "index.html").read_text()
     assert "<code></code>" not in html and "no all-clear" in html and "rows with a history" in html
     # a stored run file: named while unchanged, not once its bytes differ or it is gone
     f = tmp_path / "run.json"
@@ -317,17 +317,20 @@ def _tty(monkeypatch, on: bool) -> None:
     monkeypatch.setattr(progress, "on_terminal", lambda: on)
 
 
+# SMALL: a fifth of the committed history (tests/history_store.py sample_export), for the commands
+# whose progress lines do not depend on how many runs they judge or draw
 @pytest.mark.parametrize("argv,said", [
     (("history", "check", "63", "--store", "URL"), "history check: judging"),
-    (("dashboard", "--store", "URL", "--out", "OUT"), "dashboard: NVIDIA H200: judging run"),
-    (("verdict-check", "--runs", "2", "--jobs", "1"), "verdict-check: judging run 2/"),
+    (("dashboard", "--store", "SMALL", "--out", "OUT"), "dashboard: NVIDIA H200: judging run"),
+    (("verdict-check", "EXPORT", "--runs", "2", "--jobs", "1"), "verdict-check: judging run 2/"),
     (("history-bench", "--runs", "3"), "history-bench: one history check")],
     ids=["history-check", "dashboard", "verdict-check", "history-bench"])
 @pytest.mark.slow
 def test_long_commands_show_progress_only_on_a_terminal(tmp_path, capsys, monkeypatch, argv, said):
-    if "URL" in argv:
-        url = _store(tmp_path)
-        argv = tuple(url if a == "URL" else str(tmp_path / "d") if a == "OUT" else a for a in argv)
+    small = sample_export(tmp_path, every=5)
+    named = {"URL": lambda: _store(tmp_path), "SMALL": lambda: stored_url(tmp_path, small),
+             "EXPORT": lambda: str(small), "OUT": lambda: str(tmp_path / "d")}
+    argv = tuple(named[a]() if a in named else a for a in argv)
     _tty(monkeypatch, True)
     capsys.readouterr()
     assert cli.main(list(argv)) == 0

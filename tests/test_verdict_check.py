@@ -49,15 +49,32 @@ def loaded():
 
 
 @pytest.fixture(scope="module")
-def result(loaded):
-    """validate.run's Result over the slice's folds, judged in this process (validate.run judges a
-    prefix of the folds; its pool would compete with the other test worker for the same cores)."""
+def judged(loaded):
+    """A fold's figures (validate._judge, as validate.run judges it in one process) by its index,
+    each judged once for the module: the slice's, and the command's first two folds."""
     runs, figs, todo = loaded
     state = validate._State(runs, figs, todo)
+    parts: dict = {}
+
+    def part(i: int) -> dict:
+        if i not in parts:
+            parts[i] = validate._judge(state, i)
+        return parts[i]
+    return part
+
+
+def _result(judged, indices) -> validate.Result:
     res = validate.Result()
-    for i in sliced(todo):
-        validate._add(res, validate._judge(state, i))
+    for i in indices:
+        validate._add(res, judged(i))
     return res
+
+
+@pytest.fixture(scope="module")
+def result(loaded, judged):
+    """validate.run's Result over the slice's folds, judged in this process (validate.run judges a
+    prefix of the folds; its pool would compete with the other test worker for the same cores)."""
+    return _result(judged, sliced(loaded[2]))
 
 
 @pytest.mark.slow
@@ -143,11 +160,12 @@ def test_two_starts_see_what_one_new_start_cannot(result):
 
 
 @pytest.mark.slow
-def test_the_figures_do_not_depend_on_the_number_of_processes(two_processes):
+def test_the_figures_do_not_depend_on_the_number_of_processes(two_processes, judged):
     # each fold draws its injections from a generator seeded by its own index: the command's two
-    # processes print what one process judges (the report's first line, its time, aside)
+    # processes print what one process judges (the report's first line, its time, aside); the
+    # folds judged here are those validate.run judges with jobs=1 (the slice's fold 0 among them)
     _, printed, doc = two_processes
-    one = validate.run([validate.EXPORT], limit=2, jobs=1)
+    one = _result(judged, range(2))
     assert one.runs == doc["runs"] == 2
     assert validate.report(one).split("\n", 1)[1] == printed.rstrip("\n").split("\n", 1)[1]
 

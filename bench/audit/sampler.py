@@ -479,15 +479,22 @@ def _try_figures(done: list, good: list, own: list, setup: tuple, matched_on: st
             "rounds_host_off": sum(not pair[3] for pair in done), "matched_on": matched_on,
             "state_note": note}
 
-def sample_step(step, sync, step_us: float | None, *, interval: float = INTERVAL_S, chunk_s: float = CHUNK_S,
-                rounds: int = ROUNDS, max_interval: float = MAX_INTERVAL_S, min_s: float = MIN_SAMPLED_S,
+def sample_step(step, sync, step_us: float | None, *, interval: float | None = None, chunk_s: float | None = None,
+                rounds: int | None = None, max_interval: float | None = None, min_s: float | None = None,
                 timed=None, host=None, host_state: str = "") -> dict:
     """Samples `rounds` rounds of about `chunk_s` of steps each (after a plain round each), raising
     the interval while sampling distorts the step by more than MAX_OVERHEAD. `step_us` is the
     step's eager µs (sizes the rounds); `timed` the long calls timed rather than sampled (default
     long_calls()); `host` and `host_state` the eager rounds' HostState and state, which the sampled
-    rounds are matched on (`_try`). Returns audit.json's `sampling` (see module doc); raises SamplerError when the
+    rounds are matched on (`_try`). Left out, interval, chunk_s, rounds, max_interval and min_s are
+    this module's INTERVAL_S, CHUNK_S, ROUNDS, MAX_INTERVAL_S and MIN_SAMPLED_S as they are when it
+    is called. Returns audit.json's `sampling` (see module doc); raises SamplerError when the
     sampler cannot start, and whatever the step raises."""
+    interval = INTERVAL_S if interval is None else interval
+    chunk_s = CHUNK_S if chunk_s is None else chunk_s
+    rounds = ROUNDS if rounds is None else rounds
+    max_interval = MAX_INTERVAL_S if max_interval is None else max_interval
+    min_s = MIN_SAMPLED_S if min_s is None else min_s
     timed = long_calls() if timed is None else list(timed)
     per = (step_us or 100.0) * 1e-6
     resolve = min(interval * 1e6 / SAMPLE_RESOLUTION_US, MAX_RESOLVE_S / per)

@@ -37,6 +37,7 @@ CHANGED, whatever its change: the figures measure two different things.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -358,10 +359,21 @@ def sign_flip_p(diffs: list) -> float:
         return 1.0
     at_least = abs(x.sum()) * (1 - 1e-12)
     if x.size <= SIGN_ENUMERATE:
-        bits = (np.arange(2 ** x.size)[:, None] >> np.arange(x.size)) & 1
-        return float(np.mean(np.abs((1.0 - 2.0 * bits) @ x) >= at_least))
-    signs = np.random.default_rng(0).choice([-1.0, 1.0], size=(8192, x.size))
-    return (int(np.sum(np.abs(signs @ x) >= at_least)) + 1) / (8192 + 1)   # the sample counts as one pattern
+        return float(np.mean(np.abs(_sign_patterns(x.size) @ x) >= at_least))
+    return (int(np.sum(np.abs(_sign_patterns(x.size) @ x) >= at_least)) + 1) / (8192 + 1)   # the sample counts as one pattern
+
+
+@functools.lru_cache(maxsize=None)
+def _sign_patterns(n: int):
+    """sign_flip_p's ±1 patterns of n pairs, one a row: all 2^n up to SIGN_ENUMERATE, past it the fixed
+    sample of 8192. Made once per n (read-only): a resampled validation tests thousands of rows."""
+    import numpy as np
+    if n <= SIGN_ENUMERATE:
+        signs = 1.0 - 2.0 * ((np.arange(2 ** n)[:, None] >> np.arange(n)) & 1)
+    else:
+        signs = np.random.default_rng(0).choice([-1.0, 1.0], size=(8192, n))
+    signs.flags.writeable = False
+    return signs
 
 
 def more_pairs(pairs: int, se: float, df: float, alpha: float, limit: float, most: int = 1000) -> int:
@@ -370,17 +382,35 @@ def more_pairs(pairs: int, se: float, df: float, alpha: float, limit: float, mos
     judged on 3 pairs (2 df) is not written off by its t quantile alone. (`most` when none do;
     past 64 more, a count of a grid about 15 % apart.)"""
     import numpy as np
-    from scipy import stats as st
     h = kept(pairs)
     s2 = se * se * h
-    prior_df = max(0.0, df - (h - 1))
-    # every count up to 64 more, then a grid about 15 % apart: far counts are an order of magnitude
-    m = np.unique(np.concatenate([np.arange(pairs + 1, pairs + 65), np.geomspace(pairs + 65, pairs + most, 20).astype(int)]))
-    hm = np.array([kept(int(x)) for x in m], dtype=float)
-    dfm = np.minimum(prior_df + hm - 1, MAX_DF)
-    mdc = (st.t.ppf(1 - alpha / 2, dfm) + st.t.ppf(POWER, dfm)) * np.sqrt(s2 / hm)
+    m, hm = _counts(pairs, most)
+    mdc = _t_sums(pairs, max(0.0, df - (h - 1)), alpha, most) * np.sqrt(s2 / hm)
     within = np.flatnonzero(mdc <= math.log1p(limit))
     return int(m[within[0]] - pairs) if within.size else most
+
+
+@functools.lru_cache(maxsize=4096)
+def _t_sums(pairs: int, prior_df: float, alpha: float, most: int):
+    """t_{1-α/2} + t_{POWER} at each of more_pairs' counts past `pairs` (_counts), on the prior's df plus
+    the count's: kept per (pairs, prior df, α), which the rows of a class share within a judgement."""
+    import numpy as np
+    from scipy import stats as st
+    dfm = np.minimum(prior_df + _counts(pairs, most)[1] - 1, MAX_DF)
+    out = st.t.ppf(1 - alpha / 2, dfm) + st.t.ppf(POWER, dfm)
+    out.flags.writeable = False
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _counts(pairs: int, most: int):
+    """more_pairs' pair counts past `pairs` and the pairs each keeps: every count up to 64 more, then a grid
+    about 15 % apart (far counts are an order of magnitude). Made once per (pairs, most), read-only."""
+    import numpy as np
+    m = np.unique(np.concatenate([np.arange(pairs + 1, pairs + 65), np.geomspace(pairs + 65, pairs + most, 20).astype(int)]))
+    hm = np.array([kept(int(x)) for x in m], dtype=float)
+    m.flags.writeable = hm.flags.writeable = False
+    return m, hm
 
 
 def _kernel_change(row: PairedRow) -> str:

@@ -215,22 +215,36 @@ class Run:
     records: list
     datetime: str = ""
     warnings: list = field(default_factory=list)   # what loading had to skip, for commands to print
+    _index: tuple | None = field(default=None, init=False, repr=False, compare=False)   # _indexed()
 
     def __post_init__(self):
         self.fingerprint = Fingerprint.of(self.fingerprint)
 
     def find(self, probe, variant, size, mode) -> Record | None:
-        for r in self.records:
-            if r.key == (probe, variant, size, mode):
-                return r
-        return None
+        """The first record of the row, or None."""
+        return self._indexed()[0].get((probe, variant, size, mode))
+
+    def _indexed(self) -> tuple[dict, dict]:
+        """({row: its first record}, {(probe, size, mode): its baseline-role variants, in order}):
+        made once per list of records (again when the list or its length changes), so a lookup per
+        record (the store's figures, compare) is not a scan of every record per record."""
+        recs = self.records
+        got = self._index
+        if got is None or got[0] is not recs or got[1] != len(recs):
+            by_key: dict = {}
+            baselines: dict = {}
+            for r in recs:
+                by_key.setdefault(r.key, r)
+                if r.role == "baseline":
+                    baselines.setdefault((r.probe, r.size, r.mode), []).append(r.variant)
+            got = self._index = (recs, len(recs), by_key, baselines)
+        return got[2], got[3]
 
     def baseline_of(self, rec: Record) -> Record | None:
         """The measured record `rec` is judged against: its `baseline` variant, else the variant
         with role 'baseline', else torch_mm, in the same probe/size/mode of this run."""
         names = [rec.baseline] if rec.baseline else []
-        names += [r.variant for r in self.records if r.role == "baseline" and r.probe == rec.probe
-                  and r.size == rec.size and r.mode == rec.mode]
+        names += self._indexed()[1].get((rec.probe, rec.size, rec.mode), [])
         for name in [*names, "torch_mm"]:
             b = self.find(rec.probe, name, rec.size, rec.mode)
             if b is not None and b.ok:
