@@ -1139,11 +1139,11 @@ def each_us(fn, n=400):
 
 
 def _repriced(report, run_file, tmp_path):
-    """The audit written and priced again by `hostbench reprice` (from audit.json alone)."""
+    """The audit written and priced again by `hostbench reprice` (from audit.json alone), in this
+    process (the command in its own: test_reprice_rerenders_lines_and_names_a_frontend_mismatch)."""
+    from tests.helpers import hostbench_here
     audit_report.write_outputs(report, tmp_path / "audit")
-    res = subprocess.run([sys.executable, "-m", "cudnn_hostbench.scripts.cli", "reprice", str(tmp_path / "audit"),
-                          "--run-file", str(run_file), "--out", str(tmp_path / "again")],
-                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    res = hostbench_here("reprice", tmp_path / "audit", "--run-file", run_file, "--out", tmp_path / "again")
     assert res.returncode == 0, res.stderr
     return audit.AuditReport.from_dict(json.loads((tmp_path / "again" / "audit.json").read_text(encoding="utf-8")))
 
