@@ -80,6 +80,7 @@ def _kernels(recs: list[Record]) -> tuple:
 def pair_rows(pairs: list[tuple[Run, Run]], keys: list[tuple], on_ratio: bool) -> list[paired.PairedRow]:
     """Per row key (probe, variant, size, mode), its pair differences over `pairs` of (A, B) runs."""
     index = {id(run): {r.key: r for r in run.records} for pair in pairs for run in pair}
+    floors = [floor_diff(a, b) for a, b in pairs]
     out = []
     for key in keys:
         row = _RowPairs()
@@ -87,8 +88,15 @@ def pair_rows(pairs: list[tuple[Run, Run]], keys: list[tuple], on_ratio: bool) -
             row.add(index[id(a)].get(key), index[id(b)].get(key), a, b, on_ratio)
         if row.proto is not None:
             out.append(row.paired(key))
+            out[-1].floors = floors
     _spread_kernel_change(out)
     return out
+
+
+def floor_diff(run_a: Run, run_b: Run) -> float | None:
+    """log(B's host floor / A's): the pair's covariate (verdict/covariate.py); None without both."""
+    fa, fb = run_a.fingerprint.host_state.floor_us, run_b.fingerprint.host_state.floor_us
+    return math.log(fb / fa) if fa and fb and fa > 0 and fb > 0 else None
 
 
 class _RowPairs:
@@ -203,6 +211,8 @@ def text(comparison: Comparison, limit: int | None = 40) -> str:
              + ("their ratio to the block baseline (the sides differ in cuDNN or the frontend alone)"
                 if comparison.on_ratio else "µs"),
              "verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(n.items()))]
+    if floor_line(j):
+        lines.append(floor_line(j))
     moved = moved_first(j.rows)
     if moved:
         lines.append("")
@@ -228,6 +238,17 @@ def text(comparison: Comparison, limit: int | None = 40) -> str:
     return "\n".join(lines)
 
 
+def floor_line(judgement: paired.Judgement) -> str:
+    """What the host floor took out of the eager rows (verdict/covariate.py), or why nothing."""
+    floor = judgement.floor or {}
+    if floor.get("rows"):
+        slopes = ", ".join(f"{cls} {beta:+.2f}" for cls, beta in sorted(floor["slopes"].items()))
+        return f"eager rows judged at equal host floors: {floor['rows']} row(s); slope per class {slopes}"
+    if floor.get("note"):
+        return f"eager rows not adjusted for the host floor: {floor['note']}"
+    return ""
+
+
 def markdown(comparisons: list[Comparison], header: str) -> str:
     out = [f"# A/B job\n\n{header}\n"]
     for c in comparisons:
@@ -240,6 +261,8 @@ def markdown(comparisons: list[Comparison], header: str) -> str:
                    + " Change: B over A, the 20 % trimmed mean of the pairs; interval "
                    f"{paired.INTERVAL:.0%}; MDC: the change caught with 80 % probability.\n")
         out.append("Verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(j.counts().items())) + "\n")
+        if floor_line(j):
+            out.append(floor_line(j)[0].upper() + floor_line(j)[1:] + ".\n")
         rows = moved_first(j.rows) + sorted(j.undecided(), key=lambda verdict: -(verdict.mdc or math.inf))
         if rows:
             out.append("| verdict | probe | size | variant | mode | change | interval | MDC | pairs | note |")
@@ -264,7 +287,7 @@ def markdown(comparisons: list[Comparison], header: str) -> str:
 def csv_text(comparisons: list[Comparison]) -> str:
     buf = io.StringIO()
     cols = ["side", "reference", "probe", "variant", "size", "mode", "class", "verdict", "change", "low", "high",
-            "mdc", "pairs", "pairs_dropped", "p", "q", "more_pairs", "on_ratio", "level_us", "note"]
+            "mdc", "pairs", "pairs_dropped", "p", "q", "more_pairs", "on_ratio", "level_us", "note", "floor_adjusted"]
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(cols)
     for c in comparisons:
@@ -281,6 +304,7 @@ def json_doc(comparisons: list[Comparison], meta: dict) -> dict:
             "comparisons": [{"side": c.side, "reference": c.reference, "pairs": c.pairs, "pairs_dropped": c.dropped,
                              "judged_on": "ratio to the block baseline" if c.on_ratio else "us",
                              "counts": c.judgement.counts(), "classes": class_table(c.judgement),
+                             "floor": c.judgement.floor,
                              "rows": [r.to_dict() for r in c.judgement.rows]} for c in comparisons]}
 
 

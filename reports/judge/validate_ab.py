@@ -51,13 +51,14 @@ def load_pairs(path: Path) -> list[list[paired.PairedRow]]:
     out = []
     for c in doc["comparisons"]:
         rows = []
+        floors = list(c.get("floors") or [])     # files from before the floor covariate have none
         for r in c.get("rows", []):
             kernels = r.get("kernels") or [[], []]
             rows.append(paired.PairedRow(tuple(r["key"]), r["class"], [d for d in r["diffs"] if d is not None],
                                          r.get("level_us"), bool(r.get("on_ratio")), int(r.get("dropped", 0)),
                                          (tuple(kernels[0]), tuple(kernels[1])), bool(r.get("race")),
                                          aligned=list(r["diffs"]), no_figure=int(r.get("no_figure", 0)),
-                                         us_diffs=list(r.get("us_diffs", []))))
+                                         us_diffs=list(r.get("us_diffs", [])), floors=floors))
         out.append(rows)
     return out
 
@@ -65,7 +66,7 @@ def load_pairs(path: Path) -> list[list[paired.PairedRow]]:
 def pairs_doc(comparisons: list) -> dict:
     """pairs.json.gz's document from reports.judge.ab Comparisons (their rows' aligned differences)."""
     return {"kind": "hostbench ab pairs", "comparisons": [
-        {"side": c.side, "reference": c.reference,
+        {"side": c.side, "reference": c.reference, "floors": c.rows[0].floors if c.rows else [],
          "rows": [{"key": list(r.key), "class": r.cls, "diffs": r.aligned, "level_us": r.level_us,
                    "on_ratio": r.on_ratio, "dropped": r.dropped, "kernels": [list(k) for k in r.kernels],
                    "race": r.race, "no_figure": r.no_figure, "us_diffs": r.us_diffs} for r in c.rows]}
@@ -90,17 +91,43 @@ def distinct_jobs(pairs: int, take: int | None) -> int:
 
 
 def _resampled(rows: list, picks: tuple, signs: tuple) -> list:
+    """The rows of one null job: each picked pair's differences, its µs differences and its floor
+    difference flipped with the pair's sign (an A/A's "A" is arbitrary for all three)."""
+    floors = _flipped(rows[0].floors if rows else [], picks, signs)
     out = []
     for r in rows:
         got = r.aligned or r.diffs
-        d = [signs[j] * got[i] for j, i in enumerate(picks) if i < len(got) and got[i] is not None]
-        out.append(paired.PairedRow(r.key, r.cls, d, r.level_us, r.on_ratio, r.dropped, ((), ()), r.race))
+        aligned = _flipped(got, picks, signs)
+        us = r.us_diffs if len(r.us_diffs) == len(r.diffs) and r.aligned else []
+        us_aligned = _flipped(_realigned(us, got), picks, signs) if us else []
+        out.append(paired.PairedRow(r.key, r.cls, [d for d in aligned if d is not None], r.level_us, r.on_ratio,
+                                    r.dropped, ((), ()), r.race, aligned=aligned,
+                                    us_diffs=[d for d in us_aligned if d is not None], floors=floors))
     return out
 
 
+def _flipped(values: list, picks: tuple, signs: tuple) -> list:
+    """values[i] of each picked pair times its sign (None stays None, a pair past the list is None)."""
+    return [None if i >= len(values) or values[i] is None else signs[j] * values[i] for j, i in enumerate(picks)]
+
+
+def _realigned(values: list, aligned: list) -> list:
+    """A row's per-usable-pair `values` placed at its usable pairs' indices (None elsewhere)."""
+    it = iter(values)
+    return [None if d is None else next(it) for d in aligned]
+
+
 def _planted(rows: list, targets: set, shifts: dict) -> list:
-    return [paired.PairedRow(r.key, r.cls, [d + shifts.get(r.key, 0.0) for d in r.diffs], r.level_us, r.on_ratio,
-                             r.dropped, r.kernels, r.race) if r.key in targets else r for r in rows]
+    out = []
+    for r in rows:
+        if r.key not in targets:
+            out.append(r)
+            continue
+        by = shifts.get(r.key, 0.0)
+        out.append(paired.PairedRow(r.key, r.cls, [d + by for d in r.diffs], r.level_us, r.on_ratio, r.dropped,
+                                    r.kernels, r.race, aligned=[None if d is None else d + by for d in r.aligned],
+                                    us_diffs=r.us_diffs, floors=r.floors))
+    return out
 
 
 @dataclass

@@ -1,7 +1,8 @@
 """The paired verdict of an interleaved A/B job (`hostbench ab`): every row judged on its own pairs.
 
 A pair is two neighbouring worker processes of one job, one per side, on one machine start. Per
-row and pair the judged figure is d = log(figure of B) - log(figure of A). Per row:
+row and pair the judged figure is d = log(figure of B) - log(figure of A); an eager row's, taken
+to equal host floors first (covariate.py: the host speed each process drew, which it measures). Per row:
 
     estimate    m   = the 20 % trimmed mean of the n pair differences (Yuen)
     its scale   s²  = (n-1)·s_w² / (h-1),  h = n - 2·floor(0.2·n),  s_w² the winsorized variance
@@ -41,7 +42,7 @@ import functools
 import math
 from dataclasses import dataclass, field
 
-from cudnn_hostbench.reports.verdict import decide
+from cudnn_hostbench.reports.verdict import covariate, decide
 from cudnn_hostbench.reports.verdict import pool as pools
 
 TRIM = 0.2           # trimmed share at each end: pair differences are heavy-tailed (t with 3-7 df)
@@ -71,6 +72,8 @@ class PairedRow:
     no_figure: int = 0          # pairs whose processes both timed the row but gave no figure to pair (0 µs)
     us_diffs: list = field(default_factory=list)   # a ratio row's µs differences: evidence for its
     #                                                 µs class's prior only, never its own verdict
+    floors: list = field(default_factory=list)     # the comparison's log host-floor difference (B - A)
+    #   per pair, aligned as `aligned` (None: a side with no floor); shared by its rows (covariate.py)
 
 
 @dataclass
@@ -92,6 +95,7 @@ class RowVerdict:
     level_us: float | None = None
     note: str = ""
     leans: str = ""             # UNSURE found by its t test whose signs do not pass yet: SLOWER or FASTER
+    floor_adjusted: bool = False    # judged on its pairs at equal host floors (covariate.py)
 
     @property
     def moved(self) -> bool:
@@ -107,6 +111,8 @@ class RowVerdict:
             d["note"] = self.note
         if self.leans:
             d["leans"] = self.leans
+        if self.floor_adjusted:
+            d["floor_adjusted"] = True
         return d
 
 
@@ -122,6 +128,7 @@ class Prior:
 class Judgement:
     rows: list = field(default_factory=list)       # RowVerdict, in the job's row order
     priors: dict = field(default_factory=dict)     # class -> Prior
+    floor: dict = field(default_factory=dict)      # covariate.Adjustment.summary(): slopes, rows, note
 
     def counts(self) -> dict:
         out: dict = {}
@@ -195,22 +202,26 @@ def practical(cls: str) -> float:
 
 
 def judge(rows: list, q: float = Q) -> Judgement:
-    """Every row's verdict (module docstring)."""
+    """Every row's verdict (module docstring), on its eager pairs at equal host floors (covariate.py)."""
+    floor = covariate.adjust(rows)
+    judged = {r.key: floor.diffs.get(r.key, r.diffs) for r in rows}
     est: dict = {}
     for r in rows:
-        if len(r.diffs) >= MIN_PAIRS:
-            m, s2, h = trimmed(r.diffs)
-            est[r.key] = (m, s2, h)
-    us_est = {r.key: trimmed(r.us_diffs) for r in rows if r.on_ratio and len(r.us_diffs) >= MIN_PAIRS}
+        if len(judged[r.key]) >= MIN_PAIRS:
+            est[r.key] = trimmed(judged[r.key])
+    us_est = {r.key: trimmed(floor.us_diffs.get(r.key, r.us_diffs)) for r in rows
+              if r.on_ratio and len(r.us_diffs) >= MIN_PAIRS}
     priors = class_priors(rows, est, us_est)
     tests = _tests(rows, est, priors)
     qs = bh(({k: v[3] for k, v in tests.items()}))
     found = sum(1 for v in qs.values() if v <= q)
     alpha = q * (found + 1) / max(len(tests), 1)
     quantiles = _quantiles(tests, alpha)
-    out = Judgement(priors=priors)
+    out = Judgement(priors=priors, floor=floor.summary())
     for r in rows:
-        out.rows.append(_verdict(r, tests.get(r.key), qs.get(r.key), q, alpha, quantiles.get(r.key)))
+        v = _verdict(r, judged[r.key], tests.get(r.key), qs.get(r.key), q, alpha, quantiles.get(r.key))
+        v.floor_adjusted = r.key in floor.diffs
+        out.rows.append(v)
     return out
 
 
@@ -309,7 +320,8 @@ def bh(p_values: dict) -> dict:
     return adj
 
 
-def _verdict(row: PairedRow, test, q_value, q: float, alpha: float, quantiles: tuple | None) -> RowVerdict:
+def _verdict(row: PairedRow, diffs: list, test, q_value, q: float, alpha: float,
+             quantiles: tuple | None) -> RowVerdict:
     v = RowVerdict(row.key, row.cls, "UNSURE", None, pairs=len(row.diffs), dropped=row.dropped, on_ratio=row.on_ratio,
                    level_us=row.level_us)
     kernel = _kernel_change(row)
@@ -334,7 +346,7 @@ def _verdict(row: PairedRow, test, q_value, q: float, alpha: float, quantiles: t
     limit = practical(row.cls)
     if kernel:
         v.verdict, v.note = "KERNEL CHANGED", kernel
-    elif q_value is not None and q_value <= q and sign_flip_p(row.diffs) <= q:
+    elif q_value is not None and q_value <= q and sign_flip_p(diffs) <= q:
         v.verdict = "SLOWER" if m > 0 else "FASTER"
     elif q_value is not None and q_value <= q:     # flagged: the job pairs it on until its signs can pass
         v.leans = "SLOWER" if m > 0 else "FASTER"
