@@ -489,13 +489,16 @@ def ab_jobs(ref: Reference, base: Path) -> str:
             mdc = {k["class"]: k["median_mdc"] for k in c["classes"]}
             mdc.update({new: mdc[old] for new, old in OLD_CLASSES.items() if new not in mdc and old in mdc})
             shown = " / ".join(f"{mdc[k] * 100:.1f} %" if k in mdc else "–" for k in MDC_CLASSES)
-            rows.append(f"| [{path.parent.name}]({_link(path.with_name('ab.md'), base)}) | {c['reference']} → "
-                        f"{c['side']} | {c['pairs']} | {counts} | {shown} |")
+            specs = {side.get("spec") for side in doc.get("sides", [])}
+            sides = "A/A" if len(specs) == 1 else f"{c['reference']} → {c['side']}"
+            rows.append(f"| {path.parent.name} | {sides} | {c['pairs']} | {counts} | {shown} |")
             moved += [(path.parent.name, r) for r in c["rows"] if r["verdict"] in ("FASTER", "SLOWER")
                       and r["mode"] == "eager"]
     if not rows:
         return ""
-    lines = ["| job | sides | pairs | verdicts | median MDC of the light rows: eager / graph / device ratio |",
+    folder = _link(ref.folder / "ab", base)
+    lines = [f"Each job's report: `ab.md` in its folder under [`ab/`]({folder}/). A/A: one environment on both sides.",
+             "", "| job | sides | pairs | verdicts | median MDC of the light rows: eager / graph / device ratio |",
              "|---|---|---|---|---|", *rows]
     if moved:
         moved.sort(key=lambda jr: jr[1]["change"])
