@@ -112,3 +112,13 @@ def test_the_pairs_file_keeps_the_floors_and_a_file_without_them_still_loads(tmp
         json.dump(doc, fh)
     old = validate_ab.load_pairs(path)[0]
     assert old[0].floors == [] and not any(v.floor_adjusted for v in paired.judge(old).rows)
+
+
+def test_the_report_marks_a_change_judged_at_equal_floors_and_names_the_slopes():
+    from cudnn_hostbench.reports.judge import ab
+    rows = _job(shift={0: math.log(1.10)})
+    c = ab.Comparison("A", "B", paired.judge(rows), pairs=10, rows=rows)
+    out = ab.text(c)
+    assert "equal host floors" in out and "eager light ratio -0." in out
+    assert any(line.startswith("SLOWER") and "%*" in line for line in out.splitlines())
+    assert ab.json_doc([c], {})["comparisons"][0]["floor"]["rows"] == len(rows)

@@ -218,7 +218,7 @@ def text(comparison: Comparison, limit: int | None = 40) -> str:
         lines.append("")
         lines.append(f"{'verdict':<15} {'row':<48} {'change':>9} {'interval':>19} {'pairs':>5}")
         for r in moved[:limit] if limit else moved:
-            lines.append(f"{r.verdict:<15} {_name(r)[:48]:<48} {pct(r.change):>9} "
+            lines.append(f"{r.verdict:<15} {_name(r)[:48]:<48} {change_text(r):>9} "
                          f"{pct(r.low) + '..' + pct(r.high):>19} {r.pairs:>5}" + (f"  {r.note}" if r.note else ""))
         if limit and len(moved) > limit:
             lines.append(f"… {len(moved) - limit} more moved rows in ab.md")
@@ -238,12 +238,18 @@ def text(comparison: Comparison, limit: int | None = 40) -> str:
     return "\n".join(lines)
 
 
+def change_text(verdict: paired.RowVerdict) -> str:
+    """The change the verdict judged, `*` where it is at equal host floors (verdict/covariate.py)."""
+    return pct(verdict.change) + ("*" if verdict.floor_adjusted and verdict.change is not None else "")
+
+
 def floor_line(judgement: paired.Judgement) -> str:
     """What the host floor took out of the eager rows (verdict/covariate.py), or why nothing."""
     floor = judgement.floor or {}
     if floor.get("rows"):
         slopes = ", ".join(f"{cls} {beta:+.2f}" for cls, beta in sorted(floor["slopes"].items()))
-        return f"eager rows judged at equal host floors: {floor['rows']} row(s); slope per class {slopes}"
+        return (f"eager rows judged at equal host floors (* in the change column): {floor['rows']} row(s); "
+                f"slope per class {slopes}")
     if floor.get("note"):
         return f"eager rows not adjusted for the host floor: {floor['note']}"
     return ""
@@ -270,7 +276,7 @@ def markdown(comparisons: list[Comparison], header: str) -> str:
             for r in rows:
                 probe, variant, size, mode = r.key
                 note = r.note or (f"{r.more_pairs} more pair(s) would decide it" if r.more_pairs else "")
-                out.append(f"| {r.verdict} | {probe} | {size} | {variant} | {mode} | {pct(r.change)} | "
+                out.append(f"| {r.verdict} | {probe} | {size} | {variant} | {mode} | {change_text(r)} | "
                            f"{pct(r.low)} .. {pct(r.high)} | {pct(r.mdc, 2, False)} | {r.pairs} | {note} |")
             out.append("")
         out.append("| class | rows | SAME | UNSURE | moved | median MDC | 75th-percentile MDC | threshold | prior df |")
