@@ -645,6 +645,10 @@ def test_audit_samples_the_step_on_cpu(monkeypatch):
     monkeypatch.setattr(audit, "_device_mode", lambda step, sync, opt: ({"median": 1.0, "iqr": 0.0}, 1.0, []))
     monkeypatch.setattr(sampler, "CHUNK_S", 0.05)
     monkeypatch.setattr(audit, "HOST_WARM_S", 0.5)
+    # every pair kept whatever host state it ran in: this test is about the audit's orchestration, not
+    # matching (alone on 2 cores, 2 passes in 6 kept 67 and 129 samples, under MIN_SAMPLES, the host
+    # having changed state after the step was timed)
+    monkeypatch.setattr(sampler, "MATCH_TOL", 100.0)
     seen = {}
     # the floor the eager rounds ran with, taken as they start (the timeline pass reads the host
     # later and keeps learning its floor, as the loops do)
