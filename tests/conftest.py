@@ -4,7 +4,9 @@ the temporary folder (tests/checkout.py). Under pytest-xdist (scripts/test.sh: `
 loadgroup`) each worker checks its own session, the longest tests are handed out first, and the
 pytest runs a test starts are plain ones. A test that takes over ~1.5 s on one core is marked
 `@pytest.mark.slow` where it is written (a file of them: `pytestmark`), and `-m "not slow"` leaves
-it out; TIMED names the tests that scripts/test.sh runs alone, after the rest (`--hb-timed`)."""
+it out; a slow test also marked `newest_only` (pyproject.toml says when) is left out of CI's
+oldest-versions pass (.ci/run). TIMED names the tests that scripts/test.sh runs alone, after the
+rest (`--hb-timed`)."""
 from __future__ import annotations
 
 import os
@@ -119,6 +121,9 @@ def pytest_ignore_collect(collection_path, config):
 
 @pytest.hookimpl(tryfirst=True)   # before -m reads the marks
 def pytest_collection_modifyitems(config, items):
+    loose = [i.nodeid for i in items if i.get_closest_marker("newest_only") and not i.get_closest_marker("slow")]
+    if loose:   # .ci/run's oldest pass leaves out `slow and newest_only`: the mark alone would do nothing
+        raise pytest.UsageError("marked newest_only but not slow: " + ", ".join(loose))
     if not any("::" in a or a.endswith(".py") for a in config.args):   # whole folders: every test
         files = {item.nodeid.split("::")[0] for item in items}
         unmatched = [e for e in TIMED if e.split("::")[0] in files and not any(_named(i.nodeid, e) for i in items)]

@@ -574,6 +574,7 @@ def test_capture_summary_one_line():
 
 
 @pytest.mark.slow
+@pytest.mark.newest_only
 def test_audit_keeps_going_when_capture_fails(run, monkeypatch, cpu_stream):
     """The orchestration on CPU with the GPU pieces faked: a step that synchronizes fails capture,
     the failure becomes one line named from the counts, and the other modes and findings stay."""

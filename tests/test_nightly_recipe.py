@@ -38,6 +38,7 @@ def test_the_sample_spreads_over_the_runs_and_keeps_the_newest():
 
 
 @pytest.mark.slow
+@pytest.mark.newest_only
 def test_runs_since_the_nightly_recipe_get_no_verdict_from_it(tmp_path):
     st = fresh(tmp_path)
     since = sorted((r for r in st.runs() if str(r["started_at"]) >= RECIPE_SINCE), key=lambda r: r["started_at"])

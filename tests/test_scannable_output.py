@@ -326,6 +326,7 @@ def _tty(monkeypatch, on: bool) -> None:
     (("history-bench", "--runs", "3"), "history-bench: one history check")],
     ids=["history-check", "dashboard", "verdict-check", "history-bench"])
 @pytest.mark.slow
+@pytest.mark.newest_only
 def test_long_commands_show_progress_only_on_a_terminal(tmp_path, capsys, monkeypatch, argv, said):
     small = sample_export(tmp_path, every=5)
     named = {"URL": lambda: _store(tmp_path), "SMALL": lambda: stored_url(tmp_path, small),

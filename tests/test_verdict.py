@@ -225,6 +225,7 @@ def v3(st):
 
 
 @pytest.mark.slow
+@pytest.mark.newest_only
 def test_the_newest_run_against_its_history_calls_nothing_and_says_why_rows_are_unsure(store):
     target, vs = check.check(store, v3(store)[-1]["id"])
     assert not check.regressions(target, vs, "any")
@@ -244,6 +245,7 @@ def test_the_newest_run_against_its_history_calls_nothing_and_says_why_rows_are_
 
 
 @pytest.mark.slow
+@pytest.mark.newest_only
 def test_against_its_own_gpu_a_changed_row_is_caught_past_its_mdc(tmp_path):
     st = fresh(tmp_path)
     by: dict = {}
@@ -264,6 +266,7 @@ def test_against_its_own_gpu_a_changed_row_is_caught_past_its_mdc(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.newest_only
 def test_a_gpu_that_runs_kernels_apart_gets_findings_not_regressions(store):
     # GPU B (2026-12-01 19:56-20:05) runs pack_size's kernels 4 % faster and two engine plans 4-5 % apart
     first_b = [r for r in store.runs() if r["gpu_uuid"].startswith("GPU-2dcc6c43")][0]
@@ -275,6 +278,7 @@ def test_a_gpu_that_runs_kernels_apart_gets_findings_not_regressions(store):
 
 
 @pytest.mark.slow
+@pytest.mark.newest_only
 def test_a_whole_host_slower_is_one_host_finding_and_no_row_verdict(tmp_path):
     """Every build-time row of a run +50 %: a host that ran slow, not 32 regressions. The run: the
     first of a start new to the history (2026-12-02 10:40), judged on the fleet's host spread."""
@@ -298,6 +302,7 @@ def test_a_whole_host_slower_is_one_host_finding_and_no_row_verdict(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.newest_only
 def test_history_check_writes_json_and_gates_on_regressions(tmp_path, capsys):
     url = stored_url(tmp_path)
     out = tmp_path / "check.json"
@@ -328,6 +333,7 @@ def test_the_store_prior_is_the_h200_s_for_an_h200_and_wider_for_another_gpu(tmp
 
 
 @pytest.mark.slow
+@pytest.mark.newest_only
 def test_the_shipped_prior_is_what_the_committed_history_gives():
     runs, figs = validate.load([validate.EXPORT])
     fitted = calibrate.fit(runs, figs)
@@ -349,6 +355,7 @@ def test_a_cached_reach_is_a_function_of_its_key_not_of_who_asked_first():
 
 
 @pytest.mark.slow
+@pytest.mark.newest_only
 def test_two_starts_judge_against_the_same_rows_history_less_the_previous_run():
     """The two-start model is the run's own history less the previous run of another start, row by
     row: with the same window it reached one run further back on every row (93-run export: an older

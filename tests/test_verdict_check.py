@@ -78,6 +78,7 @@ def result(loaded, judged):
 
 
 @pytest.mark.slow
+@pytest.mark.newest_only
 def test_the_slice_holds_every_history_key_and_scale_the_validation_judges(loaded):
     todo = loaded[2]
     pick = sliced(todo)
@@ -87,6 +88,7 @@ def test_the_slice_holds_every_history_key_and_scale_the_validation_judges(loade
 
 
 @pytest.mark.slow
+@pytest.mark.newest_only
 def test_no_change_runs_from_starts_the_model_never_saw_raise_few_verdicts(result):
     # the design's false-alarm rate is the FDR, 1 % a run; the bound is printed, and logged per run of it
     assert result.false_runs / result.runs <= 0.05, result.false_rows
@@ -94,6 +96,7 @@ def test_no_change_runs_from_starts_the_model_never_saw_raise_few_verdicts(resul
 
 
 @pytest.mark.slow
+@pytest.mark.newest_only
 def test_the_printed_mdc_is_the_change_caught_four_times_in_five(result):
     (k12, n12), (k05, n05) = result.honesty[1.2], result.honesty[0.5]
     assert n12 == n05 >= 3 * result.runs and k12 / n12 >= 0.8   # rows tried on every judged run
@@ -101,6 +104,7 @@ def test_the_printed_mdc_is_the_change_caught_four_times_in_five(result):
 
 
 @pytest.mark.slow
+@pytest.mark.newest_only
 def test_no_change_z_scores_are_no_wider_than_their_t_says(result):
     from cudnn_hostbench.reports.verdict import decide
     # past the threshold a run's ~700 rows are judged at, no no-change row of any class
@@ -110,6 +114,7 @@ def test_no_change_z_scores_are_no_wider_than_their_t_says(result):
 
 
 @pytest.mark.slow
+@pytest.mark.newest_only
 def test_structured_changes_are_reported(result):
     for name, (_, found, tried) in result.structured.items():
         assert tried >= result.runs / 2 and found > 0, name   # tried on most judged runs
@@ -129,6 +134,7 @@ def two_processes(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.newest_only
 def test_the_command_writes_its_figures(two_processes, tmp_path, capsys):
     code, printed, doc = two_processes
     assert code == 0 and doc["runs"] == 2 and "bound" in doc and "honesty" in doc
@@ -143,6 +149,7 @@ def test_the_command_writes_its_figures(two_processes, tmp_path, capsys):
 
 
 @pytest.mark.slow
+@pytest.mark.newest_only
 def test_two_starts_see_what_one_new_start_cannot(result):
     # the same change on this run and on the previous run of another start: each GPU's own apart rows
     # are independent, a change made between the history and the two runs is not. Their evidence is
@@ -160,6 +167,7 @@ def test_two_starts_see_what_one_new_start_cannot(result):
 
 
 @pytest.mark.slow
+@pytest.mark.newest_only
 def test_the_figures_do_not_depend_on_the_number_of_processes(two_processes, judged):
     # each fold draws its injections from a generator seeded by its own index: the command's two
     # processes print what one process judges (the report's first line, its time, aside); the

@@ -84,6 +84,7 @@ def test_a_bad_job_is_one_line_and_exit_2(tmp_path, text, why):
 
 
 @pytest.mark.slow
+@pytest.mark.newest_only
 def test_a_worker_process_runs_its_job_without_pytest_and_writes_its_records(tmp_path):
     """On CPU there is no GPU context, so every case's record says why it was not measured; the
     process imports no pytest, writes records.jsonl line by line and ends with exit 0."""
@@ -123,6 +124,7 @@ def test_the_parent_hands_the_collected_cases_to_the_own_engine(tmp_path, monkey
 
 
 @pytest.mark.slow
+@pytest.mark.newest_only
 def test_the_own_engine_starts_the_next_worker_during_the_one_before(tmp_path, monkeypatch):
     """Worker start-up (imports: 4.5-6.5 s each on the H200) overlaps the worker before: the next
     process starts while that one measures, imports, and waits for its job, which the parent
@@ -151,6 +153,7 @@ def test_the_own_engine_starts_the_next_worker_during_the_one_before(tmp_path, m
 
 
 @pytest.mark.slow
+@pytest.mark.newest_only
 def test_the_own_engine_starts_the_next_call_s_first_worker_during_this_call_s_last(tmp_path, monkeypatch):
     """Issue 38: the eager-only workers and each top-up are calls of their own; the last worker of
     one starts the process of the next one's first (its imports, torch._dynamo's 2-3 s included, off
