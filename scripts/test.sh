@@ -17,11 +17,13 @@ if [ "${1:-}" = "--oldest" ]; then
 fi
 # pip as the venv made it (no upgrade of pip itself: nothing below needs a newer one, and it is a
 # download and install on every fresh venv); torch==2.13.0: a CPU build (a bare `torch` can pull a multi-GB CUDA build).
-# --no-compile, then compileall over the cores: pip byte-compiles each installed file in turn, most
-# of a fresh venv's install (70 s against 30 + 19 s on 2 cores); compileall skips what is compiled
+# --no-compile: pip byte-compiles each installed file in turn, most of a fresh venv's install (70 s
+# against 30 s on 2 cores). Python writes the bytecode of what the tests import as they first import
+# it instead, a third of the files (compileall of them all: 26 s more on 2 cores); where
+# PYTHONDONTWRITEBYTECODE is set it would write none and every test process would compile its
+# imports again (pytest's rewritten test files too), so it is unset here.
 python3 -m pip install -q --no-compile --upgrade --upgrade-strategy eager "${pins[@]}" torch==2.13.0 -e ".[test]"
-python3 -c 'import sysconfig; print("\n".join(sorted({sysconfig.get_path("purelib"), sysconfig.get_path("platlib")})))' |
-  while read -r site; do python3 -m compileall -qq -j 0 "$site" || true; done   # as pip: a file that fails stays source
+unset PYTHONDONTWRITEBYTECODE
 python3 -m pip list --format=freeze 2>/dev/null | grep -iE '^(pytest|pytest-benchmark|pandas|numpy|scipy|matplotlib|seaborn|jinja2|packaging|torch|mypy)==' | tr '\n' ' '; echo
 if [ "${HB_TEST_LINT:-1}" != 0 ]; then
   python3 -m ruff check .   # lint first: configured in pyproject.toml, noqa markers included (RUF100)
