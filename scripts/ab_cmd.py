@@ -52,7 +52,7 @@ def add_arguments(ap) -> None:
     ap.add_argument("--hb-tokens", dest="tokens", help="token counts of the transpose probe")
     ap.add_argument("--hb-modes", dest="modes", default="eager,graph,device", help="timing modes")
     ap.add_argument("--hb-heavy", dest="heavy", action="store_true", help="every plan, every size")
-    ap.add_argument("--hb-rounds", dest="rounds", type=int, help="rounds per row in each process (default 24)")
+    ap.add_argument("--hb-rounds", dest="rounds", type=int, help="eager rounds per row in each process (default 12)")
     ap.add_argument("--reference", metavar="LABEL", help="the side every other is judged against (default: the first)")
     ap.add_argument("--out", help="the job folder (default results/ab-<stamp>)")
     ap.add_argument("--resume", metavar="DIR", help="add pairs to this job folder")
@@ -94,10 +94,18 @@ def run(args) -> int:
 
 # ---- setting up ------------------------------------------------------------------------------
 
+# A process is one replicate of each row and the pairs replicate it: its rounds only have to keep
+# its own noise to a tenth or less of the process-to-process variance the pairs average out. In
+# every class that takes far fewer rounds than a single run needs (eager, graph, profiler: log
+# 2026-12-06-2003), and a shorter process is more pairs in the same budget.
+AB_ROUNDS = {"--hb-rounds": "12", "--hb-graph-rounds": "2", "--hb-device-rounds": "1", "--hb-device-more": "0"}
+
+
 def options_of(args) -> dict:
     from cudnn_hostbench.bench.measure.core.options import DEFAULT_SIZES, DEFAULT_TOKENS
     opts = {"--hb-modes": args.modes, "--hb-sizes": args.sizes or ",".join(DEFAULT_SIZES),
-            "--hb-tokens": args.tokens or ",".join(DEFAULT_TOKENS), "--rootdir": str(Path(args.root).resolve())}
+            "--hb-tokens": args.tokens or ",".join(DEFAULT_TOKENS), "--rootdir": str(Path(args.root).resolve()),
+            **AB_ROUNDS}
     if args.rounds:
         if args.rounds < 3:
             raise ValueError(f"--hb-rounds {args.rounds}: a process needs at least 3 rounds")

@@ -441,3 +441,24 @@ def test_an_unsure_row_whose_interval_leaves_out_zero_is_never_given_up():
     assert ab_cmd.next_blocks(spec, job, 3, a)[0] == [("probes/probe_x.py", "256", "host")]
     row.low = -0.01      # no lean: 30 more pairs than the 5 left cannot decide it
     assert ab_cmd.next_blocks(spec, job, 3, a)[0] == []
+
+
+def test_an_ab_process_times_fewer_rounds_than_a_run_and_the_user_sets_the_eager_ones(tmp_path):
+    from cudnn_hostbench.bench.measure.core import timing
+    from cudnn_hostbench.bench.measure.workers.worker import Job, job_for, session_for
+    cases = [["/p/probe_b.py", "b", "8", "v", m] for m in ("eager", "graph", "device")]
+
+    def session(opts):   # as interleave.run_process hands the options to a worker's job
+        job = job_for([f"{k}={v}" for k, v in opts.items()], cases, "1/1", tmp_path / "w")
+        (tmp_path / "job.json").write_text(job.to_json())
+        return session_for(Job.load(tmp_path / "job.json"))
+
+    run = timing.Options()
+    for given, eager in ((None, int(ab_cmd.AB_ROUNDS["--hb-rounds"])), ("7", 7)):
+        opts = {**ab_cmd.AB_ROUNDS, **({"--hb-rounds": given} if given else {})}
+        opt = session(opts).opt
+        assert opt.rounds == eager < run.rounds
+        assert opt.graph_rounds < timing.GRAPH_ROUNDS and opt.device_rounds < run.device_rounds
+        assert opt.device_more == 0
+    kept = session({}).opt       # a run's worker keeps a run's counts
+    assert (kept.rounds, kept.device_rounds, kept.device_more) == (24, run.device_rounds, run.device_more)

@@ -47,6 +47,8 @@ class Job:
     deadline: float | None = None    # epoch s after which nothing more is measured (a top-up worker)
     floor_us: float | None = None    # the host floor earlier workers learned (hoststate.FLOOR_ENV)
     target_se: float = 0.0           # eager rounds stop at this relative standard error (timing.Options)
+    device_rounds: int | None = None  # profiler rounds per row (None: timing.Options')
+    device_more: int | None = None    # more of them where the first spread (None: timing.Options')
     version: int = JOB_VERSION
 
     def to_json(self) -> str:
@@ -80,7 +82,9 @@ FROM_ARGS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "--hb-sizes": ("sizes", split), "--hb-tokens": ("tokens", split), "--hb-modes": ("modes", split),
     "--hb-rounds": ("rounds", int), "--hb-warm-s": ("warm_s", float), "--hb-fast-wait-s": ("fast_wait_s", float),
     "--hb-focus-wait-s": ("focus_wait_s", float), "--hb-target-se": ("target_se", lambda v: float(v) / 100),
-    "--hb-deadline": ("deadline", lambda v: None if v == "None" else float(v)), "--rootdir": ("root", str)}
+    "--hb-deadline": ("deadline", lambda v: None if v == "None" else float(v)), "--rootdir": ("root", str),
+    "--hb-graph-rounds": ("graph_rounds", int), "--hb-device-rounds": ("device_rounds", int),
+    "--hb-device-more": ("device_more", int)}
 
 
 def job_for(args: list[str], cases: list, worker: str, out: str | Path) -> Job:
@@ -95,7 +99,7 @@ def job_for(args: list[str], cases: list, worker: str, out: str | Path) -> Job:
     got = {k: v for k, _, v in (a.partition("=") for a in args if a.startswith("--") and "=" in a)}
     job = Job(worker=worker, out=str(out), cases=[], heavy="--hb-heavy" in args,
               **{name: read(got[opt]) for opt, (name, read) in FROM_ARGS.items() if opt in got})
-    job.graph_rounds = min(job.rounds, GRAPH_ROUNDS)
+    job.graph_rounds = min(job.rounds, int(got.get("--hb-graph-rounds", GRAPH_ROUNDS)))
     mode, block = (lambda c: c[4]), (lambda c: f"{c[1]}/{c[2]}")
     chosen = schedule.select([list(c) for c in cases], block, mode, job.modes, got.get("--hb-only"))
     job.cases = [[c[0], *c[2:]] for c in schedule.order(chosen, lambda c: c[0], mode, worker)]
@@ -136,6 +140,10 @@ def session_for(job: Job):
     from cudnn_hostbench.bench.measure.workers.schedule import worker_number
     suite = SuiteOptions(sizes=job.sizes, tokens=job.tokens, heavy=job.heavy, modes=job.modes, root=job.root)
     opt = timing.Options(rounds=job.rounds, graph_rounds=job.graph_rounds, target_se=job.target_se)
+    if job.device_rounds is not None:
+        opt.device_rounds = job.device_rounds
+    if job.device_more is not None:
+        opt.device_more = job.device_more
     opt.rotation = worker_number(job.worker) - 1          # each worker its own variant order
     first = worker_number(job.worker) == 1
     return Session(job.out, opt, job.modes + ("host",), worker=job.worker,
