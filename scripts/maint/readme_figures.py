@@ -189,12 +189,12 @@ def _cell(run, probe, variant, size, mode) -> str:
 
 
 def _ratio(rec) -> str:
-    """' (1.16×)', or with workers ' (1.16×, workers 1.14–1.18)': the min–max of the workers' ratios
+    """' (1.16×)', or with workers ' (1.16×, 1.14–1.18)': the min–max of the workers' ratios
     (brackets are kept for the rounds' q1–q3, as `hostbench table` prints them)."""
     if not rec.ratio:
         return ""
     ws = sorted(w["ratio"] for w in rec.workers if w.get("ratio") is not None)
-    span = f", workers {ws[0]:.2f}–{ws[-1]:.2f}" if len(ws) > 1 else ""
+    span = f", {ws[0]:.2f}–{ws[-1]:.2f}" if len(ws) > 1 else ""
     return f" ({rec.ratio.median:.2f}×{span})"
 
 
@@ -315,9 +315,8 @@ def versions(ref: Reference, base: Path = ROOT) -> str:
     fp = runs[-1].fingerprint
     lines = [f"### Frontend versions at 256³ ({ref.gpu.upper()}, cuDNN {known(fp.cudnn_backend)})", "",
              f"Eager µs/call (× torch.mm in the same rounds, min–max over {workers} worker processes) / "
-             "device µs. Each version ran in its own worker processes, so compare the ratios across "
-             "columns, and only where their worker ranges do not overlap "
-             f"(see [log/README.md]({_link(ROOT / 'log' / 'README.md', base)})).", "",
+             "device µs. Each version ran in its own processes: compare ratios across columns only where "
+             "their ranges do not overlap (`hostbench ab` judges versions on pairs).", "",
              "| probe/variant | " + " | ".join(f"fe {v}" for v in head) + " |",
              "|---|" + "---|" * len(runs)]
     for probe, variant in VERSION_ROWS + [("wrapper", "naive"), ("wrapper", "fixed"), ("wrapper", "fixed_autotuned")]:
@@ -460,8 +459,7 @@ def starts(ref: Reference, run, base: Path) -> str:
                     f"one run; spread: largest ÷ smallest − 1 over the runs of different machine starts. "
                     f"{agree} of {pairs} pairs agree within {AGREE * 100:.0f} % (✗: not). Last two columns: each "
                     f"side's ratio to the host-bound baseline, its spread; where the pair's is past "
-                    f"{AGREE * 100:.0f} % and one side's is not, the other is launch- or GPU-bound and the "
-                    f"pair follows the host's speed, which differs between starts.")]
+                    f"{AGREE * 100:.0f} % and one side's is not, the pair follows the host's speed.")]
     for (probe, trap), why in missing.items():
         lines += _wrap(f"{probe}/{trap}: not on this GPU: {why}.")
     return "\n".join(lines)
@@ -474,7 +472,7 @@ def _status(run, probe, variant, size) -> str:
 
 MDC_CLASSES = ("eager light ratio", "graph light ratio", "device light ratio")   # the A/B classes the page names
 OLD_CLASSES = {"eager light ratio": "eager ratio"}   # a job judged before eager rows had size classes
-MOVED_SHOWN = 5   # moved rows listed per version job, the largest changes first
+MOVED_SHOWN = 3   # moved rows listed per version job, the largest changes first
 
 
 def ab_jobs(ref: Reference, base: Path) -> str:
