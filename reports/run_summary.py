@@ -1,15 +1,32 @@
-"""A run's summary as text: its workers, host states, rounds kept and discarded, flagged figures
-and where its time went, in one line (`summary_line`, --wide), at most SUMMARY_LINES lines fitted to
-a width (`summary_lines`), or parts (`summary_parts`). Every renderer of a run (the table, the
-pytest report, `hostbench run` and `table`, the results pages) reads it from here; the trust
-signals it counts are bench/measure/runfile/trust.py's, their words reports/marks_text.py's.
+"""A run's lines as text: its caption (what it was measured on), its summary (workers, host
+states, rounds kept and discarded, flagged figures) in one line (`summary_line`, --wide), at most
+SUMMARY_LINES lines fitted to a width (`summary_lines`) or parts (`summary_parts`), and where its
+time went (`time_text`). Every renderer of a run (the table, the pytest report, `hostbench run` and
+`table`, the results pages) reads them from here. The flagged figures are the records' own marks
+(`rec.badge`, `run.mark_counts()`, from bench/measure/runfile/marks.py); the legend is
+reports/marks_text.py's.
 """
 from __future__ import annotations
 
-from cudnn_hostbench.bench.measure.runfile.environment import Fingerprint, HostState
+from pathlib import Path
+
+from cudnn_hostbench.bench.measure.runfile.environment import Fingerprint, HostState, known
+from cudnn_hostbench.bench.measure.runfile.marks import MARKS
 from cudnn_hostbench.bench.measure.runfile.records import MIN_PROCESSES
-from cudnn_hostbench.bench.measure.runfile.trust import count_marks, shown_flags
-from cudnn_hostbench.reports.marks_text import counts_text
+
+
+def caption(run) -> str:
+    """What the run was measured on, in one line: GPU, cuDNN, frontend, torch, CUDA, driver, CPU, time."""
+    fp = run.fingerprint
+    return (f"{known(fp.gpu_name)} · cuDNN {fp.cudnn_backend} · frontend {known(fp.cudnn_frontend)} · "
+            f"torch {known(fp.torch)} (CUDA {known(fp.cuda)}) · driver {known(fp.driver)} · "
+            f"{known(fp.cpu_model)} · {run.datetime}")
+
+
+def markdown_head(run) -> list[str]:
+    """table.md's paragraphs about the run: its file and caption, its summary, its time (if recorded)."""
+    time = time_text(run)
+    return [f"Run: `{Path(run.path).name}` — {caption(run)}", summary_line(run), *([time] if time else [])]
 
 
 def _top_ups(fingerprint: Fingerprint) -> tuple[list, int, set, set]:
@@ -30,9 +47,14 @@ def _host_text(run, host_state: HostState, fast_state: str) -> str:
     return "host stable" if host_state else "host state not recorded"
 
 
+def counts_text(counts: dict[str, int]) -> str:
+    """'3 ⚑s, 1 ⚑w' for run.mark_counts() (or trust.count_marks())."""
+    return ", ".join(f"{n} ⚑{MARKS[k].letter}" for k, n in counts.items())
+
+
 def _flagged_text(run) -> str:
-    flagged = sum(1 for r in run.records if shown_flags(r))
-    return f"{flagged} figure(s) flagged ({counts_text(count_marks(run))})" if flagged else "no figure flagged"
+    flagged = sum(1 for r in run.records if r.badge)
+    return f"{flagged} figure(s) flagged ({counts_text(run.mark_counts())})" if flagged else "no figure flagged"
 
 
 def _fast_text(blocks: list, fast: list) -> str:

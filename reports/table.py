@@ -1,7 +1,11 @@
 """The table: µs per call by mode, kernels per call, ratio to the probe's baseline with its spread,
 host overhead.
 
-Rows are probe / variant / size; built from a run's records only.
+Rows are probe / variant / size; built from a run's records only. A figure's trust mark is the
+record's own (`rec.badge`), so building the table reads the run once and never goes back to
+trust.py. The lines about the run (its caption, summary and time) are reports/run_summary.py's: a
+document renders its table first, then asks for them (markdown_document), so a run's walk from its
+file to the table enters each module once (tests/test_walks.py).
 """
 from __future__ import annotations
 
@@ -11,11 +15,11 @@ from pathlib import Path
 import pandas as pd
 
 from cudnn_hostbench.bench.measure.runfile import records as rec_mod
-from cudnn_hostbench.bench.measure.runfile import stats, trust
-from cudnn_hostbench.bench.measure.runfile.environment import known
+from cudnn_hostbench.bench.measure.runfile import stats
 from cudnn_hostbench.bench.measure.runfile.files import write_text_atomic
+from cudnn_hostbench.bench.measure.runfile.marks import LEGEND_LINES, SHOWN
 from cudnn_hostbench.bench.measure.runfile.records import CALL_MODES as MODES
-from cudnn_hostbench.reports import fit, fmt, marks_text, run_summary
+from cudnn_hostbench.reports import fit, fmt, run_summary
 
 # what the brackets after a table ratio hold (the README figures say theirs: scripts/maint/readme_figures.py);
 # a bracket is always [q1–q3] over rounds; the range over worker processes has a column of its own
@@ -49,7 +53,7 @@ def _add_record(row: dict, rec) -> None:
         row["flags"] = "; ".join(x for x in (row["flags"], f"{rec.mode}: {','.join(rec.flags)}") if x)
     if rec.mode == "host":  # build-time probes: host milliseconds
         row["host"] = rec.summary().median if measured else None
-        row["host_badge"] = trust.badge(rec)
+        row["host_badge"] = rec.badge
         row["unit"] = rec.unit
     elif rec.mode in MODES:
         _add_mode(row, rec, measured)
@@ -63,7 +67,7 @@ def _add_mode(row: dict, rec, measured: bool) -> None:
     ratio = rec.ratio if measured and rec.ratio else stats.Summary()
     summary = rec.summary() if measured else stats.Summary()
     row[mode] = summary.median
-    row[f"{mode}_badge"] = trust.badge(rec)
+    row[f"{mode}_badge"] = rec.badge
     row[f"{mode}_iqr"] = summary.iqr
     if ratio and rec.baseline:  # the baseline of a shown ratio
         row["baseline"] = rec.baseline
@@ -114,12 +118,14 @@ def _shown_kinds(frame: pd.DataFrame) -> set:
     for text in frame["flags"].fillna(""):
         for part in str(text).split("; "):
             kinds |= set(part.partition(": ")[2].split(","))
-    return kinds & set(trust.SHOWN)
+    return kinds & set(SHOWN)
 
 
 def _legend(frame: pd.DataFrame) -> list[str]:
-    """The legend of the trust marks some figure carries, one mark a line."""
-    return marks_text.legend(_shown_kinds(frame))
+    """The legend of the trust marks some figure carries, one mark a line (marks.py's lines, as
+    reports/marks_text.legend gives them)."""
+    kinds = _shown_kinds(frame)
+    return [LEGEND_LINES[k] for k in SHOWN if k in kinds]
 
 
 def _figure(median, badge: str) -> str:
@@ -336,8 +342,8 @@ def _long_lines(body: list, heads: list, width: int | None) -> list[str]:
 
 def render_text(frame: pd.DataFrame, width: int | None = None, wide: bool = False) -> str:
     """The terminal table: the legend of trust marks on top when any figure has one, what ×base
-    means and each probe's baseline underneath. Callers print caption() and
-    run_summary.summary_lines(run) above it.
+    means and each probe's baseline underneath. Callers print run_summary.caption(run) and
+    run_summary.summary_lines(run) above it (asked for after the table: see the module's text).
 
     Every line fits in `width` columns (default: the terminal's, or $COLUMNS): it folds the unit
     and host columns (_narrow), drops the ratio IQRs and the worker range, then kern/call and host
@@ -368,23 +374,18 @@ def render_markdown(frame: pd.DataFrame) -> str:
 
 
 def markdown_document(run: rec_mod.Run, frame: pd.DataFrame) -> str:
-    """table.md: caption, trust summary (and legend), what the columns mean, the table."""
-    marks = ["Marks: " + "; ".join(line.replace("  ", " ", 1) for line in _legend(frame))] if _legend(frame) else []
-    head = [f"Run: `{Path(run.path).name}` — {caption(run)}", run_summary.summary_line(run),
-            *([run_summary.time_text(run)] if run_summary.time_text(run) else []), *marks, key_text(frame)]
-    return "\n\n".join(head) + "\n\n" + render_markdown(frame)
+    """table.md: caption, trust summary (and legend), what the columns mean, the table. The
+    table's parts are rendered first, the run's lines last (run_summary.markdown_head)."""
+    legend = _legend(frame)
+    marks = ["Marks: " + "; ".join(line.replace("  ", " ", 1) for line in legend)] if legend else []
+    tail = [*marks, key_text(frame)]
+    table = render_markdown(frame)
+    return "\n\n".join([*run_summary.markdown_head(run), *tail]) + "\n\n" + table
 
 
 def csv_text(frame: pd.DataFrame) -> str:
     """table.csv: every numeric column and `flags`; the badges are display only."""
     return frame.drop(columns=[c for c in frame if c.endswith("_badge")]).to_csv(index=False, float_format="%.4g")
-
-
-def caption(run: rec_mod.Run) -> str:
-    fp = run.fingerprint
-    return (f"{known(fp.gpu_name)} · cuDNN {fp.cudnn_backend} · frontend {known(fp.cudnn_frontend)} · "
-            f"torch {known(fp.torch)} (CUDA {known(fp.cuda)}) · driver {known(fp.driver)} · "
-            f"{known(fp.cpu_model)} · {run.datetime}")
 
 
 def write_outputs(run: rec_mod.Run, out_dir: str | Path) -> tuple[Path, Path]:

@@ -58,7 +58,7 @@ def render_reference(wide: bool = False) -> int:
             continue
         width = fit.WIDE if wide else fit.term_width()
         print(f"\nreference run {where.shown(path)}")   # a path that works from here
-        print("\n".join(fit.wrap(table.caption(run), width, hang="  ")))
+        print("\n".join(fit.wrap(run_summary.caption(run), width, hang="  ")))
         print(run_summary.summary_line(run) if wide else "\n".join(run_summary.summary_lines(run, width)))
         print(table.render_text(table.build_table(run), wide=wide))
     return 0

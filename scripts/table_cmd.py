@@ -74,19 +74,19 @@ def run(args) -> int:
     df = table.build_table(run)
     if args.probe is not None:
         df = df[df["probe"] == args.probe]
+    # the table is rendered first, the run's lines above it after: each module is entered once
     if args.markdown:
         print(table.markdown_document(run, df), end="")
     elif args.wide:
-        print(table.caption(run))
-        print(run_summary.summary_line(run))
-        if run_summary.time_text(run):
-            print(run_summary.time_text(run))
-        print(table.render_text(df, wide=True))
+        body = table.render_text(df, wide=True)
+        time = run_summary.time_text(run)
+        print("\n".join([run_summary.caption(run), run_summary.summary_line(run), *([time] if time else []), body]))
     else:
         width = fmt.term_width()
-        print("\n".join(textwrap.wrap(table.caption(run), width, subsequent_indent="  ", break_long_words=True)))
+        body = table.render_text(df, width)
+        print("\n".join(textwrap.wrap(run_summary.caption(run), width, subsequent_indent="  ", break_long_words=True)))
         print("\n".join(run_summary.summary_lines(run, width)))   # three lines at most; --wide has it whole
-        print(table.render_text(df, width))
+        print(body)
     if args.out:
         try:
             for p in table.write_outputs(run, args.out):

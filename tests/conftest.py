@@ -27,6 +27,7 @@ FIRST = (
     "tests/test_nightly_recipe.py::test_runs_since_the_nightly_recipe_get_no_verdict_from_it",  # ~20
     "tests/test_narrow_output.py::test_every_width_from_60_fits_and_cuts_nothing",          # ~18
     "tests/test_scannable_output.py::test_long_commands_show_progress_only_on_a_terminal",  # 5-16 each
+    "tests/test_walks.py::test_a_store_through_the_check_to_its_verdicts_enters_each_file_once",  # 12
     "tests/test_charts.py::test_the_dashboard_judges_the_run_history_check_latest_names",   # 9
     "tests/test_audit.py::test_audit_keeps_going_when_capture_fails",                      # 8
     "tests/test_charts.py::test_committed_dashboards_match_the_code",                      # 6

@@ -310,7 +310,7 @@ def test_table_shows_trust_marks(tmp_path, capsys):
     path = records.write_run(tmp_path / "flagged.json", records.run_document(recs, dict(FINGERPRINT)))
     assert cli.main(["table", str(path)]) == 0
     out = capsys.readouterr().out
-    assert out.startswith(table.caption(records.load_run(path))[:40]) and "1 figure(s) flagged" in out
+    assert out.startswith(run_summary.caption(records.load_run(path))[:40]) and "1 figure(s) flagged" in out
     assert marks_text.legend({"wide_spread"})[0] in out.splitlines()
     # no flag anywhere: no legend, no mark
     clean = table.render_text(table.build_table(records.Run("r.json", dict(FINGERPRINT), synthetic_records(6))))

@@ -50,7 +50,7 @@ def test_count_marks_by_kind():
         records = recs
     assert trust.count_marks(Run) == {"slow_host": 2, "wide_spread": 1}
     assert trust.count_marks(Run, shown_only=False) == {"discarded": 2, "slow_host": 2, "wide_spread": 1}
-    assert marks_text.counts_text(trust.count_marks(Run)) == "2 ⚑s, 1 ⚑w"
+    assert run_summary.counts_text(trust.count_marks(Run)) == "2 ⚑s, 1 ⚑w"
 
 
 def test_reference_run_flags_only_less_trustworthy_figures_and_still_counts_discards():

@@ -18,7 +18,7 @@ from tests.test_typed_fingerprint import REFERENCE, committed_runs
 
 def rendered(run: records.Run) -> tuple:
     frame = table.build_table(run)
-    return (table.caption(run), run_summary.summary_line(run), run_summary.time_text(run),
+    return (run_summary.caption(run), run_summary.summary_line(run), run_summary.time_text(run),
             table.render_text(frame, wide=True), table.markdown_document(run, frame))
 
 

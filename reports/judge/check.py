@@ -40,12 +40,7 @@ def check(store: db.Store, run_id: int, last: int = DEFAULT_LAST, curves: bool =
     figs = store.figures([r["id"] for r in before] + [run_id] + [r["id"] for r in after])
     if progress is not None:
         progress(f"history check: judging {len(figs.get(run_id, {}))} rows of run {run_id}")
-    return judge_run(target, before, after, figs, last, curves)
-
-
-def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict,
-              last: int = DEFAULT_LAST, curves: bool = False) -> tuple[dict, list[Verdict]]:
-    """The check on runs already read: `before` and `after` are the key's runs around `target`."""
+    # the runs read, they go straight to the model: the check's way passes this module once
     jd = decide.judge_run(target, before, after, figs, last, calibrate.load(target.get("gpu")), curves=curves)
     jd.target["findings"] = jd.findings
     return jd.target, jd.verdicts

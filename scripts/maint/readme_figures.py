@@ -21,7 +21,7 @@ from pathlib import Path
 from cudnn_hostbench.bench.measure.runfile import records, trust
 from cudnn_hostbench.bench.measure.runfile.environment import known
 from cudnn_hostbench.bench.measure.runfile.records import CALL_MODES
-from cudnn_hostbench.reports import pack_cost, run_summary, store, table
+from cudnn_hostbench.reports import pack_cost, run_summary, store
 from cudnn_hostbench.scripts.cli import alias, exit_with
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -202,7 +202,7 @@ def headline(ref: Reference, run, base: Path) -> str:
     lines = [
         "### Headline: 256³ bf16 matmul, µs/call (× the same round's torch.mm, workers min–max)",
         "",
-        f"Measured: {table.caption(run)}. Reference column: the guide's B200 figures (cuDNN 9.26).",
+        f"Measured: {run_summary.caption(run)}. Reference column: the guide's B200 figures (cuDNN 9.26).",
         "",
         f"Run: {run_summary.summary_line(run)}. Marks (⚑): [glossary](../glossary.md#marks).",
         "",

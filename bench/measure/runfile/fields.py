@@ -29,11 +29,6 @@ def plain(value: Any) -> Any:
     return value
 
 
-def json_default(value: Any) -> Any:
-    """json.dumps' `default`: a Fields object as its dict, anything else as text."""
-    return value.to_dict() if isinstance(value, Fields) else str(value)
-
-
 @dataclass(eq=False)
 class Fields(MutableMapping):
     """A dataclass read from and written to a JSON object without loss (see the module's text).

@@ -3,9 +3,10 @@
 A *record* is one (probe, variant, size, mode) measurement: its per-round samples in `unit`,
 status, kernels per call and the round-by-round ratio to the probe's baseline.
 
-A *run file* is the engine's own JSON document (`run_document`, format 3 on): its format and
-version, the environment fingerprint (environment.Fingerprint, typed when read) and every record
-with its samples in its unit, measured or not (unsupported, failed, errored). pytest-benchmark's
+A *run file* is the engine's own JSON document (`run_document`, format 3 on; document.py writes it,
+this module reads it): its format and version, the environment fingerprint (environment.Fingerprint,
+typed when read) and every record with its samples in its unit, measured or not (unsupported,
+failed, errored). pytest-benchmark's
 JSON (`--benchmark-json`) is an export of it (export.py); run files up to format 2 were that
 layout, and load_run reads them as before (run_format.py: what each version changed). While a
 run is in progress each record is also appended to a JSON-lines file, so a crash or Ctrl-C keeps
@@ -14,18 +15,19 @@ what was measured.
 from __future__ import annotations
 
 import dataclasses
-import datetime as _dt
 import json
 import os
+import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 from cudnn_hostbench.bench.measure.runfile import run_format, stats
+
+# the writing side (document.py), imported from here as it always was
+from cudnn_hostbench.bench.measure.runfile.document import FORMAT, JsonlWriter, json_default, run_document, write_run  # noqa: F401
 from cudnn_hostbench.bench.measure.runfile.environment import Fingerprint
-from cudnn_hostbench.bench.measure.runfile.fields import json_default, plain
-from cudnn_hostbench.bench.measure.runfile.files import write_text_atomic
+from cudnn_hostbench.bench.measure.runfile.marks import MARKS, SHOWN, badge_of
 
 SCHEMA = run_format.VERSION   # the run file's format version (run_format.py: what changed, the migrations)
 # What a figure means: bump it when a change makes new runs' figures incomparable with older ones
@@ -145,6 +147,11 @@ class Record:
         return (self.probe, self.variant, self.size, self.mode)
 
     @property
+    def badge(self) -> str:
+        """The figure's trust mark: '' or e.g. '⚑cw' for its trust-lowering flags (marks.py)."""
+        return badge_of(self.flags)
+
+    @property
     def ok(self) -> bool:
         return self.status == "ok" and bool(self.samples)
 
@@ -154,7 +161,7 @@ class Record:
         s = stats.summarize(self.samples)
         meds = [w["median"] for w in self.workers if w.get("median") is not None]
         if s and len(meds) > 1:
-            s = s.with_median(stats.median(meds))
+            s = s.with_median(statistics.median(meds))
         return s
 
     def to_dict(self) -> dict:
@@ -172,42 +179,6 @@ class Record:
         return rec
 
 
-class JsonlWriter:
-    """Appends one record per line and flushes it to disk at once."""
-
-    def __init__(self, path: str | os.PathLike):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - held open across writes, closed by close()
-
-    def write(self, obj: dict) -> None:
-        self._fh.write(json.dumps(obj, default=json_default) + "\n")
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
-
-    def close(self) -> None:
-        self._fh.close()
-
-
-FORMAT = "cudnn-hostbench run"   # a run file the engine wrote (format 3 on); older ones are pytest-benchmark's
-
-
-def run_document(records: Iterable[Record], fingerprint: Fingerprint | dict) -> dict:
-    """A whole run file: the format, the fingerprint and every record with its samples (in its
-    unit), in the given order; pytest-benchmark's JSON is an export of it (export.py)."""
-    fingerprint = plain(fingerprint)
-    return {"format": FORMAT, "schema": SCHEMA,
-            "datetime": fingerprint.get("datetime") or _dt.datetime.now(_dt.timezone.utc).isoformat(),
-            "fingerprint": fingerprint, "records": [r.to_dict() for r in records]}
-
-
-def write_run(path: str | os.PathLike, doc: dict) -> Path:
-    """Writes a run file atomically (temp file, then rename), so a crash never leaves half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return write_text_atomic(path, json.dumps(doc, indent=1, default=json_default))
-
-
 @dataclass
 class Run:
     path: str
@@ -219,6 +190,17 @@ class Run:
 
     def __post_init__(self):
         self.fingerprint = Fingerprint.of(self.fingerprint)
+
+    def mark_counts(self, shown_only: bool = True) -> dict[str, int]:
+        """kind -> how many of the run's figures carry it (only the trust-lowering kinds unless
+        `shown_only` is False), in MARKS order; kinds no figure carries are left out (marks.py).
+        Counted here, on the run, so a renderer reads the count without a second module."""
+        kinds = SHOWN if shown_only else tuple(MARKS)
+        counts = {k: 0 for k in kinds}
+        for r in self.records:
+            for k in set(getattr(r, "flags", None) or ()) & set(kinds):
+                counts[k] += 1
+        return {k: n for k, n in counts.items() if n}
 
     def find(self, probe, variant, size, mode) -> Record | None:
         """The first record of the row, or None."""

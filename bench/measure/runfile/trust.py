@@ -2,70 +2,41 @@
 host or a wide spread between worker processes, in one place every renderer reads.
 
 A record carries `flags` (set when it is measured or merged); a run carries `host_state` in its
-fingerprint. MARKS defines each kind once; only the kinds that lower trust mark a figure.
-Renderers show `badge(rec)` next to a figure and `count_marks(run)` as a count by kind; the words
-(the legend, the counts as text) are reports/marks_text.py's, and a run's summary text (which also
-counts discarded rounds) is reports/run_summary.py's.
+fingerprint. marks.py defines each kind once (MARKS); only the kinds that lower trust mark a figure.
+A record shows its mark as `rec.badge` and a run counts them with `run.mark_counts()` (records.py,
+from marks.py), so a renderer never comes back here; `badge(rec)` and `count_marks(run)` do the
+same for any object with `flags` or `records`. The words (the legend, the counts as text) are
+reports/marks_text.py's, and a run's summary text is reports/run_summary.py's. What is left here:
+the flags a record earns (flags_for) and the figures that cannot be measurements (check_run).
 """
 from __future__ import annotations
 
 import math
 import re
 import statistics
-from typing import NamedTuple
 
-from cudnn_hostbench.bench.measure.runfile.records import MIN_PROCESSES
+# the marks are defined in marks.py (records.py reads them too); renderers read them here as well
+from cudnn_hostbench.bench.measure.runfile.marks import FLAGS, MARKS, SHOWN, Mark, badge_of, shown_of  # noqa: F401
+from cudnn_hostbench.bench.measure.runfile.records import MIN_PROCESSES, Run
 
-
-class Mark(NamedTuple):
-    letter: str          # shown after ⚑ next to a figure
-    meaning: str         # the legend's words
-    lowers_trust: bool   # only these mark a figure; the others are counted in the summary line
-    short: str           # a few words, for prose (README, docs)
-
-
-# Every mark, defined once: the table, compare, the dashboard, the README figures and the audit
-# read it from here. A record's `flags` keep every kind (the record is the full account); a figure
-# shows only the kinds that make what was kept less trustworthy.
-MARKS = {
-    "discarded": Mark("d", "some rounds were discarded (slow host state or clock drop) and redone", False,
-                      "rounds discarded and redone"),
-    "clock_drop": Mark("c", "the GPU clock dropped below 95 % of its usual clock on kept rounds", True,
-                       "clock dropped on kept rounds"),
-    "host_unstable": Mark("h", "no steady host state: every round kept; not comparable", True,
-                          "no steady host state"),
-    "slow_host": Mark("s", "eager figure timed in the host's slow state; compared only with slow-state figures",
-                      True, "timed in the slow host state"),
-    "wide_spread": Mark("w", "worker processes disagree by more than 10 %", True, "workers disagree"),
-    "few_processes": Mark("p", "eager figure on fewer than 3 worker processes; the verdict widens it", True,
-                          "fewer than 3 processes"),
-}
-FLAGS = {k: (m.letter, m.meaning) for k, m in MARKS.items()}   # flag -> (letter, meaning), in order
-SHOWN = tuple(k for k, m in MARKS.items() if m.lowers_trust)
 WIDE_SPREAD = 0.10
 
 
 def shown_flags(rec) -> list[str]:
-    """The record's flags that lower trust, in MARKS order."""
-    have = set(getattr(rec, "flags", None) or ())
-    return [k for k in SHOWN if k in have]
+    """The record's flags that lower trust, in MARKS order (any object with `flags`)."""
+    return shown_of(getattr(rec, "flags", None))
 
 
 def badge(rec) -> str:
-    """'' or e.g. '⚑cw' for a record's trust-lowering flags, in MARKS order."""
-    letters = "".join(MARKS[k].letter for k in shown_flags(rec))
-    return f"⚑{letters}" if letters else ""
+    """'' or e.g. '⚑cw' for a record's trust-lowering flags (any object with `flags`; a Record
+    has it as `rec.badge`)."""
+    return badge_of(getattr(rec, "flags", None))
 
 
 def count_marks(run, shown_only: bool = True) -> dict[str, int]:
     """flag -> how many of the run's figures carry it (only the trust-lowering kinds unless
     `shown_only` is False), in MARKS order; kinds no figure carries are left out."""
-    kinds = SHOWN if shown_only else tuple(MARKS)
-    counts = {k: 0 for k in kinds}
-    for r in run.records:
-        for k in set(getattr(r, "flags", None) or ()) & set(kinds):
-            counts[k] += 1
-    return {k: n for k, n in counts.items() if n}
+    return Run.mark_counts(run, shown_only)   # Run's own count, for any object with `records`
 
 
 def kinds_in(text: str) -> set:
