@@ -5,8 +5,8 @@
 # oldest versions pyproject.toml allows (ci/oldest.txt) instead. Other arguments go to pytest.
 # The tests run in HB_TEST_WORKERS pytest-xdist workers (default: the CPU count, at most 4; 0 runs
 # them in this process); `-m "not slow"` leaves out the slow ones (each marked `@pytest.mark.slow`
-# where it is written). The tests that time real CPU work and judge a ratio (TIMED in
-# tests/conftest.py) run after the rest, alone, so the other workers' load does not skew them.
+# where it is written). The tests that time real CPU work and judge a ratio (`@pytest.mark.timed`)
+# run after the rest, alone, so the other workers' load does not skew them.
 # HB_TEST_LINT=0 leaves out ruff and mypy (.ci/run runs them once, in its newest-versions pass).
 set -euo pipefail
 cd "$(dirname "$0")/.."

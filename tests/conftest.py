@@ -5,8 +5,11 @@ loadgroup`) each worker checks its own session, the longest tests are handed out
 pytest runs a test starts are plain ones. A test that takes over ~1.5 s on one core is marked
 `@pytest.mark.slow` where it is written (a file of them: `pytestmark`), and `-m "not slow"` leaves
 it out; a slow test also marked `newest_only` (pyproject.toml says when) is left out of CI's
-oldest-versions pass (.ci/run). TIMED names the tests that scripts/test.sh runs alone, after the
-rest (`--hb-timed`)."""
+oldest-versions pass (.ci/run). A test marked `timed` times real CPU work and judges a ratio of the
+times (a line's share, a projection against its fixed step): on a 2-core box another test's load
+skews it (CI failed twice under `-n 2`, each time on another of them), so scripts/test.sh leaves
+such tests out of the parallel pass (`--hb-timed=skip`) and runs them alone after it
+(`--hb-timed=only`)."""
 from __future__ import annotations
 
 import os
@@ -34,28 +37,10 @@ FIRST = (
 )
 
 
-# Tests that time real CPU work and judge a ratio of the times (a line's share, a projection against
-# its fixed step). On a 2-core CI box another test's load skews them; `--hb-timed=skip` leaves them
-# out of the parallel pass and `--hb-timed=only` runs them alone, after it (scripts/test.sh). CI
-# failed twice on one of them under `-n 2`, each time a different one.
-TIMED = (
-    "tests/test_audit_lines.py::test_the_sampler_measures_what_the_timed_calls_wrappers_cost",  # 13 s alone, 57 beside a worker
-    "tests/test_audit_lines.py::test_sampler_puts_each_kind_of_work_on_its_own_line",
-    "tests/test_audit_lines.py::test_sampler_leaves_out_rounds_in_another_host_state",
-    "tests/test_audit_lines.py::test_projection_on_cpu_lands_on_the_fixed_step",
-    "tests/test_audit_lines.py::test_audit_samples_the_step_on_cpu",
-    "tests/test_audit_lines.py::test_a_long_call_is_charged_to_its_own_line_not_the_next",
-    "tests/test_audit_lines.py::test_the_samplers_own_time_is_charged_to_no_line_and_not_read_as_overhead",
-    "tests/test_audit_lines.py::test_projection_of_a_synced_step_on_cpu_lands_on_the_fixed_step",
-    "tests/test_audit_lines.py::test_projection_of_a_library_op_step_on_cpu_lands_on_the_direct_call",
-    "tests/test_audit_lines.py::test_an_overhead_the_interval_does_not_move_keeps_the_short_intervals_lines",
-)
-
-
 def pytest_addoption(parser):
     parser.addoption("--hb-timed", choices=("all", "skip", "only"), default="all",
-                     help="the TIMED tests (tests/conftest.py): run with the rest (all), leave them out "
-                          "(skip), or run them alone (only)")
+                     help="the tests marked timed: run with the rest (all), leave them out (skip), or "
+                          "run them alone (only)")
 
 
 # Groups of tests one worker runs, one after another, so that what they share is computed once: a
@@ -111,13 +96,12 @@ def _named(nodeid: str, entry: str) -> bool:
 
 
 def pytest_ignore_collect(collection_path, config):
-    """`--hb-timed=only` imports only the files that hold a TIMED test: importing every other test
-    file (torch, pandas, matplotlib, the store) took ~4.5 s of a pass that runs a few tests."""
+    """`--hb-timed=only` imports only the files whose text marks a test timed: importing every other
+    test file (torch, pandas, matplotlib, the store) took ~4.5 s of a pass that runs a few tests."""
     if config.getoption("--hb-timed") != "only" or collection_path.suffix != ".py" \
             or not collection_path.name.startswith("test_"):
         return None
-    timed_files = {Path(e.split("::")[0]).name for e in TIMED}
-    return True if collection_path.name not in timed_files else None
+    return True if "mark.timed" not in collection_path.read_text(encoding="utf-8") else None
 
 
 @pytest.hookimpl(tryfirst=True)   # before -m reads the marks
@@ -125,14 +109,9 @@ def pytest_collection_modifyitems(config, items):
     loose = [i.nodeid for i in items if i.get_closest_marker("newest_only") and not i.get_closest_marker("slow")]
     if loose:   # .ci/run's oldest pass leaves out `slow and newest_only`: the mark alone would do nothing
         raise pytest.UsageError("marked newest_only but not slow: " + ", ".join(loose))
-    if not any("::" in a or a.endswith(".py") for a in config.args):   # whole folders: every test
-        files = {item.nodeid.split("::")[0] for item in items}
-        unmatched = [e for e in TIMED if e.split("::")[0] in files and not any(_named(i.nodeid, e) for i in items)]
-        if unmatched:
-            raise pytest.UsageError("tests/conftest.py TIMED names no collected test: " + ", ".join(unmatched))
     want = config.getoption("--hb-timed")
     if want != "all":
-        is_timed = [any(_named(item.nodeid, e) for e in TIMED) for item in items]
+        is_timed = [item.get_closest_marker("timed") is not None for item in items]
         timed = [item for item, t in zip(items, is_timed) if t]
         rest = [item for item, t in zip(items, is_timed) if not t]
         keep, dropped = (timed, rest) if want == "only" else (rest, timed)

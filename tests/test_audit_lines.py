@@ -76,6 +76,7 @@ def _by_line(s: dict) -> dict:
 
 @pytest.mark.slow
 @pytest.mark.newest_only
+@pytest.mark.timed
 def test_sampler_puts_each_kind_of_work_on_its_own_line():
     us = _alone(steps.step)
     s = sampler.sample_step(steps.step, lambda: None, us, chunk_s=0.1, rounds=6)
@@ -124,6 +125,7 @@ def _two_state_step():
 
 @pytest.mark.slow
 @pytest.mark.newest_only
+@pytest.mark.timed
 def test_sampler_leaves_out_rounds_in_another_host_state(monkeypatch):
     """A pair whose plain round ran off the eager figure ran in another host state (H200: custom_op
     plain 44.6 µs/step against eager 31.7): its stacks stay out of the line table."""
@@ -499,6 +501,7 @@ def _many_timed_calls():
 
 @pytest.mark.slow
 @pytest.mark.newest_only
+@pytest.mark.timed
 def test_the_sampler_measures_what_the_timed_calls_wrappers_cost():
     """Each pair of rounds has a round with the wrappers and no timer between its plain and sampled
     ones: a step of 50 cheap timed calls pays for the wrappers many times over; a step that makes
@@ -529,6 +532,7 @@ def test_a_sparse_execute_line_takes_the_counting_pass_time():
 
 @pytest.mark.slow
 @pytest.mark.newest_only
+@pytest.mark.timed
 def test_projection_on_cpu_lands_on_the_fixed_step(tmp_path, monkeypatch):
     """The method end to end on CPU: a step that builds a key and two views per call, counted,
     sampled and priced with churn figures measured here, projects to its fixed version's step.
@@ -640,6 +644,7 @@ def test_flame_page_draws_and_zooms_in_chromium(chromium, tmp_path):  # noqa: F8
 
 @pytest.mark.slow
 @pytest.mark.newest_only
+@pytest.mark.timed
 def test_audit_samples_the_step_on_cpu(monkeypatch):
     tm = audit.timing
     monkeypatch.setattr(torch.cuda, "stream", lambda s: contextlib.nullcontext())
@@ -870,6 +875,7 @@ def test_views_and_stride_reads_counted_at_their_lines_and_wrappers_restored():
 
 @pytest.mark.slow
 @pytest.mark.newest_only
+@pytest.mark.timed
 def test_a_long_call_is_charged_to_its_own_line_not_the_next(monkeypatch):
     """A long C call the interpreter takes no signal after (here an operator, `BIG @ BIG`; on a GPU a
     CUDA `.item()`) had its time charged to the next call (`torch.isfinite()`): timed, it lands on its line."""
@@ -894,6 +900,7 @@ def test_a_long_call_is_charged_to_its_own_line_not_the_next(monkeypatch):
 
 @pytest.mark.slow
 @pytest.mark.newest_only
+@pytest.mark.timed
 def test_the_samplers_own_time_is_charged_to_no_line_and_not_read_as_overhead(monkeypatch):
     """H200: a custom_op's execute, timed 14 frames deep, read as +120 % overhead at every interval
     (1-8 ms), so the interval doubled to 8 ms and the step kept too few samples to split by line.
@@ -1164,6 +1171,7 @@ def _repriced(report, run_file, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.newest_only
+@pytest.mark.timed
 def test_projection_of_a_synced_step_on_cpu_lands_on_the_fixed_step(tmp_path, monkeypatch):
     """End to end on CPU with a device that is a queue on the host clock: the step launches 300 µs of
     device work, then makes a key and 80 views per call, then waits (`.item()`). Fixed, the host is
@@ -1226,6 +1234,7 @@ def test_projection_of_a_synced_step_on_cpu_lands_on_the_fixed_step(tmp_path, mo
 
 @pytest.mark.slow
 @pytest.mark.newest_only
+@pytest.mark.timed
 def test_projection_of_a_library_op_step_on_cpu_lands_on_the_direct_call(tmp_path, monkeypatch):
     """End to end on CPU: an op registered with torch.library (define + impl) reached through
     torch.ops twice per step, a torch.mm between; fixed, the same work called directly. Counted,
@@ -1437,6 +1446,7 @@ def test_a_step_with_nothing_to_fix_projects_to_itself_whichever_pass_reads_its_
 
 @pytest.mark.slow
 @pytest.mark.newest_only
+@pytest.mark.timed
 def test_an_overhead_the_interval_does_not_move_keeps_the_short_intervals_lines(monkeypatch):
     """H200: custom-op's sampling overhead read +17.5, +20.7, +27, +13 % at 1-8 ms: not the
     signal's (its cost halves when the interval doubles), so raising the interval only lost samples
