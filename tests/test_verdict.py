@@ -10,7 +10,7 @@ import pytest
 
 from cudnn_hostbench.reports.history import db
 from cudnn_hostbench.reports.judge import check, validate
-from cudnn_hostbench.reports.verdict import calibrate, decide, model, pool
+from cudnn_hostbench.reports.verdict import calibrate, decide, judge, model, pool
 from cudnn_hostbench.scripts import cli
 from tests.history_store import EXPORT, RUNS, fresh, inject, stored_url
 
@@ -172,10 +172,10 @@ def test_a_row_timed_on_the_host_s_clock_is_predicted_by_history_of_its_own_host
     the waterfall's gpu parts (differences of two host timings) run +2 to +11 % in the slow state."""
     for mode, variant in (("host", "b0"), ("host", "pinned.gpu"), ("eager", "v")):
         slow = fig("p", variant, "256", mode, host_state="slow")
-        assert decide.usable(fig("p", variant, "256", mode, host_state="slow"), slow)
-        assert not decide.usable(fig("p", variant, "256", mode, host_state="fast"), slow)
+        assert model.usable(fig("p", variant, "256", mode, host_state="slow"), slow)
+        assert not model.usable(fig("p", variant, "256", mode, host_state="fast"), slow)
     gpu = fig(host_state="slow")                         # a device row: the host state is no covariate
-    assert decide.usable(fig(host_state="fast"), gpu)
+    assert model.usable(fig(host_state="fast"), gpu)
 
 
 def test_a_block_s_baseline_is_not_adjusted_by_the_cudnn_rows_of_its_block():
@@ -363,11 +363,11 @@ def test_two_starts_judge_against_the_same_rows_history_less_the_previous_run():
     only, its sd 3.6 % against 1.0 % on the run alone)."""
     runs, figs = validate.load([EXPORT])
     for t, before, _ in reversed(validate.folds(runs)):
-        md = decide.Model(dict(t), before, figs)
-        prev = decide.previous_start(md)
+        md = model.Model(dict(t), before, figs)
+        prev = model.previous_start(md)
         if prev is not None and len(md.before) > md.last:
             break
-    decide.judge_run(dict(t), before, [], figs, history=md)
+    judge.judge_run(dict(t), before, [], figs, history=md)
     assert md._two is not None and md._two[0] == prev["id"]
     m2 = md._two[1]
     checked = 0

@@ -218,22 +218,22 @@ def _no_change(res: Result, figs: dict, target: dict, judgement) -> list:
 def _single(res: Result, figs: dict, target: dict, before: list, history, cls: str, verdict) -> None:
     """One row's injections: its class's change alone, on two starts (fleet rows with a previous
     start), and 1.2 and 0.5 times its MDC (honesty)."""
-    from cudnn_hostbench.reports.verdict import decide
+    from cudnn_hostbench.reports.verdict import judge, model
     t = target
-    got = decide.judge_run(dict(t), before, [], _scaled(figs, t["id"], {verdict.row}, 1 + SINGLE[cls]), history=history)
+    got = judge.judge_run(dict(t), before, [], _scaled(figs, t["id"], {verdict.row}, 1 + SINGLE[cls]), history=history)
     k = res.single[(verdict.scale, cls, min(verdict.processes, 3))]
     k[0] += _changed(got, {verdict.row})
     k[1] += 1
-    prev = decide.previous_start(history)
+    prev = model.previous_start(history)
     if verdict.scale == "fleet" and prev is not None and verdict.row in figs[prev["id"]]:
         both = _scaled(_scaled(figs, t["id"], {verdict.row}, 1 + SINGLE[cls]), prev["id"], {verdict.row},
                        1 + SINGLE[cls])
-        got = decide.judge_run(dict(t), before, [], both, history=history)
+        got = judge.judge_run(dict(t), before, [], both, history=history)
         k = res.two[cls]
         k[0] += _changed(got, {verdict.row})
         k[1] += 1
     for mult in (1.2, 0.5):
-        got = decide.judge_run(dict(t), before, [], _scaled(figs, t["id"], {verdict.row}, 1 + mult * verdict.mdc),
+        got = judge.judge_run(dict(t), before, [], _scaled(figs, t["id"], {verdict.row}, 1 + mult * verdict.mdc),
                                history=history)
         h = res.honesty[mult]
         h[0] += _changed(got, {verdict.row})
@@ -243,13 +243,13 @@ def _single(res: Result, figs: dict, target: dict, before: list, history, cls: s
 def _judge(state: _State, index: int) -> dict:
     """One fold's figures, as plain lists (they cross a process boundary): its no-change verdicts,
     then its injections, drawn from a generator seeded by the fold's index."""
-    from cudnn_hostbench.reports.verdict import decide
+    from cudnn_hostbench.reports.verdict import judge
     runs, figs = state.runs, state.figs
     t, before, _ = state.todo[index]
     rng = random.Random(f"{SEED}:{index}")
     res = Result()
-    md = decide.Model(dict(t), before, figs, prior=_prior(runs, figs, t, state.priors))
-    jd = decide.judge_run(dict(t), before, [], figs, history=md)
+    md = judge.fit(dict(t), before, figs, prior=_prior(runs, figs, t, state.priors))
+    jd = judge.judge_run(dict(t), before, [], figs, history=md)
     judged = _no_change(res, figs, t, jd)
     by_cls: dict[str, list] = defaultdict(list)
     for v in judged:
@@ -260,7 +260,7 @@ def _judge(state: _State, index: int) -> dict:
         for v in rng.sample(vs, min(ROWS_PER_CLASS, len(vs))):
             _single(res, figs, t, before, md, c, v)
     for name, rows, factor, kinds in _structured(figs[t["id"]], jd, rng):
-        got = decide.judge_run(dict(t), before, [], _scaled(figs, t["id"], rows, factor), history=md)
+        got = judge.judge_run(dict(t), before, [], _scaled(figs, t["id"], rows, factor), history=md)
         k = res.structured[name]
         k[0] += _changed(got, rows) or any(fd.status and fd.kind in kinds for fd in got.findings)
         k[1] += any(fd.status for fd in got.findings)

@@ -34,6 +34,11 @@ class Prior:
     def get(self, cls: str):
         return self.classes.get(cls)
 
+    def rows_for(self, figs: dict) -> dict:
+        """row() of each of a run's rows that the prior holds, by row: what the model pools in."""
+        got = {row: self.row(f) for row, f in figs.items()}
+        return {row: p for row, p in got.items() if p is not None}
+
     def row(self, fig) -> model.Parts | None:
         """The row's components in its host state; else the same row's in another host state, the
         widest: the prior holds each row in the state its newest full run timed it in, and a row as
@@ -57,13 +62,12 @@ def row_key(fig) -> str:
 def fit(runs: list[dict], figs: dict) -> Prior:
     """The prior of the newest full run of the newest history key among `runs` (oldest first), its
     earlier runs on that key as the history: its classes' pools and its rows' components."""
-    from cudnn_hostbench.reports.verdict import decide
     key = runs[-1]["history_key"]
     same = [r for r in runs if r["history_key"] == key]
     most = max(len(figs[r["id"]]) for r in same)
     full = [r for r in same if len(figs[r["id"]]) >= most / 2]
     target = full[-1]
-    md = decide.Model(dict(target), [r for r in same if r is not target], figs, last=len(same))
+    md = model.Model(dict(target), [r for r in same if r is not target], figs, last=len(same))
     return Prior(md.pools, {row_key(figs[target["id"]][row]): p for row, p in md.parts.items()}, _terms(md))
 
 
