@@ -93,8 +93,9 @@ def test_a_store_through_the_check_to_its_verdicts_enters_each_file_once(tmp_pat
     walk = check_walk(tmp_path)
     shown = walk.report("store -> history check -> verdict")
     assert walk.returns == 0, shown
-    # the check reads the store once and hands the runs on: the prior's rows for the run, the model's fit
-    # (its predictions read the class pools last), then the decisions on that fit, which never call it back
+    # the check reads the store once and hands the runs on: the prior's rows for the run, the history's
+    # structure, the model's fit (its predictions read the class pools last), then the decisions on
+    # that fit, which never call it back
     assert walk.files == ["reports/judge/check.py", "reports/history/db.py", "reports/verdict/judge.py",
-                          "reports/verdict/calibrate.py", "reports/verdict/model.py", "reports/verdict/pool.py",
-                          "reports/verdict/decide.py"], shown
+                          "reports/verdict/calibrate.py", "reports/verdict/structure.py", "reports/verdict/model.py",
+                          "reports/verdict/pool.py", "reports/verdict/decide.py"], shown

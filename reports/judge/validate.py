@@ -74,11 +74,12 @@ def folds(runs: list[dict]) -> list[tuple[dict, list[dict], str]]:
 
 def cls_of(fig) -> str | None:
     """The single-row injection class of a figure, or None."""
-    from cudnn_hostbench.reports.verdict import model
+    from cudnn_hostbench.reports.verdict import structure
     if fig.mode == "device" and not fig.on_ratio:
         return "device"
     if fig.mode == "graph" and not fig.on_ratio:
-        return "graph heavy" if model.size_class(fig) == "heavy" else "graph light" if model.size_class(fig) == "light" else None
+        size = structure.size_class(fig)
+        return "graph heavy" if size == "heavy" else "graph light" if size == "light" else None
     if fig.mode == "eager" and fig.on_ratio and fig.host_state == "fast":
         return "eager ratio"
     return None
@@ -292,20 +293,20 @@ def _prior(runs: list[dict], figs: dict, target: dict, cache: dict) -> dict | No
 def _structured(figures: dict, judgement, rng: random.Random) -> list[tuple[str, set, float, tuple[str, ...]]]:
     """The structured injections for one run: (name, rows, factor, finding kinds that report it): a
     probe x size, baseline included, is one block of GPU rows, reported as its kernel or its block."""
-    from cudnn_hostbench.reports.verdict import model
+    from cudnn_hostbench.reports.verdict import structure
     ok = {v.row for v in judgement.verdicts if v.z is not None}
     out: list[tuple[str, set, float, tuple[str, ...]]] = []
     kernels: dict[str, set] = defaultdict(set)
     for row in ok:
         f = figures[row]
-        if model.is_gpu_row(f) and f.kernels:
+        if structure.is_gpu_row(f) and f.kernels:
             kernels[f.kernels].add(row)
     big = sorted(k for k, rows in kernels.items() if len(rows) >= 3)
     if big:
         out.append(("one kernel +5 %", kernels[rng.choice(big)], 1.05, ("kernel",)))
     blocks: dict[tuple, set] = defaultdict(set)
     for row in ok:
-        if figures[row].mode in model.GPU_MODES and not figures[row].on_ratio:
+        if figures[row].mode in structure.GPU_MODES and not figures[row].on_ratio:
             blocks[(row[0], row[2])].add(row)
     if blocks:
         key = rng.choice(sorted(blocks))
@@ -316,7 +317,7 @@ def _structured(figures: dict, judgement, rng: random.Random) -> list[tuple[str,
             rows = {r for r in ok if r[0] == b.probe and r[2] == b.size and figures[r].mode == b.mode
                     and (r == b.row or (not figures[r].on_ratio and figures[r].baseline == b.variant))}
             out.append(("a baseline with its rows +10 %", rows, 1.10, ("kernel", "gpu block")))
-    gpu = {r for r in ok if model.is_gpu_row(figures[r]) and model.size_class(figures[r]) != "light"}
+    gpu = {r for r in ok if structure.is_gpu_row(figures[r]) and structure.size_class(figures[r]) != "light"}
     if gpu:
         out.append(("every GPU-bound row +3 %", gpu, 1.03, ("machine",)))
     return out

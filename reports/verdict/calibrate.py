@@ -14,7 +14,7 @@ import json
 import statistics
 from pathlib import Path
 
-from cudnn_hostbench.reports.verdict import model
+from cudnn_hostbench.reports.verdict import model, structure
 from cudnn_hostbench.reports.verdict import pool as pools
 
 PRIOR = Path(__file__).resolve().parent / "prior-h200.json"
@@ -65,9 +65,10 @@ def fit(runs: list[dict], figs: dict) -> Prior:
     key = runs[-1]["history_key"]
     same = [r for r in runs if r["history_key"] == key]
     most = max(len(figs[r["id"]]) for r in same)
+    from cudnn_hostbench.reports.verdict import judge  # judge runs calibrate's rows_for first: imported here
     full = [r for r in same if len(figs[r["id"]]) >= most / 2]
     target = full[-1]
-    md = model.Model(dict(target), [r for r in same if r is not target], figs, last=len(same))
+    md = judge.fit(dict(target), [r for r in same if r is not target], figs, last=len(same))
     return Prior(md.pools, {row_key(figs[target["id"]][row]): p for row, p in md.parts.items()}, _terms(md))
 
 
@@ -76,7 +77,7 @@ def _terms(md) -> dict:
     (every run) and within a start (runs of starts with two or more), as sds with their df."""
     from cudnn_hostbench.reports.verdict import decide
     out = {}
-    for kind in ("machine", *(lvl[0] for lvl in model.LEVELS)):
+    for kind in ("machine", *(lvl[0] for lvl in structure.LEVELS)):
         by: dict[str, list[tuple[str, float]]] = {}
         for r in md.before:
             for name, (x, _) in decide.terms_of(md, r["id"], kind).items():

@@ -23,7 +23,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
-from cudnn_hostbench.reports.verdict import model
+from cudnn_hostbench.reports.verdict import model, structure
 
 Q = 0.01             # false discovery rate over a run's rows (and, apart, over its findings)
 POWER = 0.8          # the MDC is the change caught with this probability
@@ -40,7 +40,7 @@ def practical_text() -> str:
 
 
 def practical(fig) -> float:
-    return PRACTICAL.get(f"{fig.mode} {model.size_class(fig)}", PRACTICAL.get(fig.mode, 0.08))
+    return PRACTICAL.get(f"{fig.mode} {structure.size_class(fig)}", PRACTICAL.get(fig.mode, 0.08))
 
 
 @dataclass
@@ -65,7 +65,7 @@ class Verdict:
     z: float | None = None
     p: float | None = None
     # what the run's structure took off the figure before it was judged (docs/history.md, "The model"):
-    # the log offset and the terms it came from ('machine factor', then model.LEVELS' names); `change`
+    # the log offset and the terms it came from ('machine factor', then structure.LEVELS' names); `change`
     # is the adjusted figure's, raw_change the figure's own against the same location
     adjust: float = 0.0
     adjusted_by: tuple = ()
@@ -98,8 +98,8 @@ class Finding:
         what = {"machine": f"this GPU runs {self.name} rows", "kernel": f"kernel {self.name} ({self.rows} rows)",
                 "block": f"eager block {self.name} ({self.rows} ratios: their baseline's host time)",
                 "gpu block": f"block {self.name} ({self.rows} rows)",
-                "host": (f"GPU-paced {self.name.replace(model.GPU_PACED + ' ', '')} rows ({self.rows})"
-                         if model.GPU_PACED in self.name
+                "host": (f"GPU-paced {self.name.replace(structure.GPU_PACED + ' ', '')} rows ({self.rows})"
+                         if structure.GPU_PACED in self.name
                          else f"the host's speed: {self.name} rows ({self.rows})"),
                 "variant": f"variant {self.name} (graph and device)"}.get(self.kind, f"{self.kind} {self.name}")
         return (f"{what} {self.change * 100:+.1f} % on this run (z {self.z:+.1f} against the {self.scale}"
@@ -185,12 +185,12 @@ ADJUSTED_BY = {"machine factor": "the machine factor", "kernel": "its kernel's o
                "host": "the host's speed"}
 
 
-def adjusted_by(structure, row: tuple, fig) -> tuple:
-    """The structure terms that adjusted `row` on a run of structure `structure` (a machine factor, then
-    model.LEVELS' names in their order): what its judged change is net of."""
-    got = ("machine factor",) if model.is_gpu_row(fig) and model.group_of(fig) in structure.factors else ()
-    names = structure.levels.get(row) or ()
-    return got + tuple(n for n, *_ in model.LEVELS if n in names)
+def adjusted_by(struct, row: tuple, fig) -> tuple:
+    """The structure terms that adjusted `row` on a run of structure `struct` (a machine factor, then
+    structure.LEVELS' names in their order): what its judged change is net of."""
+    got = ("machine factor",) if structure.is_gpu_row(fig) and structure.group_of(fig) in struct.factors else ()
+    names = struct.levels.get(row) or ()
+    return got + tuple(n for n, *_ in structure.LEVELS if n in names)
 
 
 def adjusted_text(names) -> str:
@@ -256,7 +256,7 @@ def _label(history: model.Model, row: tuple, verdict: Verdict, fig, pred, deviat
     kern = history.now.kernels[row]
     other_kernels = bool(kern and fig.kernels and kern != fig.kernels)
     if hit:
-        if other_kernels and model.race(fig):
+        if other_kernels and structure.race(fig):
             verdict.verdict = "PICK CHANGED"
             notes.append(f"autotune pick changed (information): history {kern}; this run {fig.kernels}")
         elif other_kernels:
@@ -397,8 +397,8 @@ def power(judged: list[tuple], tests: int, fdr: float = Q, changes: tuple = POWE
 
 
 def power_class(fig) -> str:
-    if fig.mode in model.GPU_MODES:
-        return f"{fig.mode} {model.size_class(fig)}"
+    if fig.mode in structure.GPU_MODES:
+        return f"{fig.mode} {structure.size_class(fig)}"
     if fig.mode == "eager":
         return f"eager {'ratio' if fig.on_ratio else 'µs'}"
     return fig.mode
@@ -413,10 +413,10 @@ def terms_of(history: model.Model, run_id: int, kind: str) -> dict:
     return _terms_of(history.struct[run_id], kind)
 
 
-def _terms_of(structure: model.Structure, kind: str) -> dict:
+def _terms_of(struct: structure.Structure, kind: str) -> dict:
     if kind == "machine":
-        return {g: (f[0], f[2]) for g, f in structure.factors.items()}
-    return {k: (t[0], len(t[1])) for (lvl, k), t in structure.terms.items() if lvl == kind}
+        return {g: (f[0], f[2]) for g, f in struct.factors.items()}
+    return {k: (t[0], len(t[1])) for (lvl, k), t in struct.terms.items() if lvl == kind}
 
 
 def _term_rows(history: model.Model, kind: str, name: str) -> list[tuple]:
@@ -426,8 +426,8 @@ def _term_rows(history: model.Model, kind: str, name: str) -> list[tuple]:
         if history._groups is None or history._groups[0] is not fs:   # every group's rows in one pass over the run
             groups: dict[str, list] = {}
             for r, f in fs.items():
-                if model.is_gpu_row(f):
-                    groups.setdefault(model.group_of(f), []).append(r)
+                if structure.is_gpu_row(f):
+                    groups.setdefault(structure.group_of(f), []).append(r)
             history._groups = (fs, groups)
         return history._groups[1].get(name, [])
     return history.struct[history.target["id"]].terms.get((kind, name), (0.0, []))[1]
@@ -451,7 +451,8 @@ def _term_processes(history: model.Model, kind: str, name: str, hist: list[dict]
     fs, rows = history.figs[history.target["id"]], _term_rows(history, kind, name)
     if history._hist_procs is None or history._hist_procs[0] is not hist:   # the same history for every term
         hist_n = [history.now.procs[r["id"]] for r in hist]
-        history._hist_procs = (hist, model.median_var(int(statistics.median(hist_n))) if hist_n else model.median_var(1), {})
+        n = int(statistics.median(hist_n)) if hist_n else 1
+        history._hist_procs = (hist, structure.median_var(n), {})
     _, h, kept = history._hist_procs
     # the rows' predictions are the model's (per row and workers): the term's figure is kept per
     # its rows and their workers, the same in most judgements of the model
@@ -463,9 +464,9 @@ def _term_processes(history: model.Model, kind: str, name: str, hist: list[dict]
             p = history.now.pred.get(r) if r in history.rows else None
             n = max(1, len(f.workers or ()))
             if p is not None and p.parts.get("processes"):
-                one.append(p.parts["processes"] / model.median_var(n))
+                one.append(p.parts["processes"] / structure.median_var(n))
                 procs.append(n)
-        kept[key] = (statistics.median(one) * (model.median_var(int(statistics.median(procs))) + h / max(1, len(hist)))
+        kept[key] = (statistics.median(one) * (structure.median_var(int(statistics.median(procs))) + h / max(1, len(hist)))
                      if one else 0.0)
     return kept[key]
 
@@ -500,7 +501,7 @@ def _findings(history: model.Model, fdr: float) -> list[Finding]:
     tid = history.target["id"]
     scale, hist, mixed = _terms_history(history)
     cands = []
-    for kind in ("machine", *(lvl[0] for lvl in model.LEVELS)):
+    for kind in ("machine", *(lvl[0] for lvl in structure.LEVELS)):
         for name, (x, n) in terms_of(history, tid, kind).items():
             xs, spread, mean = _past_terms(history, hist, kind, name)
             known = history.prior.terms.get(f"{kind}|{name}") if hasattr(history.prior, "terms") else None
@@ -524,7 +525,7 @@ def _findings(history: model.Model, fdr: float) -> list[Finding]:
     for fd, hit in zip(cands, bh([c.p for c in cands], fdr)):
         if hit and mixed and history.now.partial[history.target["id"]]:
             fd.status = "information (a partial run against full runs: the GPU state may differ)"
-        elif hit and fd.kind == "host" and model.GPU_PACED in fd.name:
+        elif hit and fd.kind == "host" and structure.GPU_PACED in fd.name:
             fd.status = "information (eager rows the GPU paces on this run: see their device rows)"
         elif hit and fd.kind == "host":
             # one history key holds one set of versions: its rows in host µs moving together is the host
@@ -543,7 +544,7 @@ def _variants(history: model.Model, out: dict) -> list[Finding]:
     own = [r for r in history.before if model.same_gpu(r, history.target)]
     scale = "same GPU" if len(own) >= history.min_own else "fleet"
     for v in out.values():
-        if v.verdict not in ("SLOWER", "FASTER") or v.mode not in model.GPU_MODES or v.on_ratio:
+        if v.verdict not in ("SLOWER", "FASTER") or v.mode not in structure.GPU_MODES or v.on_ratio:
             continue
         other = out.get((v.probe, v.variant, v.size, "device" if v.mode == "graph" else "graph"))
         if other is None or other.z is None or other.z * v.z <= 0 or abs(other.z) < model.PARTNER_Z:
@@ -586,7 +587,7 @@ def environment(judged: Judged, figs: dict) -> None:
             continue
         with_it = []
         for v in judged.verdicts:
-            # the block's name is model.gpu_block's without " baseline": the rows of one probe x size x mode
+            # the block's name is structure.gpu_block's without " baseline": the rows of one probe x size x mode
             if (f"{v.probe} {v.size} {v.mode}" != fd.name or not torch_only(figs.get(v.row)) or not v.z
                     or v.z * fd.z <= 0 or abs(v.z) < model.PARTNER_Z):
                 continue
@@ -635,7 +636,7 @@ def _variant_term(history: model.Model, run: dict, name: str) -> tuple | None:
     """Another run's offset of a variant's GPU rows from the history's locations (their mean)."""
     probe, variant, size = name.split("/", 2)
     st, fs, xs = history.struct[run["id"]], history.figs.get(run["id"], {}), []
-    for mode in model.GPU_MODES:
+    for mode in structure.GPU_MODES:
         row, g = (probe, variant, size, mode), fs.get((probe, variant, size, mode))
         if g is not None and g.status == "ok" and (g.value or 0) > 0 and row in history.ref:
             xs.append(math.log(g.value) - st.adjust.get(row, 0.0) - history.ref[row])

@@ -1,11 +1,12 @@
 """One run judged against its history, along the flow: the store prior's rows for its figures
-(calibrate.py), the model's fit (model.py, its class pools in pool.py), then the decisions on that
-fit (decide.py). Each step hands the next its results as data; none calls back."""
+(calibrate.py), the history's structure (structure.py), the model's fit (model.py, its class pools
+in pool.py), then the decisions on that fit (decide.py). Each step hands the next its results as
+data; none calls back."""
 from __future__ import annotations
 
 from typing import Any
 
-from cudnn_hostbench.reports.verdict import decide, model
+from cudnn_hostbench.reports.verdict import decide, model, structure
 
 
 def fit(target: dict, before: list[dict], figs: dict, last: int = model.DEFAULT_LAST, prior: Any = None,
@@ -13,7 +14,9 @@ def fit(target: dict, before: list[dict], figs: dict, last: int = model.DEFAULT_
     """The model of `target`'s history `before` (oldest first), with the store prior's pools and its
     components of the target's rows where it has them."""
     rows = prior.rows_for(figs[target["id"]]) if hasattr(prior, "rows_for") else {}
-    return model.Model(target, before, figs, last, prior, min_own, prior_rows=rows)
+    before = before[-2 * last:]   # the runs the model keeps (Model): their structures first
+    return model.Model(target, before, figs, last, prior, min_own, prior_rows=rows,
+                       reference=structure.reference(before, figs))
 
 
 def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, last: int = model.DEFAULT_LAST,

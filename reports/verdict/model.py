@@ -7,9 +7,9 @@ For a row i of run r on machine start s (docs/history.md, "The model"):
 - mu_i: the row's location (the mean of its start means, structure removed);
 - m_r[g]: the run's machine factor for its group g of GPU rows (graph or device, by size class):
   the median offset of those rows from their locations;
-- k_r[K]: the run's structure terms (LEVELS): the GPU rows that run one kernel set, the GPU rows of
-  one block, the eager ratios of one block (four or more rows): for each row, the median offset of
-  the *other* rows of K, so a row's own change never moves its adjustment;
+- k_r[K]: the run's structure terms (structure.LEVELS): the GPU rows that run one kernel set, the
+  GPU rows of one block, the eager ratios of one block (four or more rows): for each row, the median
+  offset of the *other* rows of K, so a row's own change never moves its adjustment;
 - h_r[H]: the host's speed on the run's rows in host µs (build times, the waterfall's host parts,
   eager µs per host state, host- and GPU-paced apart), adjusted the same way (a VM's vCPU runs a
   whole run fast or slow);
@@ -20,13 +20,13 @@ Variance components are learned per row from the history it is judged against, m
 its class (pool.py), so a store of any GPU learns its own. Everything is a log: relative,
 symmetric for slower and faster.
 
-Model fits one key's history around a target run; Model.fit_run fits the target's figures in one
-pass and hands decide.py the result as data (Fitted). The predictions come last: they read the
-class pools (pool.py), the step after this module.
+The run's structure (m_r, k_r, h_r) is structure.py's, made before this module. Model fits one
+key's history around a target run; Model.fit_run fits the target's figures in one pass and hands
+decide.py the result as data (Fitted). The predictions come last: they read the class pools
+(pool.py), the step after this module.
 """
 from __future__ import annotations
 
-import functools
 import json
 import math
 import statistics
@@ -35,58 +35,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cudnn_hostbench.reports.verdict import pool as pools
+from cudnn_hostbench.reports.verdict import structure
+from cudnn_hostbench.reports.verdict.structure import HEAVY_US, LIGHT_US  # noqa: F401  (A/B size classes read them here)
 
-GPU_MODES = ("graph", "device")
-LIGHT_US, HEAVY_US = 20.0, 100.0   # size classes of GPU rows: per-call µs (heavy: power-capped work)
-MIN_FACTOR_ROWS = 10               # a machine factor needs this many rows of its group
-KERNEL_ROWS = 4                    # a structure term needs this many rows (three others a row)
 # the timer's resolution per call, µs: CUDA events (0.5 µs) over at least 16 replayed calls; the
 # profiler's and the host clock's are nanoseconds
 RESOLUTION_US = {"graph": 0.5 / 16, "device": 0.001, "eager": 0.001, "host": 0.001}
-# variance of the median of n draws, in draws' variances (normal; exact for n <= 5, then pi/2n)
-_MEDIAN_VAR = {1: 1.0, 2: 0.5, 3: 0.449, 4: 0.343, 5: 0.287}
-
-
-def median_var(draws: int) -> float:
-    return _MEDIAN_VAR.get(draws, math.pi / (2 * draws)) if draws >= 1 else 1.0
-
-
-def size_class(fig) -> str:
-    us = fig.median_us or 0.0
-    return "heavy" if us >= HEAVY_US else "gpu-bound" if us >= LIGHT_US else "light"
-
-
-def is_gpu_row(fig) -> bool:
-    """Graph and device rows in µs: they follow the GPU (machine factors, kernel terms)."""
-    return fig.mode in GPU_MODES and not fig.on_ratio
-
-
-def race(fig) -> bool:
-    return _race_rule(fig.plan_rule or "")
-
-
-@functools.lru_cache(maxsize=None)
-def _race_rule(rule: str) -> bool:
-    # imported here: history imports this module
-    from cudnn_hostbench.bench.measure.runfile import plan_rules
-    return plan_rules.is_race(rule)
-
-
 def row_class(fig) -> str:
     """The rows a row borrows noise from: mode, judged figure, size class or host state, race."""
-    tail = " race" if race(fig) else ""
+    tail = " race" if structure.race(fig) else ""
     if fig.mode == "eager":
         return f"eager {'ratio' if fig.on_ratio else 'us'} {fig.host_state or 'unknown'}{tail}"
     if fig.mode == "host":
         return f"host {fig.host_state or 'unknown'}"
-    if fig.mode in GPU_MODES:
-        return f"{fig.mode} {size_class(fig)}{' ratio' if fig.on_ratio else ''}{tail}"
+    if fig.mode in structure.GPU_MODES:
+        return f"{fig.mode} {structure.size_class(fig)}{' ratio' if fig.on_ratio else ''}{tail}"
     return fig.mode
-
-
-def group_of(fig) -> str:
-    """A GPU row's machine-factor group."""
-    return f"{fig.mode} {size_class(fig)}"
 
 
 def start_of(run: dict) -> str:
@@ -99,147 +63,7 @@ def same_gpu(run: dict, other: dict) -> bool:
                 or (run.get("start") and run.get("start") == other.get("start")))
 
 
-@dataclass
-class Structure:
-    """A run's structure terms (logs) and what each row's figure is adjusted by."""
-    factors: dict = field(default_factory=dict)       # machine group -> (factor, its variance, rows)
-    terms: dict = field(default_factory=dict)         # (level, key) -> (term over all its rows, rows)
-    adjust: dict = field(default_factory=dict)        # row -> log offset removed from its figure
-    adjust_var: dict = field(default_factory=dict)    # row -> sampling variance of its terms' adjustment
-    levels: dict = field(default_factory=dict)        # row -> names of the level terms that adjusted it
-
-
-def is_eager_ratio(fig) -> bool:
-    return fig.mode == "eager" and bool(fig.on_ratio)
-
-
-def is_host_row(fig) -> bool:
-    """Rows in host µs (build times, the waterfall's host parts, eager µs): the host's speed moves
-    them all. The waterfall's gpu and gpu_exposed parts are GPU time stored as host rows."""
-    if fig.mode == "host":
-        return not (fig.probe == "waterfall" and fig.variant.rsplit(".", 1)[-1] in ("gpu", "gpu_exposed"))
-    return fig.mode == "eager" and not fig.on_ratio
-
-
-GPU_BOUND_SHARE = 0.8   # an eager µs row whose device time is this share of its eager time or more
-GPU_PACED = "gpu-bound"  # in a host term's key: its eager µs rows are paced by the GPU
-
-
-def host_key(fig, figs: dict | None = None) -> str:
-    """A host term's rows: build times, the waterfall's host parts (µs per call, differences of two
-    timings: their own noise) and eager µs each move with the host apart. Eager µs rows move with
-    it per host state, and only where the host sets the pace: a row whose device time is most of
-    its eager time (the GPU's queue holds) stays where the GPU puts it: host-bound rows move with
-    the host's pace, GPU-bound ones hardly (log 2026-12-03-1219)."""
-    if fig.mode != "host":
-        bound = f"{GPU_PACED} " if gpu_bound_eager(fig, figs or {}) else ""
-        return f"eager µs {bound}{fig.host_state or ''}".rstrip()
-    return "waterfall host part" if fig.probe == "waterfall" else "build-time"
-
-
-def gpu_bound_eager(fig, figs: dict) -> bool:
-    """An eager row whose device figure (same run, same variant) is GPU_BOUND_SHARE of its eager µs."""
-    d = figs.get((fig.probe, fig.variant, fig.size, "device"))
-    dev, us = getattr(d, "median_us", None), fig.median_us
-    return bool(dev and us and dev >= GPU_BOUND_SHARE * us)
-
-
-def structured(fig) -> bool:
-    """Rows a run's structure is learned from and removed from."""
-    return is_gpu_row(fig) or is_eager_ratio(fig) or is_host_row(fig)
-
-
-def gpu_block(fig) -> str:
-    apart = fig.role == "baseline" and fig.mode == "graph"
-    return f"{fig.probe} {fig.size} {fig.mode}{' baseline' if apart else ''}"
-
-
-# The levels below the machine factor: (name, rows it applies to, their key (of a figure and its run's
-# figures), least rows). Each row is
-# adjusted by the median of the *other* rows of its key (at least 3 of them, so one changed row
-# moves no other row's adjustment), and the key's term over all its rows is what a finding reports.
-LEVELS = (
-    ("kernel", lambda f: is_gpu_row(f) and bool(f.kernels), lambda f, _: f.kernels, KERNEL_ROWS),
-    # a block's GPU rows are timed together, one after another: a GPU state (clocks, power) during it moves them all
-    # (in graph replay its baseline apart: torch's launch path is other work than the cuDNN variants',
-    # and the cuDNN variants' graph rows move more than torch.mm's between starts: log 2026-12-03-0826.
-    # Device rows time kernels alone, the baseline's with the rest)
-    ("gpu block", is_gpu_row, lambda f, _: gpu_block(f), KERNEL_ROWS),
-    # an eager block's ratios share their baseline's eager time: the host's speed on it moves them all
-    ("block", is_eager_ratio, lambda f, _: f"{f.probe} {f.size} {f.host_state}", KERNEL_ROWS),
-    # a VM's vCPU runs a whole run fast or slow: every row in host µs moves with it (on a slow-host
-    # start the build-time rows move together: log 2026-12-02-1013)
-    ("host", is_host_row, host_key, KERNEL_ROWS),
-)
-
-
-def layout(figs: dict) -> dict:
-    """What structure() reads of a run's figures besides their values, per structured row: its
-    machine group (None for a row that is no GPU row) and its key on each of LEVELS (None where
-    the level does not take it). The same for every history a run is judged in: kept by callers."""
-    out = {}
-    for row, f in figs.items():
-        if structured(f):
-            out[row] = (group_of(f) if is_gpu_row(f) else None,
-                        tuple(key(f, figs) if applies(f) else None for _, applies, key, _ in LEVELS))
-    return out
-
-
-def structure(logs: dict, ref: dict, figs: dict, apart: set | frozenset = frozenset(),
-              lay: dict | None = None) -> Structure:
-    """A run's structure from its log figures `logs` against reference locations `ref`; the rows
-    `apart` (a race row whose pick changed) are adjusted by it but never set it. `lay`: the
-    figures' layout(), where the caller keeps it."""
-    lay = layout(figs) if lay is None else lay
-    st = Structure()
-    res = {row: x - ref[row] for row, x in logs.items() if row in ref and row in lay}
-    sets = {row for row in res if row not in apart}
-    by_group: dict[str, list] = {}
-    for row, d in res.items():
-        g = lay[row][0]
-        if g is not None and row in sets:
-            by_group.setdefault(g, []).append(d)
-    for g, ds in by_group.items():
-        if len(ds) >= MIN_FACTOR_ROWS:
-            st.factors[g] = (statistics.median(ds), median_var(len(ds)) * _mad2(ds), len(ds))
-    for row in res:
-        g = lay[row][0]
-        m = st.factors.get(g, (0.0, 0.0, 0))[0] if g is not None else 0.0
-        res[row] -= m
-        st.adjust[row] = m
-    for lvl, (name, _, _, least) in enumerate(LEVELS):
-        by: dict[str, list] = {}
-        for row in res:
-            k = lay[row][1][lvl]
-            if k is not None:
-                by.setdefault(k, []).append(row)
-        step = {}
-        for k, rows in by.items():
-            setters = [r for r in rows if r in sets]
-            if len(setters) < least:
-                continue
-            # sorted by value alone: rows of equal values are interchangeable in median_without
-            order = sorted(setters, key=res.__getitem__)
-            xs = [res[r] for r in order]
-            at = {r: i for i, r in enumerate(order)}
-            med = median_without(xs, None)   # statistics.median of the sorted xs
-            st.terms[(name, k)] = (med, setters)
-            # the median of the other rows is known to within their spread: where they disagree (one
-            # kernel's graph rows +4 to +7 %, its device rows +1 %) the adjustment is that uncertain
-            v = median_var(len(xs) - 1) * _mad2(xs, med)
-            others = medians_without(xs)
-            for row in rows:
-                i = at.get(row)
-                step[row] = med if i is None else others[i]
-                st.adjust_var[row] = st.adjust_var.get(row, 0.0) + v
-                st.levels.setdefault(row, set()).add(name)
-        for row, x in step.items():
-            res[row] -= x
-            st.adjust[row] += x
-    return st
-
-
-def adjust_excess(row: tuple, now: Structure, history: list[Structure]) -> float:
+def adjust_excess(row: tuple, now: structure.Structure, history: list[structure.Structure]) -> float:
     """How much more uncertain a row's adjustment is on this run than on its history's runs (the
     history's figures already hold their typical adjustment noise): the variance it widens by.
     A row its history's runs were adjusted on, which this run could not adjust (too few rows set
@@ -253,12 +77,12 @@ class RowHistory:
     """A row's history structures, with what adjust_excess and lost_levels take of them kept: one
     history judges many runs (verdict-check judges each run and ~50 injected variants of it)."""
 
-    def __init__(self, row: tuple, history: list[Structure]):
+    def __init__(self, row: tuple, history: list[structure.Structure]):
         self.row, self.history = row, history
         self._lost: dict[frozenset, tuple[float | None, set]] = {}
         self._typical: float | None = None
 
-    def lost(self, now: Structure) -> tuple[float | None, set]:
+    def lost(self, now: structure.Structure) -> tuple[float | None, set]:
         """(the mean square of the adjustments the history's runs lost on `now`, None unless half
         of them or more lost one; the level terms lost), per the levels that adjusted the row on `now`."""
         mine = frozenset(now.levels.get(self.row, ()))
@@ -281,7 +105,7 @@ class RowHistory:
                              if self.history else 0.0)
         return self._typical
 
-    def excess(self, now: Structure) -> float:
+    def excess(self, now: structure.Structure) -> float:
         """adjust_excess of the row on a run with structure `now`."""
         lost = self.lost(now)[0]
         if lost is not None:
@@ -303,41 +127,14 @@ def paced_var(fig, figs: dict, terms: dict) -> float:
     far as each side is paced as classed (near the crossover, partly). The square of that
     difference widens the row; it never moves it. Near the crossover a ratio's two sides are paced
     differently, so a change of the host's pace moves it (log 2026-12-03-1219)."""
-    if not is_eager_ratio(fig) or not fig.baseline:
+    if not structure.is_eager_ratio(fig) or not fig.baseline:
         return 0.0
     b = figs.get((fig.probe, fig.baseline, fig.size, "eager"))
-    if b is None or gpu_bound_eager(fig, figs) == gpu_bound_eager(b, figs):
+    if b is None or structure.gpu_bound_eager(fig, figs) == structure.gpu_bound_eager(b, figs):
         return 0.0
-    h = terms.get(("host", host_key(fig, figs)), (0.0,))[0] - terms.get(("host", host_key(b, figs)), (0.0,))[0]
+    h = (terms.get(("host", structure.host_key(fig, figs)), (0.0,))[0]
+         - terms.get(("host", structure.host_key(b, figs)), (0.0,))[0])
     return h * h
-
-
-def median_without(values: list[float], skip: int | None) -> float:
-    """The median of the sorted `values` without its element `skip` (all of them when None), in O(1): a
-    structure term adjusts each of its rows by the median of the *other* rows."""
-    n = len(values) - (skip is not None)
-
-    def at(pos: int) -> float:
-        return values[pos + 1] if skip is not None and pos >= skip else values[pos]
-    h = n // 2
-    return at(h) if n % 2 else (at(h - 1) + at(h)) / 2
-
-
-def medians_without(values: list[float]) -> list[float]:
-    """median_without(values, skip) for every skip of the sorted `values` (three or more), as one list:
-    it takes two values (or three), by where skip falls against the middle."""
-    n = len(values) - 1
-    h = n // 2
-    if n % 2:
-        return [values[h + 1]] * (h + 1) + [values[h]] * (n - h)
-    return ([(values[h] + values[h + 1]) / 2] * h + [(values[h - 1] + values[h + 1]) / 2]
-            + [(values[h - 1] + values[h]) / 2] * (n - h))
-
-
-def _mad2(values: list[float], med: float | None = None) -> float:
-    """A robust variance (1.4826 MAD, squared); `med`: the median of values, where the caller has it."""
-    med = statistics.median(values) if med is None else med
-    return (1.4826 * statistics.median([abs(x - med) for x in values])) ** 2
 
 
 @dataclass
@@ -367,7 +164,7 @@ def process_terms(workers: list[list[float]], rounds: list[float]) -> list[tuple
             # a run's workers' variance over the median of its chi-square: one run whose worker hit a
             # hiccup (a profiler stall, a slow-state round) would set a pooled mean alone
             e = sum((x - m) ** 2 for x in lw) / d * r / (_CHI2.get(d) or _chi2_median(d))
-        out.append((e, d, median_var(max(1, len(lw))) / r))
+        out.append((e, d, structure.median_var(max(1, len(lw))) / r))
     return out
 
 
@@ -467,7 +264,7 @@ def predict(values: list[float], groups: list[str], mine: list[bool], row: Parts
     sp2 = pool.moderated_p(row.sp2, row.dfp)
     # the run component: what runs of one start differ by beyond their processes' sampling
     run2 = max(0.0, sw2 - sp2 * row.hist_c) if row.dfp or pool.sp2 else sw2
-    new_sampling = sp2 * median_var(max(1, n_workers)) / rounds
+    new_sampling = sp2 * structure.median_var(max(1, n_workers)) / rounds
     res2 = (RESOLUTION_US.get(mode, 0.001) / max(value_us, 1e-9)) ** 2 / 12
     by: dict[str, list[float]] = {}
     for x, g in zip(values, groups):
@@ -557,37 +354,10 @@ def _or_mode(zscores: dict[str, list[float]], cls: str) -> list[float]:
 
 def _with_partner(row: tuple, start: str, zscore: float, z_by_row: dict) -> bool:
     """Whether a GPU row's variant moved on `start` in its other mode too (the same way, |z| past PARTNER_Z)."""
-    if row[3] not in GPU_MODES:
+    if row[3] not in structure.GPU_MODES:
         return False
     other = z_by_row.get((*row[:3], "device" if row[3] == "graph" else "graph"), {}).get(start)
     return other is not None and other * zscore > 0 and abs(other) >= PARTNER_Z and abs(zscore) >= PARTNER_Z
-
-
-@dataclass
-class RunLayout:
-    """What a run's structure takes of its figures, whatever history it is judged against."""
-    logs: dict      # structured row -> log figure, where it has one
-    races: list     # (row, figure) of race rows that name their kernels
-    rows: dict      # layout
-
-
-_LAYOUTS: dict[int, tuple[dict, RunLayout]] = {}   # id(figures) -> (figures, layout), newest used last
-MAX_LAYOUTS = 256
-
-
-def run_layout(figures: dict) -> RunLayout:
-    """A run's RunLayout, kept for the figures object: every fold and history model of verdict-check
-    reads the same runs' figures (figures are replaced, never changed in place: validate._scaled)."""
-    got = _LAYOUTS.pop(id(figures), None)
-    if got is None or got[0] is not figures:
-        logs = {row: math.log(g.value) for row, g in figures.items()
-                if g.status == "ok" and (g.value or 0) > 0 and structured(g)}
-        races = [(row, g) for row, g in figures.items() if race(g) and g.kernels]
-        got = (figures, RunLayout(logs, races, layout(figures)))
-        if len(_LAYOUTS) >= MAX_LAYOUTS:
-            del _LAYOUTS[next(iter(_LAYOUTS))]
-    _LAYOUTS[id(figures)] = got
-    return got[1]
 
 
 @dataclass
@@ -623,9 +393,10 @@ class Model:
 
     def __init__(self, target: dict, before: list[dict], figs: dict, last: int = DEFAULT_LAST,
                  prior: Any = None, min_own: int = MIN_OWN, row_last: int | None = None,
-                 prior_rows: dict | None = None):
-        """`prior_rows`: the store prior's components of the target's rows (calibrate.Prior.rows_for),
-        looked up before the fit: the prior is read once, ahead of the model."""
+                 prior_rows: dict | None = None, *, reference: structure.Reference):
+        """`prior_rows`: the store prior's components of the target's rows (calibrate.Prior.rows_for);
+        `reference`: the history's structure (structure.reference). Both are made before the model
+        (judge.fit): each step is entered once, in order."""
         self.target, self.last, self.min_own = target, last, min_own
         self.prior_rows = prior_rows or {}
         self.row_last = row_last or last          # history runs per row (two starts: one fewer than `last`)
@@ -635,8 +406,9 @@ class Model:
         self.most = max(len((r.get("probes") or "").split(",")) for r in [*self.before, target])
         self.rounds = {r["id"]: rounds_of(r) for r in [*self.before, target]}
         self._partials: dict[int, bool] = {}
-        self.ref, self.ref_kernels = self._references(figs)
-        self.struct = {r["id"]: self._structure(r["id"]) for r in self.before}
+        self.reference = reference
+        self.ref = reference.logs
+        self.struct = dict(reference.struct)
         self.rows: dict[tuple, tuple] = {}       # row -> (values, groups, workers, rounds, hist runs)
         self._pred: dict[tuple, Prediction | None] = {}
         self._two: tuple | None = None     # (previous run id, its Model): two-start evidence, built once
@@ -695,7 +467,8 @@ class Model:
             # row's window reaches one run further back, and one older run's spread processes can set a
             # row's process variance in the two-start model alone
             self._two = (prev["id"], Model(self.target, rest, self.figs, self.last, self.prior, self.min_own,
-                                           row_last=max(1, self.row_last - 1), prior_rows=self.prior_rows))
+                                           row_last=max(1, self.row_last - 1), prior_rows=self.prior_rows,
+                                           reference=structure.reference(rest, self.figs)))
         m2 = self._two[1]
         m2.figs = self.figs
         return prev, m2, m2._structure(self.target["id"], self.figs[self.target["id"]]), m2.structure_seen(prev["id"])
@@ -722,19 +495,6 @@ class Model:
                         (math.log(g.value) - st_p.adjust.get(row, 0.0) - pr.location) / sd_p, pr.df,
                         pr.parts.get("location", 0.0) / max(sum(pr.parts.values()), 1e-300)))
         return out
-
-    def _references(self, figs: dict) -> tuple[dict, dict]:
-        """(each row's median log figure over the history, each race row's most common kernels there)."""
-        ref_logs: dict[tuple, list[float]] = {}
-        for r in self.before:
-            for row, x in run_layout(figs[r["id"]]).logs.items():
-                ref_logs.setdefault(row, []).append(x)
-        picks: dict[tuple, Counter] = {}        # a race row's kernels over the history
-        for r in self.before:
-            for row, g in run_layout(figs[r["id"]]).races:
-                picks.setdefault(row, Counter())[g.kernels] += 1
-        return ({row: statistics.median(xs) for row, xs in ref_logs.items()},
-                {row: c.most_common(1)[0][0] for row, c in picks.items()})
 
     def _row_parts(self, target_figs: dict) -> dict[str, list]:
         """Each measured target row's history and variance parts (with the prior's row, where it has
@@ -785,13 +545,13 @@ class Model:
         near = [c for c in self.prior.classes if c.split()[:2] == cls.split()[:2]]
         return self.prior.get(near[0]) if near else None
 
-    def structure_of(self, run_id: int) -> Structure:
+    def structure_of(self, run_id: int) -> structure.Structure:
         """A run's structure against this history, computed once (later runs, for confirmation)."""
         if run_id not in self.struct:
             self.struct[run_id] = self._structure(run_id)
         return self.struct[run_id]
 
-    def structure_seen(self, run_id: int) -> Structure:
+    def structure_seen(self, run_id: int) -> structure.Structure:
         """A run's structure from its figures as they are now, kept for its first figures and its
         latest (verdict-check changes the previous run's figures in some injections, not in most)."""
         fs = self.figs[run_id]
@@ -803,19 +563,13 @@ class Model:
         seen[1:] = [(fs, st)]
         return st
 
-    def _structure(self, run_id: int, figures: dict | None = None) -> Structure:
-        figures = self.figs[run_id] if figures is None else figures
-        run = run_layout(figures)
-        # a race row that picked another kernel than its history's most common one ran other work
-        # (a race's pick can change the kernel between two runs of one start: log 2026-12-02-1013);
-        # it sets no term
-        apart = {row for row, g in run.races if self.ref_kernels.get(row, g.kernels) != g.kernels}
-        return structure(run.logs, self.ref, figures, apart, run.rows)
+    def _structure(self, run_id: int, figures: dict | None = None) -> structure.Structure:
+        return structure.of_run(self.figs[run_id] if figures is None else figures, self.reference)
 
     def gpu_processes(self, run_id: int) -> int:
         """The processes a run's GPU rows stand on (the median over them; one when none say)."""
         if run_id not in self._procs:
-            ns = [max(1, len(g.workers or ())) for g in self.figs.get(run_id, {}).values() if is_gpu_row(g)]
+            ns = [max(1, len(g.workers or ())) for g in self.figs.get(run_id, {}).values() if structure.is_gpu_row(g)]
             self._procs[run_id] = int(statistics.median(ns)) if ns else 1
         return self._procs[run_id]
 
