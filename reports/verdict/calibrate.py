@@ -14,7 +14,7 @@ import json
 import statistics
 from pathlib import Path
 
-from cudnn_hostbench.reports.verdict import model, structure
+from cudnn_hostbench.reports.verdict import decide, judge, model, structure
 from cudnn_hostbench.reports.verdict import pool as pools
 
 PRIOR = Path(__file__).resolve().parent / "prior-h200.json"
@@ -65,7 +65,6 @@ def fit(runs: list[dict], figs: dict) -> Prior:
     key = runs[-1]["history_key"]
     same = [r for r in runs if r["history_key"] == key]
     most = max(len(figs[r["id"]]) for r in same)
-    from cudnn_hostbench.reports.verdict import judge  # judge runs calibrate's rows_for first: imported here
     full = [r for r in same if len(figs[r["id"]]) >= most / 2]
     target = full[-1]
     md = judge.fit(dict(target), [r for r in same if r is not target], figs, last=len(same))
@@ -75,7 +74,6 @@ def fit(runs: list[dict], figs: dict) -> Prior:
 def _terms(md) -> dict:
     """How much each machine factor and structure term of the history's runs varies: between starts
     (every run) and within a start (runs of starts with two or more), as sds with their df."""
-    from cudnn_hostbench.reports.verdict import decide
     out = {}
     for kind in ("machine", *(lvl[0] for lvl in structure.LEVELS)):
         by: dict[str, list[tuple[str, float]]] = {}
