@@ -179,7 +179,7 @@ def test_a_regression_is_the_first_thing_shown(tmp_path):
 @pytest.mark.slow
 def test_the_whole_committed_history_leads_with_its_newest_run_and_says_how_little_history_it_has(tmp_path):
     # the newest full run (what `history check latest` names) is judged on the 30 runs of its key
-    # before it (decide.DEFAULT_LAST): no row is SLOWER or FASTER
+    # before it (model.DEFAULT_LAST): no row is SLOWER or FASTER
     from cudnn_hostbench.reports.history import db
     from cudnn_hostbench.reports.judge import lead
     from tests.history_store import committed_dashboard, stored_url

@@ -10,7 +10,7 @@ import pytest
 
 from cudnn_hostbench.reports.history import db
 from cudnn_hostbench.reports.judge import check, validate
-from cudnn_hostbench.reports.verdict import calibrate, decide, model, pool
+from cudnn_hostbench.reports.verdict import calibrate, decide, judge, model, pool, structure
 from cudnn_hostbench.scripts import cli
 from tests.history_store import EXPORT, RUNS, fresh, inject, stored_url
 
@@ -61,11 +61,11 @@ def test_a_row_s_own_change_stays_its_own_and_a_whole_kernel_becomes_a_term():
     ref = {r: 0.0 for r in rows}
     one = {r: 1.0 for r in rows}
     one[rows[0]] = 1.10                                   # one row of kernel kA
-    st = model.structure({r: math.log(v) for r, v in one.items()}, ref, _run(one, kern))
+    st = structure.structure({r: math.log(v) for r, v in one.items()}, ref, _run(one, kern))
     assert abs(st.adjust[rows[0]]) < 1e-9                 # its kernel term is the median of the others
     assert all(abs(st.adjust[r]) < 1e-9 for r in rows[1:5])
     whole = {r: (1.05 if kern[r] == "kA" else 1.0) for r in rows}
-    st = model.structure({r: math.log(v) for r, v in whole.items()}, ref, _run(whole, kern))
+    st = structure.structure({r: math.log(v) for r, v in whole.items()}, ref, _run(whole, kern))
     assert all(abs(st.adjust[r] - math.log(1.05)) < 1e-9 for r in rows[:5])
     assert abs(st.terms[("kernel", "kA")][0] - math.log(1.05)) < 1e-9
 
@@ -77,20 +77,20 @@ def test_an_adjustment_whose_rows_disagree_widens_the_row_it_adjusts():
     rows = [("p", f"v{i}", "256", "device") for i in range(12)]
     kern = {r: ("kA" if i < 5 else f"k{i}") for i, r in enumerate(rows)}
     ref = {r: 0.0 for r in rows}
-    calm = [model.structure({r: math.log(1.0 + 0.001 * (i % 3)) for i, r in enumerate(rows)}, ref,
+    calm = [structure.structure({r: math.log(1.0 + 0.001 * (i % 3)) for i, r in enumerate(rows)}, ref,
                             _run(dict.fromkeys(rows, 1.0), kern)) for _ in range(5)]
     apart = {r: 1.0 for r in rows}
     apart.update({rows[1]: 1.07, rows[2]: 1.045, rows[3]: 1.01, rows[4]: 1.04})   # kA's other rows disagree
-    now = model.structure({r: math.log(v) for r, v in apart.items()}, ref, _run(apart, kern))
+    now = structure.structure({r: math.log(v) for r, v in apart.items()}, ref, _run(apart, kern))
     wide = model.adjust_excess(rows[0], now, calm)
     assert wide > (0.01) ** 2                        # more than a 1 % sd of its own
     assert model.adjust_excess(rows[0], calm[0], calm) == 0.0     # a run like its history: not widened
     assert model.adjust_excess(rows[7], now, calm) == 0.0         # a row no term adjusts
     # a run that could not adjust a row its history adjusted (a partial run: too few rows set the term)
     # keeps the whole term in its figure: widened by the history's adjustments' mean square
-    moved = [model.Structure(adjust={rows[0]: a}, levels={rows[0]: {"host"}}) for a in (-0.098, 0.054, -0.03)]
-    assert model.adjust_excess(rows[0], model.Structure(), moved) == pytest.approx((0.098**2 + 0.054**2 + 0.03**2) / 3)
-    assert model.adjust_excess(rows[0], model.Structure(), calm + [model.Structure()] * 6) == 0.0   # seldom adjusted
+    moved = [structure.Structure(adjust={rows[0]: a}, levels={rows[0]: {"host"}}) for a in (-0.098, 0.054, -0.03)]
+    assert model.adjust_excess(rows[0], structure.Structure(), moved) == pytest.approx((0.098**2 + 0.054**2 + 0.03**2) / 3)
+    assert model.adjust_excess(rows[0], structure.Structure(), calm + [structure.Structure()] * 6) == 0.0   # seldom adjusted
 
 
 def test_a_race_row_whose_pick_changed_is_adjusted_by_the_structure_but_never_sets_it():
@@ -104,7 +104,7 @@ def test_a_race_row_whose_pick_changed_is_adjusted_by_the_structure_but_never_se
     one = {r: 1.0 for r in rows}
     one[rows[0]] = 0.55                                   # the race picked a faster kernel this time
     one[rows[1]] = 1.03
-    st = model.structure({r: math.log(v) for r, v in one.items()}, ref, figs, {rows[0]})
+    st = structure.structure({r: math.log(v) for r, v in one.items()}, ref, figs, {rows[0]})
     assert st.terms[("kernel", "kA")][1] == rows[1:5]     # the race row sets no term
     assert abs(st.adjust[rows[2]]) < 1e-9                 # the others' median, the race row left out
     assert abs(st.adjust[rows[0]]) < 1e-9                 # yet it is adjusted like the rest
@@ -116,7 +116,7 @@ def test_the_median_of_the_other_rows_is_exact_in_constant_time():
         xs = sorted(rng.choice([rng.random(), 0.5]) for _ in range(rng.randint(2, 12)))
         for i in [None, *range(len(xs))]:
             rest = xs if i is None else xs[:i] + xs[i + 1:]
-            assert model.median_without(xs, i) == pytest.approx(sorted(rest)[len(rest) // 2] if len(rest) % 2
+            assert structure.median_without(xs, i) == pytest.approx(sorted(rest)[len(rest) // 2] if len(rest) % 2
                                                                 else sum(sorted(rest)[len(rest) // 2 - 1:][:2]) / 2)
 
 
@@ -127,15 +127,15 @@ def test_a_slow_host_moves_its_host_rows_as_one_term_and_a_single_build_row_stay
     rows = [("p", f"b{i}", "256", "host") for i in range(6)] + [("waterfall", "pinned.gpu", "256", "host"),
                                                                   ("waterfall", "pinned.frontend", "256", "host")]
     figs = {r: fig(*r, kernels="") for r in rows}
-    assert [model.host_key(figs[r]) for r in rows[:1] + rows[-1:]] == ["build-time", "waterfall host part"]
-    assert not model.structured(figs[rows[-2]]) and model.structured(figs[rows[-1]])
+    assert [structure.host_key(figs[r]) for r in rows[:1] + rows[-1:]] == ["build-time", "waterfall host part"]
+    assert not structure.structured(figs[rows[-2]]) and structure.structured(figs[rows[-1]])
     ref = {r: 0.0 for r in rows}
     slow = {r: math.log(1.5) for r in rows[:6]}
-    st = model.structure(slow, ref, figs)
+    st = structure.structure(slow, ref, figs)
     assert all(abs(st.adjust[r] - math.log(1.5)) < 1e-9 for r in rows[:6])
     assert abs(st.terms[("host", "build-time")][0] - math.log(1.5)) < 1e-9
     one = {r: (math.log(1.5) if r == rows[0] else 0.0) for r in rows[:6]}
-    st = model.structure(one, ref, figs)
+    st = structure.structure(one, ref, figs)
     assert all(abs(st.adjust[r]) < 1e-9 for r in rows[:6])   # one row's own change moves no adjustment
     assert decide.Finding("host", "build-time", 0.5, 6.0, 1e-6, 6, "fleet").line().startswith(
         "the host's speed: build-time rows (6) +50.0 % on this run")
@@ -155,11 +155,11 @@ def test_eager_us_rows_the_gpu_paces_keep_out_of_the_host_s_speed():
         figs[r[:3] + ("device",)] = fig(*r[:3], "device", value=3.0)
     for r in gpu:              # 85 %: the GPU does
         figs[r[:3] + ("device",)] = fig(*r[:3], "device", value=170.0)
-    keys = {model.host_key(figs[r], figs) for r in host}, {model.host_key(figs[r], figs) for r in gpu}
+    keys = {structure.host_key(figs[r], figs) for r in host}, {structure.host_key(figs[r], figs) for r in gpu}
     assert keys == ({"eager µs fast"}, {"eager µs gpu-bound fast"})
-    assert model.host_key(figs[slow[0]], figs) == "eager µs slow"
+    assert structure.host_key(figs[slow[0]], figs) == "eager µs slow"
     logs = {r: math.log(1.3) for r in host} | {r: 0.0 for r in gpu} | {r: math.log(2.0) for r in slow}
-    st = model.structure(logs, {r: 0.0 for r in logs}, figs)
+    st = structure.structure(logs, {r: 0.0 for r in logs}, figs)
     assert all(abs(st.adjust[r]) < 1e-9 for r in gpu)                    # not moved by the host's speed
     assert all(abs(st.adjust[r] - math.log(1.3)) < 1e-9 for r in host)   # nor by the slow state's rows
     assert decide.Finding("host", "eager µs gpu-bound fast", 0.02, 1.0, 0.3, 5, "fleet").line().startswith(
@@ -172,10 +172,10 @@ def test_a_row_timed_on_the_host_s_clock_is_predicted_by_history_of_its_own_host
     the waterfall's gpu parts (differences of two host timings) run +2 to +11 % in the slow state."""
     for mode, variant in (("host", "b0"), ("host", "pinned.gpu"), ("eager", "v")):
         slow = fig("p", variant, "256", mode, host_state="slow")
-        assert decide.usable(fig("p", variant, "256", mode, host_state="slow"), slow)
-        assert not decide.usable(fig("p", variant, "256", mode, host_state="fast"), slow)
+        assert model.usable(fig("p", variant, "256", mode, host_state="slow"), slow)
+        assert not model.usable(fig("p", variant, "256", mode, host_state="fast"), slow)
     gpu = fig(host_state="slow")                         # a device row: the host state is no covariate
-    assert decide.usable(fig(host_state="fast"), gpu)
+    assert model.usable(fig(host_state="fast"), gpu)
 
 
 def test_a_block_s_baseline_is_not_adjusted_by_the_cudnn_rows_of_its_block():
@@ -186,7 +186,7 @@ def test_a_block_s_baseline_is_not_adjusted_by_the_cudnn_rows_of_its_block():
     figs[rows[-1]] = db.Figure(*rows[-1], "ok", "us/call", 10.0, False, 10.0, [10.0] * 3, 0.0, "", "k9", "",
                                role="baseline")
     moved = {r: (math.log(1.04) if r != rows[-1] else 0.0) for r in rows}
-    st = model.structure(moved, {r: 0.0 for r in rows}, figs)
+    st = structure.structure(moved, {r: 0.0 for r in rows}, figs)
     assert abs(st.adjust[rows[-1]]) < 1e-9               # the baseline keeps its own figure
     assert all(abs(st.adjust[r] - math.log(1.04)) < 1e-9 for r in rows[:5])
 
@@ -363,11 +363,11 @@ def test_two_starts_judge_against_the_same_rows_history_less_the_previous_run():
     only, its sd 3.6 % against 1.0 % on the run alone)."""
     runs, figs = validate.load([EXPORT])
     for t, before, _ in reversed(validate.folds(runs)):
-        md = decide.Model(dict(t), before, figs)
-        prev = decide.previous_start(md)
+        md = judge.fit(dict(t), before, figs)
+        prev = model.previous_start(md)
         if prev is not None and len(md.before) > md.last:
             break
-    decide.judge_run(dict(t), before, [], figs, history=md)
+    judge.judge_run(dict(t), before, [], figs, history=md)
     assert md._two is not None and md._two[0] == prev["id"]
     m2 = md._two[1]
     checked = 0

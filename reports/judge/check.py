@@ -13,8 +13,9 @@ from collections import Counter
 
 from cudnn_hostbench.reports import fit
 from cudnn_hostbench.reports.history import db
-from cudnn_hostbench.reports.verdict import calibrate, decide
-from cudnn_hostbench.reports.verdict.decide import DEFAULT_LAST, Finding, Verdict, mdc_text  # noqa: F401  (the check's result types)
+from cudnn_hostbench.reports.verdict import calibrate, decide, judge, model
+from cudnn_hostbench.reports.verdict.decide import Finding, Verdict, mdc_text  # noqa: F401  (the check's result types)
+from cudnn_hostbench.reports.verdict.model import DEFAULT_LAST
 
 CONFIRM_LOOKAHEAD = decide.CONFIRM_LOOKAHEAD
 
@@ -41,7 +42,7 @@ def check(store: db.Store, run_id: int, last: int = DEFAULT_LAST, curves: bool =
     if progress is not None:
         progress(f"history check: judging {len(figs.get(run_id, {}))} rows of run {run_id}")
     # the runs read, they go straight to the model: the check's way passes this module once
-    jd = decide.judge_run(target, before, after, figs, last, calibrate.load(target.get("gpu")), curves=curves)
+    jd = judge.judge_run(target, before, after, figs, last, calibrate.load(target.get("gpu")), curves=curves)
     jd.target["findings"] = jd.findings
     return jd.target, jd.verdicts
 
@@ -81,11 +82,11 @@ def machine_line(target: dict) -> str:
     own = target.get("same_gpu_runs", 0)
     fleet = (f"the fleet ({target.get('history_runs', 0)} runs on {target.get('history_starts', 0)} starts: "
              "every variance component)")
-    if own >= decide.MIN_OWN:
+    if own >= model.MIN_OWN:
         against = (f"rows judged against its own GPU's {own} earlier runs on this key where they predict it "
                    f"better than {fleet}")
     elif own:
-        against = f"{own} earlier run(s) on this GPU, too few to judge by (needs {decide.MIN_OWN}): judged against {fleet}"
+        against = f"{own} earlier run(s) on this GPU, too few to judge by (needs {model.MIN_OWN}): judged against {fleet}"
     else:
         against = f"no earlier run on this GPU: judged against {fleet}"
     return f"  machine: start {start}; {against}"

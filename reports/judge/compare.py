@@ -23,7 +23,7 @@ import textwrap
 from cudnn_hostbench.bench.measure.runfile.records import MIN_PROCESSES, UNIT_SECONDS, Record, Run
 from cudnn_hostbench.reports import fit, fmt
 from cudnn_hostbench.reports.history import db, ratios
-from cudnn_hostbench.reports.verdict import calibrate, decide
+from cudnn_hostbench.reports.verdict import calibrate, decide, judge
 
 # fingerprint fields that describe the run itself (or are measurements), not the environment
 NOT_ENV = {"datetime", "commit_info", "argv", "suite_wall_s", "wall_s", "calibration_us", "build_s", "plans_s", "time_s"}
@@ -91,7 +91,7 @@ def _judged_run(base: Run, new: Run, alpha: float, normalize: bool, absolute: bo
     base_meta, new_meta = dict(db.run_meta(base, ""), id=1), dict(db.run_meta(new, ""), id=2)
     if not where["same_start"]:    # one run is no start of the other's: a GPU new to it
         base_meta["start"], new_meta["start"], base_meta["gpu_uuid"], new_meta["gpu_uuid"] = "base", "new", "", ""
-    judgement = decide.judge_run(new_meta, [base_meta], [], figs, prior=calibrate.load(base_meta["gpu"]), fdr=alpha,
+    judgement = judge.judge_run(new_meta, [base_meta], [], figs, prior=calibrate.load(base_meta["gpu"]), fdr=alpha,
                                  min_own=1)
     versions = [k for k in KEY_VERSIONS if base_meta.get(k) != new_meta.get(k)]
     for finding in judgement.findings:

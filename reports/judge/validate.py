@@ -74,11 +74,12 @@ def folds(runs: list[dict]) -> list[tuple[dict, list[dict], str]]:
 
 def cls_of(fig) -> str | None:
     """The single-row injection class of a figure, or None."""
-    from cudnn_hostbench.reports.verdict import model
+    from cudnn_hostbench.reports.verdict import structure
     if fig.mode == "device" and not fig.on_ratio:
         return "device"
     if fig.mode == "graph" and not fig.on_ratio:
-        return "graph heavy" if model.size_class(fig) == "heavy" else "graph light" if model.size_class(fig) == "light" else None
+        size = structure.size_class(fig)
+        return "graph heavy" if size == "heavy" else "graph light" if size == "light" else None
     if fig.mode == "eager" and fig.on_ratio and fig.host_state == "fast":
         return "eager ratio"
     return None
@@ -218,22 +219,22 @@ def _no_change(res: Result, figs: dict, target: dict, judgement) -> list:
 def _single(res: Result, figs: dict, target: dict, before: list, history, cls: str, verdict) -> None:
     """One row's injections: its class's change alone, on two starts (fleet rows with a previous
     start), and 1.2 and 0.5 times its MDC (honesty)."""
-    from cudnn_hostbench.reports.verdict import decide
+    from cudnn_hostbench.reports.verdict import judge, model
     t = target
-    got = decide.judge_run(dict(t), before, [], _scaled(figs, t["id"], {verdict.row}, 1 + SINGLE[cls]), history=history)
+    got = judge.judge_run(dict(t), before, [], _scaled(figs, t["id"], {verdict.row}, 1 + SINGLE[cls]), history=history)
     k = res.single[(verdict.scale, cls, min(verdict.processes, 3))]
     k[0] += _changed(got, {verdict.row})
     k[1] += 1
-    prev = decide.previous_start(history)
+    prev = model.previous_start(history)
     if verdict.scale == "fleet" and prev is not None and verdict.row in figs[prev["id"]]:
         both = _scaled(_scaled(figs, t["id"], {verdict.row}, 1 + SINGLE[cls]), prev["id"], {verdict.row},
                        1 + SINGLE[cls])
-        got = decide.judge_run(dict(t), before, [], both, history=history)
+        got = judge.judge_run(dict(t), before, [], both, history=history)
         k = res.two[cls]
         k[0] += _changed(got, {verdict.row})
         k[1] += 1
     for mult in (1.2, 0.5):
-        got = decide.judge_run(dict(t), before, [], _scaled(figs, t["id"], {verdict.row}, 1 + mult * verdict.mdc),
+        got = judge.judge_run(dict(t), before, [], _scaled(figs, t["id"], {verdict.row}, 1 + mult * verdict.mdc),
                                history=history)
         h = res.honesty[mult]
         h[0] += _changed(got, {verdict.row})
@@ -243,13 +244,13 @@ def _single(res: Result, figs: dict, target: dict, before: list, history, cls: s
 def _judge(state: _State, index: int) -> dict:
     """One fold's figures, as plain lists (they cross a process boundary): its no-change verdicts,
     then its injections, drawn from a generator seeded by the fold's index."""
-    from cudnn_hostbench.reports.verdict import decide
+    from cudnn_hostbench.reports.verdict import judge
     runs, figs = state.runs, state.figs
     t, before, _ = state.todo[index]
     rng = random.Random(f"{SEED}:{index}")
     res = Result()
-    md = decide.Model(dict(t), before, figs, prior=_prior(runs, figs, t, state.priors))
-    jd = decide.judge_run(dict(t), before, [], figs, history=md)
+    md = judge.fit(dict(t), before, figs, prior=_prior(runs, figs, t, state.priors))
+    jd = judge.judge_run(dict(t), before, [], figs, history=md)
     judged = _no_change(res, figs, t, jd)
     by_cls: dict[str, list] = defaultdict(list)
     for v in judged:
@@ -260,7 +261,7 @@ def _judge(state: _State, index: int) -> dict:
         for v in rng.sample(vs, min(ROWS_PER_CLASS, len(vs))):
             _single(res, figs, t, before, md, c, v)
     for name, rows, factor, kinds in _structured(figs[t["id"]], jd, rng):
-        got = decide.judge_run(dict(t), before, [], _scaled(figs, t["id"], rows, factor), history=md)
+        got = judge.judge_run(dict(t), before, [], _scaled(figs, t["id"], rows, factor), history=md)
         k = res.structured[name]
         k[0] += _changed(got, rows) or any(fd.status and fd.kind in kinds for fd in got.findings)
         k[1] += any(fd.status for fd in got.findings)
@@ -292,20 +293,20 @@ def _prior(runs: list[dict], figs: dict, target: dict, cache: dict) -> dict | No
 def _structured(figures: dict, judgement, rng: random.Random) -> list[tuple[str, set, float, tuple[str, ...]]]:
     """The structured injections for one run: (name, rows, factor, finding kinds that report it): a
     probe x size, baseline included, is one block of GPU rows, reported as its kernel or its block."""
-    from cudnn_hostbench.reports.verdict import model
+    from cudnn_hostbench.reports.verdict import structure
     ok = {v.row for v in judgement.verdicts if v.z is not None}
     out: list[tuple[str, set, float, tuple[str, ...]]] = []
     kernels: dict[str, set] = defaultdict(set)
     for row in ok:
         f = figures[row]
-        if model.is_gpu_row(f) and f.kernels:
+        if structure.is_gpu_row(f) and f.kernels:
             kernels[f.kernels].add(row)
     big = sorted(k for k, rows in kernels.items() if len(rows) >= 3)
     if big:
         out.append(("one kernel +5 %", kernels[rng.choice(big)], 1.05, ("kernel",)))
     blocks: dict[tuple, set] = defaultdict(set)
     for row in ok:
-        if figures[row].mode in model.GPU_MODES and not figures[row].on_ratio:
+        if figures[row].mode in structure.GPU_MODES and not figures[row].on_ratio:
             blocks[(row[0], row[2])].add(row)
     if blocks:
         key = rng.choice(sorted(blocks))
@@ -316,7 +317,7 @@ def _structured(figures: dict, judgement, rng: random.Random) -> list[tuple[str,
             rows = {r for r in ok if r[0] == b.probe and r[2] == b.size and figures[r].mode == b.mode
                     and (r == b.row or (not figures[r].on_ratio and figures[r].baseline == b.variant))}
             out.append(("a baseline with its rows +10 %", rows, 1.10, ("kernel", "gpu block")))
-    gpu = {r for r in ok if model.is_gpu_row(figures[r]) and model.size_class(figures[r]) != "light"}
+    gpu = {r for r in ok if structure.is_gpu_row(figures[r]) and structure.size_class(figures[r]) != "light"}
     if gpu:
         out.append(("every GPU-bound row +3 %", gpu, 1.03, ("machine",)))
     return out

@@ -14,7 +14,7 @@ import json
 import statistics
 from pathlib import Path
 
-from cudnn_hostbench.reports.verdict import model
+from cudnn_hostbench.reports.verdict import decide, judge, model, structure
 from cudnn_hostbench.reports.verdict import pool as pools
 
 PRIOR = Path(__file__).resolve().parent / "prior-h200.json"
@@ -33,6 +33,11 @@ class Prior:
 
     def get(self, cls: str):
         return self.classes.get(cls)
+
+    def rows_for(self, figs: dict) -> dict:
+        """row() of each of a run's rows that the prior holds, by row: what the model pools in."""
+        got = {row: self.row(f) for row, f in figs.items()}
+        return {row: p for row, p in got.items() if p is not None}
 
     def row(self, fig) -> model.Parts | None:
         """The row's components in its host state; else the same row's in another host state, the
@@ -57,22 +62,20 @@ def row_key(fig) -> str:
 def fit(runs: list[dict], figs: dict) -> Prior:
     """The prior of the newest full run of the newest history key among `runs` (oldest first), its
     earlier runs on that key as the history: its classes' pools and its rows' components."""
-    from cudnn_hostbench.reports.verdict import decide
     key = runs[-1]["history_key"]
     same = [r for r in runs if r["history_key"] == key]
     most = max(len(figs[r["id"]]) for r in same)
     full = [r for r in same if len(figs[r["id"]]) >= most / 2]
     target = full[-1]
-    md = decide.Model(dict(target), [r for r in same if r is not target], figs, last=len(same))
+    md = judge.fit(dict(target), [r for r in same if r is not target], figs, last=len(same))
     return Prior(md.pools, {row_key(figs[target["id"]][row]): p for row, p in md.parts.items()}, _terms(md))
 
 
 def _terms(md) -> dict:
     """How much each machine factor and structure term of the history's runs varies: between starts
     (every run) and within a start (runs of starts with two or more), as sds with their df."""
-    from cudnn_hostbench.reports.verdict import decide
     out = {}
-    for kind in ("machine", *(lvl[0] for lvl in model.LEVELS)):
+    for kind in ("machine", *(lvl[0] for lvl in structure.LEVELS)):
         by: dict[str, list[tuple[str, float]]] = {}
         for r in md.before:
             for name, (x, _) in decide.terms_of(md, r["id"], kind).items():

@@ -1,4 +1,5 @@
-"""One run judged against its history with the verdict model (model.py, pool.py).
+"""The decisions on one run's fit against its history (model.Model.fit_run, read as data: nothing
+here calls the model back; judge.py runs the steps in order).
 
 Every measured row is judged: its change against the model's prediction, as a z score on a
 Student-t of its class's tails, a two-sided p-value, and Benjamini-Hochberg over the run's rows
@@ -20,24 +21,16 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
-from cudnn_hostbench.reports.verdict import model
-from cudnn_hostbench.reports.verdict import pool as pools
+from cudnn_hostbench.reports.verdict import model, structure
 
 Q = 0.01             # false discovery rate over a run's rows (and, apart, over its findings)
 POWER = 0.8          # the MDC is the change caught with this probability
-DEFAULT_LAST = 30    # history runs per row
-MIN_OWN = 2          # runs of its own GPU a row needs before it is judged against them (a cold first run is no location)
 CONFIRM_LOOKAHEAD = 5
-PARTIAL = 0.5        # a run holding under this share of the key's probes is partial
 # the smallest change worth a verdict per class: a row whose MDC is past it is UNSURE, not SAME
 PRACTICAL = {"graph": 0.04, "device": 0.04, "graph heavy": 0.08, "eager": 0.08, "host": 0.5}
 CHANGED = ("SLOWER", "FASTER", "KERNEL CHANGED")
-PARTNER_Z = 2.0      # a variant's other GPU mode moved with it: nominally significant, the same way
-ROW_PRIOR_DF = 10.0  # a store prior's row components weigh at most this many degrees of freedom
 # FINDING: a row that moved as part of a finding (its variant's GPU work), reported once there
 
 
@@ -47,7 +40,7 @@ def practical_text() -> str:
 
 
 def practical(fig) -> float:
-    return PRACTICAL.get(f"{fig.mode} {model.size_class(fig)}", PRACTICAL.get(fig.mode, 0.08))
+    return PRACTICAL.get(f"{fig.mode} {structure.size_class(fig)}", PRACTICAL.get(fig.mode, 0.08))
 
 
 @dataclass
@@ -72,7 +65,7 @@ class Verdict:
     z: float | None = None
     p: float | None = None
     # what the run's structure took off the figure before it was judged (docs/history.md, "The model"):
-    # the log offset and the terms it came from ('machine factor', then model.LEVELS' names); `change`
+    # the log offset and the terms it came from ('machine factor', then structure.LEVELS' names); `change`
     # is the adjusted figure's, raw_change the figure's own against the same location
     adjust: float = 0.0
     adjusted_by: tuple = ()
@@ -105,8 +98,8 @@ class Finding:
         what = {"machine": f"this GPU runs {self.name} rows", "kernel": f"kernel {self.name} ({self.rows} rows)",
                 "block": f"eager block {self.name} ({self.rows} ratios: their baseline's host time)",
                 "gpu block": f"block {self.name} ({self.rows} rows)",
-                "host": (f"GPU-paced {self.name.replace(model.GPU_PACED + ' ', '')} rows ({self.rows})"
-                         if model.GPU_PACED in self.name
+                "host": (f"GPU-paced {self.name.replace(structure.GPU_PACED + ' ', '')} rows ({self.rows})"
+                         if structure.GPU_PACED in self.name
                          else f"the host's speed: {self.name} rows ({self.rows})"),
                 "variant": f"variant {self.name} (graph and device)"}.get(self.kind, f"{self.kind} {self.name}")
         return (f"{what} {self.change * 100:+.1f} % on this run (z {self.z:+.1f} against the {self.scale}"
@@ -118,27 +111,6 @@ class Judged:
     target: dict
     verdicts: list[Verdict]
     findings: list[Finding] = field(default_factory=list)
-
-
-def usable(fig, like) -> bool:
-    """Whether history figure `fig` can predict `like`: the same figure, and for rows timed on the
-    host's clock (eager, build times, the waterfall's parts) the same host state. A slow-state row is
-    judged against slow-state history, never against a fast one: slow-state build times run tens of
-    per cent over fast history, and the waterfall's gpu parts (differences of two host timings) move
-    with the state too (log 2026-12-03-0826)."""
-    return (fig is not None and fig.status == "ok" and fig.value is not None and fig.value > 0
-            and fig.on_ratio == like.on_ratio
-            and (like.mode not in ("eager", "host") or fig.host_state == like.host_state))
-
-
-def rounds_of(run: dict) -> int | None:
-    """Eager rounds per worker the run was measured with (its recorded options); None when unknown."""
-    try:
-        info = json.loads(run.get("info_json") or "{}")
-    except (TypeError, ValueError):
-        return None
-    r = (info.get("options") or {}).get("rounds") if isinstance(info, dict) else None
-    return int(r) if isinstance(r, (int, float)) and not isinstance(r, bool) and r >= 1 else None
 
 
 def bh(pvalues: list[float], fdr: float) -> list[bool]:
@@ -154,301 +126,10 @@ def bh(pvalues: list[float], fdr: float) -> list[bool]:
     return out
 
 
-def _or_mode(zscores: dict[str, list[float]], cls: str) -> list[float]:
-    """A class's z scores, or where it has few its mode's classes' pooled (size classes, races, host states)."""
-    if len(zscores.get(cls, ())) >= pools.MIN_CLASS_Z:
-        return zscores[cls]
-    return [x for c, xs in zscores.items() if c.split()[0] == cls.split()[0] for x in xs]
-
-
-def _with_partner(row: tuple, start: str, zscore: float, z_by_row: dict) -> bool:
-    """Whether a GPU row's variant moved on `start` in its other mode too (the same way, |z| past PARTNER_Z)."""
-    if row[3] not in model.GPU_MODES:
-        return False
-    other = z_by_row.get((*row[:3], "device" if row[3] == "graph" else "graph"), {}).get(start)
-    return other is not None and other * zscore > 0 and abs(other) >= PARTNER_Z and abs(zscore) >= PARTNER_Z
-
-
-@dataclass
-class RunLayout:
-    """What a run's structure takes of its figures, whatever history it is judged against."""
-    logs: dict      # structured row -> log figure, where it has one
-    races: list     # (row, figure) of race rows that name their kernels
-    rows: dict      # model.layout
-
-
-_LAYOUTS: dict[int, tuple[dict, RunLayout]] = {}   # id(figures) -> (figures, layout), newest used last
-MAX_LAYOUTS = 256
-
-
-def run_layout(figures: dict) -> RunLayout:
-    """A run's RunLayout, kept for the figures object: every fold and history model of verdict-check
-    reads the same runs' figures (figures are replaced, never changed in place: validate._scaled)."""
-    got = _LAYOUTS.pop(id(figures), None)
-    if got is None or got[0] is not figures:
-        logs = {row: math.log(g.value) for row, g in figures.items()
-                if g.status == "ok" and (g.value or 0) > 0 and model.structured(g)}
-        races = [(row, g) for row, g in figures.items() if model.race(g) and g.kernels]
-        got = (figures, RunLayout(logs, races, model.layout(figures)))
-        if len(_LAYOUTS) >= MAX_LAYOUTS:
-            del _LAYOUTS[next(iter(_LAYOUTS))]
-    _LAYOUTS[id(figures)] = got
-    return got[1]
-
-
-class Model:
-    """The history of one key around a target run: structure, components, pools."""
-
-    def __init__(self, target: dict, before: list[dict], figs: dict, last: int = DEFAULT_LAST,
-                 prior: Any = None, min_own: int = MIN_OWN, row_last: int | None = None):
-        self.target, self.last, self.min_own = target, last, min_own
-        self.row_last = row_last or last          # history runs per row (two starts: one fewer than `last`)
-        self.prior = prior if prior is not None else {}
-        self.before = before[-2 * last:]
-        self.figs = figs
-        self.most = max(len((r.get("probes") or "").split(",")) for r in [*self.before, target])
-        self.rounds = {r["id"]: rounds_of(r) for r in [*self.before, target]}
-        self._partials: dict[int, bool] = {}
-        self.ref, self.ref_kernels = self._references(figs)
-        self.struct = {r["id"]: self._structure(r["id"]) for r in self.before}
-        self.rows: dict[tuple, tuple] = {}       # row -> (values, groups, workers, rounds, hist runs)
-        self._pred: dict[tuple, model.Prediction | None] = {}
-        self._two: tuple | None = None     # (previous run id, its Model): two-start evidence, built once
-        self._kern: dict[tuple, str] = {}
-        self._procs: dict[int, int] = {}
-        self._terms: dict[tuple, dict] = {}    # (another run's id, kind) -> terms_of
-        self._row_hist: dict[tuple, model.RowHistory] = {}
-        self._seen: dict[int, list] = {}      # run id -> [(its figures, their structure)]: structure_seen
-        self._terms_hist: tuple | None = None  # _findings' history, and per term its values there
-        self._past: dict[tuple, tuple] = {}
-        self._hist_procs: tuple | None = None  # (that history, its processes' median variance, _term_processes')
-        self._groups: tuple | None = None      # (the target's figures, their GPU rows per machine group)
-        self.parts: dict[tuple, model.Parts] = {}
-        by_class = self._row_parts(figs[target["id"]])
-        self.pools: dict[str, pools.Pool] = {}
-        self._fit_pools(by_class)
-
-    def _references(self, figs: dict) -> tuple[dict, dict]:
-        """(each row's median log figure over the history, each race row's most common kernels there)."""
-        ref_logs: dict[tuple, list[float]] = {}
-        for r in self.before:
-            for row, x in run_layout(figs[r["id"]]).logs.items():
-                ref_logs.setdefault(row, []).append(x)
-        picks: dict[tuple, Counter] = {}        # a race row's kernels over the history
-        for r in self.before:
-            for row, g in run_layout(figs[r["id"]]).races:
-                picks.setdefault(row, Counter())[g.kernels] += 1
-        return ({row: statistics.median(xs) for row, xs in ref_logs.items()},
-                {row: c.most_common(1)[0][0] for row, c in picks.items()})
-
-    def _row_parts(self, target_figs: dict) -> dict[str, list]:
-        """Each measured target row's history and variance parts (with the prior's row, where it has
-        one) into self.rows and self.parts; the rows with a history, by class."""
-        by_class: dict[str, list] = {}
-        for row, f in target_figs.items():
-            if f.status != "ok" or not f.value or f.value <= 0:
-                continue
-            got = self.history(row, f)
-            if got[0]:
-                self.rows[row] = got
-                row_parts = model.parts(*got[:4])
-                prior_row = self.prior.row(f) if hasattr(self.prior, "row") else None
-                self.parts[row] = (model.pooled(row_parts, prior_row, ROW_PRIOR_DF) if prior_row is not None
-                                   else row_parts)
-                by_class.setdefault(model.row_class(f), []).append(row)
-        return by_class
-
-    def _fit_pools(self, by_class: dict[str, list]) -> None:
-        """Each class's pool (its rows' parts, their out-of-sample z scores, the prior) into
-        self.pools; the z scores into z_fleet and z_same."""
-        starts = len({model.start_of(r) for r in self.before})
-        zs: dict[tuple, dict[str, float]] = {}
-        zw: dict[str, list[float]] = {}
-        for cls, rows in by_class.items():
-            base = pools.fit([self.parts[r] for r in rows], [], len(self.before), starts)
-            with_prior = pools.with_prior(base, self._prior_of(cls))
-            for r in rows:
-                zs[r] = self._loso_z(r, with_prior)
-                zw.setdefault(cls, []).extend(self._loro_z(r, with_prior))
-        # the tails of the rows that get row verdicts: a start on which a variant's graph and device
-        # rows moved together is a variant finding (_variants), not two row verdicts
-        z = {cls: [x for r in rows for g, x in zs[r].items() if not _with_partner(r, g, x, zs)]
-             for cls, rows in by_class.items()}
-        everything = ([x for xs in z.values() for x in xs], [x for xs in zw.values() for x in xs])
-        for cls, rows in by_class.items():
-            # a class with few z scores takes its mode's tails (its size classes, races, host states pooled)
-            own = pools.fit([self.parts[r] for r in rows], _or_mode(z, cls), len(self.before), starts, _or_mode(zw, cls),
-                            everything)
-            self.pools[cls] = pools.with_prior(own, self._prior_of(cls))
-        self.z_fleet, self.z_same = z, zw     # out-of-sample z scores per class (the dashboard's calibration)
-
-    def _prior_of(self, cls: str):
-        """The store prior's pool of a class, or of the nearest class it has (same mode and figure)."""
-        got = self.prior.get(cls)
-        if got is not None or not hasattr(self.prior, "classes"):
-            return got
-        near = [c for c in self.prior.classes if c.split()[:2] == cls.split()[:2]]
-        return self.prior.get(near[0]) if near else None
-
-    def structure_of(self, run_id: int) -> model.Structure:
-        """A run's structure against this history, computed once (later runs, for confirmation)."""
-        if run_id not in self.struct:
-            self.struct[run_id] = self._structure(run_id)
-        return self.struct[run_id]
-
-    def structure_seen(self, run_id: int) -> model.Structure:
-        """A run's structure from its figures as they are now, kept for its first figures and its
-        latest (verdict-check changes the previous run's figures in some injections, not in most)."""
-        fs = self.figs[run_id]
-        seen = self._seen.setdefault(run_id, [])
-        for got, st in seen:
-            if got is fs:
-                return st
-        st = self._structure(run_id, fs)
-        seen[1:] = [(fs, st)]
-        return st
-
-    def _structure(self, run_id: int, figures: dict | None = None) -> model.Structure:
-        figures = self.figs[run_id] if figures is None else figures
-        run = run_layout(figures)
-        # a race row that picked another kernel than its history's most common one ran other work
-        # (a race's pick can change the kernel between two runs of one start: log 2026-12-02-1013);
-        # it sets no term
-        apart = {row for row, g in run.races if self.ref_kernels.get(row, g.kernels) != g.kernels}
-        return model.structure(run.logs, self.ref, figures, apart, run.rows)
-
-    def gpu_processes(self, run_id: int) -> int:
-        """The processes a run's GPU rows stand on (the median over them; one when none say)."""
-        if run_id not in self._procs:
-            ns = [max(1, len(g.workers or ())) for g in self.figs.get(run_id, {}).values() if model.is_gpu_row(g)]
-            self._procs[run_id] = int(statistics.median(ns)) if ns else 1
-        return self._procs[run_id]
-
-    def partial(self, run: dict) -> bool:
-        return len((run.get("probes") or "").split(",")) < PARTIAL * self.most
-
-    def _partial_of(self, run: dict) -> bool:
-        """partial(), kept per run id: history() asks it of every run for every row."""
-        got = self._partials.get(run["id"])
-        if got is None:
-            got = self._partials[run["id"]] = self.partial(run)
-        return got
-
-    def history(self, row: tuple, fig) -> tuple:
-        hist = [(r, self.figs[r["id"]].get(row)) for r in self.before]
-        hist = [(r, g) for r, g in hist if usable(g, fig)][-self.row_last:]
-        mine = self._partial_of(self.target)
-        alike = [(r, g) for r, g in hist if self._partial_of(r) == mine]
-        if len(alike) >= 2:
-            hist = alike    # a partial run's GPU state may differ from a full run's: like with like
-        values = [math.log(g.value) - self.struct[r["id"]].adjust.get(row, 0.0) for r, g in hist]
-        groups = [model.start_of(r) for r, _ in hist]
-        workers = [list(g.workers or []) for _, g in hist]
-        rounds = [self._round_factor(r, fig) for r, _ in hist]
-        return values, groups, workers, rounds, hist
-
-    def _round_factor(self, run: dict, fig) -> float:
-        """Eager ratios' process spread is their rounds' sampling error: scaled to one round."""
-        if fig.mode != "eager" or not fig.on_ratio:
-            return 1.0
-        r = self.rounds.get(run["id"]) or self.rounds.get(self.target["id"]) or 1
-        return float(r)
-
-    def _loso_z(self, row: tuple, pool: pools.Pool) -> dict[str, float]:
-        """Each start's mean of the row against the other starts', on components learned without it:
-        what a start new to the history does, out of sample."""
-        values, groups, *_ = self.rows[row]
-        by = model.group_sums(values, groups)
-        if len(by) < 4:
-            return {}
-        out = {}
-        cs, ms, sss = [c for c, _, _ in by.values()], [m for _, m, _ in by.values()], [ss for *_, ss in by.values()]
-        for j, (g, (n_g, mean_g, _)) in enumerate(by.items()):
-            # model.one_way of the other starts
-            n, sw2, loc, vb, hm = model.moments(cs[:j] + cs[j + 1:], ms[:j] + ms[j + 1:], sss[:j] + sss[j + 1:])
-            k = len(cs) - 1
-            sw2 = pool.moderated_w(sw2, n - k)
-            sb2 = pool.between_of(vb, k - 1, hm, sw2)
-            var = sb2 + sw2 / n_g + (sb2 + sw2 / (n / k)) / k
-            if var > 0:
-                out[g] = (mean_g - loc) / math.sqrt(var)
-        return out
-
-    def kernels_of(self, row: tuple) -> str:
-        if row not in self._kern:
-            self._kern[row] = _kernels_of(self.rows[row][4], self.target)
-        return self._kern[row]
-
-    def _loro_z(self, row: tuple, pool: pools.Pool) -> list[float]:
-        """Each run of a start with two or more against the mean of that start's other runs, on the
-        row's within-start components: what a GPU's next run does against its own history."""
-        values, groups, *_ = self.rows[row]
-        p = self.parts[row]
-        sw2 = pool.moderated_w(p.sw2, p.dfw)
-        if sw2 <= 0:
-            return []
-        by: dict[str, list[float]] = {}
-        for x, g in zip(values, groups):
-            by.setdefault(g, []).append(x)
-        out = []
-        for xs in by.values():
-            if len(xs) < 3:     # a start's first run is often cold: judged against two or more, as MIN_OWN
-                continue
-            for i, x in enumerate(xs):
-                rest = xs[:i] + xs[i + 1:]
-                out.append((x - sum(rest) / len(rest)) / math.sqrt(sw2 * (1 + 1 / len(rest))))
-        return out
-
-    def history_structures(self, row: tuple) -> list:
-        """The structures of the history's runs that measured `row`."""
-        return [self.struct[r["id"]] for r, _ in self.rows[row][4]] if row in self.rows else []
-
-    def row_history(self, row: tuple) -> model.RowHistory:
-        """The history's structures of `row`, kept: the history is fixed, the target's figures are not."""
-        got = self._row_hist.get(row)
-        if got is None:
-            got = self._row_hist[row] = model.RowHistory(row, self.history_structures(row))
-        return got
-
-    def lost_levels(self, row: tuple) -> set:
-        """The level terms its history adjusted `row` by that this run could not set (model.lost_levels)."""
-        return set(self.row_history(row).lost(self.struct[self.target["id"]])[1])
-
-    def adjust_excess(self, row: tuple) -> float:
-        """The target's adjustment of `row` past its history's typical uncertainty (model.adjust_excess)."""
-        return self.row_history(row).excess(self.struct[self.target["id"]])
-
-    def predict(self, row: tuple, fig) -> model.Prediction | None:
-        """The row's prediction (kept: it depends on the history and the figure's workers, not its value)."""
-        key = (row, len(fig.workers or ()))
-        if key not in self._pred:
-            self._pred[key] = self._predict(row, fig)
-        return self._pred[key]
-
-    def _predict(self, row: tuple, fig) -> model.Prediction | None:
-        got = self.rows.get(row)
-        if not got:
-            return None
-        values, groups, _, _, hist = got
-        mine = [model.same_gpu(r, self.target) for r, _ in hist]
-        pl = self.pools[model.row_class(fig)]
-        rounds = self._round_factor(self.target, fig)
-        return model.predict(values, groups, mine, self.parts[row], pl, len(fig.workers or ()) or 1, rounds,
-                             fig.median_us or fig.value, fig.mode, self.min_own)
-
-
 def _verdict(fig, value: float | None, location: float | None, change: float, runs: int, verdict: str,
              **kw) -> Verdict:
     return Verdict(fig.probe, fig.variant, fig.size, fig.mode, f"x {fig.baseline}" if fig.on_ratio else "us", value, location,
                    change, None, runs, verdict, on_ratio=fig.on_ratio, host_state=fig.host_state, processes=fig.processes, **kw)
-
-
-def _kernels_of(hist: list, target: dict) -> str:
-    own = [g.kernels for r, g in hist if model.same_gpu(r, target) and g.kernels]
-    if own:
-        return own[-1]
-    ks = Counter(g.kernels for _, g in hist if g.kernels)
-    return ks.most_common(1)[0][0] if ks else ""
 
 
 MDC_SHOWN = 10.0   # an MDC past +1000 % (a heavy-tailed class with few runs) says only that it sees nothing
@@ -504,12 +185,12 @@ ADJUSTED_BY = {"machine factor": "the machine factor", "kernel": "its kernel's o
                "host": "the host's speed"}
 
 
-def adjusted_by(structure, row: tuple, fig) -> tuple:
-    """The structure terms that adjusted `row` on a run of structure `structure` (a machine factor, then
-    model.LEVELS' names in their order): what its judged change is net of."""
-    got = ("machine factor",) if model.is_gpu_row(fig) and model.group_of(fig) in structure.factors else ()
-    names = structure.levels.get(row) or ()
-    return got + tuple(n for n, *_ in model.LEVELS if n in names)
+def adjusted_by(struct, row: tuple, fig) -> tuple:
+    """The structure terms that adjusted `row` on a run of structure `struct` (a machine factor, then
+    structure.LEVELS' names in their order): what its judged change is net of."""
+    got = ("machine factor",) if structure.is_gpu_row(fig) and structure.group_of(fig) in struct.factors else ()
+    names = struct.levels.get(row) or ()
+    return got + tuple(n for n, *_ in structure.LEVELS if n in names)
 
 
 def adjusted_text(names) -> str:
@@ -541,14 +222,14 @@ def report_json(command: str, passed: bool, counts: dict, findings: list, rows: 
 ZERO_NOTE = "a zero figure (no such time in the step): a change on the log scale is undefined"
 
 
-def _row_verdict(history: Model, target: dict, figs: dict, row: tuple, fig, judged: list, widened: set,
+def _row_verdict(history: model.Model, target: dict, figs: dict, row: tuple, fig, judged: list, widened: set,
                  unsettled: set) -> Verdict:
     """One row's first verdict: UNMEASURED, NO HISTORY, UNSURE (noise unknown), or SAME with its
     deviation appended to `judged` (row, figure, prediction, d, sd, nu) for the tests over the rows."""
     if fig.status != "ok" or not fig.value or fig.value <= 0:
         zero = fig.status == "ok" and fig.value is not None and fig.value == 0
         return _verdict(fig, None, None, float("nan"), 0, "UNMEASURED", note=ZERO_NOTE if zero else fig.status[:120])
-    pred = history.predict(row, fig)
+    pred = history.now.pred[row]
     if pred is None:
         return _verdict(fig, fig.value, None, float("nan"), 0, "NO HISTORY",
                         note="no earlier run on this key measured this row")
@@ -557,8 +238,7 @@ def _row_verdict(history: Model, target: dict, figs: dict, row: tuple, fig, judg
                         note="its noise is unknown (no history spread, worker spread or prior for its class)")
     struct = history.struct[target["id"]]
     x = math.log(fig.value) - struct.adjust.get(row, 0.0)
-    paced = model.paced_var(fig, figs[target["id"]], struct.terms)
-    loose = history.adjust_excess(row)
+    paced, loose = history.now.paced[row], history.now.loose[row]
     d, sd = x - pred.location, math.sqrt(pred.var + paced + loose)
     judged.append((row, fig, pred, d, sd, pred.df))
     if paced:
@@ -570,13 +250,13 @@ def _row_verdict(history: Model, target: dict, figs: dict, row: tuple, fig, judg
                     adjust=math.log(fig.value) - x, adjusted_by=adjusted_by(struct, row, fig))
 
 
-def _label(history: Model, row: tuple, verdict: Verdict, fig, pred, deviation: float, hit: bool, row_mdc: float,
+def _label(history: model.Model, row: tuple, verdict: Verdict, fig, pred, deviation: float, hit: bool, row_mdc: float,
            notes: list) -> None:
     """Name a judged row's verdict from its discovery, kernels and MDC; add its notes."""
-    kern = history.kernels_of(row)
+    kern = history.now.kernels[row]
     other_kernels = bool(kern and fig.kernels and kern != fig.kernels)
     if hit:
-        if other_kernels and model.race(fig):
+        if other_kernels and structure.race(fig):
             verdict.verdict = "PICK CHANGED"
             notes.append(f"autotune pick changed (information): history {kern}; this run {fig.kernels}")
         elif other_kernels:
@@ -592,20 +272,20 @@ def _label(history: Model, row: tuple, verdict: Verdict, fig, pred, deviation: f
         notes.append(f"kernels: history {kern}; this run {fig.kernels}")
 
 
-def _unsettled_note(history: Model, row: tuple) -> str:
+def _unsettled_note(history: model.Model, row: tuple) -> str:
     """Why a row whose adjusting rows disagree on this run was widened."""
-    lost = history.lost_levels(row)
+    lost = history.now.lost[row]
     return (f"its history's {', '.join(sorted(lost))} term{'s' if len(lost) > 1 else ''} could not be set "
             "on this run (too few of its rows): widened by the history's adjustments" if lost else
             "the rows it is adjusted by (its kernel, its block) disagree on this run: widened by that")
 
 
-def _test_rows(history: Model, target: dict, out: dict, judged: list, widened: set, unsettled: set, fdr: float) -> None:
+def _test_rows(history: model.Model, target: dict, out: dict, judged: list, widened: set, unsettled: set, fdr: float) -> None:
     """Each judged row's z, p and MDC, Benjamini-Hochberg over the rows at `fdr`, its verdict and notes."""
     pvalues = _pvalues([d / sd for _, _, _, d, sd, _ in judged], [nu for *_, nu in judged])
     found = bh(pvalues, fdr)
     tests = len(judged)
-    partial = history.partial(target)
+    partial = history.now.partial[target["id"]]
     for (row, fig, pred, d, sd, nu), pvalue, hit in zip(judged, pvalues, found):
         verdict = out[row]
         row_mdc = mdc(sd, nu, tests, fdr)
@@ -624,27 +304,24 @@ def _test_rows(history: Model, target: dict, out: dict, judged: list, widened: s
         verdict.note = "; ".join(notes)
 
 
-def _history_facts(history: Model, target: dict) -> None:
+def _history_facts(history: model.Model, target: dict) -> None:
     """What the judgement stood on, into `target`: its history's runs, starts, factors and pools."""
     own = [r for r in history.before if model.same_gpu(r, target)]
     target.update(same_gpu_runs=len(own), history_runs=len(history.before),
-                  history_starts=len({model.start_of(r) for r in history.before}), partial=history.partial(target),
-                  partial_runs=[r["id"] for r in history.before if history.partial(r)],
+                  history_starts=len({model.start_of(r) for r in history.before}),
+                  partial=history.now.partial[target["id"]],
+                  partial_runs=[r["id"] for r in history.before if history.now.partial[r["id"]]],
                   machine_factors={g: f[0] for g, f in history.struct[target["id"]].factors.items()},
                   pools={c: p for c, p in history.pools.items()})
 
 
-def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, last: int = DEFAULT_LAST,
-              prior: Any = None, fdr: float = Q, history: Model | None = None, min_own: int = MIN_OWN,
-              curves: bool = False) -> Judged:
-    """The verdicts and findings of `target` against `before` (oldest first); `after`: later runs of
-    the key, for confirmation. `history`: the Model of this target's history, built once for several
-    judgements of its figures (the validation's injections: `figs[target id]` changed, nothing else).
-    `curves`: also the calibration z scores and power curves per class (the dashboard's figures)."""
-    history = history or Model(target, before, figs, last, prior, min_own)
+def judge(history: model.Model, target: dict, after: list[dict], fdr: float = Q, curves: bool = False) -> Judged:
+    """The verdicts and findings of `target` (the model's target, or a copy of it) from the model's fit
+    of its figures (model.Model.fit_run: history.now, history.struct); `after`: later runs of the key,
+    for confirmation. `curves`: also the calibration z scores and power curves per class (the
+    dashboard's figures). Reads the fit as data: nothing here calls the model back."""
+    figs = history.figs
     fs = figs[target["id"]]
-    history.figs = figs
-    history.struct[target["id"]] = history._structure(target["id"], fs)
     judged: list[tuple] = []   # (row, f, prediction, d, sd, nu)
     widened: set = set()       # eager ratios whose variant and baseline keep different paces
     unsettled: set = set()     # rows whose structure's other rows disagree on this run (model.adjust_excess)
@@ -669,17 +346,6 @@ def judge_run(target: dict, before: list[dict], after: list[dict], figs: dict, l
 POWER_CHANGES = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32)
 
 
-def previous_start(history: Model) -> dict | None:
-    """The run just before the judged one when it ran on another start, like it (full or partial):
-    last night's GPU, whose rows a change made in between moves too."""
-    if not history.before:
-        return None
-    p = history.before[-1]
-    if model.start_of(p) == model.start_of(history.target) or history.partial(p) != history.partial(history.target):
-        return None
-    return p
-
-
 def pair_t(z_target, z_previous, rho):
     """One t of two runs' mean deviation from a prediction, from their t scores and the share `rho`
     of the prediction's variance that is its location's. Both share the location and the variance
@@ -691,53 +357,22 @@ def pair_t(z_target, z_previous, rho):
     return (a + b) / 2 / np.sqrt((1 - r) / 2 + r)
 
 
-def _two_starts(history: Model, out: dict, judged: list[tuple], fdr: float) -> None:
+def _two_starts(history: model.Model, out: dict, judged: list[tuple], fdr: float) -> None:
     """Evidence over two starts: a fleet-judged row not called on this run alone is judged again
     with the previous run of another start, both against the history before them (pair_t: one t of
-    their mean deviation, on the prediction's own degrees of freedom). A change made between the
-    history and the two runs moves both; a GPU that runs a row apart moves one. Benjamini-Hochberg
-    over those rows at Q; a discovery is SLOWER or FASTER, "confirmed by two starts"."""
-    prev = previous_start(history)
-    if prev is None:
-        return
-    rest = history.before[:-1]
-    if len({model.start_of(r) for r in rest}) < 2:
-        return
-    if history._two is None or history._two[0] != prev["id"]:
-        # the history this run was judged on, less the previous run: one run fewer per row, else each
-        # row's window reaches one run further back, and one older run's spread processes can set a
-        # row's process variance in the two-start model alone
-        history._two = (prev["id"], Model(history.target, rest, history.figs, history.last, history.prior,
-                                          history.min_own, row_last=max(1, history.row_last - 1)))
-    m2 = history._two[1]
-    m2.figs = history.figs
-    st_t, st_p = m2._structure(history.target["id"], history.figs[history.target["id"]]), m2.structure_seen(prev["id"])
-    cand, zt, zp, dfs, rho = [], [], [], [], []
-    for row, f, *_ in judged:
-        v, g = out[row], history.figs[prev["id"]].get(row)
-        if v.verdict not in ("SAME", "UNSURE") or not usable(g, f):
-            continue
-        if (model.paced_var(f, history.figs[history.target["id"]], st_t.terms)
-                or model.paced_var(g, history.figs[prev["id"]], st_p.terms)):
-            continue   # paced apart on either run: the host's speed moves it, two starts confirm nothing
-        pr = m2.predict(row, f)
-        if pr is None or pr.scale != "fleet" or pr.var <= 0:
-            continue
-        # each run's adjustment widens its own z as far as it is looser than the history's (decide's rule)
-        hist = m2.row_history(row)
-        sd_t = math.sqrt(pr.var + hist.excess(st_t))
-        sd_p = math.sqrt(pr.var + hist.excess(st_p))
-        cand.append(row)
-        zt.append((math.log(f.value) - st_t.adjust.get(row, 0.0) - pr.location) / sd_t)
-        zp.append((math.log(g.value) - st_p.adjust.get(row, 0.0) - pr.location) / sd_p)
-        dfs.append(pr.df)
-        rho.append(pr.parts.get("location", 0.0) / max(sum(pr.parts.values()), 1e-300))
-    if not cand:
+    their mean deviation, on the prediction's own degrees of freedom; the model's two-start rows,
+    model.Model._two_start_rows). A change made between the history and the two runs moves both; a
+    GPU that runs a row apart moves one. Benjamini-Hochberg over those rows at Q; a discovery is
+    SLOWER or FASTER, "confirmed by two starts"."""
+    prev, rows = history.now.prev, {row for row, *_ in judged}
+    cand = [c for c in history.now.two if c[0] in rows and out[c[0]].verdict in ("SAME", "UNSURE")]
+    if prev is None or not cand:
         return
     import numpy as np
-    zs = pair_t(zt, zp, rho)
-    ps = [float(x) for x in 2 * t_sf(np.abs(zs), np.asarray(dfs))]
-    for row, t_, p_, p, hit in zip(cand, zt, zp, ps, bh(ps, fdr)):
+    zt, zp = [c[1] for c in cand], [c[2] for c in cand]
+    zs = pair_t(zt, zp, [c[4] for c in cand])
+    ps = [float(x) for x in 2 * t_sf(np.abs(zs), np.asarray([c[3] for c in cand]))]
+    for (row, *_), t_, p_, p, hit in zip(cand, zt, zp, ps, bh(ps, fdr)):
         if hit and t_ * p_ > 0:
             v = out[row]
             v.verdict = "SLOWER" if t_ > 0 else "FASTER"
@@ -762,14 +397,14 @@ def power(judged: list[tuple], tests: int, fdr: float = Q, changes: tuple = POWE
 
 
 def power_class(fig) -> str:
-    if fig.mode in model.GPU_MODES:
-        return f"{fig.mode} {model.size_class(fig)}"
+    if fig.mode in structure.GPU_MODES:
+        return f"{fig.mode} {structure.size_class(fig)}"
     if fig.mode == "eager":
         return f"eager {'ratio' if fig.on_ratio else 'µs'}"
     return fig.mode
 
 
-def terms_of(history: Model, run_id: int, kind: str) -> dict:
+def terms_of(history: model.Model, run_id: int, kind: str) -> dict:
     if run_id != history.target["id"]:     # another run's structure is computed once: so are its terms
         key = (run_id, kind)
         if key not in history._terms:
@@ -778,36 +413,36 @@ def terms_of(history: Model, run_id: int, kind: str) -> dict:
     return _terms_of(history.struct[run_id], kind)
 
 
-def _terms_of(structure: model.Structure, kind: str) -> dict:
+def _terms_of(struct: structure.Structure, kind: str) -> dict:
     if kind == "machine":
-        return {g: (f[0], f[2]) for g, f in structure.factors.items()}
-    return {k: (t[0], len(t[1])) for (lvl, k), t in structure.terms.items() if lvl == kind}
+        return {g: (f[0], f[2]) for g, f in struct.factors.items()}
+    return {k: (t[0], len(t[1])) for (lvl, k), t in struct.terms.items() if lvl == kind}
 
 
-def _term_rows(history: Model, kind: str, name: str) -> list[tuple]:
+def _term_rows(history: model.Model, kind: str, name: str) -> list[tuple]:
     """The target run's rows in a term (the machine: its group of GPU rows)."""
     if kind == "machine":
         fs = history.figs[history.target["id"]]
         if history._groups is None or history._groups[0] is not fs:   # every group's rows in one pass over the run
             groups: dict[str, list] = {}
             for r, f in fs.items():
-                if model.is_gpu_row(f):
-                    groups.setdefault(model.group_of(f), []).append(r)
+                if structure.is_gpu_row(f):
+                    groups.setdefault(structure.group_of(f), []).append(r)
             history._groups = (fs, groups)
         return history._groups[1].get(name, [])
     return history.struct[history.target["id"]].terms.get((kind, name), (0.0, []))[1]
 
 
-def _member_noise(history: Model, kind: str, name: str) -> tuple[float, float]:
+def _member_noise(history: model.Model, kind: str, name: str) -> tuple[float, float]:
     """(sd, df) of the median prediction of the target's rows in a term (the machine: its group)."""
-    fs, rows = history.figs[history.target["id"]], _term_rows(history, kind, name)
-    got = [p for p in (history.predict(r, fs[r]) for r in rows if r in history.rows) if p is not None and p.var > 0]
+    rows = _term_rows(history, kind, name)
+    got = [p for p in (history.now.pred.get(r) for r in rows if r in history.rows) if p is not None and p.var > 0]
     if not got:
         return 0.0, 0.0
     return statistics.median(math.sqrt(p.var) for p in got), statistics.median(p.df for p in got)
 
 
-def _term_processes(history: Model, kind: str, name: str, hist: list[dict]) -> float:
+def _term_processes(history: model.Model, kind: str, name: str, hist: list[dict]) -> float:
     """The variance a term's value carries from its processes, in the target run and in the mean of
     `hist`: rows of one term share a process (its clocks, its memory), so their process offsets are
     taken as one (the median of the member rows' per-process variance). A history measured on three
@@ -815,8 +450,9 @@ def _term_processes(history: Model, kind: str, name: str, hist: list[dict]) -> f
     rows reads a tiny move between two runs of one start as significant."""
     fs, rows = history.figs[history.target["id"]], _term_rows(history, kind, name)
     if history._hist_procs is None or history._hist_procs[0] is not hist:   # the same history for every term
-        hist_n = [history.gpu_processes(r["id"]) for r in hist]
-        history._hist_procs = (hist, model.median_var(int(statistics.median(hist_n))) if hist_n else model.median_var(1), {})
+        hist_n = [history.now.procs[r["id"]] for r in hist]
+        n = int(statistics.median(hist_n)) if hist_n else 1
+        history._hist_procs = (hist, structure.median_var(n), {})
     _, h, kept = history._hist_procs
     # the rows' predictions are the model's (per row and workers): the term's figure is kept per
     # its rows and their workers, the same in most judgements of the model
@@ -825,30 +461,30 @@ def _term_processes(history: Model, kind: str, name: str, hist: list[dict]) -> f
         one, procs = [], []
         for r in rows:
             f = fs[r]
-            p = history.predict(r, f) if r in history.rows else None
+            p = history.now.pred.get(r) if r in history.rows else None
             n = max(1, len(f.workers or ()))
             if p is not None and p.parts.get("processes"):
-                one.append(p.parts["processes"] / model.median_var(n))
+                one.append(p.parts["processes"] / structure.median_var(n))
                 procs.append(n)
-        kept[key] = (statistics.median(one) * (model.median_var(int(statistics.median(procs))) + h / max(1, len(hist)))
+        kept[key] = (statistics.median(one) * (structure.median_var(int(statistics.median(procs))) + h / max(1, len(hist)))
                      if one else 0.0)
     return kept[key]
 
 
-def _terms_history(history: Model) -> tuple[str, list[dict], bool]:
+def _terms_history(history: model.Model) -> tuple[str, list[dict], bool]:
     """(scale, history runs, whether full and partial runs are mixed in them) that the run's terms
     are judged against: the same for every judgement of one model, so kept."""
     if history._terms_hist is None:
         own = [r for r in history.before if model.same_gpu(r, history.target)]
         scale, hist = ("same GPU", own) if len(own) >= history.min_own else ("fleet", history.before)
         # like with like: a partial run's GPU state differs from a full run's (docs/history.md)
-        alike = [r for r in hist if history.partial(r) == history.partial(history.target)]
+        alike = [r for r in hist if history.now.partial[r["id"]] == history.now.partial[history.target["id"]]]
         mixed = len(alike) < 2
         history._terms_hist = (scale, hist if mixed else alike, mixed)
     return history._terms_hist
 
 
-def _past_terms(history: Model, hist: list[dict], kind: str, name: str) -> tuple[list[float], tuple | None, float]:
+def _past_terms(history: model.Model, hist: list[dict], kind: str, name: str) -> tuple[list[float], tuple | None, float]:
     """A term's values over `hist` (_terms_history's), their (sd, df) where three or more, and their
     mean: kept per model, as the history's structures are."""
     key = (kind, name)
@@ -859,13 +495,13 @@ def _past_terms(history: Model, hist: list[dict], kind: str, name: str) -> tuple
     return history._past[key]
 
 
-def _findings(history: Model, fdr: float) -> list[Finding]:
+def _findings(history: model.Model, fdr: float) -> list[Finding]:
     """The run's machine factors and kernel terms, each against the history runs' own: the same GPU's
     where it has MIN_OWN runs, else the fleet (every run), on a t with the runs' degrees of freedom."""
     tid = history.target["id"]
     scale, hist, mixed = _terms_history(history)
     cands = []
-    for kind in ("machine", *(lvl[0] for lvl in model.LEVELS)):
+    for kind in ("machine", *(lvl[0] for lvl in structure.LEVELS)):
         for name, (x, n) in terms_of(history, tid, kind).items():
             xs, spread, mean = _past_terms(history, hist, kind, name)
             known = history.prior.terms.get(f"{kind}|{name}") if hasattr(history.prior, "terms") else None
@@ -887,9 +523,9 @@ def _findings(history: Model, fdr: float) -> list[Finding]:
             p = float(2 * t_sf(abs(z), df))
             cands.append(Finding(kind, name, math.exp(x - mean) - 1, z, p, n, scale, ref=(mean, sd, df)))
     for fd, hit in zip(cands, bh([c.p for c in cands], fdr)):
-        if hit and mixed and history.partial(history.target):
+        if hit and mixed and history.now.partial[history.target["id"]]:
             fd.status = "information (a partial run against full runs: the GPU state may differ)"
-        elif hit and fd.kind == "host" and model.GPU_PACED in fd.name:
+        elif hit and fd.kind == "host" and structure.GPU_PACED in fd.name:
             fd.status = "information (eager rows the GPU paces on this run: see their device rows)"
         elif hit and fd.kind == "host":
             # one history key holds one set of versions: its rows in host µs moving together is the host
@@ -899,19 +535,19 @@ def _findings(history: Model, fdr: float) -> list[Finding]:
     return sorted(cands, key=lambda c: (not c.status, -abs(c.z)))
 
 
-def _variants(history: Model, out: dict) -> list[Finding]:
+def _variants(history: model.Model, out: dict) -> list[Finding]:
     """A graph or device row called SLOWER or FASTER whose variant's other GPU mode moved the same way
-    (|z| past PARTNER_Z) is one finding for the variant, not two regressions: the variant's GPU work
+    (|z| past model.PARTNER_Z) is one finding for the variant, not two regressions: the variant's GPU work
     moved, as a GPU that runs it apart (or a kernel change) moves it in both modes; a change of one
     mode alone (a replay's host gaps, a timer) stays a row verdict."""
     found = []
     own = [r for r in history.before if model.same_gpu(r, history.target)]
     scale = "same GPU" if len(own) >= history.min_own else "fleet"
     for v in out.values():
-        if v.verdict not in ("SLOWER", "FASTER") or v.mode not in model.GPU_MODES or v.on_ratio:
+        if v.verdict not in ("SLOWER", "FASTER") or v.mode not in structure.GPU_MODES or v.on_ratio:
             continue
         other = out.get((v.probe, v.variant, v.size, "device" if v.mode == "graph" else "graph"))
-        if other is None or other.z is None or other.z * v.z <= 0 or abs(other.z) < PARTNER_Z:
+        if other is None or other.z is None or other.z * v.z <= 0 or abs(other.z) < model.PARTNER_Z:
             continue
         if other.verdict == "FINDING":
             continue
@@ -940,9 +576,9 @@ def torch_only(fig) -> bool:
 
 def environment(judged: Judged, figs: dict) -> None:
     """Between runs whose cuDNN or frontend alone differ: a GPU block whose torch baseline moved
-    with it (the same way, |z| past PARTNER_Z, its change within two of its sd of the block term's)
+    with it (the same way, |z| past model.PARTNER_Z, its change within two of its sd of the block term's)
     is the GPU during that block, not the version, which never reaches torch's kernels: the block is
-    a finding of that (past the FDR or not: its baseline alone was past PARTNER_Z) and the baseline's
+    a finding of that (past the FDR or not: its baseline alone was past model.PARTNER_Z) and the baseline's
     verdict is reported once, there. A block whose baseline stayed keeps its status.
     A GPU-wide move shows on the cuDNN rows and torch.mm's alike between versions (log
     2026-12-04-1018)."""
@@ -951,9 +587,9 @@ def environment(judged: Judged, figs: dict) -> None:
             continue
         with_it = []
         for v in judged.verdicts:
-            # the block's name is model.gpu_block's without " baseline": the rows of one probe x size x mode
+            # the block's name is structure.gpu_block's without " baseline": the rows of one probe x size x mode
             if (f"{v.probe} {v.size} {v.mode}" != fd.name or not torch_only(figs.get(v.row)) or not v.z
-                    or v.z * fd.z <= 0 or abs(v.z) < PARTNER_Z):
+                    or v.z * fd.z <= 0 or abs(v.z) < model.PARTNER_Z):
                 continue
             sd = abs(math.log1p(v.change) / v.z)
             if abs(math.log1p(v.change) - math.log1p(fd.change)) <= 2 * sd:
@@ -968,9 +604,9 @@ def environment(judged: Judged, figs: dict) -> None:
                 _as_finding(v, f"moved with its block {fd.name}: one finding, the GPU's")
 
 
-def _shows(history: Model, run: dict, verdict: Verdict, fig) -> bool | None:
+def _shows(history: model.Model, run: dict, verdict: Verdict, fig) -> bool | None:
     g = history.figs.get(run["id"], {}).get(verdict.row)
-    if not usable(g, fig) or verdict.location is None or verdict.mdc is None:
+    if not model.usable(g, fig) or verdict.location is None or verdict.mdc is None:
         return None
     st = history.struct.get(run["id"])
     adj = st.adjust.get(verdict.row, 0.0) if st else 0.0
@@ -979,13 +615,10 @@ def _shows(history: Model, run: dict, verdict: Verdict, fig) -> bool | None:
     return abs(c) > verdict.mdc and (c > 0) == (verdict.change > 0)
 
 
-def _state(history: Model, after: list[dict], verdict: Verdict, fig) -> str:
+def _state(history: model.Model, after: list[dict], verdict: Verdict, fig) -> str:
     """confirmed / suspect by the first later run of another start (the newest run: by the newest
     earlier run of another start); replicated when only a run of the same start shows it; else new."""
     me = model.start_of(history.target)
-    for r in after:
-        if r["id"] in history.figs:
-            history.structure_of(r["id"])
     later = [r for r in after if _shows(history, r, verdict, fig) is not None]
     other = [r for r in later if model.start_of(r) != me]
     if other:
@@ -999,18 +632,18 @@ def _state(history: Model, after: list[dict], verdict: Verdict, fig) -> str:
     return "suspect" if later else "new"
 
 
-def _variant_term(history: Model, run: dict, name: str) -> tuple | None:
+def _variant_term(history: model.Model, run: dict, name: str) -> tuple | None:
     """Another run's offset of a variant's GPU rows from the history's locations (their mean)."""
     probe, variant, size = name.split("/", 2)
     st, fs, xs = history.struct[run["id"]], history.figs.get(run["id"], {}), []
-    for mode in model.GPU_MODES:
+    for mode in structure.GPU_MODES:
         row, g = (probe, variant, size, mode), fs.get((probe, variant, size, mode))
         if g is not None and g.status == "ok" and (g.value or 0) > 0 and row in history.ref:
             xs.append(math.log(g.value) - st.adjust.get(row, 0.0) - history.ref[row])
     return (sum(xs) / len(xs), len(xs)) if xs else None
 
 
-def _finding_state(history: Model, after: list[dict], finding: Finding, fdr: float = Q) -> None:
+def _finding_state(history: model.Model, after: list[dict], finding: Finding, fdr: float = Q) -> None:
     """A finding of a GPU new to the history becomes a regression once a run of another start shows it
     too: the same way, and past the level fdr on its own (a replication); the first later run of
     another start, or for the newest run the newest earlier one."""
@@ -1026,7 +659,6 @@ def _finding_state(history: Model, after: list[dict], finding: Finding, fdr: flo
         others = [r for r in history.before if model.start_of(r) != me][-1:]
     mean, sd, df = finding.ref
     for r in others:
-        history.structure_of(r["id"])
         t = (_variant_term(history, r, finding.name) if finding.kind == "variant"
              else terms_of(history, r["id"], finding.kind).get(finding.name))
         if t is None or sd <= 0:
