@@ -25,7 +25,7 @@ from pathlib import Path
 from cudnn_hostbench.bench.measure.runfile import stats
 from cudnn_hostbench.bench.measure.runfile.records import Record, Run, load_run
 from cudnn_hostbench.reports.fmt import DASH
-from cudnn_hostbench.reports.verdict import model, paired
+from cudnn_hostbench.reports.verdict import paired, structure
 
 HOST_TIMED = ("eager", "host")     # modes whose pairs must share a host state
 
@@ -67,7 +67,7 @@ def row_class(rec: Record, level_us: float | None, on_ratio: bool) -> str:
     mode, and one prior over both fits neither (log 2026-12-06-0800)."""
     if rec.mode in ("eager", "graph", "device"):
         us = level_us or 0.0
-        size = "heavy" if us >= model.HEAVY_US else "gpu-bound" if us >= model.LIGHT_US else "light"
+        size = "heavy" if us >= structure.HEAVY_US else "gpu-bound" if us >= structure.LIGHT_US else "light"
         return f"{rec.mode} {size}{' ratio' if on_ratio else ''}"
     return f"{rec.mode}{' ratio' if on_ratio else ''}"
 

@@ -36,7 +36,6 @@ from typing import Any
 
 from cudnn_hostbench.reports.verdict import pool as pools
 from cudnn_hostbench.reports.verdict import structure
-from cudnn_hostbench.reports.verdict.structure import HEAVY_US, LIGHT_US  # noqa: F401  (A/B size classes read them here)
 
 # the timer's resolution per call, µs: CUDA events (0.5 µs) over at least 16 replayed calls; the
 # profiler's and the host clock's are nanoseconds
