@@ -342,6 +342,7 @@ PROBE = Probe("toy", "doc", [Variant("base", "baseline", "b"), Variant("trap", "
 
 
 @pytest.mark.slow
+@pytest.mark.newest_only
 def test_real_worker_processes_run_in_turn_each_next_started_ahead_and_none_left_over(tmp_path, monkeypatch):
     """On CPU a worker records why it measured nothing (no GPU) and exits 0: the job runs its
     processes for real, the next one started ahead and given its job when its turn comes."""

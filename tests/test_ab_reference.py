@@ -46,6 +46,7 @@ RESAMPLES = max(10, -(-60 // max(1, len(AA))))
 
 
 @pytest.mark.slow
+@pytest.mark.newest_only
 def test_the_paired_verdict_holds_its_targets_on_the_committed_aa_jobs(capsys):
     assert main(["ab-check", *map(str, AA), "--resamples", str(RESAMPLES), "--check"]) == 0
     out = capsys.readouterr().out

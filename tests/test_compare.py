@@ -284,6 +284,7 @@ def stored_files(url: str) -> list[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.newest_only
 def test_version_matrix_runs_each_wheel_in_its_own_process(tmp_path):
     wheels, root, out = tmp_path / "wheels", tmp_path / "repo", tmp_path / "out"
     wheels.mkdir()

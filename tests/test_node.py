@@ -261,6 +261,7 @@ def two_gpus(monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.newest_only
 def test_version_matrix_runs_one_version_per_gpu_in_parallel(tmp_path, monkeypatch, capsys):
     from cudnn_hostbench.bench.measure.runfile.records import load_run
     from cudnn_hostbench.scripts import version_matrix as vm

@@ -207,6 +207,7 @@ records.write_run(os.path.join(out, "run.json"), records.run_document(tight_reco
 
 
 @pytest.mark.slow
+@pytest.mark.newest_only
 def test_run_all_gpus_reports_each_gpu_keeps_the_others_when_one_fails(tmp_path, monkeypatch, capsys):
     from cudnn_hostbench.reports.history import db
     child = tmp_path / "child.py"

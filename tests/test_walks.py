@@ -89,6 +89,7 @@ def check_walk(tmp_path) -> Follow:
 
 
 @pytest.mark.slow
+@pytest.mark.newest_only
 def test_a_store_through_the_check_to_its_verdicts_enters_each_file_once(tmp_path):
     walk = check_walk(tmp_path)
     shown = walk.report("store -> history check -> verdict")
