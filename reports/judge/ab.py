@@ -66,9 +66,7 @@ def row_class(rec: Record, level_us: float | None, on_ratio: bool) -> str:
     per-call level, since a GPU-bound call spreads about a tenth of a host-bound one's in every
     mode, and one prior over both fits neither (log 2026-12-06-0800)."""
     if rec.mode in ("eager", "graph", "device"):
-        us = level_us or 0.0
-        size = "heavy" if us >= structure.HEAVY_US else "gpu-bound" if us >= structure.LIGHT_US else "light"
-        return f"{rec.mode} {size}{' ratio' if on_ratio else ''}"
+        return f"{rec.mode} {structure.size_of(level_us or 0.0)}{' ratio' if on_ratio else ''}"
     return f"{rec.mode}{' ratio' if on_ratio else ''}"
 
 

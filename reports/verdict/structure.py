@@ -25,9 +25,13 @@ def median_var(draws: int) -> float:
     return _MEDIAN_VAR.get(draws, math.pi / (2 * draws)) if draws >= 1 else 1.0
 
 
-def size_class(fig) -> str:
-    us = fig.median_us or 0.0
+def size_of(us: float) -> str:
+    """A GPU row's size class from its per-call µs: the history check and the A/B job share it."""
     return "heavy" if us >= HEAVY_US else "gpu-bound" if us >= LIGHT_US else "light"
+
+
+def size_class(fig) -> str:
+    return size_of(fig.median_us or 0.0)
 
 
 def is_gpu_row(fig) -> bool:
