@@ -99,7 +99,7 @@ def job_for(args: list[str], cases: list, worker: str, out: str | Path) -> Job:
     got = {k: v for k, _, v in (a.partition("=") for a in args if a.startswith("--") and "=" in a)}
     job = Job(worker=worker, out=str(out), cases=[], heavy="--hb-heavy" in args,
               **{name: read(got[opt]) for opt, (name, read) in FROM_ARGS.items() if opt in got})
-    job.graph_rounds = min(job.rounds, int(got.get("--hb-graph-rounds", GRAPH_ROUNDS)))
+    job.graph_rounds = min(job.rounds, job.graph_rounds if "--hb-graph-rounds" in got else GRAPH_ROUNDS)
     mode, block = (lambda c: c[4]), (lambda c: f"{c[1]}/{c[2]}")
     chosen = schedule.select([list(c) for c in cases], block, mode, job.modes, got.get("--hb-only"))
     job.cases = [[c[0], *c[2:]] for c in schedule.order(chosen, lambda c: c[0], mode, worker)]
