@@ -32,7 +32,9 @@ if [ "${HB_TEST_LINT:-1}" != 0 ]; then
   # the parallel pass, whose workers leave a core idle at times (a test waiting on a process or a
   # browser: 34 of its 523 core-seconds on 2 cores). Its report follows the pass's.
   mypy_out=$(mktemp)
-  mkdir -p .mypy_cache   # its cache, there before the tests' debris check reads the checkout (tests/checkout.py)
+  # its cache, seen before the tests' debris check reads the checkout (tests/checkout.py): git does
+  # not list an empty folder, so the file mypy itself writes there goes in first
+  mkdir -p .mypy_cache && [ -e .mypy_cache/.gitignore ] || printf '# Automatically created by mypy\n*\n' > .mypy_cache/.gitignore
   python3 -m mypy > "$mypy_out" 2>&1 & mypy_pid=$!
   trap 'kill "$mypy_pid" 2>/dev/null || true; rm -f "$mypy_out"' EXIT
 fi
