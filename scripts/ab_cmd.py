@@ -32,6 +32,7 @@ from pathlib import Path
 
 from cudnn_hostbench.bench.measure.workers import interleave
 from cudnn_hostbench.bench.measure.workers.interleave import JobFolderError, JobSpec
+from cudnn_hostbench.bench.measure.workers.worker import MIN_PASS_ROUNDS
 from cudnn_hostbench.scripts import ab_sides
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,6 +54,9 @@ def add_arguments(ap) -> None:
     ap.add_argument("--hb-modes", dest="modes", default="eager,graph,device", help="timing modes")
     ap.add_argument("--hb-heavy", dest="heavy", action="store_true", help="every plan, every size")
     ap.add_argument("--hb-rounds", dest="rounds", type=int, help="eager rounds per row in each process (default 12)")
+    ap.add_argument("--hb-eager-passes", dest="eager_passes", type=int, default=1, metavar="K",
+                    help="split each process's eager rounds over K passes, the last on cases built again, and "
+                         "report where the eager noise lives (passes.md)")
     ap.add_argument("--reference", metavar="LABEL", help="the side every other is judged against (default: the first)")
     ap.add_argument("--out", help="the job folder (default results/ab-<stamp>)")
     ap.add_argument("--resume", metavar="DIR", help="add pairs to this job folder")
@@ -98,6 +102,7 @@ def run(args) -> int:
 # its own noise to a tenth or less of the process-to-process variance the pairs average out. In
 # every class that takes far fewer rounds than a single run needs (eager, graph, profiler: log
 # 2026-12-06-2003), and a shorter process is more pairs in the same budget.
+MAX_PASSES = 4   # passes past four split 12 rounds below MIN_PASS_ROUNDS; the question needs three
 AB_ROUNDS = {"--hb-rounds": "12", "--hb-graph-rounds": "2", "--hb-device-rounds": "1", "--hb-device-more": "0"}
 
 
@@ -110,14 +115,23 @@ def options_of(args) -> dict:
         if args.rounds < 3:
             raise ValueError(f"--hb-rounds {args.rounds}: a process needs at least 3 rounds")
         opts["--hb-rounds"] = str(args.rounds)
+    passes = getattr(args, "eager_passes", 1)
+    if passes != 1:
+        if not 2 <= passes <= MAX_PASSES or int(opts["--hb-rounds"]) // passes < MIN_PASS_ROUNDS:
+            raise ValueError(f"--hb-eager-passes {passes}: 2 to {MAX_PASSES} passes of at least {MIN_PASS_ROUNDS} "
+                             f"of the {opts['--hb-rounds']} eager rounds each")
+        opts["--hb-eager-passes"] = str(passes)
     if args.heavy:
         opts["--hb-heavy"] = "1"
     return opts
 
 
 def selection_text(args) -> str:
-    return json.dumps({"k": args.keyword or "", "sizes": args.sizes or "", "tokens": args.tokens or "", "modes": args.modes,
-                       "heavy": bool(args.heavy), "rounds": args.rounds or 0}, sort_keys=True)
+    chosen = {"k": args.keyword or "", "sizes": args.sizes or "", "tokens": args.tokens or "", "modes": args.modes,
+              "heavy": bool(args.heavy), "rounds": args.rounds or 0}
+    if (getattr(args, "eager_passes", 1) or 1) > 1:   # only then: a job from before passes resumes as it was
+        chosen["eager_passes"] = args.eager_passes
+    return json.dumps(chosen, sort_keys=True)
 
 
 def collect_cases(args, opts: dict) -> list:
@@ -165,7 +179,8 @@ def resumed(args) -> tuple[Path, JobSpec, bool]:
     """The job --resume names; a selection or side set given with it must be the job's own."""
     job_dir = Path(args.resume)
     spec = JobSpec.load(job_dir)
-    asked = bool(args.sides) or any(getattr(args, n) for n in ("keyword", "sizes", "tokens", "heavy", "rounds"))
+    asked = bool(args.sides) or any(getattr(args, n) for n in ("keyword", "sizes", "tokens", "heavy", "rounds")) \
+        or getattr(args, "eager_passes", 1) != 1
     if asked and (selection_text(args) != spec.selection or _labels(args) not in ([], [s.spec for s in spec.sides])):
         raise JobFolderError(f"{job_dir}: --resume of another suite or side set (the job has "
                              f"{', '.join(s.spec for s in spec.sides)}; {spec.selection})")
@@ -422,7 +437,9 @@ def _progress(say, pairs: int, comparisons: list, clock: Clock) -> None:
 
 def finish(args, job_dir: Path, spec: JobSpec, procs: list, comparisons: list) -> None:
     """The reports in the job folder, the merged run per side, and what --json / --markdown ask."""
+    from cudnn_hostbench.bench.measure.runfile.files import write_text_atomic
     from cudnn_hostbench.reports.judge import ab as report
+    from cudnn_hostbench.reports.judge import noise
     meta = {"job": str(job_dir), "sides": [{"label": s.label, "spec": s.spec, **(getattr(s, "checked", None) or {})}
                                            for s in spec.sides],
             "reference": spec.sides[spec.reference].label, "selection": json.loads(spec.selection or "{}"),
@@ -433,6 +450,11 @@ def finish(args, job_dir: Path, spec: JobSpec, procs: list, comparisons: list) -
               + (f", {meta['processes_unfinished']} unfinished (not used)" if meta["processes_unfinished"] else "")
               + ".")
     write_side_runs(job_dir, spec, procs)
+    found = noise.of_job(comparisons, interleave.pairs(procs, len(spec.sides), spec.reference))
+    if found:   # a job run with --hb-eager-passes: where its eager noise lives
+        meta["eager_noise"] = {cls: {name: {"spread": v, "rows": n} for name, (v, n) in comps.items()}
+                               for cls, comps in found.items()}
+        write_text_atomic(job_dir / "passes.md", noise.markdown(found))
     report.write_reports(job_dir, comparisons, meta, header)
     for c in comparisons:
         print(report.text(c), file=_out(args))
@@ -442,7 +464,8 @@ def finish(args, job_dir: Path, spec: JobSpec, procs: list, comparisons: list) -
     if args.markdown:
         md = report.markdown(comparisons, header)
         print(md) if args.markdown == "-" else Path(args.markdown).write_text(md, encoding="utf-8")
-    print(f"wrote {job_dir / 'ab.md'}, ab.csv, ab.json" + (", ab.png" if (job_dir / "ab.png").exists() else ""),
+    print(f"wrote {job_dir / 'ab.md'}, ab.csv, ab.json" + (", ab.png" if (job_dir / "ab.png").exists() else "")
+          + (", passes.md" if found else ""),
           file=_out(args))
 
 

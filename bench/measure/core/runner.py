@@ -12,7 +12,7 @@ import statistics
 import time
 from pathlib import Path
 
-from cudnn_hostbench.bench.measure.core import plan_clock, progress, timing
+from cudnn_hostbench.bench.measure.core import passes, plan_clock, progress, timing
 from cudnn_hostbench.bench.measure.core.gpu_context import GpuContext, NoGpuError
 from cudnn_hostbench.bench.measure.core.gpustate import Clocks
 from cudnn_hostbench.bench.measure.core.hoststate import GIVE_UP_S, HostState
@@ -47,7 +47,7 @@ class Session:
     def __init__(self, out_dir: str | Path, opt: timing.Options | None = None, modes=records.CALL_MODES,
                  worker: str = "", warm_max_s: float = 60.0, fast_wait_s: float = 10.0,
                  suite: SuiteOptions | None = None, focus_wait_s: float = 0.0, retry_focus: bool = False,
-                 deadline: float | None = None):
+                 deadline: float | None = None, eager_passes: int = 1):
         self.out_dir = Path(out_dir)
         self.worker = worker            # "2/3" in a worker process: progress lines name it
         self.warm_max_s = warm_max_s
@@ -57,6 +57,8 @@ class Session:
         self.deadline = deadline          # wall clock (time.time()) after which nothing more is measured
         self._retry: list = []
         self.retries: dict = {}
+        self.eager_passes = eager_passes  # passes over each block's eager rounds (passes.py)
+        self._passed: list = []           # (probe, size) whose first eager pass is recorded
         self.watch = timing.Watch()
         self.opt = opt or timing.Options()
         self.modes = tuple(modes)
@@ -260,6 +262,8 @@ class Session:
                 self._progress(tag, "eager", meta)
                 if self.retry_focus and self._is_focus(probe, size) and meta.get("host_state") != "fast":
                     self._retry.append((probe, size))
+                if self.eager_passes > 1:
+                    self._passed.append((probe, size))
         if "graph" in self.modes:
             with self._phase("graph"):
                 self._measure_graph(probe, size, cases, calls, tag)
@@ -319,6 +323,12 @@ class Session:
             self.retries[tag] = "fast" if kept else "not fast: first figures kept"
             self.say(f"{tag} eager retried for the host's fast state: {self.retries[tag]}")
 
+    def more_passes(self) -> None:
+        """The eager passes past the first over every block timed so far (passes.py), once."""
+        todo, self._passed = self._passed, []
+        if todo and not timing.profiler_has_run():
+            passes.run(self, todo)
+
     def _measure_graph(self, probe, size, cases, calls, tag) -> None:
         ctx = self.context()
         captured = {}
@@ -370,7 +380,8 @@ class Session:
     # -- device mode ---------------------------------------------------------------------------
     def measure_device(self, probe, size) -> None:
         ctx = self.context()
-        self.retry_focus_blocks()   # the last chance to time eager in this process
+        self.more_passes()          # the last chance to time eager in this process
+        self.retry_focus_blocks()
         cases = self.cases(probe, size)
         fns = {n: c.fn for n, c in cases.items() if "device" in probe.variant(n).modes}
         if not fns:
@@ -450,6 +461,7 @@ class Session:
         writes a run file only when `name` is given: under pytest the plugin writes it
         (pytest_plugin.place_run_file)."""
         if self._ctx is not None:
+            self.more_passes()
             self.retry_focus_blocks()
             self.fingerprint.calibration_us = cal = self.fingerprint.calibration_us
             cal["after"] = timing.calibration_us()

@@ -23,6 +23,7 @@ from typing import Any, Callable
 from cudnn_hostbench.bench.measure.core.options import DEFAULT_MODES, DEFAULT_SIZES, DEFAULT_TOKENS, split
 
 JOB_VERSION = 1
+MIN_PASS_ROUNDS = 3   # an eager pass's rounds: a median of fewer is one round's luck
 
 
 class JobError(ValueError):
@@ -49,6 +50,7 @@ class Job:
     target_se: float = 0.0           # eager rounds stop at this relative standard error (timing.Options)
     device_rounds: int | None = None  # profiler rounds per row (None: timing.Options')
     device_more: int | None = None    # more of them where the first spread (None: timing.Options')
+    eager_passes: int = 1             # passes the eager rounds are split over (core/passes.py)
     version: int = JOB_VERSION
 
     def to_json(self) -> str:
@@ -84,7 +86,7 @@ FROM_ARGS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "--hb-focus-wait-s": ("focus_wait_s", float), "--hb-target-se": ("target_se", lambda v: float(v) / 100),
     "--hb-deadline": ("deadline", lambda v: None if v == "None" else float(v)), "--rootdir": ("root", str),
     "--hb-graph-rounds": ("graph_rounds", int), "--hb-device-rounds": ("device_rounds", int),
-    "--hb-device-more": ("device_more", int)}
+    "--hb-device-more": ("device_more", int), "--hb-eager-passes": ("eager_passes", int)}
 
 
 def job_for(args: list[str], cases: list, worker: str, out: str | Path) -> Job:
@@ -139,7 +141,9 @@ def session_for(job: Job):
     from cudnn_hostbench.bench.measure.core.runner import Session
     from cudnn_hostbench.bench.measure.workers.schedule import worker_number
     suite = SuiteOptions(sizes=job.sizes, tokens=job.tokens, heavy=job.heavy, modes=job.modes, root=job.root)
-    opt = timing.Options(rounds=job.rounds, graph_rounds=job.graph_rounds, target_se=job.target_se)
+    passes = max(1, job.eager_passes)
+    opt = timing.Options(rounds=max(MIN_PASS_ROUNDS, job.rounds // passes), graph_rounds=job.graph_rounds,
+                         target_se=job.target_se)
     if job.device_rounds is not None:
         opt.device_rounds = job.device_rounds
     if job.device_more is not None:
@@ -148,7 +152,7 @@ def session_for(job: Job):
     first = worker_number(job.worker) == 1
     return Session(job.out, opt, job.modes + ("host",), worker=job.worker,
                    warm_max_s=job.warm_s * (1.0 if first else 0.1), fast_wait_s=job.fast_wait_s, suite=suite,
-                   focus_wait_s=job.focus_wait_s, retry_focus=False, deadline=job.deadline)
+                   focus_wait_s=job.focus_wait_s, retry_focus=False, deadline=job.deadline, eager_passes=passes)
 
 
 def run(job: Job) -> int:
