@@ -184,3 +184,18 @@ def test_a_job_run_with_passes_reports_where_its_eager_noise_lives(tmp_path, mon
     spreads = doc["eager_noise"]
     assert spreads and all(set(c) == set(noise.COMPONENTS) for c in spreads.values())
     assert all(0.005 < c["moment"]["spread"] < 0.05 for c in spreads.values())
+
+
+def test_a_pass_that_fails_keeps_the_first_pass_and_the_device_figures(tmp_path, monkeypatch):
+    s = _session(tmp_path, monkeypatch, passes=3)
+    p = _probe([])
+    s.record(p, "8", "trap", "eager")
+    first = list(s.records[("toy", "trap", "8", "eager")].samples)
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+    monkeypatch.setattr(s, "_measure_eager", boom)
+    assert s.record(p, "8", "trap", "device").ok
+    got = [(x["key"][1], x["pass"]) for x in _lines(tmp_path) if x["kind"] == "pass"]
+    assert sorted(got) == [("base", 1), ("trap", 1)]
+    assert s.records[("toy", "trap", "8", "eager")].samples == first

@@ -15,7 +15,7 @@ every block's first pass (before the profiler phase, which leaves eager timing u
 2 .. K-1 time the same cases again and pass K times cases built anew, numerics checked first, the
 old ones still alive so the new ones land elsewhere. Every pass's figure is written as a `pass`
 line of records.jsonl (readers of records skip it); the row's record becomes the pooled figure of
-all its passes (reports/judge/passes.py reads the components back out).
+all its passes (reports/judge/noise.py reads the components back out).
 """
 from __future__ import annotations
 
@@ -37,13 +37,21 @@ def run(session, blocks: list) -> None:
     total = session.eager_passes
     for number in range(2, total + 1):
         for probe, size in blocks:
-            one(session, probe, size, number, rebuilt=number == total)
+            try:
+                one(session, probe, size, number, rebuilt=number == total)
+            except Exception as e:  # noqa: BLE001 - a failed pass costs that pass, never a figure already made
+                session.say(f"{probe.name}/{size} eager pass {number} failed: {type(e).__name__}: {e}")
 
 
 def one(session, probe, size, number: int, rebuilt: bool) -> None:
     """One more pass over a block's eager variants, merged into their records."""
     tag = f"{probe.name}/{size}"
     timed = session.cases(probe, size)
+    if number == 2:   # the first pass's figures, before its records are pooled with later ones
+        for name in timed:
+            old = session.records.get((probe.name, name, size, "eager"))
+            if old is not None and old.ok:
+                session.writer.write(pass_line(old, 1, False, old.samples, old.ratio, old.host_state))
     cases = fresh_cases(session, probe, size, timed, tag) if rebuilt else timed
     if not cases:
         return
@@ -52,11 +60,6 @@ def one(session, probe, size, number: int, rebuilt: bool) -> None:
         session.say(f"{tag} eager pass {number}: not timed")
         return
     recs, _, meta = got
-    if number == 2:   # the first pass's figures, before its records are pooled with this one's
-        for rec in recs:
-            old = session.records.get(rec.key)
-            if old is not None and old.ok:
-                session.writer.write(pass_line(old, 1, False, old.samples, old.ratio, old.host_state))
     merge(session, probe, recs, number, rebuilt, meta.get("host_state") or "")
 
 
