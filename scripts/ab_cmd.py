@@ -102,8 +102,8 @@ def run(args) -> int:
 # its own noise to a tenth or less of the process-to-process variance the pairs average out. In
 # every class that takes far fewer rounds than a single run needs (eager, graph, profiler: log
 # 2026-12-06-2003), and a shorter process is more pairs in the same budget.
-MAX_PASSES = 4   # passes past four split 12 rounds below MIN_PASS_ROUNDS; the question needs three
 AB_ROUNDS = {"--hb-rounds": "12", "--hb-graph-rounds": "2", "--hb-device-rounds": "1", "--hb-device-more": "0"}
+MAX_PASSES = 4   # --hb-eager-passes: past four, 12 rounds split below MIN_PASS_ROUNDS; the question needs three
 
 
 def options_of(args) -> dict:
