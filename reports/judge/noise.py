@@ -21,10 +21,10 @@ import statistics
 from pathlib import Path
 
 from cudnn_hostbench.bench.measure.core.passes import PASS_KIND
+from cudnn_hostbench.reports.verdict.structure import mad2
 
 COMPONENTS = ("moment", "rebuilt", "process")
 MIN_DIFFS = 5    # differences a row needs for its spread: a median absolute deviation of fewer is noise
-MAD_SD = 1.4826  # a normal sample's standard deviation per median absolute deviation
 
 
 def read(path: Path) -> dict:
@@ -55,10 +55,7 @@ def log_diff(later: dict | None, earlier: dict | None) -> float | None:
 
 
 def robust_sd(values: list) -> float | None:
-    if len(values) < MIN_DIFFS:
-        return None
-    mid = statistics.median(values)
-    return MAD_SD * statistics.median(abs(v - mid) for v in values)
+    return math.sqrt(mad2(values)) if len(values) >= MIN_DIFFS else None
 
 
 def row_diffs(key: tuple, by_proc: dict, pairs: list) -> dict:

@@ -275,7 +275,7 @@ def _prior(runs: list[dict], figs: dict, target: dict, cache: dict) -> dict | No
     """The store prior a fold's run is judged with, fitted inside the fold: the newest key's runs of
     every other start (as the shipped prior is the newest key's); none for runs of that key itself,
     whose own history is the same runs. Fitted once per set of runs: a start with no run on the
-    newest key leaves all of them (the committed H200 history: 9 starts, one fit)."""
+    newest key leaves all of them, so a history whose starts mostly lack that key is fitted once."""
     from cudnn_hostbench.reports.verdict import calibrate, model
     newest = runs[-1]["history_key"]
     if target["history_key"] == newest:

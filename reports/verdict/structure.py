@@ -157,7 +157,7 @@ def structure(logs: dict, ref: dict, figs: dict, apart: set | frozenset = frozen
             by_group.setdefault(g, []).append(d)
     for g, ds in by_group.items():
         if len(ds) >= MIN_FACTOR_ROWS:
-            st.factors[g] = (statistics.median(ds), median_var(len(ds)) * _mad2(ds), len(ds))
+            st.factors[g] = (statistics.median(ds), median_var(len(ds)) * mad2(ds), len(ds))
     for row in res:
         g = lay[row][0]
         m = st.factors.get(g, (0.0, 0.0, 0))[0] if g is not None else 0.0
@@ -182,7 +182,7 @@ def structure(logs: dict, ref: dict, figs: dict, apart: set | frozenset = frozen
             st.terms[(name, k)] = (med, setters)
             # the median of the other rows is known to within their spread: where they disagree (one
             # kernel's graph rows +4 to +7 %, its device rows +1 %) the adjustment is that uncertain
-            v = median_var(len(xs) - 1) * _mad2(xs, med)
+            v = median_var(len(xs) - 1) * mad2(xs, med)
             others = medians_without(xs)
             for row in rows:
                 i = at.get(row)
@@ -217,7 +217,7 @@ def medians_without(values: list[float]) -> list[float]:
             + [(values[h - 1] + values[h]) / 2] * (n - h))
 
 
-def _mad2(values: list[float], med: float | None = None) -> float:
+def mad2(values: list[float], med: float | None = None) -> float:
     """A robust variance (1.4826 MAD, squared); `med`: the median of values, where the caller has it."""
     med = statistics.median(values) if med is None else med
     return (1.4826 * statistics.median([abs(x - med) for x in values])) ** 2
