@@ -450,8 +450,10 @@ def finish(args, job_dir: Path, spec: JobSpec, procs: list, comparisons: list) -
               + (f", {meta['processes_unfinished']} unfinished (not used)" if meta["processes_unfinished"] else "")
               + ".")
     write_side_runs(job_dir, spec, procs)
-    found = noise.of_job(comparisons, interleave.pairs(procs, len(spec.sides), spec.reference))
-    if found:   # a job run with --hb-eager-passes: where its eager noise lives
+    found = {}
+    if "--hb-eager-passes" in spec.options:   # only then do its processes write pass lines to read again
+        found = noise.of_job(comparisons, interleave.pairs(procs, len(spec.sides), spec.reference))
+    if found:   # where the job's eager noise lives
         meta["eager_noise"] = {cls: {name: {"spread": v, "rows": n} for name, (v, n) in comps.items()}
                                for cls, comps in found.items()}
         write_text_atomic(job_dir / "passes.md", noise.markdown(found))
